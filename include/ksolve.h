@@ -1,0 +1,268 @@
+/* ksolve — preconditioned Krylov and AMG solvers for sparse linear systems
+ * on NVIDIA GPUs and CPUs.
+ *
+ * Public C API. Object life cycle (PETSc style):
+ *   create -> set options (config) -> setup -> solve/apply -> destroy.
+ *
+ * Every function that can fail returns a ks_error (KS_OK == 0). On failure
+ * ks_last_error() returns a human-readable message for the calling thread,
+ * naming the file and line, config key path or CUDA call that failed.
+ * The library never aborts the process.
+ */
+#ifndef KSOLVE_H
+#define KSOLVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KS_VERSION_MAJOR 0
+#define KS_VERSION_MINOR 1
+#define KS_VERSION_PATCH 0
+#define KS_VERSION_STRING "0.1.0"
+
+/* Local (per-process) index type. Row-block distributed matrices (MPI) keep
+ * local indices 32-bit and use ks_gint for global row/column numbers. */
+typedef int32_t ks_int;
+typedef int64_t ks_gint;
+
+/* ------------------------------------------------------------------ errors */
+typedef enum ks_error {
+    KS_OK = 0,
+    KS_ERR_ARG,         /* invalid argument (NULL, negative size, ...) */
+    KS_ERR_MEMORY,      /* host or device allocation failed */
+    KS_ERR_IO,          /* file cannot be opened, read or written */
+    KS_ERR_FORMAT,      /* malformed input file (names file and line) */
+    KS_ERR_CONFIG,      /* bad config key or value (names the key path) */
+    KS_ERR_UNSUPPORTED, /* backend, format or feature not available */
+    KS_ERR_DEVICE,      /* CUDA / cuBLAS / cuSPARSE failure */
+    KS_ERR_NUMERIC,     /* NaN/Inf in data, zero diagonal, ... */
+    KS_ERR_SIZE         /* dimension mismatch or index overflow */
+} ks_error;
+
+/* Short name of an error code, e.g. "KS_ERR_FORMAT". */
+const char *ks_error_name(ks_error e);
+/* Message of the last failure on this thread ("" if none). */
+const char *ks_last_error(void);
+/* Clear the last-error message of this thread. */
+void ks_clear_error(void);
+
+/* --------------------------------------------------------------- host CSR */
+/* Compressed sparse row matrix in host memory, 0-based, column indices
+ * sorted and unique within each row. The struct is transparent so callers
+ * can hand in their own arrays; ks_csr_free() frees arrays allocated by
+ * ksolve (ks_csr_alloc, readers, generators) with free(). */
+typedef struct ks_csr {
+    ks_int nrows;
+    ks_int ncols;
+    ks_int nnz;
+    ks_int *rowptr; /* nrows + 1 */
+    ks_int *colind; /* nnz */
+    double *val;    /* nnz */
+} ks_csr;
+
+ks_error ks_csr_alloc(ks_csr *A, ks_int nrows, ks_int ncols, ks_int nnz);
+void ks_csr_free(ks_csr *A);
+/* Deep copy. */
+ks_error ks_csr_copy(const ks_csr *src, ks_csr *dst);
+/* Check structure: rowptr monotone, indices in range, sorted, unique,
+ * values finite. The message names the first offending row. */
+ks_error ks_csr_validate(const ks_csr *A);
+/* Build CSR from coordinate triplets (0-based); duplicates are summed and
+ * their count returned in *ndup (may be NULL). Rows are sorted. */
+ks_error ks_csr_from_coo(ks_int nrows, ks_int ncols, int64_t nent,
+                         const ks_int *row, const ks_int *col, const double *val,
+                         ks_csr *A, int64_t *ndup);
+/* y = alpha*A*x + beta*y, float64 host reference (serial, simple). */
+void ks_csr_spmv_ref(const ks_csr *A, double alpha, const double *x, double beta, double *y);
+
+/* --------------------------------------------------------- Matrix Market */
+typedef enum ks_mm_field { KS_MM_REAL, KS_MM_INTEGER, KS_MM_PATTERN } ks_mm_field;
+typedef enum ks_mm_symmetry { KS_MM_GENERAL, KS_MM_SYMMETRIC, KS_MM_SKEW } ks_mm_symmetry;
+
+typedef struct ks_mm_info {
+    ks_mm_field field;
+    ks_mm_symmetry symmetry;
+    int64_t entries_stored;    /* entries in the file */
+    int64_t duplicates_summed; /* duplicate (i,j) pairs summed on read */
+} ks_mm_info;
+
+/* Read a coordinate matrix (.mtx or .mtx.gz). Symmetric and skew files are
+ * expanded; pattern files get value 1.0. info may be NULL. */
+ks_error ks_mm_read_csr(const char *path, ks_csr *A, ks_mm_info *info);
+/* Read a vector: array format (n x 1) or coordinate n x 1 / 1 x n.
+ * *v is malloc'ed; free with free(). */
+ks_error ks_mm_read_vector(const char *path, double **v, ks_int *n);
+/* Write coordinate real general (".gz" suffix writes gzip). */
+ks_error ks_mm_write_csr(const char *path, const ks_csr *A);
+/* Write array real general n x 1. */
+ks_error ks_mm_write_vector(const char *path, const double *v, ks_int n);
+
+/* ------------------------------------------------------------- generators */
+typedef enum ks_gen_kind {
+    KS_GEN_POISSON2D_5,  /* 2D Laplacian, 5-point */
+    KS_GEN_POISSON2D_9,  /* 2D Laplacian, 9-point */
+    KS_GEN_POISSON3D_7,  /* 3D Laplacian, 7-point (cx, cy, cz scale each axis) */
+    KS_GEN_POISSON3D_27, /* 3D Laplacian, 27-point */
+    KS_GEN_ANISO3D,      /* 3D 7-point with coefficients cx, cy, cz */
+    KS_GEN_CONVDIFF3D    /* 3D convection-diffusion, upwind, velocity vx, vy, vz */
+} ks_gen_kind;
+
+typedef struct ks_gen_params {
+    ks_gen_kind kind;
+    ks_int nx, ny, nz;   /* grid points per axis (nz ignored in 2D) */
+    double cx, cy, cz;   /* diffusion coefficient per axis (default 1) */
+    double vx, vy, vz;   /* convection velocity (convdiff only) */
+} ks_gen_params;
+
+/* Defaults: 7-point 3D, 10^3, coefficients 1, velocity (1,1,1). */
+void ks_gen_params_default(ks_gen_params *p);
+/* Names: "poisson2d_5", "poisson2d_9", "poisson3d_7", "poisson3d_27",
+ * "aniso3d", "convdiff3d". */
+ks_error ks_gen_kind_from_name(const char *name, ks_gen_kind *kind);
+const char *ks_gen_kind_name(ks_gen_kind kind);
+ks_error ks_generate(const ks_gen_params *p, ks_csr *A);
+
+/* --------------------------------------------------------------- backends */
+typedef struct ks_backend ks_backend;
+
+/* name: "cpu" or "cuda". Fails with KS_ERR_UNSUPPORTED when the backend was
+ * not compiled in or no device is present (the message says which). */
+ks_error ks_backend_create(const char *name, ks_backend **be);
+void ks_backend_destroy(ks_backend *be);
+const char *ks_backend_name(const ks_backend *be);
+/* 1 if ks_backend_create(name) would succeed, else 0 (no error is set). */
+int ks_backend_available(const char *name);
+/* Wait for all queued work (a no-op on the cpu backend). */
+ks_error ks_backend_sync(ks_backend *be);
+/* One line describing the device or CPU (model, threads). */
+const char *ks_backend_description(const ks_backend *be);
+
+/* ---------------------------------------------------------------- vectors */
+typedef struct ks_vec ks_vec;
+
+ks_error ks_vec_create(ks_backend *be, ks_int n, ks_vec **v);
+void ks_vec_destroy(ks_vec *v);
+ks_int ks_vec_size(const ks_vec *v);
+ks_backend *ks_vec_backend(const ks_vec *v);
+ks_error ks_vec_set_host(ks_vec *v, const double *host); /* upload n values */
+ks_error ks_vec_get_host(const ks_vec *v, double *host); /* download n values */
+ks_error ks_vec_fill(ks_vec *v, double a);
+ks_error ks_vec_copy(const ks_vec *x, ks_vec *y);                       /* y = x */
+ks_error ks_vec_scale(ks_vec *x, double a);                             /* x = a x */
+ks_error ks_vec_axpy(double a, const ks_vec *x, ks_vec *y);             /* y += a x */
+ks_error ks_vec_axpby(double a, const ks_vec *x, double b, ks_vec *y);  /* y = a x + b y */
+ks_error ks_vec_pointwise_mult(const ks_vec *w, const ks_vec *x, ks_vec *y); /* y = w .* x */
+ks_error ks_vec_dot(const ks_vec *x, const ks_vec *y, double *r);
+ks_error ks_vec_norm2(const ks_vec *x, double *r);
+ks_error ks_vec_norm1(const ks_vec *x, double *r);
+ks_error ks_vec_norminf(const ks_vec *x, double *r);
+
+/* --------------------------------------------------- matrices (for SpMV) */
+typedef struct ks_matrix ks_matrix;
+
+/* Per-format parameters; 0 means "choose automatically". Formats ignore
+ * parameters that do not apply to them. */
+typedef struct ks_spmv_params {
+    int threads_per_row; /* vector CSR / ELL-T: 1..32, a divisor of 32 */
+    int slice_height;    /* sliced formats (C) */
+    int sort_window;     /* SELL-C-sigma (sigma) */
+    double max_fill;     /* padded formats refuse above this stored/nnz ratio */
+} ks_spmv_params;
+
+/* Build matrix A on backend be in storage format `format` ("auto" picks
+ * one for the backend). A is copied; the caller keeps ownership.
+ * params may be NULL. */
+ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
+                          const ks_spmv_params *params, ks_matrix **M);
+void ks_matrix_destroy(ks_matrix *M);
+/* y = alpha*A*x + beta*y; x and y on the matrix's backend, distinct. */
+ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta, ks_vec *y);
+ks_int ks_matrix_rows(const ks_matrix *M);
+ks_int ks_matrix_cols(const ks_matrix *M);
+ks_int ks_matrix_nnz(const ks_matrix *M);
+const char *ks_matrix_format(const ks_matrix *M);
+ks_backend *ks_matrix_backend(const ks_matrix *M);
+/* Host copy of the matrix in CSR (owned by M). */
+const ks_csr *ks_matrix_host_csr(const ks_matrix *M);
+/* Bytes one apply moves through memory (format's own layout). */
+double ks_matrix_bytes_per_apply(const ks_matrix *M);
+/* Seconds spent converting and uploading in ks_matrix_create. */
+double ks_matrix_setup_seconds(const ks_matrix *M);
+
+/* Names of the SpMV formats usable on a backend, NULL-terminated. */
+const char *const *ks_spmv_format_names(const char *backend);
+
+/* ----------------------------------------------------------------- config */
+typedef struct ks_config ks_config;
+
+/* JSON config (AmgX-style scopes, see docs/config.md). Unknown keys, wrong
+ * types and out-of-range values fail with KS_ERR_CONFIG naming the key path
+ * (and line/column for JSON syntax errors). */
+ks_error ks_config_create_from_file(const char *path, ks_config **cfg);
+ks_error ks_config_create_from_string(const char *json, ks_config **cfg);
+/* Default config (PCG + Jacobi, relative tolerance 1e-8). */
+ks_error ks_config_create_default(ks_config **cfg);
+/* Set one key by path, e.g. ("solver.max_iters", "200") or
+ * ("solver.preconditioner.solver", "JACOBI_L1"). The value is parsed as
+ * JSON when it is valid JSON, otherwise taken as a string. */
+ks_error ks_config_set(ks_config *cfg, const char *keypath, const char *value);
+/* Pretty JSON of the full config with defaults filled in (free() it). */
+char *ks_config_dump(const ks_config *cfg);
+void ks_config_destroy(ks_config *cfg);
+
+/* ----------------------------------------------------------------- solver */
+typedef enum ks_solve_status {
+    KS_SOLVE_CONVERGED = 0,
+    KS_SOLVE_MAX_ITERS,   /* stopped at max_iters */
+    KS_SOLVE_BREAKDOWN,   /* a Krylov quantity vanished; see breakdown */
+    KS_SOLVE_DIVERGED,    /* residual grew beyond divergence tolerance */
+    KS_SOLVE_NAN,         /* NaN or Inf appeared */
+    KS_SOLVE_NOT_RUN
+} ks_solve_status;
+
+const char *ks_solve_status_name(ks_solve_status s);
+
+typedef struct ks_solve_stats {
+    ks_solve_status status;
+    int iterations;
+    double initial_residual;   /* ||r0|| in the configured norm */
+    double final_residual;     /* last recurrence residual norm */
+    double rhs_norm;           /* ||b|| in the configured norm */
+    double relative_residual;  /* final_residual / reference of the criterion */
+    double true_relative_residual; /* ||b - A x||_2 / ||b||_2 recomputed */
+    double setup_seconds;
+    double solve_seconds;
+    char breakdown[96];        /* which quantity broke down, e.g. "p'Ap <= 0" */
+    const double *history;     /* residual norms, iterations+1 entries (or NULL) */
+    int history_len;
+} ks_solve_stats;
+
+typedef struct ks_solver ks_solver;
+
+/* Create the solver described by cfg's "solver" scope on backend be. */
+ks_error ks_solver_create(ks_backend *be, const ks_config *cfg, ks_solver **s);
+/* Set up for A (preconditioner setup). A must outlive the solver's use. */
+ks_error ks_solver_setup(ks_solver *s, ks_matrix *A);
+/* Solve A x = b using x as the initial guess. Returns KS_OK when the solve
+ * ran (converged or not: see ks_solver_stats); an error only for invalid
+ * use or device failure. */
+ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x);
+const ks_solve_stats *ks_solver_stats(const ks_solver *s);
+/* Name of the method, e.g. "PCG", and of its preconditioner. */
+const char *ks_solver_name(const ks_solver *s);
+const char *ks_solver_preconditioner_name(const ks_solver *s);
+void ks_solver_destroy(ks_solver *s);
+
+/* ------------------------------------------------------------------ misc */
+/* Wall-clock seconds (monotonic). */
+double ks_wtime(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KSOLVE_H */

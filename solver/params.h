@@ -1,0 +1,64 @@
+/* Parsed, validated settings. The config module (solver/config.c) fills
+ * these from JSON with documented defaults (docs/config.md); solvers and
+ * preconditioners read only these structs, never JSON. Not installed. */
+#ifndef KS_PARAMS_H
+#define KS_PARAMS_H
+
+#include "../vec/ks_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KS_NAME_MAX 32
+#define KS_PATH_MAX 1024
+
+typedef enum ks_conv_kind {
+    KS_CONV_ABSOLUTE,     /* ||r|| < tol */
+    KS_CONV_RELATIVE_INI, /* ||r|| < tol * ||r0|| */
+    KS_CONV_RELATIVE_RHS  /* ||r|| < tol * ||b|| (default) */
+} ks_conv_kind;
+
+typedef enum ks_norm_kind { KS_NORM_L1, KS_NORM_L2, KS_NORM_LMAX } ks_norm_kind;
+
+typedef struct ks_precond_params {
+    char solver[KS_NAME_MAX];  /* "NOSOLVER", "JACOBI" (alias "BLOCK_JACOBI"), "JACOBI_L1" */
+    double relaxation_factor;  /* damping omega, default 1.0 */
+} ks_precond_params;
+
+typedef struct ks_solver_params {
+    char solver[KS_NAME_MAX];  /* "PCG", "CG", "PBICGSTAB", "BICGSTAB" */
+    int max_iters;             /* default 1000 */
+    double tolerance;          /* default 1e-8 */
+    ks_conv_kind convergence;  /* default RELATIVE_RHS */
+    ks_norm_kind norm;         /* default L2 */
+    int monitor_residual;      /* print each iteration (default 0) */
+    int print_solve_stats;     /* print a summary after the solve (default 0) */
+    int store_res_history;     /* keep residual history (default 1) */
+    double divergence_factor;  /* DIVERGED when ||r|| > factor * reference (default 1e10) */
+    ks_precond_params pc;
+} ks_solver_params;
+
+/* ksolve's own top-level keys: what to solve, where. */
+typedef struct ks_problem_params {
+    char backend[64];              /* "cpu", "cuda" or "cpu,cuda" (default "cpu") */
+    char spmv_format[KS_NAME_MAX]; /* default "auto" */
+    ks_spmv_params spmv;
+    char matrix_file[KS_PATH_MAX]; /* "" when the generator is used */
+    ks_gen_params gen;             /* default: poisson3d_7 sized to take seconds */
+    char rhs_file[KS_PATH_MAX];    /* "" when rhs_kind is used */
+    char rhs_kind[KS_NAME_MAX];    /* "A_ones" (b = A*1, default), "ones", "A_sin", "zero" */
+    char solution_file[KS_PATH_MAX]; /* "" = do not write */
+} ks_problem_params;
+
+void ks_solver_params_default(ks_solver_params *p);
+void ks_problem_params_default(ks_problem_params *p);
+
+/* Accessors for a parsed config (solver/config.c). */
+const ks_solver_params *ks_config_solver_params(const ks_config *cfg);
+const ks_problem_params *ks_config_problem_params(const ks_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+/* Solver and preconditioner seams. A Krylov method is one file filling a
+ * ks_krylov_ops; a preconditioner one file filling a ks_precond_ops (AMG
+ * implements the same table). Both see only ks_vec / ks_matrix calls, so one
+ * source runs on every backend and every SpMV format. Not installed. */
+#ifndef KS_SOLVER_IMPL_H
+#define KS_SOLVER_IMPL_H
+
+#include "params.h"
+#include "../spmv/format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ks_precond ks_precond;
+
+typedef struct ks_precond_ops {
+    const char *name;
+    /* Build from A (read ks_matrix_host_csr(A) for setup on the host). */
+    ks_error (*setup)(ks_precond *pc, ks_matrix *A);
+    /* z = M^{-1} r */
+    ks_error (*apply)(ks_precond *pc, const ks_vec *r, ks_vec *z);
+    void (*destroy)(ks_precond *pc);
+} ks_precond_ops;
+
+struct ks_precond {
+    const ks_precond_ops *ops;
+    ks_backend *be;
+    ks_precond_params prm;
+    void *data;
+};
+
+/* Create by prm->solver name; "NOSOLVER" gives the identity. */
+ks_error ks_precond_create(ks_backend *be, const ks_precond_params *prm, ks_precond **pc);
+void ks_precond_destroy(ks_precond *pc);
+
+typedef struct ks_krylov_ops {
+    const char *name;
+    int preconditioned;  /* 0: "CG"/"BICGSTAB" take no preconditioner */
+    int work_vectors;    /* how many n-vectors solve() needs in s->work */
+    /* Iterate from x; fill s->stats (status, iterations, residuals). */
+    ks_error (*solve)(ks_solver *s, const ks_vec *b, ks_vec *x);
+} ks_krylov_ops;
+
+struct ks_solver {
+    const ks_krylov_ops *ops;
+    ks_backend *be;
+    ks_solver_params prm;
+    ks_matrix *A;
+    ks_precond *pc;
+    ks_vec *work[12];
+    int nwork;
+    ks_solve_stats stats;
+    double *history;
+    int history_cap;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,59 @@
+/* SpMV storage-format seam. A format is a host layout built from CSR (with
+ * validation and its own float64 reference apply, so CI without a GPU tests
+ * every layout) plus a backend state built from that layout (upload, handles,
+ * analysis) with the real apply. Not installed. */
+#ifndef KS_FORMAT_H
+#define KS_FORMAT_H
+
+#include "../vec/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ks_spmv_format_ops {
+    const char *name;            /* "csr", "csr_vector", "cusparse", ... */
+    ks_backend_kind backend;     /* backend its apply runs on */
+    const char *description;     /* one line for --help and reports */
+
+    /* Host layout: convert + validate. Refuse (KS_ERR_UNSUPPORTED with the
+     * reason and a size estimate) when the matrix does not suit the format. */
+    ks_error (*layout_build)(const ks_csr *A, const ks_spmv_params *prm, void **layout);
+    /* y = alpha*A*x + beta*y from the layout, on the host, in float64. */
+    void (*layout_apply)(const void *layout, double alpha, const double *x, double beta,
+                         double *y);
+    /* Bytes one apply moves: matrix data, x reads (once per entry unless the
+     * format stages x), y read (if beta != 0) and write. Counted with beta = 0. */
+    double (*layout_bytes)(const void *layout);
+    void (*layout_free)(void *layout);
+
+    /* Backend state from the layout (the layout is freed afterwards). */
+    ks_error (*setup)(ks_backend *be, const void *layout, void **state);
+    ks_error (*apply)(ks_backend *be, void *state, double alpha, const double *x, double beta,
+                      double *y);
+    void (*destroy)(ks_backend *be, void *state);
+} ks_spmv_format_ops;
+
+/* Registry (spmv/registry.c). */
+const ks_spmv_format_ops *ks_spmv_format_find(const char *name, ks_backend_kind backend);
+/* All registered formats, NULL-terminated (every backend). */
+const ks_spmv_format_ops *const *ks_spmv_format_all(void);
+/* Format "auto" resolves to for A on backend (statistics-based choice). */
+const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend);
+
+/* Matrix object: the host CSR (AMG and preconditioner setup read it) and the
+ * format's backend state. The MPI issue extends this to a row block with a
+ * local "diag" part and an "offd" part with 64-bit global column map. */
+struct ks_matrix {
+    ks_backend *be;
+    const ks_spmv_format_ops *ops;
+    void *state;
+    ks_csr host;
+    double bytes_per_apply;
+    double setup_seconds;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

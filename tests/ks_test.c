@@ -1,0 +1,98 @@
+#include "ks_test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KS_MAX_SKIPS 64
+static int nskips;
+static int skip_count[KS_MAX_SKIPS];
+static char skip_why[KS_MAX_SKIPS][256];
+
+void ks_test_skip(int count, const char *why)
+{
+    if (nskips < KS_MAX_SKIPS) {
+        skip_count[nskips] = count;
+        snprintf(skip_why[nskips], sizeof skip_why[0], "%s", why);
+        nskips++;
+    }
+}
+
+int ks_test_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    for (int i = 0; i < nskips; i++)
+        printf("SKIPPED: %d (%s)\n", skip_count[i], skip_why[i]);
+    fflush(stdout);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int ks_test_have_cuda(void)
+{
+    int ok = ks_backend_available("cuda");
+    ks_clear_error();
+    return ok;
+}
+
+const char *ks_test_shared_matrix(const char *name)
+{
+    static char path[4][1024];
+    static int slot;
+    const char *dir = getenv("KS_SHARED_MATRICES");
+    if (!dir)
+        dir = "../shared/matrices";
+    char *p = path[slot++ & 3];
+    snprintf(p, 1024, "%s/%s", dir, name);
+    return access(p, R_OK) == 0 ? p : NULL;
+}
+
+const char *ks_test_sample(const char *name)
+{
+    static char path[4][1024];
+    static int slot;
+    const char *dir = getenv("KS_TEST_DATA");
+    if (!dir)
+        dir = "matrices/samples";
+    char *p = path[slot++ & 3];
+    snprintf(p, 1024, "%s/%s", dir, name);
+    return p;
+}
+
+const char *ks_test_tmpfile(const char *suffix)
+{
+    static char path[8][1024];
+    static int slot, counter;
+    const char *dir = getenv("KS_TEST_TMP");
+    if (!dir)
+        dir = "/tmp";
+    char *p = path[slot++ & 7];
+    snprintf(p, 1024, "%s/kstmp_%ld_%d%s", dir, (long)getpid(), counter++, suffix ? suffix : "");
+    return p;
+}
+
+const char *ks_test_write_tmp(const char *suffix, const char *text)
+{
+    const char *p = ks_test_tmpfile(suffix);
+    FILE *f = fopen(p, "w");
+    ck_assert_msg(f != NULL, "cannot create %s", p);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+double ks_test_max_relerr(const double *a, const double *b, long n)
+{
+    double m = 0.0;
+    for (long i = 0; i < n; i++) {
+        double d = fabs(a[i] - b[i]) / fmax(1.0, fabs(b[i]));
+        if (!(d <= m)) /* also catches NaN */
+            m = isnan(d) ? INFINITY : d;
+    }
+    return m;
+}

@@ -1,0 +1,81 @@
+/* Backend seam: memory and vector kernels. A solver only calls these through
+ * ks_vec_* and never knows which backend it runs on. Not installed. */
+#ifndef KS_BACKEND_H
+#define KS_BACKEND_H
+
+#include "ks_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ks_backend_kind { KS_BACKEND_CPU = 1, KS_BACKEND_CUDA = 2 } ks_backend_kind;
+
+/* All vector kernels work on n doubles in the backend's memory space.
+ * Reductions are deterministic: fixed blocking independent of the thread
+ * count (cpu) or a fixed grid and two-stage sum (cuda), never atomics, so
+ * the same build and backend give bitwise-equal results. Results of
+ * reductions are returned on the host (the call synchronises). */
+typedef struct ks_backend_ops {
+    const char *name;
+    ks_backend_kind kind;
+    ks_error (*init)(ks_backend *be);
+    void (*fini)(ks_backend *be);
+
+    ks_error (*alloc)(ks_backend *be, size_t bytes, void **p);
+    void (*free)(ks_backend *be, void *p);
+    ks_error (*upload)(ks_backend *be, void *dst, const void *src, size_t bytes);   /* host -> be */
+    ks_error (*download)(ks_backend *be, void *dst, const void *src, size_t bytes); /* be -> host */
+    ks_error (*copy)(ks_backend *be, void *dst, const void *src, size_t bytes);     /* be -> be */
+    ks_error (*sync)(ks_backend *be);
+
+    ks_error (*fill)(ks_backend *be, ks_int n, double a, double *x);
+    ks_error (*scale)(ks_backend *be, ks_int n, double a, double *x);
+    ks_error (*axpy)(ks_backend *be, ks_int n, double a, const double *x, double *y);
+    ks_error (*axpby)(ks_backend *be, ks_int n, double a, const double *x, double b, double *y);
+    /* z = a x + b y + c z (BiCGStab's p update in one pass) */
+    ks_error (*axpbypcz)(ks_backend *be, ks_int n, double a, const double *x, double b,
+                         const double *y, double c, double *z);
+    ks_error (*pmul)(ks_backend *be, ks_int n, const double *w, const double *x, double *y);
+    ks_error (*dot)(ks_backend *be, ks_int n, const double *x, const double *y, double *r);
+    /* r[0] = x.y and r[1] = u.v in one pass */
+    ks_error (*dot2)(ks_backend *be, ks_int n, const double *x, const double *y,
+                     const double *u, const double *v, double r[2]);
+    ks_error (*norm1)(ks_backend *be, ks_int n, const double *x, double *r);
+    ks_error (*norminf)(ks_backend *be, ks_int n, const double *x, double *r);
+    /* y += a x, then *r = ||y||_2, in one pass */
+    ks_error (*axpy_norm2)(ks_backend *be, ks_int n, double a, const double *x, double *y,
+                           double *r);
+} ks_backend_ops;
+
+struct ks_backend {
+    const ks_backend_ops *ops;
+    void *impl;        /* backend private state (cuda: stream, handles, scratch) */
+    char desc[160];    /* ks_backend_description() */
+};
+
+struct ks_vec {
+    ks_backend *be;
+    ks_int n;
+    double *data;      /* in the backend's memory space */
+};
+
+extern const ks_backend_ops ks_backend_cpu_ops;
+#ifdef KS_HAVE_CUDA
+extern const ks_backend_ops ks_backend_cuda_ops;
+/* The cuda backend's stream, cuBLAS and cuSPARSE handles, for formats. */
+void *ks_cuda_stream(ks_backend *be);
+void *ks_cuda_cusparse(ks_backend *be);
+/* Number of usable devices; 0 (and no error) when there is no driver. */
+int ks_cuda_device_count(void);
+#endif
+
+/* Backend memory helpers that record an error naming `what`. */
+ks_error ks_be_alloc(ks_backend *be, size_t bytes, void **p, const char *what);
+ks_error ks_be_upload_new(ks_backend *be, const void *host, size_t bytes, void **dev,
+                          const char *what);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,44 @@
+/* Private helpers shared by every part of the library: error reporting,
+ * allocation, timing. Not installed. */
+#ifndef KS_INTERNAL_H
+#define KS_INTERNAL_H
+
+#include "ksolve.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+#if defined(__GNUC__)
+#define KS_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define KS_PRINTF(a, b)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Record a message for ks_last_error() and return the code, so failures read
+ *     return ks_seterr(KS_ERR_FORMAT, "%s:%ld: expected 3 fields", path, line);
+ */
+ks_error ks_seterr(ks_error code, const char *fmt, ...) KS_PRINTF(2, 3);
+/* Prefix the current message with context ("while reading b: ...") and
+ * return code unchanged. */
+ks_error ks_adderr(ks_error code, const char *fmt, ...) KS_PRINTF(2, 3);
+
+/* malloc/calloc that record KS_ERR_MEMORY with the size and a label. */
+void *ks_malloc(size_t bytes, const char *what);
+void *ks_calloc(size_t n, size_t size, const char *what);
+
+/* Propagate a failing call's code. */
+#define KS_TRY(call)                  \
+    do {                              \
+        ks_error ks_try_e_ = (call);  \
+        if (ks_try_e_ != KS_OK)       \
+            return ks_try_e_;         \
+    } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

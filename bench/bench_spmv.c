@@ -1,1 +1,545 @@
-int main(void) { return 1; } /* placeholder: being written */
+/* SpMV benchmark: for each matrix, the device's copy bandwidth measured in
+ * the same run, then per format its setup time, median apply time, achieved
+ * bandwidth (format's own bytes and the minimal CSR bytes), GFLOP/s, speed
+ * relative to cuSPARSE, and max relative error against the host reference.
+ *
+ *   bench_spmv [--gen KIND --n N]... [--mtx PATH]... [--backend cuda|cpu]
+ *              [--formats all|f1,f2] [--reps 200] [--warmup 20]
+ *              [--threads-per-row T] [--csv out.csv]
+ */
+#include "ksolve.h"
+#include "../spmv/format.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef KS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#define MAX_MATRICES 64
+#define MAX_FORMATS 32
+
+typedef struct {
+    int is_gen;
+    ks_gen_kind kind;
+    int n;
+    const char *path;
+} matrix_spec;
+
+typedef struct {
+    const char *format;
+    int ok;
+    char why[256];
+    double setup_s, apply_s, bytes_fmt, err;
+} result;
+
+typedef struct {
+    const char *backend;
+    const char *formats;
+    int reps, warmup, tpr;
+    const char *csv;
+    matrix_spec m[MAX_MATRICES];
+    int nm;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench_spmv [--gen KIND --n N]... [--mtx PATH]... [--backend cuda|cpu]\n"
+            "                  [--formats all|f1,f2,...] [--reps 200] [--warmup 20]\n"
+            "                  [--threads-per-row T] [--csv out.csv]\n"
+            "  KIND: poisson2d_5 poisson2d_9 poisson3d_7 poisson3d_27 aniso3d convdiff3d\n"
+            "  Several --gen/--mtx may be given; each --n applies to the --gen before it.\n");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static int parse_int(const char *s, int *v)
+{
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || x < 0 || x > 1000000000)
+        return 0;
+    *v = (int)x;
+    return 1;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = ks_backend_available("cuda") ? "cuda" : "cpu";
+    ks_clear_error();
+    o->formats = "all";
+    o->reps = 200;
+    o->warmup = 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!v) {
+            fprintf(stderr, "bench_spmv: %s needs a value\n", a);
+            return 0;
+        }
+        i++;
+        if (!strcmp(a, "--gen") || !strcmp(a, "--mtx")) {
+            if (o->nm == MAX_MATRICES) {
+                fprintf(stderr, "bench_spmv: at most %d matrices\n", MAX_MATRICES);
+                return 0;
+            }
+            matrix_spec *m = &o->m[o->nm++];
+            if (a[2] == 'g') {
+                m->is_gen = 1;
+                m->n = 64;
+                if (ks_gen_kind_from_name(v, &m->kind) != KS_OK) {
+                    fprintf(stderr, "bench_spmv: %s\n", ks_last_error());
+                    return 0;
+                }
+            } else {
+                m->path = v;
+            }
+        } else if (!strcmp(a, "--n")) {
+            if (o->nm == 0 || !o->m[o->nm - 1].is_gen || !parse_int(v, &o->m[o->nm - 1].n) ||
+                o->m[o->nm - 1].n < 1) {
+                fprintf(stderr, "bench_spmv: --n N (N >= 1) must follow a --gen\n");
+                return 0;
+            }
+        } else if (!strcmp(a, "--backend")) {
+            o->backend = v;
+        } else if (!strcmp(a, "--formats")) {
+            o->formats = v;
+        } else if (!strcmp(a, "--reps")) {
+            if (!parse_int(v, &o->reps) || o->reps < 1) {
+                fprintf(stderr, "bench_spmv: --reps wants an integer >= 1\n");
+                return 0;
+            }
+        } else if (!strcmp(a, "--warmup")) {
+            if (!parse_int(v, &o->warmup)) {
+                fprintf(stderr, "bench_spmv: --warmup wants an integer >= 0\n");
+                return 0;
+            }
+        } else if (!strcmp(a, "--threads-per-row")) {
+            if (!parse_int(v, &o->tpr)) {
+                fprintf(stderr, "bench_spmv: --threads-per-row wants an integer >= 0\n");
+                return 0;
+            }
+        } else if (!strcmp(a, "--csv")) {
+            o->csv = v;
+        } else {
+            fprintf(stderr, "bench_spmv: unknown option %s\n", a);
+            usage(stderr);
+            return 0;
+        }
+    }
+    if (o->nm == 0) { /* a default problem so a bare run measures something */
+        o->m[0].is_gen = 1;
+        o->m[0].kind = KS_GEN_POISSON3D_7;
+        o->m[0].n = 64;
+        o->nm = 1;
+    }
+    return 1;
+}
+
+/* Formats to run: the list (or every one of the backend); on cuda cuSPARSE
+ * is always measured, first, since every ratio refers to it. */
+static int select_formats(const options *o, ks_backend_kind kind, const char **out)
+{
+    int n = 0;
+    const char *const *names = ks_spmv_format_names(o->backend);
+    int cuda = kind == KS_BACKEND_CUDA;
+    if (cuda && ks_spmv_format_find("cusparse", kind))
+        out[n++] = "cusparse";
+    if (!strcmp(o->formats, "all")) {
+        for (int i = 0; names[i] && n < MAX_FORMATS; i++)
+            if (!cuda || strcmp(names[i], "cusparse"))
+                out[n++] = names[i];
+        return n;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", o->formats);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        const ks_spmv_format_ops *f = ks_spmv_format_find(t, kind);
+        if (!f) {
+            fprintf(stderr, "bench_spmv: format '%s' is not available on %s; formats:", t,
+                    o->backend);
+            for (int i = 0; names[i]; i++)
+                fprintf(stderr, " %s", names[i]);
+            fprintf(stderr, "\n");
+            return -1;
+        }
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= !strcmp(out[i], f->name);
+        if (!dup && n < MAX_FORMATS)
+            out[n++] = f->name; /* static storage, unlike the strtok buffer */
+    }
+    return n;
+}
+
+/* --------------------------------------------------- copy bandwidth */
+/* GB/s of a device-to-device (or host) copy, read + write bytes counted. */
+static double copy_bandwidth(ks_backend *be, double matrix_bytes, double *mib, int *samples)
+{
+    double want = fmax(1024.0 * 1024 * 1024, 4.0 * matrix_bytes);
+#ifdef KS_HAVE_CUDA
+    if (be->ops->kind == KS_BACKEND_CUDA) {
+        size_t freeb = 0, total = 0;
+        if (cudaMemGetInfo(&freeb, &total) == cudaSuccess && want > 0.4 * (double)freeb)
+            want = 0.4 * (double)freeb;
+        size_t bytes = (size_t)want & ~(size_t)255;
+        void *src = NULL, *dst = NULL;
+        cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
+        cudaEvent_t e0, e1;
+        const int nrep = 30;
+        double t[30];
+        double gbs = NAN;
+        if (cudaMalloc(&src, bytes) != cudaSuccess || cudaMalloc(&dst, bytes) != cudaSuccess ||
+            cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) {
+            fprintf(stderr, "bench_spmv: copy bandwidth: %s\n",
+                    cudaGetErrorString(cudaGetLastError()));
+        } else {
+            cudaMemsetAsync(src, 1, bytes, st);
+            cudaMemsetAsync(dst, 0, bytes, st);
+            for (int r = 0; r < 3; r++)
+                cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st);
+            int ok = 1;
+            for (int r = 0; r < nrep && ok; r++) {
+                float ms = 0.0f;
+                ok = cudaEventRecord(e0, st) == cudaSuccess &&
+                     cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st) ==
+                         cudaSuccess &&
+                     cudaEventRecord(e1, st) == cudaSuccess &&
+                     cudaEventSynchronize(e1) == cudaSuccess &&
+                     cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+                t[r] = 1e-3 * ms;
+            }
+            if (ok)
+                gbs = 2.0 * (double)bytes / median(t, nrep) * 1e-9;
+            else
+                fprintf(stderr, "bench_spmv: copy bandwidth: %s\n",
+                        cudaGetErrorString(cudaGetLastError()));
+            cudaEventDestroy(e0);
+            cudaEventDestroy(e1);
+        }
+        cudaFree(src);
+        cudaFree(dst);
+        *mib = (double)bytes / (1024.0 * 1024.0);
+        *samples = nrep;
+        return gbs;
+    }
+#endif
+    (void)be;
+    /* Host: a quarter of physical memory at most, threads copy slices. */
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    want = fmin(fmax(256.0 * 1024 * 1024, 4.0 * matrix_bytes), phys > 0 ? 0.25 * phys : want);
+    size_t bytes = (size_t)want & ~(size_t)4095;
+    char *src = malloc(bytes), *dst = malloc(bytes);
+    const int nrep = 10;
+    double t[10];
+    double gbs = NAN;
+    if (src && dst) {
+        for (int r = -1; r < nrep; r++) { /* r = -1: first touch, untimed */
+            double t0 = ks_wtime();
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+            {
+                int nt = 1, id = 0;
+#ifdef _OPENMP
+                nt = omp_get_num_threads();
+                id = omp_get_thread_num();
+#endif
+                size_t chunk = (bytes / (size_t)nt) & ~(size_t)63;
+                size_t b0 = chunk * (size_t)id, b1 = id == nt - 1 ? bytes : b0 + chunk;
+                if (r < 0) {
+                    memset(src + b0, 1, b1 - b0);
+                    memset(dst + b0, 0, b1 - b0);
+                } else {
+                    memcpy(dst + b0, src + b0, b1 - b0);
+                }
+            }
+            if (r >= 0)
+                t[r] = ks_wtime() - t0;
+        }
+        gbs = 2.0 * (double)bytes / median(t, nrep) * 1e-9;
+    } else {
+        fprintf(stderr, "bench_spmv: copy bandwidth: cannot allocate %zu bytes\n", bytes);
+    }
+    free(src);
+    free(dst);
+    *mib = (double)bytes / (1024.0 * 1024.0);
+    *samples = nrep;
+    return gbs;
+}
+
+/* ------------------------------------------------------ one format */
+/* Max over rows of |y - ref| / (|A||x|)_i, the dot product's natural scale. */
+static double max_rel_err(const ks_csr *A, const double *x, const double *y, const double *ref)
+{
+    double worst = 0.0;
+    for (ks_int i = 0; i < A->nrows; i++) {
+        double s = 0.0;
+        for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++)
+            s += fabs(A->val[j] * x[A->colind[j]]);
+        double d = fabs(y[i] - ref[i]) / fmax(s, DBL_MIN);
+        if (!(d <= worst))
+            worst = isnan(d) ? INFINITY : d;
+    }
+    return worst;
+}
+
+static ks_error time_applies(ks_backend *be, ks_matrix *M, const ks_vec *x, ks_vec *y,
+                             int reps, int warmup, double *t)
+{
+    for (int r = 0; r < warmup; r++)
+        KS_TRY(ks_matrix_apply(M, 1.0, x, 0.0, y));
+    KS_TRY(ks_backend_sync(be));
+#ifdef KS_HAVE_CUDA
+    if (be->ops->kind == KS_BACKEND_CUDA) {
+        cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
+        cudaEvent_t e0, e1;
+        cudaError_t ce = cudaEventCreate(&e0);
+        if (ce == cudaSuccess)
+            ce = cudaEventCreate(&e1);
+        if (ce != cudaSuccess)
+            return ks_seterr(KS_ERR_DEVICE, "cudaEventCreate: %s", cudaGetErrorString(ce));
+        ks_error e = KS_OK;
+        for (int r = 0; r < reps && e == KS_OK; r++) {
+            float ms = 0.0f;
+            ce = cudaEventRecord(e0, st);
+            e = ks_matrix_apply(M, 1.0, x, 0.0, y);
+            if (ce == cudaSuccess)
+                ce = cudaEventRecord(e1, st);
+            if (ce == cudaSuccess)
+                ce = cudaEventSynchronize(e1);
+            if (ce == cudaSuccess)
+                ce = cudaEventElapsedTime(&ms, e0, e1);
+            if (ce != cudaSuccess && e == KS_OK)
+                e = ks_seterr(KS_ERR_DEVICE, "timing events: %s", cudaGetErrorString(ce));
+            t[r] = 1e-3 * ms;
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        return e;
+    }
+#endif
+    for (int r = 0; r < reps; r++) {
+        double t0 = ks_wtime();
+        KS_TRY(ks_matrix_apply(M, 1.0, x, 0.0, y));
+        t[r] = ks_wtime() - t0;
+    }
+    return KS_OK;
+}
+
+static void run_format(ks_backend *be, const options *o, const ks_csr *A, const char *fmt,
+                       const ks_vec *vx, ks_vec *vy, const double *x, const double *ref,
+                       double *y, double *t, result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->format = fmt;
+    ks_spmv_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.threads_per_row = !strcmp(fmt, "csr_vector") ? o->tpr : 0;
+    ks_matrix *M = NULL;
+    ks_error e = ks_matrix_create(be, A, fmt, &prm, &M);
+    if (e == KS_OK)
+        e = ks_vec_fill(vy, NAN); /* the check below sees only this run's output */
+    if (e == KS_OK)
+        e = time_applies(be, M, vx, vy, o->reps, o->warmup, t);
+    if (e == KS_OK)
+        e = ks_vec_get_host(vy, y);
+    if (e != KS_OK) {
+        snprintf(res->why, sizeof res->why, "%s: %s", ks_error_name(e), ks_last_error());
+        ks_matrix_destroy(M);
+        return;
+    }
+    res->ok = 1;
+    res->setup_s = ks_matrix_setup_seconds(M);
+    res->bytes_fmt = ks_matrix_bytes_per_apply(M);
+    res->apply_s = median(t, o->reps);
+    res->err = max_rel_err(A, x, y, ref);
+    ks_matrix_destroy(M);
+}
+
+/* ------------------------------------------------------- one matrix */
+static int load_matrix(const matrix_spec *m, ks_csr *A, char *name, size_t len)
+{
+    ks_error e;
+    if (m->is_gen) {
+        ks_gen_params p;
+        ks_gen_params_default(&p);
+        p.kind = m->kind;
+        p.nx = p.ny = p.nz = m->n;
+        e = ks_generate(&p, A);
+        snprintf(name, len, "%s_n%d", ks_gen_kind_name(m->kind), m->n);
+    } else {
+        e = ks_mm_read_csr(m->path, A, NULL);
+        const char *base = strrchr(m->path, '/');
+        snprintf(name, len, "%s", base ? base + 1 : m->path);
+        char *dot = strstr(name, ".mtx");
+        if (dot)
+            *dot = '\0';
+    }
+    if (e != KS_OK) {
+        fprintf(stderr, "bench_spmv: %s: %s\n", name[0] ? name : "matrix", ks_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+static int bench_matrix(ks_backend *be, const options *o, const matrix_spec *m,
+                        const char **formats, int nf, FILE *csv)
+{
+    char name[256] = "";
+    ks_csr A;
+    memset(&A, 0, sizeof A);
+    double tl = ks_wtime();
+    if (!load_matrix(m, &A, name, sizeof name))
+        return 0;
+    tl = ks_wtime() - tl;
+
+    double min_bytes = 12.0 * A.nnz + 4.0 * ((double)A.nrows + 1.0) + 8.0 * A.ncols +
+                       8.0 * A.nrows;
+    double mib = 0.0;
+    int samples = 0;
+    double copy_gbs = copy_bandwidth(be, min_bytes, &mib, &samples);
+    printf("\n%s: %d x %d, %d nonzeros (%.1f per row), loaded in %.2f s\n", name,
+           (int)A.nrows, (int)A.ncols, (int)A.nnz, A.nrows ? (double)A.nnz / A.nrows : 0.0,
+           tl);
+    printf("copy bandwidth on %s: %.1f GB/s (read+write, %.0f MiB buffer, median of %d)\n",
+           ks_backend_description(be), copy_gbs, mib, samples);
+    printf("minimal CSR bytes per apply: %.3e (12 nnz + 4 (rows+1) + 8 cols + 8 rows)\n",
+           min_bytes);
+
+    double *x = malloc(sizeof(double) * ((size_t)A.ncols + 1));
+    double *ref = malloc(sizeof(double) * ((size_t)A.nrows + 1));
+    double *y = malloc(sizeof(double) * ((size_t)A.nrows + 1));
+    double *t = malloc(sizeof(double) * (size_t)o->reps);
+    result *res = calloc((size_t)nf, sizeof *res);
+    ks_vec *vx = NULL, *vy = NULL;
+    int ok = x && ref && y && t && res;
+    if (!ok)
+        fprintf(stderr, "bench_spmv: out of host memory\n");
+    if (ok) {
+        for (ks_int j = 0; j < A.ncols; j++) /* smooth, no zeros, reproducible */
+            x[j] = 1.0 + 0.5 * sin(0.001 * (double)j);
+        memset(ref, 0, sizeof(double) * ((size_t)A.nrows + 1));
+        ks_csr_spmv_ref(&A, 1.0, x, 0.0, ref);
+        ok = ks_vec_create(be, A.ncols, &vx) == KS_OK && ks_vec_create(be, A.nrows, &vy) == KS_OK &&
+             ks_vec_set_host(vx, x) == KS_OK;
+        if (!ok)
+            fprintf(stderr, "bench_spmv: vectors: %s\n", ks_last_error());
+    }
+    double t_cusparse = 0.0;
+    for (int f = 0; ok && f < nf; f++) {
+        run_format(be, o, &A, formats[f], vx, vy, x, ref, y, t, &res[f]);
+        if (res[f].ok && !strcmp(formats[f], "cusparse"))
+            t_cusparse = res[f].apply_s;
+    }
+
+    if (ok) {
+        printf("%-12s %10s %10s %9s %9s %7s %9s %11s %10s\n", "format", "setup_ms", "apply_us",
+               "GB/s_fmt", "GB/s_min", "%copy", "GFLOP/s", "vs_cusparse", "max_relerr");
+        for (int f = 0; f < nf; f++) {
+            const result *r = &res[f];
+            if (!r->ok) {
+                printf("%-12s failed: %s\n", r->format, r->why);
+                continue;
+            }
+            double gfmt = r->bytes_fmt / r->apply_s * 1e-9;
+            double gmin = min_bytes / r->apply_s * 1e-9;
+            double gflops = 2.0 * A.nnz / r->apply_s * 1e-9;
+            double rel = t_cusparse > 0.0 ? t_cusparse / r->apply_s : NAN;
+            char relbuf[32];
+            if (isnan(rel))
+                snprintf(relbuf, sizeof relbuf, "-");
+            else
+                snprintf(relbuf, sizeof relbuf, "%.3f", rel);
+            int wrong = !(r->err <= 1e-10);
+            ok &= !wrong;
+            printf("%-12s %10.3f %10.2f %9.1f %9.1f %7.1f %9.2f %11s %10.2e%s\n", r->format,
+                   1e3 * r->setup_s, 1e6 * r->apply_s, gfmt, gmin, 100.0 * gmin / copy_gbs,
+                   gflops, relbuf, r->err, wrong ? "  WRONG" : "");
+            if (csv)
+                fprintf(csv,
+                        "%s,%s,%s,%d,%d,%d,%.6e,%.6e,%.6e,%.6e,%.4f,%.4f,%.4f,%.4f,%.4f,%s,"
+                        "%.3e\n",
+                        name, o->backend, r->format, (int)A.nrows, (int)A.ncols, (int)A.nnz,
+                        r->setup_s, r->apply_s, r->bytes_fmt, min_bytes, gfmt, gmin,
+                        copy_gbs, gmin / copy_gbs, gflops, isnan(rel) ? "" : relbuf, r->err);
+        }
+        if (csv)
+            fflush(csv);
+    }
+    ks_vec_destroy(vx);
+    ks_vec_destroy(vy);
+    free(x);
+    free(ref);
+    free(y);
+    free(t);
+    free(res);
+    ks_csr_free(&A);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (!parse_args(argc, argv, &o))
+        return 2;
+    ks_backend *be = NULL;
+    if (ks_backend_create(o.backend, &be) != KS_OK) {
+        fprintf(stderr, "bench_spmv: backend %s: %s\n", o.backend, ks_last_error());
+        return 1;
+    }
+    const char *formats[MAX_FORMATS + 1];
+    int nf = select_formats(&o, be->ops->kind, formats);
+    if (nf <= 0) {
+        if (nf == 0)
+            fprintf(stderr, "bench_spmv: no formats selected\n");
+        ks_backend_destroy(be);
+        return 2;
+    }
+    FILE *csv = NULL;
+    if (o.csv) {
+        csv = fopen(o.csv, "w");
+        if (!csv) {
+            perror(o.csv);
+            ks_backend_destroy(be);
+            return 1;
+        }
+        fprintf(csv, "matrix,backend,format,nrows,ncols,nnz,setup_s,apply_s,bytes_format,"
+                     "bytes_min,gbs_format,gbs_min,copy_gbs,frac_copy,gflops,"
+                     "speedup_vs_cusparse,max_rel_err\n");
+    }
+    printf("bench_spmv: backend %s (%s), %d reps after %d warm-up, median apply time\n",
+           o.backend, ks_backend_description(be), o.reps, o.warmup);
+    printf("bytes: GB/s_fmt uses the format's own count (x gathered once per nonzero), "
+           "GB/s_min the minimal CSR count (x read once); vs_cusparse = t_cusparse / t\n");
+    int failures = 0;
+    for (int i = 0; i < o.nm; i++)
+        failures += !bench_matrix(be, &o, &o.m[i], formats, nf, csv);
+    if (csv)
+        fclose(csv);
+    ks_backend_destroy(be);
+    return failures ? 1 : 0;
+}

@@ -1,1 +1,305 @@
-int main(void) { return 1; } /* placeholder: being written */
+/* ksolve: solve A x = b from the command line.
+ *
+ *   config (file + command-line overrides) -> matrix (file or generator)
+ *   -> right-hand side -> per backend: matrix in its SpMV format, solver
+ *   setup, solve from x0 = 0 -> report, solution file, JSON statistics.
+ *
+ * Exit status: 0 every run converged, 1 a run did not converge, 2 usage,
+ * input or runtime error (message on stderr). */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXIT_CONVERGED = 0, EXIT_NOT_CONVERGED = 1, EXIT_ERROR = 2 };
+#define MAX_RUNS 2
+
+static int fail(void)
+{
+    fprintf(stderr, "ksolve: error: %s\n", ks_last_error());
+    return EXIT_ERROR;
+}
+
+/* Read or generate A; describe where it came from. */
+static ks_error load_matrix(const ks_problem_params *pp, ks_csr *A, ks_problem_info *pi)
+{
+    double t0 = ks_wtime();
+    if (pp->matrix_file[0]) {
+        ks_mm_info info;
+        KS_TRY(ks_mm_read_csr(pp->matrix_file, A, &info));
+        pi->duplicates_summed = info.duplicates_summed;
+        snprintf(pi->source, sizeof pi->source, "%s", pp->matrix_file);
+    } else {
+        const ks_gen_params *g = &pp->gen;
+        KS_TRY(ks_generate(g, A));
+        int is2d = g->kind == KS_GEN_POISSON2D_5 || g->kind == KS_GEN_POISSON2D_9;
+        int n = is2d ? snprintf(pi->source, sizeof pi->source, "%s %dx%d (generated)",
+                                ks_gen_kind_name(g->kind), (int)g->nx, (int)g->ny)
+                     : snprintf(pi->source, sizeof pi->source, "%s %dx%dx%d (generated)",
+                                ks_gen_kind_name(g->kind), (int)g->nx, (int)g->ny, (int)g->nz);
+        size_t used = n > 0 ? (size_t)n : 0;
+        /* Coefficients and velocity only where the generator uses them. */
+        int uses_c = g->kind == KS_GEN_POISSON2D_5 || g->kind == KS_GEN_POISSON3D_7 ||
+                     g->kind == KS_GEN_ANISO3D || g->kind == KS_GEN_CONVDIFF3D;
+        if (uses_c && (g->cx != 1.0 || g->cy != 1.0 || (!is2d && g->cz != 1.0) ||
+                       g->kind == KS_GEN_ANISO3D)) {
+            n = is2d ? snprintf(pi->source + used, sizeof pi->source - used,
+                                ", coefficients [%g, %g]", g->cx, g->cy)
+                     : snprintf(pi->source + used, sizeof pi->source - used,
+                                ", coefficients [%g, %g, %g]", g->cx, g->cy, g->cz);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        if (g->kind == KS_GEN_CONVDIFF3D && used < sizeof pi->source)
+            snprintf(pi->source + used, sizeof pi->source - used, ", velocity [%g, %g, %g]",
+                     g->vx, g->vy, g->vz);
+    }
+    pi->load_seconds = ks_wtime() - t0;
+    pi->nrows = A->nrows;
+    pi->ncols = A->ncols;
+    pi->nnz = A->nnz;
+    if (A->nrows != A->ncols)
+        return ks_seterr(KS_ERR_SIZE, "%s: A is %ld x %ld; a linear solve needs a square matrix",
+                         pi->source, (long)A->nrows, (long)A->ncols);
+    return KS_OK;
+}
+
+/* The right-hand side on the host (malloc'ed). */
+static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **bout,
+                         ks_problem_info *pi)
+{
+    *bout = NULL;
+    ks_int n = A->nrows;
+    if (pp->rhs_file[0]) {
+        double *b;
+        ks_int nb;
+        KS_TRY(ks_mm_read_vector(pp->rhs_file, &b, &nb));
+        if (nb != n) {
+            free(b);
+            return ks_seterr(KS_ERR_SIZE, "%s: b has %ld rows but A has %ld", pp->rhs_file,
+                             (long)nb, (long)n);
+        }
+        snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s", pp->rhs_file);
+        *bout = b;
+        return KS_OK;
+    }
+    double *b = ks_malloc((size_t)n * sizeof *b, "right-hand side");
+    double *x = ks_malloc((size_t)n * sizeof *x, "right-hand side");
+    if (!b || !x) {
+        free(b);
+        free(x);
+        return KS_ERR_MEMORY;
+    }
+    const char *kind = pp->rhs_kind;
+    if (strcmp(kind, "ones") == 0 || strcmp(kind, "zero") == 0) {
+        double v = kind[0] == 'o' ? 1.0 : 0.0;
+        for (ks_int i = 0; i < n; i++)
+            b[i] = v;
+        snprintf(pi->rhs_source, sizeof pi->rhs_source, "b = %g", v);
+    } else {
+        int sine = strcmp(kind, "A_sin") == 0;
+        for (ks_int i = 0; i < n; i++)
+            x[i] = sine ? sin((double)i) : 1.0;
+        ks_csr_spmv_ref(A, 1.0, x, 0.0, b);
+        snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s",
+                 sine ? "b = A*x with x[i] = sin(i)" : "b = A*1 (no right-hand side given)");
+    }
+    free(x);
+    *bout = b;
+    return KS_OK;
+}
+
+/* Split "cpu,cuda" into names. */
+static int split_backends(const char *list, char names[MAX_RUNS][16])
+{
+    int n = 0;
+    const char *p = list;
+    while (*p && n < MAX_RUNS) {
+        size_t len = strcspn(p, ",");
+        snprintf(names[n++], 16, "%.*s", (int)len, p);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return n;
+}
+
+/* One backend's run: matrix in the configured format, solver, solve from
+ * x0 = 0. x_out (may be NULL) receives the solution. Frees everything on
+ * every path. */
+static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *A,
+                            const double *b, double *x_out, ks_run_result *r)
+{
+    const ks_problem_params *pp = ks_config_problem_params(cfg);
+    const ks_solver_params *sp = ks_config_solver_params(cfg);
+    ks_matrix *M = NULL;
+    ks_solver *s = NULL;
+    ks_vec *bv = NULL, *xv = NULL;
+    ks_spmv_params spmv;
+    memset(&spmv, 0, sizeof spmv);
+    spmv.threads_per_row = pp->spmv.threads_per_row;
+
+    snprintf(r->backend, sizeof r->backend, "%s", ks_backend_name(be));
+    snprintf(r->backend_desc, sizeof r->backend_desc, "%s", ks_backend_description(be));
+    ks_error e = ks_matrix_create(be, A, pp->spmv_format, &spmv, &M);
+    if (e == KS_OK) {
+        snprintf(r->format, sizeof r->format, "%s", ks_matrix_format(M));
+        r->format_setup_seconds = ks_matrix_setup_seconds(M);
+        r->bytes_per_apply = ks_matrix_bytes_per_apply(M);
+        e = ks_solver_create(be, cfg, &s);
+    }
+    if (e == KS_OK) {
+        snprintf(r->solver, sizeof r->solver, "%s", ks_solver_name(s));
+        snprintf(r->precond, sizeof r->precond, "%s", ks_solver_preconditioner_name(s));
+        e = ks_solver_setup(s, M);
+    }
+    if (e == KS_OK)
+        e = ks_vec_create(be, A->nrows, &bv);
+    if (e == KS_OK)
+        e = ks_vec_create(be, A->nrows, &xv);
+    if (e == KS_OK)
+        e = ks_vec_set_host(bv, b);
+    if (e == KS_OK)
+        e = ks_vec_fill(xv, 0.0);
+    if (e == KS_OK) {
+        if (sp->monitor_residual)
+            printf("residual monitor: %s + %s on %s\n", r->solver, r->precond, r->backend);
+        fflush(stdout);
+        e = ks_solver_solve(s, bv, xv);
+    }
+    if (e == KS_OK) {
+        const ks_solve_stats *st = ks_solver_stats(s);
+        r->stats = *st;
+        r->stats.history = NULL;
+        r->total_seconds = r->format_setup_seconds + st->setup_seconds + st->solve_seconds;
+        if (st->history && st->history_len > 0) {
+            r->history = ks_malloc((size_t)st->history_len * sizeof *r->history,
+                                   "residual history");
+            if (!r->history)
+                e = KS_ERR_MEMORY;
+            else
+                memcpy(r->history, st->history, (size_t)st->history_len * sizeof *r->history);
+            r->stats.history = r->history;
+        }
+    }
+    if (e == KS_OK && x_out)
+        e = ks_vec_get_host(xv, x_out);
+    ks_vec_destroy(bv);
+    ks_vec_destroy(xv);
+    ks_solver_destroy(s);
+    ks_matrix_destroy(M);
+    if (e != KS_OK)
+        return ks_adderr(e, "%s backend", r->backend);
+    return KS_OK;
+}
+
+/* Everything main() owns, so that one function frees it on every path. */
+typedef struct ks_cli_state {
+    ks_cli_args args;
+    ks_config *cfg;
+    ks_backend *be[MAX_RUNS];
+    int nbe;
+    ks_csr A;
+    double *b, *x;
+    ks_run_result runs[MAX_RUNS];
+    int nruns;
+    ks_problem_info pi;
+} ks_cli_state;
+
+static void state_free(ks_cli_state *st)
+{
+    for (int i = 0; i < st->nruns; i++)
+        free(st->runs[i].history);
+    for (int i = 0; i < st->nbe; i++)
+        ks_backend_destroy(st->be[i]);
+    ks_csr_free(&st->A);
+    free(st->b);
+    free(st->x);
+    ks_config_destroy(st->cfg);
+    ks_cli_args_free(&st->args);
+}
+
+static int run(int argc, char **argv, ks_cli_state *st)
+{
+    if (ks_cli_parse(argc, argv, &st->args) != KS_OK) {
+        fprintf(stderr, "ksolve: error: %s\nTry 'ksolve --help'.\n", ks_last_error());
+        return EXIT_ERROR;
+    }
+    ks_cli_args *a = &st->args;
+    if (a->help) {
+        ks_cli_usage(stdout);
+        return EXIT_CONVERGED;
+    }
+    if (a->version) {
+        printf("ksolve %s\n", KS_VERSION_STRING);
+        return EXIT_CONVERGED;
+    }
+    ks_error e = a->config_file ? ks_config_create_from_file(a->config_file, &st->cfg)
+                                : ks_config_create_default(&st->cfg);
+    if (e != KS_OK)
+        return fail();
+    if (ks_config_set_many(st->cfg, a->nsets, (const char *const *)a->set_key,
+                           (const char *const *)a->set_value) != KS_OK)
+        return fail();
+    if (a->print_config) {
+        char *text = ks_config_dump(st->cfg);
+        if (!text)
+            return fail();
+        printf("%s\n", text);
+        free(text);
+        return EXIT_CONVERGED;
+    }
+    const ks_problem_params *pp = ks_config_problem_params(st->cfg);
+    const ks_solver_params *sp = ks_config_solver_params(st->cfg);
+
+    /* Backends first: a missing GPU fails before any expensive work. */
+    char names[MAX_RUNS][16];
+    int nb = split_backends(pp->backend, names);
+    for (int i = 0; i < nb; i++) {
+        if (ks_backend_create(names[i], &st->be[i]) != KS_OK) {
+            ks_adderr(KS_ERR_UNSUPPORTED, "backend '%s'", names[i]);
+            return fail();
+        }
+        st->nbe++;
+    }
+    if (load_matrix(pp, &st->A, &st->pi) != KS_OK)
+        return fail();
+    if (make_rhs(pp, &st->A, &st->b, &st->pi) != KS_OK)
+        return fail();
+    if (pp->solution_file[0]) {
+        st->x = ks_malloc((size_t)st->A.nrows * sizeof *st->x, "solution");
+        if (!st->x)
+            return fail();
+    }
+    for (int i = 0; i < st->nbe; i++) {
+        st->nruns = i + 1;
+        /* The solution written is the first backend's. */
+        if (run_backend(st->be[i], st->cfg, &st->A, st->b, i == 0 ? st->x : NULL,
+                        &st->runs[i]) != KS_OK)
+            return fail();
+    }
+    ks_report_print(stdout, &st->pi, sp, st->runs, st->nruns);
+    if (pp->solution_file[0]) {
+        if (ks_mm_write_vector(pp->solution_file, st->x, st->A.nrows) != KS_OK)
+            return fail();
+        printf("  solution (%s) written to %s\n", st->runs[0].backend, pp->solution_file);
+    }
+    if (a->json_file) {
+        if (ks_report_write_json(a->json_file, &st->pi, sp, st->runs, st->nruns) != KS_OK)
+            return fail();
+        printf("  statistics written to %s\n", a->json_file);
+    }
+    for (int i = 0; i < st->nruns; i++)
+        if (st->runs[i].stats.status != KS_SOLVE_CONVERGED)
+            return EXIT_NOT_CONVERGED;
+    return EXIT_CONVERGED;
+}
+
+int main(int argc, char **argv)
+{
+    ks_cli_state st;
+    memset(&st, 0, sizeof st);
+    int rc = run(argc, argv, &st);
+    state_free(&st);
+    return rc;
+}

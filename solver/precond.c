@@ -1,1 +1,77 @@
-/* placeholder: being written */
+/* Preconditioner factory and the identity preconditioner. */
+#include "krylov.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+static ks_error identity_setup(ks_precond *pc, ks_matrix *A)
+{
+    (void)pc;
+    (void)A;
+    return KS_OK;
+}
+
+static ks_error identity_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)
+{
+    (void)pc;
+    return ks_vec_copy(r, z);
+}
+
+static void identity_destroy(ks_precond *pc) { (void)pc; }
+
+const ks_precond_ops ks_precond_identity_ops = {
+    .name = "NOSOLVER",
+    .setup = identity_setup,
+    .apply = identity_apply,
+    .destroy = identity_destroy,
+};
+
+static const struct {
+    const char *name;
+    const ks_precond_ops *ops;
+} pc_table[] = {
+    {"NOSOLVER", &ks_precond_identity_ops},
+    {"JACOBI", &ks_precond_jacobi_ops},
+    {"BLOCK_JACOBI", &ks_precond_jacobi_ops}, /* AmgX's name; blocks of 1 here */
+    {"JACOBI_L1", &ks_precond_jacobi_l1_ops},
+};
+
+ks_error ks_precond_create(ks_backend *be, const ks_precond_params *prm, ks_precond **pc)
+{
+    if (!pc)
+        return ks_seterr(KS_ERR_ARG, "ks_precond_create: NULL output pointer");
+    *pc = NULL;
+    if (!be || !prm)
+        return ks_seterr(KS_ERR_ARG, "ks_precond_create: NULL backend or params");
+    const ks_precond_ops *ops = NULL;
+    for (size_t i = 0; i < sizeof pc_table / sizeof pc_table[0]; i++)
+        if (strcasecmp(prm->solver, pc_table[i].name) == 0)
+            ops = pc_table[i].ops;
+    if (!ops)
+        return ks_seterr(KS_ERR_CONFIG,
+                         "preconditioner.solver: unknown preconditioner '%s' (expected NOSOLVER, "
+                         "JACOBI, BLOCK_JACOBI, JACOBI_L1)",
+                         prm->solver);
+    if (ops != &ks_precond_identity_ops &&
+        (!(prm->relaxation_factor > 0.0) || !isfinite(prm->relaxation_factor)))
+        return ks_seterr(KS_ERR_CONFIG,
+                         "preconditioner.relaxation_factor: %g is not a positive finite number",
+                         prm->relaxation_factor);
+    ks_precond *p = ks_calloc(1, sizeof *p, "preconditioner");
+    if (!p)
+        return KS_ERR_MEMORY;
+    p->ops = ops;
+    p->be = be;
+    p->prm = *prm;
+    *pc = p;
+    return KS_OK;
+}
+
+void ks_precond_destroy(ks_precond *pc)
+{
+    if (!pc)
+        return;
+    pc->ops->destroy(pc);
+    free(pc);
+}

@@ -1,1 +1,319 @@
-/* placeholder: being written */
+/* The ksolve report: an aligned table with one column per backend (and the
+ * GPU/CPU speedups when both ran), and the same data as JSON for scripts. */
+#include "cli.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#define LABEL_W 26
+#define COL_W 18
+#define MAX_COLS 4
+
+const char *ks_conv_kind_name(ks_conv_kind c)
+{
+    switch (c) {
+    case KS_CONV_ABSOLUTE: return "ABSOLUTE";
+    case KS_CONV_RELATIVE_INI: return "RELATIVE_INI";
+    case KS_CONV_RELATIVE_RHS: return "RELATIVE_RHS";
+    }
+    return "?";
+}
+
+const char *ks_norm_kind_name(ks_norm_kind n)
+{
+    switch (n) {
+    case KS_NORM_L1: return "L1";
+    case KS_NORM_L2: return "L2";
+    case KS_NORM_LMAX: return "LMAX";
+    }
+    return "?";
+}
+
+/* 1234567 -> "1,234,567" */
+static const char *fmt_count(char *buf, size_t len, int64_t v)
+{
+    char digits[32];
+    int n = snprintf(digits, sizeof digits, "%lld", (long long)(v < 0 ? -v : v));
+    size_t o = 0;
+    if (v < 0 && o + 1 < len)
+        buf[o++] = '-';
+    for (int i = 0; i < n && o + 1 < len; i++) {
+        buf[o++] = digits[i];
+        if ((n - 1 - i) % 3 == 0 && i != n - 1 && o + 1 < len)
+            buf[o++] = ',';
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *fmt_bytes(char *buf, size_t len, double b)
+{
+    if (b >= 1e9)
+        snprintf(buf, len, "%.2f GB", b / 1e9);
+    else if (b >= 1e6)
+        snprintf(buf, len, "%.2f MB", b / 1e6);
+    else if (b >= 1e3)
+        snprintf(buf, len, "%.2f kB", b / 1e3);
+    else
+        snprintf(buf, len, "%.0f B", b);
+    return buf;
+}
+
+static double setup_total(const ks_run_result *r)
+{
+    return r->format_setup_seconds + r->stats.setup_seconds;
+}
+
+static double per_iter(const ks_run_result *r)
+{
+    return r->stats.iterations > 0 ? r->stats.solve_seconds / r->stats.iterations : NAN;
+}
+
+static void row_label(FILE *out, const char *label) { fprintf(out, "  %-*s", LABEL_W, label); }
+
+/* Seconds with a unit that keeps 3-4 significant digits. */
+static const char *fmt_time(char *buf, size_t len, double t)
+{
+    if (!isfinite(t))
+        snprintf(buf, len, "-");
+    else if (t < 1e-3)
+        snprintf(buf, len, "%.1f us", t * 1e6);
+    else if (t < 1.0)
+        snprintf(buf, len, "%.3f ms", t * 1e3);
+    else
+        snprintf(buf, len, "%.3f s", t);
+    return buf;
+}
+
+/* Print label, cells padded to COL_W, extra; without trailing blanks. */
+static void row_cells(FILE *out, const char *label, char cells[][160], int n, const char *extra)
+{
+    char line[512];
+    int used = snprintf(line, sizeof line, "  %-*s", LABEL_W, label);
+    for (int i = 0; i < n && used >= 0 && used < (int)sizeof line; i++)
+        used += snprintf(line + used, sizeof line - (size_t)used, "%-*s", COL_W, cells[i]);
+    if (extra && used >= 0 && used < (int)sizeof line)
+        snprintf(line + used, sizeof line - (size_t)used, "%s", extra);
+    size_t len = strlen(line);
+    while (len > 0 && line[len - 1] == ' ')
+        line[--len] = '\0';
+    fprintf(out, "%s\n", line);
+}
+
+static void row_text(FILE *out, const char *label, const ks_run_result *runs, int nruns,
+                     const char *(*get)(const ks_run_result *, char *, size_t))
+{
+    char cells[MAX_COLS][160];
+    for (int i = 0; i < nruns && i < MAX_COLS; i++)
+        get(&runs[i], cells[i], sizeof cells[i]);
+    row_cells(out, label, cells, nruns < MAX_COLS ? nruns : MAX_COLS, NULL);
+}
+
+/* A time row; with a cpu and a cuda run, the cpu/cuda ratio is appended. */
+static void row_time(FILE *out, const char *label, const ks_run_result *runs, int nruns,
+                     double (*get)(const ks_run_result *), int cpu, int gpu)
+{
+    char cells[MAX_COLS][160], extra[32] = "";
+    for (int i = 0; i < nruns && i < MAX_COLS; i++)
+        fmt_time(cells[i], sizeof cells[i], get(&runs[i]));
+    if (cpu >= 0 && gpu >= 0) {
+        double c = get(&runs[cpu]), g = get(&runs[gpu]);
+        if (isfinite(c) && isfinite(g) && g > 0.0)
+            snprintf(extra, sizeof extra, "%.2fx", c / g);
+    }
+    row_cells(out, label, cells, nruns < MAX_COLS ? nruns : MAX_COLS, extra);
+}
+
+static const char *g_format(const ks_run_result *r, char *b, size_t n)
+{
+    snprintf(b, n, "%s", r->format);
+    return b;
+}
+static const char *g_bytes(const ks_run_result *r, char *b, size_t n)
+{
+    return fmt_bytes(b, n, r->bytes_per_apply);
+}
+static const char *g_iters(const ks_run_result *r, char *b, size_t n)
+{
+    snprintf(b, n, "%d", r->stats.iterations);
+    return b;
+}
+static const char *g_relres(const ks_run_result *r, char *b, size_t n)
+{
+    snprintf(b, n, "%.3e", r->stats.relative_residual);
+    return b;
+}
+static const char *g_trueres(const ks_run_result *r, char *b, size_t n)
+{
+    snprintf(b, n, "%.3e", r->stats.true_relative_residual);
+    return b;
+}
+static const char *g_resnorm(const ks_run_result *r, char *b, size_t n)
+{
+    snprintf(b, n, "%.3e -> %.3e", r->stats.initial_residual, r->stats.final_residual);
+    return b;
+}
+static const char *g_status(const ks_run_result *r, char *b, size_t n)
+{
+    snprintf(b, n, "%s", ks_solve_status_name(r->stats.status));
+    return b;
+}
+static double t_format(const ks_run_result *r) { return r->format_setup_seconds; }
+static double t_psetup(const ks_run_result *r) { return r->stats.setup_seconds; }
+static double t_solve(const ks_run_result *r) { return r->stats.solve_seconds; }
+static double t_total(const ks_run_result *r) { return r->total_seconds; }
+
+void ks_report_print(FILE *out, const ks_problem_info *pi, const ks_solver_params *sp,
+                     const ks_run_result *runs, int nruns)
+{
+    char a[64], b[64];
+    int cpu = -1, gpu = -1;
+    for (int i = 0; i < nruns; i++) {
+        if (strcmp(runs[i].backend, "cpu") == 0)
+            cpu = i;
+        else if (strcmp(runs[i].backend, "cuda") == 0)
+            gpu = i;
+    }
+    fprintf(out, "\nksolve %s\n", KS_VERSION_STRING);
+    row_label(out, "problem");
+    fprintf(out, "%s\n", pi->source);
+    row_label(out, "rows");
+    fprintf(out, "%s\n", fmt_count(a, sizeof a, pi->nrows));
+    row_label(out, "cols");
+    fprintf(out, "%s\n", fmt_count(a, sizeof a, pi->ncols));
+    row_label(out, "nnz");
+    fprintf(out, "%s\n", fmt_count(a, sizeof a, pi->nnz));
+    row_label(out, "nnz/row");
+    fprintf(out, "%.2f\n", pi->nrows > 0 ? (double)pi->nnz / pi->nrows : 0.0);
+    if (pi->duplicates_summed > 0) {
+        row_label(out, "duplicates summed");
+        fprintf(out, "%s (repeated entries were added on reading)\n",
+                fmt_count(a, sizeof a, pi->duplicates_summed));
+    }
+    row_label(out, "matrix read/generated in");
+    fprintf(out, "%s\n", fmt_time(a, sizeof a, pi->load_seconds));
+    row_label(out, "rhs");
+    fprintf(out, "%s\n", pi->rhs_source);
+    row_label(out, "initial guess");
+    fprintf(out, "x0 = 0\n");
+    row_label(out, "solver");
+    fprintf(out, "%s + %s\n", nruns > 0 ? runs[0].solver : sp->solver,
+            nruns > 0 ? runs[0].precond : sp->pc.solver);
+    if (strcmp(sp->pc.solver, "NOSOLVER") != 0) {
+        row_label(out, "relaxation factor");
+        fprintf(out, "%g\n", sp->pc.relaxation_factor);
+    }
+    row_label(out, "criterion");
+    fprintf(out, "%s, %s norm, tolerance %.1e, max_iters %d\n",
+            ks_conv_kind_name(sp->convergence), ks_norm_kind_name(sp->norm), sp->tolerance,
+            sp->max_iters);
+    for (int i = 0; i < nruns; i++) {
+        snprintf(b, sizeof b, "backend %s", runs[i].backend);
+        row_label(out, b);
+        fprintf(out, "%s\n", runs[i].backend_desc);
+    }
+
+    fputc('\n', out);
+    char head[MAX_COLS][160];
+    for (int i = 0; i < nruns && i < MAX_COLS; i++)
+        snprintf(head[i], sizeof head[i], "%s", runs[i].backend);
+    row_cells(out, "", head, nruns < MAX_COLS ? nruns : MAX_COLS,
+              cpu >= 0 && gpu >= 0 ? "speedup (cpu time / cuda time)" : NULL);
+    row_text(out, "spmv format", runs, nruns, g_format);
+    row_text(out, "bytes per apply", runs, nruns, g_bytes);
+    row_time(out, "spmv format setup", runs, nruns, t_format, -1, -1);
+    row_time(out, "solver setup", runs, nruns, t_psetup, -1, -1);
+    row_time(out, "setup", runs, nruns, setup_total, cpu, gpu);
+    row_time(out, "solve", runs, nruns, t_solve, cpu, gpu);
+    row_time(out, "total", runs, nruns, t_total, cpu, gpu);
+    row_text(out, "iterations", runs, nruns, g_iters);
+    row_time(out, "time per iteration", runs, nruns, per_iter, cpu, gpu);
+    if (nruns == 1)
+        row_text(out, "residual norm", runs, nruns, g_resnorm);
+    row_text(out, "final relative residual", runs, nruns, g_relres);
+    row_text(out, "true relative residual", runs, nruns, g_trueres);
+    if (nruns == 1 && runs[0].stats.breakdown[0]) {
+        row_label(out, "status");
+        fprintf(out, "%s: %s\n", ks_solve_status_name(runs[0].stats.status),
+                runs[0].stats.breakdown);
+    } else {
+        row_text(out, "status", runs, nruns, g_status);
+        for (int i = 0; i < nruns && nruns > 1; i++)
+            if (runs[i].stats.breakdown[0])
+                fprintf(out, "  %s: %s: %s\n", runs[i].backend,
+                        ks_solve_status_name(runs[i].stats.status), runs[i].stats.breakdown);
+    }
+    if (nruns == 1)
+        fprintf(out, "  (residual norm in %s; true relative residual = ||b - A x||_2 / ||b||_2, "
+                     "recomputed)\n",
+                ks_norm_kind_name(sp->norm));
+    fflush(out);
+}
+
+/* JSON has no NaN or Inf: write null for them. */
+static json_t *jnum(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *run_json(const ks_run_result *r)
+{
+    const ks_solve_stats *st = &r->stats;
+    json_t *hist = json_array();
+    for (int i = 0; hist && r->history && i < st->history_len; i++)
+        json_array_append_new(hist, jnum(r->history[i]));
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:s, s:s, s:s, s:s, s:b, s:i, s:o, s:o, s:o, "
+                     "s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                     "backend", r->backend, "backend_description", r->backend_desc,
+                     "spmv_format", r->format, "spmv_format_setup_seconds",
+                     jnum(r->format_setup_seconds), "bytes_per_apply", jnum(r->bytes_per_apply),
+                     "solver", r->solver, "preconditioner", r->precond, "status",
+                     ks_solve_status_name(st->status), "breakdown", st->breakdown, "converged",
+                     st->status == KS_SOLVE_CONVERGED, "iterations", st->iterations,
+                     "initial_residual", jnum(st->initial_residual), "final_residual",
+                     jnum(st->final_residual), "rhs_norm", jnum(st->rhs_norm),
+                     "relative_residual", jnum(st->relative_residual), "true_relative_residual",
+                     jnum(st->true_relative_residual), "solver_setup_seconds",
+                     jnum(st->setup_seconds), "solve_seconds", jnum(st->solve_seconds),
+                     "total_seconds", jnum(r->total_seconds), "seconds_per_iteration",
+                     jnum(per_iter(r)), "history", hist ? hist : json_null());
+}
+
+ks_error ks_report_write_json(const char *path, const ks_problem_info *pi,
+                              const ks_solver_params *sp, const ks_run_result *runs, int nruns)
+{
+    json_t *jruns = json_array();
+    for (int i = 0; jruns && i < nruns; i++)
+        json_array_append_new(jruns, run_json(&runs[i]));
+    json_t *root = json_pack(
+        "{s:s, s:{s:s, s:s, s:I, s:I, s:I, s:I, s:o}, s:{s:s, s:s, s:o, s:i, s:o, s:s, s:s}, "
+        "s:o}",
+        "ksolve_version", KS_VERSION_STRING, "problem", "source", pi->source, "rhs",
+        pi->rhs_source, "rows", (json_int_t)pi->nrows, "cols", (json_int_t)pi->ncols, "nnz",
+        (json_int_t)pi->nnz, "duplicates_summed", (json_int_t)pi->duplicates_summed,
+        "load_seconds", jnum(pi->load_seconds), "solver", "solver", sp->solver,
+        "preconditioner", sp->pc.solver, "relaxation_factor", jnum(sp->pc.relaxation_factor),
+        "max_iters", sp->max_iters, "tolerance", jnum(sp->tolerance), "convergence",
+        ks_conv_kind_name(sp->convergence), "norm", ks_norm_kind_name(sp->norm), "runs",
+        jruns ? jruns : json_null());
+    if (!root)
+        return ks_seterr(KS_ERR_MEMORY, "out of memory building the JSON statistics");
+    int cpu = -1, gpu = -1;
+    for (int i = 0; i < nruns; i++) {
+        if (strcmp(runs[i].backend, "cpu") == 0)
+            cpu = i;
+        else if (strcmp(runs[i].backend, "cuda") == 0)
+            gpu = i;
+    }
+    if (cpu >= 0 && gpu >= 0) {
+        const ks_run_result *c = &runs[cpu], *g = &runs[gpu];
+        json_object_set_new(
+            root, "speedup_cuda_over_cpu",
+            json_pack("{s:o, s:o, s:o}", "setup", jnum(setup_total(c) / setup_total(g)), "solve",
+                      jnum(c->stats.solve_seconds / g->stats.solve_seconds), "total",
+                      jnum(c->total_seconds / g->total_seconds)));
+    }
+    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (rc != 0)
+        return ks_seterr(KS_ERR_IO, "cannot write JSON statistics to '%s'", path);
+    return KS_OK;
+}

@@ -1,1 +1,251 @@
-/* placeholder: being written */
+/* Solver object: picks the Krylov method and preconditioner by name, owns
+ * the work vectors, times setup and solve, and recomputes the true residual
+ * after every solve so a reported convergence can be trusted independently
+ * of the method's recurrence. */
+#include "krylov.h"
+#include "solver_create.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+    const char *name;
+    const ks_krylov_ops *ops;
+    int preconditioned; /* 0: the unpreconditioned alias forces NOSOLVER */
+} solver_table[] = {
+    {"PCG", &ks_krylov_cg_ops, 1},
+    {"CG", &ks_krylov_cg_ops, 0},
+    {"PBICGSTAB", &ks_krylov_bicgstab_ops, 1},
+    {"BICGSTAB", &ks_krylov_bicgstab_ops, 0},
+};
+
+const char *ks_solve_status_name(ks_solve_status st)
+{
+    switch (st) {
+    case KS_SOLVE_CONVERGED: return "CONVERGED";
+    case KS_SOLVE_MAX_ITERS: return "MAX_ITERS";
+    case KS_SOLVE_BREAKDOWN: return "BREAKDOWN";
+    case KS_SOLVE_DIVERGED: return "DIVERGED";
+    case KS_SOLVE_NAN: return "NAN";
+    case KS_SOLVE_NOT_RUN: return "NOT_RUN";
+    }
+    return "UNKNOWN";
+}
+
+static const char *conv_name(ks_conv_kind c)
+{
+    switch (c) {
+    case KS_CONV_ABSOLUTE: return "ABSOLUTE";
+    case KS_CONV_RELATIVE_INI: return "RELATIVE_INI";
+    case KS_CONV_RELATIVE_RHS: return "RELATIVE_RHS";
+    }
+    return "?";
+}
+
+static const char *norm_name(ks_norm_kind n)
+{
+    switch (n) {
+    case KS_NORM_L1: return "L1";
+    case KS_NORM_L2: return "L2";
+    case KS_NORM_LMAX: return "LMAX";
+    }
+    return "?";
+}
+
+ks_error ks_solver_create_params(ks_backend *be, const ks_solver_params *prm, ks_solver **out)
+{
+    if (!out)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_create: NULL output pointer");
+    *out = NULL;
+    if (!be || !prm)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_create: NULL backend or params");
+    int k = -1;
+    for (int i = 0; i < (int)(sizeof solver_table / sizeof solver_table[0]); i++)
+        if (strcasecmp(prm->solver, solver_table[i].name) == 0)
+            k = i;
+    if (k < 0)
+        return ks_seterr(KS_ERR_CONFIG,
+                         "solver.solver: unknown solver '%s' (expected PCG, CG, PBICGSTAB, "
+                         "BICGSTAB)",
+                         prm->solver);
+    /* config.c validates these for JSON input; params built in code (tests,
+     * benchmarks, embedding) get the same checks here. */
+    if (prm->max_iters < 0)
+        return ks_seterr(KS_ERR_CONFIG, "solver.max_iters: %d is negative", prm->max_iters);
+    if (!(prm->tolerance >= 0.0) || !isfinite(prm->tolerance))
+        return ks_seterr(KS_ERR_CONFIG, "solver.tolerance: %g is not a finite number >= 0",
+                         prm->tolerance);
+    if (prm->convergence != KS_CONV_ABSOLUTE && prm->convergence != KS_CONV_RELATIVE_INI &&
+        prm->convergence != KS_CONV_RELATIVE_RHS)
+        return ks_seterr(KS_ERR_CONFIG, "solver.convergence: invalid value %d",
+                         (int)prm->convergence);
+    if (prm->norm != KS_NORM_L1 && prm->norm != KS_NORM_L2 && prm->norm != KS_NORM_LMAX)
+        return ks_seterr(KS_ERR_CONFIG, "solver.norm: invalid value %d", (int)prm->norm);
+    if (!(solver_table[k].ops->work_vectors < (int)(sizeof((ks_solver *)0)->work /
+                                                    sizeof((ks_solver *)0)->work[0])))
+        return ks_seterr(KS_ERR_UNSUPPORTED, "%s needs too many work vectors",
+                         solver_table[k].name);
+
+    ks_solver *s = ks_calloc(1, sizeof *s, "solver");
+    if (!s)
+        return KS_ERR_MEMORY;
+    s->ops = solver_table[k].ops;
+    s->be = be;
+    s->prm = *prm;
+    snprintf(s->prm.solver, sizeof s->prm.solver, "%s", solver_table[k].name);
+    if (!solver_table[k].preconditioned)
+        snprintf(s->prm.pc.solver, sizeof s->prm.pc.solver, "NOSOLVER");
+    s->stats.status = KS_SOLVE_NOT_RUN;
+    ks_error e = ks_precond_create(be, &s->prm.pc, &s->pc);
+    if (e != KS_OK) {
+        free(s);
+        return e;
+    }
+    *out = s;
+    return KS_OK;
+}
+
+ks_error ks_solver_create(ks_backend *be, const ks_config *cfg, ks_solver **s)
+{
+    if (s)
+        *s = NULL;
+    if (!cfg)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_create: NULL config");
+    const ks_solver_params *prm = ks_config_solver_params(cfg);
+    if (!prm)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_create: config has no solver parameters");
+    return ks_solver_create_params(be, prm, s);
+}
+
+static void free_work(ks_solver *s)
+{
+    for (int i = 0; i < s->nwork; i++) {
+        ks_vec_destroy(s->work[i]);
+        s->work[i] = NULL;
+    }
+    s->nwork = 0;
+}
+
+ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
+{
+    if (!s || !A)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_setup: NULL solver or matrix");
+    if (ks_matrix_backend(A) != s->be)
+        return ks_seterr(KS_ERR_ARG,
+                         "ks_solver_setup: matrix lives on backend %s, solver on %s (objects "
+                         "must share one backend)",
+                         ks_backend_name(ks_matrix_backend(A)), ks_backend_name(s->be));
+    ks_int n = ks_matrix_rows(A);
+    if (ks_matrix_cols(A) != n)
+        return ks_seterr(KS_ERR_SIZE, "ks_solver_setup: matrix is %ld x %ld, must be square",
+                         (long)n, (long)ks_matrix_cols(A));
+    /* A failed setup leaves the solver unusable until a setup succeeds. */
+    s->A = NULL;
+    free_work(s);
+    KS_TRY(ks_backend_sync(s->be));
+    double t0 = ks_wtime();
+    ks_error e = s->pc->ops->setup(s->pc, A);
+    if (e != KS_OK)
+        return ks_adderr(e, "%s setup", s->prm.solver);
+    /* One extra vector for the true residual after the solve. */
+    for (int i = 0; i < s->ops->work_vectors + 1; i++) {
+        e = ks_vec_create(s->be, n, &s->work[i]);
+        if (e != KS_OK) {
+            free_work(s);
+            return ks_adderr(e, "%s setup: work vector %d of %d", s->prm.solver, i + 1,
+                             s->ops->work_vectors + 1);
+        }
+        s->nwork = i + 1;
+    }
+    KS_TRY(ks_backend_sync(s->be));
+    s->stats.setup_seconds = ks_wtime() - t0;
+    s->A = A;
+    return KS_OK;
+}
+
+static void print_stats(const ks_solver *s)
+{
+    const ks_solve_stats *st = &s->stats;
+    printf("%s + %s on %s: %s after %d iteration%s\n", s->prm.solver, s->pc->ops->name,
+           ks_backend_name(s->be), ks_solve_status_name(st->status), st->iterations,
+           st->iterations == 1 ? "" : "s");
+    printf("  residual (%s) %.3e -> %.3e, relative %.3e (%s, tolerance %.1e)\n",
+           norm_name(s->prm.norm), st->initial_residual, st->final_residual,
+           st->relative_residual, conv_name(s->prm.convergence), s->prm.tolerance);
+    printf("  true relative residual ||b-Ax||/||b|| = %.3e\n", st->true_relative_residual);
+    printf("  setup %.4f s, solve %.4f s", st->setup_seconds, st->solve_seconds);
+    if (st->iterations > 0)
+        printf(" (%.4f ms/iteration)", 1e3 * st->solve_seconds / st->iterations);
+    printf("\n");
+    if (st->breakdown[0])
+        printf("  reason: %s\n", st->breakdown);
+}
+
+ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
+{
+    if (!s || !b || !x)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_solve: NULL solver or vector");
+    if (!s->A)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_solve: no matrix (ks_solver_setup has not "
+                                     "succeeded)");
+    ks_int n = ks_matrix_rows(s->A);
+    if (ks_vec_size(b) != n || ks_vec_size(x) != n)
+        return ks_seterr(KS_ERR_SIZE,
+                         "ks_solver_solve: size mismatch: matrix has %ld rows, b has %ld "
+                         "entries, x has %ld",
+                         (long)n, (long)ks_vec_size(b), (long)ks_vec_size(x));
+    if (ks_vec_backend(b) != s->be || ks_vec_backend(x) != s->be)
+        return ks_seterr(KS_ERR_ARG,
+                         "ks_solver_solve: b and x must live on the solver's backend (%s)",
+                         ks_backend_name(s->be));
+    if (b == x)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_solve: b and x must be distinct vectors");
+
+    double setup = s->stats.setup_seconds;
+    memset(&s->stats, 0, sizeof s->stats);
+    s->stats.setup_seconds = setup;
+    s->stats.status = KS_SOLVE_NOT_RUN;
+
+    KS_TRY(ks_backend_sync(s->be));
+    double t0 = ks_wtime();
+    ks_error e = s->ops->solve(s, b, x);
+    if (e != KS_OK)
+        return ks_adderr(e, "%s solve", s->prm.solver);
+    KS_TRY(ks_backend_sync(s->be));
+    s->stats.solve_seconds = ks_wtime() - t0;
+
+    /* True residual with a fresh SpMV, in the 2-norm whatever the criterion. */
+    ks_vec *w = s->work[s->nwork - 1];
+    double rn, bn;
+    KS_TRY(ks_vec_copy(b, w));
+    KS_TRY(ks_matrix_apply(s->A, -1.0, x, 1.0, w));
+    KS_TRY(ks_vec_norm2(w, &rn));
+    KS_TRY(ks_vec_norm2(b, &bn));
+    s->stats.true_relative_residual = bn > 0.0 ? rn / bn : rn;
+    if (s->prm.print_solve_stats)
+        print_stats(s);
+    if (s->prm.monitor_residual || s->prm.print_solve_stats)
+        fflush(stdout);
+    return KS_OK;
+}
+
+const ks_solve_stats *ks_solver_stats(const ks_solver *s) { return s ? &s->stats : NULL; }
+
+const char *ks_solver_name(const ks_solver *s) { return s ? s->prm.solver : ""; }
+
+const char *ks_solver_preconditioner_name(const ks_solver *s)
+{
+    return s && s->pc ? s->pc->ops->name : "";
+}
+
+void ks_solver_destroy(ks_solver *s)
+{
+    if (!s)
+        return;
+    free_work(s);
+    ks_precond_destroy(s->pc);
+    free(s->history);
+    free(s);
+}

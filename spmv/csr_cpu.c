@@ -1,1 +1,142 @@
-/* placeholder: being written */
+/* "csr" on the cpu backend: OpenMP over contiguous row ranges of about equal
+ * work (nonzeros + rows), fixed at setup, so one long row or a band of empty
+ * rows does not leave threads idle the way an equal-row split would. */
+#include "csr_layout.h"
+
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Below this much work a parallel region costs more than it saves. */
+#define KS_CSR_SERIAL_WORK 32768
+
+typedef struct csr_cpu_state {
+    ks_csr A;       /* own copy of the arrays (the layout only borrowed them) */
+    int nparts;
+    ks_int *part;   /* nparts + 1 row boundaries */
+} csr_cpu_state;
+
+/* First row r in [0, n] with rowptr[r] + r >= target; rowptr[r] + r strictly
+ * increases, so part boundaries split nnz + nrows evenly. */
+static ks_int lower_row(const ks_int *rowptr, ks_int n, int64_t target)
+{
+    ks_int lo = 0, hi = n;
+    while (lo < hi) {
+        ks_int mid = lo + (hi - lo) / 2;
+        if ((int64_t)rowptr[mid] + mid < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void free_state(csr_cpu_state *s)
+{
+    if (!s)
+        return;
+    free(s->A.rowptr);
+    free(s->A.colind);
+    free(s->A.val);
+    free(s->part);
+    free(s);
+}
+
+static ks_error csr_cpu_setup(ks_backend *be, const void *layout, void **state)
+{
+    (void)be;
+    const ks_csr *L = &((const ks_csr_layout *)layout)->A;
+    *state = NULL;
+    csr_cpu_state *s = ks_calloc(1, sizeof *s, "csr state");
+    if (!s)
+        return KS_ERR_MEMORY;
+    int nt = 1;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+#endif
+    if (nt > L->nrows)
+        nt = L->nrows > 0 ? (int)L->nrows : 1;
+    s->nparts = nt;
+    s->A.nrows = L->nrows;
+    s->A.ncols = L->ncols;
+    s->A.nnz = L->nnz;
+    s->part = ks_malloc(sizeof(ks_int) * ((size_t)nt + 1), "csr partition");
+    s->A.rowptr = ks_malloc(sizeof(ks_int) * ((size_t)L->nrows + 1), "csr rowptr");
+    s->A.colind = ks_malloc(sizeof(ks_int) * (size_t)L->nnz, "csr colind");
+    s->A.val = ks_malloc(sizeof(double) * (size_t)L->nnz, "csr values");
+    if (!s->part || !s->A.rowptr || !s->A.colind || !s->A.val) {
+        free_state(s);
+        return KS_ERR_MEMORY;
+    }
+    int64_t work = (int64_t)L->nnz + L->nrows;
+    for (int p = 0; p <= nt; p++)
+        s->part[p] = lower_row(L->rowptr, L->nrows, work * p / nt);
+    s->part[nt] = L->nrows;
+
+    /* Each part's arrays are first touched by the thread that will read
+     * them in apply, which places their pages near it on NUMA machines. */
+    const int nparts = nt;
+    const ks_int *part = s->part;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
+#endif
+    for (int p = 0; p < nparts; p++) {
+        ks_int r0 = part[p], r1 = part[p + 1];
+        memcpy(s->A.rowptr + r0, L->rowptr + r0, sizeof(ks_int) * (size_t)(r1 - r0));
+        size_t j0 = (size_t)L->rowptr[r0], nj = (size_t)(L->rowptr[r1] - L->rowptr[r0]);
+        memcpy(s->A.colind + j0, L->colind + j0, sizeof(ks_int) * nj);
+        memcpy(s->A.val + j0, L->val + j0, sizeof(double) * nj);
+    }
+    s->A.rowptr[L->nrows] = L->rowptr[L->nrows];
+    *state = s;
+    return KS_OK;
+}
+
+static ks_error csr_cpu_apply(ks_backend *be, void *state, double alpha, const double *x,
+                              double beta, double *y)
+{
+    (void)be;
+    const csr_cpu_state *s = state;
+    const ks_int *restrict rowptr = s->A.rowptr;
+    const ks_int *restrict colind = s->A.colind;
+    const double *restrict val = s->A.val;
+    const ks_int *part = s->part;
+    const int nparts = s->nparts;
+    const int64_t work = (int64_t)s->A.nnz + s->A.nrows;
+    (void)work; /* only read by the OpenMP if clause */
+    /* One part per thread when the team has nparts threads; any other team
+     * size still covers every part. */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
+#endif
+    for (int p = 0; p < nparts; p++) {
+        for (ks_int i = part[p]; i < part[p + 1]; i++) {
+            double sum = 0.0;
+            for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
+                sum += val[j] * x[colind[j]];
+            /* beta == 0 must not read y (it may be uninitialised or NaN). */
+            y[i] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[i];
+        }
+    }
+    return KS_OK;
+}
+
+static void csr_cpu_destroy(ks_backend *be, void *state)
+{
+    (void)be;
+    free_state(state);
+}
+
+const ks_spmv_format_ops ks_format_csr_cpu = {
+    .name = "csr",
+    .backend = KS_BACKEND_CPU,
+    .description = "CSR, OpenMP threads over row ranges of equal nonzero count",
+    .layout_build = ks_csr_layout_build,
+    .layout_apply = ks_csr_layout_apply,
+    .layout_bytes = ks_csr_layout_bytes,
+    .layout_free = ks_csr_layout_free,
+    .setup = csr_cpu_setup,
+    .apply = csr_cpu_apply,
+    .destroy = csr_cpu_destroy,
+};

@@ -1,1 +1,168 @@
-/* placeholder: being written */
+/* The public ks_matrix_* API: validate, pick the format, build its layout
+ * and backend state, check operands of every apply. */
+#include "csr_layout.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *kind_name(ks_backend_kind k)
+{
+    return k == KS_BACKEND_CUDA ? "cuda" : k == KS_BACKEND_CPU ? "cpu" : "unknown";
+}
+
+/* "a, b, c" of the formats registered for backend kind k. */
+static void list_formats(ks_backend_kind k, char *buf, size_t len)
+{
+    const ks_spmv_format_ops *const *all = ks_spmv_format_all();
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; all[i]; i++) {
+        if (all[i]->backend != k)
+            continue;
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", all[i]->name);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+    if (!buf[0])
+        snprintf(buf, len, "(none)");
+}
+
+static ks_error resolve_format(ks_backend_kind kind, const ks_csr *A, const char *format,
+                               const ks_spmv_format_ops **ops)
+{
+    char names[512];
+    const char *name = format && format[0] ? format : "auto";
+    if (strcmp(name, "auto") == 0) {
+        name = ks_spmv_format_auto(A, kind);
+        if (!name)
+            return ks_seterr(KS_ERR_UNSUPPORTED, "no SpMV format for backend %s",
+                             kind_name(kind));
+    }
+    *ops = ks_spmv_format_find(name, kind);
+    if (*ops)
+        return KS_OK;
+    list_formats(kind, names, sizeof names);
+    const ks_spmv_format_ops *const *all = ks_spmv_format_all();
+    for (int i = 0; all[i]; i++)
+        if (strcmp(all[i]->name, name) == 0)
+            return ks_seterr(KS_ERR_UNSUPPORTED,
+                             "SpMV format '%s' runs on the %s backend, not %s; formats for "
+                             "%s: %s, auto",
+                             name, kind_name(all[i]->backend), kind_name(kind), kind_name(kind),
+                             names);
+    ks_backend_kind missing = ks_spmv_format_missing_backend(name);
+    if (missing)
+        return ks_seterr(KS_ERR_UNSUPPORTED,
+                         "SpMV format '%s' needs the %s backend, which this build lacks; "
+                         "formats for %s: %s, auto",
+                         name, kind_name(missing), kind_name(kind), names);
+    return ks_seterr(KS_ERR_ARG, "unknown SpMV format '%s'; formats for %s: %s, auto", name,
+                     kind_name(kind), names);
+}
+
+ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
+                          const ks_spmv_params *params, ks_matrix **M)
+{
+    if (!M)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create: NULL output pointer");
+    *M = NULL;
+    if (!be || !A)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create: NULL %s", be ? "matrix" : "backend");
+    ks_error e = ks_csr_validate(A);
+    if (e != KS_OK)
+        return ks_adderr(e, "ks_matrix_create: invalid CSR");
+
+    const ks_spmv_format_ops *ops;
+    KS_TRY(resolve_format(be->ops->kind, A, format, &ops));
+
+    ks_spmv_params prm;
+    memset(&prm, 0, sizeof prm);
+    if (params)
+        prm = *params;
+
+    ks_matrix *m = ks_calloc(1, sizeof *m, "ks_matrix");
+    if (!m)
+        return KS_ERR_MEMORY;
+    m->be = be;
+    m->ops = ops;
+    e = ks_csr_copy(A, &m->host);
+    if (e != KS_OK) {
+        free(m);
+        return ks_adderr(e, "ks_matrix_create: copying the CSR");
+    }
+
+    /* setup_seconds covers conversion and upload, not validation or the
+     * host copy every format shares. */
+    double t0 = ks_wtime();
+    void *layout = NULL;
+    e = ops->layout_build(&m->host, &prm, &layout);
+    if (e != KS_OK) {
+        ks_adderr(e, "SpMV format '%s'", ops->name);
+        goto fail;
+    }
+    m->bytes_per_apply = ops->layout_bytes(layout);
+    e = ops->setup(be, layout, &m->state);
+    ops->layout_free(layout);
+    if (e != KS_OK) {
+        ks_adderr(e, "SpMV format '%s' setup on %s", ops->name, be->ops->name);
+        goto fail;
+    }
+    e = be->ops->sync(be); /* count asynchronous uploads in the setup time */
+    if (e != KS_OK)
+        goto fail;
+    m->setup_seconds = ks_wtime() - t0;
+    *M = m;
+    return KS_OK;
+
+fail:
+    if (m->state)
+        ops->destroy(be, m->state);
+    ks_csr_free(&m->host);
+    free(m);
+    return e;
+}
+
+void ks_matrix_destroy(ks_matrix *M)
+{
+    if (!M)
+        return;
+    if (M->state)
+        M->ops->destroy(M->be, M->state);
+    ks_csr_free(&M->host);
+    free(M);
+}
+
+ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta, ks_vec *y)
+{
+    if (!M || !x || !y)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_apply: NULL %s",
+                         !M ? "matrix" : !x ? "x" : "y");
+    if (x->be != M->be || y->be != M->be)
+        return ks_seterr(KS_ERR_ARG,
+                         "ks_matrix_apply: %s is on another backend object than the matrix",
+                         x->be != M->be ? "x" : "y");
+    if (x->n != M->host.ncols)
+        return ks_seterr(KS_ERR_SIZE, "ks_matrix_apply: x has %d entries, matrix has %d columns",
+                         (int)x->n, (int)M->host.ncols);
+    if (y->n != M->host.nrows)
+        return ks_seterr(KS_ERR_SIZE, "ks_matrix_apply: y has %d entries, matrix has %d rows",
+                         (int)y->n, (int)M->host.nrows);
+    if (x == y || (x->data == y->data && x->n > 0))
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_apply: x and y must be distinct vectors");
+    if (M->host.nrows == 0)
+        return KS_OK;
+    ks_error e = M->ops->apply(M->be, M->state, alpha, x->data, beta, y->data);
+    if (e != KS_OK)
+        return ks_adderr(e, "SpMV format '%s'", M->ops->name);
+    return KS_OK;
+}
+
+ks_int ks_matrix_rows(const ks_matrix *M) { return M ? M->host.nrows : 0; }
+ks_int ks_matrix_cols(const ks_matrix *M) { return M ? M->host.ncols : 0; }
+ks_int ks_matrix_nnz(const ks_matrix *M) { return M ? M->host.nnz : 0; }
+const char *ks_matrix_format(const ks_matrix *M) { return M ? M->ops->name : NULL; }
+ks_backend *ks_matrix_backend(const ks_matrix *M) { return M ? M->be : NULL; }
+const ks_csr *ks_matrix_host_csr(const ks_matrix *M) { return M ? &M->host : NULL; }
+double ks_matrix_bytes_per_apply(const ks_matrix *M) { return M ? M->bytes_per_apply : 0.0; }
+double ks_matrix_setup_seconds(const ks_matrix *M) { return M ? M->setup_seconds : 0.0; }

@@ -1,1 +1,86 @@
-/* placeholder: being written */
+/* Table of SpMV formats, lookup, the names per backend, and the choice
+ * behind "auto". A new format is one file with a ks_spmv_format_ops plus one
+ * line here (and in the names list of its backend). */
+#include "csr_layout.h"
+
+#include <string.h>
+
+static const ks_spmv_format_ops *const formats[] = {
+    &ks_format_csr_cpu,
+#ifdef KS_HAVE_CUDA
+    &ks_format_csr_vector_cuda,
+    &ks_format_cusparse_csr,
+#endif
+    NULL,
+};
+
+/* Public names per backend (ks_spmv_format_names); test_spmv checks they
+ * match the table above. */
+static const char *const cpu_names[] = {"csr", NULL};
+#ifdef KS_HAVE_CUDA
+static const char *const cuda_names[] = {"csr_vector", "cusparse", NULL};
+#else
+static const char *const cuda_names[] = {NULL};
+#endif
+static const char *const no_names[] = {NULL};
+
+/* Formats of optional backends, so a build without them can tell "not
+ * compiled in" from "unknown name". */
+static const struct {
+    const char *name;
+    ks_backend_kind backend;
+} optional_formats[] = {
+    {"csr_vector", KS_BACKEND_CUDA},
+    {"cusparse", KS_BACKEND_CUDA},
+};
+
+const ks_spmv_format_ops *const *ks_spmv_format_all(void)
+{
+    return formats;
+}
+
+const ks_spmv_format_ops *ks_spmv_format_find(const char *name, ks_backend_kind backend)
+{
+    if (!name)
+        return NULL;
+    for (int i = 0; formats[i]; i++)
+        if (formats[i]->backend == backend && strcmp(formats[i]->name, name) == 0)
+            return formats[i];
+    return NULL;
+}
+
+ks_backend_kind ks_spmv_format_missing_backend(const char *name)
+{
+    if (!name)
+        return (ks_backend_kind)0;
+    for (int i = 0; formats[i]; i++)
+        if (strcmp(formats[i]->name, name) == 0)
+            return (ks_backend_kind)0; /* compiled in */
+    for (size_t i = 0; i < sizeof optional_formats / sizeof optional_formats[0]; i++)
+        if (strcmp(optional_formats[i].name, name) == 0)
+            return optional_formats[i].backend;
+    return (ks_backend_kind)0;
+}
+
+const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend)
+{
+    /* A fixed choice per backend for now; the statistics (row-length spread,
+     * bandedness) that pick among more formats join when those formats do. */
+    (void)A;
+    switch (backend) {
+    case KS_BACKEND_CPU: return "csr";
+    case KS_BACKEND_CUDA: return "csr_vector";
+    }
+    return NULL;
+}
+
+const char *const *ks_spmv_format_names(const char *backend)
+{
+    if (!backend)
+        return no_names;
+    if (strcmp(backend, "cpu") == 0)
+        return cpu_names;
+    if (strcmp(backend, "cuda") == 0)
+        return cuda_names;
+    return no_names;
+}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define KS_MAX_SKIPS 64
@@ -23,7 +24,8 @@ void ks_test_skip(int count, const char *why)
 int ks_test_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_FORK);
+    if (!getenv("CK_FORK")) /* CK_FORK=no (valgrind, gdb) must win */
+        srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
@@ -35,9 +37,18 @@ int ks_test_run(Suite *s)
 
 int ks_test_have_cuda(void)
 {
-    int ok = ks_backend_available("cuda");
-    ks_clear_error();
-    return ok;
+    /* Probe in a child: once the parent touches the CUDA driver, forked
+     * test processes (Check's fork mode) can no longer use the device. */
+    static int cached = -1;
+    if (cached >= 0)
+        return cached;
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(ks_backend_available("cuda") ? 0 : 1);
+    int status = 0;
+    cached = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+             WEXITSTATUS(status) == 0;
+    return cached;
 }
 
 const char *ks_test_shared_matrix(const char *name)

@@ -1,1 +1,103 @@
-/* placeholder: being written */
+/* Backend objects: lookup by name, life cycle, description and the memory
+ * helpers every format and solver uses to allocate in the backend's space. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Every backend known to this build, in the order "auto" choices prefer. */
+static const ks_backend_ops *const ks_backends[] = {
+    &ks_backend_cpu_ops,
+#ifdef KS_HAVE_CUDA
+    &ks_backend_cuda_ops,
+#endif
+    NULL};
+
+ks_error ks_backend_create(const char *name, ks_backend **be)
+{
+    if (!be)
+        return ks_seterr(KS_ERR_ARG, "ks_backend_create: NULL output pointer");
+    *be = NULL;
+    if (!name)
+        return ks_seterr(KS_ERR_ARG, "ks_backend_create: NULL backend name (valid: cpu, cuda)");
+
+    const ks_backend_ops *ops = NULL;
+    for (int i = 0; ks_backends[i]; i++)
+        if (strcmp(ks_backends[i]->name, name) == 0)
+            ops = ks_backends[i];
+    if (!ops) {
+#ifndef KS_HAVE_CUDA
+        if (strcmp(name, "cuda") == 0)
+            return ks_seterr(KS_ERR_UNSUPPORTED,
+                             "backend \"cuda\" is not available: ksolve was built without CUDA");
+#endif
+        return ks_seterr(KS_ERR_ARG, "unknown backend \"%s\" (valid: cpu, cuda)", name);
+    }
+
+    ks_backend *b = ks_calloc(1, sizeof *b, "backend");
+    if (!b)
+        return KS_ERR_MEMORY;
+    b->ops = ops;
+    ks_error e = ops->init(b);
+    if (e != KS_OK) {
+        free(b);
+        return e;
+    }
+    *be = b;
+    return KS_OK;
+}
+
+void ks_backend_destroy(ks_backend *be)
+{
+    if (!be)
+        return;
+    be->ops->fini(be);
+    free(be);
+}
+
+const char *ks_backend_name(const ks_backend *be) { return be ? be->ops->name : "(null)"; }
+
+int ks_backend_available(const char *name)
+{
+    /* Probing must not disturb the caller's last error message. */
+    char saved[2048];
+    snprintf(saved, sizeof saved, "%s", ks_last_error());
+    ks_backend *be = NULL;
+    ks_error e = ks_backend_create(name, &be);
+    ks_backend_destroy(be);
+    ks_seterr(KS_OK, "%s", saved);
+    return e == KS_OK;
+}
+
+ks_error ks_backend_sync(ks_backend *be)
+{
+    if (!be)
+        return ks_seterr(KS_ERR_ARG, "ks_backend_sync: NULL backend");
+    return be->ops->sync(be);
+}
+
+const char *ks_backend_description(const ks_backend *be) { return be ? be->desc : "(null)"; }
+
+ks_error ks_be_alloc(ks_backend *be, size_t bytes, void **p, const char *what)
+{
+    *p = NULL;
+    ks_error e = be->ops->alloc(be, bytes, p);
+    if (e != KS_OK)
+        return ks_adderr(e, "allocating %s on %s", what, be->ops->name);
+    return KS_OK;
+}
+
+ks_error ks_be_upload_new(ks_backend *be, const void *host, size_t bytes, void **dev,
+                          const char *what)
+{
+    KS_TRY(ks_be_alloc(be, bytes, dev, what));
+    if (bytes == 0)
+        return KS_OK;
+    ks_error e = be->ops->upload(be, *dev, host, bytes);
+    if (e != KS_OK) {
+        be->ops->free(be, *dev);
+        *dev = NULL;
+        return ks_adderr(e, "uploading %s (%zu bytes) to %s", what, bytes, be->ops->name);
+    }
+    return KS_OK;
+}

@@ -1,1 +1,210 @@
-/* placeholder: being written */
+/* Public vector API: argument checks, then the backend's kernel. Every
+ * vector of one operation must live on the same backend object (a cuda
+ * backend orders its work on its own stream) and have the same size. */
+#include "vec_fused.h"
+
+#include <math.h>
+
+/* ---------------------------------------------------------- checks */
+
+static ks_error need(const ks_vec *v, const char *fn, const char *name)
+{
+    if (!v)
+        return ks_seterr(KS_ERR_ARG, "%s: vector %s is NULL", fn, name);
+    return KS_OK;
+}
+
+static ks_error need_out(const void *p, const char *fn, const char *name)
+{
+    if (!p)
+        return ks_seterr(KS_ERR_ARG, "%s: result pointer %s is NULL", fn, name);
+    return KS_OK;
+}
+
+/* x and y both present, on one backend, of one size. */
+static ks_error same(const ks_vec *x, const ks_vec *y, const char *fn, const char *xn,
+                     const char *yn)
+{
+    KS_TRY(need(x, fn, xn));
+    KS_TRY(need(y, fn, yn));
+    if (x->be != y->be)
+        return ks_seterr(KS_ERR_ARG,
+                         "%s: vectors %s (backend %s at %p) and %s (backend %s at %p) live on "
+                         "different backend objects",
+                         fn, xn, x->be->ops->name, (void *)x->be, yn, y->be->ops->name,
+                         (void *)y->be);
+    if (x->n != y->n)
+        return ks_seterr(KS_ERR_SIZE, "%s: size mismatch: %s has %ld entries, %s has %ld", fn,
+                         xn, (long)x->n, yn, (long)y->n);
+    return KS_OK;
+}
+
+#define OPS(v) ((v)->be->ops)
+
+/* ------------------------------------------------------- life cycle */
+
+ks_error ks_vec_create(ks_backend *be, ks_int n, ks_vec **v)
+{
+    if (!v)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_create: NULL output pointer");
+    *v = NULL;
+    if (!be)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_create: NULL backend");
+    if (n < 0)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_create: negative size %ld", (long)n);
+    ks_vec *w = ks_calloc(1, sizeof *w, "vector header");
+    if (!w)
+        return KS_ERR_MEMORY;
+    w->be = be;
+    w->n = n;
+    /* An empty vector has no storage; every kernel returns at once for n == 0. */
+    if (n > 0) {
+        ks_error e = ks_be_alloc(be, (size_t)n * sizeof(double), (void **)&w->data, "vector");
+        if (e != KS_OK) {
+            free(w);
+            return ks_adderr(e, "ks_vec_create(n=%ld)", (long)n);
+        }
+    }
+    *v = w;
+    return KS_OK;
+}
+
+void ks_vec_destroy(ks_vec *v)
+{
+    if (!v)
+        return;
+    if (v->data)
+        v->be->ops->free(v->be, v->data);
+    free(v);
+}
+
+ks_int ks_vec_size(const ks_vec *v) { return v ? v->n : 0; }
+
+ks_backend *ks_vec_backend(const ks_vec *v) { return v ? v->be : NULL; }
+
+ks_error ks_vec_set_host(ks_vec *v, const double *host)
+{
+    KS_TRY(need(v, "ks_vec_set_host", "v"));
+    if (v->n == 0)
+        return KS_OK;
+    if (!host)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_set_host: NULL host array");
+    return OPS(v)->upload(v->be, v->data, host, (size_t)v->n * sizeof(double));
+}
+
+ks_error ks_vec_get_host(const ks_vec *v, double *host)
+{
+    KS_TRY(need(v, "ks_vec_get_host", "v"));
+    if (v->n == 0)
+        return KS_OK;
+    if (!host)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_get_host: NULL host array");
+    return OPS(v)->download(v->be, host, v->data, (size_t)v->n * sizeof(double));
+}
+
+/* -------------------------------------------------- streaming kernels */
+
+ks_error ks_vec_fill(ks_vec *v, double a)
+{
+    KS_TRY(need(v, "ks_vec_fill", "v"));
+    return v->n ? OPS(v)->fill(v->be, v->n, a, v->data) : KS_OK;
+}
+
+ks_error ks_vec_copy(const ks_vec *x, ks_vec *y)
+{
+    KS_TRY(same(x, y, "ks_vec_copy", "x", "y"));
+    if (x == y || x->n == 0)
+        return KS_OK;
+    return OPS(x)->copy(x->be, y->data, x->data, (size_t)x->n * sizeof(double));
+}
+
+ks_error ks_vec_scale(ks_vec *x, double a)
+{
+    KS_TRY(need(x, "ks_vec_scale", "x"));
+    return x->n ? OPS(x)->scale(x->be, x->n, a, x->data) : KS_OK;
+}
+
+ks_error ks_vec_axpy(double a, const ks_vec *x, ks_vec *y)
+{
+    KS_TRY(same(x, y, "ks_vec_axpy", "x", "y"));
+    return x->n ? OPS(x)->axpy(x->be, x->n, a, x->data, y->data) : KS_OK;
+}
+
+ks_error ks_vec_axpby(double a, const ks_vec *x, double b, ks_vec *y)
+{
+    KS_TRY(same(x, y, "ks_vec_axpby", "x", "y"));
+    return x->n ? OPS(x)->axpby(x->be, x->n, a, x->data, b, y->data) : KS_OK;
+}
+
+ks_error ks_vec_pointwise_mult(const ks_vec *w, const ks_vec *x, ks_vec *y)
+{
+    KS_TRY(same(w, x, "ks_vec_pointwise_mult", "w", "x"));
+    KS_TRY(same(x, y, "ks_vec_pointwise_mult", "x", "y"));
+    return x->n ? OPS(x)->pmul(x->be, x->n, w->data, x->data, y->data) : KS_OK;
+}
+
+ks_error ks_vec_axpbypcz(double a, const ks_vec *x, double b, const ks_vec *y, double c,
+                         ks_vec *z)
+{
+    KS_TRY(same(x, y, "ks_vec_axpbypcz", "x", "y"));
+    KS_TRY(same(y, z, "ks_vec_axpbypcz", "y", "z"));
+    return x->n ? OPS(x)->axpbypcz(x->be, x->n, a, x->data, b, y->data, c, z->data) : KS_OK;
+}
+
+/* ----------------------------------------------------------- reductions */
+
+ks_error ks_vec_dot(const ks_vec *x, const ks_vec *y, double *r)
+{
+    KS_TRY(same(x, y, "ks_vec_dot", "x", "y"));
+    KS_TRY(need_out(r, "ks_vec_dot", "r"));
+    *r = 0.0;
+    return x->n ? OPS(x)->dot(x->be, x->n, x->data, y->data, r) : KS_OK;
+}
+
+ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks_vec *v,
+                     double r[2])
+{
+    KS_TRY(same(x, y, "ks_vec_dot2", "x", "y"));
+    KS_TRY(same(y, u, "ks_vec_dot2", "y", "u"));
+    KS_TRY(same(u, v, "ks_vec_dot2", "u", "v"));
+    KS_TRY(need_out(r, "ks_vec_dot2", "r"));
+    r[0] = r[1] = 0.0;
+    return x->n ? OPS(x)->dot2(x->be, x->n, x->data, y->data, u->data, v->data, r) : KS_OK;
+}
+
+ks_error ks_vec_norm2(const ks_vec *x, double *r)
+{
+    KS_TRY(need(x, "ks_vec_norm2", "x"));
+    KS_TRY(need_out(r, "ks_vec_norm2", "r"));
+    *r = 0.0;
+    if (x->n == 0)
+        return KS_OK;
+    double s;
+    KS_TRY(OPS(x)->dot(x->be, x->n, x->data, x->data, &s));
+    *r = sqrt(s);
+    return KS_OK;
+}
+
+ks_error ks_vec_norm1(const ks_vec *x, double *r)
+{
+    KS_TRY(need(x, "ks_vec_norm1", "x"));
+    KS_TRY(need_out(r, "ks_vec_norm1", "r"));
+    *r = 0.0;
+    return x->n ? OPS(x)->norm1(x->be, x->n, x->data, r) : KS_OK;
+}
+
+ks_error ks_vec_norminf(const ks_vec *x, double *r)
+{
+    KS_TRY(need(x, "ks_vec_norminf", "x"));
+    KS_TRY(need_out(r, "ks_vec_norminf", "r"));
+    *r = 0.0;
+    return x->n ? OPS(x)->norminf(x->be, x->n, x->data, r) : KS_OK;
+}
+
+ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r)
+{
+    KS_TRY(same(x, y, "ks_vec_axpy_norm2", "x", "y"));
+    KS_TRY(need_out(r, "ks_vec_axpy_norm2", "r"));
+    *r = 0.0;
+    return x->n ? OPS(x)->axpy_norm2(x->be, x->n, a, x->data, y->data, r) : KS_OK;
+}

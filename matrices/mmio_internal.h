@@ -1,0 +1,69 @@
+/* Private seams of the matrices/ folder: the CSR builder shared by
+ * ks_csr_from_coo and the Matrix Market reader, the buffered (gzip or plain)
+ * line reader and the number parser. Not installed; tests include it to
+ * check the parser directly. */
+#ifndef KS_MMIO_INTERNAL_H
+#define KS_MMIO_INTERNAL_H
+
+#include "../vec/ks_internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zlib.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Build CSR from 0-based triplets by a counting sort on rows, then a sort
+ * within the (few) rows whose columns are out of order, then summing
+ * duplicates. val == NULL means every value is 1.0 (pattern). mirror = +1
+ * adds (j,i,v) for every off-diagonal (i,j,v) (symmetric), -1 adds (j,i,-v)
+ * (skew), 0 adds nothing. Duplicates are counted once per stored pair (a
+ * mirrored duplicate is not counted twice). Indices are checked; the
+ * message names the offending entry. Fails with KS_ERR_SIZE when the
+ * result has more than INT32_MAX entries. */
+ks_error ks_csr_build_coo(ks_int nrows, ks_int ncols, int64_t nent, const ks_int *row,
+                          const ks_int *col, const double *val, int mirror, ks_csr *A,
+                          int64_t *ndup);
+
+/* Parse a decimal floating-point number starting at p (no leading
+ * whitespace). On success stores the value, sets *end past the token and
+ * returns 1; returns 0 when no number starts at p. Correctly rounded: a
+ * hand-written fast path covers up to 19 significant digits and decimal
+ * exponents within +-27 of them (every %.17g output of ordinary magnitude);
+ * other inputs (long mantissas, huge exponents, "inf", "nan", hex) go to
+ * strtod. The caller checks what follows the token and isfinite(). */
+int ks_num_parse_double(const char *p, const char **end, double *out);
+
+/* Chunked reader over gzread (which reads plain files transparently).
+ * Hands out whole lines; a missing final newline is supplied. */
+typedef struct ks_gzr {
+    gzFile gz;
+    const char *path;
+    char *buf;
+    size_t cap; /* allocated bytes (one spare for a supplied '\n') */
+    size_t pos; /* first unconsumed byte */
+    size_t lim; /* end of the complete lines in the buffer */
+    size_t len; /* end of valid data */
+    int eof;
+    long line; /* lines handed out by ks_gzr_line */
+    ks_error err; /* code of the failure when a call returned -1 */
+} ks_gzr;
+
+/* KS_ERR_IO (with strerror) when the file cannot be opened. */
+ks_error ks_gzr_open(ks_gzr *r, const char *path);
+void ks_gzr_close(ks_gzr *r);
+/* Make [*p, *lim) a non-empty run of complete lines, each ending in '\n'.
+ * Returns 1, 0 at end of file, or -1 with the error set (KS_ERR_IO, or
+ * KS_ERR_FORMAT for corrupt/truncated gzip data, naming line+1). The
+ * caller consumes the run by setting r->pos = r->lim (or less). */
+int ks_gzr_run(ks_gzr *r, char **p, char **lim);
+/* Next line, NUL-terminated in place ('\n' and a trailing '\r' removed),
+ * r->line incremented. Returns 1, 0 at end of file, -1 on error. */
+int ks_gzr_line(ks_gzr *r, char **line);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

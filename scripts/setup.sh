@@ -1,0 +1,36 @@
+# Sourced by scripts/demo and scripts/test: install what is missing, configure, build.
+# Debian packages the build needs (the CUDA toolkit is expected where a GPU build is wanted;
+# without nvcc the cpu backend alone is built).
+KS_PACKAGES="gcc pkg-config meson ninja-build check libsubunit-dev libjansson-dev zlib1g-dev libopenmpi-dev openmpi-bin"
+
+ks_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ks_build=${KS_BUILD_DIR:-$ks_root/build}
+
+ks_install_missing() {
+    local missing=()
+    for p in $KS_PACKAGES; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "ksolve: installing ${missing[*]}"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "ksolve: missing packages: ${missing[*]}" >&2
+        echo "ksolve: install them with:  sudo apt-get install ${missing[*]}" >&2
+        return 1
+    fi
+}
+
+ks_configure_and_build() {
+    # nvcc lives outside PATH on some installs
+    if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+        export PATH=/usr/local/cuda/bin:$PATH
+    fi
+    if [ ! -f "$ks_build/build.ninja" ]; then
+        meson setup "$ks_build" "$ks_root" "$@" || return 1
+    fi
+    ninja -C "$ks_build" || return 1
+}

@@ -1,0 +1,81 @@
+/* Private header of the ksolve command-line tool: argument parsing
+ * (cli_args.c), the report (report.c) and one config helper that lives in
+ * the library (config.c) because it needs the config internals. Not
+ * installed. */
+#ifndef KS_CLI_H
+#define KS_CLI_H
+
+#include "params.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Apply n (keypath, value) pairs like ks_config_set, then validate once, so
+ * the order of command-line overrides does not matter (e.g. setting
+ * "solver.solver" to CG before "solver.preconditioner" to NOSOLVER). On
+ * error the config is unchanged. */
+ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
+                            const char *const *values);
+
+/* ------------------------------------------------------------ arguments */
+#define KS_CLI_MAX_SETS 64
+
+typedef struct ks_cli_args {
+    const char *config_file;   /* positional CONFIG.json or NULL */
+    int nsets;                 /* config overrides, in command-line order */
+    char *set_key[KS_CLI_MAX_SETS];   /* owned */
+    char *set_value[KS_CLI_MAX_SETS]; /* owned; JSON text or plain text */
+    const char *json_file;     /* --json FILE or NULL */
+    int help, version, print_config;
+} ks_cli_args;
+
+/* Parse argv. Returns KS_OK, or KS_ERR_ARG with a message for
+ * ks_last_error(). Release with ks_cli_args_free even on error. */
+ks_error ks_cli_parse(int argc, char **argv, ks_cli_args *a);
+void ks_cli_args_free(ks_cli_args *a);
+void ks_cli_usage(FILE *out);
+
+/* --------------------------------------------------------------- report */
+/* Everything known about one backend's run, for the report and --json. */
+typedef struct ks_run_result {
+    char backend[16];
+    char backend_desc[160];
+    char format[KS_NAME_MAX];
+    double format_setup_seconds;  /* ks_matrix_create: conversion + upload */
+    double bytes_per_apply;
+    char solver[KS_NAME_MAX];
+    char precond[KS_NAME_MAX];
+    ks_solve_stats stats;         /* history points into `history` below */
+    double *history;              /* owned copy of the residual history */
+    double total_seconds;         /* matrix + solver setup + solve */
+} ks_run_result;
+
+/* What was solved: shared by every backend's run. */
+typedef struct ks_problem_info {
+    char source[KS_PATH_MAX + 64]; /* "file.mtx" or "poisson3d_7 64x64x64" */
+    char rhs_source[KS_PATH_MAX + 64];
+    int64_t duplicates_summed;
+    ks_int nrows, ncols, nnz;
+    double load_seconds;           /* reading or generating A */
+} ks_problem_info;
+
+/* Human-readable report: one column per run (1 or 2), with the GPU/CPU
+ * speedups when both a cpu and a cuda run are given. */
+void ks_report_print(FILE *out, const ks_problem_info *pi, const ks_solver_params *sp,
+                     const ks_run_result *runs, int nruns);
+/* Stats as JSON (all fields + history) to path. */
+ks_error ks_report_write_json(const char *path, const ks_problem_info *pi,
+                              const ks_solver_params *sp, const ks_run_result *runs,
+                              int nruns);
+
+/* Criterion name ("RELATIVE_RHS", ...) and norm name ("L2", ...). */
+const char *ks_conv_kind_name(ks_conv_kind c);
+const char *ks_norm_kind_name(ks_norm_kind n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

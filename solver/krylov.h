@@ -1,0 +1,54 @@
+/* Private pieces shared by the Krylov methods, the preconditioners and
+ * solver.c: the method and preconditioner tables, and the residual
+ * bookkeeping (norm, convergence test, history, monitor) every method uses
+ * the same way. Not installed. */
+#ifndef KS_KRYLOV_H
+#define KS_KRYLOV_H
+
+#include "solver_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const ks_krylov_ops ks_krylov_cg_ops;
+extern const ks_krylov_ops ks_krylov_bicgstab_ops;
+
+extern const ks_precond_ops ks_precond_identity_ops;
+extern const ks_precond_ops ks_precond_jacobi_ops;
+extern const ks_precond_ops ks_precond_jacobi_l1_ops;
+
+/* 1 when the preconditioner is the identity, so a method may alias z = r
+ * instead of copying. */
+int ks_krylov_pc_is_identity(const ks_solver *s);
+
+/* *nrm = ||v|| in the configured norm (prm.norm). */
+ks_error ks_krylov_norm(const ks_solver *s, const ks_vec *v, double *nrm);
+/* r = b - A x */
+ks_error ks_krylov_residual(ks_solver *s, const ks_vec *b, const ks_vec *x, ks_vec *r);
+/* y += a x and *nrm = ||y|| in the configured norm; one pass when it is L2. */
+ks_error ks_krylov_axpy_norm(ks_solver *s, double a, const ks_vec *x, ks_vec *y, double *nrm);
+
+/* Start of a solve; r holds b - A x0. Computes ||b|| and ||r0||, fills the
+ * stats, history[0] and the monitor header. Sets *stop when the solve is
+ * already decided: b == 0 (then x = 0 and r = 0: the exact answer, converged
+ * in 0 iterations), NaN/Inf in b or r0, r0 small enough, or max_iters == 0.
+ * Otherwise *rnorm is ||r0||. */
+ks_error ks_krylov_start(ks_solver *s, const ks_vec *b, ks_vec *x, ks_vec *r, double *rnorm,
+                         int *stop);
+/* Record the residual norm of iteration `it` (history, stats, monitor line)
+ * without deciding anything. */
+ks_error ks_krylov_record(ks_solver *s, int it, double rnorm);
+/* Record, then decide: NaN/Inf -> KS_SOLVE_NAN, converged, diverged,
+ * it >= max_iters -> KS_SOLVE_MAX_ITERS. *stop is 1 when the status is set. */
+ks_error ks_krylov_check(ks_solver *s, int it, double rnorm, int *stop);
+/* 1 when rnorm meets the convergence criterion. */
+int ks_krylov_converged(const ks_solver *s, double rnorm);
+/* End the solve with `status` (BREAKDOWN or NAN) and the reason text
+ * (stored in stats.breakdown, e.g. "p'Ap = -3 <= 0: ..."). */
+void ks_krylov_stop(ks_solver *s, ks_solve_status status, const char *fmt, ...) KS_PRINTF(3, 4);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

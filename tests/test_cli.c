@@ -1,0 +1,384 @@
+/* The ksolve command-line tool, run as a separate process (KSOLVE_EXE):
+ * exit codes, report contents, output files and error messages. */
+#include "ks_test.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char out_buf[1 << 16];
+static char err_buf[1 << 14];
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Run "ksolve ARGS" (ARGS already shell-quoted) in the build's temporary
+ * folder; stdout and stderr land in out_buf / err_buf. Returns the exit
+ * status (or -1 when the process did not exit normally). */
+static int ksolve(const char *args)
+{
+    const char *exe = getenv("KSOLVE_EXE");
+    ck_assert_msg(exe != NULL, "KSOLVE_EXE is not set");
+    char outp[1100], errp[1100], cmd[8192];
+    snprintf(outp, sizeof outp, "%s", ks_test_tmpfile(".out"));
+    snprintf(errp, sizeof errp, "%s", ks_test_tmpfile(".err"));
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", exe, args, outp, errp);
+    int st = system(cmd);
+    slurp(outp, out_buf, sizeof out_buf);
+    slurp(errp, err_buf, sizeof err_buf);
+    remove(outp);
+    remove(errp);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+#define EXPECT_RC(args, want)                                                                   \
+    do {                                                                                        \
+        int rc_ = ksolve(args);                                                                 \
+        ck_assert_msg(rc_ == (want), "ksolve %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", \
+                      args, rc_, want, out_buf, err_buf);                                      \
+    } while (0)
+
+#define EXPECT_OUT(sub) ck_assert_msg(strstr(out_buf, sub), "stdout lacks '%s':\n%s", sub, out_buf)
+#define EXPECT_ERR(sub) ck_assert_msg(strstr(err_buf, sub), "stderr lacks '%s':\n%s", sub, err_buf)
+
+/* A small SPD matrix file: 1D Laplacian tridiag(-1, 2, -1) with n rows,
+ * the (1,1) entry split in two lines (a duplicate, summed on reading). */
+static const char *write_laplace1d(int n)
+{
+    const char *path = ks_test_tmpfile(".mtx");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", n, n, 3 * n - 1);
+    fprintf(f, "1 1 1.5\n1 1 0.5\n");
+    for (int i = 1; i <= n; i++) {
+        if (i > 1)
+            fprintf(f, "%d %d 2\n", i, i);
+        if (i < n)
+            fprintf(f, "%d %d -1\n%d %d -1\n", i, i + 1, i + 1, i);
+    }
+    fclose(f);
+    return path;
+}
+
+START_TEST(test_generator_converges)
+{
+    EXPECT_RC("-p matrix.generator=poisson2d_5 -p 'matrix.n=[30,30]'", 0);
+    EXPECT_OUT("poisson2d_5 30x30");
+    EXPECT_OUT("900");
+    EXPECT_OUT("PCG + JACOBI");
+    EXPECT_OUT("CONVERGED");
+    EXPECT_OUT("true relative residual");
+    EXPECT_OUT("b = A*1 (no right-hand side given)");
+    EXPECT_OUT("spmv format");
+    EXPECT_OUT("time per iteration");
+    ck_assert_str_eq(err_buf, "");
+
+    /* Other methods, preconditioners and right-hand sides. */
+    EXPECT_RC("-p matrix.generator=convdiff3d -p matrix.n=8 -p solver.solver=PBICGSTAB"
+              " -p solver.preconditioner=JACOBI_L1 -p rhs.type=A_sin",
+              0);
+    EXPECT_OUT("PBICGSTAB + JACOBI_L1");
+    EXPECT_OUT("sin(i)");
+    EXPECT_OUT("CONVERGED");
+}
+END_TEST
+
+/* The no-argument run solves the built-in 64^3 problem. */
+START_TEST(test_default_problem)
+{
+    EXPECT_RC("", 0);
+    EXPECT_OUT("poisson3d_7 64x64x64");
+    EXPECT_OUT("262,144");
+    EXPECT_OUT("CONVERGED");
+}
+END_TEST
+
+START_TEST(test_matrix_file)
+{
+    const char *A = write_laplace1d(50);
+    char args[2048];
+    snprintf(args, sizeof args, "-A '%s' -p solver.max_iters=200", A);
+    EXPECT_RC(args, 0);
+    EXPECT_OUT(A);
+    EXPECT_OUT("duplicates summed         1");
+    EXPECT_OUT("CONVERGED");
+    remove(A);
+
+    /* A sample with a right-hand side from a file. */
+    snprintf(args, sizeof args, "-A '%s' -b '%s' -p solver.solver=BICGSTAB",
+             ks_test_sample("symmetric.mtx"), ks_test_sample("vector_array.mtx"));
+    EXPECT_RC(args, 0);
+    EXPECT_OUT("vector_array.mtx");
+    EXPECT_OUT("BICGSTAB + NOSOLVER");
+    EXPECT_OUT("CONVERGED");
+}
+END_TEST
+
+START_TEST(test_input_errors)
+{
+    char args[2048];
+    /* b of the wrong size. */
+    snprintf(args, sizeof args, "-p matrix.generator=poisson2d_5 -p 'matrix.n=[3,4]' -b '%s'",
+             ks_test_sample("vector_array.mtx"));
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("ksolve: error:");
+    EXPECT_ERR("b has 4 rows but A has 12");
+    ck_assert_str_eq(out_buf, "");
+
+    /* Missing matrix file. */
+    EXPECT_RC("-A /nonexistent/A.mtx", 2);
+    EXPECT_ERR("/nonexistent/A.mtx");
+
+    /* Non-square matrix. */
+    snprintf(args, sizeof args, "-A '%s'", ks_test_sample("general_real.mtx"));
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("square");
+
+    /* Zero diagonal: Jacobi cannot be built. */
+    snprintf(args, sizeof args, "-A '%s'", ks_test_sample("symmetric.mtx"));
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("diagonal");
+
+    /* An unknown SpMV format names the choices. */
+    EXPECT_RC("-p matrix.n=4 -p spmv_format=nosuch", 2);
+    EXPECT_ERR("nosuch");
+}
+END_TEST
+
+START_TEST(test_bad_config)
+{
+    char args[2048];
+    const char *cfg = ks_test_write_tmp(".json", "{\"solver\": {\"max_iters\": \"ten\"}}");
+    snprintf(args, sizeof args, "'%s'", cfg);
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("ksolve: error:");
+    EXPECT_ERR("solver.max_iters: expected an integer, got string");
+
+    cfg = ks_test_write_tmp(".json", "{\n  \"solver\": {\n    \"tolerance\": 1e-6,\n  }\n}\n");
+    snprintf(args, sizeof args, "'%s'", cfg);
+    EXPECT_RC(args, 2);
+    char want[1200];
+    snprintf(want, sizeof want, "%s:4:3:", cfg);
+    EXPECT_ERR(want);
+
+    EXPECT_RC("-p solver.preconditioner.relaxation_factor=3", 2);
+    EXPECT_ERR("solver.preconditioner.relaxation_factor: must be in (0, 2] (got 3)");
+    EXPECT_RC("-p solver.max_iter=5", 2);
+    EXPECT_ERR("did you mean 'max_iters'?");
+    EXPECT_RC("/nonexistent/config.json", 2);
+    EXPECT_ERR("cannot open config file");
+}
+END_TEST
+
+/* A config file's relative paths are relative to its folder, and command-
+ * line flags override the file. */
+START_TEST(test_config_file)
+{
+    const char *dir = ks_test_tmpfile("_cli");
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    const char *A = write_laplace1d(40);
+    char path[1200], args[4096];
+    snprintf(path, sizeof path, "%s/A.mtx", dir);
+    ck_assert_int_eq(rename(A, path), 0);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"config_version\": 2, \"solver\": {\"solver\": \"PCG\", \"max_iters\": 100,"
+          " \"tolerance\": 1e-10, \"preconditioner\": {\"solver\": \"JACOBI_L1\"}},"
+          " \"matrix\": {\"file\": \"A.mtx\"}}",
+          f);
+    fclose(f);
+    snprintf(args, sizeof args, "'%s'", path);
+    EXPECT_RC(args, 0);
+    EXPECT_OUT("/A.mtx");
+    EXPECT_OUT("PCG + JACOBI_L1");
+    EXPECT_OUT("1.0e-10");
+
+    /* Flags win: a generated matrix replaces the file, -p the solver. */
+    snprintf(args, sizeof args,
+             "'%s' -p matrix.generator=poisson2d_9 -p matrix.n=12 -p solver.solver=CG"
+             " -p solver.preconditioner=NOSOLVER",
+             path);
+    EXPECT_RC(args, 0);
+    EXPECT_OUT("poisson2d_9 12x12");
+    EXPECT_OUT("CG + NOSOLVER");
+
+    /* --print-config shows the merged config with defaults. */
+    snprintf(args, sizeof args, "'%s' --print-config -p solver.max_iters=7", path);
+    EXPECT_RC(args, 0);
+    json_error_t err;
+    json_t *t = json_loads(out_buf, 0, &err);
+    ck_assert_msg(t != NULL, "--print-config is not JSON: %s\n%s", err.text, out_buf);
+    json_t *solver = json_object_get(t, "solver");
+    ck_assert_int_eq(json_integer_value(json_object_get(solver, "max_iters")), 7);
+    ck_assert(json_number_value(json_object_get(solver, "divergence_factor")) == 1e10);
+    json_decref(t);
+
+    char p2[1200];
+    snprintf(p2, sizeof p2, "%s/A.mtx", dir);
+    remove(p2);
+    remove(path);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_not_converged)
+{
+    EXPECT_RC("-p matrix.n=10 -p solver.max_iters=2", 1);
+    EXPECT_OUT("MAX_ITERS");
+    EXPECT_OUT("iterations                2");
+    ck_assert_str_eq(err_buf, "");
+    /* A breakdown is also "not converged": CG on diag(1, -1) with b = A*1
+     * has p'Ap = 0 in the first iteration. */
+    const char *A = ks_test_write_tmp(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                              "2 2 2\n1 1 1\n2 2 -1\n");
+    char args[1200];
+    snprintf(args, sizeof args, "-A '%s' -p solver.solver=CG", A);
+    EXPECT_RC(args, 1);
+    EXPECT_OUT("status                    BREAKDOWN: ");
+    remove(A);
+}
+END_TEST
+
+START_TEST(test_solution_and_json)
+{
+    char xpath[1100], jpath[1100], args[4096];
+    snprintf(xpath, sizeof xpath, "%s", ks_test_tmpfile("_x.mtx"));
+    snprintf(jpath, sizeof jpath, "%s", ks_test_tmpfile(".json"));
+    snprintf(args, sizeof args,
+             "-p matrix.generator=poisson2d_5 -p matrix.n=20 -p solver.tolerance=1e-10"
+             " -x '%s' --json '%s'",
+             xpath, jpath);
+    EXPECT_RC(args, 0);
+    EXPECT_OUT(xpath);
+
+    /* b = A*1, so x is all ones. */
+    double *x = NULL;
+    ks_int n = 0;
+    KS_CHECK(ks_mm_read_vector(xpath, &x, &n));
+    ck_assert_int_eq(n, 400);
+    for (ks_int i = 0; i < n; i++)
+        ck_assert_msg(fabs(x[i] - 1.0) < 1e-6, "x[%d] = %g", (int)i, x[i]);
+    free(x);
+
+    json_error_t err;
+    json_t *t = json_load_file(jpath, 0, &err);
+    ck_assert_msg(t != NULL, "--json output is not JSON: %s", err.text);
+    json_t *prob = json_object_get(t, "problem");
+    ck_assert_int_eq(json_integer_value(json_object_get(prob, "rows")), 400);
+    ck_assert_int_eq(json_integer_value(json_object_get(prob, "nnz")), 400 * 5 - 4 * 20);
+    json_t *runs = json_object_get(t, "runs");
+    ck_assert_int_eq(json_array_size(runs), 1);
+    json_t *r = json_array_get(runs, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "backend")), "cpu");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "CONVERGED");
+    ck_assert(json_is_true(json_object_get(r, "converged")));
+    json_int_t it = json_integer_value(json_object_get(r, "iterations"));
+    ck_assert(it > 0);
+    json_t *hist = json_object_get(r, "history");
+    ck_assert_int_eq(json_array_size(hist), it + 1);
+    double rel = json_number_value(json_object_get(r, "relative_residual"));
+    double last = json_number_value(json_array_get(hist, (size_t)it));
+    double rhs = json_number_value(json_object_get(r, "rhs_norm"));
+    ck_assert(rel < 1e-10 && fabs(last / rhs - rel) <= 1e-12 * rel + 1e-300);
+    ck_assert(json_number_value(json_object_get(r, "true_relative_residual")) < 1e-9);
+    ck_assert(json_number_value(json_object_get(r, "solve_seconds")) >= 0.0);
+    ck_assert_ptr_nonnull(json_object_get(r, "spmv_format"));
+    json_decref(t);
+    remove(xpath);
+    remove(jpath);
+
+    /* An unwritable output is an error (2), reported after the report. */
+    EXPECT_RC("-p matrix.n=4 -x /nonexistent/dir/x.mtx", 2);
+    EXPECT_ERR("/nonexistent/dir/x.mtx");
+}
+END_TEST
+
+START_TEST(test_usage)
+{
+    EXPECT_RC("--help", 0);
+    EXPECT_OUT("Usage: ksolve");
+    EXPECT_OUT("--backend");
+    EXPECT_RC("-h", 0);
+    EXPECT_OUT("Usage: ksolve");
+    EXPECT_RC("--version", 0);
+    EXPECT_OUT(KS_VERSION_STRING);
+
+    EXPECT_RC("--frobnicate", 2);
+    EXPECT_ERR("unknown option '--frobnicate'");
+    EXPECT_RC("-q", 2);
+    EXPECT_ERR("unknown option '-q'");
+    EXPECT_RC("-p solver.max_iters", 2);
+    EXPECT_ERR("KEY=VALUE");
+    EXPECT_RC("-A", 2);
+    EXPECT_ERR("needs a value");
+    EXPECT_RC("a.json b.json", 2);
+    EXPECT_ERR("more than one config file");
+    EXPECT_RC("--backend gpu", 2);
+    EXPECT_ERR("backend: unknown value 'gpu'");
+}
+END_TEST
+
+START_TEST(test_cuda_missing)
+{
+    EXPECT_RC("--backend cuda -p matrix.n=4", 2);
+    EXPECT_ERR("ksolve: error:");
+    EXPECT_ERR("cuda");
+    EXPECT_RC("--backend cpu,cuda -p matrix.n=4", 2);
+    EXPECT_ERR("cuda");
+    ck_assert_str_eq(out_buf, ""); /* fails before any solve */
+}
+END_TEST
+
+START_TEST(test_cpu_and_cuda)
+{
+    EXPECT_RC("--backend cpu,cuda -p matrix.n=16", 0);
+    EXPECT_OUT("speedup");
+    EXPECT_OUT("backend cuda");
+    const char *line = strstr(out_buf, "\n  status");
+    ck_assert_ptr_nonnull(line);
+    const char *first = strstr(line, "CONVERGED");
+    ck_assert_msg(first && strstr(first + 1, "CONVERGED") && strchr(line + 1, '\n') > first,
+                  "both runs must converge:\n%s", out_buf);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_generator_converges);
+    tcase_add_test(tc, test_default_problem);
+    tcase_add_test(tc, test_matrix_file);
+    tcase_add_test(tc, test_input_errors);
+    tcase_add_test(tc, test_bad_config);
+    tcase_add_test(tc, test_config_file);
+    tcase_add_test(tc, test_not_converged);
+    tcase_add_test(tc, test_solution_and_json);
+    tcase_add_test(tc, test_usage);
+    if (ks_test_have_cuda()) {
+        tcase_add_test(tc, test_cpu_and_cuda);
+        ks_test_skip(1, "CUDA device present: the missing-device error is not testable");
+    } else {
+        tcase_add_test(tc, test_cuda_missing);
+        ks_test_skip(1, "no CUDA device: cpu,cuda comparison not run");
+    }
+    suite_add_tcase(s, tc);
+    return ks_test_run(s);
+}

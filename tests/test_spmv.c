@@ -1,0 +1,817 @@
+/* SpMV layer: registry, every format's host layout (cuda formats included,
+ * so CI without a GPU checks them), the formats on each available backend,
+ * real matrices from ../shared/matrices, and the error paths. Every result
+ * is compared with ks_csr_spmv_ref in float64. */
+#include "ks_test.h"
+#include "spmv/format.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define TOL 1e-12
+
+/* ------------------------------------------------------------ test data */
+static uint64_t rng;
+static void rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + 1; }
+static uint64_t rng_next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double urand(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
+static double srand1(void) { return 2.0 * urand() - 1.0; }
+
+static int cmp_int(const void *a, const void *b)
+{
+    ks_int x = *(const ks_int *)a, y = *(const ks_int *)b;
+    return (x > y) - (x < y);
+}
+
+/* CSR with the given row lengths, distinct random sorted columns, values in
+ * [-1, 1]. */
+static void build_rows(ks_csr *A, ks_int nrows, ks_int ncols, const ks_int *len)
+{
+    int64_t nnz = 0;
+    for (ks_int i = 0; i < nrows; i++)
+        nnz += len[i] < ncols ? len[i] : ncols;
+    KS_CHECK(ks_csr_alloc(A, nrows, ncols, (ks_int)nnz));
+    int *mark = calloc((size_t)ncols + 1, sizeof *mark);
+    ck_assert_ptr_nonnull(mark);
+    ks_int pos = 0;
+    A->rowptr[0] = 0;
+    for (ks_int i = 0; i < nrows; i++) {
+        ks_int k = len[i] < ncols ? len[i] : ncols;
+        ks_int start = pos;
+        if (k == ncols) {
+            for (ks_int c = 0; c < ncols; c++)
+                A->colind[pos++] = c;
+        } else {
+            while (pos - start < k) {
+                ks_int c = (ks_int)(rng_next() % (uint64_t)ncols);
+                if (mark[c] != i + 1) {
+                    mark[c] = i + 1;
+                    A->colind[pos++] = c;
+                }
+            }
+            qsort(A->colind + start, (size_t)k, sizeof(ks_int), cmp_int);
+        }
+        for (ks_int j = start; j < pos; j++)
+            A->val[j] = srand1();
+        A->rowptr[i + 1] = pos;
+    }
+    free(mark);
+}
+
+/* Random rows of 0..maxlen entries, about a fifth of them empty. */
+static void make_random(ks_csr *A, ks_int nrows, ks_int ncols, int maxlen, uint64_t seed)
+{
+    rng_seed(seed);
+    ks_int *len = malloc(sizeof(ks_int) * (size_t)nrows);
+    ck_assert_ptr_nonnull(len);
+    for (ks_int i = 0; i < nrows; i++)
+        len[i] = urand() < 0.2 ? 0 : (ks_int)(rng_next() % (uint64_t)(maxlen + 1));
+    build_rows(A, nrows, ncols, len);
+    free(len);
+}
+
+/* Short rows (0..5) and one row of 2000 entries in the middle. */
+static void make_huge_row(ks_csr *A)
+{
+    const ks_int n = 3000;
+    rng_seed(7);
+    ks_int *len = malloc(sizeof(ks_int) * (size_t)n);
+    ck_assert_ptr_nonnull(len);
+    for (ks_int i = 0; i < n; i++)
+        len[i] = (ks_int)(rng_next() % 6);
+    len[n / 2] = 2000;
+    build_rows(A, n, n, len);
+    free(len);
+}
+
+/* Arrow matrix: full row 0, full column 0, diagonal. */
+static void make_arrow(ks_csr *A, ks_int n)
+{
+    KS_CHECK(ks_csr_alloc(A, n, n, n + 2 * (n - 1)));
+    ks_int pos = 0;
+    rng_seed(11);
+    A->rowptr[0] = 0;
+    for (ks_int c = 0; c < n; c++) {
+        A->colind[pos] = c;
+        A->val[pos++] = c == 0 ? 4.0 + n : srand1();
+    }
+    A->rowptr[1] = pos;
+    for (ks_int i = 1; i < n; i++) {
+        A->colind[pos] = 0;
+        A->val[pos++] = srand1();
+        A->colind[pos] = i;
+        A->val[pos++] = 3.0 + urand();
+        A->rowptr[i + 1] = pos;
+    }
+}
+
+static void make_gen(ks_csr *A, ks_gen_kind kind, ks_int n)
+{
+    ks_gen_params p;
+    ks_gen_params_default(&p);
+    p.kind = kind;
+    p.nx = p.ny = p.nz = n;
+    KS_CHECK(ks_generate(&p, A));
+}
+
+enum { CASE_RANDOM, CASE_HUGE_ROW, CASE_ONE, CASE_ARROW, CASE_WIDE, CASE_TALL, CASE_EMPTY,
+       CASE_P2D, CASE_P3D, CASE_P3D27, NCASES };
+static const char *const case_names[NCASES] = {
+    "random with empty rows", "one huge row", "1x1", "dense row and column",
+    "rectangular 150x900", "rectangular 900x150", "no entries", "poisson2d_5 24^2",
+    "poisson3d_7 16^3", "poisson3d_27 7^3"};
+
+static void make_case(int c, ks_csr *A)
+{
+    memset(A, 0, sizeof *A);
+    switch (c) {
+    case CASE_RANDOM: make_random(A, 700, 650, 24, 1); break;
+    case CASE_HUGE_ROW: make_huge_row(A); break;
+    case CASE_ONE:
+        KS_CHECK(ks_csr_alloc(A, 1, 1, 1));
+        A->rowptr[0] = 0;
+        A->rowptr[1] = 1;
+        A->colind[0] = 0;
+        A->val[0] = 3.5;
+        break;
+    case CASE_ARROW: make_arrow(A, 400); break;
+    case CASE_WIDE: make_random(A, 150, 900, 40, 2); break;
+    case CASE_TALL: make_random(A, 900, 150, 8, 3); break;
+    case CASE_EMPTY:
+        KS_CHECK(ks_csr_alloc(A, 10, 7, 0));
+        for (int i = 0; i <= 10; i++)
+            A->rowptr[i] = 0;
+        break;
+    case CASE_P2D: make_gen(A, KS_GEN_POISSON2D_5, 24); break;
+    case CASE_P3D: make_gen(A, KS_GEN_POISSON3D_7, 16); break;
+    case CASE_P3D27: make_gen(A, KS_GEN_POISSON3D_27, 7); break;
+    }
+}
+
+static const struct { double alpha, beta; } coefs[] = {
+    {1.0, 0.0}, {-0.5, 0.0}, {2.0, 1.0}, {1.0, -1.5}, {0.75, 0.25}, {0.0, 2.0},
+};
+#define NCOEFS ((int)(sizeof coefs / sizeof coefs[0]))
+
+/* Max over rows of |y - y_ref| / (|alpha| (|A| |x|)_i + |beta y0_i|): the
+ * rounding error of row i's dot product is bounded by a multiple of that
+ * scale, so the measure is independent of cancellation. NaN gives Inf.
+ * y0 is the initial y (ignored when beta == 0). */
+static double spmv_error(const ks_csr *A, double alpha, const double *x, double beta,
+                         const double *y0, const double *y)
+{
+    double *ref = malloc(sizeof(double) * ((size_t)A->nrows + 1));
+    ck_assert_ptr_nonnull(ref);
+    for (ks_int i = 0; i < A->nrows; i++)
+        ref[i] = beta == 0.0 ? 0.0 : y0[i];
+    ks_csr_spmv_ref(A, alpha, x, beta, ref);
+    double worst = 0.0;
+    for (ks_int i = 0; i < A->nrows; i++) {
+        double s = 0.0;
+        for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++)
+            s += fabs(A->val[j] * x[A->colind[j]]);
+        s = fabs(alpha) * s + (beta == 0.0 ? 0.0 : fabs(beta * y0[i]));
+        double d = fabs(y[i] - ref[i]) / fmax(s, DBL_MIN);
+        if (isnan(d) || isnan(y[i]))
+            d = INFINITY;
+        if (d > worst)
+            worst = d;
+    }
+    free(ref);
+    return worst;
+}
+
+static double *random_vec(ks_int n, uint64_t seed)
+{
+    double *v = malloc(sizeof(double) * ((size_t)n + 1));
+    ck_assert_ptr_nonnull(v);
+    rng_seed(seed);
+    for (ks_int i = 0; i < n; i++)
+        v[i] = srand1();
+    return v;
+}
+
+/* ------------------------------------------------------------ checkers */
+/* Host layout of format f against the reference for every alpha/beta. */
+static void check_layout(const ks_spmv_format_ops *f, const ks_spmv_params *prm,
+                         const ks_csr *A, const char *label)
+{
+    void *layout = NULL;
+    ks_error e = f->layout_build(A, prm, &layout);
+    ck_assert_msg(e == KS_OK, "%s layout of %s: %s: %s", f->name, label, ks_error_name(e),
+                  ks_last_error());
+    ck_assert_msg(f->layout_bytes(layout) > 0.0, "%s: bytes per apply not positive", f->name);
+    double *x = random_vec(A->ncols, 101);
+    double *y0 = random_vec(A->nrows, 102);
+    double *y = malloc(sizeof(double) * ((size_t)A->nrows + 1));
+    ck_assert_ptr_nonnull(y);
+    for (int k = 0; k < NCOEFS; k++) {
+        for (ks_int i = 0; i < A->nrows; i++)
+            y[i] = coefs[k].beta == 0.0 ? NAN : y0[i];
+        f->layout_apply(layout, coefs[k].alpha, x, coefs[k].beta, y);
+        double err = spmv_error(A, coefs[k].alpha, x, coefs[k].beta, y0, y);
+        ck_assert_msg(err <= TOL, "%s layout, %s, alpha %g beta %g: error %.3e", f->name,
+                      label, coefs[k].alpha, coefs[k].beta, err);
+    }
+    f->layout_free(layout);
+    free(x);
+    free(y0);
+    free(y);
+}
+
+/* Format `fmt` through ks_matrix_* on backend be against the reference,
+ * with y NaN-poisoned before every beta == 0 apply. */
+static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_params *prm,
+                             const ks_csr *A, const char *label)
+{
+    ks_matrix *M = NULL;
+    ks_error e = ks_matrix_create(be, A, fmt, prm, &M);
+    ck_assert_msg(e == KS_OK, "%s on %s, %s: %s: %s", fmt, ks_backend_name(be), label,
+                  ks_error_name(e), ks_last_error());
+    ck_assert_int_eq(ks_matrix_rows(M), A->nrows);
+    ck_assert_int_eq(ks_matrix_cols(M), A->ncols);
+    ck_assert_int_eq(ks_matrix_nnz(M), A->nnz);
+    ck_assert_str_eq(ks_matrix_format(M), fmt);
+    ck_assert_ptr_eq(ks_matrix_backend(M), be);
+    ck_assert(ks_matrix_bytes_per_apply(M) > 0.0);
+    ck_assert(ks_matrix_setup_seconds(M) >= 0.0);
+
+    ks_vec *vx = NULL, *vy = NULL;
+    KS_CHECK(ks_vec_create(be, A->ncols, &vx));
+    KS_CHECK(ks_vec_create(be, A->nrows, &vy));
+    double *x = random_vec(A->ncols, 201);
+    double *y0 = random_vec(A->nrows, 202);
+    double *y = malloc(sizeof(double) * ((size_t)A->nrows + 1));
+    double *poison = malloc(sizeof(double) * ((size_t)A->nrows + 1));
+    ck_assert(y && poison);
+    for (ks_int i = 0; i < A->nrows; i++)
+        poison[i] = NAN;
+    KS_CHECK(ks_vec_set_host(vx, x));
+    for (int k = 0; k < NCOEFS; k++) {
+        KS_CHECK(ks_vec_set_host(vy, coefs[k].beta == 0.0 ? poison : y0));
+        KS_CHECK(ks_matrix_apply(M, coefs[k].alpha, vx, coefs[k].beta, vy));
+        for (ks_int i = 0; i < A->nrows; i++)
+            y[i] = NAN;
+        KS_CHECK(ks_vec_get_host(vy, y));
+        double err = spmv_error(A, coefs[k].alpha, x, coefs[k].beta, y0, y);
+        ck_assert_msg(err <= TOL, "%s on %s, %s, alpha %g beta %g: error %.3e", fmt,
+                      ks_backend_name(be), label, coefs[k].alpha, coefs[k].beta, err);
+    }
+    /* Applying twice gives the same result (no state left from the last). */
+    double *y2 = malloc(sizeof(double) * ((size_t)A->nrows + 1));
+    ck_assert_ptr_nonnull(y2);
+    KS_CHECK(ks_vec_set_host(vy, poison));
+    KS_CHECK(ks_matrix_apply(M, 1.0, vx, 0.0, vy));
+    KS_CHECK(ks_vec_get_host(vy, y));
+    KS_CHECK(ks_matrix_apply(M, 1.0, vx, 0.0, vy));
+    KS_CHECK(ks_vec_get_host(vy, y2));
+    ck_assert_msg(ks_test_max_relerr(y2, y, A->nrows) <= TOL, "%s: repeated apply differs", fmt);
+    free(y2);
+    free(x);
+    free(y0);
+    free(y);
+    free(poison);
+    ks_vec_destroy(vx);
+    ks_vec_destroy(vy);
+    ks_matrix_destroy(M);
+}
+
+static ks_backend *make_backend(const char *name)
+{
+    ks_backend *be = NULL;
+    KS_CHECK(ks_backend_create(name, &be));
+    return be;
+}
+
+/* Formats usable on a backend, from the public list. */
+static void check_all_formats_on(const char *bename, const ks_csr *A, const char *label)
+{
+    ks_backend *be = make_backend(bename);
+    const char *const *names = ks_spmv_format_names(bename);
+    ck_assert_ptr_nonnull(names[0]);
+    for (int i = 0; names[i]; i++)
+        check_on_backend(be, names[i], NULL, A, label);
+    ks_backend_destroy(be);
+}
+
+static int count_in(const char *const *list, const char *name)
+{
+    int n = 0;
+    for (int i = 0; list[i]; i++)
+        n += strcmp(list[i], name) == 0;
+    return n;
+}
+
+/* --------------------------------------------------------- registry */
+START_TEST(test_registry)
+{
+    const ks_spmv_format_ops *const *all = ks_spmv_format_all();
+    int nall = 0;
+    for (int i = 0; all[i]; i++, nall++) {
+        const ks_spmv_format_ops *f = all[i];
+        ck_assert_msg(f->name && f->description && f->layout_build && f->layout_apply &&
+                          f->layout_bytes && f->layout_free && f->setup && f->apply &&
+                          f->destroy,
+                      "format %d has an empty slot", i);
+        ck_assert_ptr_eq(ks_spmv_format_find(f->name, f->backend), f);
+        const char *be = f->backend == KS_BACKEND_CPU ? "cpu" : "cuda";
+        const char *other = f->backend == KS_BACKEND_CPU ? "cuda" : "cpu";
+        ck_assert_msg(count_in(ks_spmv_format_names(be), f->name) == 1,
+                      "%s missing from ks_spmv_format_names(\"%s\")", f->name, be);
+        ck_assert_int_eq(count_in(ks_spmv_format_names(other), f->name), 0);
+        ck_assert_ptr_null(ks_spmv_format_find(f->name, f->backend == KS_BACKEND_CPU
+                                                            ? KS_BACKEND_CUDA
+                                                            : KS_BACKEND_CPU));
+    }
+    /* The name lists hold nothing beyond the table. */
+    int nnames = 0;
+    const char *bes[2] = {"cpu", "cuda"};
+    for (int b = 0; b < 2; b++) {
+        const char *const *names = ks_spmv_format_names(bes[b]);
+        for (int i = 0; names[i]; i++, nnames++)
+            ck_assert_ptr_nonnull(
+                ks_spmv_format_find(names[i], b == 0 ? KS_BACKEND_CPU : KS_BACKEND_CUDA));
+    }
+    ck_assert_int_eq(nnames, nall);
+    ck_assert_int_eq(count_in(ks_spmv_format_names("cpu"), "csr"), 1);
+#ifdef KS_HAVE_CUDA
+    ck_assert_int_eq(count_in(ks_spmv_format_names("cuda"), "csr_vector"), 1);
+    ck_assert_int_eq(count_in(ks_spmv_format_names("cuda"), "cusparse"), 1);
+#endif
+    ck_assert_ptr_null(ks_spmv_format_names("fpga")[0]);
+    ck_assert_ptr_null(ks_spmv_format_names(NULL)[0]);
+    ck_assert_ptr_null(ks_spmv_format_find("nonsense", KS_BACKEND_CPU));
+    ck_assert_ptr_null(ks_spmv_format_find(NULL, KS_BACKEND_CPU));
+}
+END_TEST
+
+START_TEST(test_auto)
+{
+    ks_csr A;
+    make_case(CASE_P2D, &A);
+    ck_assert_str_eq(ks_spmv_format_auto(&A, KS_BACKEND_CPU), "csr");
+#ifdef KS_HAVE_CUDA
+    ck_assert_ptr_nonnull(ks_spmv_format_find(ks_spmv_format_auto(&A, KS_BACKEND_CUDA),
+                                              KS_BACKEND_CUDA));
+#endif
+    /* "auto", NULL and "" resolve on the cpu backend. */
+    ks_backend *be = make_backend("cpu");
+    const char *fmts[3] = {"auto", NULL, ""};
+    for (int i = 0; i < 3; i++) {
+        ks_matrix *M = NULL;
+        KS_CHECK(ks_matrix_create(be, &A, fmts[i], NULL, &M));
+        ck_assert_str_eq(ks_matrix_format(M), "csr");
+        ks_matrix_destroy(M);
+    }
+    ks_backend_destroy(be);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* ----------------------------------------------------- host layouts */
+START_TEST(test_layout_cases)
+{
+    const ks_spmv_format_ops *const *all = ks_spmv_format_all();
+    for (int c = 0; c < NCASES; c++) {
+        ks_csr A;
+        make_case(c, &A);
+        for (int i = 0; all[i]; i++)
+            check_layout(all[i], NULL, &A, case_names[c]);
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
+/* The CSR-based formats count 20 nnz + 12 nrows + 4 bytes (see csr_layout.h). */
+START_TEST(test_layout_bytes)
+{
+    ks_csr A;
+    make_case(CASE_RANDOM, &A);
+    const ks_spmv_format_ops *const *all = ks_spmv_format_all();
+    int checked = 0;
+    for (int i = 0; all[i]; i++) {
+        const char *n = all[i]->name;
+        if (strcmp(n, "csr") && strcmp(n, "csr_vector") && strcmp(n, "cusparse"))
+            continue;
+        void *L = NULL;
+        KS_CHECK(all[i]->layout_build(&A, NULL, &L));
+        double want = 20.0 * A.nnz + 12.0 * A.nrows + 4.0;
+        ck_assert_msg(fabs(all[i]->layout_bytes(L) - want) < 0.5, "%s bytes %g, want %g", n,
+                      all[i]->layout_bytes(L), want);
+        all[i]->layout_free(L);
+        checked++;
+    }
+    ck_assert_int_ge(checked, 1);
+    ks_csr_free(&A);
+}
+END_TEST
+
+#ifdef KS_HAVE_CUDA
+START_TEST(test_layout_threads_per_row)
+{
+    const ks_spmv_format_ops *f = ks_spmv_format_find("csr_vector", KS_BACKEND_CUDA);
+    ck_assert_ptr_nonnull(f);
+    ks_csr H, R;
+    make_case(CASE_HUGE_ROW, &H);
+    make_case(CASE_RANDOM, &R);
+    for (int t = 1; t <= 32; t *= 2) {
+        ks_spmv_params p;
+        memset(&p, 0, sizeof p);
+        p.threads_per_row = t;
+        check_layout(f, &p, &H, "one huge row");
+        check_layout(f, &p, &R, "random with empty rows");
+    }
+    const int bad[] = {-1, 3, 5, 12, 33, 64};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        ks_spmv_params p;
+        memset(&p, 0, sizeof p);
+        p.threads_per_row = bad[k];
+        void *L = (void *)&p;
+        ks_error e = f->layout_build(&R, &p, &L);
+        ck_assert_msg(e == KS_ERR_ARG, "threads_per_row %d gave %s", bad[k], ks_error_name(e));
+        ck_assert_ptr_null(L);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "threads_per_row"));
+    }
+    ks_csr_free(&H);
+    ks_csr_free(&R);
+}
+END_TEST
+#endif
+
+/* ------------------------------------------------------ cpu backend */
+START_TEST(test_cpu_cases)
+{
+    for (int c = 0; c < NCASES; c++) {
+        ks_csr A;
+        make_case(c, &A);
+        check_all_formats_on("cpu", &A, case_names[c]);
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
+/* Large enough for the threaded path, with a thread count at apply that
+ * differs from the one at setup (the partition must still cover all rows). */
+START_TEST(test_cpu_threads)
+{
+    ks_csr A;
+    make_gen(&A, KS_GEN_POISSON3D_7, 24);
+    ks_backend *be = make_backend("cpu");
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(3);
+#endif
+    ks_matrix *M = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
+    const int teams[] = {1, 2, 5};
+    for (int t = 0; t < 3; t++) {
+#ifdef _OPENMP
+        omp_set_num_threads(teams[t]);
+#else
+        (void)teams;
+#endif
+        ks_vec *vx, *vy;
+        KS_CHECK(ks_vec_create(be, A.ncols, &vx));
+        KS_CHECK(ks_vec_create(be, A.nrows, &vy));
+        double *x = random_vec(A.ncols, 5), *y0 = random_vec(A.nrows, 6);
+        double *y = malloc(sizeof(double) * (size_t)A.nrows);
+        KS_CHECK(ks_vec_set_host(vx, x));
+        KS_CHECK(ks_vec_set_host(vy, y0));
+        KS_CHECK(ks_matrix_apply(M, 1.5, vx, -0.5, vy));
+        KS_CHECK(ks_vec_get_host(vy, y));
+        double err = spmv_error(&A, 1.5, x, -0.5, y0, y);
+        ck_assert_msg(err <= TOL, "team of %d: error %.3e", teams[t], err);
+        free(x);
+        free(y0);
+        free(y);
+        ks_vec_destroy(vx);
+        ks_vec_destroy(vy);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    ks_matrix_destroy(M);
+    ks_backend_destroy(be);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* The matrix keeps its own copy: changing or freeing the caller's CSR
+ * after create does not change the product, and host_csr equals it. */
+START_TEST(test_cpu_copy)
+{
+    ks_csr A, B;
+    make_case(CASE_RANDOM, &A);
+    KS_CHECK(ks_csr_copy(&A, &B));
+    ks_backend *be = make_backend("cpu");
+    ks_matrix *M = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
+    const ks_csr *H = ks_matrix_host_csr(M);
+    ck_assert_ptr_ne(H->val, A.val);
+    ck_assert_int_eq(H->nnz, A.nnz);
+    ck_assert(memcmp(H->rowptr, A.rowptr, sizeof(ks_int) * ((size_t)A.nrows + 1)) == 0);
+    ck_assert(memcmp(H->colind, A.colind, sizeof(ks_int) * (size_t)A.nnz) == 0);
+    ck_assert(memcmp(H->val, A.val, sizeof(double) * (size_t)A.nnz) == 0);
+    for (ks_int j = 0; j < A.nnz; j++)
+        A.val[j] = 1e300;
+    ks_csr_free(&A);
+    ck_assert_double_eq_tol(ks_matrix_bytes_per_apply(M),
+                            20.0 * B.nnz + 12.0 * B.nrows + 4.0, 0.5);
+    ks_vec *vx, *vy;
+    KS_CHECK(ks_vec_create(be, B.ncols, &vx));
+    KS_CHECK(ks_vec_create(be, B.nrows, &vy));
+    double *x = random_vec(B.ncols, 9), *y = malloc(sizeof(double) * (size_t)B.nrows);
+    KS_CHECK(ks_vec_set_host(vx, x));
+    KS_CHECK(ks_vec_fill(vy, NAN));
+    KS_CHECK(ks_matrix_apply(M, 1.0, vx, 0.0, vy));
+    KS_CHECK(ks_vec_get_host(vy, y));
+    ck_assert(spmv_error(&B, 1.0, x, 0.0, NULL, y) <= TOL);
+    free(x);
+    free(y);
+    ks_vec_destroy(vx);
+    ks_vec_destroy(vy);
+    ks_matrix_destroy(M);
+    ks_backend_destroy(be);
+    ks_csr_free(&B);
+}
+END_TEST
+
+/* ----------------------------------------------------------- errors */
+START_TEST(test_errors_apply)
+{
+    ks_csr A;
+    make_case(CASE_WIDE, &A); /* 150 x 900 */
+    ks_backend *be = make_backend("cpu"), *be2 = make_backend("cpu");
+    ks_matrix *M = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
+    ks_vec *x, *y, *xs, *ys, *x2, *sq1, *sq2;
+    KS_CHECK(ks_vec_create(be, 900, &x));
+    KS_CHECK(ks_vec_create(be, 150, &y));
+    KS_CHECK(ks_vec_create(be, 150, &xs)); /* wrong: x of nrows */
+    KS_CHECK(ks_vec_create(be, 900, &ys)); /* wrong: y of ncols */
+    KS_CHECK(ks_vec_create(be2, 900, &x2));
+    KS_CHECK(ks_vec_fill(x, 1.0));
+    KS_CHECK(ks_matrix_apply(M, 1.0, x, 0.0, y));
+    ck_assert_int_eq(ks_matrix_apply(M, 1.0, xs, 0.0, y), KS_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "x has 150"));
+    ck_assert_int_eq(ks_matrix_apply(M, 1.0, x, 0.0, ys), KS_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "y has 900"));
+    ck_assert_int_eq(ks_matrix_apply(M, 1.0, x2, 0.0, y), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_apply(NULL, 1.0, x, 0.0, y), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_apply(M, 1.0, NULL, 0.0, y), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_apply(M, 1.0, x, 0.0, NULL), KS_ERR_ARG);
+    ks_matrix_destroy(M);
+
+    /* x == y on a square matrix */
+    ks_csr S;
+    make_case(CASE_P2D, &S);
+    KS_CHECK(ks_matrix_create(be, &S, "csr", NULL, &M));
+    KS_CHECK(ks_vec_create(be, S.nrows, &sq1));
+    KS_CHECK(ks_vec_create(be, S.nrows, &sq2));
+    KS_CHECK(ks_vec_fill(sq1, 1.0));
+    ck_assert_int_eq(ks_matrix_apply(M, 1.0, sq1, 0.0, sq1), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "distinct"));
+    KS_CHECK(ks_matrix_apply(M, 1.0, sq1, 0.0, sq2));
+    ks_matrix_destroy(M);
+    ks_matrix_destroy(NULL);
+
+    ks_vec_destroy(x);
+    ks_vec_destroy(y);
+    ks_vec_destroy(xs);
+    ks_vec_destroy(ys);
+    ks_vec_destroy(x2);
+    ks_vec_destroy(sq1);
+    ks_vec_destroy(sq2);
+    ks_backend_destroy(be);
+    ks_backend_destroy(be2);
+    ks_csr_free(&A);
+    ks_csr_free(&S);
+}
+END_TEST
+
+START_TEST(test_errors_create)
+{
+    ks_csr A;
+    make_case(CASE_P2D, &A);
+    ks_backend *be = make_backend("cpu");
+    ks_matrix *M = (ks_matrix *)&A;
+
+    ck_assert_int_eq(ks_matrix_create(be, &A, "nonsense", NULL, &M), KS_ERR_ARG);
+    ck_assert_ptr_null(M);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "nonsense"));
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "csr")); /* lists valid formats */
+
+    /* cuda formats on the cpu backend: compiled in or not, "unsupported". */
+    const char *cuda_fmts[2] = {"csr_vector", "cusparse"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(ks_matrix_create(be, &A, cuda_fmts[i], NULL, &M), KS_ERR_UNSUPPORTED);
+        ck_assert_ptr_null(M);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "cuda"));
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "csr"));
+    }
+    ck_assert_int_eq(ks_matrix_create(NULL, &A, "csr", NULL, &M), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_create(be, NULL, "csr", NULL, &M), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_create(be, &A, "csr", NULL, NULL), KS_ERR_ARG);
+
+    /* Invalid CSR: unsorted row, then a column out of range, then a
+     * non-monotone rowptr. Each is refused and leaves *M NULL. */
+    ks_int r = 5, j0 = A.rowptr[r];
+    ck_assert_int_ge(A.rowptr[r + 1] - j0, 2);
+    ks_int t = A.colind[j0];
+    A.colind[j0] = A.colind[j0 + 1];
+    A.colind[j0 + 1] = t;
+    M = (ks_matrix *)&A;
+    ck_assert_int_ne(ks_matrix_create(be, &A, "csr", NULL, &M), KS_OK);
+    ck_assert_ptr_null(M);
+    A.colind[j0 + 1] = A.colind[j0];
+    A.colind[j0] = t;
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M)); /* repaired */
+    ks_matrix_destroy(M);
+
+    ks_int last = A.rowptr[A.nrows] - 1, saved = A.colind[last];
+    A.colind[last] = A.ncols;
+    ck_assert_int_ne(ks_matrix_create(be, &A, "csr", NULL, &M), KS_OK);
+    ck_assert_ptr_null(M);
+    A.colind[last] = -1;
+    ck_assert_int_ne(ks_matrix_create(be, &A, "csr", NULL, &M), KS_OK);
+    A.colind[last] = saved;
+
+    ks_int rp = A.rowptr[3];
+    A.rowptr[3] = A.rowptr[4] + 1;
+    ck_assert_int_ne(ks_matrix_create(be, &A, "csr", NULL, &M), KS_OK);
+    ck_assert_ptr_null(M);
+    A.rowptr[3] = rp;
+
+    ks_backend_destroy(be);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* ---------------------------------------------------- cuda backend */
+START_TEST(test_cuda_cases)
+{
+    for (int c = 0; c < NCASES; c++) {
+        ks_csr A;
+        make_case(c, &A);
+        check_all_formats_on("cuda", &A, case_names[c]);
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
+START_TEST(test_cuda_threads_per_row)
+{
+    ks_backend *be = make_backend("cuda");
+    const int cases[] = {CASE_HUGE_ROW, CASE_RANDOM, CASE_ARROW, CASE_P3D};
+    for (int c = 0; c < 4; c++) {
+        ks_csr A;
+        make_case(cases[c], &A);
+        for (int t = 1; t <= 32; t *= 2) {
+            ks_spmv_params p;
+            memset(&p, 0, sizeof p);
+            p.threads_per_row = t;
+            check_on_backend(be, "csr_vector", &p, &A, case_names[cases[c]]);
+        }
+        ks_spmv_params p;
+        memset(&p, 0, sizeof p);
+        p.threads_per_row = 6;
+        ks_matrix *M = NULL;
+        ck_assert_int_eq(ks_matrix_create(be, &A, "csr_vector", &p, &M), KS_ERR_ARG);
+        ck_assert_ptr_null(M);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "threads_per_row"));
+        ks_csr_free(&A);
+    }
+    ks_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(test_cuda_errors)
+{
+    ks_csr A;
+    make_case(CASE_P2D, &A);
+    ks_backend *gpu = make_backend("cuda"), *cpu = make_backend("cpu");
+    ks_matrix *M = NULL;
+    KS_CHECK(ks_matrix_create(gpu, &A, "auto", NULL, &M));
+    ks_vec *xc, *yg;
+    KS_CHECK(ks_vec_create(cpu, A.ncols, &xc));
+    KS_CHECK(ks_vec_create(gpu, A.nrows, &yg));
+    ck_assert_int_eq(ks_matrix_apply(M, 1.0, xc, 0.0, yg), KS_ERR_ARG);
+    ks_matrix_destroy(M);
+    ks_matrix *Mc = NULL;
+    ck_assert_int_eq(ks_matrix_create(gpu, &A, "csr", NULL, &Mc), KS_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(Mc);
+    ks_vec_destroy(xc);
+    ks_vec_destroy(yg);
+    ks_backend_destroy(gpu);
+    ks_backend_destroy(cpu);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* ------------------------------------------------- shared matrices */
+static const char *const shared_names[] = {"memplus.mtx.gz", "rajat01.mtx.gz",
+                                           "hangGlider_2.mtx.gz", "cage11.mtx.gz"};
+#define NSHARED 4
+
+static void read_shared(int i, ks_csr *A)
+{
+    const char *path = ks_test_shared_matrix(shared_names[i]);
+    ck_assert_ptr_nonnull(path);
+    KS_CHECK(ks_mm_read_csr(path, A, NULL));
+}
+
+START_TEST(test_shared_host)
+{
+    ks_csr A;
+    read_shared(_i, &A);
+    const ks_spmv_format_ops *const *all = ks_spmv_format_all();
+    for (int f = 0; all[f]; f++)
+        check_layout(all[f], NULL, &A, shared_names[_i]);
+    check_all_formats_on("cpu", &A, shared_names[_i]);
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(test_shared_cuda)
+{
+    ks_csr A;
+    read_shared(_i, &A);
+    check_all_formats_on("cuda", &A, shared_names[_i]);
+    ks_csr_free(&A);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("spmv");
+    int have_cuda = ks_test_have_cuda();
+
+    TCase *tc = tcase_create("registry");
+    tcase_add_test(tc, test_registry);
+    tcase_add_test(tc, test_auto);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("layouts");
+    tcase_add_test(tc, test_layout_cases);
+    tcase_add_test(tc, test_layout_bytes);
+#ifdef KS_HAVE_CUDA
+    tcase_add_test(tc, test_layout_threads_per_row);
+#else
+    ks_test_skip(1, "CUDA not compiled in: csr_vector threads_per_row layouts");
+#endif
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("cpu");
+    tcase_add_test(tc, test_cpu_cases);
+    tcase_add_test(tc, test_cpu_threads);
+    tcase_add_test(tc, test_cpu_copy);
+    tcase_add_test(tc, test_errors_apply);
+    tcase_add_test(tc, test_errors_create);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("cuda");
+    if (have_cuda) {
+        tcase_add_test(tc, test_cuda_cases);
+        tcase_add_test(tc, test_cuda_threads_per_row);
+        tcase_add_test(tc, test_cuda_errors);
+    } else {
+        ks_test_skip(3, "no CUDA device: cuda SpMV formats");
+    }
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("shared");
+    int missing = 0;
+    for (int i = 0; i < NSHARED; i++) {
+        if (!ks_test_shared_matrix(shared_names[i])) {
+            missing++;
+            continue;
+        }
+        tcase_add_loop_test(tc, test_shared_host, i, i + 1);
+        if (have_cuda)
+            tcase_add_loop_test(tc, test_shared_cuda, i, i + 1);
+    }
+    if (missing) {
+        char why[128];
+        snprintf(why, sizeof why, "../shared/matrices: %d of %d SpMV matrices absent", missing,
+                 NSHARED);
+        ks_test_skip(missing * (have_cuda ? 2 : 1), why);
+    }
+    if (!have_cuda && missing < NSHARED)
+        ks_test_skip(NSHARED - missing, "no CUDA device: shared matrices on cuda formats");
+    suite_add_tcase(s, tc);
+
+    return ks_test_run(s);
+}

@@ -1,0 +1,25 @@
+/* Fused vector operations for the Krylov methods: one pass over memory
+ * where the public API would need two. Same argument checks as ks_vec_*.
+ * Not installed. */
+#ifndef KS_VEC_FUSED_H
+#define KS_VEC_FUSED_H
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* r[0] = x.y and r[1] = u.v */
+ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks_vec *v,
+                     double r[2]);
+/* z = a x + b y + c z */
+ks_error ks_vec_axpbypcz(double a, const ks_vec *x, double b, const ks_vec *y, double c,
+                         ks_vec *z);
+/* y += a x, then *r = ||y||_2 */
+ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

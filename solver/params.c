@@ -17,6 +17,32 @@ void ks_solver_params_default(ks_solver_params *p)
     p->divergence_factor = 1e10;
     strcpy(p->pc.solver, "JACOBI");
     p->pc.relaxation_factor = 1.0;
+    ks_amg_params_default(&p->pc.amg);
+}
+
+void ks_amg_params_default(ks_amg_params *p)
+{
+    memset(p, 0, sizeof *p);
+    strcpy(p->algorithm, "CLASSICAL");
+    strcpy(p->selector, "HMIS");
+    strcpy(p->interpolator, "D2");
+    p->strength_threshold = 0.25;
+    p->max_row_sum = 0.9;
+    p->interp_max_elements = 4;
+    p->interp_truncation_factor = 0.0;
+    p->aggressive_levels = 0;
+    strcpy(p->smoother.solver, "JACOBI_L1");
+    p->smoother.relaxation_factor = 1.0;
+    p->smoother.chebyshev_degree = 2;
+    p->smoother.chebyshev_lower = 0.3;
+    p->presweeps = 1;
+    p->postsweeps = 1;
+    strcpy(p->cycle, "V");
+    p->max_levels = 25;
+    p->min_coarse_rows = 2;
+    p->coarse_max_rows = 300;
+    strcpy(p->coarse_solver, "DENSE_LU");
+    p->seed = 1;
 }
 
 void ks_problem_params_default(ks_problem_params *p)

@@ -32,6 +32,12 @@ typedef struct ks_spmv_format_ops {
     ks_error (*apply)(ks_backend *be, void *state, double alpha, const double *x, double beta,
                       double *y);
     void (*destroy)(ks_backend *be, void *state);
+
+    /* Optional (NULL when the format cannot): one in-place Gauss-Seidel sweep
+     * for A x = b, hybrid in the hypre sense (Gauss-Seidel inside each
+     * thread's row block, Jacobi across blocks); reverse != 0 runs the rows
+     * backwards (the second half of a symmetric sweep). AMG smoothers use it. */
+    ks_error (*gs_sweep)(ks_backend *be, void *state, const double *b, double *x, int reverse);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */

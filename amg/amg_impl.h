@@ -1,0 +1,106 @@
+/* Algebraic multigrid internals. Setup runs on the host on CSR, one tested
+ * function per step (a later issue moves steps to the GPU):
+ *     strength -> coarsening (PMIS/HMIS) or aggregation -> interpolation
+ *     -> truncation -> R = P^T -> Galerkin RAP
+ * The solve side (smoothers, cycles) runs on any backend through ks_matrix and
+ * ks_vec. Not installed. */
+#ifndef KS_AMG_IMPL_H
+#define KS_AMG_IMPL_H
+
+#include "../solver/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------- strength */
+/* Strength pattern: row i lists the j != i that i strongly depends on,
+ * sorted ascending. Diagonal never included. */
+typedef struct ks_strength {
+    ks_int n;
+    ks_int *rowptr; /* n + 1 */
+    ks_int *colind; /* rowptr[n] */
+} ks_strength;
+
+/* Classical (Ruge-Stueben, hypre sign convention): j is strong for i when
+ *   -s*a_ij >= theta * max_{k != i} (-s*a_ik),  s = sign(a_ii),
+ * rows with no connection of the right sign have none; a row whose
+ * |row sum| > max_row_sum * |a_ii| (max_row_sum < 1) gets no strong
+ * connections (hypre's max_row_sum). theta in [0,1]. */
+ks_error ks_amg_strength_classical(const ks_csr *A, double theta, double max_row_sum,
+                                   ks_strength *S);
+/* Symmetric measure for aggregation: |a_ij| >= theta * sqrt(|a_ii a_jj|). */
+ks_error ks_amg_strength_symmetric(const ks_csr *A, double theta, ks_strength *S);
+ks_error ks_strength_transpose(const ks_strength *S, ks_strength *ST);
+void ks_strength_free(ks_strength *S);
+
+/* ----------------------------------------------------------- coarsening */
+enum { KS_FPT = -1, KS_UNDECIDED = 0, KS_CPT = 1 };
+
+/* PMIS (De Sterck, Yang, Heys): measure = |S^T row| + random in [0,1)
+ * from a counter-based hash of (seed, i) (so results do not depend on the
+ * thread count), repeated independent sets. cf[i] = KS_CPT or KS_FPT on
+ * return; points with no strong connections in either direction become F
+ * (they need no interpolation) -- except isolated points keep KS_FPT and get
+ * an empty P row. *nc = number of C points. */
+ks_error ks_amg_pmis(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc);
+/* HMIS: a Ruge-Stueben first pass, then PMIS on what is left (on one
+ * process the RS pass covers everything; the PMIS pass matters with MPI). */
+ks_error ks_amg_hmis(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc);
+/* Coarse numbering: cmap[i] = index among C points for C points, -1 for F. */
+ks_error ks_amg_coarse_map(ks_int n, const int *cf, ks_int *cmap, ks_int *nc);
+
+/* -------------------------------------------------------- interpolation */
+/* P is n x nc (nc = number of C points), C rows are identity rows.
+ * Direct ("D1"): interpolate from strong C neighbours only, with the
+ * classical split of positive/negative off-diagonal sums. */
+ks_error ks_amg_interp_direct(const ks_csr *A, const ks_strength *S, const int *cf, ks_csr *P);
+/* Extended+i ("D2", De Sterck et al. / hypre interp_type 6): C points of
+ * strong F neighbours are included (distance two). */
+ks_error ks_amg_interp_extended_i(const ks_csr *A, const ks_strength *S, const int *cf,
+                                  ks_csr *P);
+/* Truncate each row in place: drop |w| < factor * max|w| (factor > 0), then
+ * keep at most max_elements largest (max_elements > 0), rescaling the kept
+ * entries so the row sum is unchanged. */
+ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor);
+
+/* ---------------------------------------------------------- aggregation */
+/* Greedy aggregation on a symmetric strength graph: agg[i] in [0, *na). */
+ks_error ks_amg_aggregate(const ks_strength *S, ks_int *agg, ks_int *na);
+/* Tentative prolongator: P0(i, agg[i]) = 1 / sqrt(|aggregate|). */
+ks_error ks_amg_tentative_prolongator(ks_int n, const ks_int *agg, ks_int na, ks_csr *P0);
+/* rho(D^-1 A) estimate by `iters` power/Lanczos steps (deterministic start). */
+ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho);
+/* Smoothed prolongator P = (I - omega D^-1 A) P0 with omega = 4/(3 rho). */
+ks_error ks_amg_smooth_prolongator(const ks_csr *A, const ks_csr *P0, double rho, ks_csr *P);
+
+/* ------------------------------------------------------ sparse products */
+ks_error ks_csr_transpose(const ks_csr *A, ks_csr *AT);
+/* C = A * B, two passes (symbolic row counts, then numeric), row-parallel,
+ * sorted columns. */
+ks_error ks_csr_spgemm(const ks_csr *A, const ks_csr *B, ks_csr *C);
+/* Numeric pass only into C's existing pattern (re-setup); entries of A*B
+ * outside C's pattern are an error (KS_ERR_ARG). */
+ks_error ks_csr_spgemm_numeric(const ks_csr *A, const ks_csr *B, ks_csr *C);
+/* Ac = R * A * P (Galerkin). */
+ks_error ks_amg_rap(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *Ac);
+
+/* ------------------------------------------------------- coarsest level */
+/* Dense LU with partial pivoting of a small CSR matrix (n <= a few
+ * thousand). Singular -> KS_ERR_NUMERIC naming the pivot. */
+typedef struct ks_dense_lu {
+    ks_int n;
+    double *lu;   /* n*n row-major */
+    ks_int *piv;
+} ks_dense_lu;
+ks_error ks_dense_lu_factor(const ks_csr *A, ks_dense_lu *F);
+void ks_dense_lu_solve(const ks_dense_lu *F, double *x); /* in place */
+/* Explicit inverse as a dense CSR (n*n entries), for the coarse solve on
+ * any backend as one SpMV. */
+ks_error ks_dense_lu_inverse_csr(const ks_dense_lu *F, ks_csr *Ainv);
+void ks_dense_lu_free(ks_dense_lu *F);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -191,6 +191,10 @@ ks_backend *ks_matrix_backend(const ks_matrix *M);
 const ks_csr *ks_matrix_host_csr(const ks_matrix *M);
 /* Bytes one apply moves through memory (format's own layout). */
 double ks_matrix_bytes_per_apply(const ks_matrix *M);
+/* Replace the values (nnz entries, in the CSR order of the matrix given to
+ * ks_matrix_create) keeping the sparsity pattern; for time-stepping codes
+ * followed by ks_solver_resetup. */
+ks_error ks_matrix_set_values(ks_matrix *M, const double *val);
 /* Seconds spent converting and uploading in ks_matrix_create. */
 double ks_matrix_setup_seconds(const ks_matrix *M);
 
@@ -248,6 +252,10 @@ typedef struct ks_solver ks_solver;
 ks_error ks_solver_create(ks_backend *be, const ks_config *cfg, ks_solver **s);
 /* Set up for A (preconditioner setup). A must outlive the solver's use. */
 ks_error ks_solver_setup(ks_solver *s, ks_matrix *A);
+/* Re-setup after the values of A changed but not its pattern (see
+ * ks_matrix_set_values): AMG keeps its coarsening and interpolation pattern
+ * and recomputes the values, which is much cheaper than a fresh setup. */
+ks_error ks_solver_resetup(ks_solver *s, ks_matrix *A);
 /* Solve A x = b using x as the initial guess. Returns KS_OK when the solve
  * ran (converged or not: see ks_solver_stats); an error only for invalid
  * use or device failure. */

@@ -21,6 +21,8 @@ typedef struct ks_precond_ops {
     /* z = M^{-1} r */
     ks_error (*apply)(ks_precond *pc, const ks_vec *r, ks_vec *z);
     void (*destroy)(ks_precond *pc);
+    /* Optional: A's values changed, pattern kept (NULL: destroy + setup). */
+    ks_error (*resetup)(ks_precond *pc, ks_matrix *A);
 } ks_precond_ops;
 
 struct ks_precond {

@@ -264,6 +264,9 @@ const ks_solve_stats *ks_solver_stats(const ks_solver *s);
 /* Name of the method, e.g. "PCG", and of its preconditioner. */
 const char *ks_solver_name(const ks_solver *s);
 const char *ks_solver_preconditioner_name(const ks_solver *s);
+/* Print what setup built (for AMG: the grid table, complexities and setup
+ * time per phase) to out; prints nothing for simple preconditioners. */
+void ks_solver_print_setup(const ks_solver *s, FILE *out);
 void ks_solver_destroy(ks_solver *s);
 
 /* ------------------------------------------------------------------ misc */

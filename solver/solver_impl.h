@@ -23,6 +23,8 @@ typedef struct ks_precond_ops {
     void (*destroy)(ks_precond *pc);
     /* Optional: A's values changed, pattern kept (NULL: destroy + setup). */
     ks_error (*resetup)(ks_precond *pc, ks_matrix *A);
+    /* Optional: print what setup built (AMG grid table) for reports. */
+    void (*print)(const ks_precond *pc, FILE *out);
 } ks_precond_ops;
 
 struct ks_precond {

@@ -1,0 +1,143 @@
+/* AMG hierarchy and solve side (private). Setup builds the levels on the
+ * host with the steps of amg_impl.h, then uploads every operator as a
+ * ks_matrix so the cycle runs through ks_matrix / ks_vec on any backend.
+ *
+ * Owners: hierarchy.c (setup, destroy), resetup.c (values-only re-setup),
+ * smoother.c + chebyshev.c (smoothers), cycle.c (V/W/F cycles),
+ * amg_precond.c (ks_precond_ops "AMG"), amg_report.c (grid table).
+ * The config/report side reads this header: ks_amg_params_check validates
+ * names and ranges (KS_ERR_CONFIG naming the key under `scope`), and
+ * ks_precond_amg gives the hierarchy behind a solver's preconditioner. Not
+ * installed. */
+#ifndef KS_AMG_HIERARCHY_H
+#define KS_AMG_HIERARCHY_H
+
+#include "amg_impl.h"
+#include "../solver/solver_impl.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ks_amg_smoother_kind {
+    KS_SMOOTHER_JACOBI,    /* x += omega D^-1 (b - A x) */
+    KS_SMOOTHER_JACOBI_L1, /* x += D_l1^-1 (b - A x), d_i = |a_ii| + sum_{j!=i} |a_ij| */
+    KS_SMOOTHER_CHEBYSHEV, /* polynomial in D^-1 A on [lower*lmax, lmax] */
+    KS_SMOOTHER_GS,        /* hybrid Gauss-Seidel (cpu; forward pre, backward post) */
+    KS_SMOOTHER_SGS        /* symmetric hybrid Gauss-Seidel (cpu; forward + backward) */
+} ks_amg_smoother_kind;
+
+/* Setup phases timed separately (ks_amg.phase_seconds). */
+typedef enum ks_amg_phase {
+    KS_AMG_PHASE_STRENGTH,
+    KS_AMG_PHASE_COARSENING, /* PMIS/HMIS or aggregation */
+    KS_AMG_PHASE_INTERP,     /* interpolation / tentative + smoothed prolongator */
+    KS_AMG_PHASE_TRUNCATION,
+    KS_AMG_PHASE_RAP,        /* R = P^T and Ac = R A P */
+    KS_AMG_PHASE_COARSE,     /* dense LU + explicit inverse */
+    KS_AMG_PHASE_SMOOTHER,   /* diagonals, eigenvalue bounds */
+    KS_AMG_PHASE_UPLOAD,     /* ks_matrix / ks_vec creation on the backend */
+    KS_AMG_NPHASES
+} ks_amg_phase;
+
+/* "strength", "coarsening", ... (index by ks_amg_phase). */
+extern const char *const ks_amg_phase_names[KS_AMG_NPHASES];
+
+typedef struct ks_amg_level {
+    ks_csr A;          /* host operator (level 0: a copy of ks_matrix_host_csr) */
+    ks_matrix *Am;     /* on the backend; level 0: the caller's matrix, not owned */
+    int own_Am;
+    /* Transfer to the next level (unused on the coarsest). */
+    ks_csr P, R;       /* P: n x nc; R = P^T explicit (an SpMV, not a transpose-SpMV) */
+    ks_matrix *Pm, *Rm;
+    /* Kept for re-setup. */
+    ks_strength S;
+    int *cf;           /* classical: KS_CPT / KS_FPT per row (NULL for aggregation) */
+    ks_int *agg;       /* aggregation: aggregate of each row (NULL for classical) */
+    ks_int nagg;
+    /* Smoother data. */
+    ks_vec *dinv;      /* JACOBI: omega/a_ii, JACOBI_L1: omega/d_l1, CHEBYSHEV: 1/a_ii */
+    double lmax, lmin; /* CHEBYSHEV interval for D^-1 A */
+    /* Work vectors (level 0: x and b are the caller's, these stay NULL). */
+    ks_vec *x, *b;
+    ks_vec *r, *w, *d; /* residual, scratch, Chebyshev direction */
+} ks_amg_level;
+
+typedef struct ks_amg {
+    ks_backend *be;
+    ks_amg_params prm;
+    ks_amg_smoother_kind smoother;
+    int nlevels;
+    ks_amg_level *levels;       /* nlevels entries, 0 = finest */
+    /* Coarsest level: LU kept on the host (re-setup refactors it) and the
+     * explicit inverse as a dense ks_matrix: the coarse matrix is small
+     * (<= coarse_max_rows), so one SpMV is cheap, needs no triangular-solve
+     * kernel and is the same code on every backend. */
+    ks_dense_lu lu;
+    ks_matrix *coarse_inv;
+    double phase_seconds[KS_AMG_NPHASES];
+    double setup_seconds;       /* last full setup (wall, synchronised) */
+    double resetup_seconds;     /* last re-setup (0 when none) */
+    int resetup_count;
+    int resetup_fell_back;      /* 1 when the last re-setup had to redo the full setup */
+    double grid_complexity;     /* sum rows / rows(0) */
+    double operator_complexity; /* sum nnz / nnz(0) */
+} ks_amg;
+
+/* --------------------------------------------------------- hierarchy.c */
+/* Validate names and ranges of prm; errors are KS_ERR_CONFIG naming
+ * "<scope>.<key>" (scope e.g. "solver.preconditioner"; NULL -> "amg"). */
+ks_error ks_amg_params_check(const ks_amg_params *prm, const char *scope);
+/* Build the hierarchy for A (square; its host CSR is read). prm is copied. */
+ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
+void ks_amg_destroy(ks_amg *amg);
+/* Bytes the level's operators take (host CSR of A, P, R), for the table. */
+double ks_amg_level_bytes(const ks_amg *amg, int level);
+
+/* ---------------------------------------------------------- resetup.c */
+/* A's values changed, pattern kept: reuse strength, C/F splitting or
+ * aggregates and the P / RAP patterns, recompute values. Falls back to a
+ * full setup (resetup_fell_back = 1) when interpolation's pattern changed. */
+ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A);
+
+/* ---------------------------------------------------------- smoother.c */
+ks_error ks_amg_smoother_kind_from_name(const char *name, ks_amg_smoother_kind *k);
+const char *ks_amg_smoother_name(ks_amg_smoother_kind k);
+/* Smoother data of level l from its host A (dinv, eigenvalue bounds).
+ * Zero diagonal -> KS_ERR_NUMERIC naming the level and row. */
+ks_error ks_amg_smoother_setup(ks_amg *amg, int l);
+void ks_amg_smoother_free(ks_amg_level *L);
+/* `sweeps` smoothing steps on level l for A x = b. post = 1 applies the
+ * adjoint (backward GS) so a V(m,m) cycle is symmetric. x_zero = 1 means x
+ * is zero on entry (skips the first residual SpMV). */
+ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int sweeps, int post,
+                       int x_zero);
+/* r = b - A_l x */
+ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, ks_vec *r);
+
+/* --------------------------------------------------------- chebyshev.c */
+/* One Chebyshev smoothing step of degree prm.smoother.chebyshev_degree. */
+ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero);
+
+/* ------------------------------------------------------------- cycle.c */
+/* One cycle (prm.cycle) for A x = b; x is the initial guess and the
+ * result. x_zero = 1 when x is known to be zero (preconditioner use). */
+ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero);
+
+/* ------------------------------------------------------- amg_precond.c */
+extern const ks_precond_ops ks_precond_amg_ops;
+/* The hierarchy of an "AMG" preconditioner after setup, else NULL. */
+const ks_amg *ks_precond_amg(const ks_precond *pc);
+
+/* -------------------------------------------------------- amg_report.c */
+/* AmgX-style report: grid table (level, rows, nonzeros, nnz/row, memory
+ * in MB, device/host), grid and operator complexity, setup time per
+ * phase. */
+void ks_amg_print(const ks_amg *amg, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -40,12 +40,17 @@ enum { KS_FPT = -1, KS_UNDECIDED = 0, KS_CPT = 1 };
 /* PMIS (De Sterck, Yang, Heys): measure = |S^T row| + random in [0,1)
  * from a counter-based hash of (seed, i) (so results do not depend on the
  * thread count), repeated independent sets. cf[i] = KS_CPT or KS_FPT on
- * return; points with no strong connections in either direction become F
- * (they need no interpolation) -- except isolated points keep KS_FPT and get
- * an empty P row. *nc = number of C points. */
+ * return; points with no strong connections in either direction are F with
+ * an empty interpolation row. *nc = number of C points.
+ * Guarantee: every F point with strong connections has a strong C neighbour
+ * in its S row. For a nonsymmetric S that can conflict with independence of
+ * the C points (a 3-cycle of dependencies), so a final serial fix-up pass
+ * promotes such F points to C; for a symmetric S no fix-up happens and the C
+ * points are independent. F points with an empty S row get empty P rows. */
 ks_error ks_amg_pmis(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc);
-/* HMIS: a Ruge-Stueben first pass, then PMIS on what is left (on one
- * process the RS pass covers everything; the PMIS pass matters with MPI). */
+/* HMIS: a Ruge-Stueben first pass, then PMIS on what is left (for a
+ * structurally symmetric S on one process the RS pass decides everything;
+ * the PMIS pass matters with MPI), then the same fix-up as PMIS. */
 ks_error ks_amg_hmis(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc);
 /* Coarse numbering: cmap[i] = index among C points for C points, -1 for F. */
 ks_error ks_amg_coarse_map(ks_int n, const int *cf, ks_int *cmap, ks_int *nc);

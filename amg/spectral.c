@@ -1,0 +1,295 @@
+/* Estimate of rho(D^-1 A) for the smoothed-aggregation Jacobi damping.
+ *
+ * When A is symmetric (to rounding, as Galerkin products are) and its
+ * diagonal has one sign, D^-1 A is similar to the symmetric
+ * B = |D|^-1/2 A |D|^-1/2 (times that sign), and `iters` Lanczos steps on B
+ * give the answer as the largest |Ritz value|: Ritz values lie inside the
+ * spectrum, so the estimate is slightly low (20 steps: -0.2% on a 1D
+ * Laplacian n = 100, -0.5% on 2D 32^2, -1.1% on 3D 16^3 with 15 steps) but
+ * converges much faster than the power method would. Callers that need a
+ * safe upper bound (Chebyshev) should add their own margin. No
+ * reorthogonalization: lost orthogonality only repeats converged Ritz values.
+ *
+ * Otherwise the power method on D^-1 A is used; its growth rate over the
+ * last half of the steps, times 1.05, gives an upper-ish estimate, capped by
+ * the bound ||D^-1 A||_inf (which caps the Lanczos value too).
+ *
+ * Either way the result is at least 1: D^-1 A has a unit diagonal, so its
+ * eigenvalues average 1. The start vector is a hash of the row index, and
+ * dot products sum fixed blocks in a fixed order, so the estimate does not
+ * depend on the thread count. */
+#include "amg_impl.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define KS_SPEC_BLOCK 4096     /* rows per partial sum of a dot product */
+#define KS_SPEC_PAR_ROWS 4096  /* below this many rows loops stay serial */
+#define KS_SPEC_SYM_TOL 1e-10  /* |a_ij - a_ji| <= tol * sqrt(|a_ii a_jj|) */
+#define KS_SPEC_POWER_SAFETY 1.05
+
+typedef struct spec_ctx {
+    const ks_csr *A;
+    ks_int n;
+    double *dsc;     /* |a_ii|^-1/2 (Lanczos) or 1/a_ii (power) */
+    double sign;     /* common sign of the diagonal (Lanczos) */
+    double *partial; /* one slot per dot-product block */
+    ks_int nblocks;
+} spec_ctx;
+
+static ks_int find_entry(const ks_csr *A, ks_int i, ks_int j)
+{
+    ks_int lo = A->rowptr[i], hi = A->rowptr[i + 1];
+    while (lo < hi) {
+        ks_int mid = lo + (hi - lo) / 2;
+        if (A->colind[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < A->rowptr[i + 1] && A->colind[lo] == j ? lo : -1;
+}
+
+/* Deterministic start vector: splitmix64 of the index mapped to [-1, 1). */
+static double hash_unit(uint64_t i)
+{
+    uint64_t z = i + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+/* Thread-count independent dot product: fixed blocks, summed in order. */
+static double dot(spec_ctx *c, const double *x, const double *y)
+{
+    const ks_int n = c->n, nb = c->nblocks;
+#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
+    for (ks_int b = 0; b < nb; b++) {
+        ks_int lo = b * KS_SPEC_BLOCK, hi = lo + KS_SPEC_BLOCK < n ? lo + KS_SPEC_BLOCK : n;
+        double s = 0.0;
+        for (ks_int i = lo; i < hi; i++)
+            s += x[i] * y[i];
+        c->partial[b] = s;
+    }
+    double s = 0.0;
+    for (ks_int b = 0; b < nb; b++)
+        s += c->partial[b];
+    return s;
+}
+
+/* y = B x with B = sign |D|^-1/2 A |D|^-1/2 (symmetric = 1) or D^-1 A. */
+static void apply(spec_ctx *c, int symmetric, const double *x, double *y)
+{
+    const ks_csr *A = c->A;
+    const ks_int n = c->n;
+    const double *d = c->dsc;
+#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
+    for (ks_int i = 0; i < n; i++) {
+        double s = 0.0;
+        if (symmetric) {
+            for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+                s += A->val[k] * d[A->colind[k]] * x[A->colind[k]];
+            y[i] = c->sign * d[i] * s;
+        } else {
+            for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+                s += A->val[k] * x[A->colind[k]];
+            y[i] = d[i] * s;
+        }
+    }
+}
+
+/* Symmetric to rounding: every strictly upper entry has a matching lower
+ * one, and there are as many lower as upper entries (so the match is a
+ * bijection and no lower entry lacks a partner). d = the diagonal. */
+static int is_symmetric(const ks_csr *A, const double *d)
+{
+    const ks_int n = A->nrows;
+    int sym = 1;
+    int64_t upper = 0, lower = 0;
+#pragma omp parallel for schedule(static) reduction(&& : sym) reduction(+ : upper, lower) \
+    if (n > KS_SPEC_PAR_ROWS)
+    for (ks_int i = 0; i < n; i++) {
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+            ks_int j = A->colind[k];
+            if (j < i) {
+                lower++;
+                continue;
+            }
+            if (j == i || !sym)
+                continue;
+            upper++;
+            ks_int kt = find_entry(A, j, i);
+            if (kt < 0 || fabs(A->val[k] - A->val[kt]) > KS_SPEC_SYM_TOL * sqrt(fabs(d[i] * d[j])))
+                sym = 0;
+        }
+    }
+    return sym && upper == lower;
+}
+
+/* Number of eigenvalues of the symmetric tridiagonal T (diagonal a, off-
+ * diagonal b) below x, from the signs of the LDL^T pivots (Sturm). */
+static int sturm_count(const double *a, const double *b, int m, double x)
+{
+    int cnt = 0;
+    double q = 1.0;
+    for (int i = 0; i < m; i++) {
+        double off = i > 0 ? b[i - 1] * b[i - 1] : 0.0;
+        q = a[i] - x - (i > 0 ? off / q : 0.0);
+        if (q == 0.0)
+            q = -1e-300; /* x is (to rounding) an eigenvalue: count it below */
+        cnt += q < 0.0;
+    }
+    return cnt;
+}
+
+/* Largest |eigenvalue| of T by bisection on its two extreme eigenvalues. */
+static double tridiag_max_abs(const double *a, const double *b, int m)
+{
+    double lo = a[0], hi = a[0];
+    for (int i = 0; i < m; i++) {
+        double r = (i > 0 ? fabs(b[i - 1]) : 0.0) + (i + 1 < m ? fabs(b[i]) : 0.0);
+        lo = fmin(lo, a[i] - r);
+        hi = fmax(hi, a[i] + r);
+    }
+    double ext[2];
+    for (int which = 0; which < 2; which++) {
+        double l = lo, h = hi;
+        for (int it = 0; it < 200 && h - l > 1e-15 * fmax(fabs(l), fabs(h)); it++) {
+            double mid = 0.5 * (l + h);
+            int below = sturm_count(a, b, m, mid);
+            /* largest: all m below mid -> it is under mid; smallest: any below */
+            if (which == 0 ? below == m : below >= 1)
+                h = mid;
+            else
+                l = mid;
+        }
+        ext[which] = 0.5 * (l + h);
+    }
+    return fmax(fabs(ext[0]), fabs(ext[1]));
+}
+
+static double lanczos(spec_ctx *c, int iters, double *v, double *vprev, double *w,
+                      double *alpha, double *beta)
+{
+    const ks_int n = c->n;
+    double nrm = sqrt(dot(c, v, v));
+    for (ks_int i = 0; i < n; i++) {
+        v[i] /= nrm;
+        vprev[i] = 0.0;
+    }
+    int m = 0;
+    double bprev = 0.0;
+    for (int k = 0; k < iters; k++) {
+        apply(c, 1, v, w);
+        double a = dot(c, w, v);
+        alpha[m++] = a;
+#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
+        for (ks_int i = 0; i < n; i++)
+            w[i] -= a * v[i] + bprev * vprev[i];
+        double b = sqrt(dot(c, w, w));
+        /* b ~ 0: the Krylov space is invariant, T's eigenvalues are exact */
+        if (k + 1 == iters || !(b > 1e-12 * (fabs(a) + bprev)))
+            break;
+        beta[m - 1] = b;
+#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
+        for (ks_int i = 0; i < n; i++) {
+            vprev[i] = v[i];
+            v[i] = w[i] / b;
+        }
+        bprev = b;
+    }
+    return tridiag_max_abs(alpha, beta, m);
+}
+
+static double power(spec_ctx *c, int iters, double *x, double *y)
+{
+    const ks_int n = c->n;
+    double nx = sqrt(dot(c, x, x)), logsum = 0.0;
+    int kept = 0, first_kept = iters - (iters + 1) / 2;
+    for (int k = 0; k < iters; k++) {
+        apply(c, 0, x, y);
+        double ny = sqrt(dot(c, y, y));
+        if (!(ny > 0.0))
+            return 0.0; /* x in the null space; the caller's floor applies */
+        if (k >= first_kept) {
+            logsum += log(ny / nx);
+            kept++;
+        }
+#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
+        for (ks_int i = 0; i < n; i++)
+            x[i] = y[i] / ny;
+        nx = 1.0;
+    }
+    return KS_SPEC_POWER_SAFETY * exp(logsum / kept);
+}
+
+ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho)
+{
+    if (!A || !rho)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_spectral_radius_dinv_a: NULL %s",
+                         !A ? "matrix" : "output");
+    if (iters < 1)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_spectral_radius_dinv_a: %d iterations "
+                         "(expected at least 1)", iters);
+    ks_error e = ks_csr_validate(A);
+    if (e != KS_OK)
+        return ks_adderr(e, "ks_amg_spectral_radius_dinv_a");
+    if (A->nrows != A->ncols || A->nrows == 0)
+        return ks_seterr(A->nrows ? KS_ERR_SIZE : KS_ERR_ARG, "ks_amg_spectral_radius_dinv_a: "
+                         "matrix is %" PRId32 " x %" PRId32 " (expected square, nonempty)",
+                         A->nrows, A->ncols);
+    const ks_int n = A->nrows;
+    double *diag = ks_malloc((size_t)n * sizeof *diag, "diagonal");
+    if (!diag)
+        return KS_ERR_MEMORY;
+    int npos = 0, nneg = 0;
+    for (ks_int i = 0; i < n; i++) {
+        ks_int k = find_entry(A, i, i);
+        double d = k >= 0 ? A->val[k] : 0.0;
+        if (d == 0.0) {
+            free(diag);
+            return ks_seterr(KS_ERR_NUMERIC, "ks_amg_spectral_radius_dinv_a: row %" PRId32
+                             " has a %s diagonal (D^-1 A undefined)", i,
+                             k >= 0 ? "zero" : "missing");
+        }
+        diag[i] = d;
+        npos += d > 0.0;
+        nneg += d < 0.0;
+    }
+    spec_ctx c = {.A = A, .n = n, .sign = nneg ? -1.0 : 1.0,
+                  .nblocks = (n + KS_SPEC_BLOCK - 1) / KS_SPEC_BLOCK};
+    int symmetric = !(npos && nneg) && is_symmetric(A, diag);
+    c.dsc = diag; /* overwritten in place with the scaling below */
+    c.partial = ks_malloc((size_t)c.nblocks * sizeof *c.partial, "spectral partial sums");
+    double *v = ks_malloc(3 * (size_t)n * sizeof *v, "spectral vectors");
+    double *tri = ks_malloc(2 * (size_t)iters * sizeof *tri, "Lanczos tridiagonal");
+    if (!c.partial || !v || !tri) {
+        free(diag);
+        free(c.partial);
+        free(v);
+        free(tri);
+        return KS_ERR_MEMORY;
+    }
+    double bound = 0.0; /* ||D^-1 A||_inf >= rho (max is exact: order-free) */
+#pragma omp parallel for schedule(static) reduction(max : bound) if (n > KS_SPEC_PAR_ROWS)
+    for (ks_int i = 0; i < n; i++) {
+        double d = diag[i], r = 0.0;
+        c.dsc[i] = symmetric ? 1.0 / sqrt(fabs(d)) : 1.0 / d;
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+            r += fabs(A->val[k]);
+        bound = fmax(bound, r / fabs(d));
+        v[i] = hash_unit((uint64_t)i);
+    }
+    double est = symmetric ? lanczos(&c, iters, v, v + n, v + 2 * (size_t)n, tri, tri + iters)
+                           : power(&c, iters, v, v + n);
+    est = fmin(est, bound);
+    free(c.dsc);
+    free(c.partial);
+    free(v);
+    free(tri);
+    *rho = fmax(est, 1.0);
+    return KS_OK;
+}

@@ -58,15 +58,17 @@ ks_error ks_amg_coarse_map(ks_int n, const int *cf, ks_int *cmap, ks_int *nc);
 /* -------------------------------------------------------- interpolation */
 /* P is n x nc (nc = number of C points), C rows are identity rows.
  * Direct ("D1"): interpolate from strong C neighbours only, with the
- * classical split of positive/negative off-diagonal sums. */
+ * classical split of positive/negative off-diagonal sums; when a row has no
+ * strong C coupling of one sign, that sign's off-diagonals are lumped into
+ * the diagonal (Stueben), so P reproduces constants for zero row sums. */
 ks_error ks_amg_interp_direct(const ks_csr *A, const ks_strength *S, const int *cf, ks_csr *P);
 /* Extended+i ("D2", De Sterck et al. / hypre interp_type 6): C points of
  * strong F neighbours are included (distance two). */
 ks_error ks_amg_interp_extended_i(const ks_csr *A, const ks_strength *S, const int *cf,
                                   ks_csr *P);
-/* Truncate each row in place: drop |w| < factor * max|w| (factor > 0), then
- * keep at most max_elements largest (max_elements > 0), rescaling the kept
- * entries so the row sum is unchanged. */
+/* Truncate each row in place: drop |w| < factor * max|w| (factor in [0,1],
+ * 0 turns this off), then keep at most max_elements largest (0 = no cap),
+ * rescaling the kept entries once so the row sum is unchanged. */
 ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor);
 
 /* ---------------------------------------------------------- aggregation */

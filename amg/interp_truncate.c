@@ -1,0 +1,169 @@
+/* Interpolation truncation (hypre's trunc_factor and P_max_elmts), in place.
+ *
+ * Per row: drop |w| < factor * max|w| (factor > 0), then keep the
+ * max_elements largest |w| (ties: lower column first, so the result does not
+ * depend on anything but the row), then scale the kept entries so the row
+ * sum is what it was before (unless the kept sum is 0: left unscaled). The
+ * row sum is kept because with zero-row-sum operators it is 1 and P must
+ * still interpolate constants. hypre applies the two criteria one after the
+ * other, rescaling after each; one rescale at the end gives the same row
+ * except when the first stage alone would leave a zero sum.
+ *
+ * Pass 1 (row-parallel) compacts each row inside its own slot; pass 2 slides
+ * the rows together (serial, O(nnz) moves) and shrinks the arrays. */
+#include "amg_impl.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct cand {
+    double mag;
+    ks_int col;
+    ks_int pos; /* offset in the row */
+} cand;
+
+/* Larger |w| first, then lower column. */
+static int cand_cmp(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->mag != y->mag)
+        return x->mag > y->mag ? -1 : 1;
+    return (x->col > y->col) - (x->col < y->col);
+}
+
+/* Truncate one row of m entries in place; returns the kept count. keep is
+ * scratch for m flags, cs for m candidates. */
+static ks_int truncate_row(ks_int *ci, double *v, ks_int m, int max_elements, double factor,
+                           unsigned char *keep, cand *cs)
+{
+    double sum = 0.0, mx = 0.0;
+    for (ks_int k = 0; k < m; k++) {
+        sum += v[k];
+        if (fabs(v[k]) > mx)
+            mx = fabs(v[k]);
+    }
+    const double cut = factor * mx;
+    ks_int nk = 0;
+    for (ks_int k = 0; k < m; k++) {
+        keep[k] = !(factor > 0.0 && fabs(v[k]) < cut);
+        nk += keep[k];
+    }
+    if (max_elements > 0 && nk > max_elements) {
+        ks_int nc = 0;
+        for (ks_int k = 0; k < m; k++)
+            if (keep[k])
+                cs[nc++] = (cand){fabs(v[k]), ci[k], k};
+        qsort(cs, (size_t)nc, sizeof *cs, cand_cmp);
+        for (ks_int q = max_elements; q < nc; q++)
+            keep[cs[q].pos] = 0;
+        nk = max_elements;
+    }
+    if (nk == m)
+        return m; /* nothing dropped: the row is unchanged */
+    double kept = 0.0;
+    for (ks_int k = 0; k < m; k++)
+        if (keep[k])
+            kept += v[k];
+    const double scale = kept != 0.0 ? sum / kept : 1.0;
+    ks_int w = 0;
+    for (ks_int k = 0; k < m; k++)
+        if (keep[k]) {
+            ci[w] = ci[k];
+            v[w] = v[k] * scale;
+            w++;
+        }
+    return w;
+}
+
+ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor)
+{
+    if (!P)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_interp_truncate: NULL matrix");
+    if (max_elements < 0)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_interp_truncate: max_elements = %d must be >= 0 "
+                         "(0: no limit)", max_elements);
+    if (!(factor >= 0.0 && factor <= 1.0))
+        return ks_seterr(KS_ERR_ARG, "ks_amg_interp_truncate: factor = %g must be in [0, 1] "
+                         "(0: no drop)", factor);
+    if (P->nrows < 0 || !P->rowptr || (P->nnz > 0 && (!P->colind || !P->val)) ||
+        P->rowptr[0] != 0 || P->rowptr[P->nrows] != P->nnz)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_interp_truncate: matrix is not a valid CSR "
+                         "(arrays missing or rowptr not from 0 to nnz)");
+    if (max_elements == 0 && factor == 0.0)
+        return KS_OK;
+    const ks_int n = P->nrows;
+    ks_int *rp = P->rowptr, *ci = P->colind;
+    double *va = P->val;
+
+    ks_int maxlen = 0, bad = n;
+    for (ks_int i = 0; i < n; i++) {
+        ks_int m = rp[i + 1] - rp[i];
+        if (m < 0 && bad == n)
+            bad = i;
+        if (m > maxlen)
+            maxlen = m;
+    }
+    if (bad < n)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_interp_truncate: decreasing rowptr at row %" PRId32,
+                         bad);
+    ks_int *newlen = ks_malloc(((size_t)n + 1) * sizeof *newlen, "truncation row counts");
+    if (!newlen)
+        return KS_ERR_MEMORY;
+
+    /* Scratch for every thread up front, so nothing is modified unless the
+     * whole truncation can run. */
+    int nt = 1;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+#endif
+    const size_t slot = (size_t)maxlen + 1;
+    unsigned char *keep = ks_malloc((size_t)nt * slot, "truncation flags");
+    cand *cs = ks_malloc((size_t)nt * slot * sizeof *cs, "truncation candidates");
+    if (!keep || !cs) {
+        free(keep);
+        free(cs);
+        free(newlen);
+        return KS_ERR_MEMORY;
+    }
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
+    for (ks_int i = 0; i < n; i++) {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        newlen[i] = truncate_row(ci + rp[i], va + rp[i], rp[i + 1] - rp[i], max_elements, factor,
+                                 keep + (size_t)t * slot, cs + (size_t)t * slot);
+    }
+    free(keep);
+    free(cs);
+
+    ks_int w = 0;
+    for (ks_int i = 0; i < n; i++) {
+        const ks_int from = rp[i], m = newlen[i];
+        if (from != w && m > 0) {
+            memmove(ci + w, ci + from, (size_t)m * sizeof *ci);
+            memmove(va + w, va + from, (size_t)m * sizeof *va);
+        }
+        rp[i] = w;
+        w += m;
+    }
+    rp[n] = w;
+    P->nnz = w;
+    free(newlen);
+    /* Shrinking realloc: keep the old block if it fails (still valid). */
+    if (w > 0) {
+        ks_int *c2 = realloc(ci, (size_t)w * sizeof *ci);
+        double *v2 = realloc(va, (size_t)w * sizeof *va);
+        if (c2)
+            P->colind = c2;
+        if (v2)
+            P->val = v2;
+    }
+    return KS_OK;
+}

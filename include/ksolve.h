@@ -172,6 +172,8 @@ typedef struct ks_spmv_params {
     int slice_height;    /* sliced formats (C) */
     int sort_window;     /* SELL-C-sigma (sigma) */
     double max_fill;     /* padded formats refuse above this stored/nnz ratio */
+    int ell_width;       /* HYB: ELL part width (0 = from the row-length distribution) */
+    int block_rows;      /* blocked formats (bDIA, adaptive CSR): rows per block */
 } ks_spmv_params;
 
 /* Build matrix A on backend be in storage format `format` ("auto" picks

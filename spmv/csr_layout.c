@@ -54,3 +54,8 @@ void ks_csr_layout_free(void *layout)
 {
     free(layout);
 }
+
+ks_error ks_csr_layout_to_csr(const void *layout, ks_csr *A)
+{
+    return ks_csr_copy(&((const ks_csr_layout *)layout)->A, A);
+}

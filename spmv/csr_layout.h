@@ -23,6 +23,7 @@ void ks_csr_layout_apply(const void *layout, double alpha, const double *x, doub
                          double *y);
 double ks_csr_layout_bytes(const void *layout);
 void ks_csr_layout_free(void *layout);
+ks_error ks_csr_layout_to_csr(const void *layout, ks_csr *A);
 
 /* Bytes one CSR apply moves with beta = 0 (the formats' own convention):
  * values 8*nnz + column indices 4*nnz + row pointers 4*(nrows+1)

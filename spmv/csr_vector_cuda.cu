@@ -172,4 +172,6 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     csr_vector_setup,
     csr_vector_apply,
     csr_vector_destroy,
+    NULL, /* gs_sweep */
+    ks_csr_layout_to_csr,
 };

@@ -168,4 +168,6 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     cusparse_setup,
     cusparse_apply,
     cusparse_destroy,
+    NULL, /* gs_sweep */
+    ks_csr_layout_to_csr,
 };

@@ -38,6 +38,10 @@ typedef struct ks_spmv_format_ops {
      * thread's row block, Jacobi across blocks); reverse != 0 runs the rows
      * backwards (the second half of a symmetric sweep). AMG smoothers use it. */
     ks_error (*gs_sweep)(ks_backend *be, void *state, const double *b, double *x, int reverse);
+
+    /* Convert the layout back to CSR (round-trip tests; padding dropped,
+     * explicit zeros of the original kept). Every format provides it. */
+    ks_error (*layout_to_csr)(const void *layout, ks_csr *A);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */

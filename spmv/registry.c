@@ -4,25 +4,38 @@
 #include "csr_layout.h"
 
 #include <string.h>
+#include <threads.h>
 
 static const ks_spmv_format_ops *const formats[] = {
     &ks_format_csr_cpu,
 #ifdef KS_HAVE_CUDA
     &ks_format_csr_vector_cuda,
     &ks_format_cusparse_csr,
+    /* CSR family (issue 4) */
+    /* ELL family (issue 4) */
+    /* other formats (issue 4) */
 #endif
     NULL,
 };
 
-/* Public names per backend (ks_spmv_format_names); test_spmv checks they
- * match the table above. */
-static const char *const cpu_names[] = {"csr", NULL};
-#ifdef KS_HAVE_CUDA
-static const char *const cuda_names[] = {"csr_vector", "cusparse", NULL};
-#else
-static const char *const cuda_names[] = {NULL};
-#endif
+/* Public names per backend (ks_spmv_format_names), derived from the table
+ * once, so a new format is one line above. */
+#define KS_MAX_FORMATS 64
+static const char *cpu_names[KS_MAX_FORMATS + 1];
+static const char *cuda_names[KS_MAX_FORMATS + 1];
 static const char *const no_names[] = {NULL};
+static once_flag names_once = ONCE_FLAG_INIT;
+
+static void names_init(void)
+{
+    int nc = 0, ng = 0;
+    for (int i = 0; formats[i]; i++) {
+        if (formats[i]->backend == KS_BACKEND_CPU && nc < KS_MAX_FORMATS)
+            cpu_names[nc++] = formats[i]->name;
+        else if (formats[i]->backend == KS_BACKEND_CUDA && ng < KS_MAX_FORMATS)
+            cuda_names[ng++] = formats[i]->name;
+    }
+}
 
 /* Formats of optional backends, so a build without them can tell "not
  * compiled in" from "unknown name". */
@@ -32,6 +45,9 @@ static const struct {
 } optional_formats[] = {
     {"csr_vector", KS_BACKEND_CUDA},
     {"cusparse", KS_BACKEND_CUDA},
+    /* CSR family (issue 4) */
+    /* ELL family (issue 4) */
+    /* other formats (issue 4) */
 };
 
 const ks_spmv_format_ops *const *ks_spmv_format_all(void)
@@ -76,11 +92,12 @@ const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend)
 
 const char *const *ks_spmv_format_names(const char *backend)
 {
+    call_once(&names_once, names_init);
     if (!backend)
         return no_names;
     if (strcmp(backend, "cpu") == 0)
-        return cpu_names;
+        return (const char *const *)cpu_names;
     if (strcmp(backend, "cuda") == 0)
-        return cuda_names;
+        return (const char *const *)cuda_names;
     return no_names;
 }

@@ -57,9 +57,20 @@ typedef struct ks_amg_level {
     int *cf;           /* classical: KS_CPT / KS_FPT per row (NULL for aggregation) */
     ks_int *agg;       /* aggregation: aggregate of each row (NULL for classical) */
     ks_int nagg;
+    /* Aggressive coarsening (classical, level < aggressive_levels): two
+     * coarsening stages. S / cf above are the first (n -> n1 points, with
+     * interpolation P1); the second coarsens the Galerkin operator
+     * A1 = P1^T A P1 (strength S2, splitting cf2 of the n1 points,
+     * interpolation P2), and P = P1 P2 truncated. */
+    int aggressive;
+    ks_csr P1, P2;
+    ks_strength S2;
+    int *cf2;
     /* Smoother data. */
     ks_vec *dinv;      /* JACOBI: omega/a_ii, JACOBI_L1: omega/d_l1, CHEBYSHEV: 1/a_ii */
     double lmax, lmin; /* CHEBYSHEV interval for D^-1 A */
+    double rho;        /* estimate of rho(D^-1 A) for the current values, */
+    int rho_valid;     /* shared by smoothed aggregation and Chebyshev */
     /* Work vectors (level 0: x and b are the caller's, these stay NULL). */
     ks_vec *x, *b;
     ks_vec *r, *w, *d; /* residual, scratch, Chebyshev direction */
@@ -77,7 +88,8 @@ typedef struct ks_amg {
      * kernel and is the same code on every backend. */
     ks_dense_lu lu;
     ks_matrix *coarse_inv;
-    double phase_seconds[KS_AMG_NPHASES];
+    double phase_seconds[KS_AMG_NPHASES]; /* of the last setup or re-setup */
+    int last_was_resetup;       /* phase_seconds describe a re-setup */
     double setup_seconds;       /* last full setup (wall, synchronised) */
     double resetup_seconds;     /* last re-setup (0 when none) */
     int resetup_count;
@@ -93,8 +105,25 @@ ks_error ks_amg_params_check(const ks_amg_params *prm, const char *scope);
 /* Build the hierarchy for A (square; its host CSR is read). prm is copied. */
 ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
 void ks_amg_destroy(ks_amg *amg);
-/* Bytes the level's operators take (host CSR of A, P, R), for the table. */
+/* Bytes the level's operators take (host CSR of A, P, R; the coarsest
+ * also its explicit inverse), for the table. */
 double ks_amg_level_bytes(const ks_amg *amg, int level);
+/* Pieces re-setup reuses. ks_amg_check_matrix: A square, on amg's backend,
+ * suits the smoother. ks_amg_build: every level from level 0's host copy.
+ * ks_amg_clear: free all but level 0's host copy and matrix pointer.
+ * ks_amg_coarse_setup: (re)factor the coarsest level, (re)upload its
+ * inverse. */
+ks_error ks_amg_check_matrix(const ks_amg *amg, ks_matrix *A);
+ks_error ks_amg_build(ks_amg *amg);
+void ks_amg_clear(ks_amg *amg);
+ks_error ks_amg_coarse_setup(ks_amg *amg);
+/* Classical interpolation (prm.interpolator) of A with S / cf, truncated
+ * by the prm settings when `truncate`; timed into the phases. */
+ks_error ks_amg_classical_interp(ks_amg *amg, int level, const ks_csr *A, const ks_strength *S,
+                                 const int *cf, int truncate, ks_csr *P);
+/* Every row of level l's A has a nonzero finite diagonal, else
+ * KS_ERR_NUMERIC naming the level and row. */
+ks_error ks_amg_check_diagonal(const ks_csr *A, int level);
 
 /* ---------------------------------------------------------- resetup.c */
 /* A's values changed, pattern kept: reuse strength, C/F splitting or
@@ -110,8 +139,8 @@ const char *ks_amg_smoother_name(ks_amg_smoother_kind k);
 ks_error ks_amg_smoother_setup(ks_amg *amg, int l);
 void ks_amg_smoother_free(ks_amg_level *L);
 /* `sweeps` smoothing steps on level l for A x = b. post = 1 applies the
- * adjoint (backward GS) so a V(m,m) cycle is symmetric. x_zero = 1 means x
- * is zero on entry (skips the first residual SpMV). */
+ * adjoint (backward GS) so a V(m,m) cycle is symmetric. x_zero = 1: start
+ * from x = 0 whatever x holds (skips the first residual SpMV). */
 ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int sweeps, int post,
                        int x_zero);
 /* r = b - A_l x */
@@ -123,7 +152,8 @@ ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_
 
 /* ------------------------------------------------------------- cycle.c */
 /* One cycle (prm.cycle) for A x = b; x is the initial guess and the
- * result. x_zero = 1 when x is known to be zero (preconditioner use). */
+ * result. x_zero = 1: start from x = 0 whatever x holds (preconditioner
+ * use: z = M^-1 r). */
 ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero);
 
 /* ------------------------------------------------------- amg_precond.c */

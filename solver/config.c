@@ -7,6 +7,7 @@
  * defaults of params.c, so a config is never half-applied. */
 #include "params.h"
 #include "cli.h"
+#include "../amg/hierarchy.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -48,8 +49,20 @@ typedef struct choice {
     int alias;   /* 1: accepted spelling, not listed nor dumped */
 } choice;
 
-enum store { ST_NONE, ST_INT, ST_DOUBLE, ST_STRING, ST_ENUM_INT };
+enum store { ST_NONE, ST_INT, ST_DOUBLE, ST_STRING, ST_ENUM_INT, ST_ULL };
 enum { XG_NONE, XG_MATRIX, XG_RHS }; /* groups of mutually exclusive keys */
+
+/* When a key applies (checked after parsing; keys that do not apply are an
+ * error when given and are left out of the dump). AMG settings live in the
+ * preconditioner scope when AMG preconditions a Krylov method, and in the
+ * solver scope when AMG is the solver; both fill ks_precond_params.amg. */
+enum cond {
+    C_ALL,            /* always */
+    C_NOT_SOLVER_AMG, /* the preconditioner scope: not with "solver": "AMG" */
+    C_PC_PLAIN,       /* Jacobi's damping: preconditioner present and not AMG */
+    C_PC_AMG,         /* AMG keys of the preconditioner scope */
+    C_SOLVER_AMG      /* AMG keys of the solver scope */
+};
 
 typedef struct key_spec {
     const char *path;
@@ -62,10 +75,12 @@ typedef struct key_spec {
     size_t off, size;   /* destination inside cfg_params */
     const char *shorthand; /* KT_SCOPE: a string value means {shorthand: value} */
     int xgroup, xside;  /* setting one side removes the other (ks_config_set) */
+    int cond;           /* enum cond */
 } key_spec;
 
 static const choice solver_choices[] = {
-    {"PCG", 0, 0}, {"CG", 1, 0}, {"PBICGSTAB", 2, 0}, {"BICGSTAB", 3, 0}, {NULL, 0, 0}};
+    {"PCG", 0, 0}, {"CG", 1, 0}, {"PBICGSTAB", 2, 0}, {"BICGSTAB", 3, 0}, {"AMG", 4, 0},
+    {NULL, 0, 0}};
 static const choice conv_choices[] = {
     {"ABSOLUTE", KS_CONV_ABSOLUTE, 0},
     {"RELATIVE_INI", KS_CONV_RELATIVE_INI, 0},
@@ -75,8 +90,22 @@ static const choice conv_choices[] = {
 static const choice norm_choices[] = {
     {"L1", KS_NORM_L1, 0}, {"L2", KS_NORM_L2, 0}, {"LMAX", KS_NORM_LMAX, 0}, {NULL, 0, 0}};
 static const choice pc_choices[] = {
-    {"NOSOLVER", 0, 0}, {"JACOBI", 1, 0}, {"JACOBI_L1", 2, 0},
+    {"NOSOLVER", 0, 0}, {"JACOBI", 1, 0}, {"JACOBI_L1", 2, 0}, {"AMG", 3, 0},
     {"BLOCK_JACOBI", 1, 1}, /* scalar Jacobi: blocks of size 1 */
+    {NULL, 0, 0}};
+/* AMG (AmgX names and spellings). */
+static const choice algorithm_choices[] = {
+    {"CLASSICAL", 0, 0}, {"AGGREGATION", 1, 0}, {NULL, 0, 0}};
+static const choice selector_choices[] = {{"PMIS", 0, 0}, {"HMIS", 1, 0}, {NULL, 0, 0}};
+static const choice interp_choices[] = {{"D1", 0, 0}, {"D2", 1, 0}, {NULL, 0, 0}};
+static const choice smoother_choices[] = {
+    {"JACOBI", 0, 0}, {"JACOBI_L1", 1, 0}, {"CHEBYSHEV", 2, 0}, {"GS", 3, 0}, {"SGS", 4, 0},
+    {"BLOCK_JACOBI", 0, 1}, /* AmgX's usual smoother name; blocks of size 1 */
+    {"MULTICOLOR_GS", 3, 1}, {"MULTICOLOR_SGS", 4, 1}, /* AmgX's: hybrid GS here */
+    {NULL, 0, 0}};
+static const choice cycle_choices[] = {{"V", 0, 0}, {"W", 1, 0}, {"F", 2, 0}, {NULL, 0, 0}};
+static const choice coarse_choices[] = {
+    {"DENSE_LU", 0, 0}, {"DENSE_LU_SOLVER", 0, 1}, /* AmgX's name */
     {NULL, 0, 0}};
 static const choice backend_choices[] = {
     {"cpu", 0, 0}, {"cuda", 1, 0}, {"cpu,cuda", 2, 0}, {NULL, 0, 0}};
@@ -87,40 +116,88 @@ static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
 #define S_(m) offsetof(cfg_params, s.m), sizeof(((cfg_params *)0)->s.m)
 #define P_(m) offsetof(cfg_params, p.m), sizeof(((cfg_params *)0)->p.m)
 #define NOOFF 0, 0
+#define A_(m) offsetof(cfg_params, s.pc.amg.m), sizeof(((cfg_params *)0)->s.pc.amg.m)
+#define SM_(m) A_(smoother.m)
+
+/* The AMG keys below scope P, applying under condition C. */
+#define AMG_SPECS(P, C)                                                                        \
+    {P ".algorithm", KT_ENUM, 0, 0, 0, 0, NULL, algorithm_choices, ST_STRING, A_(algorithm),   \
+     NULL, 0, 0, C},                                                                           \
+    {P ".selector", KT_ENUM, 0, 0, 0, 0, NULL, selector_choices, ST_STRING, A_(selector), NULL, \
+     0, 0, C},                                                                                 \
+    {P ".interpolator", KT_ENUM, 0, 0, 0, 0, NULL, interp_choices, ST_STRING,                  \
+     A_(interpolator), NULL, 0, 0, C},                                                         \
+    {P ".strength_threshold", KT_NUM, 0, 1, 0, 0, NULL, NULL, ST_DOUBLE,                       \
+     A_(strength_threshold), NULL, 0, 0, C},                                                   \
+    {P ".max_row_sum", KT_NUM, 0, 1, 1, 0, NULL, NULL, ST_DOUBLE, A_(max_row_sum), NULL, 0, 0, \
+     C},                                                                                       \
+    {P ".interp_max_elements", KT_INT, 0, INT_MAX, 0, 0, NULL, NULL, ST_INT,                   \
+     A_(interp_max_elements), NULL, 0, 0, C},                                                  \
+    {P ".interp_truncation_factor", KT_NUM, 0, 1, 0, 1, NULL, NULL, ST_DOUBLE,                 \
+     A_(interp_truncation_factor), NULL, 0, 0, C},                                             \
+    {P ".aggressive_levels", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT,                         \
+     A_(aggressive_levels), NULL, 0, 0, C},                                                    \
+    {P ".smoother", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", 0, 0, C},      \
+    {P ".smoother.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C},  \
+    {P ".smoother.solver", KT_ENUM, 0, 0, 0, 0, NULL, smoother_choices, ST_STRING,             \
+     SM_(solver), NULL, 0, 0, C},                                                              \
+    {P ".smoother.relaxation_factor", KT_NUM, 0, 2, 0, 1, NULL, NULL, ST_DOUBLE,               \
+     SM_(relaxation_factor), NULL, 0, 0, C},                                                   \
+    {P ".smoother.chebyshev_degree", KT_INT, 1, 10, 0, 0, NULL, NULL, ST_INT,                  \
+     SM_(chebyshev_degree), NULL, 0, 0, C},                                                    \
+    {P ".smoother.chebyshev_lower", KT_NUM, 0, 1, 1, 1, NULL, NULL, ST_DOUBLE,                 \
+     SM_(chebyshev_lower), NULL, 0, 0, C},                                                     \
+    {P ".presweeps", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT, A_(presweeps), NULL, 0, 0,      \
+     C},                                                                                       \
+    {P ".postsweeps", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT, A_(postsweeps), NULL, 0,       \
+     0, C},                                                                                    \
+    {P ".cycle", KT_ENUM, 0, 0, 0, 0, NULL, cycle_choices, ST_STRING, A_(cycle), NULL, 0, 0,   \
+     C},                                                                                       \
+    {P ".max_levels", KT_INT, 1, 100, 0, 0, NULL, NULL, ST_INT, A_(max_levels), NULL, 0, 0,    \
+     C},                                                                                       \
+    {P ".min_coarse_rows", KT_INT, 1, INT_MAX, 0, 0, NULL, NULL, ST_INT, A_(min_coarse_rows),  \
+     NULL, 0, 0, C},                                                                           \
+    {P ".coarse_max_rows", KT_INT, 1, 8192, 0, 0, NULL, NULL, ST_INT, A_(coarse_max_rows),     \
+     NULL, 0, 0, C},                                                                           \
+    {P ".coarse_solver", KT_ENUM, 0, 0, 0, 0, NULL, coarse_choices, ST_STRING,                 \
+     A_(coarse_solver), NULL, 0, 0, C},                                                        \
+    {P ".seed", KT_INT, 0, INFINITY, 0, 0, NULL, NULL, ST_ULL, A_(seed), NULL, 0, 0, C},
 
 /* Order = dump order. Parents precede their children. */
 static const key_spec specs[] = {
-    {"config_version", KT_INT, 2, 2, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0},
-    {"solver", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0},
-    {"solver.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0},
-    {"solver.solver", KT_ENUM, 0, 0, 0, 0, NULL, solver_choices, ST_STRING, S_(solver), NULL, 0, 0},
-    {"solver.max_iters", KT_INT, 1, INT_MAX, 0, 0, NULL, NULL, ST_INT, S_(max_iters), NULL, 0, 0},
-    {"solver.tolerance", KT_NUM, 0, INFINITY, 0, 1, NULL, NULL, ST_DOUBLE, S_(tolerance), NULL, 0, 0},
-    {"solver.convergence", KT_ENUM, 0, 0, 0, 0, NULL, conv_choices, ST_ENUM_INT, S_(convergence), NULL, 0, 0},
-    {"solver.norm", KT_ENUM, 0, 0, 0, 0, NULL, norm_choices, ST_ENUM_INT, S_(norm), NULL, 0, 0},
-    {"solver.monitor_residual", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(monitor_residual), NULL, 0, 0},
-    {"solver.print_solve_stats", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(print_solve_stats), NULL, 0, 0},
-    {"solver.store_res_history", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(store_res_history), NULL, 0, 0},
-    {"solver.divergence_factor", KT_NUM, 1, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, S_(divergence_factor), NULL, 0, 0},
-    {"solver.preconditioner", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", 0, 0},
-    {"solver.preconditioner.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0},
-    {"solver.preconditioner.solver", KT_ENUM, 0, 0, 0, 0, NULL, pc_choices, ST_STRING, S_(pc.solver), NULL, 0, 0},
-    {"solver.preconditioner.relaxation_factor", KT_NUM, 0, 2, 1, 0, NULL, NULL, ST_DOUBLE, S_(pc.relaxation_factor), NULL, 0, 0},
-    {"backend", KT_ENUM, 0, 0, 0, 0, NULL, backend_choices, ST_STRING, P_(backend), NULL, 0, 0},
-    {"spmv_format", KT_STR, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(spmv_format), NULL, 0, 0},
-    {"spmv", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0},
-    {"spmv.threads_per_row", KT_INT, 0, 32, 0, 0, tpr_set, NULL, ST_INT, P_(spmv.threads_per_row), NULL, 0, 0},
-    {"matrix", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0},
-    {"matrix.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(matrix_file), NULL, XG_MATRIX, 0},
-    {"matrix.generator", KT_GEN, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, XG_MATRIX, 1},
-    {"matrix.n", KT_GRID, 1, INT_MAX, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, XG_MATRIX, 1},
-    {"matrix.coefficients", KT_VEC3, 0, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, P_(gen.cx), NULL, XG_MATRIX, 1},
-    {"matrix.velocity", KT_VEC3, -INFINITY, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, P_(gen.vx), NULL, XG_MATRIX, 1},
-    {"rhs", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0},
-    {"rhs.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(rhs_file), NULL, XG_RHS, 0},
-    {"rhs.type", KT_ENUM, 0, 0, 0, 0, NULL, rhs_choices, ST_STRING, P_(rhs_kind), NULL, XG_RHS, 1},
-    {"solution", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0},
-    {"solution.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(solution_file), NULL, 0, 0},
+    {"config_version", KT_INT, 2, 2, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
+    {"solver", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
+    {"solver.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
+    {"solver.solver", KT_ENUM, 0, 0, 0, 0, NULL, solver_choices, ST_STRING, S_(solver), NULL, 0, 0, C_ALL},
+    {"solver.max_iters", KT_INT, 1, INT_MAX, 0, 0, NULL, NULL, ST_INT, S_(max_iters), NULL, 0, 0, C_ALL},
+    {"solver.tolerance", KT_NUM, 0, INFINITY, 0, 1, NULL, NULL, ST_DOUBLE, S_(tolerance), NULL, 0, 0, C_ALL},
+    {"solver.convergence", KT_ENUM, 0, 0, 0, 0, NULL, conv_choices, ST_ENUM_INT, S_(convergence), NULL, 0, 0, C_ALL},
+    {"solver.norm", KT_ENUM, 0, 0, 0, 0, NULL, norm_choices, ST_ENUM_INT, S_(norm), NULL, 0, 0, C_ALL},
+    {"solver.monitor_residual", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(monitor_residual), NULL, 0, 0, C_ALL},
+    {"solver.print_solve_stats", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(print_solve_stats), NULL, 0, 0, C_ALL},
+    {"solver.store_res_history", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(store_res_history), NULL, 0, 0, C_ALL},
+    {"solver.divergence_factor", KT_NUM, 1, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, S_(divergence_factor), NULL, 0, 0, C_ALL},
+    {"solver.preconditioner", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", 0, 0, C_NOT_SOLVER_AMG},
+    {"solver.preconditioner.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_NOT_SOLVER_AMG},
+    {"solver.preconditioner.solver", KT_ENUM, 0, 0, 0, 0, NULL, pc_choices, ST_STRING, S_(pc.solver), NULL, 0, 0, C_NOT_SOLVER_AMG},
+    {"solver.preconditioner.relaxation_factor", KT_NUM, 0, 2, 1, 0, NULL, NULL, ST_DOUBLE, S_(pc.relaxation_factor), NULL, 0, 0, C_PC_PLAIN},
+    AMG_SPECS("solver.preconditioner", C_PC_AMG)
+    AMG_SPECS("solver", C_SOLVER_AMG)
+    {"backend", KT_ENUM, 0, 0, 0, 0, NULL, backend_choices, ST_STRING, P_(backend), NULL, 0, 0, C_ALL},
+    {"spmv_format", KT_STR, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(spmv_format), NULL, 0, 0, C_ALL},
+    {"spmv", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
+    {"spmv.threads_per_row", KT_INT, 0, 32, 0, 0, tpr_set, NULL, ST_INT, P_(spmv.threads_per_row), NULL, 0, 0, C_ALL},
+    {"matrix", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
+    {"matrix.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(matrix_file), NULL, XG_MATRIX, 0, C_ALL},
+    {"matrix.generator", KT_GEN, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, XG_MATRIX, 1, C_ALL},
+    {"matrix.n", KT_GRID, 1, INT_MAX, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, XG_MATRIX, 1, C_ALL},
+    {"matrix.coefficients", KT_VEC3, 0, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, P_(gen.cx), NULL, XG_MATRIX, 1, C_ALL},
+    {"matrix.velocity", KT_VEC3, -INFINITY, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, P_(gen.vx), NULL, XG_MATRIX, 1, C_ALL},
+    {"rhs", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
+    {"rhs.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(rhs_file), NULL, XG_RHS, 0, C_ALL},
+    {"rhs.type", KT_ENUM, 0, 0, 0, 0, NULL, rhs_choices, ST_STRING, P_(rhs_kind), NULL, XG_RHS, 1, C_ALL},
+    {"solution", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
+    {"solution.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(solution_file), NULL, 0, 0, C_ALL},
 };
 #define NSPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -365,8 +442,12 @@ static ks_error apply_leaf(parse_ctx *c, const key_spec *k, const char *path, co
     case KT_INT: {
         json_int_t x;
         KS_TRY(check_int(k, path, v, &x));
-        if (k->store == ST_INT)
+        if (k->store == ST_INT) {
             store_int(c, k, (int)x);
+        } else if (k->store == ST_ULL) {
+            unsigned long long u = (unsigned long long)x; /* x >= 0 checked */
+            memcpy((char *)&c->prm + k->off, &u, sizeof u);
+        }
         return KS_OK;
     }
     case KT_NUM: {
@@ -506,6 +587,72 @@ static int present(const parse_ctx *c, const char *path) { return c->present[spe
 
 static int gen_is_2d(ks_gen_kind k) { return k == KS_GEN_POISSON2D_5 || k == KS_GEN_POISSON2D_9; }
 
+/* Default strength threshold of AGGREGATION (see cross_check). */
+#define KS_AGGREGATION_THETA 0.0
+
+static int solver_is_amg(const ks_solver_params *s) { return strcmp(s->solver, "AMG") == 0; }
+
+static int cond_holds(const ks_solver_params *s, int cond)
+{
+    int samg = solver_is_amg(s);
+    int pcamg = !samg && strcmp(s->pc.solver, "AMG") == 0;
+    switch (cond) {
+    case C_NOT_SOLVER_AMG: return !samg;
+    case C_PC_PLAIN: return !samg && !pcamg;
+    case C_PC_AMG: return pcamg;
+    case C_SOLVER_AMG: return samg;
+    default: return 1;
+    }
+}
+
+/* A key that was given but does not apply to the chosen method. */
+static ks_error cond_error(const ks_solver_params *s, const key_spec *k)
+{
+    switch (k->cond) {
+    case C_NOT_SOLVER_AMG:
+        return ks_seterr(KS_ERR_CONFIG,
+                         "%s: the AMG solver takes no preconditioner (its AMG settings, e.g. "
+                         "'smoother', go directly in the solver scope)",
+                         k->path);
+    case C_PC_PLAIN:
+        return ks_seterr(KS_ERR_CONFIG,
+                         "%s: not used by AMG (the smoother's damping is "
+                         "solver.preconditioner.smoother.relaxation_factor)",
+                         k->path);
+    case C_PC_AMG:
+        return ks_seterr(KS_ERR_CONFIG,
+                         "%s: an AMG setting, but solver.preconditioner.solver is %s (set it to "
+                         "AMG, or remove the key)",
+                         k->path, s->pc.solver);
+    case C_SOLVER_AMG:
+        return ks_seterr(KS_ERR_CONFIG,
+                         "%s: an AMG setting, but solver.solver is %s (for AMG as the "
+                         "preconditioner put it in solver.preconditioner; for AMG alone set "
+                         "solver.solver to AMG)",
+                         k->path, s->solver);
+    default:
+        return ks_seterr(KS_ERR_CONFIG, "%s: internal schema error", k->path);
+    }
+}
+
+/* Rules between AMG keys; scope is where they were given. */
+static ks_error check_amg(const ks_amg_params *a, const char *scope)
+{
+    if (a->presweeps == 0 && a->postsweeps == 0)
+        return ks_seterr(KS_ERR_CONFIG,
+                         "%s: presweeps and postsweeps are both 0: the cycle would not smooth",
+                         scope);
+    if (a->aggressive_levels > 0 && strcmp(a->algorithm, "AGGREGATION") == 0)
+        return ks_seterr(KS_ERR_CONFIG,
+                         "%s.aggressive_levels: aggressive coarsening applies to the CLASSICAL "
+                         "algorithm only (got %d with AGGREGATION, which coarsens aggressively "
+                         "already)",
+                         scope, a->aggressive_levels);
+    /* Whatever the table lets through, the hierarchy's own check must
+     * accept too, so a config that loads never fails at setup on a value. */
+    return ks_amg_params_check(a, scope);
+}
+
 /* Rules that involve more than one key. */
 static ks_error cross_check(parse_ctx *c)
 {
@@ -517,7 +664,24 @@ static ks_error cross_check(parse_ctx *c)
         if (present(c, "solver.preconditioner.solver") && strcmp(s->pc.solver, "NOSOLVER") != 0)
             return ks_seterr(KS_ERR_CONFIG, "solver.preconditioner: %s is unpreconditioned; use %s",
                              s->solver, strcmp(s->solver, "CG") == 0 ? "PCG" : "PBICGSTAB");
-        strcpy(s->pc.solver, "NOSOLVER"); /* the default JACOBI does not apply */
+        strcpy(s->pc.solver, "NOSOLVER"); /* the default AMG does not apply */
+    }
+    if (solver_is_amg(s))
+        strcpy(s->pc.solver, "AMG"); /* standalone AMG: its settings are pc.amg */
+    for (int i = 0; i < NSPECS; i++)
+        if (c->present[i] && !cond_holds(s, specs[i].cond))
+            return cond_error(s, &specs[i]);
+    if (solver_is_amg(s) || strcmp(s->pc.solver, "AMG") == 0) {
+        const char *scope = solver_is_amg(s) ? "solver" : "solver.preconditioner";
+        char path[64];
+        snprintf(path, sizeof path, "%s.strength_threshold", scope);
+        /* Aggregation's symmetric measure |a_ij| / sqrt(a_ii a_jj) is 1/6
+         * for the 7-point Laplacian and 1/26 for the 27-point one: the
+         * classical default 0.25 would leave every point unconnected, so
+         * aggregation defaults to 0 (every connection strong, like PyAMG). */
+        if (strcmp(s->pc.amg.algorithm, "AGGREGATION") == 0 && !present(c, path))
+            s->pc.amg.strength_threshold = KS_AGGREGATION_THETA;
+        KS_TRY(check_amg(&s->pc.amg, scope));
     }
 
     if (present(c, "matrix.file")) {
@@ -824,6 +988,11 @@ static json_t *dump_value(const cfg_params *prm, const key_spec *k)
     int gen = !p->matrix_file[0];
     switch (k->type) {
     case KT_INT:
+        if (k->store == ST_ULL) {
+            unsigned long long u;
+            memcpy(&u, base, sizeof u);
+            return json_integer((json_int_t)u);
+        }
         if (k->store != ST_INT)
             return strcmp(k->path, "config_version") == 0 ? json_integer(2) : NULL;
         /* fallthrough */
@@ -884,6 +1053,8 @@ char *ks_config_dump(const ks_config *cfg)
     json_t *root = json_object();
     int ok = root != NULL;
     for (int i = 0; i < NSPECS && ok; i++) {
+        if (!cond_holds(&cfg->prm.s, specs[i].cond))
+            continue; /* e.g. AMG settings when AMG is not selected */
         json_t *v = dump_value(&cfg->prm, &specs[i]);
         if (v)
             ok = tree_set(root, specs[i].path, v) == KS_OK;

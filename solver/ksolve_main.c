@@ -7,6 +7,7 @@
  * Exit status: 0 every run converged, 1 a run did not converge, 2 usage,
  * input or runtime error (message on stderr). */
 #include "cli.h"
+#include "cli_setup.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -125,10 +126,10 @@ static int split_backends(const char *list, char names[MAX_RUNS][16])
 }
 
 /* One backend's run: matrix in the configured format, solver, solve from
- * x0 = 0. x_out (may be NULL) receives the solution. Frees everything on
- * every path. */
+ * x0 = 0. x_out (may be NULL) receives the solution; su what the setup
+ * built (AMG grid table). Frees everything on every path but su. */
 static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *A,
-                            const double *b, double *x_out, ks_run_result *r)
+                            const double *b, double *x_out, ks_run_result *r, ks_run_setup *su)
 {
     const ks_problem_params *pp = ks_config_problem_params(cfg);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
@@ -153,6 +154,8 @@ static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *
         snprintf(r->precond, sizeof r->precond, "%s", ks_solver_preconditioner_name(s));
         e = ks_solver_setup(s, M);
     }
+    if (e == KS_OK)
+        e = ks_run_setup_capture(s, su);
     if (e == KS_OK)
         e = ks_vec_create(be, A->nrows, &bv);
     if (e == KS_OK)
@@ -202,14 +205,17 @@ typedef struct ks_cli_state {
     ks_csr A;
     double *b, *x;
     ks_run_result runs[MAX_RUNS];
+    ks_run_setup setups[MAX_RUNS];
     int nruns;
     ks_problem_info pi;
 } ks_cli_state;
 
 static void state_free(ks_cli_state *st)
 {
-    for (int i = 0; i < st->nruns; i++)
+    for (int i = 0; i < st->nruns; i++) {
         free(st->runs[i].history);
+        ks_run_setup_free(&st->setups[i]);
+    }
     for (int i = 0; i < st->nbe; i++)
         ks_backend_destroy(st->be[i]);
     ks_csr_free(&st->A);
@@ -275,17 +281,18 @@ static int run(int argc, char **argv, ks_cli_state *st)
         st->nruns = i + 1;
         /* The solution written is the first backend's. */
         if (run_backend(st->be[i], st->cfg, &st->A, st->b, i == 0 ? st->x : NULL,
-                        &st->runs[i]) != KS_OK)
+                        &st->runs[i], &st->setups[i]) != KS_OK)
             return fail();
     }
-    ks_report_print(stdout, &st->pi, sp, st->runs, st->nruns);
+    ks_report_print_setup(stdout, &st->pi, sp, st->runs, st->setups, st->nruns);
     if (pp->solution_file[0]) {
         if (ks_mm_write_vector(pp->solution_file, st->x, st->A.nrows) != KS_OK)
             return fail();
         printf("  solution (%s) written to %s\n", st->runs[0].backend, pp->solution_file);
     }
     if (a->json_file) {
-        if (ks_report_write_json(a->json_file, &st->pi, sp, st->runs, st->nruns) != KS_OK)
+        if (ks_report_write_json_setup(a->json_file, &st->pi, sp, st->runs, st->setups,
+                                       st->nruns) != KS_OK)
             return fail();
         printf("  statistics written to %s\n", a->json_file);
     }

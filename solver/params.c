@@ -15,7 +15,8 @@ void ks_solver_params_default(ks_solver_params *p)
     p->print_solve_stats = 0;
     p->store_res_history = 1;
     p->divergence_factor = 1e10;
-    strcpy(p->pc.solver, "JACOBI");
+    /* The default problem of ksolve is PCG + classical AMG. */
+    strcpy(p->pc.solver, "AMG");
     p->pc.relaxation_factor = 1.0;
     ks_amg_params_default(&p->pc.amg);
 }
@@ -31,7 +32,7 @@ void ks_amg_params_default(ks_amg_params *p)
     p->interp_max_elements = 4;
     p->interp_truncation_factor = 0.0;
     p->aggressive_levels = 0;
-    strcpy(p->smoother.solver, "JACOBI_L1");
+    strcpy(p->smoother.solver, "CHEBYSHEV");
     p->smoother.relaxation_factor = 1.0;
     p->smoother.chebyshev_degree = 2;
     p->smoother.chebyshev_lower = 0.3;
@@ -52,7 +53,8 @@ void ks_problem_params_default(ks_problem_params *p)
     strcpy(p->spmv_format, "auto");
     ks_gen_params_default(&p->gen);
     /* The embedded default problem: 3D Poisson 7-point, 64^3 (262,144 rows),
-     * which finishes in seconds with PCG + Jacobi on either backend. */
+     * which finishes in seconds with PCG + AMG (or PCG + Jacobi) on either
+     * backend. */
     p->gen.kind = KS_GEN_POISSON3D_7;
     p->gen.nx = p->gen.ny = p->gen.nz = 64;
     strcpy(p->rhs_kind, "A_ones");

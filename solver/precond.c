@@ -1,5 +1,6 @@
 /* Preconditioner factory and the identity preconditioner. */
 #include "krylov.h"
+#include "../amg/hierarchy.h"
 
 #include <math.h>
 #include <string.h>
@@ -35,6 +36,7 @@ static const struct {
     {"JACOBI", &ks_precond_jacobi_ops},
     {"BLOCK_JACOBI", &ks_precond_jacobi_ops}, /* AmgX's name; blocks of 1 here */
     {"JACOBI_L1", &ks_precond_jacobi_l1_ops},
+    {"AMG", &ks_precond_amg_ops},
 };
 
 ks_error ks_precond_create(ks_backend *be, const ks_precond_params *prm, ks_precond **pc)
@@ -51,13 +53,15 @@ ks_error ks_precond_create(ks_backend *be, const ks_precond_params *prm, ks_prec
     if (!ops)
         return ks_seterr(KS_ERR_CONFIG,
                          "preconditioner.solver: unknown preconditioner '%s' (expected NOSOLVER, "
-                         "JACOBI, BLOCK_JACOBI, JACOBI_L1)",
+                         "JACOBI, BLOCK_JACOBI, JACOBI_L1, AMG)",
                          prm->solver);
     if (ops != &ks_precond_identity_ops &&
         (!(prm->relaxation_factor > 0.0) || !isfinite(prm->relaxation_factor)))
         return ks_seterr(KS_ERR_CONFIG,
                          "preconditioner.relaxation_factor: %g is not a positive finite number",
                          prm->relaxation_factor);
+    if (ops == &ks_precond_amg_ops)
+        KS_TRY(ks_amg_params_check(&prm->amg, "solver.preconditioner"));
     ks_precond *p = ks_calloc(1, sizeof *p, "preconditioner");
     if (!p)
         return KS_ERR_MEMORY;

@@ -1,9 +1,13 @@
 /* The ksolve report: an aligned table with one column per backend (and the
  * GPU/CPU speedups when both ran), and the same data as JSON for scripts. */
 #include "cli.h"
+#include "cli_setup.h"
+#include "solver_impl.h"
+#include "../amg/hierarchy.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define LABEL_W 26
@@ -60,6 +64,125 @@ static const char *fmt_bytes(char *buf, size_t len, double b)
     return buf;
 }
 
+static void row_label(FILE *out, const char *label) { fprintf(out, "  %-*s", LABEL_W, label); }
+
+/* ------------------------------------------------------ setup capture */
+ks_error ks_run_setup_capture(const ks_solver *s, ks_run_setup *su)
+{
+    memset(su, 0, sizeof *su);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return ks_seterr(KS_ERR_MEMORY, "cannot capture the setup summary (open_memstream)");
+    ks_solver_print_setup(s, f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return ks_seterr(KS_ERR_MEMORY, "cannot capture the setup summary");
+    }
+    su->text = buf;
+    const ks_amg *amg = s ? ks_precond_amg(s->pc) : NULL;
+    if (!amg)
+        return KS_OK;
+    su->level_rows = ks_malloc((size_t)amg->nlevels * sizeof *su->level_rows, "AMG level sizes");
+    su->level_nnz = ks_malloc((size_t)amg->nlevels * sizeof *su->level_nnz, "AMG level sizes");
+    if (!su->level_rows || !su->level_nnz) {
+        ks_run_setup_free(su);
+        return KS_ERR_MEMORY;
+    }
+    su->amg_levels = amg->nlevels;
+    for (int l = 0; l < amg->nlevels; l++) {
+        su->level_rows[l] = amg->levels[l].A.nrows;
+        su->level_nnz[l] = amg->levels[l].A.nnz;
+    }
+    su->grid_complexity = amg->grid_complexity;
+    su->operator_complexity = amg->operator_complexity;
+    for (int k = 0; k < KS_AMG_NPHASES && k < KS_RUN_SETUP_PHASES; k++) {
+        su->phase_name[k] = ks_amg_phase_names[k];
+        su->phase_seconds[k] = amg->phase_seconds[k];
+        su->nphases = k + 1;
+    }
+    return KS_OK;
+}
+
+void ks_run_setup_free(ks_run_setup *su)
+{
+    if (!su)
+        return;
+    free(su->text);
+    free(su->level_rows);
+    free(su->level_nnz);
+    memset(su, 0, sizeof *su);
+}
+
+int ks_run_setup_same_hierarchy(const ks_run_setup *a, const ks_run_setup *b)
+{
+    if (a->amg_levels == 0 || a->amg_levels != b->amg_levels)
+        return 0;
+    for (int l = 0; l < a->amg_levels; l++)
+        if (a->level_rows[l] != b->level_rows[l] || a->level_nnz[l] != b->level_nnz[l])
+            return 0;
+    return 1;
+}
+
+static int have_amg(const ks_run_setup *setups, int nruns)
+{
+    for (int i = 0; setups && i < nruns; i++)
+        if (setups[i].amg_levels > 0)
+            return 1;
+    return 0;
+}
+
+/* The setup summary of each run, indented under a title; a second run
+ * that built the same hierarchy gets one line instead of a second table. */
+static void print_setups(FILE *out, const ks_run_result *runs, const ks_run_setup *setups,
+                         int nruns)
+{
+    for (int i = 0; setups && i < nruns; i++) {
+        const ks_run_setup *su = &setups[i];
+        if (!su->text || !su->text[0])
+            continue;
+        if (i > 0 && ks_run_setup_same_hierarchy(&setups[0], su)) {
+            fprintf(out,
+                    "\n  setup on %s: the same hierarchy as on %s (%d levels, operator complexity "
+                    "%.3f, grid complexity %.3f); times below\n",
+                    runs[i].backend, runs[0].backend, su->amg_levels, su->operator_complexity,
+                    su->grid_complexity);
+            continue;
+        }
+        fprintf(out, "\n  setup on %s:\n", runs[i].backend);
+        for (const char *line = su->text; *line;) {
+            size_t n = strcspn(line, "\n");
+            fprintf(out, "    %.*s\n", (int)n, line);
+            line += n;
+            if (*line == '\n')
+                line++;
+        }
+    }
+}
+
+/* The AMG settings in two lines of the header. */
+static void print_amg_params(FILE *out, const ks_amg_params *a)
+{
+    row_label(out, "amg");
+    if (strcmp(a->algorithm, "AGGREGATION") == 0)
+        fprintf(out, "AGGREGATION, strength threshold %g\n", a->strength_threshold);
+    else
+        fprintf(out, "CLASSICAL, %s, %s interpolation, strength threshold %g, max_row_sum %g, "
+                     "interp_max_elements %d\n",
+                a->selector, a->interpolator, a->strength_threshold, a->max_row_sum,
+                a->interp_max_elements);
+    row_label(out, "amg cycle");
+    fprintf(out, "%s(%d,%d), smoother %s", a->cycle, a->presweeps, a->postsweeps,
+            a->smoother.solver);
+    if (strcmp(a->smoother.solver, "CHEBYSHEV") == 0)
+        fprintf(out, " degree %d", a->smoother.chebyshev_degree);
+    else if (a->smoother.relaxation_factor > 0.0)
+        fprintf(out, " (relaxation %g)", a->smoother.relaxation_factor);
+    fprintf(out, ", coarsest level %s up to %d rows, max_levels %d\n", a->coarse_solver,
+            a->coarse_max_rows, a->max_levels);
+}
+
 static double setup_total(const ks_run_result *r)
 {
     return r->format_setup_seconds + r->stats.setup_seconds;
@@ -70,7 +193,6 @@ static double per_iter(const ks_run_result *r)
     return r->stats.iterations > 0 ? r->stats.solve_seconds / r->stats.iterations : NAN;
 }
 
-static void row_label(FILE *out, const char *label) { fprintf(out, "  %-*s", LABEL_W, label); }
 
 /* Seconds with a unit that keeps 3-4 significant digits. */
 static const char *fmt_time(char *buf, size_t len, double t)
@@ -167,6 +289,30 @@ static double t_total(const ks_run_result *r) { return r->total_seconds; }
 void ks_report_print(FILE *out, const ks_problem_info *pi, const ks_solver_params *sp,
                      const ks_run_result *runs, int nruns)
 {
+    ks_report_print_setup(out, pi, sp, runs, NULL, nruns);
+}
+
+/* A table row from the setups (AMG numbers); "-" where a run has none. */
+static void row_setup(FILE *out, const char *label, const ks_run_setup *setups, int nruns,
+                      int what)
+{
+    char cells[MAX_COLS][160];
+    for (int i = 0; i < nruns && i < MAX_COLS; i++) {
+        const ks_run_setup *su = &setups[i];
+        if (su->amg_levels == 0)
+            snprintf(cells[i], sizeof cells[i], "-");
+        else if (what == 0)
+            snprintf(cells[i], sizeof cells[i], "%d", su->amg_levels);
+        else
+            snprintf(cells[i], sizeof cells[i], "%.3f",
+                     what == 1 ? su->operator_complexity : su->grid_complexity);
+    }
+    row_cells(out, label, cells, nruns < MAX_COLS ? nruns : MAX_COLS, NULL);
+}
+
+void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver_params *sp,
+                           const ks_run_result *runs, const ks_run_setup *setups, int nruns)
+{
     char a[64], b[64];
     int cpu = -1, gpu = -1;
     for (int i = 0; i < nruns; i++) {
@@ -198,9 +344,14 @@ void ks_report_print(FILE *out, const ks_problem_info *pi, const ks_solver_param
     row_label(out, "initial guess");
     fprintf(out, "x0 = 0\n");
     row_label(out, "solver");
-    fprintf(out, "%s + %s\n", nruns > 0 ? runs[0].solver : sp->solver,
-            nruns > 0 ? runs[0].precond : sp->pc.solver);
-    if (strcmp(sp->pc.solver, "NOSOLVER") != 0) {
+    const char *method = nruns > 0 ? runs[0].solver : sp->solver;
+    if (strcmp(method, "AMG") == 0)
+        fprintf(out, "AMG (one cycle per iteration, no Krylov method)\n");
+    else
+        fprintf(out, "%s + %s\n", method, nruns > 0 ? runs[0].precond : sp->pc.solver);
+    if (strcmp(sp->pc.solver, "AMG") == 0) {
+        print_amg_params(out, &sp->pc.amg);
+    } else if (strcmp(sp->pc.solver, "NOSOLVER") != 0) {
         row_label(out, "relaxation factor");
         fprintf(out, "%g\n", sp->pc.relaxation_factor);
     }
@@ -213,6 +364,7 @@ void ks_report_print(FILE *out, const ks_problem_info *pi, const ks_solver_param
         row_label(out, b);
         fprintf(out, "%s\n", runs[i].backend_desc);
     }
+    print_setups(out, runs, setups, nruns);
 
     fputc('\n', out);
     char head[MAX_COLS][160];
@@ -225,6 +377,11 @@ void ks_report_print(FILE *out, const ks_problem_info *pi, const ks_solver_param
     row_time(out, "spmv format setup", runs, nruns, t_format, -1, -1);
     row_time(out, "solver setup", runs, nruns, t_psetup, -1, -1);
     row_time(out, "setup", runs, nruns, setup_total, cpu, gpu);
+    if (have_amg(setups, nruns)) {
+        row_setup(out, "amg levels", setups, nruns, 0);
+        row_setup(out, "operator complexity", setups, nruns, 1);
+        row_setup(out, "grid complexity", setups, nruns, 2);
+    }
     row_time(out, "solve", runs, nruns, t_solve, cpu, gpu);
     row_time(out, "total", runs, nruns, t_total, cpu, gpu);
     row_text(out, "iterations", runs, nruns, g_iters);
@@ -277,12 +434,62 @@ static json_t *run_json(const ks_run_result *r)
                      jnum(per_iter(r)), "history", hist ? hist : json_null());
 }
 
+/* The AMG settings, as in the config. */
+static json_t *amg_params_json(const ks_amg_params *a)
+{
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:o, s:i, s:{s:s, s:o, s:i, s:o}, s:i, s:i, "
+                     "s:s, s:i, s:i, s:i, s:s, s:I}",
+                     "algorithm", a->algorithm, "selector", a->selector, "interpolator",
+                     a->interpolator, "strength_threshold", jnum(a->strength_threshold),
+                     "max_row_sum", jnum(a->max_row_sum), "interp_max_elements",
+                     a->interp_max_elements, "interp_truncation_factor",
+                     jnum(a->interp_truncation_factor), "aggressive_levels", a->aggressive_levels,
+                     "smoother", "solver", a->smoother.solver, "relaxation_factor",
+                     jnum(a->smoother.relaxation_factor), "chebyshev_degree",
+                     a->smoother.chebyshev_degree, "chebyshev_lower",
+                     jnum(a->smoother.chebyshev_lower), "presweeps", a->presweeps, "postsweeps",
+                     a->postsweeps, "cycle", a->cycle, "max_levels", a->max_levels,
+                     "min_coarse_rows", a->min_coarse_rows, "coarse_max_rows", a->coarse_max_rows,
+                     "coarse_solver", a->coarse_solver, "seed", (json_int_t)a->seed);
+}
+
+/* A run's hierarchy: sizes per level, complexities, setup time per phase. */
+static json_t *amg_setup_json(const ks_run_setup *su)
+{
+    json_t *rows = json_array(), *nnz = json_array(), *phases = json_object();
+    for (int l = 0; rows && nnz && l < su->amg_levels; l++) {
+        json_array_append_new(rows, json_integer(su->level_rows[l]));
+        json_array_append_new(nnz, json_integer((json_int_t)su->level_nnz[l]));
+    }
+    for (int k = 0; phases && k < su->nphases; k++)
+        json_object_set_new(phases, su->phase_name[k], jnum(su->phase_seconds[k]));
+    return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "levels", su->amg_levels,
+                     "operator_complexity", jnum(su->operator_complexity), "grid_complexity",
+                     jnum(su->grid_complexity), "level_rows", rows ? rows : json_null(),
+                     "level_nnz", nnz ? nnz : json_null(), "setup_phase_seconds",
+                     phases ? phases : json_null());
+}
+
 ks_error ks_report_write_json(const char *path, const ks_problem_info *pi,
                               const ks_solver_params *sp, const ks_run_result *runs, int nruns)
 {
+    return ks_report_write_json_setup(path, pi, sp, runs, NULL, nruns);
+}
+
+ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
+                                    const ks_solver_params *sp, const ks_run_result *runs,
+                                    const ks_run_setup *setups, int nruns)
+{
     json_t *jruns = json_array();
-    for (int i = 0; jruns && i < nruns; i++)
-        json_array_append_new(jruns, run_json(&runs[i]));
+    for (int i = 0; jruns && i < nruns; i++) {
+        json_t *r = run_json(&runs[i]);
+        const ks_run_setup *su = setups ? &setups[i] : NULL;
+        if (r && su && su->text && su->text[0])
+            json_object_set_new(r, "setup_summary", json_string(su->text));
+        if (r && su && su->amg_levels > 0)
+            json_object_set_new(r, "amg", amg_setup_json(su));
+        json_array_append_new(jruns, r);
+    }
     json_t *root = json_pack(
         "{s:s, s:{s:s, s:s, s:I, s:I, s:I, s:I, s:o}, s:{s:s, s:s, s:o, s:i, s:o, s:s, s:s}, "
         "s:o}",
@@ -296,6 +503,8 @@ ks_error ks_report_write_json(const char *path, const ks_problem_info *pi,
         jruns ? jruns : json_null());
     if (!root)
         return ks_seterr(KS_ERR_MEMORY, "out of memory building the JSON statistics");
+    if (strcmp(sp->pc.solver, "AMG") == 0)
+        json_object_set_new(json_object_get(root, "solver"), "amg", amg_params_json(&sp->pc.amg));
     int cpu = -1, gpu = -1;
     for (int i = 0; i < nruns; i++) {
         if (strcmp(runs[i].backend, "cpu") == 0)

@@ -4,11 +4,43 @@
  * of the method's recurrence. */
 #include "krylov.h"
 #include "solver_create.h"
+#include "../amg/hierarchy.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+/* Standalone AMG: the stationary iteration x += M (b - A x) with M one AMG
+ * cycle, under the same convergence rules, history and monitor as the Krylov
+ * methods. Each iteration is one residual SpMV (which also gives the norm
+ * the criterion needs) and one cycle from zero, whose first smoothing step
+ * then needs no SpMV. */
+enum { AMG_R, AMG_Z, AMG_NWORK };
+
+static ks_error amg_stationary_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
+{
+    ks_vec *r = s->work[AMG_R], *z = s->work[AMG_Z];
+    double rnorm;
+    int stop;
+    KS_TRY(ks_krylov_residual(s, b, x, r));
+    KS_TRY(ks_krylov_start(s, b, x, r, &rnorm, &stop));
+    for (int it = 1; !stop; it++) {
+        KS_TRY(s->pc->ops->apply(s->pc, r, z));
+        KS_TRY(ks_vec_axpy(1.0, z, x));
+        KS_TRY(ks_krylov_residual(s, b, x, r));
+        KS_TRY(ks_krylov_norm(s, r, &rnorm));
+        KS_TRY(ks_krylov_check(s, it, rnorm, &stop));
+    }
+    return KS_OK;
+}
+
+static const ks_krylov_ops amg_stationary_ops = {
+    .name = "AMG",
+    .preconditioned = 1,
+    .work_vectors = AMG_NWORK,
+    .solve = amg_stationary_solve,
+};
 
 static const struct {
     const char *name;
@@ -19,6 +51,7 @@ static const struct {
     {"CG", &ks_krylov_cg_ops, 0},
     {"PBICGSTAB", &ks_krylov_bicgstab_ops, 1},
     {"BICGSTAB", &ks_krylov_bicgstab_ops, 0},
+    {"AMG", &amg_stationary_ops, 1},
 };
 
 const char *ks_solve_status_name(ks_solve_status st)
@@ -68,7 +101,7 @@ ks_error ks_solver_create_params(ks_backend *be, const ks_solver_params *prm, ks
     if (k < 0)
         return ks_seterr(KS_ERR_CONFIG,
                          "solver.solver: unknown solver '%s' (expected PCG, CG, PBICGSTAB, "
-                         "BICGSTAB)",
+                         "BICGSTAB, AMG)",
                          prm->solver);
     /* config.c validates these for JSON input; params built in code (tests,
      * benchmarks, embedding) get the same checks here. */
@@ -97,6 +130,16 @@ ks_error ks_solver_create_params(ks_backend *be, const ks_solver_params *prm, ks
     snprintf(s->prm.solver, sizeof s->prm.solver, "%s", solver_table[k].name);
     if (!solver_table[k].preconditioned)
         snprintf(s->prm.pc.solver, sizeof s->prm.pc.solver, "NOSOLVER");
+    if (solver_table[k].ops == &amg_stationary_ops) {
+        /* Solver "AMG": the AMG keys sit in the solver scope (config.c
+         * stores them in pc.amg); the cycle is the "preconditioner". */
+        snprintf(s->prm.pc.solver, sizeof s->prm.pc.solver, "AMG");
+        ks_error ec = ks_amg_params_check(&s->prm.pc.amg, "solver");
+        if (ec != KS_OK) {
+            free(s);
+            return ec;
+        }
+    }
     s->stats.status = KS_SOLVE_NOT_RUN;
     ks_error e = ks_precond_create(be, &s->prm.pc, &s->pc);
     if (e != KS_OK) {
@@ -165,12 +208,46 @@ ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
     return KS_OK;
 }
 
+ks_error ks_solver_resetup(ks_solver *s, ks_matrix *A)
+{
+    if (!s || !A)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_resetup: NULL solver or matrix");
+    if (!s->A || !s->pc->ops->resetup || ks_matrix_rows(A) != ks_matrix_rows(s->A))
+        return ks_solver_setup(s, A); /* nothing to keep: a plain setup */
+    if (ks_matrix_backend(A) != s->be)
+        return ks_seterr(KS_ERR_ARG,
+                         "ks_solver_resetup: matrix lives on backend %s, solver on %s",
+                         ks_backend_name(ks_matrix_backend(A)), ks_backend_name(s->be));
+    /* A failed re-setup leaves the solver unusable until a setup succeeds. */
+    s->A = NULL;
+    KS_TRY(ks_backend_sync(s->be));
+    double t0 = ks_wtime();
+    ks_error e = s->pc->ops->resetup(s->pc, A);
+    if (e != KS_OK)
+        return ks_adderr(e, "%s re-setup", s->prm.solver);
+    KS_TRY(ks_backend_sync(s->be));
+    s->stats.setup_seconds = ks_wtime() - t0;
+    s->A = A;
+    return KS_OK;
+}
+
+void ks_solver_print_setup(const ks_solver *s, FILE *out)
+{
+    if (!s || !out || !s->A || !s->pc || !s->pc->ops->print)
+        return;
+    s->pc->ops->print(s->pc, out);
+}
+
 static void print_stats(const ks_solver *s)
 {
     const ks_solve_stats *st = &s->stats;
-    printf("%s + %s on %s: %s after %d iteration%s\n", s->prm.solver, s->pc->ops->name,
-           ks_backend_name(s->be), ks_solve_status_name(st->status), st->iterations,
-           st->iterations == 1 ? "" : "s");
+    if (s->ops == &amg_stationary_ops)
+        printf("AMG on %s: %s after %d iteration%s\n", ks_backend_name(s->be),
+               ks_solve_status_name(st->status), st->iterations, st->iterations == 1 ? "" : "s");
+    else
+        printf("%s + %s on %s: %s after %d iteration%s\n", s->prm.solver, s->pc->ops->name,
+               ks_backend_name(s->be), ks_solve_status_name(st->status), st->iterations,
+               st->iterations == 1 ? "" : "s");
     printf("  residual (%s) %.3e -> %.3e, relative %.3e (%s, tolerance %.1e)\n",
            norm_name(s->prm.norm), st->initial_residual, st->final_residual,
            st->relative_residual, conv_name(s->prm.convergence), s->prm.tolerance);

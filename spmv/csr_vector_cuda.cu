@@ -1,36 +1,56 @@
 /* "csr_vector" on the cuda backend: T consecutive lanes of a warp share one
  * row (T in 1..32, a power of two), stride through its entries, then combine
  * their partial sums with a warp-shuffle tree of width T. T follows the mean
- * row length (hypre-like), so short rows do not leave most of a warp idle and
- * long rows still get coalesced loads. */
-#include "csr_layout.h"
+ * row length (about four entries a lane, see choose_threads_per_row), so
+ * short rows do not leave most of a warp idle and long rows still get
+ * coalesced loads. The device copy of the CSR
+ * (ks_csr_device) is shared with the other CSR-family formats. */
+#include "csr_family.h"
 #include "../vec/cuda_check.h"
 
 #include <climits>
+#include <cstdio>
+#include <cstring>
 
 namespace {
 
 const int kBlock = 256; /* threads per block: a multiple of 32, so no warp is partial */
 
 struct csr_vector_state {
-    ks_int nrows, ncols, nnz;
+    ks_csr_device A;
     int tpr;
-    ks_int *rowptr;
-    ks_int *colind;
-    double *val;
 };
 
-/* Smallest power of two >= mean/2, between 2 and 32: a warp covers 32/T rows
- * and each lane handles about two entries of a mean-length row (hypre uses
- * 4/8/16/32 lanes for up to 8/16/32/64 nonzeros a row). */
+/* Threads the device runs at once, about: 132 SMs x 2048 on an H100 or
+ * H200. A launch of fewer is latency-bound rather than bandwidth-bound. */
+const double kFullDevice = 262144.0;
+
+/* Lanes per row: the smallest power of two >= mean/4, so a lane has about
+ * kUnroll = 4 entries of a mean-length row and loads them all before using
+ * any (one round trip to memory for indices and values, one for x), and a
+ * warp covers 32/T rows. That keeps every lane busy and many rows in
+ * flight, which is what bandwidth-bound sizes need. When even then the
+ * launch would not fill the device (a small matrix is latency-bound), T
+ * doubles once: shorter chains per lane, more threads.
+ * Measured on an H200 with bench_spmv (median apply, speed vs cuSPARSE
+ * ALG1): poisson3d_27 256^3 (26.8 a row) T=8: 1.39x, where the previous
+ * rule (mean/2, hypre's 4/8/16/32 for means up to 8/16/32/64) gave T=16:
+ * 0.97x; poisson3d_7 256^3 (7.0 a row) T=2: 1.55x, previous T=4: 1.19x;
+ * cage11, poisson3Da and cavity26 ran fastest with the doubled T. */
 int choose_threads_per_row(const ks_csr *A)
 {
     double mean = A->nrows > 0 ? (double)A->nnz / (double)A->nrows : 0.0;
-    int t = 2;
-    while (t < 32 && t < mean / 2.0)
+    int t = 1;
+    while (t < 32 && 4.0 * t < mean)
+        t *= 2;
+    if (t < 32 && (double)A->nrows * t < kFullDevice)
         t *= 2;
     return t;
 }
+
+/* Entries a lane loads before it uses any (see above). The sums keep the
+ * lane's entry order, so results equal those of the plain strided loop. */
+const int kUnroll = 4;
 
 template <int T>
 __global__ void __launch_bounds__(kBlock)
@@ -39,21 +59,41 @@ __global__ void __launch_bounds__(kBlock)
                       const double *__restrict__ x, double alpha, double beta,
                       double *__restrict__ y)
 {
-    const long long gid = (long long)blockIdx.x * kBlock + threadIdx.x;
-    const long long row = gid / T;
+    /* 32-bit row math: the launch has nrows * T / kBlock blocks, so this
+     * cannot overflow while nrows fits ks_int. */
+    const unsigned row = blockIdx.x * (unsigned)(kBlock / T) + threadIdx.x / T;
     const int lane = (int)(threadIdx.x & (T - 1));
     double sum = 0.0;
-    if (row < nrows) {
+    if (row < (unsigned)nrows) {
         const ks_int end = __ldg(rowptr + row + 1);
-        for (ks_int j = __ldg(rowptr + row) + lane; j < end; j += T)
-            sum += __ldg(val + j) * __ldg(x + __ldg(colind + j));
+        for (ks_int j = __ldg(rowptr + row) + lane; j < end; j += kUnroll * T) {
+            /* All loads unconditional (indices clamped to the row's last
+             * entry, already being read) and every x load issued before any
+             * product: a guarded load per entry would make each x load wait
+             * for the previous entry's multiply-add. */
+            ks_int c[kUnroll];
+            double v[kUnroll], xv[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const ks_int k = min(j + u * T, end - 1);
+                c[u] = __ldg(colind + k);
+                v[u] = __ldg(val + k);
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++)
+                xv[u] = __ldg(x + c[u]);
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++)
+                if (j + u * T < end)
+                    sum += v[u] * xv[u];
+        }
     }
     /* Every lane of the warp reaches the shuffles (no early return above),
      * as the full mask requires; width T keeps each row's group separate. */
 #pragma unroll
     for (int off = T / 2; off > 0; off >>= 1)
         sum += __shfl_down_sync(0xffffffffu, sum, off, T);
-    if (lane == 0 && row < nrows) {
+    if (lane == 0 && row < (unsigned)nrows) {
         /* beta == 0 must not read y: it may hold garbage or NaN. */
         y[row] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[row];
     }
@@ -63,10 +103,10 @@ template <int T>
 ks_error launch(const csr_vector_state *s, cudaStream_t stream, double alpha, const double *x,
                 double beta, double *y)
 {
-    const long long threads = (long long)s->nrows * T;
+    const long long threads = (long long)s->A.nrows * T;
     const unsigned blocks = (unsigned)((threads + kBlock - 1) / kBlock);
-    csr_vector_kernel<T><<<blocks, kBlock, 0, stream>>>(s->nrows, s->rowptr, s->colind, s->val,
-                                                         x, alpha, beta, y);
+    csr_vector_kernel<T><<<blocks, kBlock, 0, stream>>>(s->A.nrows, s->A.rowptr, s->A.colind,
+                                                         s->A.val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("csr_vector_kernel");
     return KS_OK;
 }
@@ -80,8 +120,9 @@ ks_error csr_vector_layout_build(const ks_csr *A, const ks_spmv_params *prm, voi
                          "csr_vector: threads_per_row = %d; use 0 (automatic) or a divisor of "
                          "32 (1, 2, 4, 8, 16, 32)",
                          tpr);
-    /* The lane loop steps j by up to 32 past the row end in 32-bit ints. */
-    if (A && A->nnz > INT_MAX - 64)
+    /* The lane loop looks up to kUnroll * 32 entries past the row end in
+     * 32-bit ints. */
+    if (A && A->nnz > INT_MAX - 2 * kUnroll * 32)
         return ks_seterr(KS_ERR_UNSUPPORTED, "csr_vector: %d nonzeros exceed the 32-bit range",
                          (int)A->nnz);
     KS_TRY(ks_csr_layout_build(A, prm, layout));
@@ -95,45 +136,21 @@ void csr_vector_destroy(ks_backend *be, void *state)
     csr_vector_state *s = (csr_vector_state *)state;
     if (!s)
         return;
-    if (s->rowptr)
-        be->ops->free(be, s->rowptr);
-    if (s->colind)
-        be->ops->free(be, s->colind);
-    if (s->val)
-        be->ops->free(be, s->val);
+    ks_csr_device_free(be, &s->A);
     free(s);
-}
-
-ks_error upload(ks_backend *be, const void *host, size_t bytes, void **dev, const char *what)
-{
-    *dev = NULL;
-    if (bytes == 0)
-        return KS_OK; /* an empty matrix has no entries to read */
-    return ks_be_upload_new(be, host, bytes, dev, what);
 }
 
 ks_error csr_vector_setup(ks_backend *be, const void *layout, void **state)
 {
     const ks_csr_layout *L = (const ks_csr_layout *)layout;
-    const ks_csr *A = &L->A;
     *state = NULL;
     csr_vector_state *s = (csr_vector_state *)ks_calloc(1, sizeof *s, "csr_vector state");
     if (!s)
         return KS_ERR_MEMORY;
-    s->nrows = A->nrows;
-    s->ncols = A->ncols;
-    s->nnz = A->nnz;
     s->tpr = L->threads_per_row;
-    ks_error e = upload(be, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1),
-                        (void **)&s->rowptr, "csr_vector row pointers");
-    if (e == KS_OK)
-        e = upload(be, A->colind, sizeof(ks_int) * (size_t)A->nnz, (void **)&s->colind,
-                   "csr_vector column indices");
-    if (e == KS_OK)
-        e = upload(be, A->val, sizeof(double) * (size_t)A->nnz, (void **)&s->val,
-                   "csr_vector values");
+    ks_error e = ks_csr_device_upload(be, &L->A, "csr_vector", &s->A);
     if (e != KS_OK) {
-        csr_vector_destroy(be, s);
+        free(s);
         return e;
     }
     *state = s;
@@ -144,7 +161,7 @@ ks_error csr_vector_apply(ks_backend *be, void *state, double alpha, const doubl
                           double beta, double *y)
 {
     const csr_vector_state *s = (const csr_vector_state *)state;
-    if (s->nrows == 0)
+    if (s->A.nrows == 0)
         return KS_OK;
     cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
     switch (s->tpr) {
@@ -159,7 +176,48 @@ ks_error csr_vector_apply(ks_backend *be, void *state, double alpha, const doubl
                      s->tpr);
 }
 
+ks_error upload(ks_backend *be, const void *host, size_t bytes, void **dev, const char *what,
+                const char *part)
+{
+    *dev = NULL;
+    if (bytes == 0)
+        return KS_OK; /* an empty matrix has no entries to read */
+    char label[96];
+    snprintf(label, sizeof label, "%s %s", what, part);
+    return ks_be_upload_new(be, host, bytes, dev, label);
+}
+
 } // namespace
+
+extern "C" void ks_csr_device_free(ks_backend *be, ks_csr_device *d)
+{
+    void *ptrs[3] = {d->rowptr, d->colind, d->val};
+    for (int i = 0; i < 3; i++)
+        if (ptrs[i])
+            be->ops->free(be, ptrs[i]);
+    d->rowptr = d->colind = NULL;
+    d->val = NULL;
+}
+
+extern "C" ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const char *what,
+                                         ks_csr_device *d)
+{
+    memset(d, 0, sizeof *d);
+    d->nrows = A->nrows;
+    d->ncols = A->ncols;
+    d->nnz = A->nnz;
+    ks_error e = upload(be, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1),
+                        (void **)&d->rowptr, what, "row pointers");
+    if (e == KS_OK)
+        e = upload(be, A->colind, sizeof(ks_int) * (size_t)A->nnz, (void **)&d->colind, what,
+                   "column indices");
+    if (e == KS_OK)
+        e = upload(be, A->val, sizeof(double) * (size_t)A->nnz, (void **)&d->val, what,
+                   "values");
+    if (e != KS_OK)
+        ks_csr_device_free(be, d);
+    return e;
+}
 
 extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     "csr_vector",

@@ -57,6 +57,7 @@ const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend);
 struct ks_matrix {
     ks_backend *be;
     const ks_spmv_format_ops *ops;
+    ks_spmv_params params; /* as given at create, reused by ks_matrix_set_values */
     void *state;
     ks_csr host;
     double bytes_per_apply;

@@ -2,6 +2,7 @@
  * and backend state, check operands of every apply. */
 #include "csr_layout.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,6 +87,7 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
         return KS_ERR_MEMORY;
     m->be = be;
     m->ops = ops;
+    m->params = prm;
     e = ks_csr_copy(A, &m->host);
     if (e != KS_OK) {
         free(m);
@@ -155,6 +157,60 @@ ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double bet
     ks_error e = M->ops->apply(M->be, M->state, alpha, x->data, beta, y->data);
     if (e != KS_OK)
         return ks_adderr(e, "SpMV format '%s'", M->ops->name);
+    return KS_OK;
+}
+
+ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
+{
+    if (!M || (!val && M->host.nnz > 0))
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_set_values: NULL %s", M ? "values" : "matrix");
+    ks_int nnz = M->host.nnz;
+    for (ks_int k = 0; k < nnz; k++)
+        if (!isfinite(val[k])) {
+            ks_int row = 0;
+            while (M->host.rowptr[row + 1] <= k)
+                row++;
+            return ks_seterr(KS_ERR_NUMERIC,
+                             "ks_matrix_set_values: value %ld (row %ld, column %ld) is %g",
+                             (long)k, (long)row, (long)M->host.colind[k], val[k]);
+        }
+    /* Formats keep their own copies in their own layouts (padded, sliced,
+     * permuted, on the device), so the backend state is rebuilt from the
+     * host CSR with the new values: the same path as ks_matrix_create, minus
+     * validation and format choice. The old values come back on failure so
+     * M stays consistent. */
+    double *old = ks_malloc((size_t)nnz * sizeof *old + 1, "old matrix values");
+    if (!old)
+        return KS_ERR_MEMORY;
+    memcpy(old, M->host.val, (size_t)nnz * sizeof *old);
+    memcpy(M->host.val, val, (size_t)nnz * sizeof *old);
+
+    double t0 = ks_wtime();
+    void *layout = NULL, *state = NULL;
+    ks_error e = M->ops->layout_build(&M->host, &M->params, &layout);
+    if (e != KS_OK) {
+        ks_adderr(e, "ks_matrix_set_values: SpMV format '%s'", M->ops->name);
+    } else {
+        e = M->ops->setup(M->be, layout, &state);
+        M->ops->layout_free(layout);
+        if (e != KS_OK)
+            ks_adderr(e, "ks_matrix_set_values: SpMV format '%s' setup on %s", M->ops->name,
+                      M->be->ops->name);
+    }
+    if (e == KS_OK)
+        e = M->be->ops->sync(M->be);
+    if (e != KS_OK) {
+        if (state)
+            M->ops->destroy(M->be, state);
+        memcpy(M->host.val, old, (size_t)nnz * sizeof *old);
+        free(old);
+        return e;
+    }
+    free(old);
+    if (M->state)
+        M->ops->destroy(M->be, M->state);
+    M->state = state;
+    M->setup_seconds = ks_wtime() - t0;
     return KS_OK;
 }
 

@@ -2,6 +2,9 @@
  * behind "auto". A new format is one file with a ks_spmv_format_ops plus one
  * line here (and in the names list of its backend). */
 #include "csr_layout.h"
+#include "csr_family.h"
+#include "ell_family.h"
+#include "other_formats.h"
 
 #include <string.h>
 #include <threads.h>
@@ -12,8 +15,19 @@ static const ks_spmv_format_ops *const formats[] = {
     &ks_format_csr_vector_cuda,
     &ks_format_cusparse_csr,
     /* CSR family (issue 4) */
+    &ks_format_csr_scalar_cuda,
+    &ks_format_csr_adaptive_cuda,
     /* ELL family (issue 4) */
+    &ks_format_ell_cuda,
+    &ks_format_ellr_cuda,
+    &ks_format_sliced_ell_cuda,
+    &ks_format_sell_cuda,
     /* other formats (issue 4) */
+    &ks_format_jds_cuda,
+    &ks_format_coo_cuda,
+    &ks_format_hyb_cuda,
+    &ks_format_dia_cuda,
+    &ks_format_bdia_cuda,
 #endif
     NULL,
 };
@@ -46,8 +60,19 @@ static const struct {
     {"csr_vector", KS_BACKEND_CUDA},
     {"cusparse", KS_BACKEND_CUDA},
     /* CSR family (issue 4) */
+    {"csr_scalar", KS_BACKEND_CUDA},
+    {"csr_adaptive", KS_BACKEND_CUDA},
     /* ELL family (issue 4) */
+    {"ell", KS_BACKEND_CUDA},
+    {"ellr", KS_BACKEND_CUDA},
+    {"sliced_ell", KS_BACKEND_CUDA},
+    {"sell", KS_BACKEND_CUDA},
     /* other formats (issue 4) */
+    {"jds", KS_BACKEND_CUDA},
+    {"coo", KS_BACKEND_CUDA},
+    {"hyb", KS_BACKEND_CUDA},
+    {"dia", KS_BACKEND_CUDA},
+    {"bdia", KS_BACKEND_CUDA},
 };
 
 const ks_spmv_format_ops *const *ks_spmv_format_all(void)

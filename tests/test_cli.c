@@ -80,8 +80,18 @@ START_TEST(test_generator_converges)
     EXPECT_RC("-p matrix.generator=poisson2d_5 -p 'matrix.n=[30,30]'", 0);
     EXPECT_OUT("poisson2d_5 30x30");
     EXPECT_OUT("900");
-    EXPECT_OUT("PCG + JACOBI");
+    EXPECT_OUT("PCG + AMG"); /* the default */
     EXPECT_OUT("CONVERGED");
+    /* The AMG settings and the setup summary come after the problem
+     * header, before the table. */
+    EXPECT_OUT("amg                       CLASSICAL, HMIS, D2 interpolation");
+    EXPECT_OUT("amg cycle                 V(1,1), smoother ");
+    const char *setup = strstr(out_buf, "\n  setup on cpu:\n");
+    const char *table = strstr(out_buf, "spmv format");
+    ck_assert_msg(setup && table && setup < table && strstr(setup, "grid complexity") < table,
+                  "setup summary missing or misplaced:\n%s", out_buf);
+    EXPECT_OUT("amg levels");
+    EXPECT_OUT("operator complexity");
     EXPECT_OUT("true relative residual");
     EXPECT_OUT("b = A*1 (no right-hand side given)");
     EXPECT_OUT("spmv format");
@@ -104,6 +114,7 @@ START_TEST(test_default_problem)
     EXPECT_RC("", 0);
     EXPECT_OUT("poisson3d_7 64x64x64");
     EXPECT_OUT("262,144");
+    EXPECT_OUT("PCG + AMG");
     EXPECT_OUT("CONVERGED");
 }
 END_TEST
@@ -149,8 +160,12 @@ START_TEST(test_input_errors)
     EXPECT_RC(args, 2);
     EXPECT_ERR("square");
 
-    /* Zero diagonal: Jacobi cannot be built. */
+    /* Zero diagonal: AMG (the default) cannot be built, nor can Jacobi. */
     snprintf(args, sizeof args, "-A '%s'", ks_test_sample("symmetric.mtx"));
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("diagonal");
+    snprintf(args, sizeof args, "-A '%s' -p solver.preconditioner=JACOBI",
+             ks_test_sample("symmetric.mtx"));
     EXPECT_RC(args, 2);
     EXPECT_ERR("diagonal");
 
@@ -299,6 +314,43 @@ START_TEST(test_solution_and_json)
     ck_assert(json_number_value(json_object_get(r, "true_relative_residual")) < 1e-9);
     ck_assert(json_number_value(json_object_get(r, "solve_seconds")) >= 0.0);
     ck_assert_ptr_nonnull(json_object_get(r, "spmv_format"));
+    /* The default AMG: its settings and the hierarchy it built. */
+    json_t *jamg = json_object_get(json_object_get(t, "solver"), "amg");
+    ck_assert_str_eq(json_string_value(json_object_get(jamg, "algorithm")), "CLASSICAL");
+    ck_assert_int_eq(json_integer_value(json_object_get(jamg, "presweeps")), 1);
+    json_t *ramg = json_object_get(r, "amg");
+    ck_assert_ptr_nonnull(ramg);
+    json_int_t levels = json_integer_value(json_object_get(ramg, "levels"));
+    ck_assert(levels >= 2);
+    json_t *lrows = json_object_get(ramg, "level_rows");
+    ck_assert_int_eq(json_array_size(lrows), levels);
+    ck_assert_int_eq(json_integer_value(json_array_get(lrows, 0)), 400);
+    json_t *lnnz = json_object_get(ramg, "level_nnz");
+    ck_assert_int_eq(json_integer_value(json_array_get(lnnz, 0)), 400 * 5 - 4 * 20);
+    /* Complexities agree with the level sizes. */
+    double rows = 0.0, nnz = 0.0;
+    for (json_int_t l = 0; l < levels; l++) {
+        rows += (double)json_integer_value(json_array_get(lrows, (size_t)l));
+        nnz += (double)json_integer_value(json_array_get(lnnz, (size_t)l));
+    }
+    ck_assert(fabs(json_number_value(json_object_get(ramg, "grid_complexity")) - rows / 400) <
+              1e-12);
+    ck_assert(fabs(json_number_value(json_object_get(ramg, "operator_complexity")) -
+                   nnz / (400 * 5 - 4 * 20)) < 1e-12);
+    ck_assert(json_number_value(json_object_get(json_object_get(ramg, "setup_phase_seconds"),
+                                                "RAP")) >= 0.0);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r, "setup_summary")),
+                                 "grid complexity"));
+    json_decref(t);
+
+    /* Without AMG there is no hierarchy in the JSON. */
+    snprintf(args, sizeof args, "-p matrix.n=6 -p solver.preconditioner=JACOBI --json '%s'", jpath);
+    EXPECT_RC(args, 0);
+    t = json_load_file(jpath, 0, &err);
+    ck_assert_ptr_nonnull(t);
+    r = json_array_get(json_object_get(t, "runs"), 0);
+    ck_assert_ptr_null(json_object_get(r, "amg"));
+    ck_assert_ptr_null(json_object_get(json_object_get(t, "solver"), "amg"));
     json_decref(t);
     remove(xpath);
     remove(jpath);
@@ -306,6 +358,61 @@ START_TEST(test_solution_and_json)
     /* An unwritable output is an error (2), reported after the report. */
     EXPECT_RC("-p matrix.n=4 -x /nonexistent/dir/x.mtx", 2);
     EXPECT_ERR("/nonexistent/dir/x.mtx");
+}
+END_TEST
+
+/* Each example config runs (on a small problem) and converges. */
+START_TEST(test_example_configs)
+{
+    static const struct {
+        const char *file, *want, *want2;
+    } ex[] = {
+        {"pcg_amg_classical.json", "PCG + AMG", "CLASSICAL, HMIS, D2"},
+        {"pcg_amg_aggregation.json", "PCG + AMG", "AGGREGATION"},
+        {"bicgstab_amg.json", "PBICGSTAB + AMG", "convdiff3d 10x10x10"},
+        {"amg_standalone.json", "AMG (one cycle per iteration", "V(2,2)"},
+        {"pcg_jacobi.json", "PCG + JACOBI", "relaxation factor"},
+    };
+    const char *src = getenv("KS_TEST_DATA"); /* <source>/matrices/samples */
+    ck_assert_ptr_nonnull(src);
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+        char args[2048];
+        snprintf(args, sizeof args, "'%s/../../examples/configs/%s' -p matrix.n=10", src,
+                 ex[i].file);
+        EXPECT_RC(args, 0);
+        EXPECT_OUT(ex[i].want);
+        EXPECT_OUT(ex[i].want2);
+        EXPECT_OUT("CONVERGED");
+    }
+}
+END_TEST
+
+/* AMG settings from the command line, and their errors. */
+START_TEST(test_amg_options)
+{
+    EXPECT_RC("-p matrix.n=10 -p solver.preconditioner.selector=PMIS"
+              " -p solver.preconditioner.cycle=W -p solver.preconditioner.smoother=CHEBYSHEV",
+              0);
+    EXPECT_OUT("CLASSICAL, PMIS");
+    EXPECT_OUT("W(1,1), smoother CHEBYSHEV degree 2");
+    EXPECT_OUT("CONVERGED");
+    EXPECT_RC("-p matrix.n=10 -p solver.solver=AMG -p solver.max_iters=3", 1);
+    EXPECT_OUT("AMG (one cycle per iteration");
+    EXPECT_OUT("MAX_ITERS");
+
+    EXPECT_RC("-p matrix.n=4 -p solver.preconditioner.strength_threshold=2", 2);
+    EXPECT_ERR("solver.preconditioner.strength_threshold: must be in [0, 1] (got 2)");
+    ck_assert_str_eq(out_buf, "");
+    EXPECT_RC("-p matrix.n=4 -p solver.preconditioner.presweeps=0"
+              " -p solver.preconditioner.postsweeps=0",
+              2);
+    EXPECT_ERR("presweeps and postsweeps are both 0: the cycle would not smooth");
+    EXPECT_RC("-p matrix.n=4 -p solver.preconditioner.selector=RS", 2);
+    EXPECT_ERR("solver.preconditioner.selector: unknown value 'RS' (allowed: PMIS, HMIS)");
+    EXPECT_RC("-p matrix.n=4 -p solver.preconditioner.solver=JACOBI"
+              " -p solver.preconditioner.cycle=W",
+              2);
+    EXPECT_ERR("an AMG setting, but solver.preconditioner.solver is JACOBI");
 }
 END_TEST
 
@@ -350,6 +457,9 @@ START_TEST(test_cpu_and_cuda)
     EXPECT_RC("--backend cpu,cuda -p matrix.n=16", 0);
     EXPECT_OUT("speedup");
     EXPECT_OUT("backend cuda");
+    /* One grid table: the hierarchy does not depend on the backend. */
+    EXPECT_OUT("setup on cpu:");
+    EXPECT_OUT("setup on cuda: the same hierarchy as on cpu");
     const char *line = strstr(out_buf, "\n  status");
     ck_assert_ptr_nonnull(line);
     const char *first = strstr(line, "CONVERGED");
@@ -371,6 +481,8 @@ int main(void)
     tcase_add_test(tc, test_config_file);
     tcase_add_test(tc, test_not_converged);
     tcase_add_test(tc, test_solution_and_json);
+    tcase_add_test(tc, test_example_configs);
+    tcase_add_test(tc, test_amg_options);
     tcase_add_test(tc, test_usage);
     if (ks_test_have_cuda()) {
         tcase_add_test(tc, test_cpu_and_cuda);

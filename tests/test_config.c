@@ -58,6 +58,23 @@ static json_t *at(json_t *root, const char *a, const char *b, const char *c)
     return v;
 }
 
+/* <source root>/rel: KS_TEST_DATA is <source>/matrices/samples, so strip two
+ * components by text (the folder need not exist). */
+static const char *source_path(const char *rel)
+{
+    static char path[1200];
+    const char *data = getenv("KS_TEST_DATA");
+    snprintf(path, sizeof path, "%s", data ? data : "./matrices/samples");
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(path, '/');
+        if (slash)
+            *slash = '\0';
+    }
+    strncat(path, "/", sizeof path - strlen(path) - 1);
+    strncat(path, rel, sizeof path - strlen(path) - 1);
+    return path;
+}
+
 /* ------------------------------------------------------------- defaults */
 START_TEST(test_defaults)
 {
@@ -98,8 +115,56 @@ START_TEST(test_defaults)
     ck_assert_int_eq(json_integer_value(at(t, "solver", "print_solve_stats", NULL)), 0);
     ck_assert_int_eq(json_integer_value(at(t, "solver", "store_res_history", NULL)), 1);
     ck_assert(json_number_value(at(t, "solver", "divergence_factor", NULL)) == 1e10);
-    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "solver")), "JACOBI");
-    ck_assert(json_number_value(at(t, "solver", "preconditioner", "relaxation_factor")) == 1.0);
+    /* PCG + classical AMG, with every AMG setting; Jacobi's damping does
+     * not apply to AMG and is left out. */
+    ck_assert_str_eq(ds.pc.solver, "AMG");
+    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "solver")), "AMG");
+    ck_assert_ptr_null(json_object_get(at(t, "solver", "preconditioner", NULL),
+                                       "relaxation_factor"));
+    const ks_amg_params *a = &ds.pc.amg;
+    ck_assert_str_eq(a->algorithm, "CLASSICAL");
+    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "algorithm")),
+                     a->algorithm);
+    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "selector")),
+                     a->selector);
+    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "interpolator")),
+                     a->interpolator);
+    ck_assert(json_number_value(at(t, "solver", "preconditioner", "strength_threshold")) ==
+              a->strength_threshold);
+    ck_assert(json_number_value(at(t, "solver", "preconditioner", "max_row_sum")) ==
+              a->max_row_sum);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "interp_max_elements")),
+                     a->interp_max_elements);
+    ck_assert(json_number_value(at(t, "solver", "preconditioner", "interp_truncation_factor")) ==
+              a->interp_truncation_factor);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "aggressive_levels")),
+                     a->aggressive_levels);
+    json_t *sm = at(t, "solver", "preconditioner", "smoother");
+    ck_assert_str_eq(json_string_value(json_object_get(sm, "solver")), a->smoother.solver);
+    ck_assert(json_number_value(json_object_get(sm, "relaxation_factor")) ==
+              a->smoother.relaxation_factor);
+    ck_assert_int_eq(json_integer_value(json_object_get(sm, "chebyshev_degree")),
+                     a->smoother.chebyshev_degree);
+    ck_assert(json_number_value(json_object_get(sm, "chebyshev_lower")) ==
+              a->smoother.chebyshev_lower);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "presweeps")),
+                     a->presweeps);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "postsweeps")),
+                     a->postsweeps);
+    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "cycle")), a->cycle);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "max_levels")),
+                     a->max_levels);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "min_coarse_rows")),
+                     a->min_coarse_rows);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "coarse_max_rows")),
+                     a->coarse_max_rows);
+    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "coarse_solver")),
+                     a->coarse_solver);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "seed")),
+                     (json_int_t)a->seed);
+    ck_assert_mem_eq(&s->pc.amg, a, sizeof *a);
+    /* The standalone keys (solver.selector, ...) apply only to "solver": "AMG". */
+    ck_assert_ptr_null(json_object_get(at(t, "solver", NULL, NULL), "selector"));
     ck_assert_str_eq(json_string_value(at(t, "backend", NULL, NULL)), "cpu");
     ck_assert_str_eq(json_string_value(at(t, "spmv_format", NULL, NULL)), "auto");
     ck_assert_int_eq(json_integer_value(at(t, "spmv", "threads_per_row", NULL)), 0);
@@ -126,6 +191,12 @@ START_TEST(test_dump_roundtrip)
         " \"backend\": \"cpu,cuda\", \"spmv\": {\"threads_per_row\": 4}}",
         "{\"matrix\": {\"file\": \"/data/A.mtx.gz\"}}",
         "{\"matrix\": {\"generator\": \"poisson2d_9\", \"n\": [20, 30]}}",
+        "{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\", \"algorithm\": \"AGGREGATION\","
+        " \"selector\": \"PMIS\", \"strength_threshold\": 0.08, \"smoother\": \"CHEBYSHEV\","
+        " \"cycle\": \"W\", \"seed\": 12345678901, \"presweeps\": 0}}}",
+        "{\"solver\": {\"solver\": \"AMG\", \"max_iters\": 30, \"interpolator\": \"D1\","
+        " \"smoother\": {\"solver\": \"SGS\", \"relaxation_factor\": 0.8}, \"cycle\": \"F\"}}",
+        "{\"solver\": {\"preconditioner\": \"JACOBI\"}}",
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         ks_config *a = load(cfgs[i]);
@@ -148,16 +219,18 @@ END_TEST
 /* ------------------------------------------------------- valid values */
 START_TEST(test_solver_keys)
 {
-    static const char *const solvers[] = {"PCG", "CG", "PBICGSTAB", "BICGSTAB"};
-    for (int i = 0; i < 4; i++) {
+    static const char *const solvers[] = {"PCG", "CG", "PBICGSTAB", "BICGSTAB", "AMG"};
+    static const char *const pcs[] = {"AMG", "NOSOLVER", "AMG", "NOSOLVER", "AMG"};
+    for (int i = 0; i < 5; i++) {
         char json[128];
         snprintf(json, sizeof json, "{\"config_version\": 2, \"solver\": {\"solver\": \"%s\"}}",
                  solvers[i]);
         ks_config *cfg = load(json);
         const ks_solver_params *s = ks_config_solver_params(cfg);
         ck_assert_str_eq(s->solver, solvers[i]);
-        /* Unpreconditioned methods drop the default Jacobi. */
-        ck_assert_str_eq(s->pc.solver, (i & 1) ? "NOSOLVER" : "JACOBI");
+        /* Unpreconditioned methods drop the default AMG; the AMG solver
+         * keeps its settings in pc.amg. */
+        ck_assert_str_eq(s->pc.solver, pcs[i]);
         ks_config_destroy(cfg);
     }
 
@@ -372,8 +445,8 @@ START_TEST(test_bad_enums)
                 "solver.convergence: unknown value 'RELATIVE'",
                 "allowed: ABSOLUTE, RELATIVE_INI, RELATIVE_RHS)");
     expect_fail("{\"solver\": {\"norm\": \"L3\"}}", KS_ERR_CONFIG, "solver.norm", "L1, L2, LMAX");
-    expect_fail("{\"solver\": {\"preconditioner\": \"AMG\"}}", KS_ERR_CONFIG,
-                "solver.preconditioner: unknown value 'AMG'", "NOSOLVER, JACOBI, JACOBI_L1");
+    expect_fail("{\"solver\": {\"preconditioner\": \"AMGX\"}}", KS_ERR_CONFIG,
+                "solver.preconditioner: unknown value 'AMGX'", "NOSOLVER, JACOBI, JACOBI_L1, AMG");
     expect_fail("{\"backend\": \"gpu\"}", KS_ERR_CONFIG, "backend: unknown value 'gpu'",
                 "cpu, cuda, cpu,cuda");
     expect_fail("{\"rhs\": {\"type\": \"random\"}}", KS_ERR_CONFIG, "rhs.type", "A_ones, ones");
@@ -531,6 +604,340 @@ START_TEST(test_set_many)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ AMG */
+#define PC_AMG(keys) "{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\", " keys "}}}"
+#define SOLVER_AMG(keys) "{\"solver\": {\"solver\": \"AMG\", " keys "}}"
+
+/* Every AMG key, in the preconditioner scope and (standalone) in the solver
+ * scope, lands in pc.amg. */
+START_TEST(test_amg_keys)
+{
+    static const char *const scopes[2][2] = {
+        {"{\"solver\": {\"solver\": \"PBICGSTAB\", \"preconditioner\": {\"solver\": \"AMG\", ",
+         "}}}"},
+        {"{\"solver\": {\"solver\": \"AMG\", \"max_iters\": 40, ", "}}"},
+    };
+    for (int sc = 0; sc < 2; sc++) {
+        char json[2048];
+        snprintf(json, sizeof json,
+                 "%s\"algorithm\": \"AGGREGATION\", \"selector\": \"PMIS\","
+                 " \"interpolator\": \"D1\", \"strength_threshold\": 0.5, \"max_row_sum\": 1,"
+                 " \"interp_max_elements\": 0, \"interp_truncation_factor\": 0.2,"
+                 " \"aggressive_levels\": 0, \"smoother\": {\"scope\": \"sm\", \"solver\": "
+                 "\"CHEBYSHEV\", \"relaxation_factor\": 0.75, \"chebyshev_degree\": 3,"
+                 " \"chebyshev_lower\": 0.1}, \"presweeps\": 0, \"postsweeps\": 3,"
+                 " \"cycle\": \"W\", \"max_levels\": 7, \"min_coarse_rows\": 10,"
+                 " \"coarse_max_rows\": 50, \"coarse_solver\": \"DENSE_LU\","
+                 " \"seed\": 4294967301%s",
+                 scopes[sc][0], scopes[sc][1]);
+        ks_config *cfg = load(json);
+        const ks_solver_params *s = ks_config_solver_params(cfg);
+        const ks_amg_params *a = &s->pc.amg;
+        ck_assert_str_eq(s->solver, sc ? "AMG" : "PBICGSTAB");
+        ck_assert_str_eq(s->pc.solver, "AMG");
+        ck_assert_str_eq(a->algorithm, "AGGREGATION");
+        ck_assert_str_eq(a->selector, "PMIS");
+        ck_assert_str_eq(a->interpolator, "D1");
+        ck_assert(a->strength_threshold == 0.5);
+        ck_assert(a->max_row_sum == 1.0);
+        ck_assert_int_eq(a->interp_max_elements, 0);
+        ck_assert(a->interp_truncation_factor == 0.2);
+        ck_assert_int_eq(a->aggressive_levels, 0);
+        ck_assert_str_eq(a->smoother.solver, "CHEBYSHEV");
+        ck_assert(a->smoother.relaxation_factor == 0.75);
+        ck_assert_int_eq(a->smoother.chebyshev_degree, 3);
+        ck_assert(a->smoother.chebyshev_lower == 0.1);
+        ck_assert_int_eq(a->presweeps, 0);
+        ck_assert_int_eq(a->postsweeps, 3);
+        ck_assert_str_eq(a->cycle, "W");
+        ck_assert_int_eq(a->max_levels, 7);
+        ck_assert_int_eq(a->min_coarse_rows, 10);
+        ck_assert_int_eq(a->coarse_max_rows, 50);
+        ck_assert_str_eq(a->coarse_solver, "DENSE_LU");
+        ck_assert(a->seed == 4294967301ULL);
+        /* The dump puts the settings back where they were given. */
+        json_t *t = dump_tree(cfg);
+        json_t *scope = sc ? at(t, "solver", NULL, NULL) : at(t, "solver", "preconditioner", NULL);
+        ck_assert_str_eq(json_string_value(json_object_get(scope, "selector")), "PMIS");
+        ck_assert_int_eq(json_integer_value(json_object_get(scope, "seed")), 4294967301LL);
+        if (sc)
+            ck_assert_ptr_null(json_object_get(scope, "preconditioner"));
+        else
+            ck_assert_ptr_null(json_object_get(at(t, "solver", NULL, NULL), "selector"));
+        json_decref(t);
+        ks_config_destroy(cfg);
+    }
+
+    /* The string shorthand of the smoother, AmgX's spellings, other values. */
+    static const char *const smoothers[] = {"JACOBI", "JACOBI_L1", "CHEBYSHEV", "GS", "SGS"};
+    for (int i = 0; i < 5; i++) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 "{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\", \"smoother\": \"%s\","
+                 " \"cycle\": \"%s\"}}}",
+                 smoothers[i], i % 3 == 0 ? "V" : i % 3 == 1 ? "W" : "F");
+        ks_config *cfg = load(json);
+        ck_assert_str_eq(ks_config_solver_params(cfg)->pc.amg.smoother.solver, smoothers[i]);
+        ks_config_destroy(cfg);
+    }
+    ks_config *cfg = load("{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\","
+                          " \"smoother\": {\"solver\": \"BLOCK_JACOBI\", \"relaxation_factor\": 0},"
+                          " \"coarse_solver\": \"DENSE_LU_SOLVER\", \"strength_threshold\": 0,"
+                          " \"selector\": \"HMIS\", \"interpolator\": \"D2\"}}}");
+    const ks_amg_params *a = &ks_config_solver_params(cfg)->pc.amg;
+    ck_assert_str_eq(a->smoother.solver, "JACOBI");
+    ck_assert_str_eq(a->coarse_solver, "DENSE_LU");
+    ck_assert(a->strength_threshold == 0.0);
+    ck_assert(a->smoother.relaxation_factor == 0.0); /* 0: the smoother's own default */
+    ck_assert_str_eq(a->selector, "HMIS");
+    ck_assert_str_eq(a->interpolator, "D2");
+    ks_config_destroy(cfg);
+    cfg = load(SOLVER_AMG("\"aggressive_levels\": 2"));
+    ck_assert_int_eq(ks_config_solver_params(cfg)->pc.amg.aggressive_levels, 2);
+    ks_config_destroy(cfg);
+}
+END_TEST
+
+
+/* Aggregation's strength threshold defaults to 0 (the classical 0.25 would
+ * find no strong connection in a Laplacian); a given value is kept. */
+START_TEST(test_amg_aggregation_theta)
+{
+    ks_config *cfg = load(PC_AMG("\"algorithm\": \"AGGREGATION\""));
+    ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == 0.0);
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.strength_threshold", "0.08"));
+    ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == 0.08);
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.algorithm", "CLASSICAL"));
+    ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == 0.08);
+    ks_config_destroy(cfg);
+    cfg = load(SOLVER_AMG("\"algorithm\": \"AGGREGATION\""));
+    ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == 0.0);
+    char *d = ks_config_dump(cfg);
+    ks_config *back = load(d);
+    ck_assert(ks_config_solver_params(back)->pc.amg.strength_threshold == 0.0);
+    free(d);
+    ks_config_destroy(back);
+    ks_config_destroy(cfg);
+    ks_amg_params a;
+    ks_amg_params_default(&a);
+    cfg = load(PC_AMG("\"algorithm\": \"CLASSICAL\""));
+    ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == a.strength_threshold);
+    ks_config_destroy(cfg);
+}
+END_TEST
+
+/* The AmgX config of the issue loads as it is. */
+START_TEST(test_amgx_example)
+{
+    ks_config *cfg = load(
+        "{\"config_version\": 2, \"solver\": {\"solver\": \"PCG\", \"max_iters\": 100,"
+        " \"tolerance\": 1e-8, \"preconditioner\": {\"solver\": \"AMG\", \"algorithm\":"
+        " \"CLASSICAL\", \"selector\": \"HMIS\", \"interpolator\": \"D2\", \"smoother\":"
+        " {\"solver\": \"JACOBI_L1\"}, \"presweeps\": 1, \"postsweeps\": 1, \"cycle\": \"V\","
+        " \"max_levels\": 25}}}");
+    const ks_solver_params *s = ks_config_solver_params(cfg);
+    ck_assert_str_eq(s->solver, "PCG");
+    ck_assert_int_eq(s->max_iters, 100);
+    ck_assert_str_eq(s->pc.solver, "AMG");
+    ck_assert_str_eq(s->pc.amg.algorithm, "CLASSICAL");
+    ck_assert_str_eq(s->pc.amg.selector, "HMIS");
+    ck_assert_str_eq(s->pc.amg.interpolator, "D2");
+    ck_assert_str_eq(s->pc.amg.smoother.solver, "JACOBI_L1");
+    ck_assert_int_eq(s->pc.amg.presweeps, 1);
+    ck_assert_int_eq(s->pc.amg.postsweeps, 1);
+    ck_assert_str_eq(s->pc.amg.cycle, "V");
+    ck_assert_int_eq(s->pc.amg.max_levels, 25);
+    ks_config_destroy(cfg);
+}
+END_TEST
+
+START_TEST(test_amg_errors)
+{
+    /* Out of range, with the key path. */
+    expect_fail(PC_AMG("\"strength_threshold\": 1.5"), KS_ERR_CONFIG,
+                "solver.preconditioner.strength_threshold: must be in [0, 1] (got 1.5)", NULL);
+    expect_fail(PC_AMG("\"strength_threshold\": -0.1"), KS_ERR_CONFIG,
+                "solver.preconditioner.strength_threshold: must be in [0, 1] (got -0.1)", NULL);
+    expect_fail(SOLVER_AMG("\"strength_threshold\": 2"), KS_ERR_CONFIG,
+                "solver.strength_threshold: must be in [0, 1] (got 2)", NULL);
+    expect_fail(PC_AMG("\"max_row_sum\": 0"), KS_ERR_CONFIG,
+                "solver.preconditioner.max_row_sum: must be in (0, 1] (got 0)", NULL);
+    expect_fail(PC_AMG("\"interp_truncation_factor\": 1"), KS_ERR_CONFIG,
+                "solver.preconditioner.interp_truncation_factor: must be in [0, 1) (got 1)", NULL);
+    expect_fail(PC_AMG("\"interp_max_elements\": -1"), KS_ERR_CONFIG,
+                "solver.preconditioner.interp_max_elements: must be >= 0 (got -1)", NULL);
+    expect_fail(PC_AMG("\"presweeps\": -1"), KS_ERR_CONFIG,
+                "solver.preconditioner.presweeps: must be in [0, 100] (got -1)", NULL);
+    expect_fail(PC_AMG("\"max_levels\": 0"), KS_ERR_CONFIG,
+                "solver.preconditioner.max_levels: must be in [1, 100] (got 0)", NULL);
+    expect_fail(PC_AMG("\"max_levels\": 101"), KS_ERR_CONFIG, "max_levels", "(got 101)");
+    expect_fail(PC_AMG("\"min_coarse_rows\": 0"), KS_ERR_CONFIG,
+                "solver.preconditioner.min_coarse_rows: must be >= 1 (got 0)", NULL);
+    expect_fail(PC_AMG("\"coarse_max_rows\": 0"), KS_ERR_CONFIG,
+                "solver.preconditioner.coarse_max_rows: must be in [1, 8192] (got 0)", NULL);
+    expect_fail(PC_AMG("\"seed\": -3"), KS_ERR_CONFIG,
+                "solver.preconditioner.seed: must be >= 0 (got -3)", NULL);
+    expect_fail(PC_AMG("\"smoother\": {\"relaxation_factor\": 2}"), KS_ERR_CONFIG,
+                "solver.preconditioner.smoother.relaxation_factor: must be in [0, 2) (got 2)",
+                NULL);
+    expect_fail(PC_AMG("\"postsweeps\": 101"), KS_ERR_CONFIG,
+                "solver.preconditioner.postsweeps: must be in [0, 100] (got 101)", NULL);
+    expect_fail(SOLVER_AMG("\"coarse_max_rows\": 10000"), KS_ERR_CONFIG,
+                "solver.coarse_max_rows: must be in [1, 8192] (got 10000)", NULL);
+    expect_fail(PC_AMG("\"smoother\": {\"chebyshev_degree\": 11}"), KS_ERR_CONFIG,
+                "solver.preconditioner.smoother.chebyshev_degree: must be in [1, 10] (got 11)",
+                NULL);
+    expect_fail(PC_AMG("\"smoother\": {\"chebyshev_lower\": 1}"), KS_ERR_CONFIG,
+                "solver.preconditioner.smoother.chebyshev_lower: must be in (0, 1) (got 1)", NULL);
+    expect_fail(PC_AMG("\"max_levels\": 2.5"), KS_ERR_CONFIG,
+                "solver.preconditioner.max_levels: expected an integer, got number", NULL);
+    expect_fail(PC_AMG("\"smoother\": 3"), KS_ERR_CONFIG,
+                "solver.preconditioner.smoother: expected an object or a name (string), got "
+                "integer",
+                NULL);
+
+    /* Zero sweeps. */
+    expect_fail(PC_AMG("\"presweeps\": 0, \"postsweeps\": 0"), KS_ERR_CONFIG,
+                "solver.preconditioner: presweeps and postsweeps are both 0: the cycle would not "
+                "smooth",
+                NULL);
+    expect_fail(SOLVER_AMG("\"presweeps\": 0, \"postsweeps\": 0"), KS_ERR_CONFIG,
+                "solver: presweeps and postsweeps are both 0", NULL);
+
+    /* Unknown names list the allowed ones. */
+    expect_fail(PC_AMG("\"selector\": \"RS\""), KS_ERR_CONFIG,
+                "solver.preconditioner.selector: unknown value 'RS' (allowed: PMIS, HMIS)", NULL);
+    expect_fail(PC_AMG("\"selector\": \"hmis\""), KS_ERR_CONFIG, "did you mean 'HMIS'?", NULL);
+    expect_fail(PC_AMG("\"algorithm\": \"SA\""), KS_ERR_CONFIG,
+                "solver.preconditioner.algorithm: unknown value 'SA' (allowed: CLASSICAL, "
+                "AGGREGATION)",
+                NULL);
+    expect_fail(PC_AMG("\"interpolator\": \"D3\""), KS_ERR_CONFIG,
+                "solver.preconditioner.interpolator", "allowed: D1, D2");
+    expect_fail(PC_AMG("\"smoother\": \"ILU\""), KS_ERR_CONFIG,
+                "solver.preconditioner.smoother: unknown value 'ILU' (allowed: JACOBI, "
+                "JACOBI_L1, CHEBYSHEV, GS, SGS)",
+                NULL);
+    expect_fail(PC_AMG("\"cycle\": \"v\""), KS_ERR_CONFIG,
+                "solver.preconditioner.cycle: unknown value 'v' (did you mean 'V'? allowed: V, W, "
+                "F)",
+                NULL);
+    expect_fail(PC_AMG("\"coarse_solver\": \"SVD\""), KS_ERR_CONFIG,
+                "solver.preconditioner.coarse_solver", "allowed: DENSE_LU)");
+    expect_fail(PC_AMG("\"selectr\": \"PMIS\""), KS_ERR_CONFIG,
+                "unknown key 'solver.preconditioner.selectr' (did you mean 'selector'?)", NULL);
+    expect_fail(PC_AMG("\"smoother\": {\"degree\": 2}"), KS_ERR_CONFIG,
+                "unknown key 'solver.preconditioner.smoother.degree'", NULL);
+
+    /* AMG keys where AMG is not selected, and keys AMG does not use. */
+    expect_fail("{\"solver\": {\"preconditioner\": {\"solver\": \"JACOBI\", \"selector\": \"PMIS\"}}}",
+                KS_ERR_CONFIG,
+                "solver.preconditioner.selector: an AMG setting, but solver.preconditioner.solver "
+                "is JACOBI",
+                NULL);
+    expect_fail("{\"solver\": {\"cycle\": \"W\"}}", KS_ERR_CONFIG,
+                "solver.cycle: an AMG setting, but solver.solver is PCG", "solver.preconditioner");
+    expect_fail(PC_AMG("\"relaxation_factor\": 0.8"), KS_ERR_CONFIG,
+                "solver.preconditioner.relaxation_factor: not used by AMG",
+                "smoother.relaxation_factor");
+    expect_fail("{\"solver\": {\"solver\": \"AMG\", \"preconditioner\": \"JACOBI\"}}",
+                KS_ERR_CONFIG, "solver.preconditioner: the AMG solver takes no preconditioner",
+                NULL);
+    expect_fail("{\"solver\": {\"solver\": \"CG\", \"preconditioner\": \"AMG\"}}", KS_ERR_CONFIG,
+                "CG is unpreconditioned; use PCG", NULL);
+    expect_fail("{\"selector\": \"PMIS\"}", KS_ERR_CONFIG, "unknown key 'selector'",
+                "solver.preconditioner.selector");
+    /* Aggressive coarsening: classical only, at most max_levels. */
+    expect_fail(PC_AMG("\"aggressive_levels\": 1, \"algorithm\": \"AGGREGATION\""),
+                KS_ERR_CONFIG,
+                "solver.preconditioner.aggressive_levels: aggressive coarsening applies to the "
+                "CLASSICAL algorithm only",
+                NULL);
+    expect_fail(SOLVER_AMG("\"aggressive_levels\": -1"), KS_ERR_CONFIG,
+                "solver.aggressive_levels: must be in [0, 100] (got -1)", NULL);
+}
+END_TEST
+
+/* ks_config_set on AMG keys, and switching between preconditioners. */
+START_TEST(test_amg_set)
+{
+    ks_config *cfg = NULL;
+    KS_CHECK(ks_config_create_default(&cfg));
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.selector", "PMIS"));
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother", "CHEBYSHEV"));
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother.chebyshev_degree", "4"));
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.strength_threshold", "0.5"));
+    const ks_amg_params *a = &ks_config_solver_params(cfg)->pc.amg;
+    ck_assert_str_eq(a->selector, "PMIS");
+    ck_assert_str_eq(a->smoother.solver, "CHEBYSHEV");
+    ck_assert_int_eq(a->smoother.chebyshev_degree, 4);
+    ck_assert(a->strength_threshold == 0.5);
+
+    /* A bad value names the key and leaves the config unchanged. */
+    ck_assert_int_eq(ks_config_set(cfg, "solver.preconditioner.strength_threshold", "1.5"),
+                     KS_ERR_CONFIG);
+    ck_assert(strstr(ks_last_error(), "solver.preconditioner.strength_threshold: must be in"));
+    ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == 0.5);
+    const char *keys[] = {"solver.preconditioner.presweeps", "solver.preconditioner.postsweeps"};
+    const char *zeros[] = {"0", "0"};
+    ck_assert_int_eq(ks_config_set_many(cfg, 2, keys, zeros), KS_ERR_CONFIG);
+    ck_assert(strstr(ks_last_error(), "presweeps and postsweeps are both 0"));
+    /* Changing only the name keeps the AMG keys, which then do not apply;
+     * replacing the whole preconditioner works. */
+    ck_assert_int_eq(ks_config_set(cfg, "solver.preconditioner.solver", "JACOBI"), KS_ERR_CONFIG);
+    ck_assert(strstr(ks_last_error(), "an AMG setting, but solver.preconditioner.solver is JACOBI"));
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner", "JACOBI"));
+    ck_assert_str_eq(ks_config_solver_params(cfg)->pc.solver, "JACOBI");
+    char *d = ks_config_dump(cfg);
+    ck_assert_ptr_null(strstr(d, "selector"));
+    ck_assert_ptr_nonnull(strstr(d, "relaxation_factor"));
+    free(d);
+
+    /* Standalone AMG from the command line. */
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner", "AMG"));
+    const char *k2[] = {"solver", "solver.cycle"};
+    const char *v2[] = {"{\"solver\": \"AMG\", \"max_iters\": 20}", "W"};
+    KS_CHECK(ks_config_set_many(cfg, 2, k2, v2));
+    ck_assert_str_eq(ks_config_solver_params(cfg)->solver, "AMG");
+    ck_assert_str_eq(ks_config_solver_params(cfg)->pc.solver, "AMG");
+    ck_assert_str_eq(ks_config_solver_params(cfg)->pc.amg.cycle, "W");
+    ks_config_destroy(cfg);
+}
+END_TEST
+
+/* The files of examples/configs: each use case loads, with what its name says. */
+START_TEST(test_example_configs)
+{
+    static const struct {
+        const char *file, *solver, *pc, *algorithm;
+    } ex[] = {
+        {"pcg_amg_classical.json", "PCG", "AMG", "CLASSICAL"},
+        {"pcg_amg_aggregation.json", "PCG", "AMG", "AGGREGATION"},
+        {"bicgstab_amg.json", "PBICGSTAB", "AMG", "CLASSICAL"},
+        {"amg_standalone.json", "AMG", "AMG", "CLASSICAL"},
+        {"pcg_jacobi.json", "PCG", "JACOBI", NULL},
+    };
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "examples/configs/%s", ex[i].file);
+        ks_config *cfg = NULL;
+        ks_error e = ks_config_create_from_file(source_path(rel), &cfg);
+        ck_assert_msg(e == KS_OK, "%s: %s", ex[i].file, ks_last_error());
+        const ks_solver_params *s = ks_config_solver_params(cfg);
+        ck_assert_str_eq(s->solver, ex[i].solver);
+        ck_assert_str_eq(s->pc.solver, ex[i].pc);
+        if (ex[i].algorithm)
+            ck_assert_str_eq(s->pc.amg.algorithm, ex[i].algorithm);
+        /* And its dump loads again. */
+        char *d = ks_config_dump(cfg);
+        ks_config *back = load(d);
+        free(d);
+        ks_config_destroy(back);
+        ks_config_destroy(cfg);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------- relative paths */
 START_TEST(test_relative_paths)
 {
@@ -566,57 +973,124 @@ START_TEST(test_relative_paths)
 }
 END_TEST
 
-/* docs/config.md documents every key the dump shows (and the file keys). */
+/* Every leaf of a dumped tree is documented as `a.b.c` in doc. */
+static void check_documented(const char *doc, json_t *node, const char *prefix)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(node, k, v) {
+        char path[200], want[210];
+        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", k);
+        if (json_is_object(v)) {
+            check_documented(doc, v, path);
+            continue;
+        }
+        snprintf(want, sizeof want, "`%s`", path);
+        ck_assert_msg(strstr(doc, want), "docs/config.md lacks %s", want);
+    }
+}
+
+/* The "default" cell (4th) of the docs table row whose key cell holds
+ * `path`, copied into cell; 0 when there is no such row. */
+static int doc_default_cell(const char *doc, const char *path, char *cell, size_t len)
+{
+    char want[210];
+    snprintf(want, sizeof want, "`%s`", path);
+    for (const char *line = doc; *line;) {
+        const char *eol = strchr(line, '\n');
+        size_t n = eol ? (size_t)(eol - line) : strlen(line);
+        const char *bar2 = line[0] == '|' ? memchr(line + 1, '|', n - 1) : NULL;
+        const char *hit = bar2 ? strstr(line, want) : NULL;
+        if (hit && hit < bar2) {
+            const char *c = bar2;
+            for (int k = 0; k < 2 && c; k++) /* skip type and allowed values */
+                c = memchr(c + 1, '|', n - (size_t)(c + 1 - line));
+            const char *e = c ? memchr(c + 1, '|', n - (size_t)(c + 1 - line)) : NULL;
+            if (!e)
+                return 0;
+            snprintf(cell, len, "%.*s", (int)(e - c - 1), c + 1);
+            return 1;
+        }
+        line += n + (eol ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Each default leaf value appears as a `token` of its row's default cell
+ * (numbers compared by value: `1e-8` documents 1e-08). */
+static void check_defaults(const char *doc, json_t *node, const char *prefix)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(node, k, v) {
+        char path[200], cell[512];
+        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", k);
+        if (json_is_object(v)) {
+            check_defaults(doc, v, path);
+            continue;
+        }
+        if (json_is_array(v))
+            continue;
+        ck_assert_msg(doc_default_cell(doc, path, cell, sizeof cell),
+                      "docs/config.md has no table row for `%s`", path);
+        int found = 0;
+        for (char *t = strchr(cell, '`'); t && !found;) {
+            char *e = strchr(t + 1, '`');
+            if (!e)
+                break;
+            *e = '\0';
+            const char *tok = t + 1;
+            if (json_is_string(v)) {
+                found = strcmp(tok, json_string_value(v)) == 0;
+            } else {
+                char *end;
+                double x = strtod(tok, &end);
+                found = end != tok && *end == '\0' && x == json_number_value(v);
+            }
+            t = strchr(e + 1, '`');
+        }
+        char *val = json_dumps(v, JSON_ENCODE_ANY);
+        ck_assert_msg(found, "docs/config.md: the default of `%s` is %s, the table says '%s'",
+                      path, val, cell);
+        free(val);
+    }
+}
+
+/* docs/config.md documents every key the dump shows (and the file keys),
+ * for each kind of solver: the AMG keys appear only when AMG is chosen. */
 START_TEST(test_docs_cover_keys)
 {
-    /* KS_TEST_DATA is <source>/matrices/samples: strip two components by
-     * text (the folder need not exist for this test). */
-    const char *data = getenv("KS_TEST_DATA");
-    char docpath[1200];
-    snprintf(docpath, sizeof docpath, "%s", data ? data : "./matrices/samples");
-    for (int up = 0; up < 2; up++) {
-        char *slash = strrchr(docpath, '/');
-        if (slash)
-            *slash = '\0';
-    }
-    strncat(docpath, "/docs/config.md", sizeof docpath - strlen(docpath) - 1);
+    const char *docpath = source_path("docs/config.md");
     FILE *f = fopen(docpath, "r");
     ck_assert_msg(f != NULL, "cannot open %s", docpath);
-    static char doc[1 << 17];
+    static char doc[1 << 18];
     size_t n = fread(doc, 1, sizeof doc - 1, f);
     doc[n] = '\0';
+    ck_assert_msg(n < sizeof doc - 1, "docs/config.md is larger than the test's buffer");
     fclose(f);
 
-    ks_config *cfg = load("{\"solution\": {\"file\": \"x\"}}");
-    json_t *t = dump_tree(cfg);
     const char *extra[] = {"matrix.file", "rhs.file"};
     for (int i = 0; i < 2; i++) {
         char want[64];
         snprintf(want, sizeof want, "`%s`", extra[i]);
         ck_assert_msg(strstr(doc, want), "docs/config.md lacks %s", want);
     }
-    /* Walk two levels of leaves. */
-    const char *k1, *k2, *k3;
-    json_t *v1, *v2, *v3;
-    json_object_foreach(t, k1, v1) {
-        char want[160];
-        if (!json_is_object(v1)) {
-            snprintf(want, sizeof want, "`%s`", k1);
-            ck_assert_msg(strstr(doc, want), "docs/config.md lacks %s", want);
-            continue;
-        }
-        json_object_foreach(v1, k2, v2) {
-            if (!json_is_object(v2)) {
-                snprintf(want, sizeof want, "`%s.%s`", k1, k2);
-                ck_assert_msg(strstr(doc, want), "docs/config.md lacks %s", want);
-                continue;
-            }
-            json_object_foreach(v2, k3, v3) {
-                snprintf(want, sizeof want, "`%s.%s.%s`", k1, k2, k3);
-                ck_assert_msg(strstr(doc, want), "docs/config.md lacks %s", want);
-            }
-        }
+    static const char *const cfgs[] = {
+        "{\"solution\": {\"file\": \"x\"}}",     /* PCG + AMG (default) */
+        "{\"solver\": {\"solver\": \"AMG\"}}",     /* standalone AMG */
+        "{\"solver\": {\"preconditioner\": \"JACOBI\"}}",
+    };
+    for (int c = 0; c < 3; c++) {
+        ks_config *cfg = load(cfgs[c]);
+        json_t *t = dump_tree(cfg);
+        check_documented(doc, t, "");
+        json_decref(t);
+        ks_config_destroy(cfg);
     }
+    /* And the documented defaults are the defaults. */
+    ks_config *cfg = load("{}");
+    json_t *t = dump_tree(cfg);
+    check_defaults(doc, t, "");
     json_decref(t);
     ks_config_destroy(cfg);
 }
@@ -639,6 +1113,12 @@ int main(void)
     tcase_add_test(tc, test_set);
     tcase_add_test(tc, test_set_exclusive);
     tcase_add_test(tc, test_set_many);
+    tcase_add_test(tc, test_amg_keys);
+    tcase_add_test(tc, test_amgx_example);
+    tcase_add_test(tc, test_amg_aggregation_theta);
+    tcase_add_test(tc, test_amg_errors);
+    tcase_add_test(tc, test_amg_set);
+    tcase_add_test(tc, test_example_configs);
     tcase_add_test(tc, test_relative_paths);
     tcase_add_test(tc, test_docs_cover_keys);
     suite_add_tcase(s, tc);

@@ -1,0 +1,56 @@
+/* The "AMG" preconditioner: z = one cycle on A z = r from z = 0. Setup
+ * builds the hierarchy from the matrix's host CSR; re-setup keeps its
+ * patterns (resetup.c). */
+#include "hierarchy.h"
+
+static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
+{
+    ks_amg *amg = NULL;
+    KS_TRY(ks_amg_setup(pc->be, &pc->prm.amg, A, &amg));
+    ks_amg_destroy(pc->data);
+    pc->data = amg;
+    return KS_OK;
+}
+
+static ks_error amg_pc_resetup(ks_precond *pc, ks_matrix *A)
+{
+    if (!pc->data)
+        return amg_pc_setup(pc, A);
+    return ks_amg_resetup(pc->data, A);
+}
+
+static ks_error amg_pc_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)
+{
+    if (!pc->data)
+        return ks_seterr(KS_ERR_ARG, "AMG apply before setup");
+    return ks_amg_cycle(pc->data, r, z, 1);
+}
+
+static void amg_pc_destroy(ks_precond *pc)
+{
+    ks_amg_destroy(pc->data);
+    pc->data = NULL;
+}
+
+static void amg_pc_print(const ks_precond *pc, FILE *out)
+{
+    if (pc->data)
+        ks_amg_print(pc->data, out);
+}
+
+const ks_precond_ops ks_precond_amg_ops = {
+    .name = "AMG",
+    .setup = amg_pc_setup,
+    .apply = amg_pc_apply,
+    .destroy = amg_pc_destroy,
+    .resetup = amg_pc_resetup,
+    .print = amg_pc_print,
+};
+
+const ks_amg *ks_precond_amg(const ks_precond *pc)
+{
+    if (!pc || pc->ops != &ks_precond_amg_ops || !pc->data)
+        return NULL;
+    const ks_amg *amg = pc->data;
+    return amg->nlevels > 0 ? amg : NULL;
+}

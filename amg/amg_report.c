@@ -1,0 +1,60 @@
+/* AmgX-style hierarchy report: one row per level, complexities, coarse
+ * solver, setup time per phase. */
+#include "hierarchy.h"
+
+#include <strings.h>
+
+void ks_amg_print(const ks_amg *amg, FILE *out)
+{
+    if (!amg || !out)
+        return;
+    const ks_amg_params *p = &amg->prm;
+    int agg = strcasecmp(p->algorithm, "AGGREGATION") == 0;
+    const char *where = amg->be->ops->kind == KS_BACKEND_CUDA ? "device" : "host";
+    if (agg)
+        fprintf(out, "AMG hierarchy: AGGREGATION (smoothed, theta %g)", p->strength_threshold);
+    else
+        fprintf(out, "AMG hierarchy: CLASSICAL (%s, %s, theta %g, max_row_sum %g, %d elements)",
+                p->selector, p->interpolator, p->strength_threshold, p->max_row_sum,
+                p->interp_max_elements);
+    fprintf(out, ", smoother %s", ks_amg_smoother_name(amg->smoother));
+    if (amg->smoother == KS_SMOOTHER_CHEBYSHEV)
+        fprintf(out, " (degree %d)", p->smoother.chebyshev_degree);
+    fprintf(out, ", %s(%d,%d), backend %s\n", p->cycle, p->presweeps, p->postsweeps,
+            ks_backend_name(amg->be));
+    if (amg->nlevels < 1) {
+        fprintf(out, "  (no hierarchy: the last setup failed)\n");
+        return;
+    }
+    fprintf(out, "  %5s %12s %14s %9s %12s  %s\n", "level", "rows", "nonzeros", "nnz/row",
+            "memory (MB)", "location");
+    double total = 0.0;
+    for (int l = 0; l < amg->nlevels; l++) {
+        const ks_csr *A = &amg->levels[l].A;
+        double mb = ks_amg_level_bytes(amg, l) / 1048576.0;
+        total += mb;
+        fprintf(out, "  %5d %12ld %14ld %9.2f %12.2f  %s\n", l, (long)A->nrows, (long)A->nnz,
+                A->nrows ? (double)A->nnz / A->nrows : 0.0, mb, where);
+    }
+    fprintf(out, "  grid complexity %.3f, operator complexity %.3f, memory %.2f MB\n",
+            amg->grid_complexity, amg->operator_complexity, total);
+    const ks_csr *Ac = &amg->levels[amg->nlevels - 1].A;
+    if (amg->coarse_inv)
+        fprintf(out, "  coarsest level: dense LU, explicit inverse applied as one SpMV (%ld rows)\n",
+                (long)Ac->nrows);
+    else
+        fprintf(out, "  coarsest level: %ld rows, too many for the dense solve: smoothed\n",
+                (long)Ac->nrows);
+    double sum = 0.0;
+    for (int k = 0; k < KS_AMG_NPHASES; k++)
+        sum += amg->phase_seconds[k];
+    if (amg->last_was_resetup)
+        fprintf(out, "  re-setup %.4f s%s (full setup %.4f s):", amg->resetup_seconds,
+                amg->resetup_fell_back ? " (pattern changed: rebuilt)" : "",
+                amg->setup_seconds);
+    else
+        fprintf(out, "  setup %.4f s:", amg->setup_seconds);
+    for (int k = 0; k < KS_AMG_NPHASES; k++)
+        fprintf(out, "%s %s %.4f", k ? "," : "", ks_amg_phase_names[k], amg->phase_seconds[k]);
+    fprintf(out, " (phases sum %.4f s)\n", sum);
+}

@@ -1,0 +1,209 @@
+/* AMG smoothers on any backend, through ks_matrix / ks_vec:
+ *   JACOBI     x += omega D^-1 (b - A x)        omega = relaxation_factor
+ *                                              (0 = unset -> 2/3)
+ *   JACOBI_L1  x += omega D_l1^-1 (b - A x)     d_i = a_ii + sign(a_ii) sum_{j!=i} |a_ij|
+ *              (omega = relaxation_factor, 0 = unset -> 1). D_l1 - A is
+ *              diagonally dominant, hence D_l1 >= A for symmetric A with
+ *              positive diagonal, so the smoother converges in the A-norm
+ *              for every SPD A without tuning (Baker, Falgout, Kolev, Yang,
+ *              "Multigrid smoothers for ultraparallel computing", 2011).
+ *              hypre's relax_type 18 adds only the off-process part; adding
+ *              the whole row is the variant with that guarantee on one
+ *              process too.
+ *   CHEBYSHEV  chebyshev.c
+ *   GS / SGS   hybrid Gauss-Seidel through the SpMV format's gs_sweep (cpu).
+ * All are residual based: r = b - A x is one SpMV with beta = 1 into a copy
+ * of b; with x = 0 on entry the first residual is b itself. */
+#include "hierarchy.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+    const char *name;
+    ks_amg_smoother_kind kind;
+} smoother_names[] = {
+    {"JACOBI", KS_SMOOTHER_JACOBI},
+    {"BLOCK_JACOBI", KS_SMOOTHER_JACOBI}, /* AmgX's name; blocks of 1 here */
+    {"JACOBI_L1", KS_SMOOTHER_JACOBI_L1},
+    {"CHEBYSHEV", KS_SMOOTHER_CHEBYSHEV},
+    {"GS", KS_SMOOTHER_GS},
+    {"SGS", KS_SMOOTHER_SGS},
+    {"MULTICOLOR_GS", KS_SMOOTHER_GS},  /* accepted AmgX names: hybrid GS here */
+    {"MULTICOLOR_SGS", KS_SMOOTHER_SGS},
+};
+
+ks_error ks_amg_smoother_kind_from_name(const char *name, ks_amg_smoother_kind *k)
+{
+    for (size_t i = 0; name && i < sizeof smoother_names / sizeof smoother_names[0]; i++)
+        if (strcasecmp(name, smoother_names[i].name) == 0) {
+            *k = smoother_names[i].kind;
+            return KS_OK;
+        }
+    return ks_seterr(KS_ERR_CONFIG,
+                     "unknown smoother '%s' (expected JACOBI, BLOCK_JACOBI, JACOBI_L1, "
+                     "CHEBYSHEV, GS, SGS)",
+                     name ? name : "(null)");
+}
+
+const char *ks_amg_smoother_name(ks_amg_smoother_kind k)
+{
+    switch (k) {
+    case KS_SMOOTHER_JACOBI: return "JACOBI";
+    case KS_SMOOTHER_JACOBI_L1: return "JACOBI_L1";
+    case KS_SMOOTHER_CHEBYSHEV: return "CHEBYSHEV";
+    case KS_SMOOTHER_GS: return "GS";
+    case KS_SMOOTHER_SGS: return "SGS";
+    }
+    return "?";
+}
+
+static int is_gs(ks_amg_smoother_kind k)
+{
+    return k == KS_SMOOTHER_GS || k == KS_SMOOTHER_SGS;
+}
+
+/* Upload n host values into L->dinv (created on first use, reused by
+ * re-setup). */
+static ks_error put_dinv(ks_amg *amg, ks_amg_level *L, const double *h)
+{
+    if (!L->dinv)
+        KS_TRY(ks_vec_create(amg->be, L->A.nrows, &L->dinv));
+    return ks_vec_set_host(L->dinv, h);
+}
+
+ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
+{
+    ks_amg_level *L = &amg->levels[l];
+    const ks_csr *A = &L->A;
+    ks_int n = A->nrows;
+    ks_amg_smoother_kind kind = amg->smoother;
+    const char *name = ks_amg_smoother_name(kind);
+
+    if (is_gs(kind)) {
+        /* Every level's matrix is on the same backend as level 0, which
+         * setup already checked; the format must also offer the sweep. */
+        if (!L->Am || !L->Am->ops->gs_sweep)
+            return ks_seterr(KS_ERR_UNSUPPORTED,
+                             "smoother %s: SpMV format '%s' on level %d has no Gauss-Seidel "
+                             "sweep; use the csr format, JACOBI_L1 or CHEBYSHEV",
+                             name, L->Am ? L->Am->ops->name : "?", l);
+    }
+
+    double *h = ks_malloc((size_t)n * sizeof *h + 1, "AMG smoother diagonal");
+    if (!h)
+        return KS_ERR_MEMORY;
+    double omega = amg->prm.smoother.relaxation_factor;
+    if (!(omega > 0.0))
+        omega = kind == KS_SMOOTHER_JACOBI ? 2.0 / 3.0 : 1.0;
+    ks_error e = KS_OK;
+    for (ks_int i = 0; i < n && e == KS_OK; i++) {
+        double diag = 0.0, off = 0.0;
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+            if (A->colind[k] == i)
+                diag = A->val[k];
+            else
+                off += fabs(A->val[k]);
+        }
+        if (diag == 0.0 || !isfinite(diag)) {
+            e = ks_seterr(KS_ERR_NUMERIC,
+                          "AMG level %d: %s diagonal at row %ld (smoother %s needs a nonzero "
+                          "diagonal)",
+                          l, diag == 0.0 ? "zero" : "non-finite", (long)i, name);
+            break;
+        }
+        switch (kind) {
+        case KS_SMOOTHER_JACOBI: h[i] = omega / diag; break;
+        case KS_SMOOTHER_JACOBI_L1: h[i] = omega / (diag + copysign(off, diag)); break;
+        default: h[i] = 1.0 / diag; break;
+        }
+    }
+    if (e == KS_OK && kind == KS_SMOOTHER_CHEBYSHEV) {
+        /* Upper bound: the power/Lanczos estimate of rho(D^-1 A) enlarged by
+         * 10%, since an underestimate lets the polynomial amplify the top of
+         * the spectrum; the lower bound only chooses which part is damped. */
+        double rho = L->rho;
+        if (!L->rho_valid)
+            e = ks_amg_spectral_radius_dinv_a(A, 12, &rho);
+        if (e != KS_OK)
+            ks_adderr(e, "AMG level %d: Chebyshev eigenvalue estimate", l);
+        else if (!(rho > 0.0) || !isfinite(rho))
+            e = ks_seterr(KS_ERR_NUMERIC,
+                          "AMG level %d: Chebyshev smoother: spectral radius estimate of "
+                          "D^-1 A is %g",
+                          l, rho);
+        L->rho = rho;
+        L->rho_valid = e == KS_OK;
+        L->lmax = 1.1 * rho;
+        L->lmin = amg->prm.smoother.chebyshev_lower * L->lmax;
+    }
+    if (e == KS_OK && !is_gs(kind))
+        e = put_dinv(amg, L, h);
+    free(h);
+    return e;
+}
+
+void ks_amg_smoother_free(ks_amg_level *L)
+{
+    ks_vec_destroy(L->dinv);
+    L->dinv = NULL;
+}
+
+ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, ks_vec *r)
+{
+    KS_TRY(ks_vec_copy(b, r));
+    return ks_matrix_apply(amg->levels[l].Am, -1.0, x, 1.0, r);
+}
+
+/* One Jacobi-type step x += dinv .* (b - A x). */
+static ks_error jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero)
+{
+    ks_amg_level *L = &amg->levels[l];
+    if (x_zero)
+        return ks_vec_pointwise_mult(L->dinv, b, x);
+    KS_TRY(ks_amg_residual(amg, l, b, x, L->r));
+    KS_TRY(ks_vec_pointwise_mult(L->dinv, L->r, L->r)); /* elementwise: in place is safe */
+    return ks_vec_axpy(1.0, L->r, x);
+}
+
+static ks_error gs_step(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int reverse)
+{
+    ks_matrix *M = amg->levels[l].Am;
+    ks_error e = M->ops->gs_sweep(M->be, M->state, b->data, x->data, reverse);
+    if (e != KS_OK)
+        return ks_adderr(e, "AMG level %d", l);
+    return KS_OK;
+}
+
+ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int sweeps, int post,
+                       int x_zero)
+{
+    if (sweeps <= 0)
+        return x_zero ? ks_vec_fill(x, 0.0) : KS_OK;
+    for (int s = 0; s < sweeps; s++, x_zero = 0) {
+        switch (amg->smoother) {
+        case KS_SMOOTHER_JACOBI:
+        case KS_SMOOTHER_JACOBI_L1: KS_TRY(jacobi_step(amg, l, b, x, x_zero)); break;
+        case KS_SMOOTHER_CHEBYSHEV: KS_TRY(ks_amg_chebyshev(amg, l, b, x, x_zero)); break;
+        case KS_SMOOTHER_GS:
+            /* Forward before the coarse correction, backward after: the
+             * post-smoother is the adjoint of the pre-smoother, so the cycle
+             * is a symmetric preconditioner (PCG). */
+            if (x_zero)
+                KS_TRY(ks_vec_fill(x, 0.0));
+            KS_TRY(gs_step(amg, l, b, x, post));
+            break;
+        case KS_SMOOTHER_SGS:
+            /* Forward then backward both before and after: the symmetric
+             * sweep's error propagator is self-adjoint in the A inner
+             * product, so pre and post use the same order. */
+            if (x_zero)
+                KS_TRY(ks_vec_fill(x, 0.0));
+            KS_TRY(gs_step(amg, l, b, x, 0));
+            KS_TRY(gs_step(amg, l, b, x, 1));
+            break;
+        }
+    }
+    return KS_OK;
+}

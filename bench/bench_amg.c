@@ -1,0 +1,476 @@
+/* AMG benchmark: setup and solve times, iterations and complexities of
+ * PCG / PBiCGStab + AMG (or AMG alone) on one or more backends.
+ *
+ *   bench_amg --gen poisson3d_7 --n 128 --backend cpu,cuda
+ *   bench_amg --mtx A.mtx.gz --config examples/configs/pcg_amg_aggregation.json
+ *   bench_amg --n 64 --algorithm AGGREGATION --solver PBICGSTAB -p solver.max_iters=50
+ *   bench_amg --n 128 --backend cuda --vcycle-vs-spmv
+ *
+ * Problem: b = A x with x_i = sin(i), x0 = 0, relative tolerance 1e-8
+ * (RELATIVE_RHS) unless --config or -p say otherwise. Per backend: one
+ * warm-up setup and solve (first touch, lazy allocations, cuSPARSE
+ * buffers), then the median of --repeat setups and of --repeat solves.
+ * --vcycle-vs-spmv also times one AMG cycle (as the preconditioner applies
+ * it: from x = 0) against one fine-level SpMV; the issue's target on the
+ * GPU is a V-cycle costing at most 10 fine-level SpMVs.
+ *
+ * Uses the public API and config strings; the hierarchy's complexities and
+ * the cycle come from the private AMG header (a benchmark may look inside). */
+#include "ksolve.h"
+#include "../solver/solver_impl.h"
+#include "../amg/hierarchy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SETS 32
+#define MAX_BACKENDS 4
+
+typedef struct opts {
+    const char *gen, *mtx, *backends, *config, *algorithm, *solver, *format;
+    int n, repeat, vcycle;
+    double tol;
+    int nsets;
+    const char *set_key[MAX_SETS];
+    const char *set_val[MAX_SETS];
+    char set_buf[MAX_SETS][256];
+} opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench_amg [options]\n"
+            "  --gen NAME          generator (poisson3d_7, poisson3d_27, aniso3d, ...) [poisson3d_7]\n"
+            "  --n N               grid points per axis [128]\n"
+            "  --mtx FILE          Matrix Market matrix instead of a generator\n"
+            "  --backend LIST      cpu, cuda or cpu,cuda (prints GPU/CPU ratios) [cpu]\n"
+            "  --config FILE       JSON config (its \"solver\" scope is used as given)\n"
+            "  --algorithm A       CLASSICAL or AGGREGATION, without --config [CLASSICAL]\n"
+            "  --solver S          PCG, PBICGSTAB or AMG (cycles alone), without --config [PCG]\n"
+            "  --tol T             relative tolerance, without --config [1e-8]\n"
+            "  --format F          SpMV format of A [auto]\n"
+            "  -p, --set KEY=VAL   any config key (ks_config_set), applied last; repeatable\n"
+            "  --repeat R          timed setups and solves, medians reported [3]\n"
+            "  --vcycle-vs-spmv    also time one AMG cycle against one fine-level SpMV\n");
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->gen = "poisson3d_7";
+    o->backends = "cpu";
+    o->algorithm = "CLASSICAL";
+    o->solver = "PCG";
+    o->format = "auto";
+    o->n = 128;
+    o->repeat = 3;
+    o->tol = 1e-8;
+    int gen_given = 0, algo_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!strcmp(a, "--vcycle-vs-spmv")) {
+            o->vcycle = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "bench_amg: %s needs a value (or unknown option)\n", a);
+            return 1;
+        }
+        const char *v = argv[++i];
+        char *end = NULL;
+        if (!strcmp(a, "--gen")) {
+            o->gen = v;
+            gen_given = 1;
+        } else if (!strcmp(a, "--mtx")) {
+            o->mtx = v;
+        } else if (!strcmp(a, "--backend")) {
+            o->backends = v;
+        } else if (!strcmp(a, "--config")) {
+            o->config = v;
+        } else if (!strcmp(a, "--algorithm")) {
+            o->algorithm = v;
+            algo_given = 1;
+        } else if (!strcmp(a, "--solver")) {
+            o->solver = v;
+            algo_given = 1;
+        } else if (!strcmp(a, "--format")) {
+            o->format = v;
+        } else if (!strcmp(a, "--n")) {
+            o->n = (int)strtol(v, &end, 10);
+            gen_given = 1;
+        } else if (!strcmp(a, "--repeat")) {
+            o->repeat = (int)strtol(v, &end, 10);
+        } else if (!strcmp(a, "--tol")) {
+            o->tol = strtod(v, &end);
+            algo_given = 1;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--set")) {
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || o->nsets >= MAX_SETS || (size_t)(eq - v) >= 255) {
+                fprintf(stderr, "bench_amg: %s wants KEY=VALUE (at most %d)\n", a, MAX_SETS);
+                return 1;
+            }
+            snprintf(o->set_buf[o->nsets], sizeof o->set_buf[0], "%.*s", (int)(eq - v), v);
+            o->set_key[o->nsets] = o->set_buf[o->nsets];
+            o->set_val[o->nsets] = eq + 1;
+            o->nsets++;
+        } else {
+            fprintf(stderr, "bench_amg: unknown option %s\n", a);
+            usage(stderr);
+            return 1;
+        }
+        if (end && *end) {
+            fprintf(stderr, "bench_amg: %s: '%s' is not a number\n", a, v);
+            return 1;
+        }
+    }
+    if (o->n < 2 || o->repeat < 1 || !(o->tol >= 0)) {
+        fprintf(stderr, "bench_amg: need --n >= 2, --repeat >= 1, --tol >= 0\n");
+        return 1;
+    }
+    if (o->mtx && gen_given) {
+        fprintf(stderr, "bench_amg: give either --mtx or --gen/--n\n");
+        return 1;
+    }
+    if (o->config && algo_given) {
+        fprintf(stderr, "bench_amg: --algorithm, --solver and --tol describe the solver when "
+                        "there is no --config (use -p KEY=VALUE to change a config)\n");
+        return 1;
+    }
+    return 0;
+}
+
+static ks_error make_config(const opts *o, ks_config **cfg)
+{
+    if (o->config) {
+        KS_TRY(ks_config_create_from_file(o->config, cfg));
+    } else {
+        char json[512];
+        if (!strcmp(o->solver, "AMG"))
+            snprintf(json, sizeof json,
+                     "{\"solver\": {\"solver\": \"AMG\", \"max_iters\": 500, \"tolerance\": %.17g,"
+                     " \"convergence\": \"RELATIVE_RHS\", \"algorithm\": \"%s\"}}",
+                     o->tol, o->algorithm);
+        else
+            snprintf(json, sizeof json,
+                     "{\"solver\": {\"solver\": \"%s\", \"max_iters\": 500, \"tolerance\": %.17g,"
+                     " \"convergence\": \"RELATIVE_RHS\", \"preconditioner\": {\"solver\": "
+                     "\"AMG\", \"algorithm\": \"%s\"}}}",
+                     o->solver, o->tol, o->algorithm);
+        KS_TRY(ks_config_create_from_string(json, cfg));
+    }
+    /* Benchmarks do not need the residual history. */
+    KS_TRY(ks_config_set(*cfg, "solver.store_res_history", "0"));
+    for (int i = 0; i < o->nsets; i++)
+        KS_TRY(ks_config_set(*cfg, o->set_key[i], o->set_val[i]));
+    return KS_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct result {
+    char backend[16];
+    double setup_s, solve_s, per_it_s;
+    int iterations;
+    int levels;
+    double opc, gridc;
+    double cycle_s, spmv_s, cycle_est; /* --vcycle-vs-spmv */
+    ks_solve_status status;
+    double true_rel;
+} result;
+
+#define FAIL(call)                                                                       \
+    do {                                                                                 \
+        ks_error e_ = (call);                                                            \
+        if (e_ != KS_OK) {                                                               \
+            fprintf(stderr, "bench_amg: %s: %s: %s\n", #call, ks_error_name(e_),         \
+                    ks_last_error());                                                    \
+            goto done;                                                                   \
+        }                                                                                \
+    } while (0)
+
+/* Nonzeros touched by one cycle from x = 0, in units of nnz(A_0): an
+ * estimate of the cycle's cost in fine-level SpMVs (each smoothing sweep,
+ * residual, restriction and prolongation is one SpMV with its level's
+ * operator; Chebyshev sweeps cost `degree` SpMVs; the coarsest level is a
+ * dense n x n product). V-cycles only; W and F visit coarse levels more. */
+static double cycle_estimate(const ks_amg *amg)
+{
+    const ks_amg_params *p = &amg->prm;
+    double per_sweep = amg->smoother == KS_SMOOTHER_CHEBYSHEV ? p->smoother.chebyshev_degree : 1;
+    double nnz0 = (double)amg->levels[0].A.nnz, sum = 0.0;
+    for (int l = 0; l < amg->nlevels - 1; l++) {
+        const ks_amg_level *L = &amg->levels[l];
+        double a = (double)L->A.nnz;
+        /* The first presweep from x = 0 needs no residual SpMV for the
+         * Jacobi types; count every sweep anyway (an upper estimate). */
+        sum += (p->presweeps + p->postsweeps) * per_sweep * a + a;
+        sum += (double)L->P.nnz + (double)L->R.nnz;
+    }
+    double nc = (double)amg->levels[amg->nlevels - 1].A.nrows;
+    sum += amg->coarse_inv ? nc * nc : 20.0 * amg->levels[amg->nlevels - 1].A.nnz;
+    return sum / nnz0;
+}
+
+/* Seconds per call of f, timed over enough calls to last ~0.2 s (at least
+ * 5, at most 2000), after two warm-up calls; the median of 3 such blocks. */
+typedef ks_error (*op_fn)(void *ctx);
+static ks_error time_op(ks_backend *be, op_fn f, void *ctx, double *sec)
+{
+    KS_TRY(f(ctx));
+    KS_TRY(f(ctx));
+    KS_TRY(ks_backend_sync(be));
+    double t0 = ks_wtime();
+    KS_TRY(f(ctx));
+    KS_TRY(ks_backend_sync(be));
+    double one = ks_wtime() - t0;
+    int reps = one > 0 ? (int)(0.2 / one) : 2000;
+    reps = reps < 5 ? 5 : reps > 2000 ? 2000 : reps;
+    double blocks[3];
+    for (int k = 0; k < 3; k++) {
+        KS_TRY(ks_backend_sync(be));
+        t0 = ks_wtime();
+        for (int i = 0; i < reps; i++)
+            KS_TRY(f(ctx));
+        KS_TRY(ks_backend_sync(be));
+        blocks[k] = (ks_wtime() - t0) / reps;
+    }
+    *sec = median(blocks, 3);
+    return KS_OK;
+}
+
+typedef struct op_ctx {
+    ks_amg *amg;
+    ks_matrix *M;
+    ks_vec *in, *out;
+} op_ctx;
+
+static ks_error op_cycle(void *c)
+{
+    op_ctx *o = c;
+    return ks_amg_cycle(o->amg, o->in, o->out, 1);
+}
+
+static ks_error op_spmv(void *c)
+{
+    op_ctx *o = c;
+    return ks_matrix_apply(o->M, 1.0, o->in, 0.0, o->out);
+}
+
+static int bench_one(const char *backend, const ks_csr *A, const double *bh, const opts *o,
+                     result *res)
+{
+    int rc = 1;
+    ks_backend *be = NULL;
+    ks_config *cfg = NULL;
+    ks_matrix *M = NULL;
+    ks_vec *b = NULL, *x = NULL;
+    ks_solver *s = NULL;
+    double *ts = calloc((size_t)o->repeat, sizeof *ts);
+    double *tv = calloc((size_t)o->repeat, sizeof *tv);
+    memset(res, 0, sizeof *res);
+    snprintf(res->backend, sizeof res->backend, "%s", backend);
+    if (!ts || !tv) {
+        fprintf(stderr, "bench_amg: out of memory\n");
+        goto done;
+    }
+    FAIL(make_config(o, &cfg));
+    FAIL(ks_backend_create(backend, &be));
+    FAIL(ks_matrix_create(be, A, o->format, NULL, &M));
+    FAIL(ks_vec_create(be, A->nrows, &b));
+    FAIL(ks_vec_create(be, A->nrows, &x));
+    FAIL(ks_vec_set_host(b, bh));
+    FAIL(ks_solver_create(be, cfg, &s));
+    const ks_solve_stats *st = ks_solver_stats(s);
+
+    /* Setups: warm-up, then the timed ones (each rebuilds the hierarchy). */
+    FAIL(ks_solver_setup(s, M));
+    for (int r = 0; r < o->repeat; r++) {
+        FAIL(ks_solver_setup(s, M));
+        ts[r] = st->setup_seconds;
+    }
+    res->setup_s = median(ts, o->repeat);
+    const ks_amg *amg = ks_precond_amg(s->pc);
+    if (amg) {
+        res->levels = amg->nlevels;
+        res->opc = amg->operator_complexity;
+        res->gridc = amg->grid_complexity;
+    }
+
+    FAIL(ks_vec_fill(x, 0.0)); /* warm-up solve */
+    FAIL(ks_solver_solve(s, b, x));
+    for (int r = 0; r < o->repeat; r++) {
+        FAIL(ks_vec_fill(x, 0.0));
+        FAIL(ks_solver_solve(s, b, x));
+        tv[r] = st->solve_seconds;
+        res->iterations = st->iterations;
+    }
+    res->solve_s = median(tv, o->repeat);
+    res->per_it_s = res->iterations > 0 ? res->solve_s / res->iterations : NAN;
+    res->status = st->status;
+    res->true_rel = st->true_relative_residual;
+
+    printf("\n%s: %s\n", backend, ks_backend_description(be));
+    ks_solver_print_setup(s, stdout);
+    printf("  %s%s%s, SpMV format %s\n", ks_solver_name(s),
+           strcmp(ks_solver_name(s), "AMG") ? " + " : "",
+           strcmp(ks_solver_name(s), "AMG") ? ks_solver_preconditioner_name(s) : "",
+           ks_matrix_format(M));
+    if (amg)
+        printf("  levels %d, operator complexity %.3f, grid complexity %.3f\n", res->levels,
+               res->opc, res->gridc);
+    printf("  iterations %d (%s), true relative residual %.3e\n", res->iterations,
+           ks_solve_status_name(res->status), res->true_rel);
+    printf("  setup %.4f s, solve %.4f s, %.3f ms/iteration (medians of %d)\n", res->setup_s,
+           res->solve_s, 1e3 * res->per_it_s, o->repeat);
+
+    if (o->vcycle) {
+        if (!amg) {
+            fprintf(stderr, "bench_amg: --vcycle-vs-spmv needs an AMG solver or preconditioner\n");
+            goto done;
+        }
+        op_ctx c = {(ks_amg *)amg, M, b, x};
+        FAIL(time_op(be, op_cycle, &c, &res->cycle_s));
+        FAIL(time_op(be, op_spmv, &c, &res->spmv_s));
+        res->cycle_est = cycle_estimate(amg);
+        printf("  one %s-cycle %.4f ms, one fine-level SpMV %.4f ms: cycle = %.2f SpMVs "
+               "(%.2f estimated from nonzeros%s)\n",
+               amg->prm.cycle, 1e3 * res->cycle_s, 1e3 * res->spmv_s, res->cycle_s / res->spmv_s,
+               res->cycle_est, amg->prm.cycle[0] == 'V' ? "" : ", V-cycle count");
+    }
+    fflush(stdout);
+    rc = 0;
+done:
+    ks_solver_destroy(s);
+    ks_vec_destroy(b);
+    ks_vec_destroy(x);
+    ks_matrix_destroy(M);
+    ks_backend_destroy(be);
+    ks_config_destroy(cfg);
+    free(ts);
+    free(tv);
+    return rc;
+}
+
+static int load_matrix(const opts *o, ks_csr *A, char *desc, size_t len)
+{
+    double t0 = ks_wtime();
+    if (o->mtx) {
+        if (ks_mm_read_csr(o->mtx, A, NULL) != KS_OK) {
+            fprintf(stderr, "bench_amg: %s\n", ks_last_error());
+            return 1;
+        }
+        snprintf(desc, len, "%s", o->mtx);
+    } else {
+        ks_gen_params g;
+        ks_gen_params_default(&g);
+        if (ks_gen_kind_from_name(o->gen, &g.kind) != KS_OK) {
+            fprintf(stderr, "bench_amg: %s\n", ks_last_error());
+            return 1;
+        }
+        int is2d = g.kind == KS_GEN_POISSON2D_5 || g.kind == KS_GEN_POISSON2D_9;
+        g.nx = g.ny = o->n;
+        g.nz = is2d ? 1 : o->n;
+        if (ks_generate(&g, A) != KS_OK) {
+            fprintf(stderr, "bench_amg: generating %s: %s\n", o->gen, ks_last_error());
+            return 1;
+        }
+        snprintf(desc, len, "%s n=%d", o->gen, o->n);
+    }
+    if (A->nrows != A->ncols) {
+        fprintf(stderr, "bench_amg: %s is %ld x %ld, not square\n", desc, (long)A->nrows,
+                (long)A->ncols);
+        ks_csr_free(A);
+        return 1;
+    }
+    printf("problem %s: %ld rows, %ld nonzeros (%.2f s to %s)\n", desc, (long)A->nrows,
+           (long)A->nnz, ks_wtime() - t0, o->mtx ? "read" : "generate");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    if (parse(argc, argv, &o))
+        return 2;
+    ks_csr A;
+    char desc[1100];
+    if (load_matrix(&o, &A, desc, sizeof desc))
+        return 1;
+    /* b = A x with x_i = sin(i). */
+    double *xs = malloc((size_t)A.nrows * sizeof *xs);
+    double *bh = malloc((size_t)A.nrows * sizeof *bh);
+    if (!xs || !bh) {
+        fprintf(stderr, "bench_amg: out of memory\n");
+        free(xs);
+        free(bh);
+        ks_csr_free(&A);
+        return 1;
+    }
+    for (ks_int i = 0; i < A.nrows; i++)
+        xs[i] = sin((double)i);
+    ks_csr_spmv_ref(&A, 1.0, xs, 0.0, bh);
+    free(xs);
+    if (o.config)
+        printf("config %s%s\n", o.config, o.nsets ? " (with -p overrides)" : "");
+    else
+        printf("solver %s, AMG %s, tolerance %g relative to ||b||%s\n", o.solver, o.algorithm,
+               o.tol, o.nsets ? " (with -p overrides)" : "");
+
+    char list[256];
+    snprintf(list, sizeof list, "%s", o.backends);
+    result res[MAX_BACKENDS];
+    int nb = 0, rc = 0;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && nb < MAX_BACKENDS;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (bench_one(tok, &A, bh, &o, &res[nb]) != 0) {
+            rc = 1;
+            break;
+        }
+        if (res[nb].status != KS_SOLVE_CONVERGED)
+            rc = 1;
+        nb++;
+    }
+    int ic = -1, ig = -1;
+    for (int i = 0; i < nb; i++) {
+        if (!strcmp(res[i].backend, "cpu"))
+            ic = i;
+        if (!strcmp(res[i].backend, "cuda"))
+            ig = i;
+    }
+    if (ic >= 0 && ig >= 0) {
+        const result *c = &res[ic], *g = &res[ig];
+        printf("\nGPU/CPU time ratios (cuda / cpu; below 1: the GPU is faster):\n");
+        printf("  setup %.3f (%.2fx), solve %.3f (%.2fx), per iteration %.3f (%.2fx)\n",
+               g->setup_s / c->setup_s, c->setup_s / g->setup_s, g->solve_s / c->solve_s,
+               c->solve_s / g->solve_s, g->per_it_s / c->per_it_s, c->per_it_s / g->per_it_s);
+        if (o.vcycle)
+            printf("  cycle %.3f (%.2fx), SpMV %.3f (%.2fx)\n", g->cycle_s / c->cycle_s,
+                   c->cycle_s / g->cycle_s, g->spmv_s / c->spmv_s, c->spmv_s / g->spmv_s);
+        if (c->iterations != g->iterations || c->levels != g->levels)
+            printf("  note: iterations %d vs %d, levels %d vs %d differ between backends\n",
+                   c->iterations, g->iterations, c->levels, g->levels);
+    }
+    if (o.vcycle && ig >= 0)
+        printf("target (issue 3): one V-cycle <= 10 fine-level SpMVs on the GPU: %.2f -> %s\n",
+               res[ig].cycle_s / res[ig].spmv_s,
+               res[ig].cycle_s <= 10.0 * res[ig].spmv_s ? "met" : "NOT met");
+    free(bh);
+    ks_csr_free(&A);
+    return rc;
+}

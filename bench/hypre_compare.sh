@@ -1,0 +1,96 @@
+#!/bin/sh
+# Compare ksolve's AMG (bench_amg) with hypre's BoomerAMG (bench/hypre_driver.c)
+# on the 3D 7-point Laplacian: PCG + classical AMG with the same settings
+# (HMIS, extended+i interpolation, at most 4 weights per row, theta 0.25,
+# max_row_sum 0.9, V(1,1) with the --smoother, dense solve at or below 300
+# rows), b = A x with x_i = sin(i), x0 = 0, ||r||_2 < 1e-8 ||b||_2.
+#
+#   bench/hypre_compare.sh [--build DIR] [--np P] [--sizes "64 128"] [--repeat R]
+#                          [--smoother CHEBYSHEV|JACOBI_L1] [--install]
+#
+# --smoother: CHEBYSHEV (degree 2 on [0.3 lmax, lmax]; hypre relax type 16)
+# or JACOBI_L1 (hypre relax type 18), set explicitly on both sides.
+#
+# hypre is never a dependency of ksolve: the driver is built here with mpicc
+# against Debian's libhypre-dev when it is installed. --install installs it
+# with apt-get (root only). ksolve runs on P OpenMP threads, hypre on P MPI
+# ranks (Debian's hypre has no OpenMP), both on the cpu.
+set -eu
+
+build=build
+np=2
+sizes="64 128"
+repeat=3
+smoother=CHEBYSHEV
+install=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --build) build=$2; shift 2 ;;
+    --np) np=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --smoother) smoother=$2; shift 2 ;;
+    --install) install=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "hypre_compare: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+
+case "$smoother" in
+CHEBYSHEV) relax=CHEBYSHEV ;;
+JACOBI_L1) relax=L1JACOBI ;;
+*) echo "hypre_compare: --smoother must be CHEBYSHEV or JACOBI_L1" >&2; exit 2 ;;
+esac
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+case "$build" in /*) ;; *) build=$src/$build ;; esac
+
+if ! dpkg -s libhypre-dev >/dev/null 2>&1; then
+    if [ "$install" = 1 ] && [ "$(id -u)" = 0 ]; then
+        echo "hypre_compare: installing libhypre-dev" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y libhypre-dev >&2
+    else
+        echo "hypre_compare: libhypre-dev is not installed. Install it (as root) with" >&2
+        echo "  apt-get install libhypre-dev   or   $0 --install" >&2
+        apt-cache policy libhypre-dev >&2 2>/dev/null || true
+        exit 2
+    fi
+fi
+command -v mpicc >/dev/null || { echo "hypre_compare: mpicc not found (apt-get install mpi-default-dev)" >&2; exit 2; }
+bench_amg=$build/bench/bench_amg
+[ -x "$bench_amg" ] || {
+    echo "hypre_compare: $bench_amg not found: run 'meson setup $build && ninja -C $build bench/bench_amg'" >&2
+    exit 2
+}
+
+driver=$build/bench/hypre_driver
+mkdir -p "$build/bench"
+inc=/usr/include/hypre
+[ -f "$inc/HYPRE.h" ] || inc=$(dirname "$(dpkg -L libhypre-dev | grep '/HYPRE.h$' | head -1)")
+mpicc -O2 -I"$inc" "$src/bench/hypre_driver.c" -o "$driver" -lHYPRE -lm
+mpirun_flags=""
+if mpirun --version 2>/dev/null | grep -q "Open MPI"; then
+    mpirun_flags="--oversubscribe --bind-to none"
+    [ "$(id -u)" = 0 ] && mpirun_flags="$mpirun_flags --allow-run-as-root"
+fi
+
+# The number after `key` on a line of text, e.g. field "$out" "operator complexity".
+field() { printf '%s\n' "$1" | sed -n "s/.*$2 \([0-9.e+-]*\).*/\1/p" | head -1; }
+
+printf '\n%-6s %-7s %6s %5s %8s %8s %9s %9s %10s\n' n impl levels iters "op.cx" "grid.cx" "setup s" "solve s" "ms/iter"
+for n in $sizes; do
+    h=$(OMP_NUM_THREADS=1 mpirun $mpirun_flags -np "$np" "$driver" --n "$n" --repeat "$repeat" \
+        --relax "$relax" | grep '^RESULT')
+    k=$(OMP_NUM_THREADS=$np "$bench_amg" --n "$n" --repeat "$repeat" --backend cpu \
+        -p solver.preconditioner.smoother="$smoother" -p solver.preconditioner.presweeps=1 \
+        -p solver.preconditioner.postsweeps=1 -p solver.preconditioner.coarse_max_rows=300)
+    hv() { printf '%s\n' "$h" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+    printf '%-6s %-7s %6s %5s %8.3f %8.3f %9.4f %9.4f %10.3f\n' "$n" hypre "$(hv levels)" "$(hv iters)" \
+        "$(hv opc)" "$(hv gridc)" "$(hv setup)" "$(hv solve)" "$(hv per_iter_ms)"
+    setup=$(printf '%s\n' "$k" | sed -n 's/.*setup \([0-9.]*\) s, solve.*/\1/p')
+    solve=$(printf '%s\n' "$k" | sed -n 's/.*, solve \([0-9.]*\) s, .*/\1/p')
+    printf '%-6s %-7s %6s %5s %8.3f %8.3f %9.4f %9.4f %10.3f\n' "$n" ksolve "$(field "$k" levels)" \
+        "$(field "$k" iterations)" "$(field "$k" "operator complexity")" "$(field "$k" "grid complexity")" \
+        "$setup" "$solve" "$(printf '%s\n' "$k" | sed -n 's/.* \([0-9.]*\) ms\/iteration.*/\1/p')"
+done
+echo "(smoother $smoother; hypre: $np MPI ranks; ksolve: $np OpenMP threads; medians of $repeat setups and solves)"

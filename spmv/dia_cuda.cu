@@ -1,0 +1,275 @@
+/* "dia" and "bdia" on the cuda backend, one thread per row, no column
+ * indices.
+ *  dia:  thread i reads value k*nrows + i of every diagonal k (coalesced
+ *        across the warp) and x[i + offset[k]] (also consecutive), skipping
+ *        columns outside the matrix.
+ *  bdia: one thread block per row block (blockDim = block_rows). The block
+ *        stages its segment and shift lists, then its x window in shared
+ *        memory (columns outside the matrix as 0, so the inner loop has no
+ *        bounds test; a few loads in flight per thread), then thread i sums
+ *        val[...k*rows + i] * s_x[shift[k] + i] over the block's own
+ *        diagonals only. */
+#include "other_formats.h"
+#include "../vec/cuda_check.h"
+
+namespace {
+
+const int kBlock = 256;
+
+/* ---------------------------------------------------------------- dia */
+struct dia_state {
+    ks_int nrows, ncols, ndiag;
+    ks_int *offset;
+    double *val;
+};
+
+__global__ void __launch_bounds__(kBlock)
+    dia_kernel(ks_int nrows, ks_int ncols, ks_int ndiag, const ks_int *__restrict__ offset,
+               const double *__restrict__ val, const double *__restrict__ x, double alpha,
+               double beta, double *__restrict__ y)
+{
+    const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
+    if (i >= nrows)
+        return;
+    double sum = 0.0;
+    for (ks_int k = 0; k < ndiag; k++) {
+        const long long c = i + __ldg(offset + k);
+        if (c >= 0 && c < ncols)
+            sum += __ldg(val + (long long)k * nrows + i) * __ldg(x + c);
+    }
+    /* beta == 0 must not read y: it may hold garbage or NaN. */
+    y[i] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[i];
+}
+
+void dia_destroy(ks_backend *be, void *state)
+{
+    dia_state *s = (dia_state *)state;
+    if (!s)
+        return;
+    if (s->offset)
+        be->ops->free(be, s->offset);
+    if (s->val)
+        be->ops->free(be, s->val);
+    free(s);
+}
+
+ks_error dia_setup(ks_backend *be, const void *layout, void **state)
+{
+    const ks_dia_layout *L = (const ks_dia_layout *)layout;
+    *state = NULL;
+    dia_state *s = (dia_state *)ks_calloc(1, sizeof *s, "dia state");
+    if (!s)
+        return KS_ERR_MEMORY;
+    s->nrows = L->nrows;
+    s->ncols = L->ncols;
+    s->ndiag = L->ndiag;
+    ks_error e = ks_be_upload_new(be, L->offset, sizeof(ks_int) * (size_t)L->ndiag,
+                                  (void **)&s->offset, "dia offsets");
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, L->val, sizeof(double) * (size_t)L->ndiag * (size_t)L->nrows,
+                             (void **)&s->val, "dia values");
+    if (e != KS_OK) {
+        dia_destroy(be, s);
+        return e;
+    }
+    *state = s;
+    return KS_OK;
+}
+
+ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
+                   double *y)
+{
+    const dia_state *s = (const dia_state *)state;
+    if (s->nrows == 0)
+        return KS_OK;
+    const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
+    dia_kernel<<<blocks, kBlock, 0, (cudaStream_t)ks_cuda_stream(be)>>>(
+        s->nrows, s->ncols, s->ndiag, s->offset, s->val, x, alpha, beta, y);
+    KS_CUDA_LAUNCH_CHECK("dia_kernel");
+    return KS_OK;
+}
+
+/* --------------------------------------------------------------- bdia */
+struct bdia_state {
+    ks_int nrows, ncols, block_rows, nblocks, max_window, max_nseg;
+    size_t shmem;
+    ks_int *blk_ptr, *shift, *seg_ptr, *seg_start, *seg_wend;
+    double *val;
+};
+
+/* x loads a thread keeps in flight while staging the window. */
+const int kStage = 4;
+
+__global__ void __launch_bounds__(1024)
+    bdia_kernel(ks_int nrows, ks_int ncols, ks_int max_window, ks_int max_nseg,
+                const ks_int *__restrict__ blk_ptr, const ks_int *__restrict__ shift,
+                const double *__restrict__ val, const ks_int *__restrict__ seg_ptr,
+                const ks_int *__restrict__ seg_start, const ks_int *__restrict__ seg_wend,
+                const double *__restrict__ x, double alpha, double beta,
+                double *__restrict__ y)
+{
+    extern __shared__ double s_x[]; /* window, then start, wend, shift lists */
+    ks_int *s_start = (ks_int *)(s_x + max_window);
+    ks_int *s_wend = s_start + max_nseg;
+    ks_int *s_shift = s_wend + max_nseg;
+    const int br = blockDim.x, tid = threadIdx.x;
+    const long long r0 = (long long)blockIdx.x * br;
+    const int rows = r0 + br < nrows ? br : (int)(nrows - r0);
+    const ks_int sg0 = __ldg(seg_ptr + blockIdx.x), nseg = __ldg(seg_ptr + blockIdx.x + 1) - sg0;
+    const ks_int d0 = __ldg(blk_ptr + blockIdx.x), nd = __ldg(blk_ptr + blockIdx.x + 1) - d0;
+
+    /* Every thread takes part in the staging: no return before the last
+     * barrier. First the block's lists, in one round of loads. */
+    for (int i = tid; i < nseg; i += br) {
+        s_start[i] = __ldg(seg_start + sg0 + i);
+        s_wend[i] = __ldg(seg_wend + sg0 + i);
+    }
+    for (int i = tid; i < nd; i += br)
+        s_shift[i] = __ldg(shift + d0 + i);
+    __syncthreads();
+
+    /* Then the window: position p of segment s holds column
+     * start[s] + p - wend[s-1]; kStage independent loads per round. */
+    const int window = nseg > 0 ? s_wend[nseg - 1] : 0;
+    int cur = 0; /* segment of this thread's position: positions only grow */
+    for (int p0 = tid; p0 < window; p0 += kStage * br) {
+        double buf[kStage];
+#pragma unroll
+        for (int u = 0; u < kStage; u++) {
+            const int p = p0 + u * br;
+            buf[u] = 0.0;
+            if (p < window) {
+                while (p >= s_wend[cur])
+                    cur++;
+                const long long c = (long long)s_start[cur] + (p - (cur ? s_wend[cur - 1] : 0));
+                if (c >= 0 && c < ncols)
+                    buf[u] = __ldg(x + c);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kStage; u++)
+            if (p0 + u * br < window)
+                s_x[p0 + u * br] = buf[u];
+    }
+    __syncthreads();
+    if (tid >= rows)
+        return;
+    const double *v = val + (long long)d0 * br + tid; /* earlier blocks are full */
+    double sum = 0.0;
+    for (ks_int k = 0; k < nd; k++)
+        sum += __ldg(v + (long long)k * rows) * s_x[s_shift[k] + tid];
+    const long long r = r0 + tid;
+    /* beta == 0 must not read y: it may hold garbage or NaN. */
+    y[r] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[r];
+}
+
+void bdia_destroy(ks_backend *be, void *state)
+{
+    bdia_state *s = (bdia_state *)state;
+    if (!s)
+        return;
+    void *ptrs[6] = {s->blk_ptr, s->shift, s->seg_ptr, s->seg_start, s->seg_wend, s->val};
+    for (int i = 0; i < 6; i++)
+        if (ptrs[i])
+            be->ops->free(be, ptrs[i]);
+    free(s);
+}
+
+ks_error bdia_setup(ks_backend *be, const void *layout, void **state)
+{
+    const ks_bdia_layout *L = (const ks_bdia_layout *)layout;
+    *state = NULL;
+    double shmem = KS_BDIA_SHARED_BYTES(L->max_window, L->max_nseg, L->max_nd);
+    if (shmem > KS_BDIA_MAX_SHARED_BYTES)
+        return ks_seterr(KS_ERR_UNSUPPORTED,
+                         "bdia: a block needs %.0f bytes of shared memory, over %d KB; use dia",
+                         shmem, KS_BDIA_MAX_SHARED_BYTES / 1024);
+    bdia_state *s = (bdia_state *)ks_calloc(1, sizeof *s, "bdia state");
+    if (!s)
+        return KS_ERR_MEMORY;
+    s->nrows = L->nrows;
+    s->ncols = L->ncols;
+    s->block_rows = L->block_rows;
+    s->nblocks = L->nblocks;
+    s->max_window = L->max_window;
+    s->max_nseg = L->max_nseg;
+    s->shmem = (size_t)shmem;
+    /* Slots: the full blocks' block_rows per diagonal, the last block's rows. */
+    size_t slots = 0;
+    if (L->nblocks > 0) {
+        ks_int last = L->nblocks - 1;
+        slots = (size_t)L->blk_ptr[last] * (size_t)L->block_rows +
+                (size_t)(L->blk_ptr[last + 1] - L->blk_ptr[last]) *
+                    (size_t)(L->nrows - last * L->block_rows);
+    }
+    size_t nb1 = (size_t)L->nblocks + 1;
+    ks_error e = ks_be_upload_new(be, L->blk_ptr, sizeof(ks_int) * nb1, (void **)&s->blk_ptr,
+                                  "bdia block pointers");
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, L->shift, sizeof(ks_int) * (size_t)L->ndiag,
+                             (void **)&s->shift, "bdia shifts");
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, L->seg_ptr, sizeof(ks_int) * nb1, (void **)&s->seg_ptr,
+                             "bdia segment pointers");
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, L->seg_start, sizeof(ks_int) * (size_t)L->nseg,
+                             (void **)&s->seg_start, "bdia segment starts");
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, L->seg_wend, sizeof(ks_int) * (size_t)L->nseg,
+                             (void **)&s->seg_wend, "bdia segment window ends");
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, L->val, sizeof(double) * slots, (void **)&s->val,
+                             "bdia values");
+    if (e != KS_OK) {
+        bdia_destroy(be, s);
+        return e;
+    }
+    *state = s;
+    return KS_OK;
+}
+
+ks_error bdia_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
+                    double *y)
+{
+    const bdia_state *s = (const bdia_state *)state;
+    if (s->nrows == 0)
+        return KS_OK;
+    bdia_kernel<<<(unsigned)s->nblocks, s->block_rows, s->shmem,
+                  (cudaStream_t)ks_cuda_stream(be)>>>(
+        s->nrows, s->ncols, s->max_window, s->max_nseg, s->blk_ptr, s->shift, s->val,
+        s->seg_ptr, s->seg_start, s->seg_wend, x, alpha, beta, y);
+    KS_CUDA_LAUNCH_CHECK("bdia_kernel");
+    return KS_OK;
+}
+
+} // namespace
+
+extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
+    "dia",
+    KS_BACKEND_CUDA,
+    "diagonal storage: occupied diagonals of all rows, one thread per row, no column indices",
+    ks_dia_layout_build,
+    ks_dia_layout_apply,
+    ks_dia_layout_bytes,
+    ks_dia_layout_free,
+    dia_setup,
+    dia_apply,
+    dia_destroy,
+    NULL, /* gs_sweep */
+    ks_dia_layout_to_csr,
+};
+
+extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
+    "bdia",
+    KS_BACKEND_CUDA,
+    "blocked DIA: per-block diagonals, x window staged in shared memory, one thread per row",
+    ks_bdia_layout_build,
+    ks_bdia_layout_apply,
+    ks_bdia_layout_bytes,
+    ks_bdia_layout_free,
+    bdia_setup,
+    bdia_apply,
+    bdia_destroy,
+    NULL, /* gs_sweep */
+    ks_bdia_layout_to_csr,
+};

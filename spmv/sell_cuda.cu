@@ -1,0 +1,165 @@
+/* "sliced_ell" and "sell" (SELL-C-sigma) on the cuda backend: one thread per
+ * row, rows in slice order, so the threads of a slice read C consecutive
+ * slots per step (column-major within the slice, ell_family.h). A thread
+ * reads all width[s] slots of its slice (padding: value 0 at a valid
+ * column, no branch) and writes y[perm[p]], so x and y keep the original
+ * ordering; perm is skipped when it is the identity (sliced_ell).
+ *
+ * One thread per row has a cost on matrices with a few very long rows: the
+ * slice holding such a row takes that row's length in steps on one warp
+ * (memplus, rajat01, hangGlider_2 ran 4 to 11x slower than cuSPARSE on an
+ * H200), and a matrix of few rows fills few warps (raefsky2: 3242 rows).
+ * Those suit hyb or csr_vector; these formats suit many rows of similar
+ * length (stencils, FEM), where they beat cuSPARSE. */
+#include "ell_family.h"
+#include "../vec/cuda_check.h"
+
+namespace {
+
+const int kBlock = 256; /* threads need not align with slices: each finds its own */
+
+struct sell_state {
+    ks_int nrows, nslices;
+    int log2c;
+    int permuted;
+    ks_int *slice_ptr;
+    ks_int *perm; /* NULL unless permuted */
+    ks_int *colind;
+    double *val;
+};
+
+template <bool P>
+__global__ void __launch_bounds__(kBlock)
+    sell_kernel(ks_int nrows, int log2c, const ks_int *__restrict__ slice_ptr,
+                const ks_int *__restrict__ perm, const ks_int *__restrict__ colind,
+                const double *__restrict__ val, const double *__restrict__ x, double alpha,
+                double beta, double *__restrict__ y)
+{
+    const long long gid = (long long)blockIdx.x * kBlock + threadIdx.x;
+    if (gid >= nrows)
+        return; /* no warp-collective operations below */
+    const ks_int p = (ks_int)gid;
+    const ks_int C = (ks_int)1 << log2c;
+    const ks_int s = p >> log2c;
+    const ks_int start = __ldg(slice_ptr + s);
+    const ks_int width = (__ldg(slice_ptr + s + 1) - start) >> log2c;
+    const ks_int *__restrict__ c = colind + start + (p & (C - 1));
+    const double *__restrict__ v = val + start + (p & (C - 1));
+    double sum = 0.0;
+    /* A counted loop, so the unrolled body has no exit between its copies
+     * and the loads of 8 entries are in flight together: a long row is
+     * otherwise a chain of dependent gathers (index, then x), and the time
+     * of its whole slice. The sum keeps its sequential order. Offsets stay
+     * below INT_MAX (the layout checks). */
+#pragma unroll 8
+    for (ks_int k = 0; k < width; k++)
+        sum += __ldg(v + k * C) * __ldg(x + __ldg(c + k * C));
+    const ks_int row = P ? __ldg(perm + p) : p;
+    /* beta == 0 must not read y: it may hold garbage or NaN. */
+    y[row] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[row];
+}
+
+void sell_destroy(ks_backend *be, void *state)
+{
+    sell_state *s = (sell_state *)state;
+    if (!s)
+        return;
+    void *ptrs[4] = {s->slice_ptr, s->perm, s->colind, s->val};
+    for (int i = 0; i < 4; i++)
+        if (ptrs[i])
+            be->ops->free(be, ptrs[i]);
+    free(s);
+}
+
+ks_error upload(ks_backend *be, const void *host, size_t bytes, void **dev, const char *what)
+{
+    *dev = NULL;
+    if (bytes == 0)
+        return KS_OK; /* no slots (no entries): the kernel reads nothing */
+    return ks_be_upload_new(be, host, bytes, dev, what);
+}
+
+ks_error sell_setup(ks_backend *be, const void *layout, void **state)
+{
+    const ks_sell_layout *L = (const ks_sell_layout *)layout;
+    *state = NULL;
+    sell_state *s = (sell_state *)ks_calloc(1, sizeof *s, "sell state");
+    if (!s)
+        return KS_ERR_MEMORY;
+    s->nrows = L->nrows;
+    s->nslices = L->nslices;
+    s->permuted = L->permuted;
+    while ((1 << s->log2c) < L->C)
+        s->log2c++;
+    const size_t nslots = (size_t)L->slice_ptr[L->nslices];
+    ks_error e = upload(be, L->slice_ptr, sizeof(ks_int) * ((size_t)L->nslices + 1),
+                        (void **)&s->slice_ptr, "sell slice pointers");
+    if (e == KS_OK && L->permuted)
+        e = upload(be, L->perm, sizeof(ks_int) * (size_t)L->nrows, (void **)&s->perm,
+                   "sell permutation");
+    if (e == KS_OK)
+        e = upload(be, L->colind, sizeof(ks_int) * nslots, (void **)&s->colind,
+                   "sell column indices");
+    if (e == KS_OK)
+        e = upload(be, L->val, sizeof(double) * nslots, (void **)&s->val, "sell values");
+    if (e != KS_OK) {
+        sell_destroy(be, s);
+        return e;
+    }
+    *state = s;
+    return KS_OK;
+}
+
+ks_error sell_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
+                    double *y)
+{
+    const sell_state *s = (const sell_state *)state;
+    if (s->nrows == 0)
+        return KS_OK;
+    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
+    const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
+    if (s->permuted) {
+        sell_kernel<true><<<blocks, kBlock, 0, stream>>>(s->nrows, s->log2c, s->slice_ptr,
+                                                          s->perm, s->colind, s->val, x, alpha,
+                                                          beta, y);
+        KS_CUDA_LAUNCH_CHECK("sell_kernel");
+    } else {
+        sell_kernel<false><<<blocks, kBlock, 0, stream>>>(s->nrows, s->log2c, s->slice_ptr,
+                                                           s->perm, s->colind, s->val, x,
+                                                           alpha, beta, y);
+        KS_CUDA_LAUNCH_CHECK("sliced_ell_kernel");
+    }
+    return KS_OK;
+}
+
+} // namespace
+
+extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
+    "sliced_ell",
+    KS_BACKEND_CUDA,
+    "Sliced ELL: slices of C rows (default 32), each padded to its longest row, no sorting",
+    ks_sliced_ell_layout_build,
+    ks_sell_layout_apply,
+    ks_sell_layout_bytes,
+    ks_sell_layout_free,
+    sell_setup,
+    sell_apply,
+    sell_destroy,
+    NULL, /* gs_sweep */
+    ks_sell_layout_to_csr,
+};
+
+extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
+    "sell",
+    KS_BACKEND_CUDA,
+    "SELL-C-sigma: rows sorted by length in windows of sigma (default 8C), slices of C rows",
+    ks_sell_layout_build,
+    ks_sell_layout_apply,
+    ks_sell_layout_bytes,
+    ks_sell_layout_free,
+    sell_setup,
+    sell_apply,
+    sell_destroy,
+    NULL, /* gs_sweep */
+    ks_sell_layout_to_csr,
+};

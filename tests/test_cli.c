@@ -368,6 +368,7 @@ START_TEST(test_example_configs)
         const char *file, *want, *want2;
     } ex[] = {
         {"pcg_amg_classical.json", "PCG + AMG", "CLASSICAL, HMIS, D2"},
+        {"pcg_amg_aggressive.json", "PCG + AMG", "CLASSICAL, HMIS, D2"},
         {"pcg_amg_aggregation.json", "PCG + AMG", "AGGREGATION"},
         {"bicgstab_amg.json", "PBICGSTAB + AMG", "convdiff3d 10x10x10"},
         {"amg_standalone.json", "AMG (one cycle per iteration", "V(2,2)"},

@@ -912,6 +912,7 @@ START_TEST(test_example_configs)
         const char *file, *solver, *pc, *algorithm;
     } ex[] = {
         {"pcg_amg_classical.json", "PCG", "AMG", "CLASSICAL"},
+        {"pcg_amg_aggressive.json", "PCG", "AMG", "CLASSICAL"},
         {"pcg_amg_aggregation.json", "PCG", "AMG", "AGGREGATION"},
         {"bicgstab_amg.json", "PBICGSTAB", "AMG", "CLASSICAL"},
         {"amg_standalone.json", "AMG", "AMG", "CLASSICAL"},

@@ -26,22 +26,27 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
         fprintf(out, "  (no hierarchy: the last setup failed)\n");
         return;
     }
-    fprintf(out, "  %5s %12s %14s %9s %12s  %s\n", "level", "rows", "nonzeros", "nnz/row",
-            "memory (MB)", "location");
+    fprintf(out, "  %5s %12s %14s %9s %12s  %-8s %s\n", "level", "rows", "nonzeros", "nnz/row",
+            "memory (MB)", "location", "format");
     double total = 0.0;
     for (int l = 0; l < amg->nlevels; l++) {
         const ks_csr *A = &amg->levels[l].A;
         double mb = ks_amg_level_bytes(amg, l) / 1048576.0;
         total += mb;
-        fprintf(out, "  %5d %12ld %14ld %9.2f %12.2f  %s\n", l, (long)A->nrows, (long)A->nnz,
-                A->nrows ? (double)A->nnz / A->nrows : 0.0, mb, where);
+        /* Each level's matrix chose its own format ("auto" in upload_level). */
+        const char *fmt = ks_matrix_format(amg->levels[l].Am);
+        fprintf(out, "  %5d %12ld %14ld %9.2f %12.2f  %-8s %s\n", l, (long)A->nrows,
+                (long)A->nnz, A->nrows ? (double)A->nnz / A->nrows : 0.0, mb, where,
+                fmt ? fmt : "-");
     }
     fprintf(out, "  grid complexity %.3f, operator complexity %.3f, memory %.2f MB\n",
             amg->grid_complexity, amg->operator_complexity, total);
     const ks_csr *Ac = &amg->levels[amg->nlevels - 1].A;
     if (amg->coarse_inv)
-        fprintf(out, "  coarsest level: dense LU, explicit inverse applied as one SpMV (%ld rows)\n",
-                (long)Ac->nrows);
+        fprintf(out,
+                "  coarsest level: dense LU, explicit inverse applied as one SpMV (%ld rows, "
+                "format %s)\n",
+                (long)Ac->nrows, ks_matrix_format(amg->coarse_inv));
     else
         fprintf(out, "  coarsest level: %ld rows, too many for the dense solve: smoothed\n",
                 (long)Ac->nrows);

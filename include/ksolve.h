@@ -188,6 +188,10 @@ ks_int ks_matrix_rows(const ks_matrix *M);
 ks_int ks_matrix_cols(const ks_matrix *M);
 ks_int ks_matrix_nnz(const ks_matrix *M);
 const char *ks_matrix_format(const ks_matrix *M);
+/* Why "auto" chose that format (the matrix statistics behind the choice,
+ * e.g. "banded: 7 occupied diagonals, fill 1.02, 125000 rows"); "" when the
+ * format was named explicitly. */
+const char *ks_matrix_format_reason(const ks_matrix *M);
 ks_backend *ks_matrix_backend(const ks_matrix *M);
 /* Host copy of the matrix in CSR (owned by M). */
 const ks_csr *ks_matrix_host_csr(const ks_matrix *M);

@@ -51,6 +51,7 @@ typedef struct ks_run_result {
     ks_solve_stats stats;         /* history points into `history` below */
     double *history;              /* owned copy of the residual history */
     double total_seconds;         /* matrix + solver setup + solve */
+    char format_reason[160];      /* ks_matrix_format_reason: "" when named */
 } ks_run_result;
 
 /* What was solved: shared by every backend's run. */

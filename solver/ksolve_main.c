@@ -145,6 +145,7 @@ static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *
     ks_error e = ks_matrix_create(be, A, pp->spmv_format, &spmv, &M);
     if (e == KS_OK) {
         snprintf(r->format, sizeof r->format, "%s", ks_matrix_format(M));
+        snprintf(r->format_reason, sizeof r->format_reason, "%s", ks_matrix_format_reason(M));
         r->format_setup_seconds = ks_matrix_setup_seconds(M);
         r->bytes_per_apply = ks_matrix_bytes_per_apply(M);
         e = ks_solver_create(be, cfg, &s);

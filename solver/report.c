@@ -252,6 +252,28 @@ static const char *g_format(const ks_run_result *r, char *b, size_t n)
     snprintf(b, n, "%s", r->format);
     return b;
 }
+/* The format with why "auto" chose it: "dia (auto: banded: ...)". */
+static void print_format(FILE *out, const ks_run_result *runs, int nruns)
+{
+    char b[256];
+    if (nruns == 1) {
+        row_label(out, "spmv format");
+        fprintf(out, "%s", runs[0].format);
+        if (runs[0].format_reason[0])
+            fprintf(out, " (auto: %s)", runs[0].format_reason);
+        fputc('\n', out);
+        return;
+    }
+    /* Several columns: the names stay aligned, the reasons follow a line each. */
+    row_text(out, "spmv format", runs, nruns, g_format);
+    for (int i = 0; i < nruns; i++) {
+        if (!runs[i].format_reason[0])
+            continue;
+        snprintf(b, sizeof b, "  auto on %s", runs[i].backend);
+        row_label(out, b);
+        fprintf(out, "%s: %s\n", runs[i].format, runs[i].format_reason);
+    }
+}
 static const char *g_bytes(const ks_run_result *r, char *b, size_t n)
 {
     return fmt_bytes(b, n, r->bytes_per_apply);
@@ -372,7 +394,7 @@ void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver
         snprintf(head[i], sizeof head[i], "%s", runs[i].backend);
     row_cells(out, "", head, nruns < MAX_COLS ? nruns : MAX_COLS,
               cpu >= 0 && gpu >= 0 ? "speedup (cpu time / cuda time)" : NULL);
-    row_text(out, "spmv format", runs, nruns, g_format);
+    print_format(out, runs, nruns);
     row_text(out, "bytes per apply", runs, nruns, g_bytes);
     row_time(out, "spmv format setup", runs, nruns, t_format, -1, -1);
     row_time(out, "solver setup", runs, nruns, t_psetup, -1, -1);
@@ -483,6 +505,8 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
     json_t *jruns = json_array();
     for (int i = 0; jruns && i < nruns; i++) {
         json_t *r = run_json(&runs[i]);
+        if (r)
+            json_object_set_new(r, "spmv_format_reason", json_string(runs[i].format_reason));
         const ks_run_setup *su = setups ? &setups[i] : NULL;
         if (r && su && su->text && su->text[0])
             json_object_set_new(r, "setup_summary", json_string(su->text));

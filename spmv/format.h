@@ -50,6 +50,10 @@ const ks_spmv_format_ops *ks_spmv_format_find(const char *name, ks_backend_kind 
 const ks_spmv_format_ops *const *ks_spmv_format_all(void);
 /* Format "auto" resolves to for A on backend (statistics-based choice). */
 const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend);
+/* The same choice (spmv/auto.c), with why in reason (the statistics behind
+ * it; "" when NULL is returned). reason may be NULL. */
+const char *ks_spmv_format_auto_reason(const ks_csr *A, ks_backend_kind backend, char *reason,
+                                       size_t len);
 
 /* Matrix object: the host CSR (AMG and preconditioner setup read it) and the
  * format's backend state. The MPI issue extends this to a row block with a
@@ -62,6 +66,7 @@ struct ks_matrix {
     ks_csr host;
     double bytes_per_apply;
     double setup_seconds;
+    char format_reason[160]; /* why "auto" chose ops; "" when the format was named */
 };
 
 #ifdef __cplusplus

@@ -29,13 +29,16 @@ static void list_formats(ks_backend_kind k, char *buf, size_t len)
         snprintf(buf, len, "(none)");
 }
 
+/* ops for format ("auto" or "" -> the statistics-based choice, with why in
+ * reason; reason is "" for a named format). */
 static ks_error resolve_format(ks_backend_kind kind, const ks_csr *A, const char *format,
-                               const ks_spmv_format_ops **ops)
+                               const ks_spmv_format_ops **ops, char *reason, size_t reason_len)
 {
     char names[512];
     const char *name = format && format[0] ? format : "auto";
+    reason[0] = '\0';
     if (strcmp(name, "auto") == 0) {
-        name = ks_spmv_format_auto(A, kind);
+        name = ks_spmv_format_auto_reason(A, kind, reason, reason_len);
         if (!name)
             return ks_seterr(KS_ERR_UNSUPPORTED, "no SpMV format for backend %s",
                              kind_name(kind));
@@ -62,6 +65,29 @@ static ks_error resolve_format(ks_backend_kind kind, const ks_csr *A, const char
                      kind_name(kind), names);
 }
 
+/* "auto" chose a format whose layout refused A (statistics cannot foresee
+ * every refusal, e.g. a max_fill the caller lowered): take the format that
+ * holds any matrix, csr_vector, and say so in the reason. */
+#define KS_AUTO_FALLBACK "csr_vector"
+static ks_error auto_fallback(ks_matrix *m, const ks_spmv_params *prm, void **layout)
+{
+    const ks_spmv_format_ops *fb = ks_spmv_format_find(KS_AUTO_FALLBACK, m->be->ops->kind);
+    if (!fb || fb == m->ops)
+        return KS_ERR_UNSUPPORTED;
+    /* The refusal message goes last: truncation cuts its sizes, not the gist. */
+    char why[sizeof m->format_reason];
+    int w = snprintf(why, sizeof why, "%s refused, fallback %s: ", m->ops->name, fb->name);
+    if (w > 0 && (size_t)w < sizeof why)
+        snprintf(why + w, sizeof why - (size_t)w, "%s", ks_last_error());
+    ks_error e = fb->layout_build(&m->host, prm, layout);
+    if (e != KS_OK)
+        return e;
+    memcpy(m->format_reason, why, sizeof why);
+    m->ops = fb;
+    ks_clear_error();
+    return KS_OK;
+}
+
 ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
                           const ks_spmv_params *params, ks_matrix **M)
 {
@@ -75,7 +101,8 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
         return ks_adderr(e, "ks_matrix_create: invalid CSR");
 
     const ks_spmv_format_ops *ops;
-    KS_TRY(resolve_format(be->ops->kind, A, format, &ops));
+    char reason[sizeof ((ks_matrix *)0)->format_reason];
+    KS_TRY(resolve_format(be->ops->kind, A, format, &ops, reason, sizeof reason));
 
     ks_spmv_params prm;
     memset(&prm, 0, sizeof prm);
@@ -88,6 +115,7 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
     m->be = be;
     m->ops = ops;
     m->params = prm;
+    snprintf(m->format_reason, sizeof m->format_reason, "%s", reason);
     e = ks_csr_copy(A, &m->host);
     if (e != KS_OK) {
         free(m);
@@ -99,10 +127,13 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
     double t0 = ks_wtime();
     void *layout = NULL;
     e = ops->layout_build(&m->host, &prm, &layout);
+    if (e == KS_ERR_UNSUPPORTED && reason[0])
+        e = auto_fallback(m, &prm, &layout);
     if (e != KS_OK) {
-        ks_adderr(e, "SpMV format '%s'", ops->name);
+        ks_adderr(e, "SpMV format '%s'", m->ops->name);
         goto fail;
     }
+    ops = m->ops;
     m->bytes_per_apply = ops->layout_bytes(layout);
     e = ops->setup(be, layout, &m->state);
     ops->layout_free(layout);
@@ -218,6 +249,7 @@ ks_int ks_matrix_rows(const ks_matrix *M) { return M ? M->host.nrows : 0; }
 ks_int ks_matrix_cols(const ks_matrix *M) { return M ? M->host.ncols : 0; }
 ks_int ks_matrix_nnz(const ks_matrix *M) { return M ? M->host.nnz : 0; }
 const char *ks_matrix_format(const ks_matrix *M) { return M ? M->ops->name : NULL; }
+const char *ks_matrix_format_reason(const ks_matrix *M) { return M ? M->format_reason : ""; }
 ks_backend *ks_matrix_backend(const ks_matrix *M) { return M ? M->be : NULL; }
 const ks_csr *ks_matrix_host_csr(const ks_matrix *M) { return M ? &M->host : NULL; }
 double ks_matrix_bytes_per_apply(const ks_matrix *M) { return M ? M->bytes_per_apply : 0.0; }

@@ -1,10 +1,11 @@
-/* Table of SpMV formats, lookup, the names per backend, and the choice
- * behind "auto". A new format is one file with a ks_spmv_format_ops plus one
+/* Table of SpMV formats, lookup, the names per backend ("auto" is chosen
+ * in auto.c). A new format is one file with a ks_spmv_format_ops plus one
  * line here (and in the names list of its backend). */
 #include "csr_layout.h"
 #include "csr_family.h"
 #include "ell_family.h"
 #include "other_formats.h"
+#include "codsell.h"
 
 #include <string.h>
 #include <threads.h>
@@ -28,6 +29,7 @@ static const ks_spmv_format_ops *const formats[] = {
     &ks_format_hyb_cuda,
     &ks_format_dia_cuda,
     &ks_format_bdia_cuda,
+    &ks_format_codsell_cuda,
 #endif
     NULL,
 };
@@ -73,6 +75,7 @@ static const struct {
     {"hyb", KS_BACKEND_CUDA},
     {"dia", KS_BACKEND_CUDA},
     {"bdia", KS_BACKEND_CUDA},
+    {"codsell", KS_BACKEND_CUDA},
 };
 
 const ks_spmv_format_ops *const *ks_spmv_format_all(void)
@@ -101,18 +104,6 @@ ks_backend_kind ks_spmv_format_missing_backend(const char *name)
         if (strcmp(optional_formats[i].name, name) == 0)
             return optional_formats[i].backend;
     return (ks_backend_kind)0;
-}
-
-const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend)
-{
-    /* A fixed choice per backend for now; the statistics (row-length spread,
-     * bandedness) that pick among more formats join when those formats do. */
-    (void)A;
-    switch (backend) {
-    case KS_BACKEND_CPU: return "csr";
-    case KS_BACKEND_CUDA: return "csr_vector";
-    }
-    return NULL;
 }
 
 const char *const *ks_spmv_format_names(const char *backend)

@@ -1,0 +1,275 @@
+/* "spmv_format": "auto": the statistics-based choice (host code, so CI
+ * without a GPU tests the cuda rules too) and the reason a matrix records. */
+#include "ks_test.h"
+#include "spmv/format.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void gen(ks_gen_kind kind, ks_int n, ks_csr *A)
+{
+    ks_gen_params p;
+    ks_gen_params_default(&p);
+    p.kind = kind;
+    p.nx = p.ny = p.nz = n;
+    KS_CHECK(ks_generate(&p, A));
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+/* n x n, row i with len(i) entries at distinct columns (sorted), one of them
+ * the diagonal. len < 0 picks 3..12 at random. */
+static void random_rows(ks_int n, uint64_t seed, ks_int (*len_of)(ks_int i), ks_csr *A)
+{
+    uint64_t s = seed;
+    A->nrows = A->ncols = n;
+    A->rowptr = malloc(((size_t)n + 1) * sizeof *A->rowptr);
+    ks_int cap = 16 * n + 8192;
+    A->colind = malloc((size_t)cap * sizeof *A->colind);
+    A->val = malloc((size_t)cap * sizeof *A->val);
+    unsigned char *used = calloc((size_t)n, 1);
+    ck_assert(A->rowptr && A->colind && A->val && used);
+    ks_int nnz = 0;
+    A->rowptr[0] = 0;
+    for (ks_int i = 0; i < n; i++) {
+        ks_int len = len_of ? len_of(i) : 3 + (ks_int)(rng_next(&s) % 10);
+        if (len > n)
+            len = n;
+        ck_assert(nnz + len <= cap);
+        /* distinct columns (the marks), then sorted by insertion */
+        ks_int *row = A->colind + nnz;
+        row[0] = i;
+        used[i] = 1;
+        ks_int got = 1;
+        while (got < len) {
+            ks_int c = (ks_int)(rng_next(&s) % (uint64_t)n);
+            if (!used[c]) {
+                used[c] = 1;
+                row[got++] = c;
+            }
+        }
+        for (ks_int a = 1; a < len; a++)
+            for (ks_int b = a; b > 0 && row[b - 1] > row[b]; b--) {
+                ks_int t = row[b];
+                row[b] = row[b - 1];
+                row[b - 1] = t;
+            }
+        for (ks_int a = 0; a < len; a++) {
+            used[row[a]] = 0;
+            A->val[nnz + a] = row[a] == i ? 4.0 : -0.1;
+        }
+        nnz += len;
+        A->rowptr[i + 1] = nnz;
+    }
+    A->nnz = nnz;
+    free(used);
+    KS_CHECK(ks_csr_validate(A));
+}
+
+static int cuda_has(const char *name)
+{
+    return ks_spmv_format_find(name, KS_BACKEND_CUDA) != NULL;
+}
+
+#define EXPECT_REASON(r, s) ck_assert_msg(strstr((r), (s)) != NULL, "reason \"%s\" lacks \"%s\"", (r), (s))
+
+START_TEST(large_7pt_is_dia)
+{
+    if (!cuda_has("dia")) {
+        ks_test_skip(1, "build without cuda formats: dia not registered");
+        return;
+    }
+    ks_csr A;
+    gen(KS_GEN_POISSON3D_7, 50, &A); /* 125000 rows */
+    char why[160];
+    const char *f = ks_spmv_format_auto_reason(&A, KS_BACKEND_CUDA, why, sizeof why);
+    ck_assert_str_eq(f, "dia");
+    EXPECT_REASON(why, "banded");
+    EXPECT_REASON(why, "7 occupied diagonals");
+    EXPECT_REASON(why, "fill 1.0"); /* 7 * 125000 / 860000 = 1.017 */
+    EXPECT_REASON(why, "125000 rows");
+    ck_assert_str_eq(ks_spmv_format_auto(&A, KS_BACKEND_CUDA), "dia");
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(large_27pt_is_dia)
+{
+    if (!cuda_has("dia")) {
+        ks_test_skip(1, "build without cuda formats: dia not registered");
+        return;
+    }
+    ks_csr A;
+    gen(KS_GEN_POISSON3D_27, 47, &A); /* 103823 rows */
+    char why[160];
+    ck_assert_str_eq(ks_spmv_format_auto_reason(&A, KS_BACKEND_CUDA, why, sizeof why), "dia");
+    EXPECT_REASON(why, "27 occupied diagonals");
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(small_7pt_is_csr_vector)
+{
+    if (!cuda_has("csr_vector")) {
+        ks_test_skip(1, "build without cuda formats");
+        return;
+    }
+    ks_csr A;
+    gen(KS_GEN_POISSON3D_7, 20, &A); /* 8000 rows: too small for DIA to pay */
+    char why[160];
+    ck_assert_str_eq(ks_spmv_format_auto_reason(&A, KS_BACKEND_CUDA, why, sizeof why),
+                     "csr_vector");
+    EXPECT_REASON(why, "regular rows");
+    EXPECT_REASON(why, "max 7");
+    EXPECT_REASON(why, "mean 6.");
+    ks_csr_free(&A);
+}
+END_TEST
+
+static ks_int few_long(ks_int i) { return i % 700 == 3 ? 1500 : 5; }
+static ks_int short_spread(ks_int i) { return i % 500 == 0 ? 200 : 2; }
+
+START_TEST(few_long_rows_is_adaptive)
+{
+    if (!cuda_has("csr_adaptive")) {
+        ks_test_skip(1, "build without cuda formats: csr_adaptive not registered");
+        return;
+    }
+    ks_csr A;
+    random_rows(2100, 7, few_long, &A); /* 3 rows of 1500, the rest 5: mean 7.1 */
+    char why[160];
+    ck_assert_str_eq(ks_spmv_format_auto_reason(&A, KS_BACKEND_CUDA, why, sizeof why),
+                     "csr_adaptive");
+    EXPECT_REASON(why, "few long rows");
+    EXPECT_REASON(why, "max 1500");
+    EXPECT_REASON(why, "mean 7.1");
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(short_long_rows_stay_vector)
+{
+    if (!cuda_has("csr_vector")) {
+        ks_test_skip(1, "build without cuda formats");
+        return;
+    }
+    /* max 200 is 100x the mean but still one warp's easy work (<= 256). */
+    ks_csr A;
+    random_rows(5000, 3, short_spread, &A);
+    ck_assert_str_eq(ks_spmv_format_auto(&A, KS_BACKEND_CUDA), "csr_vector");
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(random_regular_is_csr_vector)
+{
+    if (!cuda_has("csr_vector")) {
+        ks_test_skip(1, "build without cuda formats");
+        return;
+    }
+    /* Scattered columns: huge DIA fill even at 100000+ rows, so never dia. */
+    ks_int sizes[] = {50, 3000, 120000};
+    for (int t = 0; t < 3; t++) {
+        ks_csr A;
+        random_rows(sizes[t], 11 + (uint64_t)t, NULL, &A);
+        char why[160];
+        const char *f = ks_spmv_format_auto_reason(&A, KS_BACKEND_CUDA, why, sizeof why);
+        ck_assert_msg(f && strcmp(f, "csr_vector") == 0, "%d rows: %s (%s)", (int)sizes[t],
+                      f ? f : "NULL", why);
+        EXPECT_REASON(why, "regular rows: mean ");
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
+START_TEST(cpu_is_csr)
+{
+    ks_csr A;
+    gen(KS_GEN_POISSON3D_7, 50, &A); /* what cuda runs as dia */
+    char why[160];
+    ck_assert_str_eq(ks_spmv_format_auto_reason(&A, KS_BACKEND_CPU, why, sizeof why), "csr");
+    ck_assert_str_eq(why, "the cpu backend's format");
+    ck_assert_str_eq(ks_spmv_format_auto(&A, KS_BACKEND_CPU), "csr");
+    ks_csr_free(&A);
+    random_rows(3000, 5, few_long, &A);
+    ck_assert_str_eq(ks_spmv_format_auto(&A, KS_BACKEND_CPU), "csr");
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(matrix_reason_cpu)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cpu", &be));
+    ks_csr A;
+    gen(KS_GEN_POISSON3D_7, 6, &A);
+    ks_matrix *M;
+    const char *autos[] = {"auto", "", NULL};
+    for (int i = 0; i < 3; i++) {
+        KS_CHECK(ks_matrix_create(be, &A, autos[i], NULL, &M));
+        ck_assert_str_eq(ks_matrix_format(M), "csr");
+        ck_assert_str_eq(ks_matrix_format_reason(M), "the cpu backend's format");
+        ks_matrix_destroy(M);
+    }
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
+    ck_assert_str_eq(ks_matrix_format_reason(M), "");
+    ks_matrix_destroy(M);
+    ck_assert_str_eq(ks_matrix_format_reason(NULL), "");
+    ks_csr_free(&A);
+    ks_backend_destroy(be);
+}
+END_TEST
+
+/* On a device: auto builds what it chose; a dia refusal falls back. */
+START_TEST(matrix_reason_cuda)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cuda", &be));
+    ks_csr A;
+    gen(KS_GEN_POISSON3D_7, 50, &A);
+    ks_matrix *M;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &M));
+    ck_assert_str_eq(ks_matrix_format(M), "dia");
+    EXPECT_REASON(ks_matrix_format_reason(M), "7 occupied diagonals");
+    ks_matrix_destroy(M);
+    /* max_fill 1.0 < the 1.01 DIA stores: dia refuses, csr_vector takes it. */
+    ks_spmv_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.max_fill = 1.0;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", &prm, &M));
+    ck_assert_str_eq(ks_matrix_format(M), "csr_vector");
+    EXPECT_REASON(ks_matrix_format_reason(M), "dia refused, fallback csr_vector: dia");
+    ks_matrix_destroy(M);
+    KS_CHECK(ks_matrix_create(be, &A, "dia", NULL, &M));
+    ck_assert_str_eq(ks_matrix_format_reason(M), "");
+    ks_matrix_destroy(M);
+    ks_csr_free(&A);
+    ks_backend_destroy(be);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("spmv_auto");
+    TCase *tc = tcase_create("choice");
+    tcase_add_test(tc, large_7pt_is_dia);
+    tcase_add_test(tc, large_27pt_is_dia);
+    tcase_add_test(tc, small_7pt_is_csr_vector);
+    tcase_add_test(tc, few_long_rows_is_adaptive);
+    tcase_add_test(tc, short_long_rows_stay_vector);
+    tcase_add_test(tc, random_regular_is_csr_vector);
+    tcase_add_test(tc, cpu_is_csr);
+    tcase_add_test(tc, matrix_reason_cpu);
+    if (ks_test_have_cuda())
+        tcase_add_test(tc, matrix_reason_cuda);
+    else
+        ks_test_skip(1, "no CUDA device: auto on a cuda matrix and the dia fallback");
+    suite_add_tcase(s, tc);
+    return ks_test_run(s);
+}

@@ -8,6 +8,7 @@
  * symmetric A: pre and post smoothing are the same and PCG sees a symmetric
  * cycle. Costs m SpMVs (m - 1 when x = 0 on entry), all on the backend. */
 #include "hierarchy.h"
+#include "../vec/vec_fused.h"
 
 ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero)
 {
@@ -25,12 +26,7 @@ ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_
     } else {
         KS_TRY(ks_amg_residual(amg, l, b, x, r));
     }
-    KS_TRY(ks_vec_pointwise_mult(L->dinv, r, d));
-    KS_TRY(ks_vec_scale(d, 1.0 / theta));
-    if (x_zero)
-        KS_TRY(ks_vec_copy(d, x));
-    else
-        KS_TRY(ks_vec_axpy(1.0, d, x));
+    KS_TRY(ks_vec_smooth_update(0.0, d, 1.0 / theta, L->dinv, r, x, x_zero));
     if (delta <= 0.0) /* degenerate interval: the first step is all there is */
         return KS_OK;
 
@@ -40,10 +36,8 @@ ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_
         /* r -= A d keeps r = b - A x without a copy of b. */
         KS_TRY(ks_matrix_apply(L->Am, -1.0, d, 1.0, r));
         double rho_new = 1.0 / (2.0 * sigma - rho);
-        /* d = rho_new rho d + (2 rho_new / delta) D^-1 r */
-        KS_TRY(ks_vec_pointwise_mult(L->dinv, r, L->w));
-        KS_TRY(ks_vec_axpby(2.0 * rho_new / delta, L->w, rho_new * rho, d));
-        KS_TRY(ks_vec_axpy(1.0, d, x));
+        /* d = rho_new rho d + (2 rho_new / delta) D^-1 r; x += d (one pass) */
+        KS_TRY(ks_vec_smooth_update(rho_new * rho, d, 2.0 * rho_new / delta, L->dinv, r, x, 0));
         rho = rho_new;
     }
     return KS_OK;

@@ -15,6 +15,7 @@
  * All are residual based: r = b - A x is one SpMV with beta = 1 into a copy
  * of b; with x = 0 on entry the first residual is b itself. */
 #include "hierarchy.h"
+#include "../vec/vec_fused.h"
 
 #include <math.h>
 #include <string.h>
@@ -163,8 +164,8 @@ static ks_error jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int 
     if (x_zero)
         return ks_vec_pointwise_mult(L->dinv, b, x);
     KS_TRY(ks_amg_residual(amg, l, b, x, L->r));
-    KS_TRY(ks_vec_pointwise_mult(L->dinv, L->r, L->r)); /* elementwise: in place is safe */
-    return ks_vec_axpy(1.0, L->r, x);
+    /* r = dinv .* r in place (elementwise, safe), x += r: one pass */
+    return ks_vec_smooth_update(0.0, L->r, 1.0, L->dinv, L->r, x, 0);
 }
 
 static ks_error gs_step(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int reverse)

@@ -281,6 +281,38 @@ START_TEST(test_axpby)
 }
 END_TEST
 
+START_TEST(test_smooth_update)
+{
+    for (int k = 0; k < NSIZES; k++) {
+        ks_int n = sizes[k];
+        double *hw = host_rand(n, 0.5, 2), *hr = host_rand(n, -1, 1), *hd = host_rand(n, -1, 1);
+        double *hx = host_rand(n, -1, 1), *ed = malloc(sizeof(double) * (n + 1)),
+               *ex = malloc(sizeof(double) * (n + 1));
+        ck_assert(ed && ex);
+        ks_vec *w = vec_from(hw, n), *r = vec_from(hr, n);
+        for (int v = 0; v < 4; v++) {
+            const double a = (v & 1) ? 0.75 : 0.0, b = -1.5;
+            const int x_zero = (v & 2) != 0;
+            /* the old d (a == 0) and x (x_zero) must not be read: NaN there */
+            ks_vec *d = a == 0.0 ? vec_poisoned(n) : vec_from(hd, n);
+            ks_vec *x = x_zero ? vec_poisoned(n) : vec_from(hx, n);
+            for (ks_int i = 0; i < n; i++) {
+                ed[i] = (a == 0.0 ? 0.0 : a * hd[i]) + b * hw[i] * hr[i];
+                ex[i] = (x_zero ? 0.0 : hx[i]) + ed[i];
+            }
+            KS_CHECK(ks_vec_smooth_update(a, d, b, w, r, x, x_zero));
+            expect_close(d, ed, n, 2e-15, "smooth_update d");
+            expect_close(x, ex, n, 2e-15, "smooth_update x");
+            ks_vec_destroy(d);
+            ks_vec_destroy(x);
+        }
+        ks_vec_destroy(w);
+        ks_vec_destroy(r);
+        free(hw), free(hr), free(hd), free(hx), free(ed), free(ex);
+    }
+}
+END_TEST
+
 START_TEST(test_axpbypcz)
 {
     for (int k = 0; k < NSIZES; k++) {
@@ -563,6 +595,7 @@ END_TEST
     X(test_axpy)                                                                              \
     X(test_axpby)                                                                             \
     X(test_axpbypcz)                                                                          \
+    X(test_smooth_update)                                                                     \
     X(test_pmul)                                                                              \
     X(test_dot)                                                                               \
     X(test_dot2)                                                                              \

@@ -46,6 +46,11 @@ typedef struct ks_backend_ops {
     /* y += a x, then *r = ||y||_2, in one pass */
     ks_error (*axpy_norm2)(ks_backend *be, ks_int n, double a, const double *x, double *y,
                            double *r);
+    /* Smoother update in one pass: d = a d + b (w .* r) (d not read when
+     * a == 0), then x = d when x_zero, else x += d. Chebyshev and Jacobi
+     * smoothers would otherwise make three or four passes. */
+    ks_error (*smooth_update)(ks_backend *be, ks_int n, double a, double *d, double b,
+                              const double *w, const double *r, double *x, int x_zero);
 } ks_backend_ops;
 
 struct ks_backend {

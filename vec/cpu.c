@@ -149,6 +149,36 @@ static ks_error cpu_axpby(ks_backend *be, ks_int n, double a, const double *x, d
     return KS_OK;
 }
 
+static ks_error cpu_smooth_update(ks_backend *be, ks_int n, double a, double *d, double b,
+                                  const double *w, const double *r, double *x, int x_zero)
+{
+    (void)be;
+    /* Four variants so that neither d (a == 0) nor x (x_zero) is read when
+     * its old value does not matter: both may hold NaN from earlier use. */
+    if (a == 0.0 && x_zero) {
+#pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
+        for (ks_int i = 0; i < n; i++)
+            x[i] = d[i] = b * w[i] * r[i];
+    } else if (a == 0.0) {
+#pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
+        for (ks_int i = 0; i < n; i++) {
+            d[i] = b * w[i] * r[i];
+            x[i] += d[i];
+        }
+    } else if (x_zero) {
+#pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
+        for (ks_int i = 0; i < n; i++)
+            x[i] = d[i] = a * d[i] + b * w[i] * r[i];
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
+        for (ks_int i = 0; i < n; i++) {
+            d[i] = a * d[i] + b * w[i] * r[i];
+            x[i] += d[i];
+        }
+    }
+    return KS_OK;
+}
+
 static ks_error cpu_axpbypcz(ks_backend *be, ks_int n, double a, const double *x, double b,
                              const double *y, double c, double *z)
 {
@@ -395,6 +425,7 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .axpy = cpu_axpy,
     .axpby = cpu_axpby,
     .axpbypcz = cpu_axpbypcz,
+    .smooth_update = cpu_smooth_update,
     .pmul = cpu_pmul,
     .dot = cpu_dot,
     .dot2 = cpu_dot2,

@@ -132,6 +132,22 @@ static __global__ void k_axpbypcz(ks_int n, double a, const double *x, double b,
     GRID_STRIDE(i, n) z[i] = a * x[i] + b * y[i] + c * z[i];
 }
 
+/* d = a d + b w.*r; x = d or x += d. READ_D / READ_X are compile-time so the
+ * old d (a == 0) and x (x_zero) are never read: they may hold NaN. */
+template <bool READ_D, bool READ_X>
+static __global__ void k_smooth_update(ks_int n, double a, double *d, double b,
+                                       const double *w, const double *r, double *x)
+{
+    GRID_STRIDE(i, n)
+    {
+        double di = b * w[i] * r[i];
+        if (READ_D)
+            di += a * d[i];
+        d[i] = di;
+        x[i] = READ_X ? x[i] + di : di;
+    }
+}
+
 static __global__ void k_axpby_z(ks_int n, double a, const double *x, double b,
                                  const double *y, double *z)
 {
@@ -435,6 +451,18 @@ static ks_error cuda_axpbypcz(ks_backend *be, ks_int n, double a, const double *
     LAUNCH(k_axpbypcz, n, a, x, b, y, c, z);
 }
 
+static ks_error cuda_smooth_update(ks_backend *be, ks_int n, double a, double *d, double b,
+                                   const double *w, const double *r, double *x, int x_zero)
+{
+    if (a == 0.0 && x_zero)
+        LAUNCH((k_smooth_update<false, false>), n, a, d, b, w, r, x);
+    if (a == 0.0)
+        LAUNCH((k_smooth_update<false, true>), n, a, d, b, w, r, x);
+    if (x_zero)
+        LAUNCH((k_smooth_update<true, false>), n, a, d, b, w, r, x);
+    LAUNCH((k_smooth_update<true, true>), n, a, d, b, w, r, x);
+}
+
 static ks_error cuda_pmul(ks_backend *be, ks_int n, const double *w, const double *x, double *y)
 {
     LAUNCH(k_pmul, n, w, x, y);
@@ -533,6 +561,7 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_norm1,      /* norm1 */
     cuda_norminf,    /* norminf */
     cuda_axpy_norm2, /* axpy_norm2 */
+    cuda_smooth_update, /* smooth_update */
 };
 
 extern "C" void *ks_cuda_stream(ks_backend *be)

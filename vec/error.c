@@ -25,7 +25,12 @@ ks_error ks_adderr(ks_error code, const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, ks_errmsg, sizeof old);
-    snprintf(ks_errmsg, sizeof ks_errmsg, "%s: %s", prefix, old);
+    /* A long context keeps the end of the original message: it names the cause. */
+    size_t keep = sizeof ks_errmsg - 3 - strlen(prefix);
+    size_t len = strlen(old);
+    const char *tail = len > keep ? old + (len - keep) : old;
+    int n = snprintf(ks_errmsg, sizeof ks_errmsg, "%s: ", prefix);
+    memcpy(ks_errmsg + n, tail, strlen(tail) + 1);
     return code;
 }
 

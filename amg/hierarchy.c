@@ -363,17 +363,18 @@ static ks_error upload_level(ks_amg *amg, int l)
 {
     ks_amg_level *L = &amg->levels[l];
     ks_int n = L->A.nrows;
+    const char *fmt = amg->prm.level_format[0] ? amg->prm.level_format : "auto";
     if (l > 0 && !L->Am) {
         /* Gauss-Seidel needs the format's sweep, which "auto" might not pick. */
         int gs = amg->smoother == KS_SMOOTHER_GS || amg->smoother == KS_SMOOTHER_SGS;
-        KS_TRY(ks_matrix_create(amg->be, &L->A, gs ? "csr" : "auto", NULL, &L->Am));
+        KS_TRY(ks_matrix_create(amg->be, &L->A, gs ? "csr" : fmt, NULL, &L->Am));
         L->own_Am = 1;
     }
     if (l < amg->nlevels - 1) {
         if (!L->Pm)
-            KS_TRY(ks_matrix_create(amg->be, &L->P, "auto", NULL, &L->Pm));
+            KS_TRY(ks_matrix_create(amg->be, &L->P, fmt, NULL, &L->Pm));
         if (!L->Rm)
-            KS_TRY(ks_matrix_create(amg->be, &L->R, "auto", NULL, &L->Rm));
+            KS_TRY(ks_matrix_create(amg->be, &L->R, fmt, NULL, &L->Rm));
     }
     if (l > 0) {
         KS_TRY(make_vec(amg, n, &L->x));

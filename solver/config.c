@@ -161,7 +161,9 @@ static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
      NULL, 0, 0, C},                                                                           \
     {P ".coarse_solver", KT_ENUM, 0, 0, 0, 0, NULL, coarse_choices, ST_STRING,                 \
      A_(coarse_solver), NULL, 0, 0, C},                                                        \
-    {P ".seed", KT_INT, 0, INFINITY, 0, 0, NULL, NULL, ST_ULL, A_(seed), NULL, 0, 0, C},
+    {P ".seed", KT_INT, 0, INFINITY, 0, 0, NULL, NULL, ST_ULL, A_(seed), NULL, 0, 0, C},      \
+    {P ".spmv_format", KT_STR, 0, 0, 0, 0, NULL, NULL, ST_STRING, A_(level_format), NULL, 0,  \
+     0, C},
 
 /* Order = dump order. Parents precede their children. */
 static const key_spec specs[] = {

@@ -44,6 +44,7 @@ void ks_amg_params_default(ks_amg_params *p)
     p->coarse_max_rows = 300;
     strcpy(p->coarse_solver, "DENSE_LU");
     p->seed = 1;
+    strcpy(p->level_format, "auto");
 }
 
 void ks_problem_params_default(ks_problem_params *p)

@@ -48,6 +48,8 @@ typedef struct ks_amg_params {
     int coarse_max_rows;            /* dense direct solve when rows <= this (default 300) */
     char coarse_solver[KS_NAME_MAX];/* "DENSE_LU" (default) */
     unsigned long long seed;        /* random weights of PMIS/HMIS (default 1) */
+    char level_format[KS_NAME_MAX]; /* SpMV format of the hierarchy's A, P, R (default "auto":
+                                     * each level chooses from its own statistics) */
 } ks_amg_params;
 
 typedef struct ks_precond_params {

@@ -414,6 +414,13 @@ START_TEST(test_amg_options)
               " -p solver.preconditioner.cycle=W",
               2);
     EXPECT_ERR("an AMG setting, but solver.preconditioner.solver is JACOBI");
+
+    /* The hierarchy's SpMV format: a named one on every level, a bad one
+     * refused with the backend's list. */
+    EXPECT_RC("-p matrix.n=10 -p solver.preconditioner.spmv_format=csr", 0);
+    EXPECT_OUT("CONVERGED");
+    EXPECT_RC("-p matrix.n=10 -p solver.preconditioner.spmv_format=bogus", 2);
+    EXPECT_ERR("bogus");
 }
 END_TEST
 

@@ -35,6 +35,7 @@ typedef struct {
 
 typedef struct {
     const char *format;
+    char label[48]; /* the format, or "auto:<chosen>" */
     int ok;
     char why[256];
     double setup_s, apply_s, bytes_fmt, err;
@@ -53,7 +54,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: bench_spmv [--gen KIND --n N]... [--mtx PATH]... [--backend cuda|cpu]\n"
-            "                  [--formats all|f1,f2,...] [--reps 200] [--warmup 20]\n"
+            "                  [--formats all|f1,f2,... (auto: the automatic choice)] [--reps 200] [--warmup 20]\n"
             "                  [--threads-per-row T] [--csv out.csv]\n"
             "  KIND: poisson2d_5 poisson2d_9 poisson3d_7 poisson3d_27 aniso3d convdiff3d\n"
             "  Several --gen/--mtx may be given; each --n applies to the --gen before it.\n");
@@ -177,6 +178,11 @@ static int select_formats(const options *o, ks_backend_kind kind, const char **o
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", o->formats);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "auto")) { /* the statistics-based choice, shown as auto:<format> */
+            if (n < MAX_FORMATS)
+                out[n++] = "auto";
+            continue;
+        }
         const ks_spmv_format_ops *f = ks_spmv_format_find(t, kind);
         if (!f) {
             fprintf(stderr, "bench_spmv: format '%s' is not available on %s; formats:", t,
@@ -373,6 +379,8 @@ static void run_format(ks_backend *be, const options *o, const ks_csr *A, const 
         return;
     }
     res->ok = 1;
+    snprintf(res->label, sizeof res->label, "%s%s", strcmp(fmt, "auto") ? "" : "auto:",
+             ks_matrix_format(M));
     res->setup_s = ks_matrix_setup_seconds(M);
     res->bytes_fmt = ks_matrix_bytes_per_apply(M);
     res->apply_s = median(t, o->reps);
@@ -476,7 +484,7 @@ static int bench_matrix(ks_backend *be, const options *o, const matrix_spec *m,
                 snprintf(relbuf, sizeof relbuf, "%.3f", rel);
             int wrong = !(r->err <= 1e-10);
             ok &= !wrong;
-            printf("%-12s %10.3f %10.2f %9.1f %9.1f %7.1f %9.2f %11s %10.2e%s\n", r->format,
+            printf("%-12s %10.3f %10.2f %9.1f %9.1f %7.1f %9.2f %11s %10.2e%s\n", r->label,
                    1e3 * r->setup_s, 1e6 * r->apply_s, gfmt, gmin, 100.0 * gmin / copy_gbs,
                    gflops, relbuf, r->err, wrong ? "  WRONG" : "");
             if (csv)

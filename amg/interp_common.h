@@ -12,6 +12,7 @@
 #include "amg_impl.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct ks_interp_entry {
     ks_int col; /* coarse column */
@@ -19,13 +20,23 @@ typedef struct ks_interp_entry {
 } ks_interp_entry;
 
 /* One chunk's workspace. marker (only when the builder asked for it) has one
- * slot per coarse point, -1 initially; a builder stores the buffer position
- * of coarse column c in marker[c], so "c is in the current row" reads
- * marker[c] >= (position where the row started), with no reset between rows. */
+ * slot per fine point: -1 initially for C points, KS_INTERP_MARK_F for F
+ * points (never changed). A builder stores the buffer position of C point
+ * j's column in marker[j], so "j is in the current row" reads
+ * marker[j] >= (position where the row started) && j is C, with no reset
+ * between rows; and "j is F or already in the row" is the single test
+ * marker[j] >= start, since positions stay below KS_INTERP_MARK_F
+ * (ks_interp_reserve). One array answers both, which halves the random
+ * loads of the distance-two walks. tpos / tval is per-row scratch of tcap
+ * entries (ks_interp_scratch). */
+#define KS_INTERP_MARK_F INT32_MAX
 typedef struct ks_interp_ws {
     ks_interp_entry *buf;
     size_t len, cap;
     ks_int *marker;
+    ks_int *tpos;
+    double *tval;
+    size_t tcap;
 } ks_interp_ws;
 
 typedef struct ks_interp_ctx {
@@ -52,6 +63,9 @@ typedef int (*ks_interp_row_fn)(const ks_interp_ctx *c, ks_int i, ks_interp_ws *
  * (so buffer positions always fit a ks_int). Runs inside
  * parallel regions, so it records no error message itself. */
 int ks_interp_reserve(ks_interp_ws *ws, size_t extra);
+
+/* Room for m entries in tpos / tval; KS_INTERP_ROW_OK or _NOMEM. */
+int ks_interp_scratch(ks_interp_ws *ws, size_t m);
 
 /* a_ii by binary search in the sorted row (0 when absent). */
 double ks_interp_diag(const ks_csr *A, ks_int i);

@@ -45,6 +45,21 @@ int ks_interp_reserve(ks_interp_ws *ws, size_t extra)
     return KS_INTERP_ROW_OK;
 }
 
+int ks_interp_scratch(ks_interp_ws *ws, size_t m)
+{
+    if (m <= ws->tcap)
+        return KS_INTERP_ROW_OK;
+    size_t cap = ws->tcap ? ws->tcap : 64;
+    while (cap < m)
+        cap *= 2;
+    free(ws->tpos);
+    free(ws->tval);
+    ws->tpos = malloc(cap * sizeof *ws->tpos);
+    ws->tval = malloc(cap * sizeof *ws->tval);
+    ws->tcap = ws->tpos && ws->tval ? cap : 0;
+    return ws->tcap ? KS_INTERP_ROW_OK : KS_INTERP_ROW_NOMEM;
+}
+
 double ks_interp_diag(const ks_csr *A, ks_int i)
 {
     ks_int lo = A->rowptr[i], hi = A->rowptr[i + 1];
@@ -58,18 +73,38 @@ double ks_interp_diag(const ks_csr *A, ks_int i)
     return (lo < A->rowptr[i + 1] && A->colind[lo] == i) ? A->val[lo] : 0.0;
 }
 
-static int entry_cmp(const void *a, const void *b)
-{
-    ks_int ca = ((const ks_interp_entry *)a)->col, cb = ((const ks_interp_entry *)b)->col;
-    return (ca > cb) - (ca < cb);
-}
-
-/* Rows are short (tens of entries): insertion sort unless long. */
+/* Rows are short (tens of entries): insertion sort, and above 32 entries an
+ * inlined quicksort (median of three, smaller side first) rather than
+ * qsort, whose callback per comparison dominates on long distance-two rows.
+ * Columns within a row are distinct. */
 static void sort_row(ks_interp_entry *e, size_t m)
 {
-    if (m > 32) {
-        qsort(e, m, sizeof *e, entry_cmp);
-        return;
+    while (m > 32) {
+        ks_int a = e[0].col, b = e[m / 2].col, d = e[m - 1].col;
+        ks_int piv = a < b ? (b < d ? b : (a < d ? d : a)) : (a < d ? a : (b < d ? d : b));
+        size_t i = 0, j = m - 1;
+        for (;;) { /* Hoare partition: e[0..j] <= piv <= e[j+1..m) */
+            while (e[i].col < piv)
+                i++;
+            while (e[j].col > piv)
+                j--;
+            if (i >= j)
+                break;
+            ks_interp_entry t = e[i];
+            e[i] = e[j];
+            e[j] = t;
+            i++;
+            j--;
+        }
+        size_t left = j + 1, right = m - left;
+        if (left < right) {
+            sort_row(e, left);
+            e += left;
+            m = right;
+        } else {
+            sort_row(e + left, right);
+            m = left;
+        }
     }
     for (size_t a = 1; a < m; a++) {
         ks_interp_entry t = e[a];
@@ -168,14 +203,14 @@ ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S,
         ks_interp_ws *ws = &c->ws;
         ks_int lo = (ks_int)((int64_t)n * t / nchunk), hi = (ks_int)((int64_t)n * (t + 1) / nchunk);
         if (need_marker && lo < hi) {
-            ws->marker = malloc(((size_t)ctx.nc + 1) * sizeof *ws->marker);
+            ws->marker = malloc(((size_t)n + 1) * sizeof *ws->marker);
             if (!ws->marker) {
                 c->err = KS_INTERP_ROW_NOMEM;
                 c->row = lo;
                 continue;
             }
-            for (ks_int k = 0; k < ctx.nc; k++)
-                ws->marker[k] = -1;
+            for (ks_int k = 0; k < n; k++)
+                ws->marker[k] = cf[k] == KS_CPT ? -1 : KS_INTERP_MARK_F;
         }
         for (ks_int i = lo; i < hi; i++) {
             size_t start = ws->len;
@@ -239,6 +274,8 @@ ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S,
     for (int t = 0; t < nchunk; t++) {
         free(ch[t].ws.buf);
         free(ch[t].ws.marker);
+        free(ch[t].ws.tpos);
+        free(ch[t].ws.tval);
     }
     free(ch);
     free(cmap);

@@ -32,7 +32,7 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
     const ks_csr *A = c->A;
     const ks_strength *S = c->S;
     const ks_int *cmap = c->cmap; /* >= 0 exactly for C points */
-    ks_int *mk = ws->marker;
+    ks_int *mk = ws->marker; /* by fine index: position, or KS_INTERP_MARK_F */
 
     const double a_ii = ks_interp_diag(A, i);
     if (a_ii == 0.0)
@@ -43,7 +43,7 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
     size_t bound = (size_t)(se - ss);
     for (ks_int s = ss; s < se; s++) {
         const ks_int k = S->colind[s];
-        if (cmap[k] < 0)
+        if (mk[k] == KS_INTERP_MARK_F)
             bound += (size_t)(S->rowptr[k + 1] - S->rowptr[k]);
     }
     int r = ks_interp_reserve(ws, bound);
@@ -52,22 +52,19 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
     const ks_int start = (ks_int)ws->len;
     for (ks_int s = ss; s < se; s++) {
         const ks_int k = S->colind[s];
-        if (cmap[k] >= 0) {
-            const ks_int cc = cmap[k];
-            if (mk[cc] < start) {
-                mk[cc] = (ks_int)ws->len;
-                ws->buf[ws->len++] = (ks_interp_entry){cc, 0.0};
+        if (mk[k] != KS_INTERP_MARK_F) {
+            if (mk[k] < start) {
+                mk[k] = (ks_int)ws->len;
+                ws->buf[ws->len++] = (ks_interp_entry){cmap[k], 0.0};
             }
             continue;
         }
         for (ks_int t = S->rowptr[k]; t < S->rowptr[k + 1]; t++) {
-            const ks_int cc = cmap[S->colind[t]];
-            if (cc < 0)
+            const ks_int l = S->colind[t];
+            if (mk[l] >= start) /* F, or C already in the row */
                 continue;
-            if (mk[cc] < start) {
-                mk[cc] = (ks_int)ws->len;
-                ws->buf[ws->len++] = (ks_interp_entry){cc, 0.0};
-            }
+            mk[l] = (ks_int)ws->len;
+            ws->buf[ws->len++] = (ks_interp_entry){cmap[l], 0.0};
         }
     }
     if ((ks_int)ws->len == start)
@@ -84,25 +81,43 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
         while (s < se && S->colind[s] < j)
             s++;
         const int strong = s < se && S->colind[s] == j;
-        const ks_int cj = cmap[j];
-        if (cj >= 0 && mk[cj] >= start) {
-            ws->buf[mk[cj]].val += a;
-        } else if (strong && cj < 0) {
+        const ks_int pj = mk[j];
+        if (pj >= start && pj != KS_INTERP_MARK_F) {
+            ws->buf[pj].val += a;
+        } else if (strong && pj == KS_INTERP_MARK_F) {
             /* Strong F neighbour k = j: spread a_ik over Chat_i U {i} in
-             * proportion to ahat_kl. One pass finds a_kk and both signed sums. */
+             * proportion to ahat_kl. One pass finds a_kk and both signed
+             * sums and keeps the entries of Chat_i U {i} (buffer position,
+             * -1 for i) in row order, so the spreading pass visits only
+             * those, adding in the same order as a second full walk. */
             const ks_int k = j, ks = A->rowptr[k], ke = A->rowptr[k + 1];
+            r = ks_interp_scratch(ws, (size_t)(ke - ks));
+            if (r != KS_INTERP_ROW_OK) {
+                ws->len = (size_t)start;
+                return r;
+            }
+            ks_int *tp = ws->tpos, nt = 0;
+            double *tv = ws->tval;
             double a_kk = 0.0, sum_neg = 0.0, sum_pos = 0.0;
             for (ks_int m = ks; m < ke; m++) {
                 const ks_int l = A->colind[m];
                 const double v = A->val[m];
-                if (l == k)
+                if (l == k) {
                     a_kk = v;
-                else if (l == i || (cmap[l] >= 0 && mk[cmap[l]] >= start)) {
-                    if (v < 0)
-                        sum_neg += v;
-                    else
-                        sum_pos += v;
+                    continue;
                 }
+                ks_int p = -1; /* l == i */
+                if (l != i) {
+                    p = mk[l];
+                    if (p < start || p == KS_INTERP_MARK_F)
+                        continue; /* C outside Chat_i, or F other than i */
+                }
+                tp[nt] = p;
+                tv[nt++] = v;
+                if (v < 0)
+                    sum_neg += v;
+                else
+                    sum_pos += v;
             }
             const int want_pos = a_kk < 0; /* ahat keeps the sign opposite to a_kk */
             const double D = want_pos ? sum_pos : sum_neg;
@@ -111,15 +126,14 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
                 continue;
             }
             const double dist = a / D;
-            for (ks_int m = ks; m < ke; m++) {
-                const ks_int l = A->colind[m];
-                const double v = A->val[m];
-                if (l == k || !(want_pos ? v > 0 : v < 0))
+            for (ks_int t = 0; t < nt; t++) {
+                const double v = tv[t];
+                if (!(want_pos ? v > 0 : v < 0))
                     continue;
-                if (l == i)
+                if (tp[t] < 0)
                     atil += dist * v;
-                else if (cmap[l] >= 0 && mk[cmap[l]] >= start)
-                    ws->buf[mk[cmap[l]]].val += dist * v;
+                else
+                    ws->buf[tp[t]].val += dist * v;
             }
         } else {
             atil += a; /* weak and outside Chat_i: lumped */

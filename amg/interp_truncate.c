@@ -37,6 +37,16 @@ static int cand_cmp(const void *a, const void *b)
     return (x->col > y->col) - (x->col < y->col);
 }
 
+static int cand_better(const cand *x, const cand *y)
+{
+    return cand_cmp(x, y) < 0;
+}
+
+/* The max_elements best candidates: for the usual small caps a running
+ * top-k by insertion (O(m k), no callback), qsort otherwise. The order is
+ * total (columns are distinct), so both give the same set. */
+#define KS_TRUNC_TOPK_MAX 16
+
 /* Truncate one row of m entries in place; returns the kept count. keep is
  * scratch for m flags, cs for m candidates. */
 static ks_int truncate_row(ks_int *ci, double *v, ks_int m, int max_elements, double factor,
@@ -55,13 +65,31 @@ static ks_int truncate_row(ks_int *ci, double *v, ks_int m, int max_elements, do
         nk += keep[k];
     }
     if (max_elements > 0 && nk > max_elements) {
-        ks_int nc = 0;
-        for (ks_int k = 0; k < m; k++)
-            if (keep[k])
-                cs[nc++] = (cand){fabs(v[k]), ci[k], k};
-        qsort(cs, (size_t)nc, sizeof *cs, cand_cmp);
-        for (ks_int q = max_elements; q < nc; q++)
-            keep[cs[q].pos] = 0;
+        if (max_elements <= KS_TRUNC_TOPK_MAX) {
+            ks_int nt = 0; /* cs[0..nt) sorted best first */
+            for (ks_int k = 0; k < m; k++) {
+                if (!keep[k])
+                    continue;
+                cand c = {fabs(v[k]), ci[k], k};
+                keep[k] = 0;
+                if (nt == max_elements && !cand_better(&c, &cs[nt - 1]))
+                    continue;
+                ks_int q = nt < max_elements ? nt++ : nt - 1;
+                for (; q > 0 && cand_better(&c, &cs[q - 1]); q--)
+                    cs[q] = cs[q - 1];
+                cs[q] = c;
+            }
+            for (ks_int q = 0; q < nt; q++)
+                keep[cs[q].pos] = 1;
+        } else {
+            ks_int nc = 0;
+            for (ks_int k = 0; k < m; k++)
+                if (keep[k])
+                    cs[nc++] = (cand){fabs(v[k]), ci[k], k};
+            qsort(cs, (size_t)nc, sizeof *cs, cand_cmp);
+            for (ks_int q = max_elements; q < nc; q++)
+                keep[cs[q].pos] = 0;
+        }
         nk = max_elements;
     }
     if (nk == m)

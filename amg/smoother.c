@@ -99,7 +99,10 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
     if (!(omega > 0.0))
         omega = kind == KS_SMOOTHER_JACOBI ? 2.0 / 3.0 : 1.0;
     ks_error e = KS_OK;
-    for (ks_int i = 0; i < n && e == KS_OK; i++) {
+    ks_int bad = n; /* first row with a zero or non-finite diagonal */
+    double bad_diag = 0.0;
+#pragma omp parallel for schedule(static) reduction(min : bad) if (n > 4096)
+    for (ks_int i = 0; i < n; i++) {
         double diag = 0.0, off = 0.0;
         for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
             if (A->colind[k] == i)
@@ -108,17 +111,23 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
                 off += fabs(A->val[k]);
         }
         if (diag == 0.0 || !isfinite(diag)) {
-            e = ks_seterr(KS_ERR_NUMERIC,
-                          "AMG level %d: %s diagonal at row %ld (smoother %s needs a nonzero "
-                          "diagonal)",
-                          l, diag == 0.0 ? "zero" : "non-finite", (long)i, name);
-            break;
+            bad = i < bad ? i : bad;
+            continue;
         }
         switch (kind) {
         case KS_SMOOTHER_JACOBI: h[i] = omega / diag; break;
         case KS_SMOOTHER_JACOBI_L1: h[i] = omega / (diag + copysign(off, diag)); break;
         default: h[i] = 1.0 / diag; break;
         }
+    }
+    if (bad < n) {
+        for (ks_int k = A->rowptr[bad]; k < A->rowptr[bad + 1]; k++)
+            if (A->colind[k] == bad)
+                bad_diag = A->val[k];
+        e = ks_seterr(KS_ERR_NUMERIC,
+                      "AMG level %d: %s diagonal at row %ld (smoother %s needs a nonzero "
+                      "diagonal)",
+                      l, bad_diag == 0.0 ? "zero" : "non-finite", (long)bad, name);
     }
     if (e == KS_OK && kind == KS_SMOOTHER_CHEBYSHEV) {
         /* Upper bound: the power/Lanczos estimate of rho(D^-1 A) enlarged by

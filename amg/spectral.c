@@ -34,6 +34,9 @@ typedef struct spec_ctx {
     const ks_csr *A;
     ks_int n;
     double *dsc;     /* |a_ii|^-1/2 (Lanczos) or 1/a_ii (power) */
+    double *aval;    /* Lanczos: a_ij * dsc[j] per entry, formed once, so each
+                      * step gathers only x (the same products as forming
+                      * them in every step: results are bit for bit equal) */
     double sign;     /* common sign of the diagonal (Lanczos) */
     double *partial; /* one slot per dot-product block */
     ks_int nblocks;
@@ -80,8 +83,8 @@ static double dot(spec_ctx *c, const double *x, const double *y)
     return s;
 }
 
-/* y = B x with B = sign |D|^-1/2 A |D|^-1/2 (symmetric = 1) or D^-1 A. */
-static void apply(spec_ctx *c, int symmetric, const double *x, double *y)
+/* y = D^-1 A x (power method). */
+static void apply(spec_ctx *c, const double *x, double *y)
 {
     const ks_csr *A = c->A;
     const ks_int n = c->n;
@@ -89,15 +92,9 @@ static void apply(spec_ctx *c, int symmetric, const double *x, double *y)
 #pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
     for (ks_int i = 0; i < n; i++) {
         double s = 0.0;
-        if (symmetric) {
-            for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
-                s += A->val[k] * d[A->colind[k]] * x[A->colind[k]];
-            y[i] = c->sign * d[i] * s;
-        } else {
-            for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
-                s += A->val[k] * x[A->colind[k]];
-            y[i] = d[i] * s;
-        }
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+            s += A->val[k] * x[A->colind[k]];
+        y[i] = d[i] * s;
     }
 }
 
@@ -171,6 +168,56 @@ static double tridiag_max_abs(const double *a, const double *b, int m)
     return fmax(fabs(ext[0]), fabs(ext[1]));
 }
 
+/* Lanczos steps on B = sign |D|^-1/2 A |D|^-1/2. Step pieces are fused with the dot product that follows them: each
+ * block of rows is updated and then summed in the same order as a separate
+ * dot() would, so the result is bit for bit the unfused one with one pass
+ * over the vectors less. */
+static double apply_dot(spec_ctx *c, const double *v, double *w)
+{
+    const ks_csr *A = c->A;
+    const ks_int n = c->n, nb = c->nblocks;
+    const double *d = c->dsc;
+#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
+    for (ks_int b = 0; b < nb; b++) {
+        ks_int lo = b * KS_SPEC_BLOCK, hi = lo + KS_SPEC_BLOCK < n ? lo + KS_SPEC_BLOCK : n;
+        for (ks_int i = lo; i < hi; i++) {
+            double s = 0.0;
+            for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+                s += c->aval[k] * v[A->colind[k]];
+            w[i] = c->sign * d[i] * s;
+        }
+        double s = 0.0;
+        for (ks_int i = lo; i < hi; i++)
+            s += w[i] * v[i];
+        c->partial[b] = s;
+    }
+    double s = 0.0;
+    for (ks_int b = 0; b < nb; b++)
+        s += c->partial[b];
+    return s;
+}
+
+/* w -= a v + bprev vprev, then return w.w */
+static double update_norm2(spec_ctx *c, double a, const double *v, double bprev,
+                           const double *vprev, double *w)
+{
+    const ks_int n = c->n, nb = c->nblocks;
+#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
+    for (ks_int b = 0; b < nb; b++) {
+        ks_int lo = b * KS_SPEC_BLOCK, hi = lo + KS_SPEC_BLOCK < n ? lo + KS_SPEC_BLOCK : n;
+        double s = 0.0;
+        for (ks_int i = lo; i < hi; i++) {
+            w[i] -= a * v[i] + bprev * vprev[i];
+            s += w[i] * w[i];
+        }
+        c->partial[b] = s;
+    }
+    double s = 0.0;
+    for (ks_int b = 0; b < nb; b++)
+        s += c->partial[b];
+    return s;
+}
+
 static double lanczos(spec_ctx *c, int iters, double *v, double *vprev, double *w,
                       double *alpha, double *beta)
 {
@@ -183,22 +230,20 @@ static double lanczos(spec_ctx *c, int iters, double *v, double *vprev, double *
     int m = 0;
     double bprev = 0.0;
     for (int k = 0; k < iters; k++) {
-        apply(c, 1, v, w);
-        double a = dot(c, w, v);
+        double a = apply_dot(c, v, w);
         alpha[m++] = a;
-#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
-        for (ks_int i = 0; i < n; i++)
-            w[i] -= a * v[i] + bprev * vprev[i];
-        double b = sqrt(dot(c, w, w));
+        double b = sqrt(update_norm2(c, a, v, bprev, vprev, w));
         /* b ~ 0: the Krylov space is invariant, T's eigenvalues are exact */
         if (k + 1 == iters || !(b > 1e-12 * (fabs(a) + bprev)))
             break;
         beta[m - 1] = b;
+        /* the old v becomes vprev by swapping arrays instead of copying */
+        double *t = vprev;
+        vprev = v;
+        v = t;
 #pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
-        for (ks_int i = 0; i < n; i++) {
-            vprev[i] = v[i];
+        for (ks_int i = 0; i < n; i++)
             v[i] = w[i] / b;
-        }
         bprev = b;
     }
     return tridiag_max_abs(alpha, beta, m);
@@ -210,7 +255,7 @@ static double power(spec_ctx *c, int iters, double *x, double *y)
     double nx = sqrt(dot(c, x, x)), logsum = 0.0;
     int kept = 0, first_kept = iters - (iters + 1) / 2;
     for (int k = 0; k < iters; k++) {
-        apply(c, 0, x, y);
+        apply(c, x, y);
         double ny = sqrt(dot(c, y, y));
         if (!(ny > 0.0))
             return 0.0; /* x in the null space; the caller's floor applies */
@@ -246,18 +291,24 @@ ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho)
     if (!diag)
         return KS_ERR_MEMORY;
     int npos = 0, nneg = 0;
+    ks_int bad = n; /* first row with a zero or missing diagonal */
+#pragma omp parallel for schedule(static) reduction(min : bad) reduction(+ : npos, nneg) \
+    if (n > KS_SPEC_PAR_ROWS)
     for (ks_int i = 0; i < n; i++) {
         ks_int k = find_entry(A, i, i);
         double d = k >= 0 ? A->val[k] : 0.0;
-        if (d == 0.0) {
-            free(diag);
-            return ks_seterr(KS_ERR_NUMERIC, "ks_amg_spectral_radius_dinv_a: row %" PRId32
-                             " has a %s diagonal (D^-1 A undefined)", i,
-                             k >= 0 ? "zero" : "missing");
-        }
+        if (d == 0.0 && i < bad)
+            bad = i;
         diag[i] = d;
         npos += d > 0.0;
         nneg += d < 0.0;
+    }
+    if (bad < n) {
+        int missing = find_entry(A, bad, bad) < 0;
+        free(diag);
+        return ks_seterr(KS_ERR_NUMERIC, "ks_amg_spectral_radius_dinv_a: row %" PRId32
+                         " has a %s diagonal (D^-1 A undefined)", bad,
+                         missing ? "missing" : "zero");
     }
     spec_ctx c = {.A = A, .n = n, .sign = nneg ? -1.0 : 1.0,
                   .nblocks = (n + KS_SPEC_BLOCK - 1) / KS_SPEC_BLOCK};
@@ -283,10 +334,25 @@ ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho)
         bound = fmax(bound, r / fabs(d));
         v[i] = hash_unit((uint64_t)i);
     }
+    if (symmetric) {
+        c.aval = ks_malloc((size_t)A->nnz * sizeof *c.aval + 1, "Lanczos scaled values");
+        if (!c.aval) {
+            free(c.dsc);
+            free(c.partial);
+            free(v);
+            free(tri);
+            return KS_ERR_MEMORY;
+        }
+#pragma omp parallel for schedule(static) if (n > KS_SPEC_PAR_ROWS)
+        for (ks_int i = 0; i < n; i++)
+            for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+                c.aval[k] = A->val[k] * c.dsc[A->colind[k]];
+    }
     double est = symmetric ? lanczos(&c, iters, v, v + n, v + 2 * (size_t)n, tri, tri + iters)
                            : power(&c, iters, v, v + n);
     est = fmin(est, bound);
     free(c.dsc);
+    free(c.aval);
     free(c.partial);
     free(v);
     free(tri);

@@ -4,6 +4,7 @@
  * is compared with ks_csr_spmv_ref in float64. */
 #include "ks_test.h"
 #include "spmv/format.h"
+#include "spmv_cases.h"
 
 #include <float.h>
 #include <math.h>
@@ -18,115 +19,6 @@
 #define TOL 1e-12
 
 /* ------------------------------------------------------------ test data */
-static uint64_t rng;
-static void rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + 1; }
-static uint64_t rng_next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double urand(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
-static double srand1(void) { return 2.0 * urand() - 1.0; }
-
-static int cmp_int(const void *a, const void *b)
-{
-    ks_int x = *(const ks_int *)a, y = *(const ks_int *)b;
-    return (x > y) - (x < y);
-}
-
-/* CSR with the given row lengths, distinct random sorted columns, values in
- * [-1, 1]. */
-static void build_rows(ks_csr *A, ks_int nrows, ks_int ncols, const ks_int *len)
-{
-    int64_t nnz = 0;
-    for (ks_int i = 0; i < nrows; i++)
-        nnz += len[i] < ncols ? len[i] : ncols;
-    KS_CHECK(ks_csr_alloc(A, nrows, ncols, (ks_int)nnz));
-    int *mark = calloc((size_t)ncols + 1, sizeof *mark);
-    ck_assert_ptr_nonnull(mark);
-    ks_int pos = 0;
-    A->rowptr[0] = 0;
-    for (ks_int i = 0; i < nrows; i++) {
-        ks_int k = len[i] < ncols ? len[i] : ncols;
-        ks_int start = pos;
-        if (k == ncols) {
-            for (ks_int c = 0; c < ncols; c++)
-                A->colind[pos++] = c;
-        } else {
-            while (pos - start < k) {
-                ks_int c = (ks_int)(rng_next() % (uint64_t)ncols);
-                if (mark[c] != i + 1) {
-                    mark[c] = i + 1;
-                    A->colind[pos++] = c;
-                }
-            }
-            qsort(A->colind + start, (size_t)k, sizeof(ks_int), cmp_int);
-        }
-        for (ks_int j = start; j < pos; j++)
-            A->val[j] = srand1();
-        A->rowptr[i + 1] = pos;
-    }
-    free(mark);
-}
-
-/* Random rows of 0..maxlen entries, about a fifth of them empty. */
-static void make_random(ks_csr *A, ks_int nrows, ks_int ncols, int maxlen, uint64_t seed)
-{
-    rng_seed(seed);
-    ks_int *len = malloc(sizeof(ks_int) * (size_t)nrows);
-    ck_assert_ptr_nonnull(len);
-    for (ks_int i = 0; i < nrows; i++)
-        len[i] = urand() < 0.2 ? 0 : (ks_int)(rng_next() % (uint64_t)(maxlen + 1));
-    build_rows(A, nrows, ncols, len);
-    free(len);
-}
-
-/* Short rows (0..5) and one row of 2000 entries in the middle. */
-static void make_huge_row(ks_csr *A)
-{
-    const ks_int n = 3000;
-    rng_seed(7);
-    ks_int *len = malloc(sizeof(ks_int) * (size_t)n);
-    ck_assert_ptr_nonnull(len);
-    for (ks_int i = 0; i < n; i++)
-        len[i] = (ks_int)(rng_next() % 6);
-    len[n / 2] = 2000;
-    build_rows(A, n, n, len);
-    free(len);
-}
-
-/* Arrow matrix: full row 0, full column 0, diagonal. */
-static void make_arrow(ks_csr *A, ks_int n)
-{
-    KS_CHECK(ks_csr_alloc(A, n, n, n + 2 * (n - 1)));
-    ks_int pos = 0;
-    rng_seed(11);
-    A->rowptr[0] = 0;
-    for (ks_int c = 0; c < n; c++) {
-        A->colind[pos] = c;
-        A->val[pos++] = c == 0 ? 4.0 + n : srand1();
-    }
-    A->rowptr[1] = pos;
-    for (ks_int i = 1; i < n; i++) {
-        A->colind[pos] = 0;
-        A->val[pos++] = srand1();
-        A->colind[pos] = i;
-        A->val[pos++] = 3.0 + urand();
-        A->rowptr[i + 1] = pos;
-    }
-}
-
-static void make_gen(ks_csr *A, ks_gen_kind kind, ks_int n)
-{
-    ks_gen_params p;
-    ks_gen_params_default(&p);
-    p.kind = kind;
-    p.nx = p.ny = p.nz = n;
-    KS_CHECK(ks_generate(&p, A));
-}
-
 enum { CASE_RANDOM, CASE_HUGE_ROW, CASE_ONE, CASE_ARROW, CASE_WIDE, CASE_TALL, CASE_EMPTY,
        CASE_P2D, CASE_P3D, CASE_P3D27, NCASES };
 static const char *const case_names[NCASES] = {
@@ -138,71 +30,23 @@ static void make_case(int c, ks_csr *A)
 {
     memset(A, 0, sizeof *A);
     switch (c) {
-    case CASE_RANDOM: make_random(A, 700, 650, 24, 1); break;
-    case CASE_HUGE_ROW: make_huge_row(A); break;
-    case CASE_ONE:
-        KS_CHECK(ks_csr_alloc(A, 1, 1, 1));
-        A->rowptr[0] = 0;
-        A->rowptr[1] = 1;
-        A->colind[0] = 0;
-        A->val[0] = 3.5;
-        break;
-    case CASE_ARROW: make_arrow(A, 400); break;
-    case CASE_WIDE: make_random(A, 150, 900, 40, 2); break;
-    case CASE_TALL: make_random(A, 900, 150, 8, 3); break;
-    case CASE_EMPTY:
-        KS_CHECK(ks_csr_alloc(A, 10, 7, 0));
-        for (int i = 0; i <= 10; i++)
-            A->rowptr[i] = 0;
-        break;
-    case CASE_P2D: make_gen(A, KS_GEN_POISSON2D_5, 24); break;
-    case CASE_P3D: make_gen(A, KS_GEN_POISSON3D_7, 16); break;
-    case CASE_P3D27: make_gen(A, KS_GEN_POISSON3D_27, 7); break;
+    case CASE_RANDOM: sc_make_random(A, 700, 650, 24, 1); break;
+    case CASE_HUGE_ROW: sc_make_huge_row(A); break;
+    case CASE_ONE: sc_make_one(A); break;
+    case CASE_ARROW: sc_make_arrow(A, 400, 11); break;
+    case CASE_WIDE: sc_make_random(A, 150, 900, 40, 2); break;
+    case CASE_TALL: sc_make_random(A, 900, 150, 8, 3); break;
+    case CASE_EMPTY: sc_make_empty(A, 10, 7); break;
+    case CASE_P2D: sc_make_gen(A, KS_GEN_POISSON2D_5, 24); break;
+    case CASE_P3D: sc_make_gen(A, KS_GEN_POISSON3D_7, 16); break;
+    case CASE_P3D27: sc_make_gen(A, KS_GEN_POISSON3D_27, 7); break;
     }
 }
 
-static const struct { double alpha, beta; } coefs[] = {
+static const sc_coef coefs[] = {
     {1.0, 0.0}, {-0.5, 0.0}, {2.0, 1.0}, {1.0, -1.5}, {0.75, 0.25}, {0.0, 2.0},
 };
 #define NCOEFS ((int)(sizeof coefs / sizeof coefs[0]))
-
-/* Max over rows of |y - y_ref| / (|alpha| (|A| |x|)_i + |beta y0_i|): the
- * rounding error of row i's dot product is bounded by a multiple of that
- * scale, so the measure is independent of cancellation. NaN gives Inf.
- * y0 is the initial y (ignored when beta == 0). */
-static double spmv_error(const ks_csr *A, double alpha, const double *x, double beta,
-                         const double *y0, const double *y)
-{
-    double *ref = malloc(sizeof(double) * ((size_t)A->nrows + 1));
-    ck_assert_ptr_nonnull(ref);
-    for (ks_int i = 0; i < A->nrows; i++)
-        ref[i] = beta == 0.0 ? 0.0 : y0[i];
-    ks_csr_spmv_ref(A, alpha, x, beta, ref);
-    double worst = 0.0;
-    for (ks_int i = 0; i < A->nrows; i++) {
-        double s = 0.0;
-        for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++)
-            s += fabs(A->val[j] * x[A->colind[j]]);
-        s = fabs(alpha) * s + (beta == 0.0 ? 0.0 : fabs(beta * y0[i]));
-        double d = fabs(y[i] - ref[i]) / fmax(s, DBL_MIN);
-        if (isnan(d) || isnan(y[i]))
-            d = INFINITY;
-        if (d > worst)
-            worst = d;
-    }
-    free(ref);
-    return worst;
-}
-
-static double *random_vec(ks_int n, uint64_t seed)
-{
-    double *v = malloc(sizeof(double) * ((size_t)n + 1));
-    ck_assert_ptr_nonnull(v);
-    rng_seed(seed);
-    for (ks_int i = 0; i < n; i++)
-        v[i] = srand1();
-    return v;
-}
 
 /* ------------------------------------------------------------ checkers */
 /* Padded and banded formats may refuse a matrix they cannot hold well; every
@@ -242,30 +86,14 @@ static void check_layout(const ks_spmv_format_ops *f, const ks_spmv_params *prm,
                   ks_last_error());
     ks_csr back = {0};
     KS_CHECK(f->layout_to_csr(layout, &back));
-    ck_assert_msg(back.nrows == A->nrows && back.ncols == A->ncols && back.nnz == A->nnz &&
-                      memcmp(back.rowptr, A->rowptr, sizeof(ks_int) * (A->nrows + 1)) == 0 &&
-                      (A->nnz == 0 ||
-                       (memcmp(back.colind, A->colind, sizeof(ks_int) * A->nnz) == 0 &&
-                        memcmp(back.val, A->val, sizeof(double) * A->nnz) == 0)),
-                  "%s: %s does not convert back to the same CSR", f->name, label);
+    char what[160];
+    snprintf(what, sizeof what, "%s: %s converted back to CSR", f->name, label);
+    sc_expect_same_csr(&back, A, what);
     ks_csr_free(&back);
     ck_assert_msg(f->layout_bytes(layout) > 0.0, "%s: bytes per apply not positive", f->name);
-    double *x = random_vec(A->ncols, 101);
-    double *y0 = random_vec(A->nrows, 102);
-    double *y = malloc(sizeof(double) * ((size_t)A->nrows + 1));
-    ck_assert_ptr_nonnull(y);
-    for (int k = 0; k < NCOEFS; k++) {
-        for (ks_int i = 0; i < A->nrows; i++)
-            y[i] = coefs[k].beta == 0.0 ? NAN : y0[i];
-        f->layout_apply(layout, coefs[k].alpha, x, coefs[k].beta, y);
-        double err = spmv_error(A, coefs[k].alpha, x, coefs[k].beta, y0, y);
-        ck_assert_msg(err <= TOL, "%s layout, %s, alpha %g beta %g: error %.3e", f->name,
-                      label, coefs[k].alpha, coefs[k].beta, err);
-    }
+    snprintf(what, sizeof what, "%s layout, %s", f->name, label);
+    sc_check_apply(f->layout_apply, layout, A, coefs, NCOEFS, TOL, what);
     f->layout_free(layout);
-    free(x);
-    free(y0);
-    free(y);
 }
 
 /* Format `fmt` through ks_matrix_* on backend be against the reference,
@@ -292,8 +120,8 @@ static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_para
     ks_vec *vx = NULL, *vy = NULL;
     KS_CHECK(ks_vec_create(be, A->ncols, &vx));
     KS_CHECK(ks_vec_create(be, A->nrows, &vy));
-    double *x = random_vec(A->ncols, 201);
-    double *y0 = random_vec(A->nrows, 202);
+    double *x = sc_random_vec(A->ncols, 201);
+    double *y0 = sc_random_vec(A->nrows, 202);
     double *y = malloc(sizeof(double) * ((size_t)A->nrows + 1));
     double *poison = malloc(sizeof(double) * ((size_t)A->nrows + 1));
     ck_assert(y && poison);
@@ -306,7 +134,7 @@ static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_para
         for (ks_int i = 0; i < A->nrows; i++)
             y[i] = NAN;
         KS_CHECK(ks_vec_get_host(vy, y));
-        double err = spmv_error(A, coefs[k].alpha, x, coefs[k].beta, y0, y);
+        double err = sc_spmv_error(A, coefs[k].alpha, x, coefs[k].beta, y0, y);
         ck_assert_msg(err <= TOL, "%s on %s, %s, alpha %g beta %g: error %.3e", fmt,
                       ks_backend_name(be), label, coefs[k].alpha, coefs[k].beta, err);
     }
@@ -508,7 +336,7 @@ END_TEST
 START_TEST(test_cpu_threads)
 {
     ks_csr A;
-    make_gen(&A, KS_GEN_POISSON3D_7, 24);
+    sc_make_gen(&A, KS_GEN_POISSON3D_7, 24);
     ks_backend *be = make_backend("cpu");
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
@@ -526,13 +354,13 @@ START_TEST(test_cpu_threads)
         ks_vec *vx, *vy;
         KS_CHECK(ks_vec_create(be, A.ncols, &vx));
         KS_CHECK(ks_vec_create(be, A.nrows, &vy));
-        double *x = random_vec(A.ncols, 5), *y0 = random_vec(A.nrows, 6);
+        double *x = sc_random_vec(A.ncols, 5), *y0 = sc_random_vec(A.nrows, 6);
         double *y = malloc(sizeof(double) * (size_t)A.nrows);
         KS_CHECK(ks_vec_set_host(vx, x));
         KS_CHECK(ks_vec_set_host(vy, y0));
         KS_CHECK(ks_matrix_apply(M, 1.5, vx, -0.5, vy));
         KS_CHECK(ks_vec_get_host(vy, y));
-        double err = spmv_error(&A, 1.5, x, -0.5, y0, y);
+        double err = sc_spmv_error(&A, 1.5, x, -0.5, y0, y);
         ck_assert_msg(err <= TOL, "team of %d: error %.3e", teams[t], err);
         free(x);
         free(y0);
@@ -573,12 +401,12 @@ START_TEST(test_cpu_copy)
     ks_vec *vx, *vy;
     KS_CHECK(ks_vec_create(be, B.ncols, &vx));
     KS_CHECK(ks_vec_create(be, B.nrows, &vy));
-    double *x = random_vec(B.ncols, 9), *y = malloc(sizeof(double) * (size_t)B.nrows);
+    double *x = sc_random_vec(B.ncols, 9), *y = malloc(sizeof(double) * (size_t)B.nrows);
     KS_CHECK(ks_vec_set_host(vx, x));
     KS_CHECK(ks_vec_fill(vy, NAN));
     KS_CHECK(ks_matrix_apply(M, 1.0, vx, 0.0, vy));
     KS_CHECK(ks_vec_get_host(vy, y));
-    ck_assert(spmv_error(&B, 1.0, x, 0.0, NULL, y) <= TOL);
+    ck_assert(sc_spmv_error(&B, 1.0, x, 0.0, NULL, y) <= TOL);
     free(x);
     free(y);
     ks_vec_destroy(vx);
@@ -766,17 +594,10 @@ static const char *const shared_names[] = {"memplus.mtx.gz", "rajat01.mtx.gz",
                                            "hangGlider_2.mtx.gz", "cage11.mtx.gz"};
 #define NSHARED 4
 
-static void read_shared(int i, ks_csr *A)
-{
-    const char *path = ks_test_shared_matrix(shared_names[i]);
-    ck_assert_ptr_nonnull(path);
-    KS_CHECK(ks_mm_read_csr(path, A, NULL));
-}
-
 START_TEST(test_shared_host)
 {
     ks_csr A;
-    read_shared(_i, &A);
+    sc_read_shared(shared_names[_i], &A);
     const ks_spmv_format_ops *const *all = ks_spmv_format_all();
     for (int f = 0; all[f]; f++)
         check_layout(all[f], NULL, &A, shared_names[_i]);
@@ -788,7 +609,7 @@ END_TEST
 START_TEST(test_shared_cuda)
 {
     ks_csr A;
-    read_shared(_i, &A);
+    sc_read_shared(shared_names[_i], &A);
     check_all_formats_on("cuda", &A, shared_names[_i]);
     ks_csr_free(&A);
 }
@@ -833,22 +654,8 @@ int main(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("shared");
-    int missing = 0;
-    for (int i = 0; i < NSHARED; i++) {
-        if (!ks_test_shared_matrix(shared_names[i])) {
-            missing++;
-            continue;
-        }
-        tcase_add_loop_test(tc, test_shared_host, i, i + 1);
-        if (have_cuda)
-            tcase_add_loop_test(tc, test_shared_cuda, i, i + 1);
-    }
-    if (missing) {
-        char why[128];
-        snprintf(why, sizeof why, "../shared/matrices: %d of %d SpMV matrices absent", missing,
-                 NSHARED);
-        ks_test_skip(missing * (have_cuda ? 2 : 1), why);
-    }
+    int missing = sc_add_shared_tests(tc, shared_names, NSHARED, test_shared_host,
+                                      have_cuda ? test_shared_cuda : NULL, "SpMV matrices");
     if (!have_cuda && missing < NSHARED)
         ks_test_skip(NSHARED - missing, "no CUDA device: shared matrices on cuda formats");
     suite_add_tcase(s, tc);

@@ -11,6 +11,7 @@
  * (default 200000) entries spread over the columns, for bench_spmv --mtx. */
 #include "ks_test.h"
 #include "spmv/csr_family.h"
+#include "spmv_cases.h"
 
 #include <float.h>
 #include <math.h>
@@ -22,95 +23,10 @@
 #define TOL 1e-12
 
 /* ------------------------------------------------------------ test data */
-static uint64_t rng;
-static void rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + 7; }
-static uint64_t rng_next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double urand(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
-static double srand1(void) { return 2.0 * urand() - 1.0; }
-
-static int cmp_int(const void *a, const void *b)
-{
-    ks_int x = *(const ks_int *)a, y = *(const ks_int *)b;
-    return (x > y) - (x < y);
-}
-
-/* k distinct sorted columns of 0..ncols-1 into out: selection sampling
- * (already sorted) for dense rows, rejection plus sort for sparse ones. */
-static void pick_columns(ks_int *out, ks_int k, ks_int ncols, unsigned char *mark)
-{
-    if (k > ncols / 4) {
-        ks_int got = 0;
-        for (ks_int c = 0; c < ncols && got < k; c++)
-            if (urand() * (double)(ncols - c) < (double)(k - got))
-                out[got++] = c;
-        return;
-    }
-    for (ks_int got = 0; got < k;) {
-        ks_int c = (ks_int)(rng_next() % (uint64_t)ncols);
-        if (!mark[c]) {
-            mark[c] = 1;
-            out[got++] = c;
-        }
-    }
-    for (ks_int i = 0; i < k; i++)
-        mark[out[i]] = 0;
-    qsort(out, (size_t)k, sizeof(ks_int), cmp_int);
-}
-
-/* CSR with the given row lengths (clipped to ncols), values in [-1, 1]. */
-static void build_rows(ks_csr *A, ks_int nrows, ks_int ncols, const ks_int *len)
-{
-    int64_t nnz = 0;
-    for (ks_int i = 0; i < nrows; i++)
-        nnz += len[i] < ncols ? len[i] : ncols;
-    KS_CHECK(ks_csr_alloc(A, nrows, ncols, (ks_int)nnz));
-    unsigned char *mark = calloc((size_t)ncols + 1, 1);
-    ck_assert_ptr_nonnull(mark);
-    A->rowptr[0] = 0;
-    for (ks_int i = 0; i < nrows; i++) {
-        ks_int k = len[i] < ncols ? len[i] : ncols;
-        pick_columns(A->colind + A->rowptr[i], k, ncols, mark);
-        for (ks_int j = A->rowptr[i]; j < A->rowptr[i] + k; j++)
-            A->val[j] = srand1();
-        A->rowptr[i + 1] = A->rowptr[i] + k;
-    }
-    free(mark);
-}
-
-static void gen(ks_csr *A, ks_gen_kind kind, ks_int n)
-{
-    ks_gen_params p;
-    ks_gen_params_default(&p);
-    p.kind = kind;
-    p.nx = p.ny = p.nz = n;
-    KS_CHECK(ks_generate(&p, A));
-}
-
-/* Arrow: full row 0, full column 0, diagonal. */
-static void make_arrow(ks_csr *A, ks_int n)
-{
-    KS_CHECK(ks_csr_alloc(A, n, n, 3 * n - 2));
-    ks_int pos = 0;
-    A->rowptr[0] = 0;
-    for (ks_int c = 0; c < n; c++) {
-        A->colind[pos] = c;
-        A->val[pos++] = c == 0 ? 4.0 + n : srand1();
-    }
-    A->rowptr[1] = pos;
-    for (ks_int i = 1; i < n; i++) {
-        A->colind[pos] = 0;
-        A->val[pos++] = srand1();
-        A->colind[pos] = i;
-        A->val[pos++] = 3.0 + urand();
-        A->rowptr[i + 1] = pos;
-    }
-}
+/* Rows longer than a quarter of the columns are drawn by selection sampling
+ * (the long rows here reach 50000 of 60000 columns). main() selects seed
+ * stream 7, the data these tests were written against. */
+static const sc_rows csr_rows = {4, 0};
 
 enum { C_RANDOM, C_HUGE, C_MANY_LONG, C_ONE, C_ARROW, C_EMPTY, C_P7, C_P27, C_P27_BIG,
        NCASES };
@@ -134,121 +50,55 @@ static void make_case(int c, ks_csr *A)
     switch (c) {
     case C_RANDOM: {
         const ks_int n = 2000;
-        rng_seed(1);
+        sc_rng_seed(1);
         len = malloc(sizeof(ks_int) * n);
         ck_assert_ptr_nonnull(len);
         for (ks_int i = 0; i < n; i++)
-            len[i] = urand() < 0.2 ? 0 : (ks_int)(rng_next() % 41);
-        build_rows(A, n, 1800, len);
+            len[i] = sc_urand() < 0.2 ? 0 : (ks_int)(sc_rng_next() % 41);
+        sc_build_rows(A, n, 1800, len, &csr_rows);
         break;
     }
     case C_HUGE: {
         const ks_int n = 6000;
-        rng_seed(2);
+        sc_rng_seed(2);
         len = malloc(sizeof(ks_int) * n);
         ck_assert_ptr_nonnull(len);
         for (ks_int i = 0; i < n; i++)
-            len[i] = (ks_int)(rng_next() % 6);
+            len[i] = (ks_int)(sc_rng_next() % 6);
         len[n / 2 + 1] = 50000;
-        build_rows(A, n, 60000, len);
+        sc_build_rows(A, n, 60000, len, &csr_rows);
         break;
     }
     case C_MANY_LONG: {
         /* Long rows every 5th row, some adjacent pairs, among short ones. */
         const ks_int n = 700;
         const int nl = (int)(sizeof long_lens / sizeof long_lens[0]);
-        rng_seed(3);
+        sc_rng_seed(3);
         len = malloc(sizeof(ks_int) * n);
         ck_assert_ptr_nonnull(len);
         for (ks_int i = 0; i < n; i++)
-            len[i] = (ks_int)(rng_next() % 31);
+            len[i] = (ks_int)(sc_rng_next() % 31);
         for (ks_int i = 0, k = 0; i < n; i += 5, k++)
             len[i] = long_lens[k % nl];
         len[n - 1] = 3 * KS_CSR_ADAPTIVE_CHUNK; /* last row long */
         len[n - 2] = 3 * KS_CSR_ADAPTIVE_CHUNK;
-        build_rows(A, n, 140000, len);
+        sc_build_rows(A, n, 140000, len, &csr_rows);
         break;
     }
-    case C_ONE:
-        KS_CHECK(ks_csr_alloc(A, 1, 1, 1));
-        A->rowptr[0] = 0;
-        A->rowptr[1] = 1;
-        A->colind[0] = 0;
-        A->val[0] = 3.5;
-        break;
-    case C_ARROW:
-        rng_seed(4);
-        make_arrow(A, 5000);
-        break;
-    case C_EMPTY:
-        KS_CHECK(ks_csr_alloc(A, 10, 7, 0));
-        for (int i = 0; i <= 10; i++)
-            A->rowptr[i] = 0;
-        break;
-    case C_P7: gen(A, KS_GEN_POISSON3D_7, 12); break;
-    case C_P27: gen(A, KS_GEN_POISSON3D_27, 8); break;
-    case C_P27_BIG: gen(A, KS_GEN_POISSON3D_27, 48); break;
+    case C_ONE: sc_make_one(A); break;
+    case C_ARROW: sc_make_arrow(A, 5000, 4); break;
+    case C_EMPTY: sc_make_empty(A, 10, 7); break;
+    case C_P7: sc_make_gen(A, KS_GEN_POISSON3D_7, 12); break;
+    case C_P27: sc_make_gen(A, KS_GEN_POISSON3D_27, 8); break;
+    case C_P27_BIG: sc_make_gen(A, KS_GEN_POISSON3D_27, 48); break;
     }
     free(len);
 }
 
-static double *random_vec(ks_int n, uint64_t seed)
-{
-    double *v = malloc(sizeof(double) * ((size_t)n + 1));
-    ck_assert_ptr_nonnull(v);
-    rng_seed(seed);
-    for (ks_int i = 0; i < n; i++)
-        v[i] = srand1();
-    return v;
-}
-
-static const struct { double alpha, beta; } coefs[] = {
+static const sc_coef coefs[] = {
     {1.0, 0.0}, {-0.5, 0.0}, {2.0, 1.0}, {0.75, -0.25}, {0.0, 2.0},
 };
 #define NCOEFS ((int)(sizeof coefs / sizeof coefs[0]))
-
-/* Max over rows of |y - ref| / (|alpha| (|A||x|)_i + |beta y0_i|), with ref
- * = alpha A x + beta y0 by the serial CSR reference: the scale bounds each
- * row's rounding error in any summation order. NaN counts as Inf. */
-static double spmv_error(const ks_csr *A, double alpha, const double *x, double beta,
-                         const double *y0, const double *y)
-{
-    double *ref = malloc(sizeof(double) * ((size_t)A->nrows + 1));
-    ck_assert_ptr_nonnull(ref);
-    for (ks_int i = 0; i < A->nrows; i++)
-        ref[i] = beta == 0.0 ? 0.0 : y0[i];
-    ks_csr_spmv_ref(A, alpha, x, beta, ref);
-    double worst = 0.0;
-    for (ks_int i = 0; i < A->nrows; i++) {
-        double s = 0.0;
-        for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++)
-            s += fabs(A->val[j] * x[A->colind[j]]);
-        s = fabs(alpha) * s + (beta == 0.0 ? 0.0 : fabs(beta * y0[i]));
-        double d = fabs(y[i] - ref[i]) / fmax(s, DBL_MIN);
-        if (!(d <= worst))
-            worst = isnan(d) ? INFINITY : d;
-    }
-    free(ref);
-    return worst;
-}
-
-/* Same measure between two results (e.g. device vs host layout), scaled by
- * the same per-row magnitude. */
-static double diff_error(const ks_csr *A, double alpha, const double *x, double beta,
-                         const double *y0, const double *y, const double *yref)
-{
-    double worst = 0.0;
-    for (ks_int i = 0; i < A->nrows; i++) {
-        double s = 0.0;
-        for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++)
-            s += fabs(A->val[j] * x[A->colind[j]]);
-        s = fabs(alpha) * s + (beta == 0.0 ? 0.0 : fabs(beta * y0[i]));
-        double d = fabs(y[i] - yref[i]) / fmax(s, DBL_MIN);
-        if (!(d <= worst))
-            worst = isnan(d) ? INFINITY : d;
-    }
-    return worst;
-}
 
 /* ---------------------------------------------------- layout structure */
 static ks_int rlen(const ks_csr *A, ks_int r) { return A->rowptr[r + 1] - A->rowptr[r]; }
@@ -316,37 +166,13 @@ static void check_structure(const ks_csr *A, const ks_csr_adaptive_layout *L, in
                   label, ks_csr_adaptive_layout_bytes(L), want);
 }
 
-/* Host apply of a layout (any format's ops) against the CSR reference. */
-static void check_apply(void (*apply)(const void *, double, const double *, double, double *),
-                        const void *L, const ks_csr *A, const char *label)
-{
-    double *x = random_vec(A->ncols, 101), *y0 = random_vec(A->nrows, 102);
-    double *y = malloc(sizeof(double) * ((size_t)A->nrows + 1));
-    ck_assert_ptr_nonnull(y);
-    for (int k = 0; k < NCOEFS; k++) {
-        for (ks_int i = 0; i < A->nrows; i++)
-            y[i] = coefs[k].beta == 0.0 ? NAN : y0[i];
-        apply(L, coefs[k].alpha, x, coefs[k].beta, y);
-        double err = spmv_error(A, coefs[k].alpha, x, coefs[k].beta, y0, y);
-        ck_assert_msg(err <= TOL, "%s, alpha %g beta %g: error %.3e", label, coefs[k].alpha,
-                      coefs[k].beta, err);
-    }
-    free(x);
-    free(y0);
-    free(y);
-}
-
 static void check_round_trip(const ks_csr *A, const void *L,
                              ks_error (*to_csr)(const void *, ks_csr *), const char *label)
 {
     ks_csr B;
     memset(&B, 0, sizeof B);
     KS_CHECK(to_csr(L, &B));
-    ck_assert_msg(B.nrows == A->nrows && B.ncols == A->ncols && B.nnz == A->nnz,
-                  "%s: to_csr sizes", label);
-    ck_assert(memcmp(B.rowptr, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1)) == 0);
-    ck_assert(A->nnz == 0 || memcmp(B.colind, A->colind, sizeof(ks_int) * (size_t)A->nnz) == 0);
-    ck_assert(A->nnz == 0 || memcmp(B.val, A->val, sizeof(double) * (size_t)A->nnz) == 0);
+    sc_expect_same_csr(&B, A, label);
     ks_csr_free(&B);
 }
 
@@ -359,7 +185,7 @@ static void check_adaptive_host(const ks_csr *A, int block_rows, const char *lab
     ks_error e = ks_csr_adaptive_layout_build(A, &p, &L);
     ck_assert_msg(e == KS_OK, "%s: %s: %s", label, ks_error_name(e), ks_last_error());
     check_structure(A, L, block_rows, label);
-    check_apply(ks_csr_adaptive_layout_apply, L, A, label);
+    sc_check_apply(ks_csr_adaptive_layout_apply, L, A, coefs, NCOEFS, TOL, label);
     check_round_trip(A, L, ks_csr_adaptive_layout_to_csr, label);
     ks_csr_adaptive_layout_free(L);
 }
@@ -480,7 +306,7 @@ START_TEST(test_host_registered)
         ck_assert(ops->layout_bytes(L) > 0.0);
         char label[160];
         snprintf(label, sizeof label, "%s layout, %s", names[f], case_names[_i]);
-        check_apply(ops->layout_apply, L, &A, label);
+        sc_check_apply(ops->layout_apply, L, &A, coefs, NCOEFS, TOL, label);
         check_round_trip(&A, L, ops->layout_to_csr, label);
         ops->layout_free(L);
     }
@@ -495,17 +321,10 @@ static const char *const shared_names[] = {"memplus.mtx.gz", "rajat01.mtx.gz",
                                            "raefsky2.mtx.gz", "fv1.mtx.gz", "bcsstk13.mtx.gz"};
 #define NSHARED ((int)(sizeof shared_names / sizeof shared_names[0]))
 
-static void read_shared(int i, ks_csr *A)
-{
-    const char *path = ks_test_shared_matrix(shared_names[i]);
-    ck_assert_ptr_nonnull(path);
-    KS_CHECK(ks_mm_read_csr(path, A, NULL));
-}
-
 START_TEST(test_shared_host)
 {
     ks_csr A;
-    read_shared(_i, &A);
+    sc_read_shared(shared_names[_i], &A);
     check_adaptive_host(&A, 0, shared_names[_i]);
     ks_csr_free(&A);
 }
@@ -530,7 +349,7 @@ static void check_device(ks_backend *be, const char *fmt, const ks_spmv_params *
     ks_vec *vx = NULL, *vy = NULL;
     KS_CHECK(ks_vec_create(be, A->ncols, &vx));
     KS_CHECK(ks_vec_create(be, A->nrows, &vy));
-    double *x = random_vec(A->ncols, 201), *y0 = random_vec(A->nrows, 202);
+    double *x = sc_random_vec(A->ncols, 201), *y0 = sc_random_vec(A->nrows, 202);
     size_t ybytes = sizeof(double) * ((size_t)A->nrows + 1);
     double *y = malloc(ybytes), *yh = malloc(ybytes), *y2 = malloc(ybytes);
     double *poison = malloc(ybytes);
@@ -555,8 +374,8 @@ static void check_device(ks_backend *be, const char *fmt, const ks_spmv_params *
         }
         memcpy(yh, start, sizeof(double) * (size_t)A->nrows);
         ops->layout_apply(L, a, x, b, yh);
-        double eh = diff_error(A, a, x, b, y0, y, yh);
-        double er = spmv_error(A, a, x, b, y0, y);
+        double eh = sc_scaled_diff(A, a, x, b, y0, y, yh);
+        double er = sc_spmv_error(A, a, x, b, y0, y);
         ck_assert_msg(eh <= TOL && er <= TOL,
                       "%s, %s, alpha %g beta %g: error %.3e vs host layout, %.3e vs CSR", fmt,
                       label, a, b, eh, er);
@@ -630,7 +449,7 @@ START_TEST(test_cuda_shared)
         if (!ks_test_shared_matrix(shared_names[i]))
             continue; /* counted as skipped in main */
         ks_csr A;
-        read_shared(i, &A);
+        sc_read_shared(shared_names[i], &A);
         for (int f = 0; f < NDEVFMT; f++)
             check_device(be, device_formats[f], NULL, &A, shared_names[i]);
         ks_csr_free(&A);
@@ -679,7 +498,7 @@ static int write_long_rows(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", argv[0], ks_last_error());
         return 1;
     }
-    rng_seed(99);
+    sc_rng_seed(99);
     ks_int pos = 0;
     A.rowptr[0] = 0;
     for (long i = 0, l = 0; i < n; i++) {
@@ -691,13 +510,13 @@ static int write_long_rows(int argc, char **argv)
             for (long k = 0; k < len; k++)
                 A.colind[pos + k] = (ks_int)((k * n) / len);
             for (long k = 0; k < len; k++)
-                A.val[pos + k] = srand1();
+                A.val[pos + k] = sc_srand1();
             pos += (ks_int)len;
         } else {
             for (long c = i - 2; c <= i + 2; c++)
                 if (c >= 0 && c < n) {
                     A.colind[pos] = (ks_int)c;
-                    A.val[pos++] = c == i ? 4.0 : -1.0 + 0.1 * srand1();
+                    A.val[pos++] = c == i ? 4.0 : -1.0 + 0.1 * sc_srand1();
                 }
         }
         A.rowptr[i + 1] = pos;
@@ -716,6 +535,7 @@ static int write_long_rows(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    sc_rng_stream(7);
     if (argc > 1 && strcmp(argv[1], "--write-long-rows") == 0)
         return write_long_rows(argc, argv);
 
@@ -747,20 +567,8 @@ int main(int argc, char **argv)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("shared");
-    int missing = 0;
-    for (int i = 0; i < NSHARED; i++) {
-        if (!ks_test_shared_matrix(shared_names[i])) {
-            missing++;
-            continue;
-        }
-        tcase_add_loop_test(tc, test_shared_host, i, i + 1);
-    }
-    if (missing) {
-        char why[128];
-        snprintf(why, sizeof why, "../shared/matrices: %d of %d matrices absent", missing,
-                 NSHARED);
-        ks_test_skip(missing, why);
-    }
+    int missing = sc_add_shared_tests(tc, shared_names, NSHARED, test_shared_host, NULL,
+                                      "matrices");
     if (missing < NSHARED) {
         if (have_cuda)
             tcase_add_test(tc, test_cuda_shared); /* the matrices present */

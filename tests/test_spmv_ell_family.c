@@ -6,6 +6,7 @@
  * and, with a CUDA device, the kernels against the host layouts. */
 #include "ks_test.h"
 #include "spmv/ell_family.h"
+#include "spmv_cases.h"
 
 #include <float.h>
 #include <math.h>
@@ -43,136 +44,29 @@ static const fmt fmts[NFMT] = {
 };
 
 /* ------------------------------------------------------------ test data */
-static uint64_t rng;
-static void rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + 1; }
-static uint64_t rng_next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double urand(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
-static double srand1(void) { return 2.0 * urand() - 1.0; }
-
-static int cmp_int(const void *a, const void *b)
-{
-    ks_int x = *(const ks_int *)a, y = *(const ks_int *)b;
-    return (x > y) - (x < y);
-}
-
-/* CSR with the given row lengths, distinct random sorted columns, values in
- * [-1, 1]; with zero_every > 0 every such entry is an explicit zero. */
-static void build_rows(ks_csr *A, ks_int nrows, ks_int ncols, const ks_int *len, int zero_every)
-{
-    int64_t nnz = 0;
-    for (ks_int i = 0; i < nrows; i++)
-        nnz += len[i] < ncols ? len[i] : ncols;
-    KS_CHECK(ks_csr_alloc(A, nrows, ncols, (ks_int)nnz));
-    int *mark = calloc((size_t)ncols + 1, sizeof *mark);
-    ck_assert_ptr_nonnull(mark);
-    ks_int pos = 0;
-    A->rowptr[0] = 0;
-    for (ks_int i = 0; i < nrows; i++) {
-        ks_int k = len[i] < ncols ? len[i] : ncols, start = pos;
-        if (k == ncols) {
-            for (ks_int c = 0; c < ncols; c++)
-                A->colind[pos++] = c;
-        } else {
-            while (pos - start < k) {
-                ks_int c = (ks_int)(rng_next() % (uint64_t)ncols);
-                if (mark[c] != i + 1) {
-                    mark[c] = i + 1;
-                    A->colind[pos++] = c;
-                }
-            }
-            qsort(A->colind + start, (size_t)k, sizeof(ks_int), cmp_int);
-        }
-        for (ks_int j = start; j < pos; j++)
-            A->val[j] = zero_every > 0 && j % zero_every == 0 ? 0.0 : srand1();
-        A->rowptr[i + 1] = pos;
-    }
-    free(mark);
-}
-
-/* Random rows of 0..maxlen entries, about a fifth of them empty. */
-static void make_random(ks_csr *A, ks_int nrows, ks_int ncols, int maxlen, uint64_t seed)
-{
-    rng_seed(seed);
-    ks_int *len = malloc(sizeof(ks_int) * (size_t)nrows);
-    ck_assert_ptr_nonnull(len);
-    for (ks_int i = 0; i < nrows; i++)
-        len[i] = urand() < 0.2 ? 0 : (ks_int)(rng_next() % (uint64_t)(maxlen + 1));
-    build_rows(A, nrows, ncols, len, 0);
-    free(len);
-}
-
-/* Short rows (0..5) and one row of 2000 entries (row 1500). */
-#define HUGE_ROW 1500
-static void make_huge_row(ks_csr *A)
-{
-    const ks_int n = 3000;
-    rng_seed(7);
-    ks_int *len = malloc(sizeof(ks_int) * (size_t)n);
-    ck_assert_ptr_nonnull(len);
-    for (ks_int i = 0; i < n; i++)
-        len[i] = (ks_int)(rng_next() % 6);
-    len[HUGE_ROW] = 2000;
-    build_rows(A, n, n, len, 0);
-    free(len);
-}
-
-/* Arrow: full row 0, full column 0, diagonal. */
-static void make_arrow(ks_csr *A, ks_int n)
-{
-    KS_CHECK(ks_csr_alloc(A, n, n, n + 2 * (n - 1)));
-    ks_int pos = 0;
-    rng_seed(11);
-    A->rowptr[0] = 0;
-    for (ks_int c = 0; c < n; c++) {
-        A->colind[pos] = c;
-        A->val[pos++] = c == 0 ? 4.0 + n : srand1();
-    }
-    A->rowptr[1] = pos;
-    for (ks_int i = 1; i < n; i++) {
-        A->colind[pos] = 0;
-        A->val[pos++] = srand1();
-        A->colind[pos] = i;
-        A->val[pos++] = 3.0 + urand();
-        A->rowptr[i + 1] = pos;
-    }
-}
-
-static void make_gen(ks_csr *A, ks_gen_kind kind, ks_int n)
-{
-    ks_gen_params p;
-    ks_gen_params_default(&p);
-    p.kind = kind;
-    p.nx = p.ny = p.nz = n;
-    KS_CHECK(ks_generate(&p, A));
-}
+#define HUGE_ROW SC_HUGE_ROW
 
 /* Rows of equal length (every format accepts, every T is exercised). */
 static void make_uniform(ks_csr *A, ks_int nrows, ks_int ncols, ks_int len, uint64_t seed)
 {
-    rng_seed(seed);
+    sc_rng_seed(seed);
     ks_int *l = malloc(sizeof(ks_int) * (size_t)nrows);
     ck_assert_ptr_nonnull(l);
     for (ks_int i = 0; i < nrows; i++)
-        l[i] = len - (ks_int)(rng_next() % 2);
-    build_rows(A, nrows, ncols, l, 0);
+        l[i] = len - (ks_int)(sc_rng_next() % 2);
+    sc_build_rows(A, nrows, ncols, l, NULL);
     free(l);
 }
 
 /* Explicit zeros: every 3rd entry, rows made only of zeros, empty rows. */
 static void make_zeros(ks_csr *A)
 {
-    rng_seed(21);
+    sc_rng_seed(21);
     const ks_int n = 90;
     ks_int len[90];
     for (ks_int i = 0; i < n; i++)
-        len[i] = i % 7 == 0 ? 0 : 1 + (ks_int)(rng_next() % 6);
-    build_rows(A, n, 70, len, 3);
+        len[i] = i % 7 == 0 ? 0 : 1 + (ks_int)(sc_rng_next() % 6);
+    sc_build_rows(A, n, 70, len, &(sc_rows){.zero_every = 3});
     for (ks_int i = 0; i < n; i += 10) /* rows of zeros only */
         for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++)
             A->val[j] = 0.0;
@@ -192,89 +86,26 @@ static void make_case(int c, ks_csr *A)
 {
     memset(A, 0, sizeof *A);
     switch (c) {
-    case C_RANDOM: make_random(A, 700, 650, 24, 1); break;
-    case C_ONE:
-        KS_CHECK(ks_csr_alloc(A, 1, 1, 1));
-        A->rowptr[1] = 1;
-        A->colind[0] = 0;
-        A->val[0] = 3.5;
-        break;
-    case C_P2D: make_gen(A, KS_GEN_POISSON2D_5, 24); break;
-    case C_P3D: make_gen(A, KS_GEN_POISSON3D_7, 12); break;
-    case C_P3D27: make_gen(A, KS_GEN_POISSON3D_27, 6); break;
-    case C_WIDE: make_random(A, 150, 900, 40, 2); break;
-    case C_TALL: make_random(A, 900, 150, 8, 3); break;
-    case C_EMPTY:
-        KS_CHECK(ks_csr_alloc(A, 10, 7, 0));
-        break;
-    case C_DENSE_ROW: {
-        ks_int l = 300;
-        rng_seed(4);
-        build_rows(A, 1, 300, &l, 0);
-        break;
-    }
-    case C_DENSE_COL: {
-        ks_int l[300];
-        for (int i = 0; i < 300; i++)
-            l[i] = 1;
-        rng_seed(5);
-        build_rows(A, 300, 1, l, 0);
-        break;
-    }
+    case C_RANDOM: sc_make_random(A, 700, 650, 24, 1); break;
+    case C_ONE: sc_make_one(A); break;
+    case C_P2D: sc_make_gen(A, KS_GEN_POISSON2D_5, 24); break;
+    case C_P3D: sc_make_gen(A, KS_GEN_POISSON3D_7, 12); break;
+    case C_P3D27: sc_make_gen(A, KS_GEN_POISSON3D_27, 6); break;
+    case C_WIDE: sc_make_random(A, 150, 900, 40, 2); break;
+    case C_TALL: sc_make_random(A, 900, 150, 8, 3); break;
+    case C_EMPTY: sc_make_empty(A, 10, 7); break;
+    case C_DENSE_ROW: sc_make_dense_line(A, 300, 0, 4); break;
+    case C_DENSE_COL: sc_make_dense_line(A, 300, 1, 5); break;
     case C_ZEROS: make_zeros(A); break;
-    case C_HUGE: make_huge_row(A); break;
-    case C_ARROW: make_arrow(A, 400); break;
+    case C_HUGE: sc_make_huge_row(A); break;
+    case C_ARROW: sc_make_arrow(A, 400, 11); break;
     }
 }
 
-static const struct { double alpha, beta; } coefs[] = {
+static const sc_coef coefs[] = {
     {1.0, 0.0}, {-0.5, 0.0}, {2.0, 1.0}, {1.0, -1.5}, {0.0, 2.0},
 };
 #define NCOEFS ((int)(sizeof coefs / sizeof coefs[0]))
-
-/* Max over rows of |y - y_ref| / (|alpha| (|A| |x|)_i + |beta y0_i|), the
- * scale that bounds a dot product's rounding error; NaN gives Inf. */
-static double scaled_diff(const ks_csr *A, double alpha, const double *x, double beta,
-                          const double *y0, const double *y, const double *ref)
-{
-    double worst = 0.0;
-    for (ks_int i = 0; i < A->nrows; i++) {
-        double s = 0.0;
-        for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++)
-            s += fabs(A->val[j] * x[A->colind[j]]);
-        s = fabs(alpha) * s + (beta == 0.0 ? 0.0 : fabs(beta * y0[i]));
-        double d = fabs(y[i] - ref[i]) / fmax(s, DBL_MIN);
-        if (isnan(d) || isnan(y[i]))
-            d = INFINITY;
-        if (d > worst)
-            worst = d;
-    }
-    return worst;
-}
-
-/* The same measure against ks_csr_spmv_ref. */
-static double spmv_error(const ks_csr *A, double alpha, const double *x, double beta,
-                         const double *y0, const double *y)
-{
-    double *ref = malloc(sizeof(double) * ((size_t)A->nrows + 1));
-    ck_assert_ptr_nonnull(ref);
-    for (ks_int i = 0; i < A->nrows; i++)
-        ref[i] = beta == 0.0 ? 0.0 : y0[i];
-    ks_csr_spmv_ref(A, alpha, x, beta, ref);
-    double worst = scaled_diff(A, alpha, x, beta, y0, y, ref);
-    free(ref);
-    return worst;
-}
-
-static double *random_vec(ks_int n, uint64_t seed)
-{
-    double *v = malloc(sizeof(double) * ((size_t)n + 1));
-    ck_assert_ptr_nonnull(v);
-    rng_seed(seed);
-    for (ks_int i = 0; i < n; i++)
-        v[i] = srand1();
-    return v;
-}
 
 static ks_spmv_params params0(void)
 {
@@ -288,16 +119,9 @@ static void check_roundtrip(const fmt *f, const void *L, const ks_csr *A, const 
 {
     ks_csr B;
     KS_CHECK(f->to_csr(L, &B));
-    ck_assert_msg(B.nrows == A->nrows && B.ncols == A->ncols && B.nnz == A->nnz,
-                  "%s to_csr, %s: %d x %d nnz %d, want %d x %d nnz %d", f->name, label,
-                  (int)B.nrows, (int)B.ncols, (int)B.nnz, (int)A->nrows, (int)A->ncols,
-                  (int)A->nnz);
-    ck_assert_msg(memcmp(B.rowptr, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1)) == 0,
-                  "%s to_csr, %s: row pointers differ", f->name, label);
-    ck_assert_msg(memcmp(B.colind, A->colind, sizeof(ks_int) * (size_t)A->nnz) == 0,
-                  "%s to_csr, %s: column indices differ", f->name, label);
-    ck_assert_msg(memcmp(B.val, A->val, sizeof(double) * (size_t)A->nnz) == 0,
-                  "%s to_csr, %s: values differ", f->name, label);
+    char what[160];
+    snprintf(what, sizeof what, "%s to_csr, %s", f->name, label);
+    sc_expect_same_csr(&B, A, what);
     ks_csr_free(&B);
 }
 
@@ -311,22 +135,11 @@ static void check_layout_ok(const fmt *f, const ks_spmv_params *prm, const ks_cs
     ck_assert_msg(e == KS_OK, "%s layout of %s: %s: %s", f->name, label, ks_error_name(e),
                   ks_last_error());
     ck_assert_msg(f->bytes(L) > 0.0, "%s, %s: bytes per apply not positive", f->name, label);
-    double *x = random_vec(A->ncols, 101), *y0 = random_vec(A->nrows, 102);
-    double *y = malloc(sizeof(double) * ((size_t)A->nrows + 1));
-    ck_assert_ptr_nonnull(y);
-    for (int k = 0; k < NCOEFS; k++) {
-        for (ks_int i = 0; i < A->nrows; i++)
-            y[i] = coefs[k].beta == 0.0 ? NAN : y0[i];
-        f->apply(L, coefs[k].alpha, x, coefs[k].beta, y);
-        double err = spmv_error(A, coefs[k].alpha, x, coefs[k].beta, y0, y);
-        ck_assert_msg(err <= TOL, "%s layout, %s, alpha %g beta %g: error %.3e", f->name, label,
-                      coefs[k].alpha, coefs[k].beta, err);
-    }
+    char what[160];
+    snprintf(what, sizeof what, "%s layout, %s", f->name, label);
+    sc_check_apply(f->apply, L, A, coefs, NCOEFS, TOL, what);
     check_roundtrip(f, L, A, label);
     f->destroy(L);
-    free(x);
-    free(y0);
-    free(y);
 }
 
 static void check_refused(const fmt *f, const ks_spmv_params *prm, const ks_csr *A,
@@ -737,19 +550,12 @@ static const char *const shared_names[] = {"memplus.mtx.gz", "cage11.mtx.gz",
                                            "raefsky2.mtx.gz"};
 #define NSHARED 3
 
-static void read_shared(int i, ks_csr *A)
-{
-    const char *path = ks_test_shared_matrix(shared_names[i]);
-    ck_assert_ptr_nonnull(path);
-    KS_CHECK(ks_mm_read_csr(path, A, NULL));
-}
-
 /* memplus (rows of 2 to 574, stored zeros): ELL and ELLR refuse, the sliced
  * formats hold it. cage11 and raefsky2 suit every format. */
 START_TEST(test_shared_host)
 {
     ks_csr A;
-    read_shared(_i, &A);
+    sc_read_shared(shared_names[_i], &A);
     const int uneven = strcmp(shared_names[_i], "memplus.mtx.gz") == 0;
     for (int f = 0; f < NFMT; f++) {
         if (uneven && !fmts[f].sliced)
@@ -789,7 +595,7 @@ static void check_device(ks_backend *be, int f, const ks_spmv_params *prm, const
     ks_vec *vx, *vy;
     KS_CHECK(ks_vec_create(be, A->ncols, &vx));
     KS_CHECK(ks_vec_create(be, A->nrows, &vy));
-    double *x = random_vec(A->ncols, 201), *y0 = random_vec(A->nrows, 202);
+    double *x = sc_random_vec(A->ncols, 201), *y0 = sc_random_vec(A->nrows, 202);
     double *y = malloc(sizeof(double) * ((size_t)A->nrows + 1));
     double *h = malloc(sizeof(double) * ((size_t)A->nrows + 1));
     double *y2 = malloc(sizeof(double) * ((size_t)A->nrows + 1));
@@ -808,11 +614,11 @@ static void check_device(ks_backend *be, int f, const ks_spmv_params *prm, const
         for (ks_int i = 0; i < A->nrows; i++)
             h[i] = b == 0.0 ? NAN : y0[i];
         fmts[f].apply(L, a, x, b, h);
-        double err = spmv_error(A, a, x, b, y0, y);
+        double err = sc_spmv_error(A, a, x, b, y0, y);
         ck_assert_msg(err <= TOL, "%s on cuda, %s, alpha %g beta %g: error %.3e", fmts[f].name,
                       label, a, b, err);
         /* Same loops and order, only FMA contraction differs: tighter. */
-        err = scaled_diff(A, a, x, b, y0, y, h);
+        err = sc_scaled_diff(A, a, x, b, y0, y, h);
         ck_assert_msg(err <= 1e-13, "%s on cuda, %s, alpha %g beta %g: differs from the host "
                       "layout by %.3e", fmts[f].name, label, a, b, err);
     }
@@ -910,7 +716,7 @@ END_TEST
 START_TEST(test_cuda_shared)
 {
     ks_csr A;
-    read_shared(_i, &A);
+    sc_read_shared(shared_names[_i], &A);
     ks_backend *be = NULL;
     KS_CHECK(ks_backend_create("cuda", &be));
     const int uneven = strcmp(shared_names[_i], "memplus.mtx.gz") == 0;
@@ -961,24 +767,13 @@ int main(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("shared");
-    int missing = 0;
-    for (int i = 0; i < NSHARED; i++) {
-        if (!ks_test_shared_matrix(shared_names[i])) {
-            missing++;
-            continue;
-        }
-        tcase_add_loop_test(tc, test_shared_host, i, i + 1);
+    const TTest *cuda_shared = NULL;
 #ifdef KS_HAVE_CUDA
-        if (have_cuda)
-            tcase_add_loop_test(tc, test_cuda_shared, i, i + 1);
+    if (have_cuda)
+        cuda_shared = test_cuda_shared;
 #endif
-    }
-    if (missing) {
-        char why[128];
-        snprintf(why, sizeof why, "../shared/matrices: %d of %d ELL-family matrices absent",
-                 missing, NSHARED);
-        ks_test_skip(missing * (have_cuda ? 2 : 1), why);
-    }
+    int missing = sc_add_shared_tests(tc, shared_names, NSHARED, test_shared_host, cuda_shared,
+                                      "ELL-family matrices");
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cuda");

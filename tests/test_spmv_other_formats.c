@@ -7,6 +7,7 @@
  * repeatability. */
 #include "ks_test.h"
 #include "spmv/other_formats.h"
+#include "spmv_cases.h"
 
 #include <float.h>
 #include <math.h>
@@ -42,86 +43,21 @@ static const host_fmt fmts[NFMT] = {
 };
 
 /* ------------------------------------------------------------ test data */
-static uint64_t rng;
-static void rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + 1; }
-static uint64_t rng_next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double urand(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
-static double srand1(void) { return 2.0 * urand() - 1.0; }
-
-static int cmp_int(const void *a, const void *b)
-{
-    ks_int x = *(const ks_int *)a, y = *(const ks_int *)b;
-    return (x > y) - (x < y);
-}
-
-/* CSR with the given row lengths, distinct random sorted columns, values in
- * [-1, 1]. */
-static void build_rows(ks_csr *A, ks_int nrows, ks_int ncols, const ks_int *len)
-{
-    int64_t nnz = 0;
-    for (ks_int i = 0; i < nrows; i++)
-        nnz += len[i] < ncols ? len[i] : ncols;
-    KS_CHECK(ks_csr_alloc(A, nrows, ncols, (ks_int)nnz));
-    int *mark = calloc((size_t)ncols + 1, sizeof *mark);
-    ck_assert_ptr_nonnull(mark);
-    ks_int pos = 0;
-    A->rowptr[0] = 0;
-    for (ks_int i = 0; i < nrows; i++) {
-        ks_int k = len[i] < ncols ? len[i] : ncols;
-        ks_int start = pos;
-        if (k > ncols / 8) {
-            /* Selection sampling: column c joins with probability
-             * (still needed) / (columns left), giving exactly k in order. */
-            for (ks_int c = 0; c < ncols && pos - start < k; c++)
-                if ((double)(ncols - c) * urand() < (double)(k - (pos - start)))
-                    A->colind[pos++] = c;
-        } else {
-            while (pos - start < k) {
-                ks_int c = (ks_int)(rng_next() % (uint64_t)ncols);
-                if (mark[c] != i + 1) {
-                    mark[c] = i + 1;
-                    A->colind[pos++] = c;
-                }
-            }
-            qsort(A->colind + start, (size_t)k, sizeof(ks_int), cmp_int);
-        }
-        ck_assert_int_eq(pos - start, k);
-        for (ks_int j = start; j < pos; j++)
-            A->val[j] = srand1();
-        A->rowptr[i + 1] = pos;
-    }
-    free(mark);
-}
-
-/* Random rows of 0..maxlen entries, about a fifth of them empty. */
-static void make_random(ks_csr *A, ks_int nrows, ks_int ncols, int maxlen, uint64_t seed)
-{
-    rng_seed(seed);
-    ks_int *len = malloc(sizeof(ks_int) * (size_t)nrows);
-    ck_assert_ptr_nonnull(len);
-    for (ks_int i = 0; i < nrows; i++)
-        len[i] = urand() < 0.2 ? 0 : (ks_int)(rng_next() % (uint64_t)(maxlen + 1));
-    build_rows(A, nrows, ncols, len);
-    free(len);
-}
+/* Rows longer than an eighth of the columns are drawn by selection
+ * sampling (the huge row holds 100000 of 110000 columns). */
+static const sc_rows other_rows = {8, 0};
 
 /* Rows of 0..3 entries (a third empty) and one row of 100000 in the middle. */
 static void make_huge_row(ks_csr *A)
 {
     const ks_int n = 110000;
-    rng_seed(7);
+    sc_rng_seed(7);
     ks_int *len = malloc(sizeof(ks_int) * (size_t)n);
     ck_assert_ptr_nonnull(len);
     for (ks_int i = 0; i < n; i++)
-        len[i] = urand() < 0.33 ? 0 : 1 + (ks_int)(rng_next() % 3);
+        len[i] = sc_urand() < 0.33 ? 0 : 1 + (ks_int)(sc_rng_next() % 3);
     len[n / 2] = 100000;
-    build_rows(A, n, n, len);
+    sc_build_rows(A, n, n, len, &other_rows);
     free(len);
 }
 
@@ -137,52 +73,8 @@ static void make_tiles(ks_csr *A)
     ks_int len[4 * 15];
     for (ks_int i = 0; i < n; i++)
         len[i] = pattern[(i * 7) % np];
-    rng_seed(13);
-    build_rows(A, n, 4000, len);
-}
-
-/* Arrow: full row 0, full column 0, diagonal. */
-static void make_arrow(ks_csr *A, ks_int n)
-{
-    KS_CHECK(ks_csr_alloc(A, n, n, n + 2 * (n - 1)));
-    ks_int pos = 0;
-    rng_seed(11);
-    A->rowptr[0] = 0;
-    for (ks_int c = 0; c < n; c++) {
-        A->colind[pos] = c;
-        A->val[pos++] = c == 0 ? 4.0 + n : srand1();
-    }
-    A->rowptr[1] = pos;
-    for (ks_int i = 1; i < n; i++) {
-        A->colind[pos] = 0;
-        A->val[pos++] = srand1();
-        A->colind[pos] = i;
-        A->val[pos++] = 3.0 + urand();
-        A->rowptr[i + 1] = pos;
-    }
-}
-
-/* One dense row (1 x n) or one dense column (n x 1). */
-static void make_dense_line(ks_csr *A, ks_int n, int column)
-{
-    rng_seed(17);
-    if (!column) {
-        KS_CHECK(ks_csr_alloc(A, 1, n, n));
-        A->rowptr[0] = 0;
-        A->rowptr[1] = n;
-        for (ks_int c = 0; c < n; c++) {
-            A->colind[c] = c;
-            A->val[c] = srand1();
-        }
-    } else {
-        KS_CHECK(ks_csr_alloc(A, n, 1, n));
-        for (ks_int i = 0; i <= n; i++)
-            A->rowptr[i] = i;
-        for (ks_int i = 0; i < n; i++) {
-            A->colind[i] = 0;
-            A->val[i] = srand1();
-        }
-    }
+    sc_rng_seed(13);
+    sc_build_rows(A, n, 4000, len, &other_rows);
 }
 
 /* A band: offsets -3..3 about 70% full, offsets -40 and +40 sparser, and
@@ -190,7 +82,7 @@ static void make_dense_line(ks_csr *A, ks_int n, int column)
 static void make_banded(ks_csr *A, ks_int n, uint64_t seed)
 {
     static const ks_int offs[] = {-40, -3, -2, -1, 0, 1, 2, 3, 40};
-    rng_seed(seed);
+    sc_rng_seed(seed);
     KS_CHECK(ks_csr_alloc(A, n, n, 9 * n));
     ks_int pos = 0;
     A->rowptr[0] = 0;
@@ -198,23 +90,14 @@ static void make_banded(ks_csr *A, ks_int n, uint64_t seed)
         for (int k = 0; k < 9; k++) {
             ks_int c = i + offs[k];
             double keep = offs[k] == 0 ? 1.0 : (offs[k] == 40 || offs[k] == -40) ? 0.5 : 0.7;
-            if (c < 0 || c >= n || urand() >= keep)
+            if (c < 0 || c >= n || sc_urand() >= keep)
                 continue;
             A->colind[pos] = c;
-            A->val[pos++] = urand() < 0.05 ? 0.0 : srand1();
+            A->val[pos++] = sc_urand() < 0.05 ? 0.0 : sc_srand1();
         }
         A->rowptr[i + 1] = pos;
     }
     A->nnz = pos;
-}
-
-static void make_gen(ks_csr *A, ks_gen_kind kind, ks_int n)
-{
-    ks_gen_params p;
-    ks_gen_params_default(&p);
-    p.kind = kind;
-    p.nx = p.ny = p.nz = n;
-    KS_CHECK(ks_generate(&p, A));
 }
 
 enum { C_RANDOM, C_HUGE_ROW, C_ONE, C_ARROW, C_DENSE_ROW, C_DENSE_COL, C_P2D, C_P3D, C_P3D27,
@@ -233,28 +116,18 @@ static void make_case(int c, ks_csr *A)
 {
     memset(A, 0, sizeof *A);
     switch (c) {
-    case C_RANDOM: make_random(A, 700, 650, 24, 1); break;
+    case C_RANDOM: sc_make_random(A, 700, 650, 24, 1); break;
     case C_HUGE_ROW: make_huge_row(A); break;
-    case C_ONE:
-        KS_CHECK(ks_csr_alloc(A, 1, 1, 1));
-        A->rowptr[0] = 0;
-        A->rowptr[1] = 1;
-        A->colind[0] = 0;
-        A->val[0] = 3.5;
-        break;
-    case C_ARROW: make_arrow(A, 400); break;
-    case C_DENSE_ROW: make_dense_line(A, 500, 0); break;
-    case C_DENSE_COL: make_dense_line(A, 500, 1); break;
-    case C_P2D: make_gen(A, KS_GEN_POISSON2D_5, 24); break;
-    case C_P3D: make_gen(A, KS_GEN_POISSON3D_7, 12); break;
-    case C_P3D27: make_gen(A, KS_GEN_POISSON3D_27, 7); break;
-    case C_WIDE: make_random(A, 150, 900, 40, 2); break;
-    case C_TALL: make_random(A, 900, 150, 8, 3); break;
-    case C_EMPTY:
-        KS_CHECK(ks_csr_alloc(A, 10, 7, 0));
-        for (int i = 0; i <= 10; i++)
-            A->rowptr[i] = 0;
-        break;
+    case C_ONE: sc_make_one(A); break;
+    case C_ARROW: sc_make_arrow(A, 400, 11); break;
+    case C_DENSE_ROW: sc_make_dense_line(A, 500, 0, 17); break;
+    case C_DENSE_COL: sc_make_dense_line(A, 500, 1, 17); break;
+    case C_P2D: sc_make_gen(A, KS_GEN_POISSON2D_5, 24); break;
+    case C_P3D: sc_make_gen(A, KS_GEN_POISSON3D_7, 12); break;
+    case C_P3D27: sc_make_gen(A, KS_GEN_POISSON3D_27, 7); break;
+    case C_WIDE: sc_make_random(A, 150, 900, 40, 2); break;
+    case C_TALL: sc_make_random(A, 900, 150, 8, 3); break;
+    case C_EMPTY: sc_make_empty(A, 10, 7); break;
     case C_BANDED: make_banded(A, 1000, 5); break;
     case C_TILES: make_tiles(A); break;
     }
@@ -266,61 +139,10 @@ static int accepts(int f, int c)
     return (f != F_DIA && f != F_BDIA) || diag_ok[c];
 }
 
-static const struct { double alpha, beta; } coefs[] = {
+static const sc_coef coefs[] = {
     {1.0, 0.0}, {-0.5, 0.0}, {2.0, 1.0}, {1.0, -1.5}, {0.75, 0.25}, {0.0, 2.0},
 };
 #define NCOEFS ((int)(sizeof coefs / sizeof coefs[0]))
-
-/* Max over rows of |y - y_ref| / (|alpha| (|A| |x|)_i + |beta y0_i|), the
- * scale of row i's rounding error; NaN gives Inf. */
-static double spmv_error(const ks_csr *A, double alpha, const double *x, double beta,
-                         const double *y0, const double *y)
-{
-    double *ref = malloc(sizeof(double) * ((size_t)A->nrows + 1));
-    ck_assert_ptr_nonnull(ref);
-    for (ks_int i = 0; i < A->nrows; i++)
-        ref[i] = beta == 0.0 ? 0.0 : y0[i];
-    ks_csr_spmv_ref(A, alpha, x, beta, ref);
-    double worst = 0.0;
-    for (ks_int i = 0; i < A->nrows; i++) {
-        double s = 0.0;
-        for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++)
-            s += fabs(A->val[j] * x[A->colind[j]]);
-        s = fabs(alpha) * s + (beta == 0.0 ? 0.0 : fabs(beta * y0[i]));
-        double d = fabs(y[i] - ref[i]) / fmax(s, DBL_MIN);
-        if (isnan(d) || isnan(y[i]))
-            d = INFINITY;
-        if (d > worst)
-            worst = d;
-    }
-    free(ref);
-    return worst;
-}
-
-static double *random_vec(ks_int n, uint64_t seed)
-{
-    double *v = malloc(sizeof(double) * ((size_t)n + 1));
-    ck_assert_ptr_nonnull(v);
-    rng_seed(seed);
-    for (ks_int i = 0; i < n; i++)
-        v[i] = srand1();
-    return v;
-}
-
-static void expect_same_csr(const ks_csr *B, const ks_csr *A, const char *what)
-{
-    ck_assert_msg(B->nrows == A->nrows && B->ncols == A->ncols && B->nnz == A->nnz,
-                  "%s: %d x %d nnz %d, want %d x %d nnz %d", what, (int)B->nrows, (int)B->ncols,
-                  (int)B->nnz, (int)A->nrows, (int)A->ncols, (int)A->nnz);
-    ck_assert_msg(memcmp(B->rowptr, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1)) == 0,
-                  "%s: row pointers differ", what);
-    if (A->nnz > 0) {
-        ck_assert_msg(memcmp(B->colind, A->colind, sizeof(ks_int) * (size_t)A->nnz) == 0,
-                      "%s: column indices differ", what);
-        ck_assert_msg(memcmp(B->val, A->val, sizeof(double) * (size_t)A->nnz) == 0,
-                      "%s: values differ", what);
-    }
-}
 
 /* ------------------------------------------------------------ checkers */
 /* Layout of format f holds A: reference apply for every alpha/beta (y
@@ -334,28 +156,15 @@ static void check_layout(int f, const ks_spmv_params *prm, const ks_csr *A, cons
                   ks_last_error());
     ck_assert_msg(F->bytes(L) > 0.0 || A->nrows == 0, "%s: bytes per apply not positive",
                   F->name);
-    double *x = random_vec(A->ncols, 101);
-    double *y0 = random_vec(A->nrows, 102);
-    double *y = malloc(sizeof(double) * ((size_t)A->nrows + 1));
-    ck_assert_ptr_nonnull(y);
-    for (int k = 0; k < NCOEFS; k++) {
-        for (ks_int i = 0; i < A->nrows; i++)
-            y[i] = coefs[k].beta == 0.0 ? NAN : y0[i];
-        F->apply(L, coefs[k].alpha, x, coefs[k].beta, y);
-        double err = spmv_error(A, coefs[k].alpha, x, coefs[k].beta, y0, y);
-        ck_assert_msg(err <= TOL, "%s layout, %s, alpha %g beta %g: error %.3e", F->name, label,
-                      coefs[k].alpha, coefs[k].beta, err);
-    }
+    char what[160];
+    snprintf(what, sizeof what, "%s layout, %s", F->name, label);
+    sc_check_apply(F->apply, L, A, coefs, NCOEFS, TOL, what);
     ks_csr B;
     KS_CHECK(F->to_csr(L, &B));
-    char what[160];
     snprintf(what, sizeof what, "%s round trip of %s", F->name, label);
-    expect_same_csr(&B, A, what);
+    sc_expect_same_csr(&B, A, what);
     ks_csr_free(&B);
     F->release(L);
-    free(x);
-    free(y0);
-    free(y);
 }
 
 /* Format f refuses A with KS_ERR_UNSUPPORTED, a size estimate and max_fill
@@ -385,7 +194,7 @@ static void check_refused(int f, const ks_spmv_params *prm, const ks_csr *A, con
  * on, in builds without a GPU. */
 static void emulate_bdia(const ks_bdia_layout *L, const ks_csr *A, const char *label)
 {
-    double *x = random_vec(L->ncols, 301);
+    double *x = sc_random_vec(L->ncols, 301);
     double *y = malloc(sizeof(double) * ((size_t)L->nrows + 1));
     double *win = malloc(sizeof(double) * ((size_t)L->max_window + 1));
     ck_assert(y && win);
@@ -419,7 +228,7 @@ static void emulate_bdia(const ks_bdia_layout *L, const ks_csr *A, const char *l
             y[r0 + i] = sum;
         }
     }
-    double err = spmv_error(A, 1.0, x, 0.0, NULL, y);
+    double err = sc_spmv_error(A, 1.0, x, 0.0, NULL, y);
     ck_assert_msg(err <= TOL, "bdia kernel emulation, %s: error %.3e", label, err);
     free(x);
     free(y);
@@ -486,7 +295,7 @@ START_TEST(test_stencil_diagonals)
                  {KS_GEN_POISSON3D_27, 9, 27}};
     for (int c = 0; c < 3; c++) {
         ks_csr A;
-        make_gen(&A, cases[c].kind, cases[c].n);
+        sc_make_gen(&A, cases[c].kind, cases[c].n);
         ks_dia_layout *D = NULL;
         KS_CHECK(ks_dia_layout_build(&A, NULL, (void **)&D));
         ck_assert_int_eq(D->ndiag, cases[c].ndiag);
@@ -529,7 +338,7 @@ END_TEST
 START_TEST(test_scattered)
 {
     ks_csr A;
-    make_random(&A, 2000, 2000, 8, 31);
+    sc_make_random(&A, 2000, 2000, 8, 31);
     check_refused(F_DIA, NULL, &A, "scattered", "diagonals");
     check_refused(F_DIA, NULL, &A, "scattered", "max_fill 3");
     check_refused(F_BDIA, NULL, &A, "scattered", "diagonals");
@@ -566,7 +375,7 @@ START_TEST(test_bdia_window)
     const ks_int n = 12000, nd = 30, gap = 300;
     ks_csr A;
     KS_CHECK(ks_csr_alloc(&A, n, n, n * nd));
-    rng_seed(41);
+    sc_rng_seed(41);
     ks_int pos = 0;
     A.rowptr[0] = 0;
     for (ks_int i = 0; i < n; i++) {
@@ -575,7 +384,7 @@ START_TEST(test_bdia_window)
             if (c < 0 || c >= n)
                 continue;
             A.colind[pos] = c;
-            A.val[pos++] = srand1();
+            A.val[pos++] = sc_srand1();
         }
         A.rowptr[i + 1] = pos;
     }
@@ -607,8 +416,8 @@ START_TEST(test_hyb_width_rule)
     /* 9000 rows of 5, 6000 of 2: rows >= 5 = 9000 >= 5000 -> K = 5. */
     for (ks_int i = 0; i < 15000; i++)
         len[i] = i % 5 < 3 ? 5 : 2;
-    rng_seed(51);
-    build_rows(&A, 15000, 15000, len);
+    sc_rng_seed(51);
+    sc_build_rows(&A, 15000, 15000, len, &other_rows);
     ck_assert_int_eq(ks_hyb_auto_width(&A), 5);
     ks_hyb_layout *H = NULL;
     KS_CHECK(ks_hyb_layout_build(&A, NULL, (void **)&H));
@@ -621,7 +430,7 @@ START_TEST(test_hyb_width_rule)
      * needed: K = 3, the 4000 long rows overflow by 7. */
     for (ks_int i = 0; i < 13000; i++)
         len[i] = i % 13 < 4 ? 10 : 3;
-    build_rows(&A, 13000, 13000, len);
+    sc_build_rows(&A, 13000, 13000, len, &other_rows);
     ck_assert_int_eq(ks_hyb_auto_width(&A), 3);
     KS_CHECK(ks_hyb_layout_build(&A, NULL, (void **)&H));
     ck_assert_int_eq(H->width, 3);
@@ -635,10 +444,10 @@ START_TEST(test_hyb_width_rule)
      * 4000 rows, fewer than 4096 rows exist: K = 0 (all COO). */
     for (ks_int i = 0; i < 8000; i++)
         len[i] = 6;
-    build_rows(&A, 8000, 8000, len);
+    sc_build_rows(&A, 8000, 8000, len, &other_rows);
     ck_assert_int_eq(ks_hyb_auto_width(&A), 6);
     ks_csr_free(&A);
-    build_rows(&A, 4000, 4000, len);
+    sc_build_rows(&A, 4000, 4000, len, &other_rows);
     ck_assert_int_eq(ks_hyb_auto_width(&A), 0);
     KS_CHECK(ks_hyb_layout_build(&A, NULL, (void **)&H));
     ck_assert_int_eq(H->width, 0);
@@ -654,7 +463,7 @@ START_TEST(test_hyb_width_rule)
     for (int miss = 0; miss < 2; miss++) {
         for (ks_int i = 0; i < 30000; i++)
             len[i] = i < 10000 - miss ? 9 : 2;
-        build_rows(&A, 30000, 30000, len);
+        sc_build_rows(&A, 30000, 30000, len, &other_rows);
         ck_assert_int_eq(ks_hyb_auto_width(&A), miss ? 2 : 9);
         ks_csr_free(&A);
     }
@@ -700,8 +509,8 @@ START_TEST(test_params)
     ks_int *len = malloc(sizeof(ks_int) * 15000);
     for (ks_int i = 0; i < 15000; i++)
         len[i] = i % 2 ? 8 : 2;
-    rng_seed(63);
-    build_rows(&W, 15000, 15000, len);
+    sc_rng_seed(63);
+    sc_build_rows(&W, 15000, 15000, len, &other_rows);
     free(len);
     ck_assert_int_eq(ks_hyb_auto_width(&W), 8);
     p.max_fill = 1.2;
@@ -819,7 +628,7 @@ START_TEST(test_bytes)
 
     /* dia vs bdia on a 3D stencil: bdia reads each x about once per block
      * window, dia once per stored slot. */
-    make_gen(&A, KS_GEN_POISSON3D_7, 16);
+    sc_make_gen(&A, KS_GEN_POISSON3D_7, 16);
     KS_CHECK(ks_dia_layout_build(&A, NULL, &L));
     ks_dia_layout *D = L;
     double in_range = 0;
@@ -863,9 +672,7 @@ static const char *const shared_names[] = {"memplus.mtx.gz", "rajat01.mtx.gz",
 START_TEST(test_shared_host)
 {
     ks_csr A;
-    const char *path = ks_test_shared_matrix(shared_names[_i]);
-    ck_assert_ptr_nonnull(path);
-    KS_CHECK(ks_mm_read_csr(path, &A, NULL));
+    sc_read_shared(shared_names[_i], &A);
     for (int f = 0; f < NFMT; f++) {
         if (f == F_DIA || f == F_BDIA) {
             /* Scattered real matrices: held or refused with the estimate. */
@@ -949,8 +756,8 @@ static void check_cuda(ks_backend *be, int f, const ks_spmv_params *prm, const k
     ks_vec *vx = NULL, *vy = NULL;
     KS_CHECK(ks_vec_create(be, A->ncols, &vx));
     KS_CHECK(ks_vec_create(be, n, &vy));
-    double *x = random_vec(A->ncols, 201);
-    double *y0 = random_vec(n, 202);
+    double *x = sc_random_vec(A->ncols, 201);
+    double *y0 = sc_random_vec(n, 202);
     double *y = malloc(sizeof(double) * ((size_t)n + 1));
     double *y2 = malloc(sizeof(double) * ((size_t)n + 1));
     double *poison = malloc(sizeof(double) * ((size_t)n + 1));
@@ -965,7 +772,7 @@ static void check_cuda(ks_backend *be, int f, const ks_spmv_params *prm, const k
         for (ks_int i = 0; i < n; i++)
             y[i] = NAN;
         KS_CHECK(ks_vec_get_host(vy, y));
-        double err = spmv_error(A, a, x, b, y0, y);
+        double err = sc_spmv_error(A, a, x, b, y0, y);
         ck_assert_msg(err <= TOL, "%s on cuda, %s, alpha %g beta %g: error %.3e", fmt, label, a,
                       b, err);
         /* The same apply again gives the same bits. */
@@ -1038,7 +845,7 @@ START_TEST(test_cuda_params)
         check_cuda(be, F_BDIA, &p, &A, "banded, block_rows");
     }
     ks_csr_free(&A);
-    make_gen(&A, KS_GEN_POISSON3D_27, 17);
+    sc_make_gen(&A, KS_GEN_POISSON3D_27, 17);
     check_cuda(be, F_BDIA, NULL, &A, "poisson3d_27 17^3");
     check_cuda(be, F_DIA, NULL, &A, "poisson3d_27 17^3");
     check_cuda(be, F_COO, NULL, &A, "poisson3d_27 17^3");
@@ -1050,9 +857,7 @@ END_TEST
 START_TEST(test_cuda_shared)
 {
     ks_csr A;
-    const char *path = ks_test_shared_matrix(shared_names[_i]);
-    ck_assert_ptr_nonnull(path);
-    KS_CHECK(ks_mm_read_csr(path, &A, NULL));
+    sc_read_shared(shared_names[_i], &A);
     ks_backend *be = NULL;
     KS_CHECK(ks_backend_create("cuda", &be));
     for (int f = 0; f < NFMT; f++) {
@@ -1085,22 +890,8 @@ int main(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("shared");
-    int missing = 0;
-    for (int i = 0; i < NSHARED; i++) {
-        if (!ks_test_shared_matrix(shared_names[i])) {
-            missing++;
-            continue;
-        }
-        tcase_add_loop_test(tc, test_shared_host, i, i + 1);
-        if (have_cuda)
-            tcase_add_loop_test(tc, test_cuda_shared, i, i + 1);
-    }
-    if (missing) {
-        char why[128];
-        snprintf(why, sizeof why, "../shared/matrices: %d of %d matrices absent", missing,
-                 NSHARED);
-        ks_test_skip(missing * (have_cuda ? 2 : 1), why);
-    }
+    int missing = sc_add_shared_tests(tc, shared_names, NSHARED, test_shared_host,
+                                      have_cuda ? test_cuda_shared : NULL, "matrices");
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cuda");

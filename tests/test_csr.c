@@ -5,6 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Dense row-major image of A (nrows x ncols). */
 static double *dense(const ks_csr *A)
@@ -206,6 +209,34 @@ START_TEST(validate_each_defect)
 }
 END_TEST
 
+/* On a matrix large enough for the parallel scan, the message names the first
+ * bad row whatever the thread count. */
+START_TEST(validate_large_names_first_bad_row)
+{
+    ks_gen_params g;
+    ks_gen_params_default(&g);
+    g.nx = g.ny = g.nz = 50; /* 125,000 rows, 845,000 entries */
+    ks_csr A;
+    KS_CHECK(ks_generate(&g, &A));
+    KS_CHECK(ks_csr_validate(&A));
+    const ks_int late = 120000, early = 70001;
+    A.val[A.rowptr[late] + 1] = NAN;
+    A.colind[A.rowptr[early] + 1] = A.colind[A.rowptr[early]]; /* duplicate column */
+    for (int threads = 1; threads <= 3; threads++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        ck_assert_int_eq(ks_csr_validate(&A), KS_ERR_ARG);
+        ck_assert_msg(strstr(ks_last_error(), "row 70001:") != NULL, "%d threads: %s", threads,
+                      ks_last_error());
+    }
+    A.colind[A.rowptr[early] + 1] = A.colind[A.rowptr[early]] + 1; /* only the NaN left */
+    ck_assert_int_eq(ks_csr_validate(&A), KS_ERR_NUMERIC);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "row 120000,"));
+    ks_csr_free(&A);
+}
+END_TEST
+
 START_TEST(copy_is_deep)
 {
     ks_csr A = small(), B;
@@ -283,6 +314,7 @@ int main(void)
     tcase_add_test(tc, from_coo_empty_and_errors);
     tcase_add_test(tc, duplicates_collapse_and_size_limit);
     tcase_add_test(tc, validate_each_defect);
+    tcase_add_test(tc, validate_large_names_first_bad_row);
     tcase_add_test(tc, copy_is_deep);
     tcase_add_test(tc, alloc_shapes);
     tcase_add_test(tc, spmv_ref_matches_dense);

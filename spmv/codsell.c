@@ -14,19 +14,6 @@
 #define NAME "codsell"
 
 typedef struct {
-    ks_int len, row;
-} len_row;
-
-/* Longest first; ties keep the original order (qsort is not stable). */
-static int cmp_len_desc(const void *a, const void *b)
-{
-    const len_row *x = a, *y = b;
-    if (x->len != y->len)
-        return x->len < y->len ? 1 : -1;
-    return (x->row > y->row) - (x->row < y->row);
-}
-
-typedef struct {
     ks_int score, left;
 } edge;
 
@@ -213,7 +200,7 @@ ks_error ks_codsell_layout_build(const ks_csr *A, const ks_spmv_params *prm, voi
         return ks_seterr(KS_ERR_ARG, NAME ": NULL layout pointer");
     *layout = NULL;
     KS_TRY(ks_ell_family_check_csr(A, NAME));
-    int C, sigma;
+    int C = 0, sigma = 0; /* set by check_params */
     KS_TRY(check_params(prm, &C, &sigma));
     double max_fill;
     KS_TRY(ks_ell_family_max_fill(prm, NAME, KS_SELL_DEFAULT_MAX_FILL, &max_fill));
@@ -221,11 +208,10 @@ ks_error ks_codsell_layout_build(const ks_csr *A, const ks_spmv_params *prm, voi
     const ks_int n = A->nrows;
     const size_t n1 = (size_t)n + 1;
     ks_codsell_layout *L = ks_calloc(1, sizeof *L, "codsell layout");
-    len_row *order = ks_malloc(sizeof *order * n1, "codsell row order");
     unsigned char *start = ks_calloc(n1, 1, "codsell slice starts");
     ks_int *tmpdict = NULL, *tmpoff = NULL, *dlen = NULL, *rwid = NULL;
     ks_error e = KS_ERR_MEMORY;
-    if (!L || !order || !start)
+    if (!L || !start)
         goto fail;
     L->nrows = n;
     L->ncols = A->ncols;
@@ -238,27 +224,13 @@ ks_error ks_codsell_layout_build(const ks_csr *A, const ks_spmv_params *prm, voi
     if (!L->perm || !L->rowlen || !L->base)
         goto fail;
 
-    /* 1. Length sort within windows of sigma. */
-    for (ks_int i = 0; i < n; i++) {
-        order[i].len = A->rowptr[i + 1] - A->rowptr[i];
-        order[i].row = i;
-    }
-    if (sigma > 1) {
-        const ks_int nwin = (ks_int)(((int64_t)n + sigma - 1) / sigma);
-#pragma omp parallel for schedule(dynamic, 16)
-        for (ks_int w = 0; w < nwin; w++) {
-            const int64_t w0 = (int64_t)w * sigma, w1 = w0 + sigma < n ? w0 + sigma : n;
-            qsort(order + w0, (size_t)(w1 - w0), sizeof *order, cmp_len_desc);
-        }
-    }
-    L->permuted = 0;
-    for (ks_int p = 0; p < n; p++) {
-        const ks_int row = order[p].row;
-        L->perm[p] = row;
-        L->rowlen[p] = order[p].len;
-        L->base[p] = order[p].len > 0 ? A->colind[A->rowptr[row]] : 0;
-        L->permuted |= row != p;
-    }
+    /* 1. Length sort within windows of sigma (SELL-C-sigma's order). */
+    int permuted = ks_sell_sort_rows(A, sigma, L->perm, L->rowlen);
+    if (permuted < 0)
+        goto fail;
+    L->permuted = permuted;
+    for (ks_int p = 0; p < n; p++)
+        L->base[p] = L->rowlen[p] > 0 ? A->colind[A->rowptr[L->perm[p]]] : 0;
 
     /* 2. Greedy pairing within windows of W positions (independent: the
      * result does not depend on the thread count). */
@@ -424,7 +396,6 @@ ks_error ks_codsell_layout_build(const ks_csr *A, const ks_spmv_params *prm, voi
             }
         }
     }
-    free(order);
     free(start);
     free(tmpdict);
     free(tmpoff);
@@ -434,7 +405,6 @@ ks_error ks_codsell_layout_build(const ks_csr *A, const ks_spmv_params *prm, voi
     return KS_OK;
 
 fail:
-    free(order);
     free(start);
     free(tmpdict);
     free(tmpoff);

@@ -110,6 +110,12 @@ typedef struct ks_sell_layout {
 /* Build a SELL layout with explicit C and sigma (sigma = 1: sliced ELL) and
  * a refusal threshold (max_fill <= 0: the default). `name` prefixes the
  * messages. For formats built on this layout (CoD-SELL). */
+/* SELL-C-sigma's row order: perm[p] = the row at position p after sorting
+ * rows longest first inside windows of sigma rows (ties keep the original
+ * order; sigma <= 1: no sorting), rowlen[p] = its length. Returns 1 when the
+ * order differs from the identity, 0 when not, -1 when out of memory.
+ * Shared with codsell. */
+int ks_sell_sort_rows(const ks_csr *A, int sigma, ks_int *perm, ks_int *rowlen);
 ks_error ks_sell_build(const ks_csr *A, const char *name, int C, int sigma, double max_fill,
                        ks_sell_layout **out);
 ks_error ks_sliced_ell_layout_build(const ks_csr *A, const ks_spmv_params *prm,

@@ -23,6 +23,34 @@ static int cmp_len_desc(const void *a, const void *b)
     return (x->row > y->row) - (x->row < y->row);
 }
 
+int ks_sell_sort_rows(const ks_csr *A, int sigma, ks_int *perm, ks_int *rowlen)
+{
+    const ks_int n = A->nrows;
+    len_row *order = ks_malloc(sizeof *order * ((size_t)n + 1), "sell row order");
+    if (!order)
+        return -1;
+    for (ks_int i = 0; i < n; i++) {
+        order[i].len = A->rowptr[i + 1] - A->rowptr[i];
+        order[i].row = i;
+    }
+    if (sigma > 1) {
+        const ks_int nwin = (ks_int)(((int64_t)n + sigma - 1) / sigma);
+#pragma omp parallel for schedule(dynamic, 16)
+        for (ks_int w = 0; w < nwin; w++) {
+            const int64_t w0 = (int64_t)w * sigma, w1 = w0 + sigma < n ? w0 + sigma : n;
+            qsort(order + w0, (size_t)(w1 - w0), sizeof *order, cmp_len_desc);
+        }
+    }
+    int permuted = 0;
+    for (ks_int p = 0; p < n; p++) {
+        perm[p] = order[p].row;
+        rowlen[p] = order[p].len;
+        permuted |= order[p].row != p;
+    }
+    free(order);
+    return permuted;
+}
+
 static ks_error check_shape(const char *name, int C, int sigma)
 {
     if (C < 1 || C > KS_SELL_MAX_SLICE_HEIGHT || (C & (C - 1)) != 0)
@@ -63,12 +91,8 @@ ks_error ks_sell_build(const ks_csr *A, const char *name, int C, int sigma, doub
     const ks_int n = A->nrows;
     const int64_t nslices = ((int64_t)n + C - 1) / C;
     ks_sell_layout *L = ks_calloc(1, sizeof *L, "sell layout");
-    len_row *order = ks_malloc(sizeof *order * (size_t)n, "sell row order");
-    if (!L || !order) {
-        free(L);
-        free(order);
+    if (!L)
         return KS_ERR_MEMORY;
-    }
     L->name = name;
     L->nrows = n;
     L->ncols = A->ncols;
@@ -84,24 +108,10 @@ ks_error ks_sell_build(const ks_csr *A, const char *name, int C, int sigma, doub
     if (!L->slice_ptr || !L->slice_width || !L->perm || !L->rowlen)
         goto fail;
 
-    for (ks_int i = 0; i < n; i++) {
-        order[i].len = A->rowptr[i + 1] - A->rowptr[i];
-        order[i].row = i;
-    }
-    if (sigma > 1) {
-        const ks_int nwin = (ks_int)(((int64_t)n + sigma - 1) / sigma);
-#pragma omp parallel for schedule(dynamic, 16)
-        for (ks_int w = 0; w < nwin; w++) {
-            const int64_t w0 = (int64_t)w * sigma, w1 = w0 + sigma < n ? w0 + sigma : n;
-            qsort(order + w0, (size_t)(w1 - w0), sizeof *order, cmp_len_desc);
-        }
-    }
-    L->permuted = 0;
-    for (ks_int p = 0; p < n; p++) {
-        L->perm[p] = order[p].row;
-        L->rowlen[p] = order[p].len;
-        L->permuted |= order[p].row != p;
-    }
+    int permuted = ks_sell_sort_rows(A, sigma, L->perm, L->rowlen);
+    if (permuted < 0)
+        goto fail;
+    L->permuted = permuted;
 
     /* Slice widths, offsets, and the slots of real rows (the fill ratio
      * leaves out the empty rows that complete the last slice: a 1x1 must
@@ -186,12 +196,10 @@ ks_error ks_sell_build(const ks_csr *A, const char *name, int C, int sigma, doub
             }
         }
     }
-    free(order);
     *out = L;
     return KS_OK;
 
 fail:
-    free(order);
     ks_sell_layout_free(L);
     return e;
 }

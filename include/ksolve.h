@@ -215,7 +215,7 @@ typedef struct ks_config ks_config;
  * (and line/column for JSON syntax errors). */
 ks_error ks_config_create_from_file(const char *path, ks_config **cfg);
 ks_error ks_config_create_from_string(const char *json, ks_config **cfg);
-/* Default config (PCG + Jacobi, relative tolerance 1e-8). */
+/* Default config (PCG + classical AMG, relative tolerance 1e-8). */
 ks_error ks_config_create_default(ks_config **cfg);
 /* Set one key by path, e.g. ("solver.max_iters", "200") or
  * ("solver.preconditioner.solver", "JACOBI_L1"). The value is parsed as

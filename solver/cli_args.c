@@ -14,7 +14,7 @@ void ks_cli_usage(FILE *out)
             "\n"
             "Solve A x = b with a preconditioned Krylov method on the CPU and/or a GPU.\n"
             "With no arguments, solves the built-in problem (3D Poisson, 7-point, 64^3)\n"
-            "with PCG + Jacobi and prints a report.\n"
+            "with PCG + classical AMG and prints a report.\n"
             "\n"
             "Options (they override CONFIG.json):\n"
             "  -A, --matrix FILE        matrix in Matrix Market format (.mtx or .mtx.gz)\n"

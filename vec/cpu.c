@@ -315,97 +315,113 @@ static void partials_put(partials *pt)
         free(pt->p);
 }
 
-static ks_error cpu_dot(ks_backend *be, ks_int n, const double *x, const double *y, double *r)
+/* Operands of one reduction; each block function reads what it needs. */
+typedef struct red_args {
+    const double *x, *y, *u, *v;
+    double a;
+    double *w; /* written (axpy_norm2) */
+} red_args;
+
+/* Computes nout values for entries [lo, hi) into out[0..nout). */
+typedef void (*block_fn)(const red_args *g, ks_int lo, ks_int hi, double *out);
+
+/* The one driver of every reduction: fixed blocks of KS_CPU_BLOCK entries in
+ * parallel, then per output a pairwise sum (or a NaN-propagating max) of the
+ * block results in block order, so the result does not depend on threads. */
+static ks_error reduce_blocks(ks_int n, int nout, block_fn f, const red_args *g, int use_max,
+                              double *r)
 {
-    (void)be;
     ks_int nb = nblocks(n);
     partials pt;
-    KS_TRY(partials_get(&pt, nb, 1));
+    KS_TRY(partials_get(&pt, nb, nout));
     double *p = pt.p;
 #pragma omp parallel for schedule(static) if (nb > 1)
     for (ks_int b = 0; b < nb; b++) {
         ks_int lo = b * KS_CPU_BLOCK, hi = lo + KS_CPU_BLOCK < n ? lo + KS_CPU_BLOCK : n;
-        p[b] = block_dot(x, y, lo, hi);
+        double out[2];
+        f(g, lo, hi, out);
+        for (int k = 0; k < nout; k++)
+            p[(ks_int)k * nb + b] = out[k];
     }
-    *r = pairwise_sum(p, nb);
+    for (int k = 0; k < nout; k++) {
+        const double *pk = p + (ks_int)k * nb;
+        if (use_max) {
+            double m = 0.0;
+            for (ks_int b = 0; b < nb; b++)
+                if (!(pk[b] <= m))
+                    m = pk[b];
+            r[k] = m;
+        } else {
+            r[k] = pairwise_sum(pk, nb);
+        }
+    }
     partials_put(&pt);
     return KS_OK;
+}
+
+static void blk_dot(const red_args *g, ks_int lo, ks_int hi, double *out)
+{
+    out[0] = block_dot(g->x, g->y, lo, hi);
+}
+
+/* Both sums walk the block while it is in cache: one trip to memory. */
+static void blk_dot2(const red_args *g, ks_int lo, ks_int hi, double *out)
+{
+    out[0] = block_dot(g->x, g->y, lo, hi);
+    out[1] = block_dot(g->u, g->v, lo, hi);
+}
+
+static void blk_asum(const red_args *g, ks_int lo, ks_int hi, double *out)
+{
+    out[0] = block_asum(g->x, lo, hi);
+}
+
+static void blk_amax(const red_args *g, ks_int lo, ks_int hi, double *out)
+{
+    out[0] = block_amax(g->x, lo, hi);
+}
+
+static void blk_axpy_sq(const red_args *g, ks_int lo, ks_int hi, double *out)
+{
+    out[0] = block_axpy_sq(g->a, g->x, g->w, lo, hi);
+}
+
+static ks_error cpu_dot(ks_backend *be, ks_int n, const double *x, const double *y, double *r)
+{
+    (void)be;
+    red_args g = {.x = x, .y = y};
+    return reduce_blocks(n, 1, blk_dot, &g, 0, r);
 }
 
 static ks_error cpu_dot2(ks_backend *be, ks_int n, const double *x, const double *y,
                          const double *u, const double *v, double r[2])
 {
     (void)be;
-    ks_int nb = nblocks(n);
-    partials pt;
-    KS_TRY(partials_get(&pt, nb, 2));
-    double *p = pt.p, *q = pt.p + nb;
-#pragma omp parallel for schedule(static) if (nb > 1)
-    for (ks_int b = 0; b < nb; b++) {
-        ks_int lo = b * KS_CPU_BLOCK, hi = lo + KS_CPU_BLOCK < n ? lo + KS_CPU_BLOCK : n;
-        /* Both sums walk the block while it is in cache: one trip to memory. */
-        p[b] = block_dot(x, y, lo, hi);
-        q[b] = block_dot(u, v, lo, hi);
-    }
-    r[0] = pairwise_sum(p, nb);
-    r[1] = pairwise_sum(q, nb);
-    partials_put(&pt);
-    return KS_OK;
+    red_args g = {.x = x, .y = y, .u = u, .v = v};
+    return reduce_blocks(n, 2, blk_dot2, &g, 0, r);
 }
 
 static ks_error cpu_norm1(ks_backend *be, ks_int n, const double *x, double *r)
 {
     (void)be;
-    ks_int nb = nblocks(n);
-    partials pt;
-    KS_TRY(partials_get(&pt, nb, 1));
-    double *p = pt.p;
-#pragma omp parallel for schedule(static) if (nb > 1)
-    for (ks_int b = 0; b < nb; b++) {
-        ks_int lo = b * KS_CPU_BLOCK, hi = lo + KS_CPU_BLOCK < n ? lo + KS_CPU_BLOCK : n;
-        p[b] = block_asum(x, lo, hi);
-    }
-    *r = pairwise_sum(p, nb);
-    partials_put(&pt);
-    return KS_OK;
+    red_args g = {.x = x};
+    return reduce_blocks(n, 1, blk_asum, &g, 0, r);
 }
 
 static ks_error cpu_norminf(ks_backend *be, ks_int n, const double *x, double *r)
 {
     (void)be;
-    ks_int nb = nblocks(n);
-    partials pt;
-    KS_TRY(partials_get(&pt, nb, 1));
-    double *p = pt.p;
-#pragma omp parallel for schedule(static) if (nb > 1)
-    for (ks_int b = 0; b < nb; b++) {
-        ks_int lo = b * KS_CPU_BLOCK, hi = lo + KS_CPU_BLOCK < n ? lo + KS_CPU_BLOCK : n;
-        p[b] = block_amax(x, lo, hi);
-    }
-    double m = 0.0;
-    for (ks_int b = 0; b < nb; b++)
-        if (!(p[b] <= m))
-            m = p[b];
-    *r = m;
-    partials_put(&pt);
-    return KS_OK;
+    red_args g = {.x = x};
+    return reduce_blocks(n, 1, blk_amax, &g, 1, r);
 }
 
 static ks_error cpu_axpy_norm2(ks_backend *be, ks_int n, double a, const double *x, double *y,
                                double *r)
 {
     (void)be;
-    ks_int nb = nblocks(n);
-    partials pt;
-    KS_TRY(partials_get(&pt, nb, 1));
-    double *p = pt.p;
-#pragma omp parallel for schedule(static) if (nb > 1)
-    for (ks_int b = 0; b < nb; b++) {
-        ks_int lo = b * KS_CPU_BLOCK, hi = lo + KS_CPU_BLOCK < n ? lo + KS_CPU_BLOCK : n;
-        p[b] = block_axpy_sq(a, x, y, lo, hi);
-    }
-    *r = sqrt(pairwise_sum(p, nb));
-    partials_put(&pt);
+    red_args g = {.x = x, .a = a, .w = y};
+    KS_TRY(reduce_blocks(n, 1, blk_axpy_sq, &g, 0, r));
+    *r = sqrt(*r);
     return KS_OK;
 }
 

@@ -6,6 +6,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define KS_MAX_SKIPS 64
 static int nskips;
@@ -106,4 +109,29 @@ double ks_test_max_relerr(const double *a, const double *b, long n)
             m = isnan(d) ? INFINITY : d;
     }
     return m;
+}
+
+static uint64_t rng_state;
+
+void ks_test_rng_seed_with(uint64_t s, uint64_t inc) { rng_state = s * 0x9E3779B97F4A7C15ull + inc; }
+
+void ks_test_rng_seed(uint64_t s) { ks_test_rng_seed_with(s, 1); }
+
+uint64_t ks_test_rng_next(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+double ks_test_urand(void) { return (double)(ks_test_rng_next() >> 11) * (1.0 / 9007199254740992.0); }
+
+void ks_test_set_threads(int t)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(t);
+#else
+    (void)t;
+#endif
 }

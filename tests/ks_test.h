@@ -11,6 +11,8 @@
 #include <check.h>
 #include "ksolve.h"
 
+#include <stdint.h>
+
 /* Run the suite (fork mode, so a crash fails one test, not the program),
  * print the skip lines, return the process exit status. */
 int ks_test_run(Suite *s);
@@ -26,6 +28,15 @@ const char *ks_test_sample(const char *name);
 const char *ks_test_tmpfile(const char *suffix);
 /* Write text to a new temporary file and return its path. */
 const char *ks_test_write_tmp(const char *suffix, const char *text);
+/* Seeded xorshift generator shared by the tests, so a seed means the same
+ * numbers in every program: state = s * golden + inc (inc = 1 by default). */
+void ks_test_rng_seed(uint64_t s);
+void ks_test_rng_seed_with(uint64_t s, uint64_t inc);
+uint64_t ks_test_rng_next(void);
+/* Uniform in [0, 1). */
+double ks_test_urand(void);
+/* OpenMP team size for the following parallel regions (no-op without OpenMP). */
+void ks_test_set_threads(int t);
 /* Max |a-b| / max(1, |b|) over n entries. */
 double ks_test_max_relerr(const double *a, const double *b, long n);
 

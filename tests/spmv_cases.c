@@ -8,17 +8,12 @@
 #include <string.h>
 
 /* ------------------------------------------------------------ generator */
-static uint64_t rng, rng_inc = 1;
+/* The shared generator of ks_test.c with a per-program stream. */
+static uint64_t rng_inc = 1;
 
 void sc_rng_stream(uint64_t stream) { rng_inc = stream; }
-void sc_rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + rng_inc; }
-uint64_t sc_rng_next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+void sc_rng_seed(uint64_t s) { ks_test_rng_seed_with(s, rng_inc); }
+uint64_t sc_rng_next(void) { return ks_test_rng_next(); }
 double sc_urand(void) { return (double)(sc_rng_next() >> 11) * (1.0 / 9007199254740992.0); }
 double sc_srand1(void) { return 2.0 * sc_urand() - 1.0; }
 

@@ -16,25 +16,7 @@
 #include <omp.h>
 #endif
 
-static void set_threads(int t)
-{
-#ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
 
-static uint64_t rng;
-static void rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + 1; }
-static uint64_t rng_next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double urand(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
 
 typedef ks_error (*coarsen_fn)(const ks_strength *, unsigned long long, int *, ks_int *,
                                unsigned char *);
@@ -191,7 +173,7 @@ END_TEST
  * (row maxima differ) and may need fix-up promotions. */
 static void random_spd(int n, int deg, int unit, uint64_t seed, ks_csr *A)
 {
-    rng_seed(seed);
+    ks_test_rng_seed(seed);
     int64_t cap = (int64_t)n * (2 * deg + 1);
     ks_int *r = malloc(sizeof(ks_int) * cap), *c = malloc(sizeof(ks_int) * cap);
     double *v = malloc(sizeof(double) * cap);
@@ -199,10 +181,10 @@ static void random_spd(int n, int deg, int unit, uint64_t seed, ks_csr *A)
     int64_t m = 0;
     for (int i = 0; i < n; i++)
         for (int t = 0; t < deg; t++) {
-            int j = (int)(rng_next() % (uint64_t)n);
+            int j = (int)(ks_test_rng_next() % (uint64_t)n);
             if (j == i)
                 continue;
-            double w = unit ? 1.0 : 0.05 + urand();
+            double w = unit ? 1.0 : 0.05 + ks_test_urand();
             r[m] = i, c[m] = j, v[m++] = -w;
             r[m] = j, c[m] = i, v[m++] = -w;
             dsum[i] += w;
@@ -365,9 +347,9 @@ START_TEST(deterministic)
             cf[k] = malloc(sizeof(int) * (size_t)n);
         for (int m = 0; m < 2; m++) {
             ks_int nc[4];
-            set_threads(1);
+            ks_test_set_threads(1);
             KS_CHECK(methods[m](&S, 42, cf[0], &nc[0], NULL));
-            set_threads(2);
+            ks_test_set_threads(2);
             KS_CHECK(methods[m](&S, 42, cf[1], &nc[1], NULL));
             KS_CHECK(methods[m](&S, 42, cf[2], &nc[2], NULL));
             KS_CHECK(methods[m](&S, 43, cf[3], &nc[3], NULL));

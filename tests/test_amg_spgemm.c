@@ -131,14 +131,6 @@ static int csr_identical(const ks_csr *A, const ks_csr *B)
                             !memcmp(A->val, B->val, sizeof(double) * (size_t)A->nnz)));
 }
 
-static void set_threads(int t)
-{
-#ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
 
 /* ----------------------------------------------------------- transpose */
 static const ks_int tr_shapes[][3] = {{0, 0, 1}, {0, 5, 1}, {5, 0, 1}, {1, 1, 1},
@@ -513,7 +505,7 @@ START_TEST(determinism_threads)
     ks_csr ref[4], got[4];
     const int teams[] = {1, 2, 3, 4};
     for (int t = 0; t < 4; t++) {
-        set_threads(teams[t]);
+        ks_test_set_threads(teams[t]);
         ks_csr *o = t == 0 ? ref : got;
         KS_CHECK(ks_csr_transpose(&P, &o[0]));
         KS_CHECK(ks_csr_spgemm(&A, &A, &o[1]));

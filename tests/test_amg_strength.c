@@ -14,25 +14,7 @@
 #include <omp.h>
 #endif
 
-static void set_threads(int t)
-{
-#ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
 
-static uint64_t rng;
-static void rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + 1; }
-static uint64_t rng_next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double urand(void) { return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0); }
 
 /* CSR from a dense row-major table: every entry with keep != 0 is stored
  * (so explicit zeros can be stored on purpose). */
@@ -210,7 +192,7 @@ END_TEST
  * evaluation of both definitions. */
 START_TEST(random_against_reference)
 {
-    rng_seed(7);
+    ks_test_rng_seed(7);
     const int n = 40;
     double *a = calloc((size_t)n * n, sizeof *a);
     int *keep = calloc((size_t)n * n, sizeof *keep);
@@ -220,13 +202,13 @@ START_TEST(random_against_reference)
         memset(keep, 0, (size_t)n * n * sizeof *keep);
         for (int i = 0; i < n; i++) {
             for (int j = 0; j < n; j++) {
-                if (i != j && urand() < 0.15) {
+                if (i != j && ks_test_urand() < 0.15) {
                     keep[i * n + j] = 1;
-                    a[i * n + j] = (urand() < 0.25 ? 1.0 : -1.0) * (0.05 + urand());
+                    a[i * n + j] = (ks_test_urand() < 0.25 ? 1.0 : -1.0) * (0.05 + ks_test_urand());
                 }
             }
             keep[i * n + i] = 1;
-            a[i * n + i] = (trial % 2 && urand() < 0.2 ? -1.0 : 1.0) * (1.0 + 4 * urand());
+            a[i * n + i] = (trial % 2 && ks_test_urand() < 0.2 ? -1.0 : 1.0) * (1.0 + 4 * ks_test_urand());
         }
         ks_csr A;
         csr_from_dense(n, a, keep, &A);
@@ -333,7 +315,7 @@ END_TEST
 START_TEST(transpose_round_trip)
 {
     /* A nonsymmetric pattern from a random matrix. */
-    rng_seed(11);
+    ks_test_rng_seed(11);
     const int n = 300;
     ks_int *r = malloc(sizeof(ks_int) * n * 8), *c = malloc(sizeof(ks_int) * n * 8);
     double *v = malloc(sizeof(double) * n * 8);
@@ -341,7 +323,7 @@ START_TEST(transpose_round_trip)
     for (int i = 0; i < n; i++) {
         r[m] = i, c[m] = i, v[m++] = 4.0;
         for (int t = 0; t < 5; t++)
-            r[m] = i, c[m] = (int)(rng_next() % n), v[m++] = -urand();
+            r[m] = i, c[m] = (int)(ks_test_rng_next() % n), v[m++] = -ks_test_urand();
     }
     ks_csr A;
     KS_CHECK(ks_csr_from_coo(n, n, m, r, c, v, &A, NULL));
@@ -385,10 +367,10 @@ START_TEST(thread_count_independent)
     ks_csr A;
     KS_CHECK(ks_generate(&p, &A));
     ks_strength S1, S2, Y1, Y2;
-    set_threads(1);
+    ks_test_set_threads(1);
     KS_CHECK(ks_amg_strength_classical(&A, 0.25, 0.9, &S1));
     KS_CHECK(ks_amg_strength_symmetric(&A, 0.08, &Y1));
-    set_threads(2);
+    ks_test_set_threads(2);
     KS_CHECK(ks_amg_strength_classical(&A, 0.25, 0.9, &S2));
     KS_CHECK(ks_amg_strength_symmetric(&A, 0.08, &Y2));
     ck_assert(same_pattern(&S1, &S2));

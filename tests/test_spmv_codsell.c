@@ -18,20 +18,11 @@
 
 #define TOL 1e-12
 
-static uint64_t rng;
-static void rng_seed(uint64_t s) { rng = s * 0x9E3779B97F4A7C15ull + 1; }
-static uint64_t rng_next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double srand1(void) { return 2.0 * (double)(rng_next() >> 11) / 9007199254740992.0 - 1.0; }
+static double srand1(void) { return 2.0 * (double)(ks_test_rng_next() >> 11) / 9007199254740992.0 - 1.0; }
 
 static double *random_vec(ks_int n, uint64_t seed)
 {
-    rng_seed(seed);
+    ks_test_rng_seed(seed);
     double *v = malloc(sizeof(double) * ((size_t)n + 1));
     ck_assert_ptr_nonnull(v);
     for (ks_int i = 0; i < n; i++)
@@ -217,7 +208,7 @@ static const char *const case_names[NCASES] = {
 static void make_case(int c, ks_csr *A)
 {
     ks_int maxl = 12;
-    rng_seed(1000 + (uint64_t)c);
+    ks_test_rng_seed(1000 + (uint64_t)c);
     switch (c) {
     case C_RANDOM: build(A, 700, 500, maxl, row_random, &maxl, 0); break;
     case C_ZEROS: build(A, 300, 300, maxl, row_random, &maxl, 3); break;

@@ -1,6 +1,7 @@
 /* Multigrid cycles. Level l: pre-smooth, restrict the residual with the
  * explicit R = P^T (one SpMV), recurse, prolongate and correct (SpMV with
- * beta = 1), post-smooth with the adjoint smoother. The coarsest level is
+ * beta = 1), post-smooth with the adjoint smoother. Residuals and smoother
+ * steps are fused passes of the level's matrix (ks_matrix_fused_step). The coarsest level is
  * one SpMV with the explicit inverse (or, when coarsening stopped above
  * the dense limit, smoothing sweeps).
  *   V: one coarse visit per level.
@@ -18,36 +19,45 @@ typedef enum { CYC_V, CYC_W, CYC_F } cycle_kind;
 /* Sweeps the coarsest level gets when it is too large for the dense solve. */
 #define KS_AMG_COARSE_SWEEPS 20
 
-static ks_error coarse_solve(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero)
+/* Number of times level l's smoothing swaps x between its two buffers in
+ * one visit (the coarsest level: its sweeps when it has no dense solve). */
+static int level_swaps(const ks_amg *amg, int l, int x_zero)
+{
+    int n;
+    if (l == amg->nlevels - 1)
+        n = amg->coarse_inv ? 0 : 2 * ks_amg_smooth_steps(amg, l, KS_AMG_COARSE_SWEEPS / 2);
+    else
+        n = ks_amg_smooth_steps(amg, l, amg->prm.presweeps) +
+            ks_amg_smooth_steps(amg, l, amg->prm.postsweeps);
+    /* from x = 0 the first step writes in place */
+    if (x_zero && n > 0 && (l < amg->nlevels - 1 ? amg->prm.presweeps > 0 : 1))
+        n--;
+    return n;
+}
+
+static ks_error coarse_solve(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, int x_zero)
 {
     ks_amg_level *L = &amg->levels[l];
     if (!amg->coarse_inv) {
         /* Symmetric: half the sweeps forward, half as the adjoint. */
-        KS_TRY(ks_amg_smooth(amg, l, b, x, KS_AMG_COARSE_SWEEPS / 2, 0, x_zero));
-        return ks_amg_smooth(amg, l, b, x, KS_AMG_COARSE_SWEEPS / 2, 1, 0);
+        KS_TRY(ks_amg_smooth(amg, l, b, xb, KS_AMG_COARSE_SWEEPS / 2, 0, x_zero));
+        return ks_amg_smooth(amg, l, b, xb, KS_AMG_COARSE_SWEEPS / 2, 1, 0);
     }
     if (x_zero)
-        return ks_matrix_apply(amg->coarse_inv, 1.0, b, 0.0, x);
+        return ks_matrix_apply(amg->coarse_inv, 1.0, b, 0.0, xb->cur);
     /* x += A^-1 (b - A x) */
-    KS_TRY(ks_amg_residual(amg, l, b, x, L->r));
-    return ks_matrix_apply(amg->coarse_inv, 1.0, L->r, 1.0, x);
+    KS_TRY(ks_amg_residual(amg, l, b, xb->cur, L->r));
+    return ks_matrix_apply(amg->coarse_inv, 1.0, L->r, 1.0, xb->cur);
 }
 
 static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero,
-                            cycle_kind kind)
+                            cycle_kind kind);
+
+/* Level l below the smoothing: restrict, visit the next level, correct. */
+static ks_error coarse_correct(ks_amg *amg, int l, ks_vec *x, cycle_kind kind)
 {
-    if (l == amg->nlevels - 1)
-        return coarse_solve(amg, l, b, x, x_zero);
     ks_amg_level *L = &amg->levels[l], *C = &amg->levels[l + 1];
-    const int pre = amg->prm.presweeps, post = amg->prm.postsweeps;
-
-    KS_TRY(ks_amg_smooth(amg, l, b, x, pre, 0, x_zero));
-    if (pre <= 0 && x_zero)
-        KS_TRY(ks_vec_copy(b, L->r)); /* x = 0: the residual is b */
-    else
-        KS_TRY(ks_amg_residual(amg, l, b, x, L->r));
     KS_TRY(ks_matrix_apply(L->Rm, 1.0, L->r, 0.0, C->b));
-
     int coarse_exact = l + 1 == amg->nlevels - 1 && amg->coarse_inv;
     switch (kind) {
     case CYC_V: KS_TRY(cycle_level(amg, l + 1, C->b, C->x, 1, CYC_V)); break;
@@ -62,9 +72,45 @@ static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int 
             KS_TRY(cycle_level(amg, l + 1, C->b, C->x, 0, CYC_V));
         break;
     }
+    return ks_matrix_apply(L->Pm, 1.0, C->x, 1.0, x);
+}
 
-    KS_TRY(ks_matrix_apply(L->Pm, 1.0, C->x, 1.0, x));
-    return ks_amg_smooth(amg, l, b, x, post, 1, 0);
+/* The result must end in x. The smoothers write out of place, so with an
+ * odd number of swaps ahead the visit starts in the spare buffer (from
+ * x = 0, where nothing needs moving); otherwise, rarely, the result is
+ * moved at the end: the buffers' memory is exchanged when x is the
+ * level's own vector, copied when it is the caller's (level 0). */
+static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero,
+                            cycle_kind kind)
+{
+    ks_amg_level *L = &amg->levels[l];
+    ks_amg_xbuf xb = {x, L->w};
+    const int odd = level_swaps(amg, l, x_zero) & 1;
+    if (odd && x_zero) {
+        xb.cur = L->w;
+        xb.spare = x;
+    }
+    if (l == amg->nlevels - 1) {
+        KS_TRY(coarse_solve(amg, l, b, &xb, x_zero));
+    } else {
+        const int pre = amg->prm.presweeps, post = amg->prm.postsweeps;
+        KS_TRY(ks_amg_smooth(amg, l, b, &xb, pre, 0, x_zero));
+        if (pre <= 0 && x_zero)
+            KS_TRY(ks_vec_copy(b, L->r)); /* x = 0: the residual is b */
+        else
+            KS_TRY(ks_amg_residual(amg, l, b, xb.cur, L->r));
+        KS_TRY(coarse_correct(amg, l, xb.cur, kind));
+        KS_TRY(ks_amg_smooth(amg, l, b, &xb, post, 1, 0));
+    }
+    if (xb.cur == x)
+        return KS_OK;
+    if (x == L->x) {
+        double *t = x->data;
+        x->data = xb.cur->data;
+        xb.cur->data = t;
+        return KS_OK;
+    }
+    return ks_vec_copy(xb.cur, x);
 }
 
 ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero)

@@ -382,7 +382,7 @@ static ks_error upload_level(ks_amg *amg, int l)
     }
     KS_TRY(make_vec(amg, n, &L->r));
     KS_TRY(make_vec(amg, n, &L->w));
-    if (amg->smoother == KS_SMOOTHER_CHEBYSHEV)
+    if (amg->smoother != KS_SMOOTHER_GS && amg->smoother != KS_SMOOTHER_SGS)
         KS_TRY(make_vec(amg, n, &L->d));
     return KS_OK;
 }

@@ -73,7 +73,7 @@ typedef struct ks_amg_level {
     int rho_valid;     /* shared by smoothed aggregation and Chebyshev */
     /* Work vectors (level 0: x and b are the caller's, these stay NULL). */
     ks_vec *x, *b;
-    ks_vec *r, *w, *d; /* residual, scratch, Chebyshev direction */
+    ks_vec *r, *w, *d; /* residual, spare x (ks_amg_xbuf), smoother update */
 } ks_amg_level;
 
 typedef struct ks_amg {
@@ -138,17 +138,33 @@ const char *ks_amg_smoother_name(ks_amg_smoother_kind k);
  * Zero diagonal -> KS_ERR_NUMERIC naming the level and row. */
 ks_error ks_amg_smoother_setup(ks_amg *amg, int l);
 void ks_amg_smoother_free(ks_amg_level *L);
-/* `sweeps` smoothing steps on level l for A x = b. post = 1 applies the
- * adjoint (backward GS) so a V(m,m) cycle is symmetric. x_zero = 1: start
- * from x = 0 whatever x holds (skips the first residual SpMV). */
-ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int sweeps, int post,
-                       int x_zero);
-/* r = b - A_l x */
+/* Where a level's x is during a cycle: the Jacobi / Chebyshev steps write
+ * the new x out of place, into spare, and swap the two; Gauss-Seidel works
+ * in place on cur. */
+typedef struct ks_amg_xbuf {
+    ks_vec *cur, *spare;
+} ks_amg_xbuf;
+/* `sweeps` smoothing steps on level l for A x = b, x in xb->cur. post = 1
+ * applies the adjoint (backward GS) so a V(m,m) cycle is symmetric. x_zero
+ * = 1: start from x = 0 whatever x holds (skips the first residual SpMV; the
+ * first step writes xb->cur without swapping). */
+ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, int sweeps,
+                       int post, int x_zero);
+/* How many times ks_amg_smooth(..., sweeps, ...) swaps xb when x is not
+ * zero on entry (one less when it is). */
+int ks_amg_smooth_steps(const ks_amg *amg, int l, int sweeps);
+/* One step d = a d + c dinv .* (b - A x), x += d (out of place, swapping
+ * xb; x_zero: no SpMV, xb->cur = d, no swap). */
+ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, double a,
+                            double c, int x_zero);
+/* r = b - A_l x (one fused pass) */
 ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, ks_vec *r);
 
 /* --------------------------------------------------------- chebyshev.c */
-/* One Chebyshev smoothing step of degree prm.smoother.chebyshev_degree. */
-ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero);
+/* One Chebyshev smoothing step of degree prm.smoother.chebyshev_degree, as
+ * ks_amg_chebyshev_steps(amg, l) Jacobi-type steps. */
+ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, int x_zero);
+int ks_amg_chebyshev_steps(const ks_amg *amg, int l);
 
 /* ------------------------------------------------------------- cycle.c */
 /* One cycle (prm.cycle) for A x = b; x is the initial guess and the

@@ -12,8 +12,11 @@
  *              process too.
  *   CHEBYSHEV  chebyshev.c
  *   GS / SGS   hybrid Gauss-Seidel through the SpMV format's gs_sweep (cpu).
- * All are residual based: r = b - A x is one SpMV with beta = 1 into a copy
- * of b; with x = 0 on entry the first residual is b itself. */
+ * Jacobi and Chebyshev steps are one fused pass of the level's matrix
+ * (ks_matrix_fused_step: residual, update of d and x together) that writes
+ * the new x into the level's spare vector (x is gathered, so it cannot be
+ * updated in place); with x = 0 on entry the residual is b itself and no
+ * SpMV is needed. */
 #include "hierarchy.h"
 #include "../vec/vec_fused.h"
 
@@ -162,19 +165,20 @@ void ks_amg_smoother_free(ks_amg_level *L)
 
 ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, ks_vec *r)
 {
-    KS_TRY(ks_vec_copy(b, r));
-    return ks_matrix_apply(amg->levels[l].Am, -1.0, x, 1.0, r);
+    return ks_matrix_fused_step(amg->levels[l].Am, b, x, r, 0.0, 0.0, NULL, NULL, NULL);
 }
 
-/* One Jacobi-type step x += dinv .* (b - A x). */
-static ks_error jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero)
+ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, double a,
+                            double c, int x_zero)
 {
     ks_amg_level *L = &amg->levels[l];
-    if (x_zero)
-        return ks_vec_pointwise_mult(L->dinv, b, x);
-    KS_TRY(ks_amg_residual(amg, l, b, x, L->r));
-    /* r = dinv .* r in place (elementwise, safe), x += r: one pass */
-    return ks_vec_smooth_update(0.0, L->r, 1.0, L->dinv, L->r, x, 0);
+    if (x_zero) /* x = 0: the residual is b; the result goes where x is */
+        return ks_vec_smooth_update(a, L->d, c, L->dinv, b, NULL, xb->cur);
+    KS_TRY(ks_matrix_fused_step(L->Am, b, xb->cur, L->r, a, c, L->dinv, L->d, xb->spare));
+    ks_vec *t = xb->cur;
+    xb->cur = xb->spare;
+    xb->spare = t;
+    return KS_OK;
 }
 
 static ks_error gs_step(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int reverse)
@@ -186,32 +190,49 @@ static ks_error gs_step(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int reve
     return KS_OK;
 }
 
-ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int sweeps, int post,
-                       int x_zero)
+int ks_amg_smooth_steps(const ks_amg *amg, int l, int sweeps)
 {
     if (sweeps <= 0)
-        return x_zero ? ks_vec_fill(x, 0.0) : KS_OK;
+        return 0;
+    switch (amg->smoother) {
+    case KS_SMOOTHER_JACOBI:
+    case KS_SMOOTHER_JACOBI_L1: return sweeps;
+    case KS_SMOOTHER_CHEBYSHEV: return sweeps * ks_amg_chebyshev_steps(amg, l);
+    case KS_SMOOTHER_GS:
+    case KS_SMOOTHER_SGS: return 0; /* in place */
+    }
+    return 0;
+}
+
+ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, int sweeps,
+                       int post, int x_zero)
+{
+    if (sweeps <= 0)
+        return x_zero ? ks_vec_fill(xb->cur, 0.0) : KS_OK;
     for (int s = 0; s < sweeps; s++, x_zero = 0) {
         switch (amg->smoother) {
         case KS_SMOOTHER_JACOBI:
-        case KS_SMOOTHER_JACOBI_L1: KS_TRY(jacobi_step(amg, l, b, x, x_zero)); break;
-        case KS_SMOOTHER_CHEBYSHEV: KS_TRY(ks_amg_chebyshev(amg, l, b, x, x_zero)); break;
+        case KS_SMOOTHER_JACOBI_L1:
+            /* x += dinv .* (b - A x), dinv holding omega */
+            KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, 0.0, 1.0, x_zero));
+            break;
+        case KS_SMOOTHER_CHEBYSHEV: KS_TRY(ks_amg_chebyshev(amg, l, b, xb, x_zero)); break;
         case KS_SMOOTHER_GS:
             /* Forward before the coarse correction, backward after: the
              * post-smoother is the adjoint of the pre-smoother, so the cycle
              * is a symmetric preconditioner (PCG). */
             if (x_zero)
-                KS_TRY(ks_vec_fill(x, 0.0));
-            KS_TRY(gs_step(amg, l, b, x, post));
+                KS_TRY(ks_vec_fill(xb->cur, 0.0));
+            KS_TRY(gs_step(amg, l, b, xb->cur, post));
             break;
         case KS_SMOOTHER_SGS:
             /* Forward then backward both before and after: the symmetric
              * sweep's error propagator is self-adjoint in the A inner
              * product, so pre and post use the same order. */
             if (x_zero)
-                KS_TRY(ks_vec_fill(x, 0.0));
-            KS_TRY(gs_step(amg, l, b, x, 0));
-            KS_TRY(gs_step(amg, l, b, x, 1));
+                KS_TRY(ks_vec_fill(xb->cur, 0.0));
+            KS_TRY(gs_step(amg, l, b, xb->cur, 0));
+            KS_TRY(gs_step(amg, l, b, xb->cur, 1));
             break;
         }
     }

@@ -5,6 +5,7 @@
  *   bench_amg --mtx A.mtx.gz --config examples/configs/pcg_amg_aggregation.json
  *   bench_amg --n 64 --algorithm AGGREGATION --solver PBICGSTAB -p solver.max_iters=50
  *   bench_amg --n 128 --backend cuda --vcycle-vs-spmv
+ *   bench_amg --n 128 --backend cuda --level-formats
  *
  * Problem: b = A x with x_i = sin(i), x0 = 0, relative tolerance 1e-8
  * (RELATIVE_RHS) unless --config or -p say otherwise. Per backend: one
@@ -14,8 +15,19 @@
  * it: from x = 0) against one fine-level SpMV; the issue's target on the
  * GPU is a V-cycle costing at most 10 fine-level SpMVs.
  *
- * Uses the public API and config strings; the hierarchy's complexities and
- * the cycle come from the private AMG header (a benchmark may look inside). */
+ * --level-formats (issue 4) compares the hierarchy's per-level SpMV formats
+ * with plain CSR: per level, one SpMV y = A_l x in the level's own format
+ * against the same operator as cuSPARSE CSR ("cusparse") and as our vector
+ * CSR ("csr_vector"); then whole solves with the AMG level format
+ * (spmv_format of the AMG scope) as configured (default "auto") and set to
+ * each CSR format, the fine matrix in the same format (--format for the
+ * first run). Each configuration is set up once: the solves are compared,
+ * and a 128^3 hierarchy takes seconds to build on the host. The cpu backend
+ * has only "csr": it is then the baseline, so the mode runs there too.
+ *
+ * Uses the public API and config strings; the hierarchy (complexities,
+ * levels, cycle) and the parsed AMG settings come from private headers (a
+ * benchmark may look inside). */
 #include "ksolve.h"
 #include "../solver/solver_impl.h"
 #include "../amg/hierarchy.h"
@@ -30,7 +42,7 @@
 
 typedef struct opts {
     const char *gen, *mtx, *backends, *config, *algorithm, *solver, *format;
-    int n, repeat, vcycle;
+    int n, repeat, vcycle, level_formats;
     double tol;
     int nsets;
     const char *set_key[MAX_SETS];
@@ -53,7 +65,12 @@ static void usage(FILE *f)
             "  --format F          SpMV format of A [auto]\n"
             "  -p, --set KEY=VAL   any config key (ks_config_set), applied last; repeatable\n"
             "  --repeat R          timed setups and solves, medians reported [3]\n"
-            "  --vcycle-vs-spmv    also time one AMG cycle against one fine-level SpMV\n");
+            "  --vcycle-vs-spmv    also time one AMG cycle against one fine-level SpMV\n"
+            "  --level-formats     per AMG level, one SpMV in the level's format against\n"
+            "                      cusparse and csr_vector (cpu: csr); then whole solves with\n"
+            "                      the AMG level format (spmv_format) as configured [auto]\n"
+            "                      and set to each CSR format, the fine matrix likewise;\n"
+            "                      one setup per configuration, --repeat solves each\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -76,6 +93,10 @@ static int parse(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--vcycle-vs-spmv")) {
             o->vcycle = 1;
+            continue;
+        }
+        if (!strcmp(a, "--level-formats")) {
+            o->level_formats = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -145,7 +166,20 @@ static int parse(int argc, char **argv, opts *o)
     return 0;
 }
 
-static ks_error make_config(const opts *o, ks_config **cfg)
+/* Config key of the AMG's per-level SpMV format: the AMG is the solver
+ * itself or its preconditioner; NULL without AMG. */
+static const char *level_format_key(const ks_config *cfg)
+{
+    const ks_solver_params *p = ks_config_solver_params(cfg);
+    if (!strcmp(p->solver, "AMG"))
+        return "solver.spmv_format";
+    if (!strcmp(p->pc.solver, "AMG"))
+        return "solver.preconditioner.spmv_format";
+    return NULL;
+}
+
+/* level_format, when not NULL, is set after the -p overrides. */
+static ks_error make_config(const opts *o, const char *level_format, ks_config **cfg)
 {
     if (o->config) {
         KS_TRY(ks_config_create_from_file(o->config, cfg));
@@ -168,6 +202,13 @@ static ks_error make_config(const opts *o, ks_config **cfg)
     KS_TRY(ks_config_set(*cfg, "solver.store_res_history", "0"));
     for (int i = 0; i < o->nsets; i++)
         KS_TRY(ks_config_set(*cfg, o->set_key[i], o->set_val[i]));
+    if (level_format) {
+        const char *key = level_format_key(*cfg);
+        if (!key)
+            return ks_seterr(KS_ERR_CONFIG, "no AMG solver or preconditioner to set the level "
+                                            "format of");
+        KS_TRY(ks_config_set(*cfg, key, level_format));
+    }
     return KS_OK;
 }
 
@@ -185,6 +226,7 @@ static double median(double *v, int n)
 
 typedef struct result {
     char backend[16];
+    char level_format[KS_NAME_MAX], fine_format[KS_NAME_MAX]; /* --level-formats */
     double setup_s, solve_s, per_it_s;
     int iterations;
     int levels;
@@ -272,52 +314,97 @@ static ks_error op_spmv(void *c)
     return ks_matrix_apply(o->M, 1.0, o->in, 0.0, o->out);
 }
 
-static int bench_one(const char *backend, const ks_csr *A, const double *bh, const opts *o,
-                     result *res)
+/* Seconds of one SpMV y = M x (time_op), on vectors made for it. */
+static ks_error time_spmv(ks_backend *be, ks_matrix *M, double *sec)
+{
+    ks_vec *in = NULL, *out = NULL;
+    ks_error e = ks_vec_create(be, ks_matrix_cols(M), &in);
+    if (e == KS_OK)
+        e = ks_vec_create(be, ks_matrix_rows(M), &out);
+    if (e == KS_OK)
+        e = ks_vec_fill(in, 1.0);
+    if (e == KS_OK) {
+        op_ctx c = {NULL, M, in, out};
+        e = time_op(be, op_spmv, &c, sec);
+    }
+    ks_vec_destroy(in);
+    ks_vec_destroy(out);
+    return e;
+}
+
+/* A configured solve on a backend, kept open after run_solver so the
+ * caller can look at the hierarchy; run_close frees it. */
+typedef struct run {
+    ks_config *cfg;
+    ks_matrix *M;
+    ks_vec *b, *x;
+    ks_solver *s;
+    const ks_amg *amg; /* NULL without AMG */
+} run;
+
+static void run_close(run *r)
+{
+    ks_solver_destroy(r->s);
+    ks_vec_destroy(r->b);
+    ks_vec_destroy(r->x);
+    ks_matrix_destroy(r->M);
+    ks_config_destroy(r->cfg);
+    memset(r, 0, sizeof *r);
+}
+
+/* Set up and solve A x = b on be with the fine matrix in fine_format and,
+ * when level_format is not NULL, that AMG level format; print heading and
+ * the results. Setups: a warm-up and --repeat timed ones (medians), but a
+ * single one with --level-formats. --vcycle-vs-spmv and --level-formats
+ * also time one cycle and one fine-level SpMV. */
+static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const opts *o,
+                      const char *fine_format, const char *level_format, const char *heading,
+                      run *r, result *res)
 {
     int rc = 1;
-    ks_backend *be = NULL;
-    ks_config *cfg = NULL;
-    ks_matrix *M = NULL;
-    ks_vec *b = NULL, *x = NULL;
-    ks_solver *s = NULL;
+    int nsetups = o->level_formats ? 0 : o->repeat;
     double *ts = calloc((size_t)o->repeat, sizeof *ts);
     double *tv = calloc((size_t)o->repeat, sizeof *tv);
     memset(res, 0, sizeof *res);
-    snprintf(res->backend, sizeof res->backend, "%s", backend);
+    snprintf(res->backend, sizeof res->backend, "%s", ks_backend_name(be));
     if (!ts || !tv) {
         fprintf(stderr, "bench_amg: out of memory\n");
         goto done;
     }
-    FAIL(make_config(o, &cfg));
-    FAIL(ks_backend_create(backend, &be));
-    FAIL(ks_matrix_create(be, A, o->format, NULL, &M));
-    FAIL(ks_vec_create(be, A->nrows, &b));
-    FAIL(ks_vec_create(be, A->nrows, &x));
-    FAIL(ks_vec_set_host(b, bh));
-    FAIL(ks_solver_create(be, cfg, &s));
+    FAIL(make_config(o, level_format, &r->cfg));
+    FAIL(ks_matrix_create(be, A, fine_format, NULL, &r->M));
+    FAIL(ks_vec_create(be, A->nrows, &r->b));
+    FAIL(ks_vec_create(be, A->nrows, &r->x));
+    FAIL(ks_vec_set_host(r->b, bh));
+    FAIL(ks_solver_create(be, r->cfg, &r->s));
+    ks_solver *s = r->s;
     const ks_solve_stats *st = ks_solver_stats(s);
+    snprintf(res->level_format, sizeof res->level_format, "%s",
+             ks_config_solver_params(r->cfg)->pc.amg.level_format);
+    snprintf(res->fine_format, sizeof res->fine_format, "%s", ks_matrix_format(r->M));
 
     /* Setups: warm-up, then the timed ones (each rebuilds the hierarchy). */
-    FAIL(ks_solver_setup(s, M));
-    for (int r = 0; r < o->repeat; r++) {
-        FAIL(ks_solver_setup(s, M));
-        ts[r] = st->setup_seconds;
+    FAIL(ks_solver_setup(s, r->M));
+    res->setup_s = st->setup_seconds;
+    for (int k = 0; k < nsetups; k++) {
+        FAIL(ks_solver_setup(s, r->M));
+        ts[k] = st->setup_seconds;
     }
-    res->setup_s = median(ts, o->repeat);
-    const ks_amg *amg = ks_precond_amg(s->pc);
+    if (nsetups)
+        res->setup_s = median(ts, nsetups);
+    const ks_amg *amg = r->amg = ks_precond_amg(s->pc);
     if (amg) {
         res->levels = amg->nlevels;
         res->opc = amg->operator_complexity;
         res->gridc = amg->grid_complexity;
     }
 
-    FAIL(ks_vec_fill(x, 0.0)); /* warm-up solve */
-    FAIL(ks_solver_solve(s, b, x));
-    for (int r = 0; r < o->repeat; r++) {
-        FAIL(ks_vec_fill(x, 0.0));
-        FAIL(ks_solver_solve(s, b, x));
-        tv[r] = st->solve_seconds;
+    FAIL(ks_vec_fill(r->x, 0.0)); /* warm-up solve */
+    FAIL(ks_solver_solve(s, r->b, r->x));
+    for (int k = 0; k < o->repeat; k++) {
+        FAIL(ks_vec_fill(r->x, 0.0));
+        FAIL(ks_solver_solve(s, r->b, r->x));
+        tv[k] = st->solve_seconds;
         res->iterations = st->iterations;
     }
     res->solve_s = median(tv, o->repeat);
@@ -325,26 +412,31 @@ static int bench_one(const char *backend, const ks_csr *A, const double *bh, con
     res->status = st->status;
     res->true_rel = st->true_relative_residual;
 
-    printf("\n%s: %s\n", backend, ks_backend_description(be));
+    printf("%s\n", heading);
     ks_solver_print_setup(s, stdout);
     printf("  %s%s%s, SpMV format %s\n", ks_solver_name(s),
            strcmp(ks_solver_name(s), "AMG") ? " + " : "",
            strcmp(ks_solver_name(s), "AMG") ? ks_solver_preconditioner_name(s) : "",
-           ks_matrix_format(M));
+           ks_matrix_format(r->M));
     if (amg)
         printf("  levels %d, operator complexity %.3f, grid complexity %.3f\n", res->levels,
                res->opc, res->gridc);
     printf("  iterations %d (%s), true relative residual %.3e\n", res->iterations,
            ks_solve_status_name(res->status), res->true_rel);
-    printf("  setup %.4f s, solve %.4f s, %.3f ms/iteration (medians of %d)\n", res->setup_s,
-           res->solve_s, 1e3 * res->per_it_s, o->repeat);
+    if (nsetups)
+        printf("  setup %.4f s, solve %.4f s, %.3f ms/iteration (medians of %d)\n", res->setup_s,
+               res->solve_s, 1e3 * res->per_it_s, o->repeat);
+    else
+        printf("  setup %.4f s (one), solve %.4f s, %.3f ms/iteration (medians of %d solves)\n",
+               res->setup_s, res->solve_s, 1e3 * res->per_it_s, o->repeat);
 
-    if (o->vcycle) {
+    if (o->vcycle || o->level_formats) {
         if (!amg) {
-            fprintf(stderr, "bench_amg: --vcycle-vs-spmv needs an AMG solver or preconditioner\n");
+            fprintf(stderr, "bench_amg: %s needs an AMG solver or preconditioner\n",
+                    o->vcycle ? "--vcycle-vs-spmv" : "--level-formats");
             goto done;
         }
-        op_ctx c = {(ks_amg *)amg, M, b, x};
+        op_ctx c = {(ks_amg *)amg, r->M, r->b, r->x};
         FAIL(time_op(be, op_cycle, &c, &res->cycle_s));
         FAIL(time_op(be, op_spmv, &c, &res->spmv_s));
         res->cycle_est = cycle_estimate(amg);
@@ -356,14 +448,194 @@ static int bench_one(const char *backend, const ks_csr *A, const double *bh, con
     fflush(stdout);
     rc = 0;
 done:
-    ks_solver_destroy(s);
-    ks_vec_destroy(b);
-    ks_vec_destroy(x);
-    ks_matrix_destroy(M);
-    ks_backend_destroy(be);
-    ks_config_destroy(cfg);
     free(ts);
     free(tv);
+    return rc;
+}
+
+/* The CSR formats --level-formats compares against. */
+#define NBASE 2
+static const char *const csr_baselines[NBASE] = {"cusparse", "csr_vector"};
+
+static int format_available(const char *backend, const char *format)
+{
+    for (const char *const *n = ks_spmv_format_names(backend); *n; n++)
+        if (!strcmp(*n, format))
+            return 1;
+    return 0;
+}
+
+/* The baselines available on backend (the cpu's "csr" when none is),
+ * saying which are missing. */
+static int pick_baselines(const char *backend, const char *base[NBASE])
+{
+    int nb = 0;
+    char missing[64] = "";
+    for (int k = 0; k < NBASE; k++) {
+        if (format_available(backend, csr_baselines[k]))
+            base[nb++] = csr_baselines[k];
+        else
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                     missing[0] ? ", " : "", csr_baselines[k]);
+    }
+    if (!missing[0])
+        return nb;
+    if (nb == 0 && format_available(backend, "csr")) {
+        base[nb++] = "csr";
+        printf("note: %s not available on the %s backend: comparing against csr, its only "
+               "format\n",
+               missing, backend);
+    } else {
+        printf("note: %s not available on the %s backend (skipped)\n", missing, backend);
+    }
+    return nb;
+}
+
+/* Column width for a label (at least w). */
+static int width(const char *label, int w)
+{
+    int n = (int)strlen(label);
+    return n > w ? n : w;
+}
+
+/* One SpMV y = A_l x per level: the level's own matrix against its host
+ * operator rebuilt in each baseline format. Sums over the levels go to
+ * *sum_own and sum_base[]. */
+static int level_table(ks_backend *be, const ks_amg *amg, const char *const *base, int nb,
+                       double *sum_own, double *sum_base)
+{
+    int rc = 1;
+    ks_matrix *B = NULL;
+    char vs[NBASE][48];
+    *sum_own = 0.0;
+    printf("\nSpMV y = A_l x per level on %s, us per SpMV (speedup: CSR time / level format "
+           "time):\n",
+           ks_backend_name(be));
+    printf("  level        rows    nonzeros  %-12s %12s", "format", "level format");
+    for (int k = 0; k < nb; k++) {
+        sum_base[k] = 0.0;
+        printf(" %*s", width(base[k], 10), base[k]);
+    }
+    for (int k = 0; k < nb; k++) {
+        snprintf(vs[k], sizeof vs[k], "vs %s", base[k]);
+        printf(" %*s", width(vs[k], 10), vs[k]);
+    }
+    printf("\n");
+    for (int l = 0; l < amg->nlevels; l++) {
+        const ks_amg_level *L = &amg->levels[l];
+        double t_own, t_base[NBASE];
+        FAIL(time_spmv(be, L->Am, &t_own));
+        for (int k = 0; k < nb; k++) {
+            FAIL(ks_matrix_create(be, &L->A, base[k], NULL, &B));
+            FAIL(time_spmv(be, B, &t_base[k]));
+            ks_matrix_destroy(B);
+            B = NULL;
+        }
+        printf("  %5d %11ld %11ld  %-12s %12.1f", l, (long)L->A.nrows, (long)L->A.nnz,
+               ks_matrix_format(L->Am), 1e6 * t_own);
+        for (int k = 0; k < nb; k++)
+            printf(" %*.1f", width(base[k], 10), 1e6 * t_base[k]);
+        for (int k = 0; k < nb; k++)
+            printf(" %*.2fx", width(vs[k], 10) - 1, t_base[k] / t_own);
+        printf("\n");
+        *sum_own += t_own;
+        for (int k = 0; k < nb; k++)
+            sum_base[k] += t_base[k];
+    }
+    printf("  %-5s %11s %11s  %-12s %12.1f", "sum", "", "", "", 1e6 * *sum_own);
+    for (int k = 0; k < nb; k++)
+        printf(" %*.1f", width(base[k], 10), 1e6 * sum_base[k]);
+    for (int k = 0; k < nb; k++)
+        printf(" %*.2fx", width(vs[k], 10) - 1, sum_base[k] / *sum_own);
+    printf("\n");
+    fflush(stdout);
+    rc = 0;
+done:
+    ks_matrix_destroy(B);
+    return rc;
+}
+
+/* --level-formats on one backend: the first run as configured (its result
+ * goes to *res for the GPU/CPU ratios), the level table from its hierarchy,
+ * then one run per baseline format and the comparison. */
+static int bench_level_formats(ks_backend *be, const ks_csr *A, const double *bh, const opts *o,
+                               result *res)
+{
+    const char *name = ks_backend_name(be);
+    const char *base[NBASE];
+    result runs[1 + NBASE];
+    double sum_own = 0.0, sum_base[NBASE];
+    char head[256];
+    run r = {0};
+    int rc = 1;
+    printf("\n%s: %s\n", name, ks_backend_description(be));
+    int nb = pick_baselines(name, base);
+    snprintf(head, sizeof head,
+             "\n[%s] AMG level format as configured, fine matrix format %s:", name, o->format);
+    if (run_solver(be, A, bh, o, o->format, NULL, head, &r, &runs[0]))
+        goto done;
+    *res = runs[0];
+    if (level_table(be, r.amg, base, nb, &sum_own, sum_base))
+        goto done;
+    run_close(&r);
+    for (int k = 0; k < nb; k++) {
+        snprintf(head, sizeof head, "\n[%s] AMG level format %s, fine matrix format %s:", name,
+                 base[k], base[k]);
+        if (run_solver(be, A, bh, o, base[k], base[k], head, &r, &runs[1 + k]))
+            goto done;
+        run_close(&r);
+    }
+
+    printf("\nwhole solves on %s by AMG level format (medians of %d solves; cycle and SpMV: "
+           "one each):\n",
+           name, o->repeat);
+    printf("  %-12s %-12s %6s %11s %9s %11s %11s  %s\n", "level format", "fine format", "iters",
+           "solve (ms)", "ms/iter", "cycle (ms)", "SpMV (ms)", "status");
+    for (int k = 0; k <= nb; k++) {
+        const result *q = &runs[k];
+        printf("  %-12s %-12s %6d %11.3f %9.4f %11.4f %11.4f  %s\n", q->level_format,
+               q->fine_format, q->iterations, 1e3 * q->solve_s, 1e3 * q->per_it_s,
+               1e3 * q->cycle_s, 1e3 * q->spmv_s, ks_solve_status_name(q->status));
+    }
+    for (int k = 0; k < nb; k++) {
+        const result *a = &runs[0], *q = &runs[1 + k];
+        printf("  %s vs %s (speedup = %s time / %s time): solve %.2fx, per iteration %.2fx, "
+               "cycle %.2fx, fine SpMV %.2fx; per-level SpMV sum %.2fx\n",
+               a->level_format, base[k], base[k], a->level_format, q->solve_s / a->solve_s,
+               q->per_it_s / a->per_it_s, q->cycle_s / a->cycle_s, q->spmv_s / a->spmv_s,
+               sum_base[k] / sum_own);
+        if (q->iterations != a->iterations)
+            printf("  note: iterations %d with %s vs %d: compare per iteration\n", q->iterations,
+                   base[k], a->iterations);
+        /* main's exit status follows res->status: any run not converging fails. */
+        if (q->status != KS_SOLVE_CONVERGED)
+            res->status = q->status;
+    }
+    fflush(stdout);
+    rc = 0;
+done:
+    run_close(&r);
+    return rc;
+}
+
+static int bench_one(const char *backend, const ks_csr *A, const double *bh, const opts *o,
+                     result *res)
+{
+    ks_backend *be = NULL;
+    run r = {0};
+    int rc = 1;
+    memset(res, 0, sizeof *res);
+    FAIL(ks_backend_create(backend, &be));
+    if (o->level_formats) {
+        rc = bench_level_formats(be, A, bh, o, res);
+    } else {
+        char head[256];
+        snprintf(head, sizeof head, "\n%s: %s", backend, ks_backend_description(be));
+        rc = run_solver(be, A, bh, o, o->format, NULL, head, &r, res);
+    }
+done:
+    run_close(&r);
+    ks_backend_destroy(be);
     return rc;
 }
 

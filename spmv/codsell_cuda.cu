@@ -175,4 +175,5 @@ extern "C" const ks_spmv_format_ops ks_format_codsell_cuda = {
     codsell_destroy,
     NULL, /* gs_sweep */
     ks_codsell_layout_to_csr,
+    NULL, /* fused_step */
 };

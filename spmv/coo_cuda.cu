@@ -324,4 +324,5 @@ extern "C" const ks_spmv_format_ops ks_format_coo_cuda = {
     coo_destroy,
     NULL, /* gs_sweep */
     ks_coo_layout_to_csr,
+    NULL, /* fused_step */
 };

@@ -124,6 +124,34 @@ static ks_error csr_cpu_apply(ks_backend *be, void *state, double alpha, const d
     return KS_OK;
 }
 
+/* The fused pass (fused.h): the row sum as in apply, then the row's
+ * epilogue, so the residual is never stored when only the step needs it. */
+static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
+{
+    (void)be;
+    const csr_cpu_state *s = state;
+    const ks_int *restrict rowptr = s->A.rowptr;
+    const ks_int *restrict colind = s->A.colind;
+    const double *restrict val = s->A.val;
+    const double *restrict x = f->x;
+    const ks_int *part = s->part;
+    const int nparts = s->nparts;
+    const int64_t work = (int64_t)s->A.nnz + s->A.nrows;
+    (void)work;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
+#endif
+    for (int p = 0; p < nparts; p++) {
+        for (ks_int i = part[p]; i < part[p + 1]; i++) {
+            double sum = 0.0;
+            for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
+                sum += val[j] * x[colind[j]];
+            ks_fused_row(f, i, sum);
+        }
+    }
+    return KS_OK;
+}
+
 /* Rows per Gauss-Seidel block. The blocks are fixed by the matrix alone (not
  * by the thread count), so a sweep gives the same x on any number of threads;
  * matrices up to this size get true (sequential) Gauss-Seidel. */
@@ -209,4 +237,5 @@ const ks_spmv_format_ops ks_format_csr_cpu = {
     .apply = csr_cpu_apply,
     .destroy = csr_cpu_destroy,
     .gs_sweep = csr_cpu_gs_sweep,
+    .fused_step = csr_cpu_fused_step,
 };

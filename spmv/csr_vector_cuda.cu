@@ -52,17 +52,16 @@ int choose_threads_per_row(const ks_csr *A)
  * lane's entry order, so results equal those of the plain strided loop. */
 const int kUnroll = 4;
 
+/* Row `row`'s sum A(row,:) x over the T lanes of its group; the full sum
+ * is in lane 0. Every lane of the warp must call it (the shuffles use the
+ * full mask), rows past the end included. */
 template <int T>
-__global__ void __launch_bounds__(kBlock)
-    csr_vector_kernel(ks_int nrows, const ks_int *__restrict__ rowptr,
-                      const ks_int *__restrict__ colind, const double *__restrict__ val,
-                      const double *__restrict__ x, double alpha, double beta,
-                      double *__restrict__ y)
+__device__ __forceinline__ double row_sum(unsigned row, int lane, ks_int nrows,
+                                          const ks_int *__restrict__ rowptr,
+                                          const ks_int *__restrict__ colind,
+                                          const double *__restrict__ val,
+                                          const double *__restrict__ x)
 {
-    /* 32-bit row math: the launch has nrows * T / kBlock blocks, so this
-     * cannot overflow while nrows fits ks_int. */
-    const unsigned row = blockIdx.x * (unsigned)(kBlock / T) + threadIdx.x / T;
-    const int lane = (int)(threadIdx.x & (T - 1));
     double sum = 0.0;
     if (row < (unsigned)nrows) {
         const ks_int end = __ldg(rowptr + row + 1);
@@ -88,27 +87,91 @@ __global__ void __launch_bounds__(kBlock)
                     sum += v[u] * xv[u];
         }
     }
-    /* Every lane of the warp reaches the shuffles (no early return above),
-     * as the full mask requires; width T keeps each row's group separate. */
+    /* Width T keeps each row's group separate. */
 #pragma unroll
     for (int off = T / 2; off > 0; off >>= 1)
         sum += __shfl_down_sync(0xffffffffu, sum, off, T);
+    return sum;
+}
+
+/* 32-bit row math: the launch has nrows * T / kBlock blocks, so this cannot
+ * overflow while nrows fits ks_int. */
+template <int T>
+__device__ __forceinline__ unsigned my_row()
+{
+    return blockIdx.x * (unsigned)(kBlock / T) + threadIdx.x / T;
+}
+
+template <int T>
+__global__ void __launch_bounds__(kBlock)
+    csr_vector_kernel(ks_int nrows, const ks_int *__restrict__ rowptr,
+                      const ks_int *__restrict__ colind, const double *__restrict__ val,
+                      const double *__restrict__ x, double alpha, double beta,
+                      double *__restrict__ y)
+{
+    const unsigned row = my_row<T>();
+    const int lane = (int)(threadIdx.x & (T - 1));
+    const double sum = row_sum<T>(row, lane, nrows, rowptr, colind, val, x);
     if (lane == 0 && row < (unsigned)nrows) {
         /* beta == 0 must not read y: it may hold garbage or NaN. */
         y[row] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[row];
     }
 }
 
+/* The fused residual / smoother pass (fused.h). */
 template <int T>
-ks_error launch(const csr_vector_state *s, cudaStream_t stream, double alpha, const double *x,
-                double beta, double *y)
+__global__ void __launch_bounds__(kBlock)
+    csr_vector_fused_kernel(ks_int nrows, const ks_int *__restrict__ rowptr,
+                            const ks_int *__restrict__ colind, const double *__restrict__ val,
+                            const ks_fused_step f)
+{
+    const unsigned row = my_row<T>();
+    const int lane = (int)(threadIdx.x & (T - 1));
+    const double sum = row_sum<T>(row, lane, nrows, rowptr, colind, val, f.x);
+    if (lane == 0 && row < (unsigned)nrows)
+        ks_fused_row(&f, (ks_int)row, sum);
+}
+
+template <int T>
+unsigned grid_of(const csr_vector_state *s)
 {
     const long long threads = (long long)s->A.nrows * T;
-    const unsigned blocks = (unsigned)((threads + kBlock - 1) / kBlock);
-    csr_vector_kernel<T><<<blocks, kBlock, 0, stream>>>(s->A.nrows, s->A.rowptr, s->A.colind,
-                                                         s->A.val, x, alpha, beta, y);
+    return (unsigned)((threads + kBlock - 1) / kBlock);
+}
+
+/* apply (f == NULL) or the fused pass */
+template <int T>
+ks_error launch(const csr_vector_state *s, cudaStream_t stream, double alpha, const double *x,
+                double beta, double *y, const ks_fused_step *f)
+{
+    if (f) {
+        csr_vector_fused_kernel<T><<<grid_of<T>(s), kBlock, 0, stream>>>(
+            s->A.nrows, s->A.rowptr, s->A.colind, s->A.val, *f);
+        KS_CUDA_LAUNCH_CHECK("csr_vector_fused_kernel");
+        return KS_OK;
+    }
+    csr_vector_kernel<T><<<grid_of<T>(s), kBlock, 0, stream>>>(
+        s->A.nrows, s->A.rowptr, s->A.colind, s->A.val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("csr_vector_kernel");
     return KS_OK;
+}
+
+ks_error dispatch(ks_backend *be, const csr_vector_state *s, double alpha, const double *x,
+                  double beta, double *y, const ks_fused_step *f)
+{
+    if (s->A.nrows == 0)
+        return KS_OK;
+    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
+    switch (s->tpr) {
+    case 1: return launch<1>(s, stream, alpha, x, beta, y, f);
+    case 2: return launch<2>(s, stream, alpha, x, beta, y, f);
+    case 4: return launch<4>(s, stream, alpha, x, beta, y, f);
+    case 8: return launch<8>(s, stream, alpha, x, beta, y, f);
+    case 16: return launch<16>(s, stream, alpha, x, beta, y, f);
+    case 32: return launch<32>(s, stream, alpha, x, beta, y, f);
+    }
+    return ks_seterr(KS_ERR_ARG, "csr_vector: threads_per_row %d is not a divisor of 32",
+                     s->tpr);
 }
 
 ks_error csr_vector_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **layout)
@@ -160,20 +223,12 @@ ks_error csr_vector_setup(ks_backend *be, const void *layout, void **state)
 ks_error csr_vector_apply(ks_backend *be, void *state, double alpha, const double *x,
                           double beta, double *y)
 {
-    const csr_vector_state *s = (const csr_vector_state *)state;
-    if (s->A.nrows == 0)
-        return KS_OK;
-    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
-    switch (s->tpr) {
-    case 1: return launch<1>(s, stream, alpha, x, beta, y);
-    case 2: return launch<2>(s, stream, alpha, x, beta, y);
-    case 4: return launch<4>(s, stream, alpha, x, beta, y);
-    case 8: return launch<8>(s, stream, alpha, x, beta, y);
-    case 16: return launch<16>(s, stream, alpha, x, beta, y);
-    case 32: return launch<32>(s, stream, alpha, x, beta, y);
-    }
-    return ks_seterr(KS_ERR_ARG, "csr_vector: threads_per_row %d is not a divisor of 32",
-                     s->tpr);
+    return dispatch(be, (const csr_vector_state *)state, alpha, x, beta, y, NULL);
+}
+
+ks_error csr_vector_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
+{
+    return dispatch(be, (const csr_vector_state *)state, 0.0, NULL, 0.0, NULL, f);
 }
 
 ks_error upload(ks_backend *be, const void *host, size_t bytes, void **dev, const char *what,
@@ -232,4 +287,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     csr_vector_destroy,
     NULL, /* gs_sweep */
     ks_csr_layout_to_csr,
+    csr_vector_fused_step,
 };

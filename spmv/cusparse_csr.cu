@@ -170,4 +170,5 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     cusparse_destroy,
     NULL, /* gs_sweep */
     ks_csr_layout_to_csr,
+    NULL, /* fused_step */
 };

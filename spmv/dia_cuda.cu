@@ -23,6 +23,20 @@ struct dia_state {
     double *val;
 };
 
+__device__ __forceinline__ double dia_row_sum(long long i, ks_int nrows, ks_int ncols,
+                                              ks_int ndiag, const ks_int *__restrict__ offset,
+                                              const double *__restrict__ val,
+                                              const double *__restrict__ x)
+{
+    double sum = 0.0;
+    for (ks_int k = 0; k < ndiag; k++) {
+        const long long c = i + __ldg(offset + k);
+        if (c >= 0 && c < ncols)
+            sum += __ldg(val + (long long)k * nrows + i) * __ldg(x + c);
+    }
+    return sum;
+}
+
 __global__ void __launch_bounds__(kBlock)
     dia_kernel(ks_int nrows, ks_int ncols, ks_int ndiag, const ks_int *__restrict__ offset,
                const double *__restrict__ val, const double *__restrict__ x, double alpha,
@@ -31,14 +45,21 @@ __global__ void __launch_bounds__(kBlock)
     const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
     if (i >= nrows)
         return;
-    double sum = 0.0;
-    for (ks_int k = 0; k < ndiag; k++) {
-        const long long c = i + __ldg(offset + k);
-        if (c >= 0 && c < ncols)
-            sum += __ldg(val + (long long)k * nrows + i) * __ldg(x + c);
-    }
+    const double sum = dia_row_sum(i, nrows, ncols, ndiag, offset, val, x);
     /* beta == 0 must not read y: it may hold garbage or NaN. */
     y[i] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[i];
+}
+
+/* The fused residual / smoother pass (fused.h). */
+__global__ void __launch_bounds__(kBlock)
+    dia_fused_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
+                     const ks_int *__restrict__ offset, const double *__restrict__ val,
+                     const ks_fused_step f)
+{
+    const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
+    if (i >= nrows)
+        return;
+    ks_fused_row(&f, (ks_int)i, dia_row_sum(i, nrows, ncols, ndiag, offset, val, f.x));
 }
 
 void dia_destroy(ks_backend *be, void *state)
@@ -86,6 +107,18 @@ ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, d
     dia_kernel<<<blocks, kBlock, 0, (cudaStream_t)ks_cuda_stream(be)>>>(
         s->nrows, s->ncols, s->ndiag, s->offset, s->val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("dia_kernel");
+    return KS_OK;
+}
+
+ks_error dia_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
+{
+    const dia_state *s = (const dia_state *)state;
+    if (s->nrows == 0)
+        return KS_OK;
+    const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
+    dia_fused_kernel<<<blocks, kBlock, 0, (cudaStream_t)ks_cuda_stream(be)>>>(
+        s->nrows, s->ncols, s->ndiag, s->offset, s->val, *f);
+    KS_CUDA_LAUNCH_CHECK("dia_fused_kernel");
     return KS_OK;
 }
 
@@ -257,6 +290,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     dia_destroy,
     NULL, /* gs_sweep */
     ks_dia_layout_to_csr,
+    dia_fused_step,
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -272,4 +306,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     bdia_destroy,
     NULL, /* gs_sweep */
     ks_bdia_layout_to_csr,
+    NULL, /* fused_step */
 };

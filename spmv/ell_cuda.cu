@@ -164,6 +164,7 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     ell_destroy,
     NULL, /* gs_sweep */
     ks_ell_layout_to_csr,
+    NULL, /* fused_step */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -179,4 +180,5 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     ell_destroy,
     NULL, /* gs_sweep */
     ks_ell_layout_to_csr,
+    NULL, /* fused_step */
 };

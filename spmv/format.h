@@ -6,6 +6,7 @@
 #define KS_FORMAT_H
 
 #include "../vec/backend.h"
+#include "fused.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +43,11 @@ typedef struct ks_spmv_format_ops {
     /* Convert the layout back to CSR (round-trip tests; padding dropped,
      * explicit zeros of the original kept). Every format provides it. */
     ks_error (*layout_to_csr)(const void *layout, ks_csr *A);
+
+    /* Optional (NULL: ks_matrix_fused_step does a copy, the SpMV and a
+     * vector update instead): the fused residual / smoother pass of fused.h
+     * in one kernel. Last, so positional initialisers may leave it out. */
+    ks_error (*fused_step)(ks_backend *be, void *state, const ks_fused_step *f);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */
@@ -54,6 +60,13 @@ const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend);
  * it; "" when NULL is returned). reason may be NULL. */
 const char *ks_spmv_format_auto_reason(const ks_csr *A, ks_backend_kind backend, char *reason,
                                        size_t len);
+
+/* The fused pass of fused.h on M (square): the format's own kernel when it
+ * has one, else r = b - A x into r (then r is required: it is the scratch),
+ * then the vector update. Vectors as in ks_fused_step; r, d, w, xo may be
+ * NULL where the step does not use them. */
+ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec *x, ks_vec *r,
+                              double a, double c, const ks_vec *w, ks_vec *d, ks_vec *xo);
 
 /* Matrix object: the host CSR (AMG and preconditioner setup read it) and the
  * format's backend state. The MPI issue extends this to a row block with a

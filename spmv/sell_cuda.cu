@@ -147,6 +147,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     sell_destroy,
     NULL, /* gs_sweep */
     ks_sell_layout_to_csr,
+    NULL, /* fused_step */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -162,4 +163,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     sell_destroy,
     NULL, /* gs_sweep */
     ks_sell_layout_to_csr,
+    NULL, /* fused_step */
 };

@@ -98,6 +98,111 @@ static void check_layout(const ks_spmv_format_ops *f, const ks_spmv_params *prm,
 
 /* Format `fmt` through ks_matrix_* on backend be against the reference,
  * with y NaN-poisoned before every beta == 0 apply. */
+/* Upload n host values (NULL: NaN, the poison) into a new vector. */
+static ks_vec *fused_vec(ks_backend *be, ks_int n, const double *h)
+{
+    ks_vec *v = NULL;
+    KS_CHECK(ks_vec_create(be, n, &v));
+    double *p = malloc(sizeof(double) * ((size_t)n + 1));
+    ck_assert_ptr_nonnull(p);
+    for (ks_int i = 0; i < n; i++)
+        p[i] = h ? h[i] : NAN;
+    KS_CHECK(ks_vec_set_host(v, p));
+    free(p);
+    return v;
+}
+
+/* |got - ref| over the size of the terms that made ref, at most TOL. */
+static void fused_expect(const ks_vec *v, const long double *ref, const double *scale, ks_int n,
+                         const char *what, const char *fmt, const char *label)
+{
+    double *h = malloc(sizeof(double) * ((size_t)n + 1));
+    ck_assert_ptr_nonnull(h);
+    KS_CHECK(ks_vec_get_host(v, h));
+    for (ks_int i = 0; i < n; i++) {
+        double err = (double)fabsl((long double)h[i] - ref[i]) / (scale[i] > 0 ? scale[i] : 1.0);
+        ck_assert_msg(err <= TOL, "fused pass of %s on %s, %s: %s[%ld] = %.17g, expected %.17Lg",
+                      fmt, ks_backend_name(ks_vec_backend(v)), label, what, (long)i, h[i],
+                      ref[i]);
+    }
+    free(h);
+}
+
+/* ks_matrix_fused_step (the format's fused kernel, or the generic path for
+ * formats without one) against a long double reference: the residual
+ * alone, the step from d = 0 (a = 0, old d NaN) and with a != 0. Outputs
+ * are NaN before the call; x and b must come back unchanged. */
+static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const char *fmt,
+                        const char *label)
+{
+    const ks_int n = A->nrows;
+    double *x = sc_random_vec(n, 301), *b = sc_random_vec(n, 302), *d0 = sc_random_vec(n, 303);
+    double *w = sc_random_vec(n, 304);
+    long double *t = malloc(sizeof(long double) * ((size_t)n + 1));
+    long double *dref = malloc(sizeof(long double) * ((size_t)n + 1));
+    long double *xref = malloc(sizeof(long double) * ((size_t)n + 1));
+    double *ts = malloc(sizeof(double) * ((size_t)n + 1)), *ds = malloc(sizeof(double) * ((size_t)n + 1));
+    double *xs = malloc(sizeof(double) * ((size_t)n + 1));
+    ck_assert(t && dref && xref && ts && ds && xs);
+    for (ks_int i = 0; i < n; i++) {
+        long double s = b[i];
+        double mag = fabs(b[i]);
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+            s -= (long double)A->val[k] * x[A->colind[k]];
+            mag += fabs(A->val[k] * x[A->colind[k]]);
+        }
+        t[i] = s;
+        ts[i] = mag;
+    }
+    ks_vec *vx = fused_vec(be, n, x), *vb = fused_vec(be, n, b), *vw = fused_vec(be, n, w);
+    ks_vec *vr = fused_vec(be, n, NULL);
+    KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, 0.0, 0.0, NULL, NULL, NULL));
+    fused_expect(vr, t, ts, n, "r", fmt, label);
+    for (int v = 0; v < 2; v++) {
+        const double a = v ? 0.6 : 0.0, c = -1.25;
+        ks_vec *vd = fused_vec(be, n, v ? d0 : NULL), *vxo = fused_vec(be, n, NULL);
+        ks_vec_destroy(vr);
+        vr = fused_vec(be, n, NULL); /* scratch of the generic path */
+        for (ks_int i = 0; i < n; i++) {
+            dref[i] = (v ? (long double)a * d0[i] : 0.0L) + (long double)c * w[i] * t[i];
+            ds[i] = (v ? fabs(a * d0[i]) : 0.0) + fabs(c * w[i]) * ts[i];
+            xref[i] = x[i] + dref[i];
+            xs[i] = fabs(x[i]) + ds[i];
+        }
+        KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, a, c, vw, vd, vxo));
+        fused_expect(vd, dref, ds, n, "d", fmt, label);
+        fused_expect(vxo, xref, xs, n, "xo", fmt, label);
+        ks_vec_destroy(vd);
+        ks_vec_destroy(vxo);
+    }
+    for (ks_int i = 0; i < n; i++) {
+        xref[i] = x[i];
+        dref[i] = b[i];
+        xs[i] = ds[i] = 1.0;
+    }
+    fused_expect(vx, xref, xs, n, "x (input)", fmt, label);
+    fused_expect(vb, dref, ds, n, "b (input)", fmt, label);
+    /* aliasing outputs and inputs is refused */
+    ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vx, 0.0, 0.0, NULL, NULL, NULL), KS_ERR_ARG);
+    ks_vec *vd = fused_vec(be, n, d0);
+    ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vr, 0.5, 1.0, vw, vd, vx), KS_ERR_ARG);
+    ks_vec_destroy(vd);
+    ks_vec_destroy(vx);
+    ks_vec_destroy(vb);
+    ks_vec_destroy(vw);
+    ks_vec_destroy(vr);
+    free(x);
+    free(b);
+    free(d0);
+    free(w);
+    free(t);
+    free(dref);
+    free(xref);
+    free(ts);
+    free(ds);
+    free(xs);
+}
+
 static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_params *prm,
                              const ks_csr *A, const char *label)
 {
@@ -148,6 +253,8 @@ static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_para
     KS_CHECK(ks_vec_get_host(vy, y2));
     ck_assert_msg(ks_test_max_relerr(y2, y, A->nrows) <= TOL, "%s: repeated apply differs", fmt);
     free(y2);
+    if (A->nrows == A->ncols)
+        check_fused(be, M, A, fmt, label);
     free(x);
     free(y0);
     free(y);

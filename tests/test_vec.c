@@ -290,20 +290,27 @@ START_TEST(test_smooth_update)
                *ex = malloc(sizeof(double) * (n + 1));
         ck_assert(ed && ex);
         ks_vec *w = vec_from(hw, n), *r = vec_from(hr, n);
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 6; v++) {
             const double a = (v & 1) ? 0.75 : 0.0, b = -1.5;
-            const int x_zero = (v & 2) != 0;
-            /* the old d (a == 0) and x (x_zero) must not be read: NaN there */
+            /* x: 0 -> in place, 1 -> from zero, 2 -> out of place */
+            const int xmode = v / 2;
+            /* the old d (a == 0), x (from zero) and the output x (out of
+             * place) must not be read: NaN there */
             ks_vec *d = a == 0.0 ? vec_poisoned(n) : vec_from(hd, n);
-            ks_vec *x = x_zero ? vec_poisoned(n) : vec_from(hx, n);
+            ks_vec *x = xmode == 1 ? vec_poisoned(n) : vec_from(hx, n);
+            ks_vec *xo = xmode == 2 ? vec_poisoned(n) : x;
             for (ks_int i = 0; i < n; i++) {
                 ed[i] = (a == 0.0 ? 0.0 : a * hd[i]) + b * hw[i] * hr[i];
-                ex[i] = (x_zero ? 0.0 : hx[i]) + ed[i];
+                ex[i] = (xmode == 1 ? 0.0 : hx[i]) + ed[i];
             }
-            KS_CHECK(ks_vec_smooth_update(a, d, b, w, r, x, x_zero));
+            KS_CHECK(ks_vec_smooth_update(a, d, b, w, r, xmode == 1 ? NULL : x, xo));
             expect_close(d, ed, n, 2e-15, "smooth_update d");
-            expect_close(x, ex, n, 2e-15, "smooth_update x");
+            expect_close(xo, ex, n, 2e-15, "smooth_update x");
+            if (xmode == 2) /* the input x is left as it was */
+                expect_close(x, hx, n, 0.0, "smooth_update xin");
             ks_vec_destroy(d);
+            if (xo != x)
+                ks_vec_destroy(xo);
             ks_vec_destroy(x);
         }
         ks_vec_destroy(w);

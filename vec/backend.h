@@ -47,10 +47,12 @@ typedef struct ks_backend_ops {
     ks_error (*axpy_norm2)(ks_backend *be, ks_int n, double a, const double *x, double *y,
                            double *r);
     /* Smoother update in one pass: d = a d + b (w .* r) (d not read when
-     * a == 0), then x = d when x_zero, else x += d. Chebyshev and Jacobi
-     * smoothers would otherwise make three or four passes. */
+     * a == 0), then xout = d when xin is NULL, else xout = xin + d (xin may
+     * be xout). Chebyshev and Jacobi smoothers would otherwise make three or
+     * four passes. */
     ks_error (*smooth_update)(ks_backend *be, ks_int n, double a, double *d, double b,
-                              const double *w, const double *r, double *x, int x_zero);
+                              const double *w, const double *r, const double *xin,
+                              double *xout);
 } ks_backend_ops;
 
 struct ks_backend {

@@ -150,30 +150,31 @@ static ks_error cpu_axpby(ks_backend *be, ks_int n, double a, const double *x, d
 }
 
 static ks_error cpu_smooth_update(ks_backend *be, ks_int n, double a, double *d, double b,
-                                  const double *w, const double *r, double *x, int x_zero)
+                                  const double *w, const double *r, const double *xin,
+                                  double *xout)
 {
     (void)be;
-    /* Four variants so that neither d (a == 0) nor x (x_zero) is read when
-     * its old value does not matter: both may hold NaN from earlier use. */
-    if (a == 0.0 && x_zero) {
+    /* Four variants so that neither d (a == 0) nor x (xin == NULL) is read
+     * when its old value does not matter: both may hold NaN from earlier use. */
+    if (a == 0.0 && !xin) {
 #pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
         for (ks_int i = 0; i < n; i++)
-            x[i] = d[i] = b * w[i] * r[i];
+            xout[i] = d[i] = b * w[i] * r[i];
     } else if (a == 0.0) {
 #pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
         for (ks_int i = 0; i < n; i++) {
             d[i] = b * w[i] * r[i];
-            x[i] += d[i];
+            xout[i] = xin[i] + d[i];
         }
-    } else if (x_zero) {
+    } else if (!xin) {
 #pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
         for (ks_int i = 0; i < n; i++)
-            x[i] = d[i] = a * d[i] + b * w[i] * r[i];
+            xout[i] = d[i] = a * d[i] + b * w[i] * r[i];
     } else {
 #pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
         for (ks_int i = 0; i < n; i++) {
             d[i] = a * d[i] + b * w[i] * r[i];
-            x[i] += d[i];
+            xout[i] = xin[i] + d[i];
         }
     }
     return KS_OK;

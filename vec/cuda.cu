@@ -132,11 +132,13 @@ static __global__ void k_axpbypcz(ks_int n, double a, const double *x, double b,
     GRID_STRIDE(i, n) z[i] = a * x[i] + b * y[i] + c * z[i];
 }
 
-/* d = a d + b w.*r; x = d or x += d. READ_D / READ_X are compile-time so the
- * old d (a == 0) and x (x_zero) are never read: they may hold NaN. */
+/* d = a d + b w.*r; xout = d or xin + d. READ_D / READ_X are compile-time so
+ * the old d (a == 0) and x (xin == NULL) are never read: they may hold NaN.
+ * xin may equal xout (no restrict). */
 template <bool READ_D, bool READ_X>
 static __global__ void k_smooth_update(ks_int n, double a, double *d, double b,
-                                       const double *w, const double *r, double *x)
+                                       const double *w, const double *r, const double *xin,
+                                       double *xout)
 {
     GRID_STRIDE(i, n)
     {
@@ -144,7 +146,7 @@ static __global__ void k_smooth_update(ks_int n, double a, double *d, double b,
         if (READ_D)
             di += a * d[i];
         d[i] = di;
-        x[i] = READ_X ? x[i] + di : di;
+        xout[i] = READ_X ? xin[i] + di : di;
     }
 }
 
@@ -452,15 +454,16 @@ static ks_error cuda_axpbypcz(ks_backend *be, ks_int n, double a, const double *
 }
 
 static ks_error cuda_smooth_update(ks_backend *be, ks_int n, double a, double *d, double b,
-                                   const double *w, const double *r, double *x, int x_zero)
+                                   const double *w, const double *r, const double *xin,
+                                   double *xout)
 {
-    if (a == 0.0 && x_zero)
-        LAUNCH((k_smooth_update<false, false>), n, a, d, b, w, r, x);
+    if (a == 0.0 && !xin)
+        LAUNCH((k_smooth_update<false, false>), n, a, d, b, w, r, xin, xout);
     if (a == 0.0)
-        LAUNCH((k_smooth_update<false, true>), n, a, d, b, w, r, x);
-    if (x_zero)
-        LAUNCH((k_smooth_update<true, false>), n, a, d, b, w, r, x);
-    LAUNCH((k_smooth_update<true, true>), n, a, d, b, w, r, x);
+        LAUNCH((k_smooth_update<false, true>), n, a, d, b, w, r, xin, xout);
+    if (!xin)
+        LAUNCH((k_smooth_update<true, false>), n, a, d, b, w, r, xin, xout);
+    LAUNCH((k_smooth_update<true, true>), n, a, d, b, w, r, xin, xout);
 }
 
 static ks_error cuda_pmul(ks_backend *be, ks_int n, const double *w, const double *x, double *y)

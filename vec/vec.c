@@ -152,13 +152,15 @@ ks_error ks_vec_axpbypcz(double a, const ks_vec *x, double b, const ks_vec *y, d
 }
 
 ks_error ks_vec_smooth_update(double a, ks_vec *d, double b, const ks_vec *w, const ks_vec *r,
-                              ks_vec *x, int x_zero)
+                              const ks_vec *xin, ks_vec *xout)
 {
     KS_TRY(same(d, w, "ks_vec_smooth_update", "d", "w"));
     KS_TRY(same(w, r, "ks_vec_smooth_update", "w", "r"));
-    KS_TRY(same(r, x, "ks_vec_smooth_update", "r", "x"));
-    return d->n ? OPS(d)->smooth_update(d->be, d->n, a, d->data, b, w->data, r->data, x->data,
-                                        x_zero)
+    KS_TRY(same(r, xout, "ks_vec_smooth_update", "r", "xout"));
+    if (xin)
+        KS_TRY(same(xin, xout, "ks_vec_smooth_update", "xin", "xout"));
+    return d->n ? OPS(d)->smooth_update(d->be, d->n, a, d->data, b, w->data, r->data,
+                                        xin ? xin->data : NULL, xout->data)
                 : KS_OK;
 }
 

@@ -23,7 +23,7 @@ static ks_error amg_pc_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)
 {
     if (!pc->data)
         return ks_seterr(KS_ERR_ARG, "AMG apply before setup");
-    return ks_amg_cycle(pc->data, r, z, 1);
+    return ks_amg_precond_cycle(pc->data, r, z);
 }
 
 static void amg_pc_destroy(ks_precond *pc)

@@ -480,6 +480,7 @@ static void free_level(ks_amg_level *L)
  * fallback rebuilds from them). */
 void ks_amg_clear(ks_amg *amg)
 {
+    ks_amg_graph_reset(amg);
     if (!amg->levels)
         return;
     ks_csr A0 = amg->levels[0].A;

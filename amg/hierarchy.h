@@ -94,6 +94,12 @@ typedef struct ks_amg {
     double resetup_seconds;     /* last re-setup (0 when none) */
     int resetup_count;
     int resetup_fell_back;      /* 1 when the last re-setup had to redo the full setup */
+    /* The preconditioner cycle as a replayable graph (cycle_graph.c) and
+     * the buffers it was captured with. */
+    void *graph;
+    const double *graph_b, *graph_x;
+    const void *graph_A;
+    int graph_off;              /* capture failed or not offered: run directly */
     double grid_complexity;     /* sum rows / rows(0) */
     double operator_complexity; /* sum nnz / nnz(0) */
 } ks_amg;
@@ -171,6 +177,13 @@ int ks_amg_chebyshev_steps(const ks_amg *amg, int l);
  * result. x_zero = 1: start from x = 0 whatever x holds (preconditioner
  * use: z = M^-1 r). */
 ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero);
+
+/* -------------------------------------------------------- cycle_graph.c */
+/* z = one cycle from z = 0 (the preconditioner), replayed from a captured
+ * graph where the backend offers one. */
+ks_error ks_amg_precond_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x);
+/* Drop the graph (setup, re-setup, destroy). */
+void ks_amg_graph_reset(ks_amg *amg);
 
 /* ------------------------------------------------------- amg_precond.c */
 extern const ks_precond_ops ks_precond_amg_ops;

@@ -302,6 +302,7 @@ ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A)
     KS_TRY(ks_backend_sync(amg->be));
     double t0 = ks_wtime();
     memset(amg->phase_seconds, 0, sizeof amg->phase_seconds);
+    ks_amg_graph_reset(amg); /* the values move to new storage */
     amg->last_was_resetup = 1;
     amg->resetup_fell_back = 0;
     /* After a failed (re-)setup only level 0's copy is left: rebuild. */

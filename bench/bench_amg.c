@@ -305,7 +305,7 @@ typedef struct op_ctx {
 static ks_error op_cycle(void *c)
 {
     op_ctx *o = c;
-    return ks_amg_cycle(o->amg, o->in, o->out, 1);
+    return ks_amg_precond_cycle(o->amg, o->in, o->out); /* as PCG calls it */
 }
 
 static ks_error op_spmv(void *c)

@@ -4,7 +4,7 @@
  * relative to cuSPARSE, and max relative error against the host reference.
  *
  *   bench_spmv [--gen KIND --n N]... [--mtx PATH]... [--backend cuda|cpu]
- *              [--formats all|f1,f2] [--reps 200] [--warmup 20]
+ *              [--formats all|f1,f2] [--reps 200] [--warmup 20] [--batch 1]
  *              [--threads-per-row T] [--csv out.csv]
  */
 #include "ksolve.h"
@@ -44,7 +44,7 @@ typedef struct {
 typedef struct {
     const char *backend;
     const char *formats;
-    int reps, warmup, tpr;
+    int reps, warmup, batch, tpr;
     const char *csv;
     matrix_spec m[MAX_MATRICES];
     int nm;
@@ -55,7 +55,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: bench_spmv [--gen KIND --n N]... [--mtx PATH]... [--backend cuda|cpu]\n"
             "                  [--formats all|f1,f2,... (auto: the automatic choice)] [--reps 200] [--warmup 20]\n"
-            "                  [--threads-per-row T] [--csv out.csv]\n"
+            "                  [--batch K] [--threads-per-row T] [--csv out.csv]\n"
+            "  --batch K: each timed sample is K applies back to back, divided by K (1: one\n"
+            "  apply on an idle device, launch latency included; 20: as in a solver loop)\n"
             "  KIND: poisson2d_5 poisson2d_9 poisson3d_7 poisson3d_27 aniso3d convdiff3d\n"
             "  Several --gen/--mtx may be given; each --n applies to the --gen before it.\n");
 }
@@ -89,6 +91,7 @@ static int parse_args(int argc, char **argv, options *o)
     ks_clear_error();
     o->formats = "all";
     o->reps = 200;
+    o->batch = 1;
     o->warmup = 20;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -128,6 +131,11 @@ static int parse_args(int argc, char **argv, options *o)
             o->backend = v;
         } else if (!strcmp(a, "--formats")) {
             o->formats = v;
+        } else if (!strcmp(a, "--batch")) {
+            if (!parse_int(v, &o->batch) || o->batch < 1) {
+                fprintf(stderr, "bench_spmv: --batch wants an integer >= 1\n");
+                return 0;
+            }
         } else if (!strcmp(a, "--reps")) {
             if (!parse_int(v, &o->reps) || o->reps < 1) {
                 fprintf(stderr, "bench_spmv: --reps wants an integer >= 1\n");
@@ -313,8 +321,12 @@ static double max_rel_err(const ks_csr *A, const double *x, const double *y, con
     return worst;
 }
 
+/* t[r] = time of one apply: sample r times `batch` applies back to back
+ * (batch 1: one apply on an idle device, its launch latency included;
+ * larger: launches overlap the previous kernel as in a solver loop, so a
+ * small matrix shows its kernel time) and divides by batch. */
 static ks_error time_applies(ks_backend *be, ks_matrix *M, const ks_vec *x, ks_vec *y,
-                             int reps, int warmup, double *t)
+                             int reps, int warmup, int batch, double *t)
 {
     for (int r = 0; r < warmup; r++)
         KS_TRY(ks_matrix_apply(M, 1.0, x, 0.0, y));
@@ -332,7 +344,8 @@ static ks_error time_applies(ks_backend *be, ks_matrix *M, const ks_vec *x, ks_v
         for (int r = 0; r < reps && e == KS_OK; r++) {
             float ms = 0.0f;
             ce = cudaEventRecord(e0, st);
-            e = ks_matrix_apply(M, 1.0, x, 0.0, y);
+            for (int k = 0; k < batch && e == KS_OK; k++)
+                e = ks_matrix_apply(M, 1.0, x, 0.0, y);
             if (ce == cudaSuccess)
                 ce = cudaEventRecord(e1, st);
             if (ce == cudaSuccess)
@@ -341,7 +354,7 @@ static ks_error time_applies(ks_backend *be, ks_matrix *M, const ks_vec *x, ks_v
                 ce = cudaEventElapsedTime(&ms, e0, e1);
             if (ce != cudaSuccess && e == KS_OK)
                 e = ks_seterr(KS_ERR_DEVICE, "timing events: %s", cudaGetErrorString(ce));
-            t[r] = 1e-3 * ms;
+            t[r] = 1e-3 * ms / batch;
         }
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
@@ -350,8 +363,10 @@ static ks_error time_applies(ks_backend *be, ks_matrix *M, const ks_vec *x, ks_v
 #endif
     for (int r = 0; r < reps; r++) {
         double t0 = ks_wtime();
-        KS_TRY(ks_matrix_apply(M, 1.0, x, 0.0, y));
-        t[r] = ks_wtime() - t0;
+        for (int k = 0; k < batch; k++)
+            KS_TRY(ks_matrix_apply(M, 1.0, x, 0.0, y));
+        KS_TRY(ks_backend_sync(be));
+        t[r] = (ks_wtime() - t0) / batch;
     }
     return KS_OK;
 }
@@ -370,7 +385,7 @@ static void run_format(ks_backend *be, const options *o, const ks_csr *A, const 
     if (e == KS_OK)
         e = ks_vec_fill(vy, NAN); /* the check below sees only this run's output */
     if (e == KS_OK)
-        e = time_applies(be, M, vx, vy, o->reps, o->warmup, t);
+        e = time_applies(be, M, vx, vy, o->reps, o->warmup, o->batch, t);
     if (e == KS_OK)
         e = ks_vec_get_host(vy, y);
     if (e != KS_OK) {
@@ -539,8 +554,10 @@ int main(int argc, char **argv)
                      "bytes_min,gbs_format,gbs_min,copy_gbs,frac_copy,gflops,"
                      "speedup_vs_cusparse,max_rel_err\n");
     }
-    printf("bench_spmv: backend %s (%s), %d reps after %d warm-up, median apply time\n",
-           o.backend, ks_backend_description(be), o.reps, o.warmup);
+    printf("bench_spmv: backend %s (%s), %d reps after %d warm-up, median apply time "
+           "(%d %s per timed sample)\n",
+           o.backend, ks_backend_description(be), o.reps, o.warmup, o.batch,
+           o.batch > 1 ? "applies back to back" : "apply");
     printf("bytes: GB/s_fmt uses the format's own count (x gathered once per nonzero), "
            "GB/s_min the minimal CSR count (x read once); vs_cusparse = t_cusparse / t\n");
     int failures = 0;

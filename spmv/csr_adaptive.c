@@ -1,7 +1,9 @@
 /* "csr_adaptive" host layout: the CSR arrays (borrowed) plus row blocks,
  * after Greathouse & Daga (SC'14). Consecutive rows are grouped greedily
  * while their entries fit the staging budget; a row longer than the shared
- * capacity is split in fixed chunks whose partial sums a second pass adds.
+ * capacity is split in fixed chunks whose partial sums are then added in
+ * chunk order (on the device by the block that finishes the row's last
+ * chunk, in the same launch).
  * The reference apply sums in exactly the kernels' order, so these tests
  * check the blocking itself, not just CSR. */
 #include "csr_family.h"
@@ -202,8 +204,9 @@ void ks_csr_adaptive_layout_apply(const void *layout, double alpha, const double
             put(y, r, alpha, tree(v, T), beta);
         }
     }
-    /* long rows: chunk partials, then lane i of one warp adds partials
-     * i, i + 32, ... of its row in order, then a width-32 tree. */
+    /* long rows: chunk partials, then lane i of one warp (of the block
+     * that finishes the row on the device) adds partials i, i + 32, ... of
+     * its row in order, then a width-32 tree. */
     for (ks_int l = 0; l < L->nlong; l++) {
         ks_int r = L->long_row[l], end = A->rowptr[r + 1];
         for (int i = 0; i < 32; i++)
@@ -221,16 +224,18 @@ void ks_csr_adaptive_layout_apply(const void *layout, double alpha, const double
  * pointers 4 (nrows + 1) + block descriptors 8 (nblocks + 1) (first row and
  * first entry of each block, as the device stores them) + x gathered once
  * per entry 8 nnz (staging in shared memory is of products, not of x)
- * + y written 8 nrows; long rows add chunk descriptors 8 nchunks (row and
- * first entry), partials written and read back 16 nchunks, and long-row
- * descriptors 8 nlong + 4. */
+ * + y written 8 nrows; long rows add chunk descriptors 16 nchunks (first
+ * and end entry, long-row index, padding), partials written and read back
+ * 16 nchunks, long-row descriptors 8 (nlong + 1) (row and first chunk) and
+ * completion counters 4 nlong (the atomic and the reset touch one word,
+ * counted once). */
 double ks_csr_adaptive_layout_bytes(const void *layout)
 {
     const ks_csr_adaptive_layout *L = layout;
     double nnz = L->A.nnz, nrows = L->A.nrows;
     double b = 20.0 * nnz + 4.0 * (nrows + 1.0) + 8.0 * ((double)L->nblocks + 1.0) + 8.0 * nrows;
     if (L->nlong > 0)
-        b += 24.0 * (double)L->nchunks + 8.0 * (double)L->nlong + 4.0;
+        b += 32.0 * (double)L->nchunks + 12.0 * (double)L->nlong + 8.0;
     return b;
 }
 

@@ -7,16 +7,33 @@
  * there with T threads, a block of a single row ("CSR-vector") sums it with
  * all 256 threads, and rows longer than the shared capacity ("CSR-vectorL")
  * are split in chunks of the same size, one block each, that write partial
- * sums to a buffer allocated at setup; a second small kernel adds each long
- * row's partials in order.
+ * sums to a buffer allocated at setup. The block that finishes a long row's
+ * last chunk (whichever it is: a per-row counter says) adds that row's
+ * partials in chunk order and writes y, in the same launch: an apply is
+ * always one kernel.
  *
- * Why partials and not atomics (as the paper does): ksolve wants bitwise
- * reproducible applies. Why not one block per long row: a row of 10^5 to
- * 10^6 entries would then stream through a single SM. The fixup kernel runs
- * only when the matrix has long rows. Chunk blocks come first in the grid so
- * the longest work starts first. */
+ * Why partials and not atomics on y (as the paper does): ksolve wants
+ * bitwise reproducible applies. The sum of a long row's partials has a
+ * fixed order (lane i of one warp adds partials i, i + 32, ... then a
+ * width-32 tree), so which block adds them does not change the result. Why
+ * not one block per long row: a row of 10^5 to 10^6 entries would then
+ * stream through a single SM. Chunk blocks come first in the grid so the
+ * longest work starts first.
+ *
+ * Memory ordering of the long-row path: a chunk block's thread 0 stores its
+ * partial (ordinary store), __threadfence(), then atomicAdd on the row's
+ * counter; the block that brings the counter to the row's chunk count
+ * fences again, so every partial of the row happens-before its reads, which
+ * go through L2 (__ldcg: the partials were written in this launch, so
+ * neither the read-only path nor a possibly stale L1 line may serve them).
+ * That block resets the counter to 0 for the next apply (the next launch on
+ * the stream sees it), so no memset launch is needed. Counters and partials
+ * belong to the matrix: two applies of one matrix must not run concurrently
+ * (on one backend stream they never do). */
 #include "csr_family.h"
 #include "../vec/cuda_check.h"
+
+#include <string.h>
 
 namespace {
 
@@ -32,9 +49,10 @@ struct adaptive_state {
     ks_csr_device A;
     ks_int nblocks, nchunks, nlong;
     int2 *blk;        /* nblocks + 1: {first row, first entry} */
-    int2 *chunks;     /* nchunks: {first entry, end entry} */
+    int4 *chunks;     /* nchunks: {first entry, end entry, long row index, 0} */
     int2 *longs;      /* nlong + 1: {row, first chunk}; the last holds {-1, nchunks} */
     double *partials; /* nchunks */
+    unsigned *counts; /* nlong: chunks of the row finished in this apply; 0 between applies */
 };
 
 __device__ __forceinline__ void put(double *__restrict__ y, int r, double alpha, double s,
@@ -124,8 +142,44 @@ __device__ double block_sum(int n, const double *stage, double *wsum)
     return s;
 }
 
+/* The end of a long row's chunk block, after its partial s is in thread 0:
+ * publish s; the block that finishes the row's last chunk adds the row's
+ * partials in the fixed order and writes y[row]. Every thread of the block
+ * must call it (it synchronises). l is the long row's index; a and b are
+ * longs[l] and longs[l + 1], valid in warp 0. */
+__device__ void finish_chunk(int g, int l, int2 a, int2 b, double s, double *partials,
+                             unsigned *counts, double alpha, double beta,
+                             double *__restrict__ y)
+{
+    __shared__ int last;
+    const int tid = (int)threadIdx.x;
+    if (tid == 0) {
+        partials[g] = s;
+        __threadfence(); /* the partial is visible before the count says so */
+        const unsigned n = (unsigned)(b.y - a.y);
+        const bool done = atomicAdd(counts + l, 1u) == n - 1u;
+        if (done) {
+            __threadfence(); /* acquire: the other blocks' partials before our reads */
+            counts[l] = 0u;  /* ready for the next apply; no block of this one adds again */
+        }
+        last = done;
+    }
+    __syncthreads();
+    if (!last || tid >= 32)
+        return; /* block-uniform, then the whole of warp 0 continues */
+    double t = 0.0;
+    for (int k = a.y + tid; k < b.y; k += 32)
+        t += __ldcg(partials + k);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        t += __shfl_down_sync(0xffffffffu, t, off, 32);
+    if (tid == 0)
+        put(y, a.x, alpha, t, beta);
+}
+
 __global__ void __launch_bounds__(kThreads)
-    adaptive_kernel(int nchunks, const int2 *__restrict__ chunks, double *__restrict__ partials,
+    adaptive_kernel(int nchunks, const int4 *__restrict__ chunks,
+                    const int2 *__restrict__ longs, double *partials, unsigned *counts,
                     const int2 *__restrict__ blk, const int *__restrict__ rowptr,
                     const int *__restrict__ colind, const double *__restrict__ val,
                     const double *__restrict__ x, double alpha, double beta,
@@ -138,13 +192,19 @@ __global__ void __launch_bounds__(kThreads)
 
     /* Everything that decides the path depends on b only: uniform across
      * the block, so the barriers below are reached by all its threads. */
-    if (b < nchunks) { /* a chunk of a long row: its partial sum */
-        const int2 c = chunks[b];
+    if (b < nchunks) { /* a chunk of a long row */
+        const int4 c = __ldg(chunks + b);
+        /* The row's descriptors, for the block that may finish it: loaded
+         * now so their latency hides behind the staging. */
+        int2 la = make_int2(0, 0), lb = make_int2(0, 0);
+        if (tid < 32) {
+            la = __ldg(longs + c.z);
+            lb = __ldg(longs + c.z + 1);
+        }
         stage_products(c.x, c.y - c.x, colind, val, x, stage);
         __syncthreads();
         const double s = block_sum(c.y - c.x, stage, wsum);
-        if (tid == 0)
-            partials[b] = s;
+        finish_chunk(b, c.z, la, lb, s, partials, counts, alpha, beta, y);
         return;
     }
     b -= nchunks;
@@ -152,7 +212,7 @@ __global__ void __launch_bounds__(kThreads)
     const int r0 = lo.x, nr = hi.x - lo.x, e0 = lo.y, n = hi.y - lo.y;
     if (nr == 1) {
         if (n > kShared)
-            return; /* long row: the chunks and the fixup kernel write it */
+            return; /* long row: its chunk blocks write it */
         stage_products(e0, n, colind, val, x, stage);
         __syncthreads();
         const double s = block_sum(n, stage, wsum);
@@ -183,81 +243,81 @@ __global__ void __launch_bounds__(kThreads)
         put(y, r0 + g, alpha, s, beta);
 }
 
-/* One warp per long row: lane i adds partials i, i + 32, ... of the row in
- * order, then a width-32 tree. */
-__global__ void __launch_bounds__(kThreads)
-    fixup_kernel(int nlong, const int2 *__restrict__ longs, const double *__restrict__ partials,
-                 double alpha, double beta, double *__restrict__ y)
-{
-    const int w = (int)((blockIdx.x * (unsigned)kThreads + threadIdx.x) >> 5);
-    const int lane = (int)threadIdx.x & 31;
-    if (w >= nlong)
-        return; /* the whole warp leaves together */
-    const int2 a = longs[w], b = longs[w + 1];
-    double s = 0.0;
-    for (int g = a.y + lane; g < b.y; g += 32)
-        s += partials[g];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-        s += __shfl_down_sync(0xffffffffu, s, off, 32);
-    if (lane == 0)
-        put(y, a.x, alpha, s, beta);
-}
-
 void adaptive_destroy(ks_backend *be, void *state)
 {
     adaptive_state *s = (adaptive_state *)state;
     if (!s)
         return;
     ks_csr_device_free(be, &s->A);
-    void *ptrs[4] = {s->blk, s->chunks, s->longs, s->partials};
-    for (int i = 0; i < 4; i++)
+    void *ptrs[5] = {s->blk, s->chunks, s->longs, s->partials, s->counts};
+    for (int i = 0; i < 5; i++)
         if (ptrs[i])
             be->ops->free(be, ptrs[i]);
     free(s);
 }
 
-/* Pairs built on the host, then uploaded (n pairs; nothing when n == 0). */
-ks_error upload_pairs(ks_backend *be, const int2 *h, ks_int n, int2 **d, const char *what)
+/* Descriptors built on the host, then uploaded (n of `size` bytes; nothing
+ * when n == 0). */
+ks_error upload_n(ks_backend *be, const void *h, ks_int n, size_t size, void **d,
+                  const char *what)
 {
     *d = NULL;
     if (n == 0)
         return KS_OK;
-    return ks_be_upload_new(be, h, sizeof(int2) * (size_t)n, (void **)d, what);
+    return ks_be_upload_new(be, h, size * (size_t)n, d, what);
 }
 
 ks_error build(ks_backend *be, const ks_csr_adaptive_layout *L, adaptive_state *s)
 {
     const ks_csr *A = &L->A;
     KS_TRY(ks_csr_device_upload(be, A, "csr_adaptive", &s->A));
-    size_t most = (size_t)L->nblocks + 1;
-    if ((size_t)L->nchunks > most)
-        most = (size_t)L->nchunks;
-    int2 *h = (int2 *)ks_malloc(sizeof(int2) * most, "csr_adaptive descriptors");
+    /* One host buffer for every descriptor array, sized for the largest. */
+    size_t most = sizeof(int2) * ((size_t)L->nblocks + 1);
+    if (sizeof(int4) * (size_t)L->nchunks > most)
+        most = sizeof(int4) * (size_t)L->nchunks;
+    if (sizeof(unsigned) * (size_t)L->nlong > most)
+        most = sizeof(unsigned) * (size_t)L->nlong;
+    void *h = ks_malloc(most, "csr_adaptive descriptors");
     if (!h)
         return KS_ERR_MEMORY;
+    int2 *h2 = (int2 *)h;
     for (ks_int b = 0; b <= L->nblocks; b++)
-        h[b] = make_int2(L->block_row[b], A->rowptr[L->block_row[b]]);
-    ks_error e = upload_pairs(be, h, L->nblocks + 1, &s->blk, "csr_adaptive blocks");
+        h2[b] = make_int2(L->block_row[b], A->rowptr[L->block_row[b]]);
+    ks_error e = upload_n(be, h, L->nblocks + 1, sizeof(int2), (void **)&s->blk,
+                          "csr_adaptive blocks");
     /* Each upload waits for its copy (vec/cuda.cu), so h may be refilled
      * right after it. */
     if (e == KS_OK && L->nchunks > 0) {
-        for (ks_int g = 0; g < L->nchunks; g++) {
-            ks_int r = L->chunk_row[g], c0 = L->chunk_begin[g], end = A->rowptr[r + 1];
-            h[g] = make_int2(c0, end - c0 > KS_CSR_ADAPTIVE_CHUNK ? c0 + KS_CSR_ADAPTIVE_CHUNK
-                                                                   : end);
+        int4 *h4 = (int4 *)h;
+        for (ks_int l = 0; l < L->nlong; l++) {
+            ks_int end = A->rowptr[L->long_row[l] + 1];
+            for (ks_int g = L->long_chunk[l]; g < L->long_chunk[l + 1]; g++) {
+                ks_int c0 = L->chunk_begin[g];
+                h4[g] = make_int4(c0, end - c0 > KS_CSR_ADAPTIVE_CHUNK ? c0 + KS_CSR_ADAPTIVE_CHUNK
+                                                                       : end,
+                                  l, 0);
+            }
         }
-        e = upload_pairs(be, h, L->nchunks, &s->chunks, "csr_adaptive chunks");
+        e = upload_n(be, h, L->nchunks, sizeof(int4), (void **)&s->chunks,
+                     "csr_adaptive chunks");
     }
     if (e == KS_OK && L->nlong > 0) {
         for (ks_int l = 0; l < L->nlong; l++)
-            h[l] = make_int2(L->long_row[l], L->long_chunk[l]);
-        h[L->nlong] = make_int2(-1, L->long_chunk[L->nlong]);
-        e = upload_pairs(be, h, L->nlong + 1, &s->longs, "csr_adaptive long rows");
+            h2[l] = make_int2(L->long_row[l], L->long_chunk[l]);
+        h2[L->nlong] = make_int2(-1, L->long_chunk[L->nlong]);
+        e = upload_n(be, h, L->nlong + 1, sizeof(int2), (void **)&s->longs,
+                     "csr_adaptive long rows");
     }
     if (e == KS_OK && L->nchunks > 0)
         e = ks_be_alloc(be, sizeof(double) * (size_t)L->nchunks, (void **)&s->partials,
                         "csr_adaptive long-row partial sums");
+    /* Counters start at 0 (uploaded zeros: no memset kernel); only matrices
+     * with long rows have them. */
+    if (e == KS_OK && L->nlong > 0) {
+        memset(h, 0, sizeof(unsigned) * (size_t)L->nlong);
+        e = upload_n(be, h, L->nlong, sizeof(unsigned), (void **)&s->counts,
+                     "csr_adaptive long-row counters");
+    }
     free(h);
     return e;
 }
@@ -289,16 +349,10 @@ ks_error adaptive_apply(ks_backend *be, void *state, double alpha, const double 
         return KS_OK;
     cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
     const unsigned grid = (unsigned)(s->nchunks + s->nblocks);
-    adaptive_kernel<<<grid, kThreads, 0, stream>>>(s->nchunks, s->chunks, s->partials, s->blk,
-                                                   s->A.rowptr, s->A.colind, s->A.val, x, alpha,
-                                                   beta, y);
+    adaptive_kernel<<<grid, kThreads, 0, stream>>>(s->nchunks, s->chunks, s->longs, s->partials,
+                                                   s->counts, s->blk, s->A.rowptr, s->A.colind,
+                                                   s->A.val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("csr_adaptive adaptive_kernel");
-    if (s->nlong > 0) {
-        const unsigned fgrid = (unsigned)((s->nlong + kWarps - 1) / kWarps);
-        fixup_kernel<<<fgrid, kThreads, 0, stream>>>(s->nlong, s->longs, s->partials, alpha,
-                                                     beta, y);
-        KS_CUDA_LAUNCH_CHECK("csr_adaptive fixup_kernel");
-    }
     return KS_OK;
 }
 

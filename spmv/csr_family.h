@@ -41,9 +41,11 @@ extern "C" {
  *           row that is not long, whatever its length);
  *   long:   one row of more than KS_CSR_ADAPTIVE_SHARED entries, split in
  *           chunks of KS_CSR_ADAPTIVE_CHUNK entries; a block per chunk writes
- *           a partial sum and a second kernel adds each row's partials in
- *           chunk order. No atomics: every row's summation order is fixed by
- *           the layout, so applies are bitwise reproducible.
+ *           a partial sum, and the block that finishes the row's last chunk
+ *           (a per-row counter tells, in the same launch) adds the row's
+ *           partials in chunk order. No atomics on values: every row's
+ *           summation order is fixed by the layout, so applies are bitwise
+ *           reproducible.
  * Long row l is row long_row[l]; its chunks are long_chunk[l] ..
  * long_chunk[l+1]-1 and chunk g covers entries chunk_begin[g] ..
  * min(chunk_begin[g] + KS_CSR_ADAPTIVE_CHUNK, rowptr[row + 1]) - 1. */

@@ -95,6 +95,28 @@ static void make_case(int c, ks_csr *A)
     free(len);
 }
 
+/* Long rows of many chunks: row 10 of 201 chunks (the last of one entry),
+ * the last row of exactly 64, and every 5th row of 2 or 3 chunks, among
+ * short rows: more chunk blocks (about 1300) than an H100 holds at once
+ * (8 per SM on 132 SMs), many of them adding to one row's counter. */
+#define MANY_CHUNKS_MIN 1100
+static void make_many_chunks(ks_csr *A)
+{
+    const ks_int n = 2000;
+    ks_int *len = malloc(sizeof(ks_int) * n);
+    ck_assert_ptr_nonnull(len);
+    sc_rng_seed(4);
+    for (ks_int i = 0; i < n; i++)
+        len[i] = (ks_int)(sc_rng_next() % 9);
+    for (ks_int i = 3; i < n; i += 5)
+        len[i] = KS_CSR_ADAPTIVE_SHARED + 1 + (ks_int)(sc_rng_next() % (2 * KS_CSR_ADAPTIVE_CHUNK));
+    len[10] = 200 * KS_CSR_ADAPTIVE_CHUNK + 1;
+    len[n - 1] = 64 * KS_CSR_ADAPTIVE_CHUNK;
+    memset(A, 0, sizeof *A);
+    sc_build_rows(A, n, 420000, len, &csr_rows);
+    free(len);
+}
+
 static const sc_coef coefs[] = {
     {1.0, 0.0}, {-0.5, 0.0}, {2.0, 1.0}, {0.75, -0.25}, {0.0, 2.0},
 };
@@ -161,7 +183,7 @@ static void check_structure(const ks_csr *A, const ks_csr_adaptive_layout *L, in
     /* bytes: the CSR count, the block descriptors, and long-row extras */
     double want = 20.0 * A->nnz + 12.0 * A->nrows + 4.0 + 8.0 * (L->nblocks + 1.0);
     if (L->nlong)
-        want += 24.0 * L->nchunks + 8.0 * L->nlong + 4.0;
+        want += 32.0 * L->nchunks + 12.0 * L->nlong + 8.0;
     ck_assert_msg(fabs(ks_csr_adaptive_layout_bytes(L) - want) < 0.5, "%s: bytes %g, want %g",
                   label, ks_csr_adaptive_layout_bytes(L), want);
 }
@@ -285,6 +307,27 @@ START_TEST(test_host_errors)
     ck_assert_int_ne(ks_csr_adaptive_layout_build(&A, NULL, &L), KS_OK);
     ck_assert_ptr_null(L);
     A.rowptr[A.nrows] = saved;
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* The many-chunks matrix: the layout has the chunks it is meant to have,
+ * and the reference apply adds more than 32 partials a row right. */
+START_TEST(test_host_many_chunks)
+{
+    ks_csr A;
+    make_many_chunks(&A);
+    check_adaptive_host(&A, 0, "many chunks");
+    void *v = NULL;
+    KS_CHECK(ks_csr_adaptive_layout_build(&A, NULL, &v));
+    ks_csr_adaptive_layout *L = v;
+    ck_assert_int_ge(L->nchunks, MANY_CHUNKS_MIN);
+    ck_assert_int_eq(L->long_row[0], 3);
+    ck_assert_int_eq(L->long_row[2], 10);
+    ck_assert_int_eq(L->long_chunk[3] - L->long_chunk[2], 201);
+    ck_assert_int_eq(L->long_row[L->nlong - 1], A.nrows - 1);
+    ck_assert_int_eq(L->long_chunk[L->nlong] - L->long_chunk[L->nlong - 1], 64);
+    ks_csr_adaptive_layout_free(v);
     ks_csr_free(&A);
 }
 END_TEST
@@ -458,6 +501,84 @@ START_TEST(test_cuda_shared)
 }
 END_TEST
 
+/* K csr_adaptive applies back to back, with no host round trip between
+ * them: y = alpha A x into NaN-poisoned y (beta 0), then K - 1 times
+ * y = alpha A x + y. Each apply must find the long-row counters left at 0
+ * by the one before (a counter not reset leaves a long row unwritten, or
+ * written before all its partials). Against the host layout doing the same
+ * sequence and against K alpha A x; the whole sequence twice: bitwise equal. */
+static void check_back_to_back(ks_backend *be, const ks_csr *A, const char *label)
+{
+    enum { K = 6 };
+    const double alpha = 0.625;
+    const ks_spmv_format_ops *ops = ks_spmv_format_find("csr_adaptive", KS_BACKEND_CUDA);
+    ck_assert_ptr_nonnull(ops);
+    ks_matrix *M = NULL;
+    ks_error e = ks_matrix_create(be, A, "csr_adaptive", NULL, &M);
+    ck_assert_msg(e == KS_OK, "%s: %s: %s", label, ks_error_name(e), ks_last_error());
+    void *L = NULL;
+    KS_CHECK(ops->layout_build(A, NULL, &L));
+    ks_vec *vx = NULL, *vy = NULL;
+    KS_CHECK(ks_vec_create(be, A->ncols, &vx));
+    KS_CHECK(ks_vec_create(be, A->nrows, &vy));
+    double *x = sc_random_vec(A->ncols, 301);
+    size_t ybytes = sizeof(double) * ((size_t)A->nrows + 1);
+    double *y[2] = {malloc(ybytes), malloc(ybytes)}, *yh = malloc(ybytes);
+    ck_assert(y[0] && y[1] && yh);
+    KS_CHECK(ks_vec_set_host(vx, x));
+    for (int run = 0; run < 2; run++) {
+        for (ks_int i = 0; i < A->nrows; i++)
+            yh[i] = NAN;
+        KS_CHECK(ks_vec_set_host(vy, yh));
+        for (int k = 0; k < K; k++)
+            KS_CHECK(ks_matrix_apply(M, alpha, vx, k == 0 ? 0.0 : 1.0, vy));
+        for (ks_int i = 0; i < A->nrows; i++)
+            y[run][i] = -1.0;
+        KS_CHECK(ks_vec_get_host(vy, y[run]));
+    }
+    ck_assert_msg(memcmp(y[0], y[1], sizeof(double) * (size_t)A->nrows) == 0,
+                  "%s: two runs of %d back-to-back applies differ bitwise", label, K);
+    for (int k = 0; k < K; k++) /* yh is NaN-poisoned from the loop above */
+        ops->layout_apply(L, alpha, x, k == 0 ? 0.0 : 1.0, yh);
+    /* beta 0: the scales are K |alpha| |A| |x| and y0 is not read */
+    double eh = sc_scaled_diff(A, K * alpha, x, 0.0, yh, y[0], yh);
+    double er = sc_spmv_error(A, K * alpha, x, 0.0, yh, y[0]);
+    ck_assert_msg(eh <= TOL && er <= TOL,
+                  "%s: %d back-to-back applies: error %.3e vs host layout, %.3e vs CSR", label,
+                  K, eh, er);
+    ops->layout_free(L);
+    free(x);
+    free(y[0]);
+    free(y[1]);
+    free(yh);
+    ks_vec_destroy(vx);
+    ks_vec_destroy(vy);
+    ks_matrix_destroy(M);
+}
+
+/* The long-row path of csr_adaptive (chunk partials finished in the same
+ * launch by the last chunk block of each row): many chunk blocks, applies
+ * in a row with no host round trip between them, on matrices of one huge
+ * row, many long rows, one row of 3 chunks (arrow) and none (27-point). */
+START_TEST(test_cuda_long_rows)
+{
+    ks_backend *be = NULL;
+    KS_CHECK(ks_backend_create("cuda", &be));
+    ks_csr A;
+    make_many_chunks(&A);
+    check_device(be, "csr_adaptive", NULL, &A, "many chunks");
+    check_back_to_back(be, &A, "many chunks");
+    ks_csr_free(&A);
+    const int cases[] = {C_HUGE, C_MANY_LONG, C_ARROW, C_P27};
+    for (int c = 0; c < 4; c++) {
+        make_case(cases[c], &A);
+        check_back_to_back(be, &A, case_names[cases[c]]);
+        ks_csr_free(&A);
+    }
+    ks_backend_destroy(be);
+}
+END_TEST
+
 /* ------------------------------------------------ long-rows generator */
 static int parse_pos(const char *s, long *v)
 {
@@ -550,6 +671,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_host_block_rows);
     tcase_add_test(tc, test_host_budget);
     tcase_add_test(tc, test_host_errors);
+    tcase_add_test(tc, test_host_many_chunks);
 #ifdef KS_HAVE_CUDA
     tcase_add_loop_test(tc, test_host_registered, 0, NCASES);
 #else
@@ -561,8 +683,9 @@ int main(int argc, char **argv)
     if (have_cuda) {
         tcase_add_test(tc, test_cuda_cases);
         tcase_add_test(tc, test_cuda_block_rows);
+        tcase_add_test(tc, test_cuda_long_rows);
     } else {
-        ks_test_skip(2, "no CUDA device: csr_scalar, csr_adaptive, csr_vector kernels");
+        ks_test_skip(3, "no CUDA device: csr_scalar, csr_adaptive, csr_vector kernels");
     }
     suite_add_tcase(s, tc);
 

@@ -53,6 +53,18 @@ typedef struct ks_backend_ops {
     ks_error (*smooth_update)(ks_backend *be, ks_int n, double a, double *d, double b,
                               const double *w, const double *r, const double *xin,
                               double *xout);
+
+    /* Optional (NULL where the backend has no such thing): record the work
+     * the backend's calls enqueue between capture_begin and capture_end
+     * (nothing runs meanwhile) as a graph that graph_launch replays with
+     * one call, the same kernels on the same buffers. capture_end always
+     * ends the capture; ok = 0 discards it (a call inside failed). For
+     * fixed sequences of many small kernels (an AMG cycle on its coarse
+     * levels), where launch latency rather than memory is the cost. */
+    ks_error (*capture_begin)(ks_backend *be);
+    ks_error (*capture_end)(ks_backend *be, int ok, void **graph);
+    ks_error (*graph_launch)(ks_backend *be, void *graph);
+    void (*graph_destroy)(ks_backend *be, void *graph);
 } ks_backend_ops;
 
 struct ks_backend {

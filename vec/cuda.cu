@@ -541,6 +541,53 @@ static ks_error cuda_axpy_norm2(ks_backend *be, ks_int n, double a, const double
     return KS_OK;
 }
 
+/* ---------------------------------------------------------- graphs */
+
+static ks_error cuda_capture_begin(ks_backend *be)
+{
+    /* Thread-local mode: only this thread's unsafe calls (a cudaMalloc in
+     * the captured sequence) are errors; other threads are not disturbed. */
+    KS_CUDA_CHECK(cudaStreamBeginCapture(impl_of(be)->stream, cudaStreamCaptureModeThreadLocal));
+    return KS_OK;
+}
+
+static ks_error cuda_capture_end(ks_backend *be, int ok, void **graph)
+{
+    *graph = NULL;
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(impl_of(be)->stream, &g);
+    if (e != cudaSuccess || !ok) {
+        if (g)
+            (void)cudaGraphDestroy(g);
+        (void)cudaGetLastError(); /* a failed capture is not sticky */
+        if (!ok)
+            return KS_OK;
+        return ks_seterr(KS_ERR_DEVICE, "cudaStreamEndCapture: %s", cudaGetErrorString(e));
+    }
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphInstantiate(&x, g, 0);
+    (void)cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ks_seterr(KS_ERR_DEVICE, "cudaGraphInstantiate: %s", cudaGetErrorString(e));
+    }
+    *graph = (void *)x;
+    return KS_OK;
+}
+
+static ks_error cuda_graph_launch(ks_backend *be, void *graph)
+{
+    KS_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)graph, impl_of(be)->stream));
+    return KS_OK;
+}
+
+static void cuda_graph_destroy(ks_backend *be, void *graph)
+{
+    (void)be;
+    if (graph)
+        (void)cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 /* Positional: C++17 has no designated initialisers. Order as in backend.h. */
 extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     "cuda",          /* name */
@@ -565,6 +612,10 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_norminf,    /* norminf */
     cuda_axpy_norm2, /* axpy_norm2 */
     cuda_smooth_update, /* smooth_update */
+    cuda_capture_begin, /* capture_begin */
+    cuda_capture_end,   /* capture_end */
+    cuda_graph_launch,  /* graph_launch */
+    cuda_graph_destroy, /* graph_destroy */
 };
 
 extern "C" void *ks_cuda_stream(ks_backend *be)

@@ -776,6 +776,127 @@ START_TEST(test_cuda_resetup)
 }
 END_TEST
 
+/* Standalone AMG with V(1,2) and W(1,2) Jacobi cycles: the W cycle's second
+ * visit of a level starts from a nonzero x with an odd number of out-of-place
+ * smoother steps, so its result must be moved back (buffer exchange). */
+static void odd_sweeps(const char *backend, const char *cycle, result *r)
+{
+    prob p;
+    prob_gen(&p, backend, KS_GEN_POISSON3D_7, 16, 16, 16);
+    ks_solver_params prm;
+    params(&prm, "AMG");
+    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "JACOBI_L1");
+    snprintf(prm.pc.amg.cycle, sizeof prm.pc.amg.cycle, "%s", cycle);
+    prm.pc.amg.presweeps = 1;
+    prm.pc.amg.postsweeps = 2;
+    prm.tolerance = 1e-10;
+    run(&p, &prm, r, NULL);
+    prob_free(&p);
+}
+
+START_TEST(test_odd_sweeps)
+{
+    result v, w;
+    odd_sweeps("cpu", "V", &v);
+    odd_sweeps("cpu", "W", &w);
+    assert_converged(&v, 40, "AMG V(1,2) l1-Jacobi");
+    assert_converged(&w, 40, "AMG W(1,2) l1-Jacobi");
+    ck_assert_msg(w.iters <= v.iters, "W(1,2) took %d iterations, V(1,2) %d", w.iters, v.iters);
+    free(v.x);
+    free(w.x);
+}
+END_TEST
+
+/* The cuda preconditioner replays its cycle from a CUDA graph: the same
+ * kernels as the direct calls, so the same bits. Also after a second solve
+ * (replay), with another x vector (new capture) and after the level-0
+ * values moved to new storage without a re-setup (the graph must not keep
+ * the freed buffer). */
+static void solve_into(prob *p, ks_solver *s, ks_vec *x, double *out, int graph)
+{
+    if (graph)
+        unsetenv("KS_CUDA_GRAPH");
+    else
+        setenv("KS_CUDA_GRAPH", "0", 1);
+    KS_CHECK(ks_vec_fill(x, 0.0));
+    KS_CHECK(ks_solver_solve(s, p->b, x));
+    ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_CONVERGED);
+    KS_CHECK(ks_vec_get_host(x, out));
+    unsetenv("KS_CUDA_GRAPH");
+}
+
+static void graph_case(const char *alg, const char *smoother, const char *cycle, int pre, int post)
+{
+    prob p;
+    prob_gen(&p, "cuda", KS_GEN_POISSON3D_7, 20, 20, 20);
+    ks_solver_params prm;
+    params(&prm, strcmp(cycle, "V") == 0 ? "PCG" : "AMG");
+    snprintf(prm.pc.amg.algorithm, sizeof prm.pc.amg.algorithm, "%s", alg);
+    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "%s", smoother);
+    snprintf(prm.pc.amg.cycle, sizeof prm.pc.amg.cycle, "%s", cycle);
+    prm.pc.amg.presweeps = pre;
+    prm.pc.amg.postsweeps = post;
+    ks_solver *s;
+    KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+    KS_CHECK(ks_solver_setup(s, p.M));
+    const size_t bytes = sizeof(double) * (size_t)p.n;
+    double *x0 = malloc(bytes), *x1 = malloc(bytes), *x2 = malloc(bytes);
+    ck_assert(x0 && x1 && x2);
+    solve_into(&p, s, p.x, x0, 0);
+    int iters = ks_solver_stats(s)->iterations;
+    const ks_amg *amg = ks_precond_amg(s->pc);
+    ck_assert_ptr_null(amg->graph);
+    solve_into(&p, s, p.x, x1, 1);
+    ck_assert_ptr_nonnull(amg->graph);
+    ck_assert_int_eq(ks_solver_stats(s)->iterations, iters);
+    ck_assert_msg(memcmp(x0, x1, bytes) == 0, "%s/%s/%s: graph and direct cycles differ", alg,
+                  smoother, cycle);
+    solve_into(&p, s, p.x, x1, 1); /* replay */
+    ck_assert(memcmp(x0, x1, bytes) == 0);
+    ks_vec *y;
+    KS_CHECK(ks_vec_create(p.be, p.n, &y));
+    solve_into(&p, s, y, x1, 1); /* another output vector: captured again */
+    ck_assert(memcmp(x0, x1, bytes) == 0);
+    /* New values without a re-setup: level 0 uses them, the rest is stale. */
+    double *v = malloc(sizeof(double) * (size_t)p.A.nnz);
+    for (ks_int k = 0; k < p.A.nnz; k++)
+        v[k] = p.A.val[k] * (1.0 + 1e-3 * (double)(k % 7));
+    KS_CHECK(ks_matrix_set_values(p.M, v));
+    solve_into(&p, s, y, x1, 1);
+    ck_assert_ptr_eq(amg->graph_A, p.M->state);
+    solve_into(&p, s, y, x2, 0);
+    ck_assert_msg(memcmp(x1, x2, bytes) == 0, "graph after new values differs from direct");
+    ks_vec_destroy(y);
+    ks_solver_destroy(s);
+    free(v);
+    free(x0);
+    free(x1);
+    free(x2);
+    prob_free(&p);
+}
+
+START_TEST(test_cuda_graph)
+{
+    graph_case("CLASSICAL", "CHEBYSHEV", "V", 1, 1);
+    graph_case("AGGREGATION", "JACOBI_L1", "V", 1, 1);
+    graph_case("CLASSICAL", "JACOBI_L1", "W", 1, 2);
+}
+END_TEST
+
+START_TEST(test_cuda_odd_sweeps)
+{
+    for (int c = 0; c < 2; c++) {
+        result rc, rg;
+        odd_sweeps("cpu", c ? "W" : "V", &rc);
+        odd_sweeps("cuda", c ? "W" : "V", &rg);
+        ck_assert_int_eq(rc.iters, rg.iters);
+        ck_assert(ks_test_max_relerr(rg.x, rc.x, 16 * 16 * 16) < 1e-10);
+        free(rc.x);
+        free(rg.x);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("amg_solve");
@@ -799,6 +920,7 @@ int main(void)
     tcase_add_test(tc, test_bad_params);
     tcase_add_test(tc, test_print);
     tcase_add_test(tc, test_matrix_set_values);
+    tcase_add_test(tc, test_odd_sweeps);
 #ifdef _OPENMP
     /* Needs a second thread; with OMP_NUM_THREADS=1 (valgrind runs) the
      * team cannot grow without leaving libgomp's pool behind. */
@@ -816,9 +938,12 @@ int main(void)
         tcase_add_test(tg, test_cuda_gs_unsupported);
         tcase_add_test(tg, test_cuda_matches_cpu);
         tcase_add_test(tg, test_cuda_resetup);
+        tcase_add_test(tg, test_cuda_graph);
+        tcase_add_test(tg, test_cuda_odd_sweeps);
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(3, "no CUDA device: AMG on cuda, GS on cuda, cpu/cuda agreement");
+        ks_test_skip(5, "no CUDA device: AMG on cuda, GS on cuda, cpu/cuda agreement, CUDA "
+                        "graph cycle, odd sweeps");
     }
     return ks_test_run(s);
 }

@@ -7,9 +7,11 @@
  * is a polynomial in D^-1 A, hence self-adjoint in the A inner product for
  * symmetric A: pre and post smoothing are the same and PCG sees a symmetric
  * cycle.
- * Each of the m inner steps is d = a d + c D^-1 (b - A x), x += d: one fused
- * pass of the matrix (residual from b each time rather than r -= A d, so the
- * residual is never stored), m passes in all (m - 1 when x = 0 on entry). */
+ * Each of the m inner steps is d = a d + c D^-1 (b - A x), x += d, written
+ * in three-term form x_new = x + c D^-1 (b - A x) + a (x - x_old) (d is the
+ * difference of the last two iterates), so it is one fused pass of the
+ * matrix that stores neither d nor the residual: m passes in all (m - 1
+ * when x = 0 on entry). */
 #include "hierarchy.h"
 
 int ks_amg_chebyshev_steps(const ks_amg *amg, int l)
@@ -27,14 +29,16 @@ ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, 
     const double theta = 0.5 * (L->lmax + L->lmin); /* interval centre */
     const double delta = 0.5 * (L->lmax - L->lmin); /* half width */
 
-    /* d = D^-1 (b - A x) / theta, x += d */
-    KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, 0.0, 1.0 / theta, x_zero));
+    /* x += D^-1 (b - A x) / theta */
+    KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, 0.0, 1.0 / theta, x_zero, 0));
     const double sigma = steps > 1 ? theta / delta : 0.0;
     double rho = steps > 1 ? 1.0 / sigma : 0.0;
     for (int k = 1; k < steps; k++) {
         double rho_new = 1.0 / (2.0 * sigma - rho);
-        /* d = rho_new rho d + (2 rho_new / delta) D^-1 (b - A x); x += d */
-        KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, rho_new * rho, 2.0 * rho_new / delta, 0));
+        /* d = rho_new rho d + (2 rho_new / delta) D^-1 (b - A x); x += d,
+         * with d = x - x_old (x_old = 0 after a start from zero) */
+        KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, rho_new * rho, 2.0 * rho_new / delta, 0,
+                                  k == 1 && x_zero));
         rho = rho_new;
     }
     return KS_OK;

@@ -382,8 +382,6 @@ static ks_error upload_level(ks_amg *amg, int l)
     }
     KS_TRY(make_vec(amg, n, &L->r));
     KS_TRY(make_vec(amg, n, &L->w));
-    if (amg->smoother != KS_SMOOTHER_GS && amg->smoother != KS_SMOOTHER_SGS)
-        KS_TRY(make_vec(amg, n, &L->d));
     return KS_OK;
 }
 
@@ -472,7 +470,6 @@ static void free_level(ks_amg_level *L)
     ks_vec_destroy(L->b);
     ks_vec_destroy(L->r);
     ks_vec_destroy(L->w);
-    ks_vec_destroy(L->d);
     memset(L, 0, sizeof *L);
 }
 

@@ -73,7 +73,7 @@ typedef struct ks_amg_level {
     int rho_valid;     /* shared by smoothed aggregation and Chebyshev */
     /* Work vectors (level 0: x and b are the caller's, these stay NULL). */
     ks_vec *x, *b;
-    ks_vec *r, *w, *d; /* residual, spare x (ks_amg_xbuf), smoother update */
+    ks_vec *r, *w;     /* residual, spare x (ks_amg_xbuf) */
 } ks_amg_level;
 
 typedef struct ks_amg {
@@ -159,10 +159,11 @@ ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, int
 /* How many times ks_amg_smooth(..., sweeps, ...) swaps xb when x is not
  * zero on entry (one less when it is). */
 int ks_amg_smooth_steps(const ks_amg *amg, int l, int sweeps);
-/* One step d = a d + c dinv .* (b - A x), x += d (out of place, swapping
- * xb; x_zero: no SpMV, xb->cur = d, no swap). */
+/* One step x_new = x + c dinv .* (b - A x) + a (x - x_old), x in xb->cur
+ * and x_old in xb->spare (zero when prev_zero); x_new goes to spare and the
+ * two swap. x_zero: x = 0, no SpMV, x_new = c dinv .* b in cur, no swap. */
 ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, double a,
-                            double c, int x_zero);
+                            double c, int x_zero, int prev_zero);
 /* r = b - A_l x (one fused pass) */
 ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, ks_vec *r);
 

@@ -169,12 +169,14 @@ ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, k
 }
 
 ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, double a,
-                            double c, int x_zero)
+                            double c, int x_zero, int prev_zero)
 {
     ks_amg_level *L = &amg->levels[l];
     if (x_zero) /* x = 0: the residual is b; the result goes where x is */
-        return ks_vec_smooth_update(a, L->d, c, L->dinv, b, NULL, xb->cur);
-    KS_TRY(ks_matrix_fused_step(L->Am, b, xb->cur, L->r, a, c, L->dinv, L->d, xb->spare));
+        return ks_vec_smooth_update(0.0, c, L->dinv, b, NULL, NULL, xb->cur);
+    /* spare holds the iterate before cur (Chebyshev) and receives the next */
+    KS_TRY(ks_matrix_fused_step(L->Am, b, xb->cur, L->r, a, c, L->dinv,
+                                a != 0.0 && !prev_zero ? xb->spare : NULL, xb->spare));
     ks_vec *t = xb->cur;
     xb->cur = xb->spare;
     xb->spare = t;
@@ -214,7 +216,7 @@ ks_error ks_amg_smooth(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, int
         case KS_SMOOTHER_JACOBI:
         case KS_SMOOTHER_JACOBI_L1:
             /* x += dinv .* (b - A x), dinv holding omega */
-            KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, 0.0, 1.0, x_zero));
+            KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, 0.0, 1.0, x_zero, 0));
             break;
         case KS_SMOOTHER_CHEBYSHEV: KS_TRY(ks_amg_chebyshev(amg, l, b, xb, x_zero)); break;
         case KS_SMOOTHER_GS:

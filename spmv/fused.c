@@ -20,7 +20,8 @@ static ks_error check_vec(const ks_matrix *M, const ks_vec *v, const char *name,
 }
 
 ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec *x, ks_vec *r,
-                              double a, double c, const ks_vec *w, ks_vec *d, ks_vec *xo)
+                              double a, double c, const ks_vec *w, const ks_vec *xprev,
+                              ks_vec *xo)
 {
     if (!M)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: NULL matrix");
@@ -30,27 +31,28 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
     const int fused = M->ops->fused_step != NULL;
     KS_TRY(check_vec(M, b, "b", 1));
     KS_TRY(check_vec(M, x, "x", 1));
-    KS_TRY(check_vec(M, r, "r", !fused || !d));
-    KS_TRY(check_vec(M, w, "w", d != NULL));
-    KS_TRY(check_vec(M, d, "d", 0));
-    KS_TRY(check_vec(M, xo, "xo", d != NULL));
-    if ((r && (r == x || r == b)) || (xo && (xo == x || xo == b || xo == r || xo == d)) ||
-        (d && (d == x || d == b || d == r)))
+    KS_TRY(check_vec(M, r, "r", !fused || !xo));
+    KS_TRY(check_vec(M, w, "w", xo != NULL));
+    KS_TRY(check_vec(M, xprev, "xprev", 0));
+    KS_TRY(check_vec(M, xo, "xo", 0));
+    if ((r && (r == x || r == b)) || (xo && (xo == x || xo == b || xo == r)) ||
+        (xprev && (xprev == x || xprev == r)))
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: output vectors alias x, b or "
                                      "each other");
     if (M->host.nrows == 0)
         return KS_OK;
     ks_error e;
     if (fused) {
-        ks_fused_step f = {b->data, x->data, r ? r->data : NULL, a, c, w ? w->data : NULL,
-                           d ? d->data : NULL, d ? xo->data : NULL};
+        ks_fused_step f = {b->data, x->data, r ? r->data : NULL, a, c,
+                           w ? w->data : NULL, xprev ? xprev->data : NULL,
+                           xo ? xo->data : NULL};
         e = M->ops->fused_step(M->be, M->state, &f);
     } else {
         e = ks_vec_copy(b, r);
         if (e == KS_OK)
             e = M->ops->apply(M->be, M->state, -1.0, x->data, 1.0, r->data);
-        if (e == KS_OK && d)
-            e = ks_vec_smooth_update(a, d, c, w, r, x, xo);
+        if (e == KS_OK && xo)
+            e = ks_vec_smooth_update(a, c, w, r, x, xprev, xo);
     }
     if (e != KS_OK)
         return ks_adderr(e, "SpMV format '%s' (fused residual pass)", M->ops->name);

@@ -130,20 +130,19 @@ static void fused_expect(const ks_vec *v, const long double *ref, const double *
 
 /* ks_matrix_fused_step (the format's fused kernel, or the generic path for
  * formats without one) against a long double reference: the residual
- * alone, the step from d = 0 (a = 0, old d NaN) and with a != 0. Outputs
- * are NaN before the call; x and b must come back unchanged. */
+ * alone, a Jacobi step (a = 0), a three-term step with x_old in the output
+ * vector and one with x_old = 0. Outputs are NaN before the call unless
+ * they are read; x and b must come back unchanged. */
 static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const char *fmt,
                         const char *label)
 {
     const ks_int n = A->nrows;
-    double *x = sc_random_vec(n, 301), *b = sc_random_vec(n, 302), *d0 = sc_random_vec(n, 303);
+    double *x = sc_random_vec(n, 301), *b = sc_random_vec(n, 302), *xp = sc_random_vec(n, 303);
     double *w = sc_random_vec(n, 304);
     long double *t = malloc(sizeof(long double) * ((size_t)n + 1));
-    long double *dref = malloc(sizeof(long double) * ((size_t)n + 1));
-    long double *xref = malloc(sizeof(long double) * ((size_t)n + 1));
-    double *ts = malloc(sizeof(double) * ((size_t)n + 1)), *ds = malloc(sizeof(double) * ((size_t)n + 1));
-    double *xs = malloc(sizeof(double) * ((size_t)n + 1));
-    ck_assert(t && dref && xref && ts && ds && xs);
+    long double *ref = malloc(sizeof(long double) * ((size_t)n + 1));
+    double *ts = malloc(sizeof(double) * ((size_t)n + 1)), *sc = malloc(sizeof(double) * ((size_t)n + 1));
+    ck_assert(t && ref && ts && sc);
     for (ks_int i = 0; i < n; i++) {
         long double s = b[i];
         double mag = fabs(b[i]);
@@ -158,49 +157,44 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
     ks_vec *vr = fused_vec(be, n, NULL);
     KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, 0.0, 0.0, NULL, NULL, NULL));
     fused_expect(vr, t, ts, n, "r", fmt, label);
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 3; v++) {
+        /* 0: Jacobi, 1: three-term with x_old in xo, 2: x_old = 0 */
         const double a = v ? 0.6 : 0.0, c = -1.25;
-        ks_vec *vd = fused_vec(be, n, v ? d0 : NULL), *vxo = fused_vec(be, n, NULL);
+        ks_vec *vxo = fused_vec(be, n, v == 1 ? xp : NULL);
         ks_vec_destroy(vr);
         vr = fused_vec(be, n, NULL); /* scratch of the generic path */
         for (ks_int i = 0; i < n; i++) {
-            dref[i] = (v ? (long double)a * d0[i] : 0.0L) + (long double)c * w[i] * t[i];
-            ds[i] = (v ? fabs(a * d0[i]) : 0.0) + fabs(c * w[i]) * ts[i];
-            xref[i] = x[i] + dref[i];
-            xs[i] = fabs(x[i]) + ds[i];
+            long double old = v == 1 ? xp[i] : 0.0;
+            ref[i] = x[i] + (long double)c * w[i] * t[i] + (long double)a * (x[i] - old);
+            sc[i] = fabs(x[i]) + fabs(c * w[i]) * ts[i] + fabs(a) * (fabs(x[i]) + fabs((double)old));
         }
-        KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, a, c, vw, vd, vxo));
-        fused_expect(vd, dref, ds, n, "d", fmt, label);
-        fused_expect(vxo, xref, xs, n, "xo", fmt, label);
-        ks_vec_destroy(vd);
+        KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, a, c, vw, v == 1 ? vxo : NULL, vxo));
+        fused_expect(vxo, ref, sc, n, "xo", fmt, label);
         ks_vec_destroy(vxo);
     }
     for (ks_int i = 0; i < n; i++) {
-        xref[i] = x[i];
-        dref[i] = b[i];
-        xs[i] = ds[i] = 1.0;
+        ref[i] = x[i];
+        sc[i] = 1.0;
     }
-    fused_expect(vx, xref, xs, n, "x (input)", fmt, label);
-    fused_expect(vb, dref, ds, n, "b (input)", fmt, label);
+    fused_expect(vx, ref, sc, n, "x (input)", fmt, label);
+    for (ks_int i = 0; i < n; i++)
+        ref[i] = b[i];
+    fused_expect(vb, ref, sc, n, "b (input)", fmt, label);
     /* aliasing outputs and inputs is refused */
     ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vx, 0.0, 0.0, NULL, NULL, NULL), KS_ERR_ARG);
-    ks_vec *vd = fused_vec(be, n, d0);
-    ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vr, 0.5, 1.0, vw, vd, vx), KS_ERR_ARG);
-    ks_vec_destroy(vd);
+    ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vr, 0.5, 1.0, vw, NULL, vx), KS_ERR_ARG);
     ks_vec_destroy(vx);
     ks_vec_destroy(vb);
     ks_vec_destroy(vw);
     ks_vec_destroy(vr);
     free(x);
     free(b);
-    free(d0);
+    free(xp);
     free(w);
     free(t);
-    free(dref);
-    free(xref);
+    free(ref);
     free(ts);
-    free(ds);
-    free(xs);
+    free(sc);
 }
 
 static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_params *prm,

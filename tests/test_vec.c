@@ -283,39 +283,44 @@ END_TEST
 
 START_TEST(test_smooth_update)
 {
+    /* xout = xin + c w.*r + a (xin - xprev); NULL xin / xprev are zero */
     for (int k = 0; k < NSIZES; k++) {
         ks_int n = sizes[k];
-        double *hw = host_rand(n, 0.5, 2), *hr = host_rand(n, -1, 1), *hd = host_rand(n, -1, 1);
-        double *hx = host_rand(n, -1, 1), *ed = malloc(sizeof(double) * (n + 1)),
-               *ex = malloc(sizeof(double) * (n + 1));
-        ck_assert(ed && ex);
-        ks_vec *w = vec_from(hw, n), *r = vec_from(hr, n);
-        for (int v = 0; v < 6; v++) {
-            const double a = (v & 1) ? 0.75 : 0.0, b = -1.5;
-            /* x: 0 -> in place, 1 -> from zero, 2 -> out of place */
-            const int xmode = v / 2;
-            /* the old d (a == 0), x (from zero) and the output x (out of
-             * place) must not be read: NaN there */
-            ks_vec *d = a == 0.0 ? vec_poisoned(n) : vec_from(hd, n);
-            ks_vec *x = xmode == 1 ? vec_poisoned(n) : vec_from(hx, n);
-            ks_vec *xo = xmode == 2 ? vec_poisoned(n) : x;
+        double *hw = host_rand(n, 0.5, 2), *hr = host_rand(n, -1, 1), *hp = host_rand(n, -1, 1);
+        double *hx = host_rand(n, -1, 1), *ex = malloc(sizeof(double) * (n + 1));
+        ck_assert(ex);
+        ks_vec *w = vec_from(hw, n), *r = vec_from(hr, n), *x = vec_from(hx, n);
+        for (int v = 0; v < 5; v++) {
+            /* 0: Jacobi out of place, 1: Jacobi in place, 2: from x = 0,
+             * 3: three-term with xprev = xout, 4: three-term, xprev = 0 */
+            const double a = v >= 3 ? 0.75 : 0.0, c = -1.5;
+            const int xin_zero = v == 2;
+            /* an output that is not an input must not be read: NaN there */
+            ks_vec *xo = v == 1 ? x : v == 3 ? vec_from(hp, n) : vec_poisoned(n);
             for (ks_int i = 0; i < n; i++) {
-                ed[i] = (a == 0.0 ? 0.0 : a * hd[i]) + b * hw[i] * hr[i];
-                ex[i] = (xmode == 1 ? 0.0 : hx[i]) + ed[i];
+                double xi = xin_zero ? 0.0 : hx[i];
+                ex[i] = xi + c * hw[i] * hr[i] + a * (xi - (v == 3 ? hp[i] : 0.0));
             }
-            KS_CHECK(ks_vec_smooth_update(a, d, b, w, r, xmode == 1 ? NULL : x, xo));
-            expect_close(d, ed, n, 2e-15, "smooth_update d");
-            expect_close(xo, ex, n, 2e-15, "smooth_update x");
-            if (xmode == 2) /* the input x is left as it was */
+            KS_CHECK(ks_vec_smooth_update(a, c, w, r, xin_zero ? NULL : x, v == 3 ? xo : NULL,
+                                          xo));
+            expect_close(xo, ex, n, 2e-15, "smooth_update");
+            if (v != 1) {
                 expect_close(x, hx, n, 0.0, "smooth_update xin");
-            ks_vec_destroy(d);
-            if (xo != x)
                 ks_vec_destroy(xo);
-            ks_vec_destroy(x);
+            } else {
+                KS_CHECK(ks_vec_set_host(x, hx));
+            }
         }
+        /* xin == xout while xprev is read would read overwritten values */
+        ck_assert_int_eq(ks_vec_smooth_update(0.5, 1.0, w, r, x, r, x), KS_ERR_ARG);
         ks_vec_destroy(w);
         ks_vec_destroy(r);
-        free(hw), free(hr), free(hd), free(hx), free(ed), free(ex);
+        ks_vec_destroy(x);
+        free(hw);
+        free(hr);
+        free(hp);
+        free(hx);
+        free(ex);
     }
 }
 END_TEST

@@ -46,12 +46,12 @@ typedef struct ks_backend_ops {
     /* y += a x, then *r = ||y||_2, in one pass */
     ks_error (*axpy_norm2)(ks_backend *be, ks_int n, double a, const double *x, double *y,
                            double *r);
-    /* Smoother update in one pass: d = a d + b (w .* r) (d not read when
-     * a == 0), then xout = d when xin is NULL, else xout = xin + d (xin may
-     * be xout). Chebyshev and Jacobi smoothers would otherwise make three or
-     * four passes. */
-    ks_error (*smooth_update)(ks_backend *be, ks_int n, double a, double *d, double b,
-                              const double *w, const double *r, const double *xin,
+    /* Smoother update in one pass (Jacobi, or Chebyshev in three-term
+     * form): xout = xin + c (w .* r) + a (xin - xprev). xin NULL or xprev
+     * NULL mean zero; xprev is not read when a == 0 and may be xout (read
+     * before written); xin may be xout only when a == 0 or xprev is NULL. */
+    ks_error (*smooth_update)(ks_backend *be, ks_int n, double a, double c, const double *w,
+                              const double *r, const double *xin, const double *xprev,
                               double *xout);
 
     /* Optional (NULL where the backend has no such thing): record the work

@@ -6,6 +6,7 @@
  * order. Which thread computes a block never changes a bit of the result,
  * so dot products and norms are identical for any OMP_NUM_THREADS. */
 #include "backend.h"
+#include "smooth_value.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -149,34 +150,16 @@ static ks_error cpu_axpby(ks_backend *be, ks_int n, double a, const double *x, d
     return KS_OK;
 }
 
-static ks_error cpu_smooth_update(ks_backend *be, ks_int n, double a, double *d, double b,
+static ks_error cpu_smooth_update(ks_backend *be, ks_int n, double a, double c,
                                   const double *w, const double *r, const double *xin,
-                                  double *xout)
+                                  const double *xprev, double *xout)
 {
     (void)be;
-    /* Four variants so that neither d (a == 0) nor x (xin == NULL) is read
-     * when its old value does not matter: both may hold NaN from earlier use. */
-    if (a == 0.0 && !xin) {
-#pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
-        for (ks_int i = 0; i < n; i++)
-            xout[i] = d[i] = b * w[i] * r[i];
-    } else if (a == 0.0) {
-#pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
-        for (ks_int i = 0; i < n; i++) {
-            d[i] = b * w[i] * r[i];
-            xout[i] = xin[i] + d[i];
-        }
-    } else if (!xin) {
-#pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
-        for (ks_int i = 0; i < n; i++)
-            xout[i] = d[i] = a * d[i] + b * w[i] * r[i];
-    } else {
-#pragma omp parallel for simd schedule(static) if (n > KS_CPU_PAR_MIN)
-        for (ks_int i = 0; i < n; i++) {
-            d[i] = a * d[i] + b * w[i] * r[i];
-            xout[i] = xin[i] + d[i];
-        }
-    }
+    /* The same per-entry expression as the fused SpMV passes (fused.h), so
+     * the generic and fused paths round alike. */
+#pragma omp parallel for schedule(static) if (n > KS_CPU_PAR_MIN)
+    for (ks_int i = 0; i < n; i++)
+        xout[i] = ks_smooth_value(a, c, w, xin, xprev, i, r[i]);
     return KS_OK;
 }
 

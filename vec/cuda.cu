@@ -15,6 +15,7 @@
  * threads at once (as is sharing its stream). */
 #include "backend.h"
 #include "cuda_check.h"
+#include "smooth_value.h"
 
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -132,22 +133,13 @@ static __global__ void k_axpbypcz(ks_int n, double a, const double *x, double b,
     GRID_STRIDE(i, n) z[i] = a * x[i] + b * y[i] + c * z[i];
 }
 
-/* d = a d + b w.*r; xout = d or xin + d. READ_D / READ_X are compile-time so
- * the old d (a == 0) and x (xin == NULL) are never read: they may hold NaN.
- * xin may equal xout (no restrict). */
-template <bool READ_D, bool READ_X>
-static __global__ void k_smooth_update(ks_int n, double a, double *d, double b,
-                                       const double *w, const double *r, const double *xin,
-                                       double *xout)
+/* xout = xin + c w.*r + a (xin - xprev), the fused passes' expression
+ * (spmv/fused.h); NULL xin / xprev read as zero. */
+static __global__ void k_smooth_update(ks_int n, double a, double c, const double *w,
+                                       const double *r, const double *xin,
+                                       const double *xprev, double *xout)
 {
-    GRID_STRIDE(i, n)
-    {
-        double di = b * w[i] * r[i];
-        if (READ_D)
-            di += a * d[i];
-        d[i] = di;
-        xout[i] = READ_X ? xin[i] + di : di;
-    }
+    GRID_STRIDE(i, n) xout[i] = ks_smooth_value(a, c, w, xin, xprev, i, r[i]);
 }
 
 static __global__ void k_axpby_z(ks_int n, double a, const double *x, double b,
@@ -453,17 +445,11 @@ static ks_error cuda_axpbypcz(ks_backend *be, ks_int n, double a, const double *
     LAUNCH(k_axpbypcz, n, a, x, b, y, c, z);
 }
 
-static ks_error cuda_smooth_update(ks_backend *be, ks_int n, double a, double *d, double b,
+static ks_error cuda_smooth_update(ks_backend *be, ks_int n, double a, double c,
                                    const double *w, const double *r, const double *xin,
-                                   double *xout)
+                                   const double *xprev, double *xout)
 {
-    if (a == 0.0 && !xin)
-        LAUNCH((k_smooth_update<false, false>), n, a, d, b, w, r, xin, xout);
-    if (a == 0.0)
-        LAUNCH((k_smooth_update<false, true>), n, a, d, b, w, r, xin, xout);
-    if (!xin)
-        LAUNCH((k_smooth_update<true, false>), n, a, d, b, w, r, xin, xout);
-    LAUNCH((k_smooth_update<true, true>), n, a, d, b, w, r, xin, xout);
+    LAUNCH(k_smooth_update, n, a, c, w, r, xin, xprev, xout);
 }
 
 static ks_error cuda_pmul(ks_backend *be, ks_int n, const double *w, const double *x, double *y)

@@ -151,16 +151,21 @@ ks_error ks_vec_axpbypcz(double a, const ks_vec *x, double b, const ks_vec *y, d
     return x->n ? OPS(x)->axpbypcz(x->be, x->n, a, x->data, b, y->data, c, z->data) : KS_OK;
 }
 
-ks_error ks_vec_smooth_update(double a, ks_vec *d, double b, const ks_vec *w, const ks_vec *r,
-                              const ks_vec *xin, ks_vec *xout)
+ks_error ks_vec_smooth_update(double a, double c, const ks_vec *w, const ks_vec *r,
+                              const ks_vec *xin, const ks_vec *xprev, ks_vec *xout)
 {
-    KS_TRY(same(d, w, "ks_vec_smooth_update", "d", "w"));
     KS_TRY(same(w, r, "ks_vec_smooth_update", "w", "r"));
     KS_TRY(same(r, xout, "ks_vec_smooth_update", "r", "xout"));
     if (xin)
         KS_TRY(same(xin, xout, "ks_vec_smooth_update", "xin", "xout"));
-    return d->n ? OPS(d)->smooth_update(d->be, d->n, a, d->data, b, w->data, r->data,
-                                        xin ? xin->data : NULL, xout->data)
+    if (xprev)
+        KS_TRY(same(xprev, xout, "ks_vec_smooth_update", "xprev", "xout"));
+    if (xin == xout && xprev && a != 0.0)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_smooth_update: xin and xout must differ when "
+                                     "xprev is read");
+    return w->n ? OPS(w)->smooth_update(w->be, w->n, a, c, w->data, r->data,
+                                        xin ? xin->data : NULL, xprev ? xprev->data : NULL,
+                                        xout->data)
                 : KS_OK;
 }
 

@@ -18,10 +18,10 @@ ks_error ks_vec_axpbypcz(double a, const ks_vec *x, double b, const ks_vec *y, d
                          ks_vec *z);
 /* y += a x, then *r = ||y||_2 */
 ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r);
-/* d = a d + b (w .* r); xout = d (xin NULL) or xout = xin + d (xin may be
- * xout). d is not read when a == 0. */
-ks_error ks_vec_smooth_update(double a, ks_vec *d, double b, const ks_vec *w, const ks_vec *r,
-                              const ks_vec *xin, ks_vec *xout);
+/* xout = xin + c (w .* r) + a (xin - xprev), see backend.h (xin, xprev
+ * may be NULL: zero). */
+ks_error ks_vec_smooth_update(double a, double c, const ks_vec *w, const ks_vec *r,
+                              const ks_vec *xin, const ks_vec *xprev, ks_vec *xout);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,28 @@
+/* The smoother update of one entry, shared by the backends' smooth_update
+ * and the SpMV formats' fused passes (spmv/fused.h) so that both paths
+ * compute it with the same expression (same rounding). Host and device.
+ * Not installed. */
+#ifndef KS_SMOOTH_VALUE_H
+#define KS_SMOOTH_VALUE_H
+
+#include "ks_internal.h"
+
+#if defined(__CUDACC__)
+#define KS_SMOOTH_FN static __host__ __device__ __forceinline__
+#else
+#define KS_SMOOTH_FN static inline
+#endif
+
+/* x_i + c w_i t + a (x_i - xprev_i): the update of ks_fused_row and of the
+ * backends' smooth_update (x NULL = 0). */
+KS_SMOOTH_FN double ks_smooth_value(double a, double c, const double *w, const double *x,
+                                   const double *xprev, ks_int i, double t)
+{
+    const double xi = x ? x[i] : 0.0;
+    double v = xi + c * w[i] * t;
+    if (a != 0.0)
+        v += a * (xi - (xprev ? xprev[i] : 0.0));
+    return v;
+}
+
+#endif

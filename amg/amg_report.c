@@ -20,6 +20,8 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
     fprintf(out, ", smoother %s", ks_amg_smoother_name(amg->smoother));
     if (amg->smoother == KS_SMOOTHER_CHEBYSHEV)
         fprintf(out, " (degree %d)", p->smoother.chebyshev_degree);
+    if (strcasecmp(p->hierarchy_precision, "FLOAT") == 0)
+        fprintf(out, ", float32 values below level 0");
     fprintf(out, ", %s(%d,%d), backend %s\n", p->cycle, p->presweeps, p->postsweeps,
             ks_backend_name(amg->be));
     if (amg->nlevels < 1) {

@@ -109,6 +109,10 @@ ks_error ks_amg_params_check(const ks_amg_params *p, const char *scope)
                          "%s.coarse_max_rows: %d is not in [1, 8192] (the coarsest level is "
                          "solved densely)",
                          sc, p->coarse_max_rows);
+    static const char *const precisions[] = {"DOUBLE", "FLOAT", NULL};
+    if (!is_one_of(p->hierarchy_precision, precisions))
+        return ks_seterr(KS_ERR_CONFIG, "%s.hierarchy_precision: '%s' (expected DOUBLE or FLOAT)",
+                         sc, p->hierarchy_precision);
     if (!is_one_of(p->coarse_solver, coarse))
         return ks_seterr(KS_ERR_CONFIG, "%s.coarse_solver: '%s' (expected DENSE_LU)", sc,
                          p->coarse_solver);
@@ -339,10 +343,12 @@ ks_error ks_amg_coarse_setup(ks_amg *amg)
     if (e != KS_OK)
         return ks_adderr(e, "AMG coarsest level %d: explicit inverse", l);
     t0 = ks_wtime();
+    ks_spmv_params sp;
+    ks_amg_level_spmv_params(amg, &sp);
     if (amg->coarse_inv)
         e = ks_matrix_set_values(amg->coarse_inv, inv.val);
     else
-        e = ks_matrix_create(amg->be, &inv, "auto", NULL, &amg->coarse_inv);
+        e = ks_matrix_create(amg->be, &inv, "auto", &sp, &amg->coarse_inv);
     amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
     ks_csr_free(&inv);
     if (e != KS_OK)
@@ -357,6 +363,12 @@ static ks_error make_vec(ks_amg *amg, ks_int n, ks_vec **v)
     return ks_vec_create(amg->be, n, v);
 }
 
+void ks_amg_level_spmv_params(const ks_amg *amg, ks_spmv_params *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->float_values = strcasecmp(amg->prm.hierarchy_precision, "FLOAT") == 0;
+}
+
 /* Backend objects of level l: its matrix (l > 0), P and R (not on the
  * coarsest), work vectors. */
 static ks_error upload_level(ks_amg *amg, int l)
@@ -364,17 +376,19 @@ static ks_error upload_level(ks_amg *amg, int l)
     ks_amg_level *L = &amg->levels[l];
     ks_int n = L->A.nrows;
     const char *fmt = amg->prm.level_format[0] ? amg->prm.level_format : "auto";
+    ks_spmv_params sp;
+    ks_amg_level_spmv_params(amg, &sp);
     if (l > 0 && !L->Am) {
         /* Gauss-Seidel needs the format's sweep, which "auto" might not pick. */
         int gs = amg->smoother == KS_SMOOTHER_GS || amg->smoother == KS_SMOOTHER_SGS;
-        KS_TRY(ks_matrix_create(amg->be, &L->A, gs ? "csr" : fmt, NULL, &L->Am));
+        KS_TRY(ks_matrix_create(amg->be, &L->A, gs ? "csr" : fmt, &sp, &L->Am));
         L->own_Am = 1;
     }
     if (l < amg->nlevels - 1) {
         if (!L->Pm)
-            KS_TRY(ks_matrix_create(amg->be, &L->P, fmt, NULL, &L->Pm));
+            KS_TRY(ks_matrix_create(amg->be, &L->P, fmt, &sp, &L->Pm));
         if (!L->Rm)
-            KS_TRY(ks_matrix_create(amg->be, &L->R, fmt, NULL, &L->Rm));
+            KS_TRY(ks_matrix_create(amg->be, &L->R, fmt, &sp, &L->Rm));
     }
     if (l > 0) {
         KS_TRY(make_vec(amg, n, &L->x));
@@ -385,20 +399,23 @@ static ks_error upload_level(ks_amg *amg, int l)
     return KS_OK;
 }
 
-static double csr_bytes(const ks_csr *A)
+/* CSR bytes with values of vbytes each (8, or 4 for float32 values). */
+static double csr_bytes(const ks_csr *A, double vbytes)
 {
     if (!A->rowptr)
         return 0.0;
-    return (double)A->nnz * (sizeof(double) + sizeof(ks_int)) +
-           (double)(A->nrows + 1) * sizeof(ks_int);
+    return (double)A->nnz * (vbytes + sizeof(ks_int)) + (double)(A->nrows + 1) * sizeof(ks_int);
 }
 
 double ks_amg_level_bytes(const ks_amg *amg, int l)
 {
     const ks_amg_level *L = &amg->levels[l];
-    double b = csr_bytes(&L->A) + csr_bytes(&L->P) + csr_bytes(&L->R);
+    ks_spmv_params sp;
+    ks_amg_level_spmv_params(amg, &sp);
+    const double v = sp.float_values ? 4.0 : 8.0; /* level 0's A is the caller's float64 */
+    double b = csr_bytes(&L->A, l == 0 ? 8.0 : v) + csr_bytes(&L->P, v) + csr_bytes(&L->R, v);
     if (l == amg->nlevels - 1 && amg->coarse_inv)
-        b += csr_bytes(ks_matrix_host_csr(amg->coarse_inv));
+        b += csr_bytes(ks_matrix_host_csr(amg->coarse_inv), v);
     return b;
 }
 

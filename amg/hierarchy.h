@@ -127,6 +127,9 @@ ks_error ks_amg_coarse_setup(ks_amg *amg);
  * by the prm settings when `truncate`; timed into the phases. */
 ks_error ks_amg_classical_interp(ks_amg *amg, int level, const ks_csr *A, const ks_strength *S,
                                  const int *cf, int truncate, ks_csr *P);
+/* SpMV parameters of the hierarchy's own matrices (float_values from
+ * hierarchy_precision). */
+void ks_amg_level_spmv_params(const ks_amg *amg, ks_spmv_params *sp);
 /* Every row of level l's A has a nonzero finite diagonal, else
  * KS_ERR_NUMERIC naming the level and row. */
 ks_error ks_amg_check_diagonal(const ks_csr *A, int level);

@@ -107,6 +107,7 @@ static const choice cycle_choices[] = {{"V", 0, 0}, {"W", 1, 0}, {"F", 2, 0}, {N
 static const choice coarse_choices[] = {
     {"DENSE_LU", 0, 0}, {"DENSE_LU_SOLVER", 0, 1}, /* AmgX's name */
     {NULL, 0, 0}};
+static const choice precision_choices[] = {{"DOUBLE", 0, 0}, {"FLOAT", 1, 0}, {NULL, 0, 0}};
 static const choice backend_choices[] = {
     {"cpu", 0, 0}, {"cuda", 1, 0}, {"cpu,cuda", 2, 0}, {NULL, 0, 0}};
 static const choice rhs_choices[] = {
@@ -163,7 +164,9 @@ static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
      A_(coarse_solver), NULL, 0, 0, C},                                                        \
     {P ".seed", KT_INT, 0, INFINITY, 0, 0, NULL, NULL, ST_ULL, A_(seed), NULL, 0, 0, C},      \
     {P ".spmv_format", KT_STR, 0, 0, 0, 0, NULL, NULL, ST_STRING, A_(level_format), NULL, 0,  \
-     0, C},
+     0, C},                                                                                    \
+    {P ".hierarchy_precision", KT_ENUM, 0, 0, 0, 0, NULL, precision_choices, ST_STRING,        \
+     A_(hierarchy_precision), NULL, 0, 0, C},
 
 /* Order = dump order. Parents precede their children. */
 static const key_spec specs[] = {

@@ -45,6 +45,7 @@ void ks_amg_params_default(ks_amg_params *p)
     strcpy(p->coarse_solver, "DENSE_LU");
     p->seed = 1;
     strcpy(p->level_format, "auto");
+    strcpy(p->hierarchy_precision, "DOUBLE");
 }
 
 void ks_problem_params_default(ks_problem_params *p)

@@ -50,6 +50,9 @@ typedef struct ks_amg_params {
     unsigned long long seed;        /* random weights of PMIS/HMIS (default 1) */
     char level_format[KS_NAME_MAX]; /* SpMV format of the hierarchy's A, P, R (default "auto":
                                      * each level chooses from its own statistics) */
+    char hierarchy_precision[KS_NAME_MAX]; /* "DOUBLE" (default) | "FLOAT": values of the
+                                     * coarse operators, P, R and the coarse inverse kept as
+                                     * float32 (vectors and sums stay float64) */
 } ks_amg_params;
 
 typedef struct ks_precond_params {

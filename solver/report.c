@@ -460,7 +460,7 @@ static json_t *run_json(const ks_run_result *r)
 static json_t *amg_params_json(const ks_amg_params *a)
 {
     return json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:o, s:i, s:{s:s, s:o, s:i, s:o}, s:i, s:i, "
-                     "s:s, s:i, s:i, s:i, s:s, s:I}",
+                     "s:s, s:i, s:i, s:i, s:s, s:I, s:s, s:s}",
                      "algorithm", a->algorithm, "selector", a->selector, "interpolator",
                      a->interpolator, "strength_threshold", jnum(a->strength_threshold),
                      "max_row_sum", jnum(a->max_row_sum), "interp_max_elements",
@@ -472,7 +472,9 @@ static json_t *amg_params_json(const ks_amg_params *a)
                      jnum(a->smoother.chebyshev_lower), "presweeps", a->presweeps, "postsweeps",
                      a->postsweeps, "cycle", a->cycle, "max_levels", a->max_levels,
                      "min_coarse_rows", a->min_coarse_rows, "coarse_max_rows", a->coarse_max_rows,
-                     "coarse_solver", a->coarse_solver, "seed", (json_int_t)a->seed);
+                     "coarse_solver", a->coarse_solver, "seed", (json_int_t)a->seed,
+                     "spmv_format", a->level_format, "hierarchy_precision",
+                     a->hierarchy_precision);
 }
 
 /* A run's hierarchy: sizes per level, complexities, setup time per phase. */

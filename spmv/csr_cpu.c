@@ -13,6 +13,7 @@
 
 typedef struct csr_cpu_state {
     ks_csr A;       /* own copy of the arrays (the layout only borrowed them) */
+    float *valf;    /* float_values: the values as float32 (A.val then NULL) */
     int nparts;
     ks_int *part;   /* nparts + 1 row boundaries */
     double *xold;   /* gs_sweep: x before the sweep (allocated on first use) */
@@ -40,14 +41,23 @@ static void free_state(csr_cpu_state *s)
     free(s->A.rowptr);
     free(s->A.colind);
     free(s->A.val);
+    free(s->valf);
     free(s->part);
     free(s->xold);
     free(s);
 }
 
+/* Entry j's value: one of the two arrays is set, fixed for the matrix, so
+ * the test is loop-invariant and predicted. */
+static inline double val_at(const double *restrict val, const float *restrict valf, ks_int j)
+{
+    return valf ? (double)valf[j] : val[j];
+}
+
 static ks_error csr_cpu_setup(ks_backend *be, const void *layout, void **state)
 {
     (void)be;
+    const float *Lvalf = ((const ks_csr_layout *)layout)->valf;
     const ks_csr *L = &((const ks_csr_layout *)layout)->A;
     *state = NULL;
     csr_cpu_state *s = ks_calloc(1, sizeof *s, "csr state");
@@ -66,8 +76,11 @@ static ks_error csr_cpu_setup(ks_backend *be, const void *layout, void **state)
     s->part = ks_malloc(sizeof(ks_int) * ((size_t)nt + 1), "csr partition");
     s->A.rowptr = ks_malloc(sizeof(ks_int) * ((size_t)L->nrows + 1), "csr rowptr");
     s->A.colind = ks_malloc(sizeof(ks_int) * (size_t)L->nnz, "csr colind");
-    s->A.val = ks_malloc(sizeof(double) * (size_t)L->nnz, "csr values");
-    if (!s->part || !s->A.rowptr || !s->A.colind || !s->A.val) {
+    if (Lvalf)
+        s->valf = ks_malloc(sizeof(float) * (size_t)L->nnz + 1, "csr float32 values");
+    else
+        s->A.val = ks_malloc(sizeof(double) * (size_t)L->nnz + 1, "csr values");
+    if (!s->part || !s->A.rowptr || !s->A.colind || (!s->A.val && !s->valf)) {
         free_state(s);
         return KS_ERR_MEMORY;
     }
@@ -88,7 +101,10 @@ static ks_error csr_cpu_setup(ks_backend *be, const void *layout, void **state)
         memcpy(s->A.rowptr + r0, L->rowptr + r0, sizeof(ks_int) * (size_t)(r1 - r0));
         size_t j0 = (size_t)L->rowptr[r0], nj = (size_t)(L->rowptr[r1] - L->rowptr[r0]);
         memcpy(s->A.colind + j0, L->colind + j0, sizeof(ks_int) * nj);
-        memcpy(s->A.val + j0, L->val + j0, sizeof(double) * nj);
+        if (Lvalf)
+            memcpy(s->valf + j0, Lvalf + j0, sizeof(float) * nj);
+        else
+            memcpy(s->A.val + j0, L->val + j0, sizeof(double) * nj);
     }
     s->A.rowptr[L->nrows] = L->rowptr[L->nrows];
     *state = s;
@@ -103,6 +119,7 @@ static ks_error csr_cpu_apply(ks_backend *be, void *state, double alpha, const d
     const ks_int *restrict rowptr = s->A.rowptr;
     const ks_int *restrict colind = s->A.colind;
     const double *restrict val = s->A.val;
+    const float *restrict valf = s->valf;
     const ks_int *part = s->part;
     const int nparts = s->nparts;
     const int64_t work = (int64_t)s->A.nnz + s->A.nrows;
@@ -116,7 +133,7 @@ static ks_error csr_cpu_apply(ks_backend *be, void *state, double alpha, const d
         for (ks_int i = part[p]; i < part[p + 1]; i++) {
             double sum = 0.0;
             for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
-                sum += val[j] * x[colind[j]];
+                sum += val_at(val, valf, j) * x[colind[j]];
             /* beta == 0 must not read y (it may be uninitialised or NaN). */
             y[i] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[i];
         }
@@ -133,6 +150,7 @@ static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_s
     const ks_int *restrict rowptr = s->A.rowptr;
     const ks_int *restrict colind = s->A.colind;
     const double *restrict val = s->A.val;
+    const float *restrict valf = s->valf;
     const double *restrict x = f->x;
     const ks_int *part = s->part;
     const int nparts = s->nparts;
@@ -145,7 +163,7 @@ static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_s
         for (ks_int i = part[p]; i < part[p + 1]; i++) {
             double sum = 0.0;
             for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
-                sum += val[j] * x[colind[j]];
+                sum += val_at(val, valf, j) * x[colind[j]];
             ks_fused_row(f, i, sum);
         }
     }
@@ -185,6 +203,7 @@ static ks_error csr_cpu_gs_sweep(ks_backend *be, void *state, const double *b, d
     const ks_int *restrict rowptr = s->A.rowptr;
     const ks_int *restrict colind = s->A.colind;
     const double *restrict val = s->A.val;
+    const float *restrict valf = s->valf;
     const int64_t work = (int64_t)s->A.nnz + n;
     (void)work;
     ks_int bad = -1; /* last row with a zero diagonal, if any (max: deterministic) */
@@ -200,9 +219,9 @@ static ks_error csr_cpu_gs_sweep(ks_backend *be, void *state, const double *b, d
             for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++) {
                 const ks_int c = colind[j];
                 if (c == i)
-                    diag = val[j];
+                    diag = val_at(val, valf, j);
                 else
-                    sum -= val[j] * (c >= r0 && c < r1 ? x[c] : xold[c]);
+                    sum -= val_at(val, valf, j) * (c >= r0 && c < r1 ? x[c] : xold[c]);
             }
             if (diag == 0.0) {
                 if (i > bad)
@@ -238,4 +257,5 @@ const ks_spmv_format_ops ks_format_csr_cpu = {
     .destroy = csr_cpu_destroy,
     .gs_sweep = csr_cpu_gs_sweep,
     .fused_step = csr_cpu_fused_step,
+    .float_values = 1,
 };

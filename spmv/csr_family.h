@@ -92,8 +92,8 @@ typedef struct ks_csr_device {
     double *val;    /* device, nnz; NULL when nnz == 0 */
 } ks_csr_device;
 
-/* Upload A's arrays to be (d zeroed first; on failure what was made is
- * freed). Defined in csr_vector_cuda.cu. */
+/* Upload A's arrays to be (d zeroed first; values skipped when A->val is
+ * NULL; on failure what was made is freed). Defined in csr_vector_cuda.cu. */
 ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const char *what,
                               ks_csr_device *d);
 void ks_csr_device_free(ks_backend *be, ks_csr_device *d);

@@ -16,6 +16,7 @@ extern "C" {
 typedef struct ks_csr_layout {
     ks_csr A;            /* borrowed arrays (not freed by layout_free) */
     int threads_per_row; /* csr_vector: lanes per row chosen at build; else 0 */
+    float *valf;         /* float_values: A.val rounded to float32 (owned), else NULL */
 } ks_csr_layout;
 
 ks_error ks_csr_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **layout);
@@ -30,6 +31,8 @@ ks_error ks_csr_layout_to_csr(const void *layout, ks_csr *A);
  * + x gathered once per entry 8*nnz (an upper bound: caches serve repeated
  * columns) + y written 8*nrows. */
 double ks_csr_bytes_per_apply(ks_int nrows, ks_int nnz);
+/* The same with float32 values (4 bytes a value instead of 8). */
+double ks_csr_bytes_per_apply_float(ks_int nrows, ks_int nnz);
 
 /* Format tables (registry.c lists them). */
 extern const ks_spmv_format_ops ks_format_csr_cpu;

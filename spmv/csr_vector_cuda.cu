@@ -17,7 +17,8 @@ namespace {
 const int kBlock = 256; /* threads per block: a multiple of 32, so no warp is partial */
 
 struct csr_vector_state {
-    ks_csr_device A;
+    ks_csr_device A; /* A.val NULL when the values are float32 (valf) */
+    float *valf;
     int tpr;
 };
 
@@ -55,11 +56,11 @@ const int kUnroll = 4;
 /* Row `row`'s sum A(row,:) x over the T lanes of its group; the full sum
  * is in lane 0. Every lane of the warp must call it (the shuffles use the
  * full mask), rows past the end included. */
-template <int T>
+template <int T, typename V>
 __device__ __forceinline__ double row_sum(unsigned row, int lane, ks_int nrows,
                                           const ks_int *__restrict__ rowptr,
                                           const ks_int *__restrict__ colind,
-                                          const double *__restrict__ val,
+                                          const V *__restrict__ val,
                                           const double *__restrict__ x)
 {
     double sum = 0.0;
@@ -76,7 +77,7 @@ __device__ __forceinline__ double row_sum(unsigned row, int lane, ks_int nrows,
             for (int u = 0; u < kUnroll; u++) {
                 const ks_int k = min(j + u * T, end - 1);
                 c[u] = __ldg(colind + k);
-                v[u] = __ldg(val + k);
+                v[u] = (double)__ldg(val + k); /* float32 values: widened */
             }
 #pragma unroll
             for (int u = 0; u < kUnroll; u++)
@@ -102,16 +103,16 @@ __device__ __forceinline__ unsigned my_row()
     return blockIdx.x * (unsigned)(kBlock / T) + threadIdx.x / T;
 }
 
-template <int T>
+template <int T, typename V>
 __global__ void __launch_bounds__(kBlock)
     csr_vector_kernel(ks_int nrows, const ks_int *__restrict__ rowptr,
-                      const ks_int *__restrict__ colind, const double *__restrict__ val,
+                      const ks_int *__restrict__ colind, const V *__restrict__ val,
                       const double *__restrict__ x, double alpha, double beta,
                       double *__restrict__ y)
 {
     const unsigned row = my_row<T>();
     const int lane = (int)(threadIdx.x & (T - 1));
-    const double sum = row_sum<T>(row, lane, nrows, rowptr, colind, val, x);
+    const double sum = row_sum<T, V>(row, lane, nrows, rowptr, colind, val, x);
     if (lane == 0 && row < (unsigned)nrows) {
         /* beta == 0 must not read y: it may hold garbage or NaN. */
         y[row] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[row];
@@ -119,15 +120,15 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 /* The fused residual / smoother pass (fused.h). */
-template <int T>
+template <int T, typename V>
 __global__ void __launch_bounds__(kBlock)
     csr_vector_fused_kernel(ks_int nrows, const ks_int *__restrict__ rowptr,
-                            const ks_int *__restrict__ colind, const double *__restrict__ val,
+                            const ks_int *__restrict__ colind, const V *__restrict__ val,
                             const ks_fused_step f)
 {
     const unsigned row = my_row<T>();
     const int lane = (int)(threadIdx.x & (T - 1));
-    const double sum = row_sum<T>(row, lane, nrows, rowptr, colind, val, f.x);
+    const double sum = row_sum<T, V>(row, lane, nrows, rowptr, colind, val, f.x);
     if (lane == 0 && row < (unsigned)nrows)
         ks_fused_row(&f, (ks_int)row, sum);
 }
@@ -139,21 +140,30 @@ unsigned grid_of(const csr_vector_state *s)
     return (unsigned)((threads + kBlock - 1) / kBlock);
 }
 
-/* apply (f == NULL) or the fused pass */
+/* apply (f == NULL) or the fused pass, values of type V */
+template <int T, typename V>
+ks_error launch_v(const csr_vector_state *s, const V *val, cudaStream_t stream, double alpha,
+                  const double *x, double beta, double *y, const ks_fused_step *f)
+{
+    if (f) {
+        csr_vector_fused_kernel<T, V><<<grid_of<T>(s), kBlock, 0, stream>>>(
+            s->A.nrows, s->A.rowptr, s->A.colind, val, *f);
+        KS_CUDA_LAUNCH_CHECK("csr_vector_fused_kernel");
+        return KS_OK;
+    }
+    csr_vector_kernel<T, V><<<grid_of<T>(s), kBlock, 0, stream>>>(
+        s->A.nrows, s->A.rowptr, s->A.colind, val, x, alpha, beta, y);
+    KS_CUDA_LAUNCH_CHECK("csr_vector_kernel");
+    return KS_OK;
+}
+
 template <int T>
 ks_error launch(const csr_vector_state *s, cudaStream_t stream, double alpha, const double *x,
                 double beta, double *y, const ks_fused_step *f)
 {
-    if (f) {
-        csr_vector_fused_kernel<T><<<grid_of<T>(s), kBlock, 0, stream>>>(
-            s->A.nrows, s->A.rowptr, s->A.colind, s->A.val, *f);
-        KS_CUDA_LAUNCH_CHECK("csr_vector_fused_kernel");
-        return KS_OK;
-    }
-    csr_vector_kernel<T><<<grid_of<T>(s), kBlock, 0, stream>>>(
-        s->A.nrows, s->A.rowptr, s->A.colind, s->A.val, x, alpha, beta, y);
-    KS_CUDA_LAUNCH_CHECK("csr_vector_kernel");
-    return KS_OK;
+    if (s->valf)
+        return launch_v<T, float>(s, s->valf, stream, alpha, x, beta, y, f);
+    return launch_v<T, double>(s, s->A.val, stream, alpha, x, beta, y, f);
 }
 
 ks_error dispatch(ks_backend *be, const csr_vector_state *s, double alpha, const double *x,
@@ -200,6 +210,8 @@ void csr_vector_destroy(ks_backend *be, void *state)
     if (!s)
         return;
     ks_csr_device_free(be, &s->A);
+    if (s->valf)
+        be->ops->free(be, s->valf);
     free(s);
 }
 
@@ -211,9 +223,15 @@ ks_error csr_vector_setup(ks_backend *be, const void *layout, void **state)
     if (!s)
         return KS_ERR_MEMORY;
     s->tpr = L->threads_per_row;
-    ks_error e = ks_csr_device_upload(be, &L->A, "csr_vector", &s->A);
+    ks_csr H = L->A;
+    if (L->valf)
+        H.val = NULL; /* only the float32 copy goes to the device */
+    ks_error e = ks_csr_device_upload(be, &H, "csr_vector", &s->A);
+    if (e == KS_OK && L->valf && H.nnz > 0)
+        e = ks_be_upload_new(be, L->valf, sizeof(float) * (size_t)H.nnz, (void **)&s->valf,
+                             "csr_vector float32 values");
     if (e != KS_OK) {
-        free(s);
+        csr_vector_destroy(be, s);
         return e;
     }
     *state = s;
@@ -266,7 +284,7 @@ extern "C" ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const 
     if (e == KS_OK)
         e = upload(be, A->colind, sizeof(ks_int) * (size_t)A->nnz, (void **)&d->colind, what,
                    "column indices");
-    if (e == KS_OK)
+    if (e == KS_OK && A->val) /* NULL: the format uploads its own values */
         e = upload(be, A->val, sizeof(double) * (size_t)A->nnz, (void **)&d->val, what,
                    "values");
     if (e != KS_OK)
@@ -288,4 +306,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     NULL, /* gs_sweep */
     ks_csr_layout_to_csr,
     csr_vector_fused_step,
+    1, /* float_values */
 };

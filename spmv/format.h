@@ -48,6 +48,10 @@ typedef struct ks_spmv_format_ops {
      * vector update instead): the fused residual / smoother pass of fused.h
      * in one kernel. Last, so positional initialisers may leave it out. */
     ks_error (*fused_step)(ks_backend *be, void *state, const ks_fused_step *f);
+
+    /* 1 when the format honours ks_spmv_params.float_values (values kept
+     * as float32, sums in float64); ks_matrix_create refuses the others. */
+    int float_values;
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */

@@ -108,6 +108,19 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
     memset(&prm, 0, sizeof prm);
     if (params)
         prm = *params;
+    if (prm.float_values && !ops->float_values) {
+        /* "auto" picks among the formats that keep float32 values. */
+        const ks_spmv_format_ops *f = ks_spmv_format_find(
+            be->ops->kind == KS_BACKEND_CUDA ? KS_AUTO_FALLBACK : "csr", be->ops->kind);
+        if (!reason[0] || !f || !f->float_values)
+            return ks_seterr(KS_ERR_UNSUPPORTED,
+                             "SpMV format '%s' stores float64 values only; float_values needs "
+                             "csr (cpu) or csr_vector (cuda)",
+                             ops->name);
+        snprintf(reason, sizeof reason, "float32 values: %s (%s would keep float64)", f->name,
+                 ops->name);
+        ops = f;
+    }
 
     ks_matrix *m = ks_calloc(1, sizeof *m, "ks_matrix");
     if (!m)

@@ -701,8 +701,8 @@ START_TEST(test_cuda_gs_unsupported)
 }
 END_TEST
 
-static void cpu_vs_cuda(ks_gen_kind kind, int nx, const char *solver, const char *alg,
-                        const char *smoother)
+static void cpu_vs_cuda_prec(ks_gen_kind kind, int nx, const char *solver, const char *alg,
+                             const char *smoother, const char *precision)
 {
     ks_csr A;
     gen_csr(kind, nx, nx, nx, &A);
@@ -714,6 +714,8 @@ static void cpu_vs_cuda(ks_gen_kind kind, int nx, const char *solver, const char
     params(&prm, solver);
     snprintf(prm.pc.amg.algorithm, sizeof prm.pc.amg.algorithm, "%s", alg);
     snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "%s", smoother);
+    snprintf(prm.pc.amg.hierarchy_precision, sizeof prm.pc.amg.hierarchy_precision, "%s",
+             precision);
     if (strcmp(alg, "AGGREGATION") == 0)
         prm.pc.amg.strength_threshold = 0.08;
     prm.tolerance = 1e-12;
@@ -731,8 +733,16 @@ static void cpu_vs_cuda(ks_gen_kind kind, int nx, const char *solver, const char
     prob_free(&pg);
 }
 
+static void cpu_vs_cuda(ks_gen_kind kind, int nx, const char *solver, const char *alg,
+                        const char *smoother)
+{
+    cpu_vs_cuda_prec(kind, nx, solver, alg, smoother, "DOUBLE");
+}
+
 START_TEST(test_cuda_matches_cpu)
 {
+    cpu_vs_cuda_prec(KS_GEN_POISSON3D_7, 24, "PCG", "CLASSICAL", "CHEBYSHEV", "FLOAT");
+    cpu_vs_cuda_prec(KS_GEN_POISSON3D_7, 24, "PCG", "AGGREGATION", "JACOBI_L1", "FLOAT");
     cpu_vs_cuda(KS_GEN_POISSON3D_7, 24, "PCG", "CLASSICAL", "JACOBI_L1");
     cpu_vs_cuda(KS_GEN_POISSON3D_7, 24, "PCG", "CLASSICAL", "CHEBYSHEV");
     cpu_vs_cuda(KS_GEN_POISSON3D_7, 24, "PCG", "AGGREGATION", "JACOBI_L1");
@@ -793,6 +803,48 @@ static void odd_sweeps(const char *backend, const char *cycle, result *r)
     run(&p, &prm, r, NULL);
     prob_free(&p);
 }
+
+/* float32 values below level 0: a preconditioner of the same quality (the
+ * rounding is far below what the cycle resolves); bad names refused. */
+START_TEST(test_float_hierarchy)
+{
+    static const char *const algs[] = {"CLASSICAL", "AGGREGATION"};
+    for (int a = 0; a < 2; a++) {
+        prob p;
+        prob_gen(&p, "cpu", a ? KS_GEN_POISSON3D_7 : KS_GEN_ANISO3D, 20, 20, 20);
+        ks_solver_params prm;
+        params(&prm, "PCG");
+        snprintf(prm.pc.amg.algorithm, sizeof prm.pc.amg.algorithm, "%s", algs[a]);
+        if (a)
+            prm.pc.amg.strength_threshold = 0.08;
+        result rd, rf;
+        ks_solver *sd, *s;
+        run(&p, &prm, &rd, &sd);
+        snprintf(prm.pc.amg.hierarchy_precision, sizeof prm.pc.amg.hierarchy_precision, "FLOAT");
+        run(&p, &prm, &rf, &s);
+        assert_converged(&rf, rd.iters + 1, "PCG + AMG, float32 hierarchy");
+        ck_assert_msg(abs(rf.iters - rd.iters) <= 1, "%s: float %d vs double %d iterations",
+                      algs[a], rf.iters, rd.iters);
+        /* the coarse levels really hold float32 values: not the same bits */
+        ck_assert_msg(memcmp(rf.x, rd.x, sizeof(double) * (size_t)p.n) != 0,
+                      "%s: float hierarchy gave bitwise the double result", algs[a]);
+        /* a third less memory on the coarse levels (values 4 of 12 bytes) */
+        double bf = ks_amg_level_bytes(ks_precond_amg(s->pc), 1);
+        double bd = ks_amg_level_bytes(ks_precond_amg(sd->pc), 1);
+        ck_assert_msg(bf < 0.75 * bd, "%s: level 1 %g bytes (float) vs %g", algs[a], bf, bd);
+        ks_solver_destroy(s);
+        ks_solver_destroy(sd);
+        free(rd.x);
+        free(rf.x);
+        prob_free(&p);
+    }
+    ks_solver_params prm;
+    params(&prm, "PCG");
+    snprintf(prm.pc.amg.hierarchy_precision, sizeof prm.pc.amg.hierarchy_precision, "HALF");
+    ck_assert_int_eq(ks_amg_params_check(&prm.pc.amg, "solver.preconditioner"), KS_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "solver.preconditioner.hierarchy_precision"));
+}
+END_TEST
 
 START_TEST(test_odd_sweeps)
 {
@@ -921,6 +973,7 @@ int main(void)
     tcase_add_test(tc, test_print);
     tcase_add_test(tc, test_matrix_set_values);
     tcase_add_test(tc, test_odd_sweeps);
+    tcase_add_test(tc, test_float_hierarchy);
 #ifdef _OPENMP
     /* Needs a second thread; with OMP_NUM_THREADS=1 (valgrind runs) the
      * team cannot grow without leaving libgomp's pool behind. */

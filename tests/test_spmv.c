@@ -3,6 +3,7 @@
  * real matrices from ../shared/matrices, and the error paths. Every result
  * is compared with ks_csr_spmv_ref in float64. */
 #include "ks_test.h"
+#include "spmv/csr_layout.h"
 #include "spmv/format.h"
 #include "spmv_cases.h"
 
@@ -629,6 +630,92 @@ START_TEST(test_errors_create)
 }
 END_TEST
 
+/* ------------------------------------------------- float32 values */
+/* fmt with float_values on backend bename: apply and fused pass agree with
+ * the float64 reference of the rounded values (to float64 rounding), and
+ * differ from the unrounded ones (so the float copy is what runs). */
+static void check_float_values(const char *bename, const char *fmt, const char *want)
+{
+    ks_backend *be = make_backend(bename);
+    ks_csr A;
+    sc_make_random(&A, 700, 700, 24, 9);
+    for (ks_int i = 0; i < A.nrows; i++) /* a diagonal, for the fused pass */
+        for (ks_int k = A.rowptr[i]; k < A.rowptr[i + 1]; k++)
+            if (A.colind[k] == i)
+                A.val[k] += 30.0;
+    ks_spmv_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.float_values = 1;
+    ks_matrix *M = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, fmt, &prm, &M));
+    ck_assert_str_eq(ks_matrix_format(M), want);
+    ks_csr Af;
+    KS_CHECK(ks_csr_copy(&A, &Af));
+    for (ks_int k = 0; k < Af.nnz; k++)
+        Af.val[k] = (float)Af.val[k];
+    double *x = sc_random_vec(A.ncols, 11), *y = malloc(sizeof(double) * (size_t)A.nrows);
+    double *ref = malloc(sizeof(double) * (size_t)A.nrows);
+    ck_assert(y && ref);
+    ks_vec *vx = fused_vec(be, A.ncols, x), *vy = fused_vec(be, A.nrows, NULL);
+    KS_CHECK(ks_matrix_apply(M, 1.0, vx, 0.0, vy));
+    KS_CHECK(ks_vec_get_host(vy, y));
+    ks_csr_spmv_ref(&Af, 1.0, x, 0.0, ref);
+    ck_assert_msg(ks_test_max_relerr(y, ref, A.nrows) < 1e-13, "%s float values on %s", fmt,
+                  bename);
+    ks_csr_spmv_ref(&A, 1.0, x, 0.0, ref);
+    double d = ks_test_max_relerr(y, ref, A.nrows);
+    ck_assert_msg(d > 1e-12 && d < 1e-5, "%s float values on %s: %g from float64", fmt, bename,
+                  d);
+    /* the layout's own numbers: 4 bytes a value */
+    ck_assert(ks_matrix_bytes_per_apply(M) < ks_csr_bytes_per_apply(A.nrows, A.nnz));
+    check_fused(be, M, &Af, fmt, "float32 values");
+    ks_vec_destroy(vx);
+    ks_vec_destroy(vy);
+    ks_matrix_destroy(M);
+    /* a finite value beyond float's range is refused, not turned into inf */
+    A.val[3] = 1e300;
+    ck_assert_int_eq(ks_matrix_create(be, &A, fmt, &prm, &M), KS_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(M);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "float range"));
+    free(x);
+    free(y);
+    free(ref);
+    ks_csr_free(&A);
+    ks_csr_free(&Af);
+    ks_backend_destroy(be);
+}
+
+START_TEST(test_cpu_float_values)
+{
+    check_float_values("cpu", "csr", "csr");
+    check_float_values("cpu", "auto", "csr");
+}
+END_TEST
+
+START_TEST(test_cuda_float_values)
+{
+    check_float_values("cuda", "csr_vector", "csr_vector");
+    /* auto would pick dia for a stencil; float values take csr_vector */
+    check_float_values("cuda", "auto", "csr_vector");
+    ks_backend *be = make_backend("cuda");
+    ks_csr A;
+    sc_make_gen(&A, KS_GEN_POISSON3D_7, 16);
+    ks_spmv_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.float_values = 1;
+    ks_matrix *M = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", &prm, &M));
+    ck_assert_str_eq(ks_matrix_format(M), "csr_vector");
+    ck_assert_ptr_nonnull(strstr(ks_matrix_format_reason(M), "float32"));
+    ks_matrix_destroy(M);
+    M = NULL;
+    ck_assert_int_eq(ks_matrix_create(be, &A, "dia", &prm, &M), KS_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "float64 values only"));
+    ks_csr_free(&A);
+    ks_backend_destroy(be);
+}
+END_TEST
+
 /* ---------------------------------------------------- cuda backend */
 START_TEST(test_cuda_cases)
 {
@@ -742,6 +829,7 @@ int main(void)
     tcase_add_test(tc, test_cpu_copy);
     tcase_add_test(tc, test_errors_apply);
     tcase_add_test(tc, test_errors_create);
+    tcase_add_test(tc, test_cpu_float_values);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cuda");
@@ -749,8 +837,9 @@ int main(void)
         tcase_add_test(tc, test_cuda_cases);
         tcase_add_test(tc, test_cuda_threads_per_row);
         tcase_add_test(tc, test_cuda_errors);
+        tcase_add_test(tc, test_cuda_float_values);
     } else {
-        ks_test_skip(3, "no CUDA device: cuda SpMV formats");
+        ks_test_skip(4, "no CUDA device: cuda SpMV formats");
     }
     suite_add_tcase(s, tc);
 

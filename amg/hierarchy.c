@@ -407,15 +407,19 @@ static double csr_bytes(const ks_csr *A, double vbytes)
     return (double)A->nnz * (vbytes + sizeof(ks_int)) + (double)(A->nrows + 1) * sizeof(ks_int);
 }
 
+/* 4 for a matrix kept with float32 values, else 8. */
+static double value_bytes(const ks_matrix *M)
+{
+    return M && M->params.float_values ? 4.0 : 8.0;
+}
+
 double ks_amg_level_bytes(const ks_amg *amg, int l)
 {
     const ks_amg_level *L = &amg->levels[l];
-    ks_spmv_params sp;
-    ks_amg_level_spmv_params(amg, &sp);
-    const double v = sp.float_values ? 4.0 : 8.0; /* level 0's A is the caller's float64 */
-    double b = csr_bytes(&L->A, l == 0 ? 8.0 : v) + csr_bytes(&L->P, v) + csr_bytes(&L->R, v);
+    double b = csr_bytes(&L->A, value_bytes(L->Am)) + csr_bytes(&L->P, value_bytes(L->Pm)) +
+               csr_bytes(&L->R, value_bytes(L->Rm));
     if (l == amg->nlevels - 1 && amg->coarse_inv)
-        b += csr_bytes(ks_matrix_host_csr(amg->coarse_inv), v);
+        b += csr_bytes(ks_matrix_host_csr(amg->coarse_inv), value_bytes(amg->coarse_inv));
     return b;
 }
 

@@ -68,6 +68,8 @@ typedef struct ks_amg_level {
     int *cf2;
     /* Smoother data. */
     ks_vec *dinv;      /* JACOBI: omega/a_ii, JACOBI_L1: omega/d_l1, CHEBYSHEV: 1/a_ii */
+    int wkind;         /* how dinv was made (KS_W_DIAG / KS_W_L1, spmv/fused.h) */
+    double wscale;     /* its numerator (omega, or 1) */
     double lmax, lmin; /* CHEBYSHEV interval for D^-1 A */
     double rho;        /* estimate of rho(D^-1 A) for the current values, */
     int rho_valid;     /* shared by smoothed aggregation and Chebyshev */

@@ -153,6 +153,10 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
     }
     if (e == KS_OK && !is_gs(kind))
         e = put_dinv(amg, L, h);
+    /* The same expressions as above, for formats that rebuild dinv from
+     * the rows they read (spmv/fused.h). */
+    L->wkind = kind == KS_SMOOTHER_JACOBI_L1 ? KS_W_L1 : is_gs(kind) ? KS_W_VECTOR : KS_W_DIAG;
+    L->wscale = kind == KS_SMOOTHER_CHEBYSHEV ? 1.0 : omega;
     free(h);
     return e;
 }
@@ -165,7 +169,7 @@ void ks_amg_smoother_free(ks_amg_level *L)
 
 ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, ks_vec *r)
 {
-    return ks_matrix_fused_step(amg->levels[l].Am, b, x, r, 0.0, 0.0, NULL, NULL, NULL);
+    return ks_matrix_fused_step(amg->levels[l].Am, b, x, r, 0.0, 0.0, NULL, 0, 0.0, NULL, NULL);
 }
 
 ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, double a,
@@ -175,7 +179,7 @@ ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb
     if (x_zero) /* x = 0: the residual is b; the result goes where x is */
         return ks_vec_smooth_update(0.0, c, L->dinv, b, NULL, NULL, xb->cur);
     /* spare holds the iterate before cur (Chebyshev) and receives the next */
-    KS_TRY(ks_matrix_fused_step(L->Am, b, xb->cur, L->r, a, c, L->dinv,
+    KS_TRY(ks_matrix_fused_step(L->Am, b, xb->cur, L->r, a, c, L->dinv, L->wkind, L->wscale,
                                 a != 0.0 && !prev_zero ? xb->spare : NULL, xb->spare));
     ks_vec *t = xb->cur;
     xb->cur = xb->spare;

@@ -176,4 +176,5 @@ extern "C" const ks_spmv_format_ops ks_format_codsell_cuda = {
     NULL, /* gs_sweep */
     ks_codsell_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };

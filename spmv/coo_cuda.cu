@@ -325,4 +325,5 @@ extern "C" const ks_spmv_format_ops ks_format_coo_cuda = {
     NULL, /* gs_sweep */
     ks_coo_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };

@@ -171,4 +171,5 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     NULL, /* gs_sweep */
     ks_csr_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };

@@ -165,6 +165,7 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     NULL, /* gs_sweep */
     ks_ell_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -181,4 +182,5 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     NULL, /* gs_sweep */
     ks_ell_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };

@@ -68,10 +68,12 @@ const char *ks_spmv_format_auto_reason(const ks_csr *A, ks_backend_kind backend,
 /* The fused pass of fused.h on M (square): the format's own kernel when it
  * has one, else r = b - A x into r (then r is required: it is the scratch),
  * then the vector update. Vectors as in ks_fused_step; r, w, xprev, xo may
- * be NULL where the step does not use them. */
+ * be NULL where the step does not use them. wkind / wscale say how w was
+ * made (KS_W_VECTOR, 0 when unknown), so a format may rebuild w_i from the
+ * row it reads instead of reading w. */
 ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec *x, ks_vec *r,
-                              double a, double c, const ks_vec *w, const ks_vec *xprev,
-                              ks_vec *xo);
+                              double a, double c, const ks_vec *w, int wkind, double wscale,
+                              const ks_vec *xprev, ks_vec *xo);
 
 /* Matrix object: the host CSR (AMG and preconditioner setup read it) and the
  * format's backend state. The MPI issue extends this to a row block with a

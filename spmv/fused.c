@@ -20,8 +20,8 @@ static ks_error check_vec(const ks_matrix *M, const ks_vec *v, const char *name,
 }
 
 ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec *x, ks_vec *r,
-                              double a, double c, const ks_vec *w, const ks_vec *xprev,
-                              ks_vec *xo)
+                              double a, double c, const ks_vec *w, int wkind, double wscale,
+                              const ks_vec *xprev, ks_vec *xo)
 {
     if (!M)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: NULL matrix");
@@ -45,7 +45,7 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
     if (fused) {
         ks_fused_step f = {b->data, x->data, r ? r->data : NULL, a, c,
                            w ? w->data : NULL, xprev ? xprev->data : NULL,
-                           xo ? xo->data : NULL};
+                           xo ? xo->data : NULL, xo ? wkind : KS_W_VECTOR, wscale};
         e = M->ops->fused_step(M->be, M->state, &f);
     } else {
         e = ks_vec_copy(b, r);

@@ -107,4 +107,5 @@ extern "C" const ks_spmv_format_ops ks_format_hyb_cuda = {
     NULL, /* gs_sweep */
     ks_hyb_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };

@@ -111,4 +111,5 @@ extern "C" const ks_spmv_format_ops ks_format_jds_cuda = {
     NULL, /* gs_sweep */
     ks_jds_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };

@@ -109,17 +109,28 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
     if (params)
         prm = *params;
     if (prm.float_values && !ops->float_values) {
-        /* "auto" picks among the formats that keep float32 values. */
+        /* "auto" keeps a banded choice (dia / bdia store no column indices:
+         * 8 bytes a nonzero in float64, what float32 CSR moves), else takes
+         * a format that keeps float32 values. */
         const ks_spmv_format_ops *f = ks_spmv_format_find(
             be->ops->kind == KS_BACKEND_CUDA ? KS_AUTO_FALLBACK : "csr", be->ops->kind);
-        if (!reason[0] || !f || !f->float_values)
+        int banded = !strcmp(ops->name, "dia") || !strcmp(ops->name, "bdia");
+        if (!reason[0] || (!banded && (!f || !f->float_values)))
             return ks_seterr(KS_ERR_UNSUPPORTED,
                              "SpMV format '%s' stores float64 values only; float_values needs "
                              "csr (cpu) or csr_vector (cuda)",
                              ops->name);
-        snprintf(reason, sizeof reason, "float32 values: %s (%s would keep float64)", f->name,
-                 ops->name);
-        ops = f;
+        char why[sizeof reason];
+        if (banded) {
+            snprintf(why, sizeof why, "%s (float64 values: as few bytes as float32 CSR); %s",
+                     ops->name, reason);
+            prm.float_values = 0;
+        } else {
+            snprintf(why, sizeof why, "float32 values: %s (%s would keep float64)", f->name,
+                     ops->name);
+            ops = f;
+        }
+        memcpy(reason, why, sizeof reason);
     }
 
     ks_matrix *m = ks_calloc(1, sizeof *m, "ks_matrix");

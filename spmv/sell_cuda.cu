@@ -148,6 +148,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     NULL, /* gs_sweep */
     ks_sell_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -164,4 +165,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     NULL, /* gs_sweep */
     ks_sell_layout_to_csr,
     NULL, /* fused_step */
+    0, /* float_values */
 };

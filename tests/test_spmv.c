@@ -156,20 +156,45 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
     }
     ks_vec *vx = fused_vec(be, n, x), *vb = fused_vec(be, n, b), *vw = fused_vec(be, n, w);
     ks_vec *vr = fused_vec(be, n, NULL);
-    KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, 0.0, 0.0, NULL, NULL, NULL));
+    KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, 0.0, 0.0, NULL, 0, 0.0, NULL, NULL));
     fused_expect(vr, t, ts, n, "r", fmt, label);
-    for (int v = 0; v < 3; v++) {
-        /* 0: Jacobi, 1: three-term with x_old in xo, 2: x_old = 0 */
-        const double a = v ? 0.6 : 0.0, c = -1.25;
+    /* w from the diagonal (KS_W_DIAG) and the l1 row sums (KS_W_L1), which a
+     * format may rebuild from the rows instead of reading w; only for
+     * matrices with a nonzero diagonal. */
+    double *wd = malloc(sizeof(double) * ((size_t)n + 1)), *wl = malloc(sizeof(double) * ((size_t)n + 1));
+    ck_assert(wd && wl);
+    int diag_ok = n > 0;
+    for (ks_int i = 0; i < n; i++) {
+        double dg = 0.0, off = 0.0;
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+            if (A->colind[k] == i)
+                dg = A->val[k];
+            else
+                off += fabs(A->val[k]);
+        diag_ok = diag_ok && dg != 0.0 && dg + copysign(off, dg) != 0.0;
+        wd[i] = 0.8 / dg;
+        wl[i] = 0.8 / (dg + copysign(off, dg));
+    }
+    for (int v = 0; v < (diag_ok ? 5 : 3); v++) {
+        /* 0: Jacobi, 1: three-term with x_old in xo, 2: x_old = 0,
+         * 3: Jacobi with w = 0.8 / diag, 4: with the l1 weight */
+        const double a = v == 1 || v == 2 ? 0.6 : 0.0, c = v >= 3 ? 1.0 : -1.25;
+        const int wkind = v == 3 ? KS_W_DIAG : v == 4 ? KS_W_L1 : KS_W_VECTOR;
+        const double *wv = v == 3 ? wd : v == 4 ? wl : w;
+        if (v >= 3) {
+            ks_vec_destroy(vw);
+            vw = fused_vec(be, n, wv);
+        }
         ks_vec *vxo = fused_vec(be, n, v == 1 ? xp : NULL);
         ks_vec_destroy(vr);
         vr = fused_vec(be, n, NULL); /* scratch of the generic path */
         for (ks_int i = 0; i < n; i++) {
             long double old = v == 1 ? xp[i] : 0.0;
-            ref[i] = x[i] + (long double)c * w[i] * t[i] + (long double)a * (x[i] - old);
-            sc[i] = fabs(x[i]) + fabs(c * w[i]) * ts[i] + fabs(a) * (fabs(x[i]) + fabs((double)old));
+            ref[i] = x[i] + (long double)c * wv[i] * t[i] + (long double)a * (x[i] - old);
+            sc[i] = fabs(x[i]) + fabs(c * wv[i]) * ts[i] + fabs(a) * (fabs(x[i]) + fabs((double)old));
         }
-        KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, a, c, vw, v == 1 ? vxo : NULL, vxo));
+        KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, a, c, vw, wkind, 0.8, v == 1 ? vxo : NULL,
+                                      vxo));
         fused_expect(vxo, ref, sc, n, "xo", fmt, label);
         ks_vec_destroy(vxo);
     }
@@ -182,8 +207,10 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
         ref[i] = b[i];
     fused_expect(vb, ref, sc, n, "b (input)", fmt, label);
     /* aliasing outputs and inputs is refused */
-    ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vx, 0.0, 0.0, NULL, NULL, NULL), KS_ERR_ARG);
-    ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vr, 0.5, 1.0, vw, NULL, vx), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vx, 0.0, 0.0, NULL, 0, 0.0, NULL, NULL),
+                     KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vr, 0.5, 1.0, vw, 0, 0.0, NULL, vx),
+                     KS_ERR_ARG);
     ks_vec_destroy(vx);
     ks_vec_destroy(vb);
     ks_vec_destroy(vw);
@@ -196,6 +223,8 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
     free(ref);
     free(ts);
     free(sc);
+    free(wd);
+    free(wl);
 }
 
 static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_params *prm,
@@ -699,14 +728,15 @@ START_TEST(test_cuda_float_values)
     check_float_values("cuda", "auto", "csr_vector");
     ks_backend *be = make_backend("cuda");
     ks_csr A;
-    sc_make_gen(&A, KS_GEN_POISSON3D_7, 16);
+    sc_make_gen(&A, KS_GEN_POISSON3D_7, 48); /* large enough for auto to pick dia */
     ks_spmv_params prm;
     memset(&prm, 0, sizeof prm);
     prm.float_values = 1;
     ks_matrix *M = NULL;
     KS_CHECK(ks_matrix_create(be, &A, "auto", &prm, &M));
-    ck_assert_str_eq(ks_matrix_format(M), "csr_vector");
-    ck_assert_ptr_nonnull(strstr(ks_matrix_format_reason(M), "float32"));
+    /* dia kept in float64: no column indices, as few bytes as float32 CSR */
+    ck_assert_str_eq(ks_matrix_format(M), "dia");
+    ck_assert_ptr_nonnull(strstr(ks_matrix_format_reason(M), "float64 values"));
     ks_matrix_destroy(M);
     M = NULL;
     ck_assert_int_eq(ks_matrix_create(be, &A, "dia", &prm, &M), KS_ERR_UNSUPPORTED);

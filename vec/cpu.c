@@ -159,7 +159,7 @@ static ks_error cpu_smooth_update(ks_backend *be, ks_int n, double a, double c,
      * the generic and fused paths round alike. */
 #pragma omp parallel for schedule(static) if (n > KS_CPU_PAR_MIN)
     for (ks_int i = 0; i < n; i++)
-        xout[i] = ks_smooth_value(a, c, w, xin, xprev, i, r[i]);
+        xout[i] = ks_smooth_value(a, c, w[i], xin, xprev, i, r[i]);
     return KS_OK;
 }
 

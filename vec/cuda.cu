@@ -139,7 +139,7 @@ static __global__ void k_smooth_update(ks_int n, double a, double c, const doubl
                                        const double *r, const double *xin,
                                        const double *xprev, double *xout)
 {
-    GRID_STRIDE(i, n) xout[i] = ks_smooth_value(a, c, w, xin, xprev, i, r[i]);
+    GRID_STRIDE(i, n) xout[i] = ks_smooth_value(a, c, w[i], xin, xprev, i, r[i]);
 }
 
 static __global__ void k_axpby_z(ks_int n, double a, const double *x, double b,

@@ -13,13 +13,13 @@
 #define KS_SMOOTH_FN static inline
 #endif
 
-/* x_i + c w_i t + a (x_i - xprev_i): the update of ks_fused_row and of the
+/* x_i + c wi t + a (x_i - xprev_i): the update of ks_fused_row and of the
  * backends' smooth_update (x NULL = 0). */
-KS_SMOOTH_FN double ks_smooth_value(double a, double c, const double *w, const double *x,
+KS_SMOOTH_FN double ks_smooth_value(double a, double c, double wi, const double *x,
                                    const double *xprev, ks_int i, double t)
 {
     const double xi = x ? x[i] : 0.0;
-    double v = xi + c * w[i] * t;
+    double v = xi + c * wi * t;
     if (a != 0.0)
         v += a * (xi - (xprev ? xprev[i] : 0.0));
     return v;

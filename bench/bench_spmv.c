@@ -177,15 +177,15 @@ static int select_formats(const options *o, ks_backend_kind kind, const char **o
     int cuda = kind == KS_BACKEND_CUDA;
     if (cuda && ks_spmv_format_find("cusparse", kind))
         out[n++] = "cusparse";
-    if (!strcmp(o->formats, "all")) {
-        for (int i = 0; names[i] && n < MAX_FORMATS; i++)
-            if (!cuda || strcmp(names[i], "cusparse"))
-                out[n++] = names[i];
-        return n;
-    }
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", o->formats);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "all")) { /* every format of the backend, e.g. "all,auto" */
+            for (int i = 0; names[i] && n < MAX_FORMATS; i++)
+                if (!cuda || strcmp(names[i], "cusparse"))
+                    out[n++] = names[i];
+            continue;
+        }
         if (!strcmp(t, "auto")) { /* the statistics-based choice, shown as auto:<format> */
             if (n < MAX_FORMATS)
                 out[n++] = "auto";

@@ -15,6 +15,9 @@ extern "C" {
  * columns in [0, n) and never the row itself. `who` prefixes the message. */
 ks_error ks_strength_check(const ks_strength *S, const char *who);
 
+/* ks_strength_transpose of a pattern the caller has checked already. */
+ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST);
+
 /* Counter-based random bits for point i (splitmix64 of the stream `seed`
  * at position i): the same for any thread count or visiting order. The
  * PMIS measure is |S^T_i| + hash / 2^64, compared exactly as the pair
@@ -50,6 +53,12 @@ ks_error ks_amg_pmis_ex(const ks_strength *S, unsigned long long seed, int *cf, 
                         unsigned char *promoted);
 ks_error ks_amg_hmis_ex(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc,
                         unsigned char *promoted);
+/* HMIS with the RS pass in blocks of `block` rows (see hmis.c); block = 0
+ * chooses the size from S (serial below 2^21 rows); block >= n runs the
+ * serial pass, which is what ks_amg_hmis does. The splitting depends on
+ * the block size (not on the threads). */
+ks_error ks_amg_hmis_blocked(const ks_strength *S, unsigned long long seed, ks_int block,
+                             int *cf, ks_int *nc, unsigned char *promoted);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,7 @@
 
 /* ------------------------------------------------------------ assembler */
 
-int ks_interp_reserve(ks_interp_ws *ws, size_t extra)
+int ks_interp_grow(ks_interp_ws *ws, size_t extra)
 {
     if (ws->len + extra <= ws->cap)
         return KS_INTERP_ROW_OK;
@@ -45,7 +45,7 @@ int ks_interp_reserve(ks_interp_ws *ws, size_t extra)
     return KS_INTERP_ROW_OK;
 }
 
-int ks_interp_scratch(ks_interp_ws *ws, size_t m)
+int ks_interp_scratch_grow(ks_interp_ws *ws, size_t m)
 {
     if (m <= ws->tcap)
         return KS_INTERP_ROW_OK;
@@ -58,19 +58,6 @@ int ks_interp_scratch(ks_interp_ws *ws, size_t m)
     ws->tval = malloc(cap * sizeof *ws->tval);
     ws->tcap = ws->tpos && ws->tval ? cap : 0;
     return ws->tcap ? KS_INTERP_ROW_OK : KS_INTERP_ROW_NOMEM;
-}
-
-double ks_interp_diag(const ks_csr *A, ks_int i)
-{
-    ks_int lo = A->rowptr[i], hi = A->rowptr[i + 1];
-    while (lo < hi) {
-        ks_int mid = lo + (hi - lo) / 2;
-        if (A->colind[mid] < i)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (lo < A->rowptr[i + 1] && A->colind[lo] == i) ? A->val[lo] : 0.0;
 }
 
 /* Rows are short (tens of entries): insertion sort, and above 32 entries an
@@ -117,9 +104,48 @@ static void sort_row(ks_interp_entry *e, size_t m)
     }
 }
 
-/* Shapes, pointers and index ranges of A and S (a bad index would read out
- * of bounds later); the message names the first bad row. */
-static ks_error check_inputs(const char *who, const ks_csr *A, const ks_strength *S,
+/* Compact rows of extended+i (see ks_interp_ctx). */
+typedef struct parts {
+    double *diag;
+    ks_int *sc_rp, *sc_ci, *ac_rp, *ac_ci;
+    double *ac_va;
+    ks_csr ft;
+} parts;
+
+static void parts_free(parts *q)
+{
+    free(q->diag);
+    free(q->sc_rp);
+    free(q->sc_ci);
+    free(q->ac_rp);
+    free(q->ac_ci);
+    free(q->ac_va);
+    ks_csr_free(&q->ft);
+}
+
+/* Counts at rp[i + 1] -> offsets, in 64 bits (the total must fit ks_int). */
+static ks_error counts_to_offsets(ks_int *rp, ks_int n, const char *who, const char *what)
+{
+    int64_t run = 0;
+    rp[0] = 0;
+    for (ks_int i = 0; i < n; i++) {
+        run += rp[i + 1];
+        if (run > INT32_MAX)
+            return ks_seterr(KS_ERR_SIZE, "%s: %s pass 2^31 entries", who, what);
+        rp[i + 1] = (ks_int)run;
+    }
+    return KS_OK;
+}
+
+/* a_kl has the sign ahat keeps in row k (opposite to a_kk; a_kk >= 0 counts
+ * as positive; zeros never). */
+static inline int ahat_sign(double a_kk, double v)
+{
+    return a_kk < 0 ? v > 0 : v < 0;
+}
+
+/* Shapes and pointers of the inputs. */
+static ks_error check_shapes(const char *who, const ks_csr *A, const ks_strength *S,
                              const int *cf, const ks_csr *P)
 {
     if (!A || !S || !cf || !P)
@@ -135,23 +161,210 @@ static ks_error check_inputs(const char *who, const ks_csr *A, const ks_strength
     if (!A->rowptr || !S->rowptr || (A->rowptr[n] > 0 && (!A->colind || !A->val)) ||
         (S->rowptr[n] > 0 && !S->colind))
         return ks_seterr(KS_ERR_ARG, "%s: matrix or strength arrays not allocated", who);
+    return KS_OK;
+}
+
+/* One pass over the rows: structure (a bad index would read out of bounds
+ * later; the message names the first bad row), a_ii into diag (when not
+ * NULL), and the number of strong F-F pairs (i F, k in S_i F) into *nff
+ * (when not NULL). */
+static ks_error scan_rows(const char *who, const ks_csr *A, const ks_strength *S, const int *cf,
+                          double *diag, int64_t *nff)
+{
+    const ks_int n = A->nrows;
     ks_int bad = n;
-#pragma omp parallel for schedule(static) reduction(min : bad)
+    int64_t ff = 0;
+#pragma omp parallel for schedule(static) reduction(min : bad) reduction(+ : ff)
     for (ks_int i = 0; i < n; i++) {
-        int ok = A->rowptr[i] <= A->rowptr[i + 1] && S->rowptr[i] <= S->rowptr[i + 1];
-        for (ks_int k = A->rowptr[i]; ok && k < A->rowptr[i + 1]; k++)
-            ok = A->colind[k] >= 0 && A->colind[k] < n && (k == A->rowptr[i] ||
-                                                           A->colind[k] > A->colind[k - 1]);
-        for (ks_int k = S->rowptr[i]; ok && k < S->rowptr[i + 1]; k++)
-            ok = S->colind[k] >= 0 && S->colind[k] < n && S->colind[k] != i &&
-                 (k == S->rowptr[i] || S->colind[k] > S->colind[k - 1]);
-        if (!ok && i < bad)
-            bad = i;
+        const ks_int a0 = A->rowptr[i], a1 = A->rowptr[i + 1];
+        const ks_int s0 = S->rowptr[i], s1 = S->rowptr[i + 1];
+        int ok = a0 <= a1 && s0 <= s1;
+        ks_int dpos = -1;
+        for (ks_int k = a0; ok && k < a1; k++) {
+            const ks_int j = A->colind[k];
+            ok = j >= 0 && j < n && (k == a0 || j > A->colind[k - 1]);
+            if (j == i)
+                dpos = k;
+        }
+        for (ks_int k = s0; ok && k < s1; k++) {
+            const ks_int j = S->colind[k];
+            ok = j >= 0 && j < n && j != i && (k == s0 || j > S->colind[k - 1]);
+        }
+        if (!ok) {
+            if (i < bad)
+                bad = i;
+            continue;
+        }
+        if (diag)
+            diag[i] = dpos >= 0 ? A->val[dpos] : 0.0;
+        if (nff && cf[i] != KS_CPT)
+            for (ks_int k = s0; k < s1; k++)
+                ff += cf[S->colind[k]] != KS_CPT;
     }
     if (bad < n)
         return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 " of the matrix or strength has a "
                          "decreasing row pointer or an unsorted, repeated, diagonal (strength) "
                          "or out-of-range column", who, bad);
+    if (nff)
+        *nff = ff;
+    return KS_OK;
+}
+
+/* Compact rows of F points for extended+i (see ks_interp_ctx). The rows
+ * are cut into nb contiguous blocks (one per thread, fewer when the
+ * per-block column histograms would outweigh the matrix); pass 1 counts the
+ * sc and ac rows and each block's histogram of F-F columns, pass 2 turns the
+ * histograms into offsets, pass 3 fills sc and ac in row order and scatters
+ * the F-F couplings into ft (a stable counting sort by column: since blocks
+ * and the rows inside a block go in ascending order, every row of ft is
+ * sorted, whatever nb). Needs q->diag. */
+static ks_error build_compact(const char *who, const ks_csr *A, const ks_strength *S,
+                              const int *cf, parts *q)
+{
+    const ks_int n = A->nrows;
+    const size_t n1 = (size_t)n + 1;
+    const double *diag = q->diag;
+    ks_csr *ft = &q->ft;
+    int nb = 1;
+#ifdef _OPENMP
+    nb = omp_get_max_threads();
+#endif
+    const int64_t cap = (int64_t)A->nnz / (2 * (int64_t)n1) + 1;
+    if (nb > cap)
+        nb = (int)cap;
+    q->sc_rp = ks_malloc(n1 * sizeof *q->sc_rp, "interpolation strong C rows");
+    q->ac_rp = ks_malloc(n1 * sizeof *q->ac_rp, "interpolation C coupling rows");
+    ft->rowptr = ks_malloc(n1 * sizeof *ft->rowptr, "interpolation F coupling rows");
+    ks_int *hist = ks_calloc((size_t)nb * n1, sizeof *hist, "interpolation F coupling counts");
+    if (!q->sc_rp || !q->ac_rp || !ft->rowptr || !hist) {
+        free(hist);
+        return KS_ERR_MEMORY;
+    }
+#pragma omp parallel for schedule(static, 1) num_threads(nb)
+    for (int b = 0; b < nb; b++) {
+        const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
+        ks_int *h = hist + (size_t)b * n1;
+        for (ks_int i = lo; i < hi; i++) {
+            ks_int ns = 0, na = 0;
+            if (cf[i] != KS_CPT) {
+                for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++)
+                    ns += cf[S->colind[k]] == KS_CPT;
+                for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+                    const ks_int j = A->colind[k];
+                    if (j != i && ahat_sign(diag[i], A->val[k])) {
+                        if (cf[j] == KS_CPT)
+                            na++;
+                        else
+                            h[j]++;
+                    }
+                }
+            }
+            q->sc_rp[i + 1] = ns;
+            q->ac_rp[i + 1] = na;
+        }
+    }
+    /* Per column: block counts -> offsets within the column; totals to the
+     * row counts of ft. */
+#pragma omp parallel for schedule(static)
+    for (ks_int j = 0; j < n; j++) {
+        ks_int run = 0;
+        for (int b = 0; b < nb; b++) {
+            ks_int *h = hist + (size_t)b * n1 + j;
+            const ks_int t = *h;
+            *h = run;
+            run += t;
+        }
+        ft->rowptr[j + 1] = run;
+    }
+    ks_error e = counts_to_offsets(q->sc_rp, n, who, "strong C couplings of F points");
+    if (e == KS_OK)
+        e = counts_to_offsets(q->ac_rp, n, who, "C couplings of F points");
+    if (e == KS_OK)
+        e = counts_to_offsets(ft->rowptr, n, who, "F-F couplings");
+    if (e == KS_OK) {
+        ft->nrows = ft->ncols = n;
+        ft->nnz = ft->rowptr[n];
+        q->sc_ci = ks_malloc(((size_t)q->sc_rp[n] + 1) * sizeof *q->sc_ci,
+                             "interpolation strong C rows");
+        q->ac_ci = ks_malloc(((size_t)q->ac_rp[n] + 1) * sizeof *q->ac_ci,
+                             "interpolation C coupling rows");
+        q->ac_va = ks_malloc(((size_t)q->ac_rp[n] + 1) * sizeof *q->ac_va,
+                             "interpolation C coupling values");
+        ft->colind = ks_malloc(((size_t)ft->nnz + 1) * sizeof *ft->colind,
+                               "interpolation F coupling rows");
+        ft->val = ks_malloc(((size_t)ft->nnz + 1) * sizeof *ft->val,
+                            "interpolation F coupling values");
+        if (!q->sc_ci || !q->ac_ci || !q->ac_va || !ft->colind || !ft->val)
+            e = KS_ERR_MEMORY;
+    }
+    if (e != KS_OK) {
+        free(hist);
+        return e;
+    }
+#pragma omp parallel for schedule(static, 1) num_threads(nb)
+    for (int b = 0; b < nb; b++) {
+        const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
+        ks_int *h = hist + (size_t)b * n1;
+        for (ks_int i = lo; i < hi; i++) {
+            if (cf[i] == KS_CPT)
+                continue;
+            ks_int ws = q->sc_rp[i], wa = q->ac_rp[i];
+            for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++)
+                if (cf[S->colind[k]] == KS_CPT)
+                    q->sc_ci[ws++] = S->colind[k];
+            for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+                const ks_int j = A->colind[k];
+                const double v = A->val[k];
+                if (j == i || !ahat_sign(diag[i], v))
+                    continue;
+                if (cf[j] == KS_CPT) {
+                    q->ac_ci[wa] = j;
+                    q->ac_va[wa++] = v;
+                } else {
+                    const ks_int pos = ft->rowptr[j] + h[j]++;
+                    ft->colind[pos] = i;
+                    ft->val[pos] = v;
+                }
+            }
+        }
+    }
+    free(hist);
+    return KS_OK;
+}
+
+/* Scan the rows and prepare what spec asks for; *use_compact says which row
+ * builder runs. The compact rows pay off when the distance-two walks are
+ * long: about two strong F-F pairs per row or more (they cost a few passes
+ * over A; each pair saves a walk of two rows). Either builder gives the
+ * same P, so the choice only moves time. */
+static ks_error prepare(const char *who, const ks_csr *A, const ks_strength *S, const int *cf,
+                        const ks_interp_spec *spec, parts *q, ks_interp_ctx *ctx,
+                        int *use_compact)
+{
+    const ks_int n = A->nrows;
+    memset(q, 0, sizeof *q);
+    *use_compact = 0;
+    const int may_compact = spec->compact_row && spec->compact != KS_INTERP_COMPACT_NEVER;
+    if ((spec->needs & KS_INTERP_NEED_DIAG) || may_compact) {
+        q->diag = ks_malloc(((size_t)n + 1) * sizeof *q->diag, "interpolation diagonal");
+        if (!q->diag)
+            return KS_ERR_MEMORY;
+    }
+    int64_t nff = 0;
+    KS_TRY(scan_rows(who, A, S, cf, q->diag, may_compact ? &nff : NULL));
+    ctx->diag = q->diag;
+    if (may_compact && (spec->compact == KS_INTERP_COMPACT_ALWAYS || nff >= 2 * (int64_t)n)) {
+        KS_TRY(build_compact(who, A, S, cf, q));
+        ctx->sc_rp = q->sc_rp;
+        ctx->sc_ci = q->sc_ci;
+        ctx->ac_rp = q->ac_rp;
+        ctx->ac_ci = q->ac_ci;
+        ctx->ac_va = q->ac_va;
+        ctx->ft_rp = q->ft.rowptr;
+        ctx->ft_ci = q->ft.colind;
+        ctx->ft_va = q->ft.val;
+        *use_compact = 1;
+    }
     return KS_OK;
 }
 
@@ -162,23 +375,38 @@ typedef struct chunk {
 } chunk;
 
 ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S, const int *cf,
-                         int need_marker, ks_interp_row_fn row, ks_csr *P)
+                         const ks_interp_spec *spec, ks_csr *P)
 {
     if (P)
         memset(P, 0, sizeof *P);
-    KS_TRY(check_inputs(who, A, S, cf, P));
+    KS_TRY(check_shapes(who, A, S, cf, P));
     const ks_int n = A->nrows;
+    parts q;
+    ks_interp_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    int use_compact = 0;
+    ks_error e = prepare(who, A, S, cf, spec, &q, &ctx, &use_compact);
+    if (e != KS_OK) {
+        parts_free(&q);
+        return e;
+    }
+    const ks_interp_row_fn row = use_compact ? spec->compact_row : spec->row;
     ks_int *cmap = ks_malloc(((size_t)n + 1) * sizeof *cmap, "coarse map");
     ks_int *cnt = ks_malloc(((size_t)n + 1) * sizeof *cnt, "interpolation row counts");
     if (!cmap || !cnt) {
+        parts_free(&q);
         free(cmap);
         free(cnt);
         return KS_ERR_MEMORY;
     }
-    ks_interp_ctx ctx = {A, S, cf, cmap, 0};
-    ks_error e = ks_amg_coarse_map(n, cf, cmap, &ctx.nc);
+    ctx.A = A;
+    ctx.S = S;
+    ctx.cf = cf;
+    ctx.cmap = cmap;
+    e = ks_amg_coarse_map(n, cf, cmap, &ctx.nc);
     if (e != KS_OK) {
         ks_adderr(e, "%s", who);
+        parts_free(&q);
         free(cmap);
         free(cnt);
         return e;
@@ -192,6 +420,7 @@ ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S,
         nchunk = n > 0 ? (int)n : 1;
     chunk *ch = ks_calloc((size_t)nchunk, sizeof *ch, "interpolation chunks");
     if (!ch) {
+        parts_free(&q);
         free(cmap);
         free(cnt);
         return KS_ERR_MEMORY;
@@ -202,7 +431,7 @@ ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S,
         chunk *c = &ch[t];
         ks_interp_ws *ws = &c->ws;
         ks_int lo = (ks_int)((int64_t)n * t / nchunk), hi = (ks_int)((int64_t)n * (t + 1) / nchunk);
-        if (need_marker && lo < hi) {
+        if ((spec->needs & KS_INTERP_NEED_MARKER) && lo < hi) {
             ws->marker = malloc(((size_t)n + 1) * sizeof *ws->marker);
             if (!ws->marker) {
                 c->err = KS_INTERP_ROW_NOMEM;
@@ -232,6 +461,7 @@ ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S,
             cnt[i] = (ks_int)(ws->len - start);
         }
     }
+    parts_free(&q);
 
     /* Chunks are in row order and each stops at its first bad row, so the
      * first failing chunk names the first bad row overall. */
@@ -347,5 +577,6 @@ static int direct_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
 
 ks_error ks_amg_interp_direct(const ks_csr *A, const ks_strength *S, const int *cf, ks_csr *P)
 {
-    return ks_interp_build("ks_amg_interp_direct", A, S, cf, 0, direct_row, P);
+    static const ks_interp_spec spec = {0, direct_row, NULL, KS_INTERP_COMPACT_NEVER};
+    return ks_interp_build("ks_amg_interp_direct", A, S, cf, &spec, P);
 }

@@ -9,8 +9,8 @@
  * other, rescaling after each; one rescale at the end gives the same row
  * except when the first stage alone would leave a zero sum.
  *
- * Pass 1 (row-parallel) compacts each row inside its own slot; pass 2 slides
- * the rows together (serial, O(nnz) moves) and shrinks the arrays. */
+ * Pass 1 (row-parallel) compacts each row inside its own slot; pass 2 copies
+ * the rows into right-sized arrays (row-parallel). */
 #include "amg_impl.h"
 
 #include <inttypes.h>
@@ -52,6 +52,8 @@ static int cand_better(const cand *x, const cand *y)
 static ks_int truncate_row(ks_int *ci, double *v, ks_int m, int max_elements, double factor,
                            unsigned char *keep, cand *cs)
 {
+    if (!(factor > 0.0) && m <= max_elements)
+        return m; /* nothing can be dropped */
     double sum = 0.0, mx = 0.0;
     for (ks_int k = 0; k < m; k++) {
         sum += v[k];
@@ -130,9 +132,10 @@ ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor)
     double *va = P->val;
 
     ks_int maxlen = 0, bad = n;
+#pragma omp parallel for schedule(static) reduction(max : maxlen) reduction(min : bad)
     for (ks_int i = 0; i < n; i++) {
         ks_int m = rp[i + 1] - rp[i];
-        if (m < 0 && bad == n)
+        if (m < 0 && i < bad)
             bad = i;
         if (m > maxlen)
             maxlen = m;
@@ -140,8 +143,8 @@ ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor)
     if (bad < n)
         return ks_seterr(KS_ERR_ARG, "ks_amg_interp_truncate: decreasing rowptr at row %" PRId32,
                          bad);
-    ks_int *newlen = ks_malloc(((size_t)n + 1) * sizeof *newlen, "truncation row counts");
-    if (!newlen)
+    ks_int *newrp = ks_malloc(((size_t)n + 1) * sizeof *newrp, "truncation row pointers");
+    if (!newrp)
         return KS_ERR_MEMORY;
 
     /* Scratch for every thread up front, so nothing is modified unless the
@@ -156,7 +159,7 @@ ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor)
     if (!keep || !cs) {
         free(keep);
         free(cs);
-        free(newlen);
+        free(newrp);
         return KS_ERR_MEMORY;
     }
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
@@ -165,33 +168,58 @@ ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor)
 #ifdef _OPENMP
         t = omp_get_thread_num();
 #endif
-        newlen[i] = truncate_row(ci + rp[i], va + rp[i], rp[i + 1] - rp[i], max_elements, factor,
-                                 keep + (size_t)t * slot, cs + (size_t)t * slot);
+        newrp[i + 1] = truncate_row(ci + rp[i], va + rp[i], rp[i + 1] - rp[i], max_elements,
+                                    factor, keep + (size_t)t * slot, cs + (size_t)t * slot);
     }
     free(keep);
     free(cs);
 
-    ks_int w = 0;
-    for (ks_int i = 0; i < n; i++) {
-        const ks_int from = rp[i], m = newlen[i];
-        if (from != w && m > 0) {
-            memmove(ci + w, ci + from, (size_t)m * sizeof *ci);
-            memmove(va + w, va + from, (size_t)m * sizeof *va);
-        }
-        rp[i] = w;
-        w += m;
+    /* Row counts -> offsets, then the kept entries (at the front of each
+     * old row) move into right-sized arrays, row-parallel. With one thread
+     * (fresh arrays cost page faults that one thread does not win back), or
+     * if those arrays cannot be had, the rows slide together in place. */
+    newrp[0] = 0;
+    for (ks_int i = 0; i < n; i++)
+        newrp[i + 1] += newrp[i];
+    const ks_int w = newrp[n];
+    if (w == P->nnz) {
+        free(newrp); /* nothing dropped anywhere */
+        return KS_OK;
     }
-    rp[n] = w;
+    ks_int *c2 = nt > 1 ? malloc((size_t)(w ? w : 1) * sizeof *c2) : NULL;
+    double *v2 = nt > 1 ? malloc((size_t)(w ? w : 1) * sizeof *v2) : NULL;
+    if (c2 && v2) {
+#pragma omp parallel for schedule(static)
+        for (ks_int i = 0; i < n; i++) {
+            const ks_int m = newrp[i + 1] - newrp[i];
+            memcpy(c2 + newrp[i], ci + rp[i], (size_t)m * sizeof *c2);
+            memcpy(v2 + newrp[i], va + rp[i], (size_t)m * sizeof *v2);
+        }
+        free(ci);
+        free(va);
+        P->colind = c2;
+        P->val = v2;
+    } else {
+        free(c2);
+        free(v2);
+        for (ks_int i = 0; i < n; i++) {
+            const ks_int m = newrp[i + 1] - newrp[i];
+            if (newrp[i] != rp[i] && m > 0) {
+                memmove(ci + newrp[i], ci + rp[i], (size_t)m * sizeof *ci);
+                memmove(va + newrp[i], va + rp[i], (size_t)m * sizeof *va);
+            }
+        }
+    }
+    memcpy(rp, newrp, ((size_t)n + 1) * sizeof *rp);
     P->nnz = w;
-    free(newlen);
-    /* Shrinking realloc: keep the old block if it fails (still valid). */
-    if (w > 0) {
-        ks_int *c2 = realloc(ci, (size_t)w * sizeof *ci);
-        double *v2 = realloc(va, (size_t)w * sizeof *va);
-        if (c2)
-            P->colind = c2;
-        if (v2)
-            P->val = v2;
+    free(newrp);
+    if (P->colind == ci && w > 0) { /* slid in place: shrink (keep the old block on failure) */
+        ks_int *c3 = realloc(ci, (size_t)w * sizeof *ci);
+        double *v3 = realloc(va, (size_t)w * sizeof *va);
+        if (c3)
+            P->colind = c3;
+        if (v3)
+            P->val = v3;
     }
     return KS_OK;
 }

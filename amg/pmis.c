@@ -117,16 +117,29 @@ ks_error ks_amg_pmis_stage(const ks_strength *S, const ks_strength *ST, unsigned
         undecided = left;
     }
     free(h);
-    free(sel);
 
     /* Fix-up (see the file comment); never fires for a symmetric S. Serial
      * in index order: deterministic, and an earlier promotion can satisfy a
-     * later point. */
+     * later point. Promotions only add C points, so only F points without a
+     * C point in S_i beforehand can need one: those are found in parallel,
+     * and the serial pass visits just them, in index order, rechecking each
+     * against the promotions made so far (the same decisions as a serial
+     * pass over all points). */
     if (promoted)
         memset(promoted, 0, (size_t)n);
+    ks_int ncand = 0;
+#pragma omp parallel for schedule(static) reduction(+ : ncand)
     for (ks_int i = 0; i < n; i++) {
-        if (cf[i] != KS_FPT || S->rowptr[i] == S->rowptr[i + 1])
+        int need = cf[i] == KS_FPT && S->rowptr[i] < S->rowptr[i + 1];
+        for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1] && need; k++)
+            need = cf[S->colind[k]] != KS_CPT;
+        sel[i] = (unsigned char)need;
+        ncand += need;
+    }
+    for (ks_int i = 0; i < n && ncand > 0; i++) {
+        if (!sel[i])
             continue;
+        ncand--;
         int has_c = 0;
         for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1] && !has_c; k++)
             has_c = cf[S->colind[k]] == KS_CPT;
@@ -136,6 +149,7 @@ ks_error ks_amg_pmis_stage(const ks_strength *S, const ks_strength *ST, unsigned
                 promoted[i] = 1;
         }
     }
+    free(sel);
     return KS_OK;
 }
 
@@ -146,7 +160,7 @@ ks_error ks_amg_pmis_ex(const ks_strength *S, unsigned long long seed, int *cf, 
         return ks_seterr(KS_ERR_ARG, "ks_amg_pmis: NULL %s", cf ? "nc" : "cf");
     KS_TRY(ks_strength_check(S, "ks_amg_pmis"));
     ks_strength ST;
-    KS_TRY(ks_strength_transpose(S, &ST));
+    KS_TRY(ks_strength_transpose_unchecked(S, &ST));
     ks_int n = S->n;
     for (ks_int i = 0; i < n; i++)
         cf[i] = KS_UNDECIDED;

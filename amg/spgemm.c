@@ -202,14 +202,20 @@ static size_t hash_slot(hash_ws *h, ks_int j, int *isnew)
 }
 
 /* ------------------------------------------------------------ row kernels */
-/* Distinct columns of row i of A*B, dense marker (tag = i). */
-static ks_int sym_row_dense(const ks_csr *A, const ks_csr *B, ks_int i, ks_int *mark)
+/* Distinct columns of row i of A*B, dense marker (tag = i). The row
+ * kernels copy bounds and pointers to locals: the stores into the
+ * workspace could otherwise alias them and force reloads in the inner
+ * loops. */
+static ks_int sym_row_dense(const ks_csr *A, const ks_csr *B, ks_int i, ks_int *restrict mark)
 {
+    const ks_int *restrict brp = B->rowptr, *restrict bci = B->colind;
+    const ks_int *restrict aci = A->colind;
+    const ks_int k1 = A->rowptr[i + 1];
     ks_int cnt = 0;
-    for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
-        ks_int a = A->colind[k];
-        for (ks_int q = B->rowptr[a]; q < B->rowptr[a + 1]; q++) {
-            ks_int j = B->colind[q];
+    for (ks_int k = A->rowptr[i]; k < k1; k++) {
+        const ks_int a = aci[k], q1 = brp[a + 1];
+        for (ks_int q = brp[a]; q < q1; q++) {
+            const ks_int j = bci[q];
             if (mark[j] != i) {
                 mark[j] = i;
                 cnt++;
@@ -238,22 +244,25 @@ static ks_int sym_row_hash(const ks_csr *A, const ks_csr *B, ks_int i, hash_ws *
 /* Numeric row i into cc/cv (room for exactly the symbolic count). The tag
  * -2 - i differs from every symbolic tag and from the initial -1, so the
  * marker needs no reset between the passes. */
-static void num_row_dense(const ks_csr *A, const ks_csr *B, ks_int i, ks_int *mark, double *acc,
-                          ks_int *cc, double *cv)
+static void num_row_dense(const ks_csr *A, const ks_csr *B, ks_int i, ks_int *restrict mark,
+                          double *restrict acc, ks_int *restrict cc, double *restrict cv)
 {
-    const ks_int tag = -2 - i;
+    const ks_int *restrict brp = B->rowptr, *restrict bci = B->colind;
+    const ks_int *restrict aci = A->colind;
+    const double *restrict ava = A->val, *restrict bva = B->val;
+    const ks_int tag = -2 - i, k1 = A->rowptr[i + 1];
     ks_int len = 0;
-    for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
-        ks_int a = A->colind[k];
-        double av = A->val[k];
-        for (ks_int q = B->rowptr[a]; q < B->rowptr[a + 1]; q++) {
-            ks_int j = B->colind[q];
+    for (ks_int k = A->rowptr[i]; k < k1; k++) {
+        const ks_int a = aci[k], q1 = brp[a + 1];
+        const double av = ava[k];
+        for (ks_int q = brp[a]; q < q1; q++) {
+            const ks_int j = bci[q];
             if (mark[j] != tag) {
                 mark[j] = tag;
                 acc[j] = 0.0;
                 cc[len++] = j;
             }
-            acc[j] += av * B->val[q];
+            acc[j] += av * bva[q];
         }
     }
     sort_cols(cc, len);

@@ -9,6 +9,10 @@
 #include <math.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 void ks_strength_free(ks_strength *S)
 {
     if (!S)
@@ -91,20 +95,21 @@ static ks_error start_pattern(ks_strength *S, ks_int n, const char *who)
 
 /* ------------------------------------------------------------ classical */
 
-/* Strong entries of row i (written to out when non-NULL); returns their
- * count. s = sign(a_ii) with a zero (or missing) diagonal counted as
- * positive, as hypre does: only the sign is used, so nothing divides. */
-static ks_int classical_row(const ks_csr *A, ks_int i, double theta, double max_row_sum,
-                            ks_int *out)
+/* Threshold of row i: strong entries are the j != i with v = -s a_ij > 0
+ * and v >= *cut, s = sign(a_ii) with a zero (or missing) diagonal counted
+ * as positive, as hypre does (only the sign is used, so nothing divides).
+ * Returns 0 when the row has no strong entries at all. */
+static int classical_cut(const ks_csr *A, ks_int i, double theta, double max_row_sum,
+                         double *s_out, double *cut)
 {
-    ks_int k0 = A->rowptr[i], k1 = A->rowptr[i + 1];
+    const ks_int k0 = A->rowptr[i], k1 = A->rowptr[i + 1];
     double diag = 0.0, rowsum = 0.0, scale = 0.0;
     for (ks_int k = k0; k < k1; k++) {
         rowsum += A->val[k];
         if (A->colind[k] == i)
             diag += A->val[k];
     }
-    double s = diag < 0.0 ? -1.0 : 1.0;
+    const double s = diag < 0.0 ? -1.0 : 1.0;
     for (ks_int k = k0; k < k1; k++)
         if (A->colind[k] != i && -s * A->val[k] > scale)
             scale = -s * A->val[k];
@@ -112,10 +117,18 @@ static ks_int classical_row(const ks_csr *A, ks_int i, double theta, double max_
      * max_row_sum: such rows are nearly diagonal and need no coarse help). */
     if (!(scale > 0.0) || (max_row_sum < 1.0 && fabs(rowsum) > max_row_sum * fabs(diag)))
         return 0;
-    double cut = theta * scale;
+    *s_out = s;
+    *cut = theta * scale;
+    return 1;
+}
+
+/* Strong entries of row i for sign s and threshold cut (written to out
+ * when non-NULL); returns their count. */
+static ks_int classical_pick(const ks_csr *A, ks_int i, double s, double cut, ks_int *out)
+{
     ks_int cnt = 0;
-    for (ks_int k = k0; k < k1; k++) {
-        double v = -s * A->val[k];
+    for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+        const double v = -s * A->val[k];
         if (A->colind[k] != i && v > 0.0 && v >= cut) {
             if (out)
                 out[cnt] = A->colind[k];
@@ -141,17 +154,34 @@ ks_error ks_amg_strength_classical(const ks_csr *A, double theta, double max_row
     KS_TRY(check_csr(A, who));
     ks_int n = A->nrows;
     KS_TRY(start_pattern(S, n, "strength row pointers"));
+    /* Pass 1 keeps each row's sign and threshold, so pass 2 only filters. */
+    double *rs = ks_malloc(2 * ((size_t)n + 1) * sizeof *rs, "strength row thresholds");
+    if (!rs) {
+        ks_strength_free(S);
+        return KS_ERR_MEMORY;
+    }
 #pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++)
-        S->rowptr[i + 1] = classical_row(A, i, theta, max_row_sum, NULL);
+    for (ks_int i = 0; i < n; i++) {
+        double sg = 1.0, cut = 0.0;
+        ks_int c = 0;
+        if (classical_cut(A, i, theta, max_row_sum, &sg, &cut))
+            c = classical_pick(A, i, sg, cut, NULL);
+        rs[2 * (size_t)i] = sg;
+        rs[2 * (size_t)i + 1] = cut;
+        S->rowptr[i + 1] = c;
+    }
     ks_error e = finish_counts(S, "strength columns");
     if (e != KS_OK) {
+        free(rs);
         ks_strength_free(S);
         return e;
     }
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++)
-        classical_row(A, i, theta, max_row_sum, S->colind + S->rowptr[i]);
+        if (S->rowptr[i + 1] > S->rowptr[i])
+            classical_pick(A, i, rs[2 * (size_t)i], rs[2 * (size_t)i + 1],
+                           S->colind + S->rowptr[i]);
+    free(rs);
     return KS_OK;
 }
 
@@ -223,6 +253,80 @@ ks_error ks_amg_strength_symmetric(const ks_csr *A, double theta, ks_strength *S
 
 /* ------------------------------------------------------------ transpose */
 
+/* Below this many entries one block (serial) beats the extra histogram
+ * pass and fork/join. */
+#define KS_STRENGTH_TRANSPOSE_PAR_NNZ 32768
+
+/* Counting sort by column, rows cut into nb contiguous blocks with one
+ * column histogram each (as in transpose.c): blocks and the rows inside a
+ * block go in ascending order, so every transposed row comes out sorted and
+ * the same for any nb. nb is one per thread, fewer when the histograms
+ * (nb * n counters) would outweigh the pattern. */
+ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST)
+{
+    memset(ST, 0, sizeof *ST);
+    const ks_int n = S->n, nnz = S->rowptr[n];
+    KS_TRY(start_pattern(ST, n, "transposed strength row pointers"));
+    ST->colind = ks_malloc(((size_t)nnz + 1) * sizeof *ST->colind, "transposed strength columns");
+    if (!ST->colind) {
+        ks_strength_free(ST);
+        return KS_ERR_MEMORY;
+    }
+    int nb = 1;
+#ifdef _OPENMP
+    if (nnz > KS_STRENGTH_TRANSPOSE_PAR_NNZ) {
+        const int64_t cap = (int64_t)nnz / ((int64_t)n + 1);
+        nb = omp_get_max_threads();
+        if (cap < nb)
+            nb = cap < 1 ? 1 : (int)cap;
+    }
+#endif
+    const size_t n1 = (size_t)n + 1;
+    ks_int *hist = ks_calloc((size_t)nb * n1, sizeof *hist, "strength transpose histograms");
+    if (!hist) {
+        ks_strength_free(ST);
+        return KS_ERR_MEMORY;
+    }
+    ks_int *trp = ST->rowptr;
+#pragma omp parallel num_threads(nb) if (nb > 1)
+    {
+#pragma omp for schedule(static)
+        for (int b = 0; b < nb; b++) {
+            const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
+            ks_int *h = hist + (size_t)b * n1;
+            for (ks_int k = S->rowptr[lo]; k < S->rowptr[hi]; k++)
+                h[S->colind[k]]++;
+        }
+        /* Per column: block counts -> offsets within the column. */
+#pragma omp for schedule(static)
+        for (ks_int c = 0; c < n; c++) {
+            ks_int run = 0;
+            for (int b = 0; b < nb; b++) {
+                ks_int *h = hist + (size_t)b * n1 + c;
+                const ks_int t = *h;
+                *h = run;
+                run += t;
+            }
+            trp[c + 1] = run;
+        }
+#pragma omp single
+        for (ks_int c = 0; c < n; c++)
+            trp[c + 1] += trp[c];
+#pragma omp for schedule(static)
+        for (int b = 0; b < nb; b++) {
+            const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
+            ks_int *h = hist + (size_t)b * n1;
+            for (ks_int i = lo; i < hi; i++)
+                for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++) {
+                    const ks_int c = S->colind[k];
+                    ST->colind[trp[c] + h[c]++] = i;
+                }
+        }
+    }
+    free(hist);
+    return KS_OK;
+}
+
 ks_error ks_strength_transpose(const ks_strength *S, ks_strength *ST)
 {
     static const char who[] = "ks_strength_transpose";
@@ -230,26 +334,5 @@ ks_error ks_strength_transpose(const ks_strength *S, ks_strength *ST)
         return ks_seterr(KS_ERR_ARG, "%s: %s", who, ST ? "output is the input" : "NULL output");
     memset(ST, 0, sizeof *ST);
     KS_TRY(ks_strength_check(S, who));
-    ks_int n = S->n, nnz = S->rowptr[n];
-    KS_TRY(start_pattern(ST, n, "transposed strength row pointers"));
-    /* Serial O(nnz) counting sort: visiting rows in order leaves every
-     * transposed row sorted with no extra pass. */
-    for (ks_int k = 0; k < nnz; k++)
-        ST->rowptr[S->colind[k] + 1]++;
-    ks_error e = finish_counts(ST, "transposed strength columns");
-    if (e != KS_OK) {
-        ks_strength_free(ST);
-        return e;
-    }
-    ks_int *next = ks_malloc((size_t)n * sizeof *next, "transpose cursors");
-    if (!next) {
-        ks_strength_free(ST);
-        return KS_ERR_MEMORY;
-    }
-    memcpy(next, ST->rowptr, (size_t)n * sizeof *next);
-    for (ks_int i = 0; i < n; i++)
-        for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++)
-            ST->colind[next[S->colind[k]]++] = i;
-    free(next);
-    return KS_OK;
+    return ks_strength_transpose_unchecked(S, ST);
 }

@@ -4,7 +4,10 @@
  * symmetrized strength graph (except next to fix-up promotions, which a
  * symmetric S never needs), every F point with strong connections has a
  * strong C neighbour, isolated points are F, coarse fractions are sane;
- * results repeat for a seed and do not depend on the thread count. */
+ * results repeat for a seed and do not depend on the thread count. The
+ * blocked RS pass of HMIS (forced to small blocks) keeps all of that, and
+ * on a 7-point Laplacian with blocks of an even number of planes gives the
+ * serial splitting. */
 #include "ks_test.h"
 #include "amg/coarsen_internal.h"
 
@@ -381,6 +384,105 @@ static void expect_err(ks_error got, ks_error want, const char *needle)
                   ks_last_error(), needle);
 }
 
+/* HMIS with the RS pass in small blocks (many block boundaries, both
+ * passes and the boundary step busy): the guarantees, no promotions for a
+ * symmetric S, a sane coarse fraction, and the same splitting on 1 and 2
+ * threads. */
+static void blocked_case(const char *name, const ks_csr *A, double theta, double lo, double hi)
+{
+    ks_strength S;
+    KS_CHECK(ks_amg_strength_classical(A, theta, 0.9, &S));
+    const int sym = structurally_symmetric(&S);
+    const ks_int n = A->nrows;
+    int *cf1 = malloc(sizeof(int) * (size_t)n), *cf2 = malloc(sizeof(int) * (size_t)n);
+    unsigned char *pro = malloc((size_t)n + 1);
+    const ks_int blocks[4] = {64, 300, 1000, n / 3 + 1};
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+#endif
+    for (int b = 0; b < 4; b++) {
+        char what[160];
+        snprintf(what, sizeof what, "blocked HMIS %s, blocks of %d", name, (int)blocks[b]);
+        ks_int nc1 = -1, nc2 = -2;
+        ks_test_set_threads(1);
+        KS_CHECK(ks_amg_hmis_blocked(&S, 5, blocks[b], cf1, &nc1, pro));
+        ks_test_set_threads(2);
+        KS_CHECK(ks_amg_hmis_blocked(&S, 5, blocks[b], cf2, &nc2, NULL));
+        ck_assert_msg(memcmp(cf1, cf2, sizeof(int) * (size_t)n) == 0 && nc1 == nc2,
+                      "%s: 1 and 2 threads differ", what);
+        ks_int npro = check_splitting(what, &S, cf1, nc1, pro);
+        if (sym)
+            ck_assert_msg(npro == 0, "%s: %d promotions with a symmetric S", what, npro);
+        double f = (double)nc1 / n;
+        ck_assert_msg(f >= lo && f <= hi, "%s: coarse fraction %.3f outside [%.2f, %.2f]", what,
+                      f, lo, hi);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    free(cf1);
+    free(cf2);
+    free(pro);
+    ks_strength_free(&S);
+}
+
+START_TEST(hmis_blocked)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 16, 15, 14, &A);
+    blocked_case("7-point 16x15x14", &A, 0.25, 0.3, 0.55);
+    ks_csr_free(&A);
+    generate(KS_GEN_POISSON2D_9, 70, 60, 1, &A);
+    blocked_case("9-point 70x60", &A, 0.25, 0.15, 0.4);
+    ks_csr_free(&A);
+    random_spd(3000, 3, 1, 321, &A);
+    blocked_case("random graph", &A, 0.25, 0.02, 0.7);
+    ks_csr_free(&A);
+    random_spd(3000, 4, 0, 322, &A); /* nonsymmetric S */
+    blocked_case("random SPD", &A, 0.35, 0.02, 0.8);
+    ks_csr_free(&A);
+    ks_gen_params p;
+    ks_gen_params_default(&p);
+    p.kind = KS_GEN_CONVDIFF3D;
+    p.nx = p.ny = p.nz = 14;
+    p.vx = 150;
+    p.vy = -40;
+    p.vz = 10;
+    KS_CHECK(ks_generate(&p, &A));
+    blocked_case("convdiff3d 14^3", &A, 0.25, 0.05, 0.8);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* Blocks of an even number of z-planes keep the RS pattern's phase on a
+ * 7-point Laplacian: the blocked pass gives the serial splitting. Blocks of
+ * one block or more are the serial pass; a block of 1 row is refused. */
+START_TEST(hmis_blocked_serial_cases)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 16, 16, 16, &A);
+    ks_strength S;
+    KS_CHECK(ks_amg_strength_classical(&A, 0.25, 0.9, &S));
+    const ks_int n = A.nrows;
+    int *ref = malloc(sizeof(int) * (size_t)n), *cf = malloc(sizeof(int) * (size_t)n);
+    ks_int ncr, nc;
+    KS_CHECK(ks_amg_hmis(&S, 1, ref, &ncr));
+    const ks_int blocks[4] = {4 * 256, 8 * 256, n, 10 * n};
+    for (int b = 0; b < 4; b++) {
+        KS_CHECK(ks_amg_hmis_blocked(&S, 1, blocks[b], cf, &nc, NULL));
+        ck_assert_msg(nc == ncr && memcmp(ref, cf, sizeof(int) * (size_t)n) == 0,
+                      "blocks of %d rows: splitting differs from the serial pass",
+                      (int)blocks[b]);
+    }
+    expect_err(ks_amg_hmis_blocked(&S, 1, 1, cf, &nc, NULL), KS_ERR_ARG, "block");
+    expect_err(ks_amg_hmis_blocked(&S, 1, -5, cf, &nc, NULL), KS_ERR_ARG, "block");
+    free(ref);
+    free(cf);
+    ks_strength_free(&S);
+    ks_csr_free(&A);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
     const int rows[3][4] = {{1, -1}, {0, 2, -1}, {1, -1}};
@@ -448,6 +550,28 @@ START_TEST(coarse_map)
     free(cm);
     ks_strength_free(&S);
     ks_csr_free(&A);
+
+    /* Large enough for the blocked parallel scan: the serial numbering on
+     * 1 and 2 threads, and the first bad point named. */
+    const ks_int big = 200003;
+    int *cf3 = malloc(sizeof(int) * (size_t)big);
+    ks_int *cm3 = malloc(sizeof(ks_int) * (size_t)big);
+    ks_test_rng_seed(5);
+    for (ks_int i = 0; i < big; i++)
+        cf3[i] = ks_test_rng_next() % 3 == 0 ? KS_CPT : KS_FPT;
+    for (int t = 1; t <= 2; t++) {
+        ks_test_set_threads(t);
+        KS_CHECK(ks_amg_coarse_map(big, cf3, cm3, &nc1));
+        ks_int c = 0;
+        for (ks_int i = 0; i < big; i++)
+            ck_assert_int_eq(cm3[i], cf3[i] == KS_CPT ? c++ : -1);
+        ck_assert_int_eq(nc1, c);
+    }
+    cf3[150001] = KS_UNDECIDED;
+    cf3[190000] = 9;
+    expect_err(ks_amg_coarse_map(big, cf3, cm3, &nc1), KS_ERR_ARG, "point 150001 is undecided");
+    free(cf3);
+    free(cm3);
 }
 END_TEST
 
@@ -468,6 +592,8 @@ int main(void)
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, coarse_map);
+    tcase_add_test(tc, hmis_blocked);
+    tcase_add_test(tc, hmis_blocked_serial_cases);
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

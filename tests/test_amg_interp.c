@@ -1,10 +1,12 @@
 /* AMG interpolation: direct (D1), extended+i (D2) and truncation.
  * Hand-checked weights on 1D/2D Laplacians, constant reproduction on
  * zero-row-sum graph Laplacians (2D/3D stencils, fixed and PMIS/HMIS
- * splittings, positive off-diagonals), truncation rules, errors, and
- * independence from the thread count. */
+ * splittings, positive off-diagonals), truncation rules, errors,
+ * independence from the thread count, and the two extended+i row builders
+ * (plain and compact rows) giving the same P bit for bit. */
 #include "ks_test.h"
 #include "amg/amg_impl.h"
+#include "amg/interp_common.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -987,6 +989,120 @@ START_TEST(thread_count_independent)
 }
 END_TEST
 
+/* ------------------------------------------- extended+i row builders */
+
+/* Strong F-F pairs (i F, k in S_i F): the compact builder's work. */
+static long strong_ff(const ks_strength *S, const int *cf)
+{
+    long c = 0;
+    for (ks_int i = 0; i < S->n; i++)
+        if (cf[i] != KS_CPT)
+            for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++)
+                c += cf[S->colind[k]] != KS_CPT;
+    return c;
+}
+
+/* Plain and compact builders, forced and automatic, 1 and 2 threads: the
+ * same P, bit for bit, on operators with long distance-two walks (a
+ * Galerkin operator), positive couplings, nonsymmetric S, and a splitting
+ * with F points next to no C at all. */
+static void builders_agree(const ks_csr *A, const ks_strength *S, const int *cf,
+                           const char *what)
+{
+    ck_assert_msg(strong_ff(S, cf) > 0, "%s: no strong F-F pair, nothing to compare", what);
+    ks_csr ref, got;
+    ks_test_set_threads(1);
+    KS_CHECK(ks_interp_extended_i_with(A, S, cf, KS_INTERP_COMPACT_NEVER, &ref));
+    check_interp(A, cf, &ref, 0, what);
+    const int modes[3] = {KS_INTERP_COMPACT_ALWAYS, KS_INTERP_COMPACT_AUTO,
+                          KS_INTERP_COMPACT_NEVER};
+    for (int t = 1; t <= 2; t++) {
+        ks_test_set_threads(t);
+        for (int m = 0; m < 3; m++) {
+            KS_CHECK(ks_interp_extended_i_with(A, S, cf, modes[m], &got));
+            ck_assert_msg(same_csr(&ref, &got), "%s: builder mode %d, %d threads: P differs",
+                          what, modes[m], t);
+            ks_csr_free(&got);
+        }
+    }
+    ks_csr_free(&ref);
+}
+
+START_TEST(extended_builders_agree)
+{
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+#endif
+    /* 3D 7-point Laplacian, HMIS, then its Galerkin operator (wide rows
+     * with many strong F-F pairs) coarsened again. */
+    ks_gen_params gp;
+    ks_gen_params_default(&gp);
+    gp.kind = KS_GEN_POISSON3D_7;
+    gp.nx = gp.ny = gp.nz = 14;
+    ks_csr A, P, R, A1;
+    KS_CHECK(ks_generate(&gp, &A));
+    ks_strength S, S1;
+    KS_CHECK(ks_amg_strength_classical(&A, 0.25, 0.9, &S));
+    int *cf = malloc(sizeof(int) * (size_t)A.nrows);
+    ks_int nc;
+    KS_CHECK(ks_amg_hmis(&S, 1, cf, &nc));
+    KS_CHECK(ks_amg_interp_extended_i(&A, &S, cf, &P));
+    KS_CHECK(ks_amg_interp_truncate(&P, 4, 0.0));
+    KS_CHECK(ks_csr_transpose(&P, &R));
+    KS_CHECK(ks_amg_rap(&R, &A, &P, &A1));
+    KS_CHECK(ks_amg_strength_classical(&A1, 0.25, 0.9, &S1));
+    int *cf1 = malloc(sizeof(int) * (size_t)A1.nrows);
+    KS_CHECK(ks_amg_hmis(&S1, 2, cf1, &nc));
+    builders_agree(&A1, &S1, cf1, "Galerkin operator of 7-point 14^3, HMIS");
+    KS_CHECK(ks_amg_pmis(&S1, 3, cf1, &nc));
+    builders_agree(&A1, &S1, cf1, "Galerkin operator of 7-point 14^3, PMIS");
+    free(cf1);
+    ks_strength_free(&S1);
+    ks_csr_free(&A1);
+    ks_csr_free(&R);
+    ks_csr_free(&P);
+    free(cf);
+    ks_strength_free(&S);
+    ks_csr_free(&A);
+
+    /* 27-point box stencil with positive couplings, fixed splittings (a
+     * sparse one leaves F points with no strong C neighbour). */
+    grid_laplacian(9, 8, 7, 1, 2.0, 0.1, &A);
+    strength(&A, 0.25, &S);
+    for (int kind = SPLIT_EVERY_OTHER; kind <= SPLIT_THIRD; kind++) {
+        cf = split_grid(9, 8, 7, kind);
+        builders_agree(&A, &S, cf, "27-point box with positive couplings");
+        free(cf);
+    }
+    /* Same matrix, negated (a_ii < 0: ahat keeps the positive entries). */
+    for (ks_int k = 0; k < A.nnz; k++)
+        A.val[k] = -A.val[k];
+    cf = split_grid(9, 8, 7, SPLIT_FULL);
+    builders_agree(&A, &S, cf, "negated 27-point box");
+    free(cf);
+    ks_strength_free(&S);
+    ks_csr_free(&A);
+
+    /* Convection-diffusion: nonsymmetric A and S. */
+    gp.kind = KS_GEN_CONVDIFF3D;
+    gp.nx = gp.ny = gp.nz = 11;
+    gp.vx = 60;
+    gp.vy = -20;
+    gp.vz = 5;
+    KS_CHECK(ks_generate(&gp, &A));
+    KS_CHECK(ks_amg_strength_classical(&A, 0.25, 0.9, &S));
+    cf = malloc(sizeof(int) * (size_t)A.nrows);
+    KS_CHECK(ks_amg_pmis(&S, 7, cf, &nc));
+    builders_agree(&A, &S, cf, "convection-diffusion 11^3, PMIS");
+    free(cf);
+    ks_strength_free(&S);
+    ks_csr_free(&A);
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("amg_interp");
@@ -1021,6 +1137,7 @@ int main(void)
 
     tc = tcase_create("threads");
     tcase_add_test(tc, thread_count_independent);
+    tcase_add_test(tc, extended_builders_agree);
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

@@ -355,6 +355,51 @@ START_TEST(transpose_round_trip)
 }
 END_TEST
 
+/* A pattern large enough for the blocked parallel transpose: equal to a
+ * plain counting-sort transpose on 1 and 2 threads. */
+START_TEST(transpose_large_blocked)
+{
+    ks_gen_params p;
+    ks_gen_params_default(&p);
+    p.kind = KS_GEN_CONVDIFF3D;
+    p.nx = p.ny = p.nz = 24;
+    p.vx = 70;
+    p.vy = -30;
+    p.vz = 8;
+    ks_csr A;
+    KS_CHECK(ks_generate(&p, &A));
+    ks_strength S;
+    KS_CHECK(ks_amg_strength_classical(&A, 0.25, 0.9, &S));
+    const ks_int n = S.n, nnz = S.rowptr[n];
+    ck_assert_int_gt(nnz, 65536);
+    ks_int *rp = calloc((size_t)n + 1, sizeof *rp), *ci = malloc(sizeof(ks_int) * (size_t)nnz);
+    ks_int *next = malloc(sizeof(ks_int) * (size_t)n);
+    for (ks_int k = 0; k < nnz; k++)
+        rp[S.colind[k] + 1]++;
+    for (ks_int i = 0; i < n; i++)
+        rp[i + 1] += rp[i];
+    memcpy(next, rp, sizeof(ks_int) * (size_t)n);
+    for (ks_int i = 0; i < n; i++)
+        for (ks_int k = S.rowptr[i]; k < S.rowptr[i + 1]; k++)
+            ci[next[S.colind[k]]++] = i;
+    for (int t = 1; t <= 2; t++) {
+        ks_test_set_threads(t);
+        ks_strength ST;
+        KS_CHECK(ks_strength_transpose(&S, &ST));
+        ck_assert_int_eq(ST.n, n);
+        ck_assert_msg(memcmp(ST.rowptr, rp, sizeof(ks_int) * ((size_t)n + 1)) == 0 &&
+                      memcmp(ST.colind, ci, sizeof(ks_int) * (size_t)nnz) == 0,
+                      "%d threads: transpose differs from the reference", t);
+        ks_strength_free(&ST);
+    }
+    free(rp);
+    free(ci);
+    free(next);
+    ks_strength_free(&S);
+    ks_csr_free(&A);
+}
+END_TEST
+
 START_TEST(thread_count_independent)
 {
     ks_gen_params p;
@@ -466,6 +511,7 @@ int main(void)
     tcase_add_test(tc, anisotropic_keeps_strong_axis);
     tcase_add_test(tc, transpose_round_trip);
     tcase_add_test(tc, thread_count_independent);
+    tcase_add_test(tc, transpose_large_blocked);
     tcase_add_test(tc, empty_matrix);
     tcase_add_test(tc, bad_arguments);
     suite_add_tcase(s, tc);

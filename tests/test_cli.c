@@ -373,12 +373,13 @@ START_TEST(test_example_configs)
         {"bicgstab_amg.json", "PBICGSTAB + AMG", "convdiff3d 10x10x10"},
         {"amg_standalone.json", "AMG (one cycle per iteration", "V(2,2)"},
         {"pcg_jacobi.json", "PCG + JACOBI", "relaxation factor"},
+        {"pcg_amg_gpu_fast.json", "PCG + AMG", "float32 values below level 0"},
     };
     const char *src = getenv("KS_TEST_DATA"); /* <source>/matrices/samples */
     ck_assert_ptr_nonnull(src);
     for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
         char args[2048];
-        snprintf(args, sizeof args, "'%s/../../examples/configs/%s' -p matrix.n=10", src,
+        snprintf(args, sizeof args, "'%s/../../examples/configs/%s' --backend cpu -p matrix.n=10", src,
                  ex[i].file);
         EXPECT_RC(args, 0);
         EXPECT_OUT(ex[i].want);

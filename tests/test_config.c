@@ -917,6 +917,7 @@ START_TEST(test_example_configs)
         {"bicgstab_amg.json", "PBICGSTAB", "AMG", "CLASSICAL"},
         {"amg_standalone.json", "AMG", "AMG", "CLASSICAL"},
         {"pcg_jacobi.json", "PCG", "JACOBI", NULL},
+        {"pcg_amg_gpu_fast.json", "PCG", "AMG", "AGGREGATION"},
     };
     for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
         char rel[128];
@@ -929,6 +930,8 @@ START_TEST(test_example_configs)
         ck_assert_str_eq(s->pc.solver, ex[i].pc);
         if (ex[i].algorithm)
             ck_assert_str_eq(s->pc.amg.algorithm, ex[i].algorithm);
+        ck_assert_str_eq(s->pc.amg.hierarchy_precision,
+                         strstr(ex[i].file, "gpu_fast") ? "FLOAT" : "DOUBLE");
         /* And its dump loads again. */
         char *d = ks_config_dump(cfg);
         ks_config *back = load(d);

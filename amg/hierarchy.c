@@ -378,6 +378,10 @@ static ks_error upload_level(ks_amg *amg, int l)
     const char *fmt = amg->prm.level_format[0] ? amg->prm.level_format : "auto";
     ks_spmv_params sp;
     ks_amg_level_spmv_params(amg, &sp);
+    /* Gauss-Seidel sweeps the caller's level-0 matrix in place of a copy. */
+    int gs0 = amg->smoother == KS_SMOOTHER_GS || amg->smoother == KS_SMOOTHER_SGS;
+    if (l == 0 && sp.float_values && !gs0 && !amg->A0f)
+        KS_TRY(ks_matrix_create(amg->be, &L->A, fmt, &sp, &amg->A0f));
     if (l > 0 && !L->Am) {
         /* Gauss-Seidel needs the format's sweep, which "auto" might not pick. */
         int gs = amg->smoother == KS_SMOOTHER_GS || amg->smoother == KS_SMOOTHER_SGS;
@@ -420,6 +424,8 @@ double ks_amg_level_bytes(const ks_amg *amg, int l)
                csr_bytes(&L->R, value_bytes(L->Rm));
     if (l == amg->nlevels - 1 && amg->coarse_inv)
         b += csr_bytes(ks_matrix_host_csr(amg->coarse_inv), value_bytes(amg->coarse_inv));
+    if (l == 0 && amg->A0f) /* the cycle's float32 copy */
+        b += csr_bytes(&L->A, value_bytes(amg->A0f));
     return b;
 }
 
@@ -511,6 +517,8 @@ void ks_amg_clear(ks_amg *amg)
     ks_dense_lu_free(&amg->lu);
     ks_matrix_destroy(amg->coarse_inv);
     amg->coarse_inv = NULL;
+    ks_matrix_destroy(amg->A0f);
+    amg->A0f = NULL;
     amg->nlevels = 0;
     memset(amg->phase_seconds, 0, sizeof amg->phase_seconds);
 }

@@ -90,6 +90,9 @@ typedef struct ks_amg {
      * kernel and is the same code on every backend. */
     ks_dense_lu lu;
     ks_matrix *coarse_inv;
+    /* hierarchy_precision FLOAT: the cycle's own float32 copy of level 0
+     * (the Krylov method keeps the caller's float64 matrix); else NULL. */
+    ks_matrix *A0f;
     double phase_seconds[KS_AMG_NPHASES]; /* of the last setup or re-setup */
     int last_was_resetup;       /* phase_seconds describe a re-setup */
     double setup_seconds;       /* last full setup (wall, synchronised) */
@@ -169,6 +172,8 @@ int ks_amg_smooth_steps(const ks_amg *amg, int l, int sweeps);
  * two swap. x_zero: x = 0, no SpMV, x_new = c dinv .* b in cur, no swap. */
 ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, double a,
                             double c, int x_zero, int prev_zero);
+/* The matrix the cycle applies on level l (level 0: A0f when present). */
+ks_matrix *ks_amg_cycle_matrix(const ks_amg *amg, int l);
 /* r = b - A_l x (one fused pass) */
 ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, ks_vec *r);
 

@@ -312,6 +312,8 @@ ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A)
         memcpy(L0->A.val, H->val, sizeof(double) * (size_t)H->nnz);
         L0->Am = A;
         e = values_only(amg, &changed);
+        if (e == KS_OK && !changed && amg->A0f) /* the cycle's float32 copy */
+            e = ks_matrix_set_values(amg->A0f, H->val);
     }
     if (e == KS_OK && changed) {
         /* Rebuild everything from the new matrix. */

@@ -167,9 +167,15 @@ void ks_amg_smoother_free(ks_amg_level *L)
     L->dinv = NULL;
 }
 
+ks_matrix *ks_amg_cycle_matrix(const ks_amg *amg, int l)
+{
+    return l == 0 && amg->A0f ? amg->A0f : amg->levels[l].Am;
+}
+
 ks_error ks_amg_residual(ks_amg *amg, int l, const ks_vec *b, const ks_vec *x, ks_vec *r)
 {
-    return ks_matrix_fused_step(amg->levels[l].Am, b, x, r, 0.0, 0.0, NULL, 0, 0.0, NULL, NULL);
+    return ks_matrix_fused_step(ks_amg_cycle_matrix(amg, l), b, x, r, 0.0, 0.0, NULL, 0, 0.0,
+                                NULL, NULL);
 }
 
 ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, double a,
@@ -179,7 +185,8 @@ ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb
     if (x_zero) /* x = 0: the residual is b; the result goes where x is */
         return ks_vec_smooth_update(0.0, c, L->dinv, b, NULL, NULL, xb->cur);
     /* spare holds the iterate before cur (Chebyshev) and receives the next */
-    KS_TRY(ks_matrix_fused_step(L->Am, b, xb->cur, L->r, a, c, L->dinv, L->wkind, L->wscale,
+    KS_TRY(ks_matrix_fused_step(ks_amg_cycle_matrix(amg, l), b, xb->cur, L->r, a, c, L->dinv,
+                                L->wkind, L->wscale,
                                 a != 0.0 && !prev_zero ? xb->spare : NULL, xb->spare));
     ks_vec *t = xb->cur;
     xb->cur = xb->spare;

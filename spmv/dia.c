@@ -10,6 +10,7 @@
 #include "other_formats.h"
 
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 static int cmp_ks_int(const void *a, const void *b)
@@ -106,6 +107,22 @@ ks_error ks_dia_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **
             bit_set(L->present, slot);
         }
     free(map);
+    if (prm && prm->float_values) {
+        /* Round once here, so the host reference and to_csr see exactly
+         * what the device's float32 copy holds. */
+        L->float_values = 1;
+        for (size_t s = 0; s < slots; s++) {
+            float v = (float)L->val[s];
+            if (!isfinite(v) && isfinite(L->val[s])) {
+                ks_error e = ks_seterr(KS_ERR_UNSUPPORTED,
+                                       "float32 values: dia value %g exceeds the float range",
+                                       L->val[s]);
+                ks_dia_layout_free(L);
+                return e;
+            }
+            L->val[s] = v;
+        }
+    }
     *layout = L;
     return KS_OK;
 }
@@ -126,14 +143,14 @@ void ks_dia_layout_apply(const void *layout, double alpha, const double *x, doub
     }
 }
 
-/* All ndiag * nrows values (8) and the offsets (4 each); no column
- * indices; x read once per stored slot whose column is inside the matrix
- * (8; band zeros included); y written (8 per row). */
+/* All ndiag * nrows values (8, or 4 as float32) and the offsets (4 each);
+ * no column indices; x read once per stored slot whose column is inside the
+ * matrix (8; band zeros included); y written (8 per row). */
 double ks_dia_layout_bytes(const void *layout)
 {
     const ks_dia_layout *L = layout;
-    return 8.0 * (double)L->ndiag * L->nrows + 4.0 * L->ndiag + 8.0 * L->in_range +
-           8.0 * L->nrows;
+    return (L->float_values ? 4.0 : 8.0) * (double)L->ndiag * L->nrows + 4.0 * L->ndiag +
+           8.0 * L->in_range + 8.0 * L->nrows;
 }
 
 ks_error ks_dia_layout_to_csr(const void *layout, ks_csr *A)

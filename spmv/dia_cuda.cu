@@ -20,26 +20,29 @@ const int kBlock = 256;
 struct dia_state {
     ks_int nrows, ncols, ndiag;
     ks_int *offset;
-    double *val;
+    double *val; /* NULL when the values are float32 (valf) */
+    float *valf;
 };
 
+template <typename V>
 __device__ __forceinline__ double dia_row_sum(long long i, ks_int nrows, ks_int ncols,
                                               ks_int ndiag, const ks_int *__restrict__ offset,
-                                              const double *__restrict__ val,
+                                              const V *__restrict__ val,
                                               const double *__restrict__ x)
 {
     double sum = 0.0;
     for (ks_int k = 0; k < ndiag; k++) {
         const long long c = i + __ldg(offset + k);
         if (c >= 0 && c < ncols)
-            sum += __ldg(val + (long long)k * nrows + i) * __ldg(x + c);
+            sum += (double)__ldg(val + (long long)k * nrows + i) * __ldg(x + c);
     }
     return sum;
 }
 
+template <typename V>
 __global__ void __launch_bounds__(kBlock)
     dia_kernel(ks_int nrows, ks_int ncols, ks_int ndiag, const ks_int *__restrict__ offset,
-               const double *__restrict__ val, const double *__restrict__ x, double alpha,
+               const V *__restrict__ val, const double *__restrict__ x, double alpha,
                double beta, double *__restrict__ y)
 {
     const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
@@ -53,9 +56,10 @@ __global__ void __launch_bounds__(kBlock)
 /* The fused residual / smoother pass (fused.h). With f.wkind set the
  * smoother weight comes from the row's own diagonal (read anyway), not from
  * the w vector: 8 bytes a row less. */
+template <typename V>
 __global__ void __launch_bounds__(kBlock)
     dia_fused_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
-                     const ks_int *__restrict__ offset, const double *__restrict__ val,
+                     const ks_int *__restrict__ offset, const V *__restrict__ val,
                      const ks_fused_step f)
 {
     const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
@@ -70,7 +74,7 @@ __global__ void __launch_bounds__(kBlock)
         const ks_int off = __ldg(offset + k);
         const long long c = i + off;
         if (c >= 0 && c < ncols) {
-            const double v = __ldg(val + (long long)k * nrows + i);
+            const double v = (double)__ldg(val + (long long)k * nrows + i);
             sum += v * __ldg(f.x + c);
             if (off == 0)
                 diag = v;
@@ -90,6 +94,8 @@ void dia_destroy(ks_backend *be, void *state)
         be->ops->free(be, s->offset);
     if (s->val)
         be->ops->free(be, s->val);
+    if (s->valf)
+        be->ops->free(be, s->valf);
     free(s);
 }
 
@@ -105,9 +111,23 @@ ks_error dia_setup(ks_backend *be, const void *layout, void **state)
     s->ndiag = L->ndiag;
     ks_error e = ks_be_upload_new(be, L->offset, sizeof(ks_int) * (size_t)L->ndiag,
                                   (void **)&s->offset, "dia offsets");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->val, sizeof(double) * (size_t)L->ndiag * (size_t)L->nrows,
-                             (void **)&s->val, "dia values");
+    const size_t slots = (size_t)L->ndiag * (size_t)L->nrows;
+    if (e == KS_OK && L->float_values) {
+        /* the layout holds the float32-rounded values as doubles */
+        float *h = (float *)ks_malloc(sizeof(float) * slots + 1, "dia float32 values");
+        if (!h) {
+            e = KS_ERR_MEMORY;
+        } else {
+            for (size_t k = 0; k < slots; k++)
+                h[k] = (float)L->val[k];
+            e = ks_be_upload_new(be, h, sizeof(float) * slots, (void **)&s->valf,
+                                 "dia float32 values");
+            free(h);
+        }
+    } else if (e == KS_OK) {
+        e = ks_be_upload_new(be, L->val, sizeof(double) * slots, (void **)&s->val,
+                             "dia values");
+    }
     if (e != KS_OK) {
         dia_destroy(be, s);
         return e;
@@ -123,8 +143,13 @@ ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, d
     if (s->nrows == 0)
         return KS_OK;
     const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
-    dia_kernel<<<blocks, kBlock, 0, (cudaStream_t)ks_cuda_stream(be)>>>(
-        s->nrows, s->ncols, s->ndiag, s->offset, s->val, x, alpha, beta, y);
+    cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
+    if (s->valf)
+        dia_kernel<float><<<blocks, kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag, s->offset,
+                                                     s->valf, x, alpha, beta, y);
+    else
+        dia_kernel<double><<<blocks, kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag, s->offset,
+                                                      s->val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("dia_kernel");
     return KS_OK;
 }
@@ -135,8 +160,13 @@ ks_error dia_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
     if (s->nrows == 0)
         return KS_OK;
     const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
-    dia_fused_kernel<<<blocks, kBlock, 0, (cudaStream_t)ks_cuda_stream(be)>>>(
-        s->nrows, s->ncols, s->ndiag, s->offset, s->val, *f);
+    cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
+    if (s->valf)
+        dia_fused_kernel<float><<<blocks, kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag,
+                                                           s->offset, s->valf, *f);
+    else
+        dia_fused_kernel<double><<<blocks, kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag,
+                                                            s->offset, s->val, *f);
     KS_CUDA_LAUNCH_CHECK("dia_fused_kernel");
     return KS_OK;
 }
@@ -310,7 +340,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     NULL, /* gs_sweep */
     ks_dia_layout_to_csr,
     dia_fused_step,
-    0, /* float_values */
+    1, /* float_values */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {

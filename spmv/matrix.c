@@ -109,16 +109,16 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
     if (params)
         prm = *params;
     if (prm.float_values && !ops->float_values) {
-        /* "auto" keeps a banded choice (dia / bdia store no column indices:
-         * 8 bytes a nonzero in float64, what float32 CSR moves), else takes
-         * a format that keeps float32 values. */
+        /* "auto" keeps bdia (no column indices: 8 bytes a nonzero in
+         * float64, what float32 CSR moves), else takes a format that keeps
+         * float32 values. */
         const ks_spmv_format_ops *f = ks_spmv_format_find(
             be->ops->kind == KS_BACKEND_CUDA ? KS_AUTO_FALLBACK : "csr", be->ops->kind);
-        int banded = !strcmp(ops->name, "dia") || !strcmp(ops->name, "bdia");
+        int banded = !strcmp(ops->name, "bdia");
         if (!reason[0] || (!banded && (!f || !f->float_values)))
             return ks_seterr(KS_ERR_UNSUPPORTED,
                              "SpMV format '%s' stores float64 values only; float_values needs "
-                             "csr (cpu) or csr_vector (cuda)",
+                             "csr (cpu), csr_vector or dia (cuda)",
                              ops->name);
         char why[sizeof reason];
         if (banded) {

@@ -131,6 +131,7 @@ typedef struct ks_dia_layout {
     double *val;          /* ndiag * nrows */
     uint8_t *present;     /* ndiag * nrows bits */
     double in_range;      /* slots whose column is inside the matrix (x reads) */
+    int float_values;     /* val holds float32-rounded values; the device keeps float32 */
 } ks_dia_layout;
 
 ks_error ks_dia_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **layout);

@@ -828,6 +828,25 @@ START_TEST(test_float_hierarchy)
         /* the coarse levels really hold float32 values: not the same bits */
         ck_assert_msg(memcmp(rf.x, rd.x, sizeof(double) * (size_t)p.n) != 0,
                       "%s: float hierarchy gave bitwise the double result", algs[a]);
+        /* the cycle runs on its own float32 copy of level 0 */
+        ck_assert_ptr_nonnull(ks_precond_amg(s->pc)->A0f);
+        ck_assert_ptr_null(ks_precond_amg(sd->pc)->A0f);
+        /* re-setup with doubled values updates that copy: x halves */
+        double *v2 = malloc(sizeof(double) * (size_t)p.A.nnz), *x2 = malloc(sizeof(double) * (size_t)p.n);
+        ck_assert(v2 && x2);
+        for (ks_int k = 0; k < p.A.nnz; k++)
+            v2[k] = 2.0 * p.A.val[k];
+        KS_CHECK(ks_matrix_set_values(p.M, v2));
+        KS_CHECK(ks_solver_resetup(s, p.M));
+        KS_CHECK(ks_vec_fill(p.x, 0.0));
+        KS_CHECK(ks_solver_solve(s, p.b, p.x));
+        ck_assert_int_eq(ks_solver_stats(s)->iterations, rf.iters);
+        KS_CHECK(ks_vec_get_host(p.x, x2));
+        for (ks_int i = 0; i < p.n; i++)
+            x2[i] *= 2.0;
+        ck_assert(ks_test_max_relerr(x2, rf.x, p.n) < 1e-6);
+        free(v2);
+        free(x2);
         /* a third less memory on the coarse levels (values 4 of 12 bytes) */
         double bf = ks_amg_level_bytes(ks_precond_amg(s->pc), 1);
         double bd = ks_amg_level_bytes(ks_precond_amg(sd->pc), 1);

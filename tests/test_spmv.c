@@ -663,11 +663,18 @@ END_TEST
 /* fmt with float_values on backend bename: apply and fused pass agree with
  * the float64 reference of the rounded values (to float64 rounding), and
  * differ from the unrounded ones (so the float copy is what runs). */
-static void check_float_values(const char *bename, const char *fmt, const char *want)
+static void check_float_values(const char *bename, const char *fmt, const char *want,
+                               int stencil)
 {
     ks_backend *be = make_backend(bename);
     ks_csr A;
-    sc_make_random(&A, 700, 700, 24, 9);
+    if (stencil) { /* banded, for dia; values made inexact in float32 */
+        sc_make_gen(&A, KS_GEN_POISSON3D_7, 16);
+        for (ks_int k = 0; k < A.nnz; k++)
+            A.val[k] *= 1.0 + 0.1 * sin((double)k);
+    } else {
+        sc_make_random(&A, 700, 700, 24, 9);
+    }
     for (ks_int i = 0; i < A.nrows; i++) /* a diagonal, for the fused pass */
         for (ks_int k = A.rowptr[i]; k < A.rowptr[i + 1]; k++)
             if (A.colind[k] == i)
@@ -716,16 +723,50 @@ static void check_float_values(const char *bename, const char *fmt, const char *
 
 START_TEST(test_cpu_float_values)
 {
-    check_float_values("cpu", "csr", "csr");
-    check_float_values("cpu", "auto", "csr");
+    check_float_values("cpu", "csr", "csr", 0);
+    check_float_values("cpu", "auto", "csr", 0);
+    /* The host layouts of the cuda formats that keep float32 values: the
+     * reference apply and to_csr see the rounded values. */
+    static const char *const fl[] = {"csr_vector", "dia"};
+    for (int f = 0; f < 2; f++) {
+        const ks_spmv_format_ops *ops = ks_spmv_format_find(fl[f], KS_BACKEND_CUDA);
+        if (!ops)
+            continue; /* CUDA not compiled in */
+        ck_assert_int_eq(ops->float_values, 1);
+        ks_csr A, B;
+        sc_make_gen(&A, KS_GEN_POISSON3D_7, 8);
+        for (ks_int k = 0; k < A.nnz; k++)
+            A.val[k] *= 1.0 + 0.1 * sin((double)k);
+        ks_spmv_params prm;
+        memset(&prm, 0, sizeof prm);
+        prm.float_values = 1;
+        void *lay = NULL;
+        KS_CHECK(ops->layout_build(&A, &prm, &lay));
+        KS_CHECK(ops->layout_to_csr(lay, &B));
+        ck_assert_int_eq(B.nnz, A.nnz);
+        for (ks_int k = 0; k < A.nnz; k++)
+            ck_assert(B.val[k] == (double)(float)A.val[k]);
+        double *x = sc_random_vec(A.ncols, 5), *y = malloc(sizeof(double) * (size_t)A.nrows);
+        double *ref = malloc(sizeof(double) * (size_t)A.nrows);
+        ck_assert(y && ref);
+        ops->layout_apply(lay, 1.0, x, 0.0, y);
+        ks_csr_spmv_ref(&B, 1.0, x, 0.0, ref);
+        ck_assert_msg(ks_test_max_relerr(y, ref, A.nrows) < 1e-14, "%s float layout", fl[f]);
+        ops->layout_free(lay);
+        free(x);
+        free(y);
+        free(ref);
+        ks_csr_free(&A);
+        ks_csr_free(&B);
+    }
 }
 END_TEST
 
 START_TEST(test_cuda_float_values)
 {
-    check_float_values("cuda", "csr_vector", "csr_vector");
-    /* auto would pick dia for a stencil; float values take csr_vector */
-    check_float_values("cuda", "auto", "csr_vector");
+    check_float_values("cuda", "csr_vector", "csr_vector", 0);
+    check_float_values("cuda", "auto", "csr_vector", 0);
+    check_float_values("cuda", "dia", "dia", 1);
     ks_backend *be = make_backend("cuda");
     ks_csr A;
     sc_make_gen(&A, KS_GEN_POISSON3D_7, 48); /* large enough for auto to pick dia */
@@ -734,12 +775,15 @@ START_TEST(test_cuda_float_values)
     prm.float_values = 1;
     ks_matrix *M = NULL;
     KS_CHECK(ks_matrix_create(be, &A, "auto", &prm, &M));
-    /* dia kept in float64: no column indices, as few bytes as float32 CSR */
+    /* auto's dia keeps float32 values too: 4 bytes a stored value */
     ck_assert_str_eq(ks_matrix_format(M), "dia");
-    ck_assert_ptr_nonnull(strstr(ks_matrix_format_reason(M), "float64 values"));
+    ks_matrix *Md = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "dia", NULL, &Md));
+    ck_assert(ks_matrix_bytes_per_apply(M) < 0.8 * ks_matrix_bytes_per_apply(Md));
+    ks_matrix_destroy(Md);
     ks_matrix_destroy(M);
     M = NULL;
-    ck_assert_int_eq(ks_matrix_create(be, &A, "dia", &prm, &M), KS_ERR_UNSUPPORTED);
+    ck_assert_int_eq(ks_matrix_create(be, &A, "ell", &prm, &M), KS_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "float64 values only"));
     ks_csr_free(&A);
     ks_backend_destroy(be);

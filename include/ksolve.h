@@ -174,9 +174,9 @@ typedef struct ks_spmv_params {
     double max_fill;     /* padded formats refuse above this stored/nnz ratio */
     int ell_width;       /* HYB: ELL part width (0 = from the row-length distribution) */
     int block_rows;      /* blocked formats (bDIA, adaptive CSR): rows per block */
-    int float_values;    /* 1: store the values as float32 (csr on cpu, csr_vector on
-                          * cuda; "auto" then picks those, or keeps dia / bdia in
-                          * float64, which move as few bytes): a third less memory
+    int float_values;    /* 1: store the values as float32 (csr on cpu, csr_vector and
+                          * dia on cuda; "auto" then picks those, or keeps bdia in
+                          * float64, which moves as few bytes): a third less memory
                           * traffic, 6e-8 relative rounding of every value, for
                           * preconditioner operators (AMG hierarchy_precision) */
 } ks_spmv_params;

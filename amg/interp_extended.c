@@ -52,27 +52,25 @@
  * transposed F-F couplings (ctx.ft, merged with row i) and enters D_k at
  * its place in the column order. */
 
-static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
+/* Chat_i, the interpolatory set of F row i: its strong C neighbours and,
+ * for each strong F neighbour k, the C points of list k of (nrp, nci)
+ * (S's row k, whose F entries the marker test skips, or the strong-C rows),
+ * appended to ws with weight 0 and marked by buffer position from *start.
+ * Room is kept for one more entry: the spare slot of i's own term. */
+static int interp_set(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws, const ks_int *nrp,
+                      const ks_int *nci, ks_int *start_out)
 {
-    const ks_csr *A = c->A;
-    const ks_strength *S = c->S;
     const ks_int *cmap = c->cmap; /* >= 0 exactly for C points */
-    const double *diag = c->diag;
-    const ks_int *arp = A->rowptr, *aci = A->colind, *srp = S->rowptr, *sci = S->colind;
-    const double *ava = A->val;
+    const ks_int *srp = c->S->rowptr, *sci = c->S->colind;
     ks_int *mk = ws->marker; /* by fine index: position, or KS_INTERP_MARK_F */
-
-    const double a_ii = diag[i];
-    if (a_ii == 0.0)
+    if (c->diag[i] == 0.0)
         return KS_INTERP_ROW_ZERO_DIAG;
-
-    /* Interpolatory set: entries with weight 0, marked by buffer position.
-     * Room is kept for one more entry: the spare slot of i's own term. */
     const ks_int ss = srp[i], se = srp[i + 1];
     int r = ks_interp_reserve(ws, (size_t)(se - ss) + 1);
     if (r != KS_INTERP_ROW_OK)
         return r;
     const ks_int start = (ks_int)ws->len;
+    *start_out = start;
     for (ks_int s = ss; s < se; s++) {
         const ks_int k = sci[s];
         if (mk[k] != KS_INTERP_MARK_F) {
@@ -82,7 +80,7 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
             }
             continue;
         }
-        const ks_int t0 = srp[k], t1 = srp[k + 1];
+        const ks_int t0 = nrp[k], t1 = nrp[k + 1];
         r = ks_interp_reserve(ws, (size_t)(t1 - t0) + 1);
         if (r != KS_INTERP_ROW_OK) {
             ws->len = (size_t)start;
@@ -91,7 +89,7 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
         ks_interp_entry *buf = ws->buf;
         size_t len = ws->len;
         for (ks_int t = t0; t < t1; t++) {
-            const ks_int l = sci[t];
+            const ks_int l = nci[t];
             if (mk[l] >= start) /* F, or C already in the row */
                 continue;
             mk[l] = (ks_int)len;
@@ -99,8 +97,26 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
         }
         ws->len = len;
     }
+    return KS_INTERP_ROW_OK;
+}
+
+static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
+{
+    const ks_csr *A = c->A;
+    const ks_strength *S = c->S;
+    const double *diag = c->diag;
+    const ks_int *arp = A->rowptr, *aci = A->colind, *srp = S->rowptr, *sci = S->colind;
+    const double *ava = A->val;
+    ks_int *mk = ws->marker; /* by fine index: position, or KS_INTERP_MARK_F */
+
+    ks_int start;
+    int r = interp_set(c, i, ws, srp, sci, &start);
+    if (r != KS_INTERP_ROW_OK)
+        return r;
     if ((ks_int)ws->len == start)
         return KS_INTERP_ROW_OK; /* nothing to interpolate from */
+    const double a_ii = diag[i];
+    const ks_int ss = srp[i], se = srp[i + 1];
 
     ks_interp_entry *buf = ws->buf; /* no more growth in this row */
     const ks_int own = (ks_int)ws->len; /* spare slot for i's own term */
@@ -182,7 +198,6 @@ static int extended_i_row_compact(const ks_interp_ctx *c, ks_int i, ks_interp_ws
 {
     const ks_csr *A = c->A;
     const ks_strength *S = c->S;
-    const ks_int *cmap = c->cmap;
     const double *diag = c->diag;
     const ks_int *arp = A->rowptr, *aci = A->colind, *srp = S->rowptr, *sci = S->colind;
     const ks_int *scr = c->sc_rp, *scc = c->sc_ci, *acr = c->ac_rp, *acc = c->ac_ci;
@@ -190,43 +205,14 @@ static int extended_i_row_compact(const ks_interp_ctx *c, ks_int i, ks_interp_ws
     const double *ava = A->val, *acv = c->ac_va, *ftv = c->ft_va;
     ks_int *mk = ws->marker;
 
-    const double a_ii = diag[i];
-    if (a_ii == 0.0)
-        return KS_INTERP_ROW_ZERO_DIAG;
-
-    const ks_int ss = srp[i], se = srp[i + 1];
-    int r = ks_interp_reserve(ws, (size_t)(se - ss) + 1);
+    ks_int start;
+    int r = interp_set(c, i, ws, scr, scc, &start);
     if (r != KS_INTERP_ROW_OK)
         return r;
-    const ks_int start = (ks_int)ws->len;
-    for (ks_int s = ss; s < se; s++) {
-        const ks_int k = sci[s];
-        if (mk[k] != KS_INTERP_MARK_F) {
-            if (mk[k] < start) {
-                mk[k] = (ks_int)ws->len;
-                ws->buf[ws->len++] = (ks_interp_entry){cmap[k], 0.0};
-            }
-            continue;
-        }
-        const ks_int t0 = scr[k], t1 = scr[k + 1];
-        r = ks_interp_reserve(ws, (size_t)(t1 - t0) + 1);
-        if (r != KS_INTERP_ROW_OK) {
-            ws->len = (size_t)start;
-            return r;
-        }
-        ks_interp_entry *buf = ws->buf;
-        size_t len = ws->len;
-        for (ks_int t = t0; t < t1; t++) {
-            const ks_int l = scc[t]; /* a C point */
-            if (mk[l] >= start)      /* already in the row */
-                continue;
-            mk[l] = (ks_int)len;
-            buf[len++] = (ks_interp_entry){cmap[l], 0.0};
-        }
-        ws->len = len;
-    }
     if ((ks_int)ws->len == start)
         return KS_INTERP_ROW_OK;
+    const double a_ii = diag[i];
+    const ks_int ss = srp[i], se = srp[i + 1];
 
     ks_interp_entry *buf = ws->buf;
     const ks_int own = (ks_int)ws->len;

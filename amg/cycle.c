@@ -1,9 +1,9 @@
 /* Multigrid cycles. Level l: pre-smooth, restrict the residual with the
  * explicit R = P^T (one SpMV), recurse, prolongate and correct (SpMV with
  * beta = 1), post-smooth with the adjoint smoother. Residuals and smoother
- * steps are fused passes of the level's matrix (ks_matrix_fused_step). The coarsest level is
- * one SpMV with the explicit inverse (or, when coarsening stopped above
- * the dense limit, smoothing sweeps).
+ * steps are fused passes of the level's matrix (ks_matrix_fused_step). The
+ * coarsest level is one SpMV with the explicit inverse (or, when coarsening
+ * stopped above the dense limit, smoothing sweeps).
  *   V: one coarse visit per level.
  *   W: two coarse visits per level (one when the next level is the exact
  *      coarse solve: a second would change nothing).

@@ -13,7 +13,7 @@
  *   CHEBYSHEV  chebyshev.c
  *   GS / SGS   hybrid Gauss-Seidel through the SpMV format's gs_sweep (cpu).
  * Jacobi and Chebyshev steps are one fused pass of the level's matrix
- * (ks_matrix_fused_step: residual, update of d and x together) that writes
+ * (ks_matrix_fused_step: residual and update of x together) that writes
  * the new x into the level's spare vector (x is gathered, so it cannot be
  * updated in place); with x = 0 on entry the residual is b itself and no
  * SpMV is needed. */

@@ -11,7 +11,8 @@
  * in three-term form x_new = x + c D^-1 (b - A x) + a (x - x_old) (d is the
  * difference of the last two iterates), so it is one fused pass of the
  * matrix that stores neither d nor the residual: m passes in all (m - 1
- * when x = 0 on entry). */
+ * when x = 0 on entry, where the first step is also folded into the
+ * second's pass: ks_amg_jacobi_two_from_zero). */
 #include "hierarchy.h"
 
 int ks_amg_chebyshev_steps(const ks_amg *amg, int l)
@@ -29,12 +30,23 @@ ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, 
     const double theta = 0.5 * (L->lmax + L->lmin); /* interval centre */
     const double delta = 0.5 * (L->lmax - L->lmin); /* half width */
 
-    /* x += D^-1 (b - A x) / theta */
-    KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, 0.0, 1.0 / theta, x_zero, 0));
     const double sigma = steps > 1 ? theta / delta : 0.0;
     double rho = steps > 1 ? 1.0 / sigma : 0.0;
-    for (int k = 1; k < steps; k++) {
-        double rho_new = 1.0 / (2.0 * sigma - rho);
+    for (int k = 0; k < steps; k++) {
+        if (k == 0 && x_zero && steps > 1) {
+            /* from zero the first two steps are one pass (x1 not stored) */
+            const double rho_new = 1.0 / (2.0 * sigma - rho);
+            KS_TRY(ks_amg_jacobi_two_from_zero(amg, l, b, xb, 1.0 / theta, rho_new * rho,
+                                               2.0 * rho_new / delta));
+            rho = rho_new;
+            k++;
+            continue;
+        }
+        if (k == 0) { /* x += D^-1 (b - A x) / theta */
+            KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, 0.0, 1.0 / theta, x_zero, 0));
+            continue;
+        }
+        const double rho_new = 1.0 / (2.0 * sigma - rho);
         /* d = rho_new rho d + (2 rho_new / delta) D^-1 (b - A x); x += d,
          * with d = x - x_old (x_old = 0 after a start from zero) */
         KS_TRY(ks_amg_jacobi_step(amg, l, b, xb, rho_new * rho, 2.0 * rho_new / delta, 0,

@@ -184,10 +184,25 @@ ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb
     ks_amg_level *L = &amg->levels[l];
     if (x_zero) /* x = 0: the residual is b; the result goes where x is */
         return ks_vec_smooth_update(0.0, c, L->dinv, b, NULL, NULL, xb->cur);
-    /* spare holds the iterate before cur (Chebyshev) and receives the next */
-    KS_TRY(ks_matrix_fused_step(ks_amg_cycle_matrix(amg, l), b, xb->cur, L->r, a, c, L->dinv,
+    /* spare holds the iterate before cur (Chebyshev) and receives the next.
+     * The residual is not wanted: r goes only to a format without a fused
+     * pass (its scratch); a fused pass would store it, 8 bytes a row. */
+    ks_matrix *M = ks_amg_cycle_matrix(amg, l);
+    KS_TRY(ks_matrix_fused_step(M, b, xb->cur, M->ops->fused_step ? NULL : L->r, a, c, L->dinv,
                                 L->wkind, L->wscale,
                                 a != 0.0 && !prev_zero ? xb->spare : NULL, xb->spare));
+    ks_vec *t = xb->cur;
+    xb->cur = xb->spare;
+    xb->spare = t;
+    return KS_OK;
+}
+
+ks_error ks_amg_jacobi_two_from_zero(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb,
+                                     double c0, double a, double c)
+{
+    ks_amg_level *L = &amg->levels[l];
+    KS_TRY(ks_matrix_fused_step_from_zero(ks_amg_cycle_matrix(amg, l), b, c0, a, c, L->dinv,
+                                          L->wkind, L->wscale, xb->cur, L->r, xb->spare));
     ks_vec *t = xb->cur;
     xb->cur = xb->spare;
     xb->spare = t;

@@ -42,7 +42,7 @@
 
 typedef struct opts {
     const char *gen, *mtx, *backends, *config, *algorithm, *solver, *format;
-    int n, repeat, vcycle, level_formats;
+    int n, repeat, vcycle, level_formats, breakdown;
     double tol;
     int nsets;
     const char *set_key[MAX_SETS];
@@ -66,6 +66,8 @@ static void usage(FILE *f)
             "  -p, --set KEY=VAL   any config key (ks_config_set), applied last; repeatable\n"
             "  --repeat R          timed setups and solves, medians reported [3]\n"
             "  --vcycle-vs-spmv    also time one AMG cycle against one fine-level SpMV\n"
+            "  --vcycle-breakdown  --vcycle-vs-spmv, and each step of the V-cycle timed\n"
+            "                      alone per level (where the cycle's time goes)\n"
             "  --level-formats     per AMG level, one SpMV in the level's format against\n"
             "                      cusparse and csr_vector (cpu: csr); then whole solves with\n"
             "                      the AMG level format (spmv_format) as configured [auto]\n"
@@ -93,6 +95,10 @@ static int parse(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--vcycle-vs-spmv")) {
             o->vcycle = 1;
+            continue;
+        }
+        if (!strcmp(a, "--vcycle-breakdown")) {
+            o->vcycle = o->breakdown = 1;
             continue;
         }
         if (!strcmp(a, "--level-formats")) {
@@ -332,6 +338,105 @@ static ks_error time_spmv(ks_backend *be, ks_matrix *M, double *sec)
     return e;
 }
 
+/* --vcycle-breakdown: each step of a V-cycle timed alone (time_op, back to
+ * back), per level, against the measured cycle. The sum of the steps times
+ * their count per cycle is what the cycle would cost with no gaps between
+ * kernels; the difference to the measured cycle is latency. */
+enum { BD_FIRST, BD_PASS, BD_RESID, BD_RESTRICT, BD_PROLONG, BD_COARSE, BD_NOPS };
+static const char *const bd_names[BD_NOPS] = {"from x=0", "smooth pass", "residual",
+                                              "restrict", "prolong", "coarse"};
+typedef struct bd_ctx {
+    ks_amg *amg;
+    int l, op;
+    ks_vec *b, *x; /* the level's b and x (level 0: the caller's) */
+} bd_ctx;
+
+/* Smoothing steps the first pass from x = 0 makes (Chebyshev folds two). */
+static int first_covers(const ks_amg *amg, int l)
+{
+    return amg->smoother == KS_SMOOTHER_CHEBYSHEV && ks_amg_chebyshev_steps(amg, l) > 1 ? 2 : 1;
+}
+
+static ks_error op_breakdown(void *c)
+{
+    bd_ctx *o = c;
+    ks_amg *amg = o->amg;
+    ks_amg_level *L = &amg->levels[o->l];
+    ks_amg_xbuf xb = {o->x, L->w};
+    switch (o->op) {
+    case BD_FIRST: /* as the cycle starts a level from x = 0 */
+        if (first_covers(amg, o->l) == 2)
+            return ks_amg_jacobi_two_from_zero(amg, o->l, o->b, &xb, 1.0, 0.1, 0.5);
+        return ks_amg_jacobi_step(amg, o->l, o->b, &xb, 0.0, 1.0, 1, 0);
+    case BD_PASS: /* a Chebyshev step with x_old (the costliest kind) */
+        return ks_amg_jacobi_step(amg, o->l, o->b, &xb, 0.1, 0.5, 0, 0);
+    case BD_RESID: return ks_amg_residual(amg, o->l, o->b, o->x, L->r);
+    case BD_RESTRICT:
+        return ks_matrix_apply(L->Rm, 1.0, L->r, 0.0, amg->levels[o->l + 1].b);
+    case BD_PROLONG: return ks_matrix_apply(L->Pm, 1.0, amg->levels[o->l + 1].x, 1.0, o->x);
+    default: return ks_matrix_apply(amg->coarse_inv, 1.0, o->b, 0.0, o->x);
+    }
+}
+
+static int vcycle_breakdown(ks_backend *be, ks_amg *amg, ks_vec *b0, ks_vec *x0,
+                            const result *res)
+{
+    const ks_amg_params *p = &amg->prm;
+    if (amg->prm.cycle[0] != 'V' || amg->smoother == KS_SMOOTHER_GS ||
+        amg->smoother == KS_SMOOTHER_SGS || !amg->coarse_inv) {
+        printf("  (--vcycle-breakdown: V-cycles with Jacobi-type or Chebyshev smoothers and a "
+               "dense coarse solve only)\n");
+        return 0;
+    }
+    printf("  V-cycle step by step (us, each step alone, back to back; x N = times per cycle; "
+           "fine SpMV %.1f us):\n", 1e6 * res->spmv_s);
+    printf("  %5s %9s %10s %-12s", "level", "rows", "nonzeros", "format");
+    for (int k = 0; k < BD_NOPS; k++)
+        printf(" %15s", bd_names[k]);
+    printf(" %9s %7s\n", "level us", "SpMVs");
+    double total = 0.0;
+    for (int l = 0; l < amg->nlevels; l++) {
+        ks_amg_level *L = &amg->levels[l];
+        int last = l == amg->nlevels - 1;
+        int n[BD_NOPS] = {0};
+        if (last) {
+            n[BD_COARSE] = 1;
+        } else {
+            int steps = ks_amg_smooth_steps(amg, l, p->presweeps) +
+                        ks_amg_smooth_steps(amg, l, p->postsweeps);
+            n[BD_FIRST] = p->presweeps > 0;
+            n[BD_PASS] = steps - n[BD_FIRST] * first_covers(amg, l);
+            n[BD_RESID] = n[BD_RESTRICT] = n[BD_PROLONG] = 1;
+        }
+        printf("  %5d %9ld %10ld %-12s", l, (long)L->A.nrows, (long)L->A.nnz,
+               ks_matrix_format(ks_amg_cycle_matrix(amg, l)));
+        double lsum = 0.0;
+        for (int k = 0; k < BD_NOPS; k++) {
+            if (!n[k]) {
+                printf(" %15s", "-");
+                continue;
+            }
+            bd_ctx c = {amg, l, k, l ? L->b : b0, l ? L->x : x0};
+            double t;
+            if (time_op(be, op_breakdown, &c, &t) != KS_OK) {
+                fprintf(stderr, "bench_amg: breakdown level %d %s: %s\n", l, bd_names[k],
+                        ks_last_error());
+                return 1;
+            }
+            char cell[32];
+            snprintf(cell, sizeof cell, "%.1f x %d", 1e6 * t, n[k]);
+            printf(" %15s", cell);
+            lsum += n[k] * t;
+        }
+        total += lsum;
+        printf(" %9.1f %7.2f\n", 1e6 * lsum, lsum / res->spmv_s);
+    }
+    printf("  steps alone %.1f us = %.2f SpMVs; measured cycle %.1f us = %.2f SpMVs "
+           "(the rest is launch latency and gaps)\n",
+           1e6 * total, total / res->spmv_s, 1e6 * res->cycle_s, res->cycle_s / res->spmv_s);
+    return 0;
+}
+
 /* A configured solve on a backend, kept open after run_solver so the
  * caller can look at the hierarchy; run_close frees it. */
 typedef struct run {
@@ -444,6 +549,8 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
                "(%.2f estimated from nonzeros%s)\n",
                amg->prm.cycle, 1e3 * res->cycle_s, 1e3 * res->spmv_s, res->cycle_s / res->spmv_s,
                res->cycle_est, amg->prm.cycle[0] == 'V' ? "" : ", V-cycle count");
+        if (o->breakdown && vcycle_breakdown(be, (ks_amg *)amg, r->b, r->x, res))
+            goto done;
     }
     fflush(stdout);
     rc = 0;

@@ -161,10 +161,15 @@ static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_s
 #endif
     for (int p = 0; p < nparts; p++) {
         for (ks_int i = part[p]; i < part[p + 1]; i++) {
+            const ks_fused_in in = ks_fused_load(f, i, 1);
             double sum = 0.0;
-            for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
-                sum += val_at(val, valf, j) * x[colind[j]];
-            ks_fused_row(f, i, sum);
+            if (f->xw) /* the iterate made from b (fused.h) */
+                for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
+                    sum += val_at(val, valf, j) * ks_fused_x(f, colind[j]);
+            else
+                for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
+                    sum += val_at(val, valf, j) * x[colind[j]];
+            ks_fused_store(f, i, &in, sum, in.w);
         }
     }
     return KS_OK;

@@ -15,11 +15,45 @@
 namespace {
 
 const int kBlock = 256; /* threads per block: a multiple of 32, so no warp is partial */
+/* Blocks a multiprocessor must hold at once: 8 x 256 threads is its
+ * maximum, so the kernels are held to 32 registers. They wait on memory,
+ * and only more warps in flight hide that: at 40 registers (75 %
+ * occupancy) the float32 fused pass of a 175k-row AMG level took 52 us,
+ * at 32 registers 39 us (H100). */
+const int kMinBlocks = 8;
 
 struct csr_vector_state {
-    ks_csr_device A; /* A.val NULL when the values are float32 (valf) */
-    float *valf;
+    ks_csr_device A; /* float32 values: A.colind and A.val NULL, pairs in cv */
+    int2 *cv;
     int tpr;
+};
+
+/* Entry k of the matrix: column and value. float64 values come from two
+ * arrays. float32 values are stored with their column as one 8-byte word
+ * (column, value bits), so a warp's load of 32 entries brings 256 bytes in
+ * one request: with separate 4-byte loads a warp needs twice the requests
+ * in flight for the same bytes, and a float32 AMG level ran at about 55 %
+ * of the memory bandwidth (H100, ncu). */
+struct entries_f64 {
+    const ks_int *__restrict__ col;
+    const double *__restrict__ val;
+    typedef double value_type;
+    __device__ __forceinline__ void load(ks_int k, ks_int &c, double &v) const
+    {
+        c = __ldg(col + k);
+        v = __ldg(val + k);
+    }
+};
+
+struct entries_f32 {
+    const int2 *__restrict__ cv;
+    typedef float value_type;
+    __device__ __forceinline__ void load(ks_int k, ks_int &c, float &v) const
+    {
+        const int2 q = __ldg(cv + k);
+        c = q.x;
+        v = __int_as_float(q.y);
+    }
 };
 
 /* Threads the device runs at once, about: 132 SMs x 2048 on an H100 or
@@ -53,15 +87,22 @@ int choose_threads_per_row(const ks_csr *A)
  * lane's entry order, so results equal those of the plain strided loop. */
 const int kUnroll = 4;
 
+/* x_c, or the scaled iterate (xs xw_c) b_c of a step from zero (fused.h). */
+template <bool S>
+__device__ __forceinline__ double gather_x(const double *__restrict__ x,
+                                           const double *__restrict__ xw, double xs, ks_int c)
+{
+    return S ? xs * __ldg(xw + c) * __ldg(x + c) : __ldg(x + c);
+}
+
 /* Row `row`'s sum A(row,:) x over the T lanes of its group; the full sum
  * is in lane 0. Every lane of the warp must call it (the shuffles use the
- * full mask), rows past the end included. */
-template <int T, typename V>
+ * full mask), rows past the end included. S: x is made from b (fused.h). */
+template <int T, typename E, bool S>
 __device__ __forceinline__ double row_sum(unsigned row, int lane, ks_int nrows,
-                                          const ks_int *__restrict__ rowptr,
-                                          const ks_int *__restrict__ colind,
-                                          const V *__restrict__ val,
-                                          const double *__restrict__ x)
+                                          const ks_int *__restrict__ rowptr, const E a,
+                                          const double *__restrict__ x,
+                                          const double *__restrict__ xw, double xs)
 {
     double sum = 0.0;
     if (row < (unsigned)nrows) {
@@ -72,20 +113,19 @@ __device__ __forceinline__ double row_sum(unsigned row, int lane, ks_int nrows,
              * product: a guarded load per entry would make each x load wait
              * for the previous entry's multiply-add. */
             ks_int c[kUnroll];
-            double v[kUnroll], xv[kUnroll];
-#pragma unroll
-            for (int u = 0; u < kUnroll; u++) {
-                const ks_int k = min(j + u * T, end - 1);
-                c[u] = __ldg(colind + k);
-                v[u] = (double)__ldg(val + k); /* float32 values: widened */
-            }
+            /* float32 values stay narrow until used: fewer registers */
+            typename E::value_type v[kUnroll];
+            double xv[kUnroll];
 #pragma unroll
             for (int u = 0; u < kUnroll; u++)
-                xv[u] = __ldg(x + c[u]);
+                a.load(min(j + u * T, end - 1), c[u], v[u]);
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++)
+                xv[u] = gather_x<S>(x, xw, xs, c[u]);
 #pragma unroll
             for (int u = 0; u < kUnroll; u++)
                 if (j + u * T < end)
-                    sum += v[u] * xv[u];
+                    sum += (double)v[u] * xv[u];
         }
     }
     /* Width T keeps each row's group separate. */
@@ -103,34 +143,34 @@ __device__ __forceinline__ unsigned my_row()
     return blockIdx.x * (unsigned)(kBlock / T) + threadIdx.x / T;
 }
 
-template <int T, typename V>
-__global__ void __launch_bounds__(kBlock)
-    csr_vector_kernel(ks_int nrows, const ks_int *__restrict__ rowptr,
-                      const ks_int *__restrict__ colind, const V *__restrict__ val,
+template <int T, typename E>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    csr_vector_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, const E a,
                       const double *__restrict__ x, double alpha, double beta,
                       double *__restrict__ y)
 {
     const unsigned row = my_row<T>();
     const int lane = (int)(threadIdx.x & (T - 1));
-    const double sum = row_sum<T, V>(row, lane, nrows, rowptr, colind, val, x);
-    if (lane == 0 && row < (unsigned)nrows) {
-        /* beta == 0 must not read y: it may hold garbage or NaN. */
+    const double sum = row_sum<T, E, false>(row, lane, nrows, rowptr, a, x, NULL, 0.0);
+    /* beta == 0 must not read y: it may hold garbage or NaN. */
+    if (lane == 0 && row < (unsigned)nrows)
         y[row] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[row];
-    }
 }
 
 /* The fused residual / smoother pass (fused.h). */
-template <int T, typename V>
-__global__ void __launch_bounds__(kBlock)
-    csr_vector_fused_kernel(ks_int nrows, const ks_int *__restrict__ rowptr,
-                            const ks_int *__restrict__ colind, const V *__restrict__ val,
+template <int T, typename E, bool S>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
+    csr_vector_fused_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, const E a,
                             const ks_fused_step f)
 {
     const unsigned row = my_row<T>();
     const int lane = (int)(threadIdx.x & (T - 1));
-    const double sum = row_sum<T, V>(row, lane, nrows, rowptr, colind, val, f.x);
-    if (lane == 0 && row < (unsigned)nrows)
-        ks_fused_row(&f, (ks_int)row, sum);
+    const bool mine = lane == 0 && row < (unsigned)nrows;
+    const double sum = row_sum<T, E, S>(row, lane, nrows, rowptr, a, f.x, f.xw, f.xs);
+    if (mine) {
+        const ks_fused_in in = ks_fused_load(&f, (ks_int)row, 1);
+        ks_fused_store(&f, (ks_int)row, &in, sum, in.w);
+    }
 }
 
 template <int T>
@@ -140,19 +180,23 @@ unsigned grid_of(const csr_vector_state *s)
     return (unsigned)((threads + kBlock - 1) / kBlock);
 }
 
-/* apply (f == NULL) or the fused pass, values of type V */
-template <int T, typename V>
-ks_error launch_v(const csr_vector_state *s, const V *val, cudaStream_t stream, double alpha,
+/* apply (f == NULL) or the fused pass, entries of type E */
+template <int T, typename E>
+ks_error launch_e(const csr_vector_state *s, const E a, cudaStream_t stream, double alpha,
                   const double *x, double beta, double *y, const ks_fused_step *f)
 {
     if (f) {
-        csr_vector_fused_kernel<T, V><<<grid_of<T>(s), kBlock, 0, stream>>>(
-            s->A.nrows, s->A.rowptr, s->A.colind, val, *f);
+        if (f->xw)
+            csr_vector_fused_kernel<T, E, true>
+                <<<grid_of<T>(s), kBlock, 0, stream>>>(s->A.nrows, s->A.rowptr, a, *f);
+        else
+            csr_vector_fused_kernel<T, E, false>
+                <<<grid_of<T>(s), kBlock, 0, stream>>>(s->A.nrows, s->A.rowptr, a, *f);
         KS_CUDA_LAUNCH_CHECK("csr_vector_fused_kernel");
         return KS_OK;
     }
-    csr_vector_kernel<T, V><<<grid_of<T>(s), kBlock, 0, stream>>>(
-        s->A.nrows, s->A.rowptr, s->A.colind, val, x, alpha, beta, y);
+    csr_vector_kernel<T, E><<<grid_of<T>(s), kBlock, 0, stream>>>(s->A.nrows, s->A.rowptr, a,
+                                                                   x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("csr_vector_kernel");
     return KS_OK;
 }
@@ -161,9 +205,9 @@ template <int T>
 ks_error launch(const csr_vector_state *s, cudaStream_t stream, double alpha, const double *x,
                 double beta, double *y, const ks_fused_step *f)
 {
-    if (s->valf)
-        return launch_v<T, float>(s, s->valf, stream, alpha, x, beta, y, f);
-    return launch_v<T, double>(s, s->A.val, stream, alpha, x, beta, y, f);
+    if (s->cv)
+        return launch_e<T>(s, entries_f32{s->cv}, stream, alpha, x, beta, y, f);
+    return launch_e<T>(s, entries_f64{s->A.colind, s->A.val}, stream, alpha, x, beta, y, f);
 }
 
 ks_error dispatch(ks_backend *be, const csr_vector_state *s, double alpha, const double *x,
@@ -210,9 +254,26 @@ void csr_vector_destroy(ks_backend *be, void *state)
     if (!s)
         return;
     ks_csr_device_free(be, &s->A);
-    if (s->valf)
-        be->ops->free(be, s->valf);
+    if (s->cv)
+        be->ops->free(be, s->cv);
     free(s);
+}
+
+/* float32 values: (column, value bits) pairs, uploaded. */
+ks_error upload_pairs(ks_backend *be, const ks_csr *A, const float *valf, int2 **cv)
+{
+    int2 *h = (int2 *)ks_malloc(sizeof(int2) * (size_t)A->nnz + 1, "csr_vector float32 entries");
+    if (!h)
+        return KS_ERR_MEMORY;
+#pragma omp parallel for schedule(static) if (A->nnz > 65536)
+    for (ks_int k = 0; k < A->nnz; k++) {
+        h[k].x = A->colind[k];
+        memcpy(&h[k].y, &valf[k], sizeof(float));
+    }
+    ks_error e = ks_be_upload_new(be, h, sizeof(int2) * (size_t)A->nnz, (void **)cv,
+                                  "csr_vector float32 entries");
+    free(h);
+    return e;
 }
 
 ks_error csr_vector_setup(ks_backend *be, const void *layout, void **state)
@@ -224,12 +285,14 @@ ks_error csr_vector_setup(ks_backend *be, const void *layout, void **state)
         return KS_ERR_MEMORY;
     s->tpr = L->threads_per_row;
     ks_csr H = L->A;
-    if (L->valf)
-        H.val = NULL; /* only the float32 copy goes to the device */
+    if (L->valf) {
+        /* only the row pointers here; columns and values go as pairs */
+        H.val = NULL;
+        H.colind = NULL;
+    }
     ks_error e = ks_csr_device_upload(be, &H, "csr_vector", &s->A);
     if (e == KS_OK && L->valf && H.nnz > 0)
-        e = ks_be_upload_new(be, L->valf, sizeof(float) * (size_t)H.nnz, (void **)&s->valf,
-                             "csr_vector float32 values");
+        e = upload_pairs(be, &L->A, L->valf, &s->cv);
     if (e != KS_OK) {
         csr_vector_destroy(be, s);
         return e;
@@ -281,7 +344,7 @@ extern "C" ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const 
     d->nnz = A->nnz;
     ks_error e = upload(be, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1),
                         (void **)&d->rowptr, what, "row pointers");
-    if (e == KS_OK)
+    if (e == KS_OK && A->colind) /* NULL: the format uploads its own */
         e = upload(be, A->colind, sizeof(ks_int) * (size_t)A->nnz, (void **)&d->colind, what,
                    "column indices");
     if (e == KS_OK && A->val) /* NULL: the format uploads its own values */

@@ -1,5 +1,4 @@
-/* "dia" and "bdia" on the cuda backend, one thread per row, no column
- * indices.
+/* "dia" and "bdia" on the cuda backend, no column indices.
  *  dia:  thread i reads value k*nrows + i of every diagonal k (coalesced
  *        across the warp) and x[i + offset[k]] (also consecutive), skipping
  *        columns outside the matrix.
@@ -15,6 +14,10 @@
 namespace {
 
 const int kBlock = 256;
+/* Blocks a multiprocessor must hold at once: 8 x 256 threads is its
+ * maximum, so the kernels are held to 32 registers: they wait on memory,
+ * and only warps in flight hide that (csr_vector_cuda.cu has numbers). */
+const int kMinBlocks = 8;
 
 /* ---------------------------------------------------------------- dia */
 struct dia_state {
@@ -24,23 +27,50 @@ struct dia_state {
     float *valf;
 };
 
-template <typename V>
+/* x_c, or the scaled iterate (xs xw_c) b_c of a step from zero (fused.h). */
+template <bool S>
+__device__ __forceinline__ double gather_x(const double *__restrict__ x,
+                                           const double *__restrict__ xw, double xs,
+                                           long long c)
+{
+    return S ? xs * __ldg(xw + c) * __ldg(x + c) : __ldg(x + c);
+}
+
+/* Row i of A times x. Loads are unconditional (the column clamped into the
+ * matrix, the use masked), so no load waits behind a range test. With W =
+ * KS_W_DIAG the row's diagonal too, with KS_W_L1 also its off-diagonal
+ * absolute sum (the smoother weight rebuilt from the row, fused.h); W =
+ * KS_W_VECTOR keeps neither, so no registers go to them. (Two rows a
+ * thread with float32 values, one 8-byte load per diagonal for the pair,
+ * were tried: the residual pass gained 4 %, the smoothing passes lost 50 %
+ * to register spills; H100.) */
+template <typename V, bool S, int W>
 __device__ __forceinline__ double dia_row_sum(long long i, ks_int nrows, ks_int ncols,
                                               ks_int ndiag, const ks_int *__restrict__ offset,
                                               const V *__restrict__ val,
-                                              const double *__restrict__ x)
+                                              const double *__restrict__ x,
+                                              const double *__restrict__ xw, double xs,
+                                              V *diag, double *offabs)
 {
     double sum = 0.0;
     for (ks_int k = 0; k < ndiag; k++) {
-        const long long c = i + __ldg(offset + k);
-        if (c >= 0 && c < ncols)
-            sum += (double)__ldg(val + (long long)k * nrows + i) * __ldg(x + c);
+        const ks_int off = __ldg(offset + k);
+        const long long c = i + off;
+        const V v = __ldg(val + (long long)k * nrows + i); /* float32 stays narrow */
+        const double xv = gather_x<S>(x, xw, xs, c < 0 ? 0 : c >= ncols ? ncols - 1 : c);
+        if (c >= 0 && c < ncols) {
+            sum += (double)v * xv;
+            if (W != KS_W_VECTOR && off == 0)
+                *diag = v;
+            if (W == KS_W_L1 && off != 0)
+                *offabs += fabs((double)v);
+        }
     }
     return sum;
 }
 
 template <typename V>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
     dia_kernel(ks_int nrows, ks_int ncols, ks_int ndiag, const ks_int *__restrict__ offset,
                const V *__restrict__ val, const double *__restrict__ x, double alpha,
                double beta, double *__restrict__ y)
@@ -48,16 +78,18 @@ __global__ void __launch_bounds__(kBlock)
     const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
     if (i >= nrows)
         return;
-    const double sum = dia_row_sum(i, nrows, ncols, ndiag, offset, val, x);
+    const double sum = dia_row_sum<V, false, KS_W_VECTOR>(i, nrows, ncols, ndiag, offset, val,
+                                                          x, NULL, 0.0, NULL, NULL);
     /* beta == 0 must not read y: it may hold garbage or NaN. */
     y[i] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[i];
 }
 
-/* The fused residual / smoother pass (fused.h). With f.wkind set the
- * smoother weight comes from the row's own diagonal (read anyway), not from
- * the w vector: 8 bytes a row less. */
-template <typename V>
-__global__ void __launch_bounds__(kBlock)
+/* The fused residual / smoother pass (fused.h). With W = f.wkind (not
+ * KS_W_VECTOR, a step to make) the smoother weight comes from the row's own
+ * diagonal (read anyway), not from the w vector: 8 bytes a row less. S: the
+ * iterate is made from b (f.xw). */
+template <typename V, bool S, int W>
+__global__ void __launch_bounds__(kBlock, kMinBlocks)
     dia_fused_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
                      const ks_int *__restrict__ offset, const V *__restrict__ val,
                      const ks_fused_step f)
@@ -65,24 +97,43 @@ __global__ void __launch_bounds__(kBlock)
     const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
     if (i >= nrows)
         return;
-    if (f.wkind == KS_W_VECTOR || !f.xo) {
-        ks_fused_row(&f, (ks_int)i, dia_row_sum(i, nrows, ncols, ndiag, offset, val, f.x));
-        return;
-    }
-    double sum = 0.0, diag = 0.0, offabs = 0.0;
-    for (ks_int k = 0; k < ndiag; k++) {
-        const ks_int off = __ldg(offset + k);
-        const long long c = i + off;
-        if (c >= 0 && c < ncols) {
-            const double v = (double)__ldg(val + (long long)k * nrows + i);
-            sum += v * __ldg(f.x + c);
-            if (off == 0)
-                diag = v;
-            else
-                offabs += fabs(v);
-        }
-    }
-    ks_fused_row_w(&f, (ks_int)i, sum, ks_fused_w(&f, diag, offabs));
+    V diag = 0;
+    double offabs = 0.0;
+    const double sum =
+        dia_row_sum<V, S, W>(i, nrows, ncols, ndiag, offset, val, f.x, f.xw, f.xs, &diag, &offabs);
+    const ks_fused_in in = ks_fused_load(&f, (ks_int)i, W == KS_W_VECTOR);
+    ks_fused_store(&f, (ks_int)i, &in, sum,
+                   W != KS_W_VECTOR ? ks_fused_w(&f, (double)diag, offabs) : in.w);
+}
+
+unsigned dia_blocks(const dia_state *s)
+{
+    return (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
+}
+
+template <typename V, bool S>
+void launch_fused(const dia_state *s, const V *val, cudaStream_t st, const ks_fused_step *f)
+{
+    const unsigned blocks = dia_blocks(s);
+    const int w = f->xo ? f->wkind : KS_W_VECTOR;
+    if (w == KS_W_DIAG)
+        dia_fused_kernel<V, S, KS_W_DIAG><<<blocks, kBlock, 0, st>>>(
+            s->nrows, s->ncols, s->ndiag, s->offset, val, *f);
+    else if (w == KS_W_L1)
+        dia_fused_kernel<V, S, KS_W_L1><<<blocks, kBlock, 0, st>>>(
+            s->nrows, s->ncols, s->ndiag, s->offset, val, *f);
+    else
+        dia_fused_kernel<V, S, KS_W_VECTOR><<<blocks, kBlock, 0, st>>>(
+            s->nrows, s->ncols, s->ndiag, s->offset, val, *f);
+}
+
+template <typename V>
+void launch_fused(const dia_state *s, const V *val, cudaStream_t st, const ks_fused_step *f)
+{
+    if (f->xw)
+        launch_fused<V, true>(s, val, st, f);
+    else
+        launch_fused<V, false>(s, val, st, f);
 }
 
 void dia_destroy(ks_backend *be, void *state)
@@ -142,14 +193,13 @@ ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, d
     const dia_state *s = (const dia_state *)state;
     if (s->nrows == 0)
         return KS_OK;
-    const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
     cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
     if (s->valf)
-        dia_kernel<float><<<blocks, kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag, s->offset,
-                                                     s->valf, x, alpha, beta, y);
+        dia_kernel<float><<<dia_blocks(s), kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag,
+                                                             s->offset, s->valf, x, alpha, beta, y);
     else
-        dia_kernel<double><<<blocks, kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag, s->offset,
-                                                      s->val, x, alpha, beta, y);
+        dia_kernel<double><<<dia_blocks(s), kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag,
+                                                              s->offset, s->val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("dia_kernel");
     return KS_OK;
 }
@@ -159,14 +209,11 @@ ks_error dia_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
     const dia_state *s = (const dia_state *)state;
     if (s->nrows == 0)
         return KS_OK;
-    const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
     cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
     if (s->valf)
-        dia_fused_kernel<float><<<blocks, kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag,
-                                                           s->offset, s->valf, *f);
+        launch_fused<float>(s, s->valf, st, f);
     else
-        dia_fused_kernel<double><<<blocks, kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag,
-                                                            s->offset, s->val, *f);
+        launch_fused<double>(s, s->val, st, f);
     KS_CUDA_LAUNCH_CHECK("dia_fused_kernel");
     return KS_OK;
 }

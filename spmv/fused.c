@@ -1,7 +1,9 @@
 /* ks_matrix_fused_step: the format's fused kernel when it has one, else the
  * same arithmetic in three steps (copy b, SpMV with beta = 1, vector
  * update). Both give t = b - A x per row first, so results agree to
- * rounding of the row sum's order. */
+ * rounding of the row sum's order. ks_matrix_fused_step_from_zero: the
+ * same with the iterate made from b in the kernel (two smoothing steps
+ * from x = 0 in one pass). */
 #include "format.h"
 #include "../vec/vec_fused.h"
 
@@ -19,15 +21,50 @@ static ks_error check_vec(const ks_matrix *M, const ks_vec *v, const char *name,
     return KS_OK;
 }
 
-ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec *x, ks_vec *r,
-                              double a, double c, const ks_vec *w, int wkind, double wscale,
-                              const ks_vec *xprev, ks_vec *xo)
+static ks_error check_square(const ks_matrix *M)
 {
     if (!M)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: NULL matrix");
     if (M->host.nrows != M->host.ncols)
         return ks_seterr(KS_ERR_SIZE, "ks_matrix_fused_step: matrix is %ld x %ld, not square",
                          (long)M->host.nrows, (long)M->host.ncols);
+    return KS_OK;
+}
+
+static ks_error run_fused(const ks_matrix *M, const ks_fused_step *f)
+{
+    ks_error e = M->ops->fused_step(M->be, M->state, f);
+    if (e != KS_OK)
+        return ks_adderr(e, "SpMV format '%s' (fused residual pass)", M->ops->name);
+    return KS_OK;
+}
+
+ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, double c0, double a,
+                                        double c, const ks_vec *w, int wkind, double wscale,
+                                        ks_vec *tmp, ks_vec *r, ks_vec *xo)
+{
+    KS_TRY(check_square(M));
+    if (!M->ops->fused_step) {
+        KS_TRY(ks_vec_smooth_update(0.0, c0, w, b, NULL, NULL, tmp));
+        return ks_matrix_fused_step(M, b, tmp, r, a, c, w, wkind, wscale, NULL, xo);
+    }
+    KS_TRY(check_vec(M, b, "b", 1));
+    KS_TRY(check_vec(M, w, "w", 1));
+    KS_TRY(check_vec(M, xo, "xo", 1));
+    if (xo == b || xo == w)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step_from_zero: xo aliases b or w");
+    if (M->host.nrows == 0)
+        return KS_OK;
+    ks_fused_step f = {b->data, b->data, NULL, a, c, w->data, NULL, xo->data, wkind, wscale,
+                       w->data, c0};
+    return run_fused(M, &f);
+}
+
+ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec *x, ks_vec *r,
+                              double a, double c, const ks_vec *w, int wkind, double wscale,
+                              const ks_vec *xprev, ks_vec *xo)
+{
+    KS_TRY(check_square(M));
     const int fused = M->ops->fused_step != NULL;
     KS_TRY(check_vec(M, b, "b", 1));
     KS_TRY(check_vec(M, x, "x", 1));
@@ -41,20 +78,16 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
                                      "each other");
     if (M->host.nrows == 0)
         return KS_OK;
-    ks_error e;
     if (fused) {
         ks_fused_step f = {b->data, x->data, r ? r->data : NULL, a, c,
                            w ? w->data : NULL, xprev ? xprev->data : NULL,
-                           xo ? xo->data : NULL, xo ? wkind : KS_W_VECTOR, wscale};
-        e = M->ops->fused_step(M->be, M->state, &f);
-    } else {
-        e = ks_vec_copy(b, r);
-        if (e == KS_OK)
-            e = M->ops->apply(M->be, M->state, -1.0, x->data, 1.0, r->data);
-        if (e == KS_OK && xo)
-            e = ks_vec_smooth_update(a, c, w, r, x, xprev, xo);
+                           xo ? xo->data : NULL, xo ? wkind : KS_W_VECTOR, wscale, NULL, 0.0};
+        return run_fused(M, &f);
     }
+    ks_error e = ks_vec_copy(b, r);
+    if (e == KS_OK)
+        e = M->ops->apply(M->be, M->state, -1.0, x->data, 1.0, r->data);
     if (e != KS_OK)
-        return ks_adderr(e, "SpMV format '%s' (fused residual pass)", M->ops->name);
-    return KS_OK;
+        return ks_adderr(e, "SpMV format '%s' (residual pass)", M->ops->name);
+    return xo ? ks_vec_smooth_update(a, c, w, r, x, xprev, xo) : KS_OK;
 }

@@ -21,7 +21,11 @@ extern "C" {
  * form (xprev the iterate before x, so no update vector is stored):
  * xprev NULL means xprev = 0, and it is not read when a == 0. xprev may be
  * xo (read before written, same row). x is gathered, so it is only read:
- * xo != x, and r, xo do not alias x or b. */
+ * xo != x, and r, xo do not alias x or b.
+ * With xw != NULL the iterate is not stored but made from zero by a Jacobi
+ * step: x_j = (xs xw_j) x_j, the x array holding b (ks_smooth_value's
+ * expression for 0 + xs xw_j b_j). Two smoothing steps from x = 0 are then
+ * one pass; xprev must be NULL (the iterate before the first step is 0). */
 typedef struct ks_fused_step {
     const double *b, *x;
     double *r;
@@ -34,6 +38,8 @@ typedef struct ks_fused_step {
      * copysign(sum_{j != i} |a_ij|, a_ii)). */
     int wkind;
     double wscale;
+    const double *xw; /* NULL: x as stored */
+    double xs;
 } ks_fused_step;
 
 enum { KS_W_VECTOR = 0, KS_W_DIAG = 1, KS_W_L1 = 2 };
@@ -44,20 +50,44 @@ KS_SMOOTH_FN double ks_fused_w(const ks_fused_step *f, double diag, double offab
     return f->wkind == KS_W_L1 ? f->wscale / (diag + copysign(offabs, diag)) : f->wscale / diag;
 }
 
-/* The per-row epilogue every fused kernel ends with, ax = (A x)_i, wi the
- * smoother weight (f->w[i], or ks_fused_w). */
-KS_SMOOTH_FN void ks_fused_row_w(const ks_fused_step *f, ks_int i, double ax, double wi)
+/* Entry j of the iterate (x_j, or the scaled b_j when xw is set). */
+KS_SMOOTH_FN double ks_fused_x(const ks_fused_step *f, ks_int j)
 {
-    const double t = f->b[i] - ax;
+    return f->xw ? f->xs * f->xw[j] * f->x[j] : f->x[j];
+}
+
+/* Row i's operands besides (A x)_i; w_i only when with_w (formats that
+ * rebuild it from the diagonal pass 0). Loading them before the row sum,
+ * to overlap their latency with the matrix loads, made the cuda kernels
+ * slower (more registers, fewer warps in flight), so kernels load them
+ * after it. */
+typedef struct ks_fused_in {
+    double b, x, xprev, w;
+} ks_fused_in;
+
+KS_SMOOTH_FN ks_fused_in ks_fused_load(const ks_fused_step *f, ks_int i, int with_w)
+{
+    ks_fused_in in = {f->b[i], 0.0, 0.0, 0.0};
+    if (f->xo) {
+        in.x = ks_fused_x(f, i);
+        if (f->a != 0.0 && f->xprev)
+            in.xprev = f->xprev[i];
+        if (with_w)
+            in.w = f->w[i];
+    }
+    return in;
+}
+
+/* The row's epilogue every fused kernel ends with: ax = (A x)_i, wi the
+ * smoother weight (in->w, or ks_fused_w). */
+KS_SMOOTH_FN void ks_fused_store(const ks_fused_step *f, ks_int i, const ks_fused_in *in,
+                                 double ax, double wi)
+{
+    const double t = in->b - ax;
     if (f->r)
         f->r[i] = t;
     if (f->xo)
-        f->xo[i] = ks_smooth_value(f->a, f->c, wi, f->x, f->xprev, i, t);
-}
-
-KS_SMOOTH_FN void ks_fused_row(const ks_fused_step *f, ks_int i, double ax)
-{
-    ks_fused_row_w(f, i, ax, f->xo ? f->w[i] : 0.0);
+        f->xo[i] = ks_smooth_value_v(f->a, f->c, wi, in->x, in->xprev, t);
 }
 
 #ifdef __cplusplus

@@ -129,6 +129,53 @@ static void fused_expect(const ks_vec *v, const long double *ref, const double *
     free(h);
 }
 
+/* ks_matrix_fused_step_from_zero against a long double reference, for the
+ * weight w (random, with wkind KS_W_VECTOR) or made as wkind says (which a
+ * format may rebuild from the rows): x1 = c0 w b, xo = x1 + c w (b - A x1)
+ * + a x1. Outputs and scratch NaN before the call. */
+static void check_fused_from_zero(ks_backend *be, ks_matrix *M, const ks_csr *A, const char *fmt,
+                                  const char *label, const double *b, const double *w, int wkind)
+{
+    const ks_int n = A->nrows;
+    const double c0 = 0.7, a = 0.3, c = -1.1;
+    long double *ref = calloc((size_t)n + 1, sizeof(long double));
+    double *sc = calloc((size_t)n + 1, sizeof(double));
+    ck_assert(ref && sc);
+    for (ks_int i = 0; i < n; i++) {
+        long double t = b[i];
+        double mag = fabs(b[i]);
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+            const ks_int j = A->colind[k];
+            const long double x1 = (long double)c0 * w[j] * b[j];
+            t -= A->val[k] * x1;
+            mag += fabs(A->val[k] * (double)x1);
+        }
+        const long double x1 = (long double)c0 * w[i] * b[i];
+        ref[i] = x1 + (long double)c * w[i] * t + a * x1;
+        sc[i] = (1.0 + fabs(a)) * fabs((double)x1) + fabs(c * w[i]) * mag;
+    }
+    ks_vec *vb = fused_vec(be, n, b), *vw = fused_vec(be, n, w);
+    ks_vec *vt = fused_vec(be, n, NULL), *vr = fused_vec(be, n, NULL), *vxo = fused_vec(be, n, NULL);
+    KS_CHECK(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vt, vr, vxo));
+    char what[160];
+    snprintf(what, sizeof what, "%s, two steps from zero (wkind %d)", label, wkind);
+    fused_expect(vxo, ref, sc, n, "xo", fmt, what);
+    for (ks_int i = 0; i < n; i++) {
+        ref[i] = b[i];
+        sc[i] = 1.0;
+    }
+    fused_expect(vb, ref, sc, n, "b (input)", fmt, what);
+    ck_assert_int_eq(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vt, vr, vb),
+                     KS_ERR_ARG);
+    ks_vec_destroy(vb);
+    ks_vec_destroy(vw);
+    ks_vec_destroy(vt);
+    ks_vec_destroy(vr);
+    ks_vec_destroy(vxo);
+    free(ref);
+    free(sc);
+}
+
 /* ks_matrix_fused_step (the format's fused kernel, or the generic path for
  * formats without one) against a long double reference: the residual
  * alone, a Jacobi step (a = 0), a three-term step with x_old in the output
@@ -197,6 +244,11 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
                                       vxo));
         fused_expect(vxo, ref, sc, n, "xo", fmt, label);
         ks_vec_destroy(vxo);
+    }
+    check_fused_from_zero(be, M, A, fmt, label, b, w, KS_W_VECTOR);
+    if (diag_ok) {
+        check_fused_from_zero(be, M, A, fmt, label, b, wd, KS_W_DIAG);
+        check_fused_from_zero(be, M, A, fmt, label, b, wl, KS_W_L1);
     }
     for (ks_int i = 0; i < n; i++) {
         ref[i] = x[i];

@@ -13,16 +13,22 @@
 #define KS_SMOOTH_FN static inline
 #endif
 
-/* x_i + c wi t + a (x_i - xprev_i): the update of ks_fused_row and of the
- * backends' smooth_update (x NULL = 0). */
+/* xi + c wi t + a (xi - xprevi): the update of the fused passes
+ * (spmv/fused.h) and of the backends' smooth_update. */
+KS_SMOOTH_FN double ks_smooth_value_v(double a, double c, double wi, double xi, double xprevi,
+                                     double t)
+{
+    double v = xi + c * wi * t;
+    if (a != 0.0)
+        v += a * (xi - xprevi);
+    return v;
+}
+
+/* The same with x and xprev as arrays (NULL = 0). */
 KS_SMOOTH_FN double ks_smooth_value(double a, double c, double wi, const double *x,
                                    const double *xprev, ks_int i, double t)
 {
-    const double xi = x ? x[i] : 0.0;
-    double v = xi + c * wi * t;
-    if (a != 0.0)
-        v += a * (xi - (xprev ? xprev[i] : 0.0));
-    return v;
+    return ks_smooth_value_v(a, c, wi, x ? x[i] : 0.0, xprev && a != 0.0 ? xprev[i] : 0.0, t);
 }
 
 #endif

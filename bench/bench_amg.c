@@ -378,6 +378,13 @@ static ks_error op_breakdown(void *c)
     }
 }
 
+static ks_error op_floor(void *c)
+{
+    bd_ctx *o = c;
+    ks_amg_level *L = &o->amg->levels[o->l];
+    return ks_vec_axpy(1e-3, L->b, L->x);
+}
+
 static int vcycle_breakdown(ks_backend *be, ks_amg *amg, ks_vec *b0, ks_vec *x0,
                             const result *res)
 {
@@ -434,6 +441,18 @@ static int vcycle_breakdown(ks_backend *be, ks_amg *amg, ks_vec *b0, ks_vec *x0,
     printf("  steps alone %.1f us = %.2f SpMVs; measured cycle %.1f us = %.2f SpMVs "
            "(the rest is launch latency and gaps)\n",
            1e6 * total, total / res->spmv_s, 1e6 * res->cycle_s, res->cycle_s / res->spmv_s);
+    /* The floor of any one-kernel step: an axpy on the coarsest level's
+     * vectors. A coarse solve at this time cannot be beaten by a library
+     * call (cuBLAS gemv, cuSOLVER's two triangular solves) of as many or
+     * more launches. */
+    bd_ctx c = {amg, amg->nlevels - 1, BD_NOPS, NULL, NULL};
+    double floor_s;
+    if (time_op(be, op_floor, &c, &floor_s) != KS_OK) {
+        fprintf(stderr, "bench_amg: breakdown floor: %s\n", ks_last_error());
+        return 1;
+    }
+    printf("  launch floor (axpy of %ld entries) %.1f us\n",
+           (long)amg->levels[amg->nlevels - 1].A.nrows, 1e6 * floor_s);
     return 0;
 }
 

@@ -374,6 +374,7 @@ START_TEST(test_example_configs)
         {"amg_standalone.json", "AMG (one cycle per iteration", "V(2,2)"},
         {"pcg_jacobi.json", "PCG + JACOBI", "relaxation factor"},
         {"pcg_amg_gpu_fast.json", "PCG + AMG", "float32 values below level 0"},
+        {"pcg_amg_classical_gpu.json", "PCG + AMG", "float32 values below level 0"},
     };
     const char *src = getenv("KS_TEST_DATA"); /* <source>/matrices/samples */
     ck_assert_ptr_nonnull(src);

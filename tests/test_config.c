@@ -918,6 +918,7 @@ START_TEST(test_example_configs)
         {"amg_standalone.json", "AMG", "AMG", "CLASSICAL"},
         {"pcg_jacobi.json", "PCG", "JACOBI", NULL},
         {"pcg_amg_gpu_fast.json", "PCG", "AMG", "AGGREGATION"},
+        {"pcg_amg_classical_gpu.json", "PCG", "AMG", "CLASSICAL"},
     };
     for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
         char rel[128];
@@ -931,7 +932,7 @@ START_TEST(test_example_configs)
         if (ex[i].algorithm)
             ck_assert_str_eq(s->pc.amg.algorithm, ex[i].algorithm);
         ck_assert_str_eq(s->pc.amg.hierarchy_precision,
-                         strstr(ex[i].file, "gpu_fast") ? "FLOAT" : "DOUBLE");
+                         strstr(ex[i].file, "gpu") ? "FLOAT" : "DOUBLE");
         /* And its dump loads again. */
         char *d = ks_config_dump(cfg);
         ks_config *back = load(d);

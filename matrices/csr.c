@@ -52,10 +52,10 @@ ks_error ks_csr_copy(const ks_csr *src, ks_csr *dst)
         return ks_seterr(KS_ERR_ARG, "ks_csr_copy: source matrix is not allocated or has a negative size");
     ks_csr t;
     KS_TRY(ks_csr_alloc(&t, src->nrows, src->ncols, src->nnz));
-    memcpy(t.rowptr, src->rowptr, ((size_t)src->nrows + 1) * sizeof *t.rowptr);
+    ks_memcpy_par(t.rowptr, src->rowptr, ((size_t)src->nrows + 1) * sizeof *t.rowptr);
     if (src->nnz > 0) {
-        memcpy(t.colind, src->colind, (size_t)src->nnz * sizeof *t.colind);
-        memcpy(t.val, src->val, (size_t)src->nnz * sizeof *t.val);
+        ks_memcpy_par(t.colind, src->colind, (size_t)src->nnz * sizeof *t.colind);
+        ks_memcpy_par(t.val, src->val, (size_t)src->nnz * sizeof *t.val);
     }
     *dst = t;
     return KS_OK;

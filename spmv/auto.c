@@ -48,8 +48,10 @@ typedef struct {
     double dia_fill; /* ndiag * nrows / nnz */
 } auto_stats;
 
-/* One pass over the rows: lengths (mean, max, spread) and the occupied
- * diagonals in a bitmap over the nrows + ncols - 1 offsets col - row. */
+/* One pass over the rows, on all threads: lengths (mean, max, spread) and
+ * the occupied diagonals in a bitmap over the nrows + ncols - 1 offsets
+ * col - row, counted afterwards. The sums are of integers, exact in double,
+ * so they do not depend on the thread count. */
 static void compute_stats(const ks_csr *A, auto_stats *s)
 {
     memset(s, 0, sizeof *s);
@@ -58,27 +60,36 @@ static void compute_stats(const ks_csr *A, auto_stats *s)
     if (A->nrows <= 0)
         return;
     int64_t noff = (int64_t)A->nrows + A->ncols - 1;
-    uint64_t *occupied = noff > 0 ? calloc((size_t)((noff + 63) / 64), sizeof *occupied) : NULL;
+    size_t words = noff > 0 ? (size_t)((noff + 63) / 64) : 0;
+    uint64_t *occupied = words ? calloc(words, sizeof *occupied) : NULL;
     double sum = 0.0, sum2 = 0.0;
-    int64_t ndiag = 0;
+    ks_int max_row = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum, sum2) reduction(max : max_row) \
+    if (A->nnz > 200000)
     for (ks_int i = 0; i < A->nrows; i++) {
         ks_int len = A->rowptr[i + 1] - A->rowptr[i];
         sum += len;
         sum2 += (double)len * len;
-        if (len > s->max_row)
-            s->max_row = len;
+        if (len > max_row)
+            max_row = len;
         if (!occupied)
             continue;
         for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
             int64_t off = (int64_t)A->colind[k] - i + (A->nrows - 1);
-            uint64_t bit = (uint64_t)1 << (off & 63);
-            if (!(occupied[off >> 6] & bit)) {
+            uint64_t bit = (uint64_t)1 << (off & 63), word;
+#pragma omp atomic read
+            word = occupied[off >> 6];
+            if (!(word & bit)) {
+#pragma omp atomic update
                 occupied[off >> 6] |= bit;
-                ndiag++;
             }
         }
     }
+    int64_t ndiag = 0;
+    for (size_t w = 0; occupied && w < words; w++)
+        ndiag += __builtin_popcountll(occupied[w]);
     free(occupied);
+    s->max_row = max_row;
     s->mean_row = sum / A->nrows;
     double var = sum2 / A->nrows - s->mean_row * s->mean_row;
     s->row_cv = s->mean_row > 0.0 ? sqrt(var > 0.0 ? var : 0.0) / s->mean_row : 0.0;

@@ -29,17 +29,22 @@ ks_error ks_csr_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **
             free(L);
             return KS_ERR_MEMORY;
         }
+        /* A finite double beyond float's range would turn into inf; the
+         * first such entry (whatever the thread count) names the error. */
+        ks_int bad = A->nnz;
+#pragma omp parallel for schedule(static) reduction(min : bad) if (A->nnz > 200000)
         for (ks_int k = 0; k < A->nnz; k++) {
             L->valf[k] = (float)A->val[k];
-            /* a finite double beyond float's range would turn into inf */
-            if (!isfinite(L->valf[k])) {
-                ks_error e = ks_seterr(KS_ERR_UNSUPPORTED,
-                                       "float32 values: entry %ld (%g) exceeds the float range",
-                                       (long)k, A->val[k]);
-                free(L->valf);
-                free(L);
-                return e;
-            }
+            if (!isfinite(L->valf[k]))
+                bad = k < bad ? k : bad;
+        }
+        if (bad < A->nnz) {
+            ks_error e = ks_seterr(KS_ERR_UNSUPPORTED,
+                                   "float32 values: entry %ld (%g) exceeds the float range",
+                                   (long)bad, A->val[bad]);
+            free(L->valf);
+            free(L);
+            return e;
         }
     }
     *layout = L;

@@ -169,6 +169,7 @@ ks_error dia_setup(ks_backend *be, const void *layout, void **state)
         if (!h) {
             e = KS_ERR_MEMORY;
         } else {
+#pragma omp parallel for schedule(static) if (slots > 200000)
             for (size_t k = 0; k < slots; k++)
                 h[k] = (float)L->val[k];
             e = ks_be_upload_new(be, h, sizeof(float) * slots, (void **)&s->valf,

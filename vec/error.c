@@ -72,6 +72,22 @@ void *ks_calloc(size_t n, size_t size, const char *what)
     return p;
 }
 
+void ks_memcpy_par(void *dst, const void *src, size_t bytes)
+{
+    const size_t chunk = (size_t)1 << 22; /* 4 MiB a task: below, one memcpy */
+    if (bytes <= chunk) {
+        if (bytes)
+            memcpy(dst, src, bytes);
+        return;
+    }
+    const long nchunks = (long)((bytes + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < nchunks; c++) {
+        const size_t off = (size_t)c * chunk;
+        memcpy((char *)dst + off, (const char *)src + off, bytes - off < chunk ? bytes - off : chunk);
+    }
+}
+
 double ks_wtime(void)
 {
     struct timespec ts;

@@ -29,6 +29,10 @@ ks_error ks_adderr(ks_error code, const char *fmt, ...) KS_PRINTF(2, 3);
 /* malloc/calloc that record KS_ERR_MEMORY with the size and a label. */
 void *ks_malloc(size_t bytes, const char *what);
 void *ks_calloc(size_t n, size_t size, const char *what);
+/* memcpy shared by the OpenMP threads when large: one thread copies at a
+ * fraction of the memory bandwidth, and a setup copies matrices of 10^8
+ * entries in several places. */
+void ks_memcpy_par(void *dst, const void *src, size_t bytes);
 
 /* Propagate a failing call's code. */
 #define KS_TRY(call)                  \

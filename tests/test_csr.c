@@ -260,6 +260,31 @@ START_TEST(copy_is_deep)
 }
 END_TEST
 
+/* A copy above the size where it is split over the threads (4 MiB an
+ * array): every entry arrives, the partial last chunk included. */
+START_TEST(copy_large_is_exact)
+{
+    const ks_int n = 700001, nnz = 3 * n - 2; /* tridiagonal: values 16.8 MB */
+    ks_csr A, B;
+    KS_CHECK(ks_csr_alloc(&A, n, n, nnz));
+    ks_int k = 0;
+    for (ks_int i = 0; i < n; i++) {
+        for (ks_int j = i > 0 ? i - 1 : 0; j <= i + 1 && j < n; j++, k++) {
+            A.colind[k] = j;
+            A.val[k] = sin((double)k);
+        }
+        A.rowptr[i + 1] = k;
+    }
+    ck_assert_int_eq(k, nnz);
+    KS_CHECK(ks_csr_copy(&A, &B));
+    ck_assert_int_eq(memcmp(A.rowptr, B.rowptr, ((size_t)n + 1) * sizeof(ks_int)), 0);
+    ck_assert_int_eq(memcmp(A.colind, B.colind, (size_t)nnz * sizeof(ks_int)), 0);
+    ck_assert_int_eq(memcmp(A.val, B.val, (size_t)nnz * sizeof(double)), 0);
+    ks_csr_free(&A);
+    ks_csr_free(&B);
+}
+END_TEST
+
 START_TEST(alloc_shapes)
 {
     ks_csr A;
@@ -310,6 +335,7 @@ int main(void)
     Suite *s = suite_create("csr");
     TCase *tc = tcase_create("csr");
     tcase_add_test(tc, from_coo_sorts_and_sums_duplicates);
+    tcase_add_test(tc, copy_large_is_exact);
     tcase_add_test(tc, from_coo_long_unsorted_rows);
     tcase_add_test(tc, from_coo_empty_and_errors);
     tcase_add_test(tc, duplicates_collapse_and_size_limit);

@@ -6,9 +6,11 @@
  * ks_matrix_* against the reference, with NaN-poisoned y and bitwise
  * repeatability. */
 #include "ks_test.h"
+#include "spmv/csr_layout.h"
 #include "spmv/other_formats.h"
 #include "spmv_cases.h"
 
+#include <omp.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -872,6 +874,69 @@ START_TEST(test_cuda_shared)
 }
 END_TEST
 
+/* The host passes that run on all threads for large matrices (dia layout
+ * with and without float32 rounding, csr float32 rounding, auto's
+ * statistics) give bitwise the same result on 1 and on 3 threads; the
+ * matrix is above their 200,000-entry threshold. */
+START_TEST(test_layouts_thread_independent)
+{
+    ks_csr A;
+    sc_make_gen(&A, KS_GEN_POISSON3D_7, 40);
+    ck_assert_int_gt(A.nnz, 200000);
+    for (ks_int k = 0; k < A.nnz; k++)
+        A.val[k] *= 1.0 + 0.1 * sin((double)k); /* inexact in float32 */
+    const int saved = omp_get_max_threads(), teams[2] = {1, 3};
+    ks_dia_layout *D[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    ks_csr_layout *C[2] = {NULL, NULL};
+    char why[2][512];
+    for (int t = 0; t < 2; t++) {
+        omp_set_num_threads(teams[t]);
+        for (int f = 0; f < 2; f++) {
+            ks_spmv_params p;
+            memset(&p, 0, sizeof p);
+            p.float_values = f;
+            KS_CHECK(ks_dia_layout_build(&A, &p, (void **)&D[t][f]));
+        }
+        ks_spmv_params p;
+        memset(&p, 0, sizeof p);
+        p.float_values = 1;
+        KS_CHECK(ks_csr_layout_build(&A, &p, (void **)&C[t]));
+        ks_spmv_format_auto_reason(&A, KS_BACKEND_CUDA, why[t], sizeof why[t]);
+    }
+    omp_set_num_threads(saved);
+    const size_t n = (size_t)A.nrows;
+    for (int f = 0; f < 2; f++) {
+        ck_assert_int_eq(D[0][f]->ndiag, 7);
+        ck_assert_int_eq(D[1][f]->ndiag, D[0][f]->ndiag);
+        const size_t slots = (size_t)D[0][f]->ndiag * n;
+        ck_assert(memcmp(D[0][f]->offset, D[1][f]->offset, sizeof(ks_int) * 7) == 0);
+        ck_assert(memcmp(D[0][f]->val, D[1][f]->val, sizeof(double) * slots) == 0);
+        ck_assert(memcmp(D[0][f]->present, D[1][f]->present, slots / 8 + 1) == 0);
+    }
+    /* the threaded build still holds exactly A (and its float32 rounding) */
+    ks_csr B;
+    KS_CHECK(ks_dia_layout_to_csr(D[1][0], &B));
+    ck_assert_int_eq(B.nnz, A.nnz);
+    ck_assert(memcmp(B.colind, A.colind, sizeof(ks_int) * (size_t)A.nnz) == 0);
+    ck_assert(memcmp(B.val, A.val, sizeof(double) * (size_t)A.nnz) == 0);
+    ks_csr_free(&B);
+    KS_CHECK(ks_dia_layout_to_csr(D[1][1], &B));
+    for (ks_int k = 0; k < A.nnz; k++)
+        ck_assert(B.val[k] == (double)(float)A.val[k]);
+    ks_csr_free(&B);
+    ck_assert(memcmp(C[0]->valf, C[1]->valf, sizeof(float) * (size_t)A.nnz) == 0);
+    for (ks_int k = 0; k < A.nnz; k++)
+        ck_assert(C[1]->valf[k] == (float)A.val[k]);
+    ck_assert_str_eq(why[0], why[1]);
+    for (int t = 0; t < 2; t++) {
+        ks_dia_layout_free(D[t][0]);
+        ks_dia_layout_free(D[t][1]);
+        ks_csr_layout_free(C[t]);
+    }
+    ks_csr_free(&A);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("spmv_other_formats");
@@ -887,6 +952,7 @@ int main(void)
     tcase_add_test(tc, test_params);
     tcase_add_test(tc, test_bytes);
     tcase_add_test(tc, test_registry);
+    tcase_add_test(tc, test_layouts_thread_independent);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("shared");

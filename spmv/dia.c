@@ -61,12 +61,20 @@ ks_error ks_dia_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **
     if (!map)
         return KS_ERR_MEMORY;
     /* The passes over the entries run on all threads: a fine matrix of 10^8
-     * entries took seconds on one (every thread stores the same 1 here). */
+     * entries took seconds on one. A diagonal's flag is written once (read
+     * first): every thread storing into the same few lines would make them
+     * bounce between the cores. */
 #pragma omp parallel for schedule(static) if (A->nnz > KS_DIA_PARALLEL_NNZ)
     for (ks_int i = 0; i < n; i++)
         for (ks_int j = A->rowptr[i]; j < A->rowptr[i + 1]; j++) {
+            const size_t d = (size_t)A->colind[j] - i + n - 1;
+            ks_int seen;
+#pragma omp atomic read
+            seen = map[d];
+            if (!seen) {
 #pragma omp atomic write
-            map[(size_t)A->colind[j] - i + n - 1] = 1;
+                map[d] = 1;
+            }
         }
     ks_int ndiag = 0;
     for (size_t s = 0; s < span; s++)

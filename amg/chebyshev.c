@@ -34,10 +34,11 @@ ks_error ks_amg_chebyshev(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, 
     double rho = steps > 1 ? 1.0 / sigma : 0.0;
     for (int k = 0; k < steps; k++) {
         if (k == 0 && x_zero && steps > 1) {
-            /* from zero the first two steps are one pass (x1 not stored) */
+            /* from zero the first two steps are one pass; x1 is stored only
+             * when a third step needs it as x_old */
             const double rho_new = 1.0 / (2.0 * sigma - rho);
             KS_TRY(ks_amg_jacobi_two_from_zero(amg, l, b, xb, 1.0 / theta, rho_new * rho,
-                                               2.0 * rho_new / delta));
+                                               2.0 * rho_new / delta, steps > 2));
             rho = rho_new;
             k++;
             continue;

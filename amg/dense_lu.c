@@ -108,7 +108,7 @@ ks_error ks_dense_lu_factor(const ks_csr *A, ks_dense_lu *F)
         }
         const double *rk = lu + (size_t)k * n;
         const double ukk = rk[k];
-        const ks_int m = n - k - 1;
+        const int64_t m = n - k - 1; /* rows below k (also the update's row length) */
         /* Multipliers first (serial, O(m)); coarse AMG matrices are sparse
          * enough that many are zero, and those rows need no update. */
         int64_t nz = 0;
@@ -119,6 +119,7 @@ ks_error ks_dense_lu_factor(const ks_csr *A, ks_dense_lu *F)
                 nz++;
             }
         }
+        (void)m; /* read only by the pragma */
 #pragma omp parallel for schedule(static) if (nz * m > KS_LU_PAR_WORK)
         for (ks_int i = k + 1; i < n; i++) {
             double *ri = lu + (size_t)i * n;

@@ -173,10 +173,11 @@ int ks_amg_smooth_steps(const ks_amg *amg, int l, int sweeps);
 ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb, double a,
                             double c, int x_zero, int prev_zero);
 /* The first two steps from x = 0 in one pass: x1 = c0 dinv .* b, then
- * x1 + c dinv .* (b - A x1) + a x1 (x1 not stored; the result ends in
- * xb->cur after one swap, as the two steps' would). */
+ * x2 = x1 + c dinv .* (b - A x1) + a x1. x2 ends in xb->cur after one swap,
+ * as the two steps' would; xb->spare then holds x1 when keep_x1 (a third
+ * Chebyshev step reads it as x_old) and scratch otherwise. */
 ks_error ks_amg_jacobi_two_from_zero(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb,
-                                     double c0, double a, double c);
+                                     double c0, double a, double c, int keep_x1);
 /* The matrix the cycle applies on level l (level 0: A0f when present). */
 ks_matrix *ks_amg_cycle_matrix(const ks_amg *amg, int l);
 /* r = b - A_l x (one fused pass) */

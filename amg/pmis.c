@@ -125,7 +125,7 @@ ks_error ks_amg_pmis_stage(const ks_strength *S, const ks_strength *ST, unsigned
      * and the serial pass visits just them, in index order, rechecking each
      * against the promotions made so far (the same decisions as a serial
      * pass over all points). */
-    if (promoted)
+    if (promoted && n > 0)
         memset(promoted, 0, (size_t)n);
     ks_int ncand = 0;
 #pragma omp parallel for schedule(static) reduction(+ : ncand)

@@ -198,11 +198,13 @@ ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb
 }
 
 ks_error ks_amg_jacobi_two_from_zero(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb,
-                                     double c0, double a, double c)
+                                     double c0, double a, double c, int keep_x1)
 {
     ks_amg_level *L = &amg->levels[l];
+    /* x1 goes to cur, x2 to spare; after the swap x_old = x1 is in spare */
     KS_TRY(ks_matrix_fused_step_from_zero(ks_amg_cycle_matrix(amg, l), b, c0, a, c, L->dinv,
-                                          L->wkind, L->wscale, xb->cur, L->r, xb->spare));
+                                          L->wkind, L->wscale, xb->cur, keep_x1, L->r,
+                                          xb->spare));
     ks_vec *t = xb->cur;
     xb->cur = xb->spare;
     xb->spare = t;

@@ -366,7 +366,8 @@ static ks_error op_breakdown(void *c)
     switch (o->op) {
     case BD_FIRST: /* as the cycle starts a level from x = 0 */
         if (first_covers(amg, o->l) == 2)
-            return ks_amg_jacobi_two_from_zero(amg, o->l, o->b, &xb, 1.0, 0.1, 0.5);
+            return ks_amg_jacobi_two_from_zero(amg, o->l, o->b, &xb, 1.0, 0.1, 0.5,
+                                               ks_amg_chebyshev_steps(amg, o->l) > 2);
         return ks_amg_jacobi_step(amg, o->l, o->b, &xb, 0.0, 1.0, 1, 0);
     case BD_PASS: /* a Chebyshev step with x_old (the costliest kind) */
         return ks_amg_jacobi_step(amg, o->l, o->b, &xb, 0.1, 0.5, 0, 0);
@@ -381,8 +382,7 @@ static ks_error op_breakdown(void *c)
 static ks_error op_floor(void *c)
 {
     bd_ctx *o = c;
-    ks_amg_level *L = &o->amg->levels[o->l];
-    return ks_vec_axpy(1e-3, L->b, L->x);
+    return ks_vec_axpy(1e-3, o->b, o->x);
 }
 
 static int vcycle_breakdown(ks_backend *be, ks_amg *amg, ks_vec *b0, ks_vec *x0,
@@ -445,7 +445,8 @@ static int vcycle_breakdown(ks_backend *be, ks_amg *amg, ks_vec *b0, ks_vec *x0,
      * vectors. A coarse solve at this time cannot be beaten by a library
      * call (cuBLAS gemv, cuSOLVER's two triangular solves) of as many or
      * more launches. */
-    bd_ctx c = {amg, amg->nlevels - 1, BD_NOPS, NULL, NULL};
+    const int lc = amg->nlevels - 1; /* level 0 (the caller's b, x) when it is the only one */
+    bd_ctx c = {amg, lc, BD_NOPS, lc ? amg->levels[lc].b : b0, lc ? amg->levels[lc].x : x0};
     double floor_s;
     if (time_op(be, op_floor, &c, &floor_s) != KS_OK) {
         fprintf(stderr, "bench_amg: breakdown floor: %s\n", ks_last_error());

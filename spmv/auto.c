@@ -50,8 +50,8 @@ typedef struct {
 
 /* One pass over the rows, on all threads: lengths (mean, max, spread) and
  * the occupied diagonals in a bitmap over the nrows + ncols - 1 offsets
- * col - row, counted afterwards. The sums are of integers, exact in double,
- * so they do not depend on the thread count. */
+ * col - row, counted afterwards. The sums are integer sums, exact, so the
+ * statistics do not depend on the thread count. */
 static void compute_stats(const ks_csr *A, auto_stats *s)
 {
     memset(s, 0, sizeof *s);
@@ -62,14 +62,15 @@ static void compute_stats(const ks_csr *A, auto_stats *s)
     int64_t noff = (int64_t)A->nrows + A->ncols - 1;
     size_t words = noff > 0 ? (size_t)((noff + 63) / 64) : 0;
     uint64_t *occupied = words ? calloc(words, sizeof *occupied) : NULL;
-    double sum = 0.0, sum2 = 0.0;
+    /* 64-bit integers: sum2 can pass 2^53, where doubles would round */
+    uint64_t sum = 0, sum2 = 0;
     ks_int max_row = 0;
 #pragma omp parallel for schedule(static) reduction(+ : sum, sum2) reduction(max : max_row) \
     if (A->nnz > 200000)
     for (ks_int i = 0; i < A->nrows; i++) {
         ks_int len = A->rowptr[i + 1] - A->rowptr[i];
-        sum += len;
-        sum2 += (double)len * len;
+        sum += (uint64_t)len;
+        sum2 += (uint64_t)len * (uint64_t)len;
         if (len > max_row)
             max_row = len;
         if (!occupied)
@@ -90,8 +91,8 @@ static void compute_stats(const ks_csr *A, auto_stats *s)
         ndiag += __builtin_popcountll(occupied[w]);
     free(occupied);
     s->max_row = max_row;
-    s->mean_row = sum / A->nrows;
-    double var = sum2 / A->nrows - s->mean_row * s->mean_row;
+    s->mean_row = (double)sum / A->nrows;
+    double var = (double)sum2 / A->nrows - s->mean_row * s->mean_row;
     s->row_cv = s->mean_row > 0.0 ? sqrt(var > 0.0 ? var : 0.0) / s->mean_row : 0.0;
     s->ndiag = occupied ? ndiag : -1;
     s->dia_fill = occupied && A->nnz > 0 ? (double)ndiag * A->nrows / A->nnz : INFINITY;

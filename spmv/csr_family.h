@@ -88,12 +88,13 @@ ks_error ks_csr_adaptive_layout_to_csr(const void *layout, ks_csr *A);
 typedef struct ks_csr_device {
     ks_int nrows, ncols, nnz;
     ks_int *rowptr; /* device, nrows + 1 */
-    ks_int *colind; /* device, nnz; NULL when nnz == 0 */
-    double *val;    /* device, nnz; NULL when nnz == 0 */
+    ks_int *colind; /* device, nnz; NULL when nnz == 0 or A->colind was NULL */
+    double *val;    /* device, nnz; NULL when nnz == 0 or A->val was NULL */
 } ks_csr_device;
 
-/* Upload A's arrays to be (d zeroed first; values skipped when A->val is
- * NULL; on failure what was made is freed). Defined in csr_vector_cuda.cu. */
+/* Upload A's arrays to be (d zeroed first; column indices / values skipped
+ * when A->colind / A->val is NULL, for a format that uploads its own; on
+ * failure what was made is freed). Defined in csr_vector_cuda.cu. */
 ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const char *what,
                               ks_csr_device *d);
 void ks_csr_device_free(ks_backend *be, ks_csr_device *d);

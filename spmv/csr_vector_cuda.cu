@@ -3,8 +3,10 @@
  * their partial sums with a warp-shuffle tree of width T. T follows the mean
  * row length (about four entries a lane, see choose_threads_per_row), so
  * short rows do not leave most of a warp idle and long rows still get
- * coalesced loads. The device copy of the CSR
- * (ks_csr_device) is shared with the other CSR-family formats. */
+ * coalesced loads. ks_csr_device_upload, the device CSR copy, lives here
+ * and serves the other CSR-family formats too; with float32 values this
+ * format uploads only the row pointers through it and keeps (column, value)
+ * pairs of its own. */
 #include "csr_family.h"
 #include "../vec/cuda_check.h"
 

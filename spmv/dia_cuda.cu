@@ -1,7 +1,8 @@
 /* "dia" and "bdia" on the cuda backend, no column indices.
  *  dia:  thread i reads value k*nrows + i of every diagonal k (coalesced
- *        across the warp) and x[i + offset[k]] (also consecutive), skipping
- *        columns outside the matrix.
+ *        across the warp) and x[i + offset[k]] (also consecutive); a column
+ *        outside the matrix is clamped into it for the load and its product
+ *        masked out (dia_row_sum).
  *  bdia: one thread block per row block (blockDim = block_rows). The block
  *        stages its segment and shift lists, then its x window in shared
  *        memory (columns outside the matrix as 0, so the inner loop has no

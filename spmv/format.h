@@ -76,13 +76,15 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
                               const ks_vec *xprev, ks_vec *xo);
 
 /* Two Jacobi-type steps from x = 0 in one pass (a Chebyshev start):
- * x1 = c0 w.*b, then xo = x1 + c w.*(b - A x1) + a x1, x1 never stored
- * (ks_fused_step.xw). Formats without a fused pass write x1 into tmp and
- * take ks_matrix_fused_step (r the scratch); tmp and r then hold scratch
- * values. b, w, tmp, r, xo distinct. */
+ * x1 = c0 w.*b, then xo = x1 + c w.*(b - A x1) + a x1. Formats with a
+ * fused pass make x1 from b as they read it (ks_fused_step.xw) and store it
+ * into x1 only when keep_x1 (a third step needs it as x_old); formats
+ * without one always write x1 and take ks_matrix_fused_step with r as its
+ * scratch (r may be NULL only for formats with a fused pass). b, w, x1, r,
+ * xo distinct. */
 ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, double c0, double a,
                                         double c, const ks_vec *w, int wkind, double wscale,
-                                        ks_vec *tmp, ks_vec *r, ks_vec *xo);
+                                        ks_vec *x1, int keep_x1, ks_vec *r, ks_vec *xo);
 
 /* Matrix object: the host CSR (AMG and preconditioner setup read it) and the
  * format's backend state. The MPI issue extends this to a row block with a

@@ -41,22 +41,29 @@ static ks_error run_fused(const ks_matrix *M, const ks_fused_step *f)
 
 ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, double c0, double a,
                                         double c, const ks_vec *w, int wkind, double wscale,
-                                        ks_vec *tmp, ks_vec *r, ks_vec *xo)
+                                        ks_vec *x1, int keep_x1, ks_vec *r, ks_vec *xo)
 {
     KS_TRY(check_square(M));
-    if (!M->ops->fused_step) {
-        KS_TRY(ks_vec_smooth_update(0.0, c0, w, b, NULL, NULL, tmp));
-        return ks_matrix_fused_step(M, b, tmp, r, a, c, w, wkind, wscale, NULL, xo);
-    }
+    const int fused = M->ops->fused_step != NULL;
     KS_TRY(check_vec(M, b, "b", 1));
     KS_TRY(check_vec(M, w, "w", 1));
+    KS_TRY(check_vec(M, x1, "x1", 1));
+    KS_TRY(check_vec(M, r, "r", !fused));
     KS_TRY(check_vec(M, xo, "xo", 1));
-    if (xo == b || xo == w)
-        return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step_from_zero: xo aliases b or w");
+    const ks_vec *all[] = {b, w, x1, r, xo};
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            if (all[i] && all[i] == all[j])
+                return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step_from_zero: b, w, x1, r and "
+                                             "xo must be distinct vectors");
+    if (!fused) {
+        KS_TRY(ks_vec_smooth_update(0.0, c0, w, b, NULL, NULL, x1));
+        return ks_matrix_fused_step(M, b, x1, r, a, c, w, wkind, wscale, NULL, xo);
+    }
     if (M->host.nrows == 0)
         return KS_OK;
     ks_fused_step f = {b->data, b->data, NULL, a, c, w->data, NULL, xo->data, wkind, wscale,
-                       w->data, c0};
+                       w->data, c0, keep_x1 ? x1->data : NULL};
     return run_fused(M, &f);
 }
 
@@ -81,7 +88,7 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
     if (fused) {
         ks_fused_step f = {b->data, x->data, r ? r->data : NULL, a, c,
                            w ? w->data : NULL, xprev ? xprev->data : NULL,
-                           xo ? xo->data : NULL, xo ? wkind : KS_W_VECTOR, wscale, NULL, 0.0};
+                           xo ? xo->data : NULL, xo ? wkind : KS_W_VECTOR, wscale, NULL, 0.0, NULL};
         return run_fused(M, &f);
     }
     ks_error e = ks_vec_copy(b, r);

@@ -25,7 +25,9 @@ extern "C" {
  * With xw != NULL the iterate is not stored but made from zero by a Jacobi
  * step: x_j = (xs xw_j) x_j, the x array holding b (ks_smooth_value's
  * expression for 0 + xs xw_j b_j). Two smoothing steps from x = 0 are then
- * one pass; xprev must be NULL (the iterate before the first step is 0). */
+ * one pass; xprev must be NULL (the iterate before the first step is 0).
+ * x1 != NULL (only with xw) also stores that iterate, x1_i = x_i, for a
+ * Chebyshev step after the two that needs it as its x_old. */
 typedef struct ks_fused_step {
     const double *b, *x;
     double *r;
@@ -40,6 +42,7 @@ typedef struct ks_fused_step {
     double wscale;
     const double *xw; /* NULL: x as stored */
     double xs;
+    double *x1;
 } ks_fused_step;
 
 enum { KS_W_VECTOR = 0, KS_W_DIAG = 1, KS_W_L1 = 2 };
@@ -88,6 +91,8 @@ KS_SMOOTH_FN void ks_fused_store(const ks_fused_step *f, ks_int i, const ks_fuse
         f->r[i] = t;
     if (f->xo)
         f->xo[i] = ks_smooth_value_v(f->a, f->c, wi, in->x, in->xprev, t);
+    if (f->x1)
+        f->x1[i] = in->x;
 }
 
 #ifdef __cplusplus

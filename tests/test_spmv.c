@@ -97,8 +97,6 @@ static void check_layout(const ks_spmv_format_ops *f, const ks_spmv_params *prm,
     f->layout_free(layout);
 }
 
-/* Format `fmt` through ks_matrix_* on backend be against the reference,
- * with y NaN-poisoned before every beta == 0 apply. */
 /* Upload n host values (NULL: NaN, the poison) into a new vector. */
 static ks_vec *fused_vec(ks_backend *be, ks_int n, const double *h)
 {
@@ -132,15 +130,18 @@ static void fused_expect(const ks_vec *v, const long double *ref, const double *
 /* ks_matrix_fused_step_from_zero against a long double reference, for the
  * weight w (random, with wkind KS_W_VECTOR) or made as wkind says (which a
  * format may rebuild from the rows): x1 = c0 w b, xo = x1 + c w (b - A x1)
- * + a x1. Outputs and scratch NaN before the call. */
+ * + a x1, with x1 kept (a third Chebyshev step reads it) or not. Outputs
+ * and scratch NaN before the call. */
 static void check_fused_from_zero(ks_backend *be, ks_matrix *M, const ks_csr *A, const char *fmt,
                                   const char *label, const double *b, const double *w, int wkind)
 {
     const ks_int n = A->nrows;
     const double c0 = 0.7, a = 0.3, c = -1.1;
     long double *ref = calloc((size_t)n + 1, sizeof(long double));
+    long double *ref1 = calloc((size_t)n + 1, sizeof(long double));
     double *sc = calloc((size_t)n + 1, sizeof(double));
-    ck_assert(ref && sc);
+    double *sc1 = calloc((size_t)n + 1, sizeof(double));
+    ck_assert(ref && ref1 && sc && sc1);
     for (ks_int i = 0; i < n; i++) {
         long double t = b[i];
         double mag = fabs(b[i]);
@@ -150,30 +151,47 @@ static void check_fused_from_zero(ks_backend *be, ks_matrix *M, const ks_csr *A,
             t -= A->val[k] * x1;
             mag += fabs(A->val[k] * (double)x1);
         }
-        const long double x1 = (long double)c0 * w[i] * b[i];
-        ref[i] = x1 + (long double)c * w[i] * t + a * x1;
-        sc[i] = (1.0 + fabs(a)) * fabs((double)x1) + fabs(c * w[i]) * mag;
+        ref1[i] = (long double)c0 * w[i] * b[i];
+        sc1[i] = fabs((double)ref1[i]);
+        ref[i] = ref1[i] + (long double)c * w[i] * t + a * ref1[i];
+        sc[i] = (1.0 + fabs(a)) * sc1[i] + fabs(c * w[i]) * mag;
     }
     ks_vec *vb = fused_vec(be, n, b), *vw = fused_vec(be, n, w);
-    ks_vec *vt = fused_vec(be, n, NULL), *vr = fused_vec(be, n, NULL), *vxo = fused_vec(be, n, NULL);
-    KS_CHECK(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vt, vr, vxo));
-    char what[160];
-    snprintf(what, sizeof what, "%s, two steps from zero (wkind %d)", label, wkind);
-    fused_expect(vxo, ref, sc, n, "xo", fmt, what);
+    for (int keep = 0; keep <= 1; keep++) {
+        ks_vec *vt = fused_vec(be, n, NULL), *vr = fused_vec(be, n, NULL);
+        ks_vec *vxo = fused_vec(be, n, NULL);
+        KS_CHECK(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vt, keep, vr,
+                                                vxo));
+        char what[160];
+        snprintf(what, sizeof what, "%s, two steps from zero (wkind %d, keep_x1 %d)", label,
+                 wkind, keep);
+        fused_expect(vxo, ref, sc, n, "xo", fmt, what);
+        if (keep)
+            fused_expect(vt, ref1, sc1, n, "x1", fmt, what);
+        ck_assert_int_eq(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vt,
+                                                        keep, vr, vb),
+                         KS_ERR_ARG);
+        ck_assert_int_eq(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vt,
+                                                        keep, vr, vt),
+                         KS_ERR_ARG);
+        ck_assert_int_eq(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vr,
+                                                        keep, vr, vxo),
+                         KS_ERR_ARG);
+        ks_vec_destroy(vt);
+        ks_vec_destroy(vr);
+        ks_vec_destroy(vxo);
+    }
     for (ks_int i = 0; i < n; i++) {
         ref[i] = b[i];
         sc[i] = 1.0;
     }
-    fused_expect(vb, ref, sc, n, "b (input)", fmt, what);
-    ck_assert_int_eq(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vt, vr, vb),
-                     KS_ERR_ARG);
+    fused_expect(vb, ref, sc, n, "b (input)", fmt, "two steps from zero");
     ks_vec_destroy(vb);
     ks_vec_destroy(vw);
-    ks_vec_destroy(vt);
-    ks_vec_destroy(vr);
-    ks_vec_destroy(vxo);
     free(ref);
+    free(ref1);
     free(sc);
+    free(sc1);
 }
 
 /* ks_matrix_fused_step (the format's fused kernel, or the generic path for
@@ -279,6 +297,8 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
     free(wl);
 }
 
+/* Format `fmt` through ks_matrix_* on backend be against the reference,
+ * with y NaN-poisoned before every beta == 0 apply. */
 static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_params *prm,
                              const ks_csr *A, const char *label)
 {
@@ -329,8 +349,21 @@ static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_para
     KS_CHECK(ks_vec_get_host(vy, y2));
     ck_assert_msg(ks_test_max_relerr(y2, y, A->nrows) <= TOL, "%s: repeated apply differs", fmt);
     free(y2);
-    if (A->nrows == A->ncols)
+    if (A->nrows == A->ncols) {
         check_fused(be, M, A, fmt, label);
+        if (M->ops->fused_step) {
+            /* the generic path (copy, SpMV, update) on the same state, as
+             * a format without a fused kernel takes it */
+            const ks_spmv_format_ops *own = M->ops;
+            ks_spmv_format_ops plain = *own;
+            plain.fused_step = NULL;
+            M->ops = &plain;
+            char what[200];
+            snprintf(what, sizeof what, "%s, without the fused kernel", label);
+            check_fused(be, M, A, fmt, what);
+            M->ops = own;
+        }
+    }
     free(x);
     free(y0);
     free(y);

@@ -5,9 +5,13 @@
 
 static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
 {
+    /* The old hierarchy goes first: building the new one beside it would
+     * double the peak memory (host and device) of every repeated setup. A
+     * failed setup leaves no preconditioner, as ks_solver_setup documents. */
+    ks_amg_destroy(pc->data);
+    pc->data = NULL;
     ks_amg *amg = NULL;
     KS_TRY(ks_amg_setup(pc->be, &pc->prm.amg, A, &amg));
-    ks_amg_destroy(pc->data);
     pc->data = amg;
     return KS_OK;
 }

@@ -577,6 +577,47 @@ START_TEST(test_zero_diagonal)
 }
 END_TEST
 
+/* A second ks_solver_setup replaces the hierarchy (the old one is freed
+ * first); when it fails the solver refuses to solve, and the next good
+ * setup gives the same solution as the first. */
+START_TEST(test_setup_again_after_failure)
+{
+    prob good;
+    prob_gen(&good, "cpu", KS_GEN_POISSON2D_5, 30, 30, 1);
+    ks_csr A;
+    gen_csr(KS_GEN_POISSON2D_5, 30, 30, 1, &A);
+    for (ks_int k = A.rowptr[5]; k < A.rowptr[6]; k++)
+        if (A.colind[k] == 5)
+            A.val[k] = 0.0;
+    ks_matrix *Mbad;
+    KS_CHECK(ks_matrix_create(good.be, &A, "auto", NULL, &Mbad));
+    ks_csr_free(&A);
+    ks_solver_params prm;
+    params(&prm, "PCG");
+    ks_solver *s;
+    KS_CHECK(ks_solver_create_params(good.be, &prm, &s));
+    double *x1 = malloc((size_t)good.n * sizeof(double));
+    double *x2 = malloc((size_t)good.n * sizeof(double));
+    ck_assert(x1 && x2);
+    for (int round = 0; round < 2; round++) {
+        KS_CHECK(ks_solver_setup(s, good.M));
+        KS_CHECK(ks_vec_fill(good.x, 0.0));
+        KS_CHECK(ks_solver_solve(s, good.b, good.x));
+        ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_CONVERGED);
+        KS_CHECK(ks_vec_get_host(good.x, round ? x2 : x1));
+        ck_assert_int_eq(ks_solver_setup(s, Mbad), KS_ERR_NUMERIC);
+        ck_assert_msg(strstr(ks_last_error(), "row 5"), "message: %s", ks_last_error());
+        ck_assert_int_eq(ks_solver_solve(s, good.b, good.x), KS_ERR_ARG);
+    }
+    ck_assert(memcmp(x1, x2, (size_t)good.n * sizeof(double)) == 0);
+    free(x1);
+    free(x2);
+    ks_solver_destroy(s);
+    ks_matrix_destroy(Mbad);
+    prob_free(&good);
+}
+END_TEST
+
 START_TEST(test_resetup_zero_diagonal)
 {
     /* A re-setup that fails leaves an unusable solver, and the next one
@@ -1028,6 +1069,7 @@ int main(void)
     tcase_add_test(tc, test_resetup_pattern_change);
     tcase_add_test(tc, test_zero_diagonal);
     tcase_add_test(tc, test_resetup_zero_diagonal);
+    tcase_add_test(tc, test_setup_again_after_failure);
     tcase_add_test(tc, test_bad_params);
     tcase_add_test(tc, test_print);
     tcase_add_test(tc, test_matrix_set_values);

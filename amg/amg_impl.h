@@ -52,6 +52,11 @@ ks_error ks_amg_pmis(const ks_strength *S, unsigned long long seed, int *cf, ks_
  * structurally symmetric S on one process the RS pass decides everything;
  * the PMIS pass matters with MPI), then the same fix-up as PMIS. */
 ks_error ks_amg_hmis(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc);
+/* HMIS with the RS pass as ks_amg_params.hmis_block_rows says: 0 serial
+ * (ks_amg_hmis), -1 in parallel blocks sized from S (serial below 2^21
+ * rows), N >= 2 in blocks of N rows (hmis.c explains the blocks). */
+ks_error ks_amg_hmis_rows(const ks_strength *S, unsigned long long seed, int block_rows, int *cf,
+                          ks_int *nc);
 /* Coarse numbering: cmap[i] = index among C points for C points, -1 for F. */
 ks_error ks_amg_coarse_map(ks_int n, const int *cf, ks_int *cmap, ks_int *nc);
 

@@ -10,13 +10,14 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
         return;
     const ks_amg_params *p = &amg->prm;
     int agg = strcasecmp(p->algorithm, "AGGREGATION") == 0;
+    char blk[64];
     const char *where = amg->be->ops->kind == KS_BACKEND_CUDA ? "device" : "host";
     if (agg)
         fprintf(out, "AMG hierarchy: AGGREGATION (smoothed, theta %g)", p->strength_threshold);
     else
-        fprintf(out, "AMG hierarchy: CLASSICAL (%s, %s, theta %g, max_row_sum %g, %d elements)",
-                p->selector, p->interpolator, p->strength_threshold, p->max_row_sum,
-                p->interp_max_elements);
+        fprintf(out, "AMG hierarchy: CLASSICAL (%s%s, %s, theta %g, max_row_sum %g, %d elements)",
+                p->selector, ks_amg_hmis_blocks_label(p, blk, sizeof blk), p->interpolator,
+                p->strength_threshold, p->max_row_sum, p->interp_max_elements);
     fprintf(out, ", smoother %s", ks_amg_smoother_name(amg->smoother));
     if (amg->smoother == KS_SMOOTHER_CHEBYSHEV)
         fprintf(out, " (degree %d)", p->smoother.chebyshev_degree);

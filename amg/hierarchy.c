@@ -37,6 +37,20 @@ static int is_one_of(const char *s, const char *const *names)
     return 0;
 }
 
+const char *ks_amg_hmis_blocks_label(const ks_amg_params *p, char *buf, size_t len)
+{
+    if (len == 0)
+        return "";
+    buf[0] = '\0';
+    if (strcasecmp(p->selector, "HMIS") != 0 || p->hmis_block_rows == 0)
+        return buf;
+    if (p->hmis_block_rows < 0)
+        snprintf(buf, len, " with blocked RS (automatic blocks)");
+    else
+        snprintf(buf, len, " with blocked RS (%d rows)", p->hmis_block_rows);
+    return buf;
+}
+
 ks_error ks_amg_params_check(const ks_amg_params *p, const char *scope)
 {
     static const char *const algorithms[] = {"CLASSICAL", "AGGREGATION", NULL};
@@ -53,6 +67,11 @@ ks_error ks_amg_params_check(const ks_amg_params *p, const char *scope)
     if (!is_one_of(p->selector, selectors))
         return ks_seterr(KS_ERR_CONFIG, "%s.selector: '%s' (expected HMIS or PMIS)", sc,
                          p->selector);
+    if (p->hmis_block_rows < -1 || p->hmis_block_rows == 1)
+        return ks_seterr(KS_ERR_CONFIG,
+                         "%s.hmis_block_rows: %d (expected 0: serial, -1: automatic blocks, or "
+                         "at least 2 rows)",
+                         sc, p->hmis_block_rows);
     if (!is_one_of(p->interpolator, interps))
         return ks_seterr(KS_ERR_CONFIG, "%s.interpolator: '%s' (expected D2 or D1)", sc,
                          p->interpolator);
@@ -170,7 +189,8 @@ static ks_error classical_split(ks_amg *amg, int l, const ks_csr *A, unsigned lo
     if (strcasecmp(p->selector, "PMIS") == 0)
         PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amg_pmis(S, seed, *cf, nc));
     else
-        PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amg_hmis(S, seed, *cf, nc));
+        PHASE(amg, KS_AMG_PHASE_COARSENING,
+              ks_amg_hmis_rows(S, seed, p->hmis_block_rows, *cf, nc));
     return KS_OK;
 }
 

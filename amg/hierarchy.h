@@ -113,6 +113,9 @@ typedef struct ks_amg {
 /* Validate names and ranges of prm; errors are KS_ERR_CONFIG naming
  * "<scope>.<key>" (scope e.g. "solver.preconditioner"; NULL -> "amg"). */
 ks_error ks_amg_params_check(const ks_amg_params *prm, const char *scope);
+/* "" for a serial HMIS first pass (or PMIS), else " with blocked RS (...)"
+ * for reports; written into buf. */
+const char *ks_amg_hmis_blocks_label(const ks_amg_params *prm, char *buf, size_t len);
 /* Build the hierarchy for A (square; its host CSR is read). prm is copied. */
 ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
 void ks_amg_destroy(ks_amg *amg);

@@ -36,7 +36,8 @@
  * exactly the serial splitting (measured: 16^3 to 130^3, and the 2.1M-row
  * level of 128^3 runs the pass 2.1x faster on 2 threads), but a 27-point
  * one does not (128^3: 5 -> 7 PCG iterations), so KS_HMIS_AUTO_BLOCKS is 0
- * and ks_amg_hmis runs the serial pass until a parameter lets users choose.
+ * and ks_amg_hmis runs the serial pass; the AMG key hmis_block_rows lets
+ * users choose the blocks (ks_amg_hmis_rows).
  *
  * With a structurally symmetric S the PMIS stage's fix-up never fires;
  * with a nonsymmetric S the PMIS stage also decides the points of lambda =
@@ -392,6 +393,14 @@ ks_error ks_amg_hmis_ex(const ks_strength *S, unsigned long long seed, int *cf, 
 {
     const ks_int serial = S && S->n > 1 ? S->n : 2;
     return ks_amg_hmis_blocked(S, seed, KS_HMIS_AUTO_BLOCKS ? 0 : serial, cf, nc, promoted);
+}
+
+ks_error ks_amg_hmis_rows(const ks_strength *S, unsigned long long seed, int block_rows, int *cf,
+                          ks_int *nc)
+{
+    if (block_rows == 0 || (S && block_rows >= S->n)) /* one block: the serial pass */
+        return ks_amg_hmis(S, seed, cf, nc);
+    return ks_amg_hmis_blocked(S, seed, block_rows < 0 ? 0 : block_rows, cf, nc, NULL);
 }
 
 ks_error ks_amg_hmis(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc)

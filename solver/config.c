@@ -126,6 +126,8 @@ static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
      NULL, 0, 0, C},                                                                           \
     {P ".selector", KT_ENUM, 0, 0, 0, 0, NULL, selector_choices, ST_STRING, A_(selector), NULL, \
      0, 0, C},                                                                                 \
+    {P ".hmis_block_rows", KT_INT, -1, INT_MAX, 0, 0, NULL, NULL, ST_INT, A_(hmis_block_rows),  \
+     NULL, 0, 0, C},                                                                           \
     {P ".interpolator", KT_ENUM, 0, 0, 0, 0, NULL, interp_choices, ST_STRING,                  \
      A_(interpolator), NULL, 0, 0, C},                                                         \
     {P ".strength_threshold", KT_NUM, 0, 1, 0, 0, NULL, NULL, ST_DOUBLE,                       \

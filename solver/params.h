@@ -33,6 +33,9 @@ typedef struct ks_smoother_params {
 typedef struct ks_amg_params {
     char algorithm[KS_NAME_MAX];    /* "CLASSICAL" (default) | "AGGREGATION" */
     char selector[KS_NAME_MAX];     /* "HMIS" (default) | "PMIS" */
+    int hmis_block_rows;            /* HMIS's Ruge-Stueben pass: 0 serial (default), -1 in
+                                     * parallel blocks sized per level, N >= 2 in blocks of
+                                     * N rows */
     char interpolator[KS_NAME_MAX]; /* "D2" extended+i (default) | "D1" direct */
     double strength_threshold;      /* theta, default 0.25 */
     double max_row_sum;             /* default 0.9; 1.0 disables the test */

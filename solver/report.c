@@ -164,14 +164,15 @@ static void print_setups(FILE *out, const ks_run_result *runs, const ks_run_setu
 /* The AMG settings in two lines of the header. */
 static void print_amg_params(FILE *out, const ks_amg_params *a)
 {
+    char blk[64];
     row_label(out, "amg");
     if (strcmp(a->algorithm, "AGGREGATION") == 0)
         fprintf(out, "AGGREGATION, strength threshold %g\n", a->strength_threshold);
     else
-        fprintf(out, "CLASSICAL, %s, %s interpolation, strength threshold %g, max_row_sum %g, "
+        fprintf(out, "CLASSICAL, %s%s, %s interpolation, strength threshold %g, max_row_sum %g, "
                      "interp_max_elements %d\n",
-                a->selector, a->interpolator, a->strength_threshold, a->max_row_sum,
-                a->interp_max_elements);
+                a->selector, ks_amg_hmis_blocks_label(a, blk, sizeof blk), a->interpolator,
+                a->strength_threshold, a->max_row_sum, a->interp_max_elements);
     row_label(out, "amg cycle");
     fprintf(out, "%s(%d,%d), smoother %s", a->cycle, a->presweeps, a->postsweeps,
             a->smoother.solver);
@@ -460,7 +461,7 @@ static json_t *run_json(const ks_run_result *r)
 static json_t *amg_params_json(const ks_amg_params *a)
 {
     return json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:o, s:i, s:{s:s, s:o, s:i, s:o}, s:i, s:i, "
-                     "s:s, s:i, s:i, s:i, s:s, s:I, s:s, s:s}",
+                     "s:s, s:i, s:i, s:i, s:s, s:I, s:s, s:s, s:i}",
                      "algorithm", a->algorithm, "selector", a->selector, "interpolator",
                      a->interpolator, "strength_threshold", jnum(a->strength_threshold),
                      "max_row_sum", jnum(a->max_row_sum), "interp_max_elements",
@@ -474,7 +475,7 @@ static json_t *amg_params_json(const ks_amg_params *a)
                      "min_coarse_rows", a->min_coarse_rows, "coarse_max_rows", a->coarse_max_rows,
                      "coarse_solver", a->coarse_solver, "seed", (json_int_t)a->seed,
                      "spmv_format", a->level_format, "hierarchy_precision",
-                     a->hierarchy_precision);
+                     a->hierarchy_precision, "hmis_block_rows", a->hmis_block_rows);
 }
 
 /* A run's hierarchy: sizes per level, complexities, setup time per phase. */

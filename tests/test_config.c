@@ -127,6 +127,9 @@ START_TEST(test_defaults)
                      a->algorithm);
     ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "selector")),
                      a->selector);
+    ck_assert_int_eq(a->hmis_block_rows, 0);
+    ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "hmis_block_rows")),
+                     a->hmis_block_rows);
     ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "interpolator")),
                      a->interpolator);
     ck_assert(json_number_value(at(t, "solver", "preconditioner", "strength_threshold")) ==
@@ -780,6 +783,10 @@ START_TEST(test_amg_errors)
     expect_fail(PC_AMG("\"smoother\": {\"relaxation_factor\": 2}"), KS_ERR_CONFIG,
                 "solver.preconditioner.smoother.relaxation_factor: must be in [0, 2) (got 2)",
                 NULL);
+    expect_fail(PC_AMG("\"hmis_block_rows\": -2"), KS_ERR_CONFIG,
+                "solver.preconditioner.hmis_block_rows: must be >= -1 (got -2)", NULL);
+    expect_fail(SOLVER_AMG("\"hmis_block_rows\": 1"), KS_ERR_CONFIG,
+                "solver.hmis_block_rows: 1 (expected 0: serial, -1: automatic blocks", NULL);
     expect_fail(PC_AMG("\"postsweeps\": 101"), KS_ERR_CONFIG,
                 "solver.preconditioner.postsweeps: must be in [0, 100] (got 101)", NULL);
     expect_fail(SOLVER_AMG("\"coarse_max_rows\": 10000"), KS_ERR_CONFIG,

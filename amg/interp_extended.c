@@ -56,7 +56,9 @@
  * for each strong F neighbour k, the C points of list k of (nrp, nci)
  * (S's row k, whose F entries the marker test skips, or the strong-C rows),
  * appended to ws with weight 0 and marked by buffer position from *start.
- * Room is kept for one more entry: the spare slot of i's own term. */
+ * Room is kept for one more entry: the spare slot of i's own term. The
+ * invariant: cap >= len + (S entries of row i still to visit) + 1, so the
+ * strong C neighbours need no check of their own, also after a list k. */
 static int interp_set(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws, const ks_int *nrp,
                       const ks_int *nci, ks_int *start_out)
 {
@@ -81,7 +83,8 @@ static int interp_set(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws, const 
             continue;
         }
         const ks_int t0 = nrp[k], t1 = nrp[k + 1];
-        r = ks_interp_reserve(ws, (size_t)(t1 - t0) + 1);
+        /* list k, the se - s - 1 entries after s, and the spare slot */
+        r = ks_interp_reserve(ws, (size_t)(t1 - t0) + (size_t)(se - s));
         if (r != KS_INTERP_ROW_OK) {
             ws->len = (size_t)start;
             return r;

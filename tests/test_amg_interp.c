@@ -1028,6 +1028,67 @@ static void builders_agree(const ks_csr *A, const ks_strength *S, const int *cf,
     ks_csr_free(&ref);
 }
 
+/* Extended+i's row buffer when an F row's strong F neighbour comes before
+ * its strong C neighbours: F point 0 is strongly connected to F point 1
+ * (whose strong C neighbours are points 2 .. L+1) and then to C points L+2
+ * and L+3. Row 0 is the first row built, so its buffer starts empty; list
+ * lengths around the first capacities (64, 128) once overflowed it by the
+ * two C entries and the row's own slot. */
+START_TEST(extended_buffer_f_then_c)
+{
+    const int lens[5] = {61, 62, 63, 126, 127};
+    for (int t = 0; t < 5; t++) {
+        const int L = lens[t], n = L + 4;
+        ks_int *ri = malloc(sizeof(ks_int) * (size_t)(4 * n));
+        ks_int *ci = malloc(sizeof(ks_int) * (size_t)(4 * n));
+        double *v = malloc(sizeof(double) * (size_t)(4 * n));
+        int64_t m = 0;
+#define ENT(r, c, x) (ri[m] = (r), ci[m] = (c), v[m++] = (x))
+        ENT(0, 0, 4.0);
+        ENT(0, 1, -1.0);
+        ENT(0, L + 2, -1.0);
+        ENT(0, L + 3, -1.0);
+        ENT(1, 0, -1.0);
+        ENT(1, 1, L + 2.0);
+        for (int j = 2; j < L + 2; j++) {
+            ENT(1, j, -1.0);
+            ENT(j, 1, -1.0);
+            ENT(j, j, 2.0);
+        }
+        for (int j = L + 2; j < n; j++) {
+            ENT(j, 0, -1.0);
+            ENT(j, j, 2.0);
+        }
+#undef ENT
+        ks_csr A;
+        KS_CHECK(ks_csr_from_coo(n, n, m, ri, ci, v, &A, NULL));
+        ks_strength S;
+        strength(&A, 0.25, &S);
+        int *cf = malloc(sizeof(int) * (size_t)n);
+        for (int i = 0; i < n; i++)
+            cf[i] = i < 2 ? KS_FPT : KS_CPT;
+        const int modes[2] = {KS_INTERP_COMPACT_NEVER, KS_INTERP_COMPACT_ALWAYS};
+        for (int k = 0; k < 2; k++) {
+            char what[64];
+            snprintf(what, sizeof what, "F then C, list of %d, builder mode %d", L, modes[k]);
+            ks_csr P;
+            ks_test_set_threads(1);
+            KS_CHECK(ks_interp_extended_i_with(&A, &S, cf, modes[k], &P));
+            ck_assert_msg(P.rowptr[1] - P.rowptr[0] == L + 2, "%s: row 0 has %d weights", what,
+                          (int)(P.rowptr[1] - P.rowptr[0]));
+            check_interp(&A, cf, &P, 0, what);
+            ks_csr_free(&P);
+        }
+        free(cf);
+        ks_strength_free(&S);
+        ks_csr_free(&A);
+        free(ri);
+        free(ci);
+        free(v);
+    }
+}
+END_TEST
+
 START_TEST(extended_builders_agree)
 {
 #ifdef _OPENMP
@@ -1138,6 +1199,7 @@ int main(void)
     tc = tcase_create("threads");
     tcase_add_test(tc, thread_count_independent);
     tcase_add_test(tc, extended_builders_agree);
+    tcase_add_test(tc, extended_buffer_f_then_c);
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

@@ -7,7 +7,7 @@ static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
 {
     /* The old hierarchy goes first: building the new one beside it would
      * double the peak memory (host and device) of every repeated setup. A
-     * failed setup leaves no preconditioner, as ks_solver_setup documents. */
+     * failed setup leaves no preconditioner (include/ksolve.h says so). */
     ks_amg_destroy(pc->data);
     pc->data = NULL;
     ks_amg *amg = NULL;

@@ -587,11 +587,13 @@ ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks
         amg->levels = ks_calloc((size_t)prm->max_levels, sizeof *amg->levels, "AMG levels");
         e = amg->levels ? KS_OK : KS_ERR_MEMORY;
     }
+    if (e == KS_OK)
+        e = ks_backend_sync(be);
     if (e != KS_OK) {
+        free(amg->levels);
         free(amg);
         return e;
     }
-    KS_TRY(ks_backend_sync(be));
     double t0 = ks_wtime();
     amg->levels[0].Am = A;
     e = ks_csr_copy(ks_matrix_host_csr(A), &amg->levels[0].A);

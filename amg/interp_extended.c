@@ -103,6 +103,28 @@ static int interp_set(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws, const 
     return KS_INTERP_ROW_OK;
 }
 
+/* Leave row i empty after interp_set(c, i, ws, nrp, nci, start): the C
+ * points it marked get their initial marker back, else the next row of the
+ * chunk (starting at the same position) would take them for its own. */
+static void drop_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws, const ks_int *nrp,
+                     const ks_int *nci, ks_int start)
+{
+    const ks_int *srp = c->S->rowptr, *sci = c->S->colind;
+    ks_int *mk = ws->marker;
+    for (ks_int s = srp[i]; s < srp[i + 1]; s++) {
+        const ks_int k = sci[s];
+        if (mk[k] != KS_INTERP_MARK_F) {
+            if (mk[k] >= start)
+                mk[k] = -1;
+            continue;
+        }
+        for (ks_int t = nrp[k]; t < nrp[k + 1]; t++)
+            if (mk[nci[t]] >= start && mk[nci[t]] != KS_INTERP_MARK_F)
+                mk[nci[t]] = -1;
+    }
+    ws->len = (size_t)start;
+}
+
 static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
 {
     const ks_csr *A = c->A;
@@ -189,7 +211,7 @@ static int extended_i_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
     }
     mk[i] = KS_INTERP_MARK_F;
     if (err != KS_INTERP_ROW_OK || atil == 0.0) {
-        ws->len = (size_t)start;
+        drop_row(c, i, ws, srp, sci, start);
         return err;
     }
     for (size_t q = (size_t)start; q < ws->len; q++)
@@ -282,7 +304,7 @@ static int extended_i_row_compact(const ks_interp_ctx *c, ks_int i, ks_interp_ws
         }
     }
     if (err != KS_INTERP_ROW_OK || atil == 0.0) {
-        ws->len = (size_t)start;
+        drop_row(c, i, ws, scr, scc, start);
         return err;
     }
     for (size_t q = (size_t)start; q < ws->len; q++)

@@ -261,7 +261,10 @@ typedef struct ks_solver ks_solver;
 
 /* Create the solver described by cfg's "solver" scope on backend be. */
 ks_error ks_solver_create(ks_backend *be, const ks_config *cfg, ks_solver **s);
-/* Set up for A (preconditioner setup). A must outlive the solver's use. */
+/* Set up for A (preconditioner setup). A must outlive the solver's use.
+ * A new setup releases the previous one first (an AMG hierarchy is not kept
+ * beside the new one); if it fails, the solver refuses to solve until a
+ * setup succeeds. */
 ks_error ks_solver_setup(ks_solver *s, ks_matrix *A);
 /* Re-setup after the values of A changed but not its pattern (see
  * ks_matrix_set_values): AMG keeps its coarsening and interpolation pattern

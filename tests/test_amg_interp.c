@@ -1032,8 +1032,8 @@ static void builders_agree(const ks_csr *A, const ks_strength *S, const int *cf,
  * its strong C neighbours: F point 0 is strongly connected to F point 1
  * (whose strong C neighbours are points 2 .. L+1) and then to C points L+2
  * and L+3. Row 0 is the first row built, so its buffer starts empty; list
- * lengths around the first capacities (64, 128) once overflowed it by the
- * two C entries and the row's own slot. */
+ * lengths around the first capacities (64, 128) once overflowed it by one
+ * or two entries (C entries or the row's own slot). */
 START_TEST(extended_buffer_f_then_c)
 {
     const int lens[5] = {61, 62, 63, 126, 127};
@@ -1086,6 +1086,40 @@ START_TEST(extended_buffer_f_then_c)
         free(ci);
         free(v);
     }
+}
+END_TEST
+
+/* An F row whose weights cannot be normalised (a_ii plus the lumped weak
+ * couplings is 0) is left empty; the C points it had gathered must not
+ * count as gathered for the next F row of the chunk. Row 0: a_00 = 1,
+ * strong -4 to C points 2 and 5, weak -0.5 to C points 3 and 4 (lumped:
+ * 1 - 0.5 - 0.5 = 0). Row 1: 2, -1 to C points 2 and 5: weights 1/2, 1/2. */
+START_TEST(extended_empty_row_then_next)
+{
+    const ks_int ri[] = {0, 0, 0, 0, 0, 1, 1, 1, 2, 3, 4, 5};
+    const ks_int ci[] = {0, 2, 3, 4, 5, 1, 2, 5, 2, 3, 4, 5};
+    const double v[] = {1, -4, -0.5, -0.5, -4, 2, -1, -1, 1, 1, 1, 1};
+    ks_csr A;
+    KS_CHECK(ks_csr_from_coo(6, 6, 12, ri, ci, v, &A, NULL));
+    ks_strength S;
+    strength(&A, 0.25, &S);
+    const int cf[6] = {KS_FPT, KS_FPT, KS_CPT, KS_CPT, KS_CPT, KS_CPT};
+    const int modes[2] = {KS_INTERP_COMPACT_NEVER, KS_INTERP_COMPACT_ALWAYS};
+    ks_test_set_threads(1);
+    for (int k = 0; k < 2; k++) {
+        ks_csr P;
+        KS_CHECK(ks_interp_extended_i_with(&A, &S, cf, modes[k], &P));
+        ck_assert_int_eq(P.rowptr[1] - P.rowptr[0], 0);
+        ck_assert_msg(P.rowptr[2] - P.rowptr[1] == 2, "mode %d: row 1 has %d weights",
+                      modes[k], (int)(P.rowptr[2] - P.rowptr[1]));
+        ck_assert_int_eq(P.colind[P.rowptr[1]], 0);
+        ck_assert_int_eq(P.colind[P.rowptr[1] + 1], 3);
+        ck_assert(fabs(P.val[P.rowptr[1]] - 0.5) < 1e-15);
+        ck_assert(fabs(P.val[P.rowptr[1] + 1] - 0.5) < 1e-15);
+        ks_csr_free(&P);
+    }
+    ks_strength_free(&S);
+    ks_csr_free(&A);
 }
 END_TEST
 
@@ -1200,6 +1234,7 @@ int main(void)
     tcase_add_test(tc, thread_count_independent);
     tcase_add_test(tc, extended_builders_agree);
     tcase_add_test(tc, extended_buffer_f_then_c);
+    tcase_add_test(tc, extended_empty_row_then_next);
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

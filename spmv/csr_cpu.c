@@ -11,9 +11,16 @@
 /* Below this much work a parallel region costs more than it saves. */
 #define KS_CSR_SERIAL_WORK 32768
 
+/* The state reads the matrix's own host CSR (the layout borrows its arrays
+ * and they live as long as the matrix, spmv/format.h), so a matrix holds
+ * its entries once on the cpu, not twice: for an AMG hierarchy that is a
+ * third of its host memory and most of the setup's "upload" phase. Those
+ * pages were first touched by ks_csr_copy's threads, in the same static
+ * order as the row parts below, so they sit near the threads that read
+ * them on NUMA machines too. */
 typedef struct csr_cpu_state {
-    ks_csr A;       /* own copy of the arrays (the layout only borrowed them) */
-    float *valf;    /* float_values: the values as float32 (A.val then NULL) */
+    ks_csr A;       /* borrowed arrays (not freed here) */
+    float *valf;    /* float_values: the values as float32, owned (A.val then NULL) */
     int nparts;
     ks_int *part;   /* nparts + 1 row boundaries */
     double *xold;   /* gs_sweep: x before the sweep (allocated on first use) */
@@ -38,9 +45,6 @@ static void free_state(csr_cpu_state *s)
 {
     if (!s)
         return;
-    free(s->A.rowptr);
-    free(s->A.colind);
-    free(s->A.val);
     free(s->valf);
     free(s->part);
     free(s->xold);
@@ -73,14 +77,13 @@ static ks_error csr_cpu_setup(ks_backend *be, const void *layout, void **state)
     s->A.nrows = L->nrows;
     s->A.ncols = L->ncols;
     s->A.nnz = L->nnz;
+    s->A.rowptr = L->rowptr;
+    s->A.colind = L->colind;
+    s->A.val = Lvalf ? NULL : L->val;
     s->part = ks_malloc(sizeof(ks_int) * ((size_t)nt + 1), "csr partition");
-    s->A.rowptr = ks_malloc(sizeof(ks_int) * ((size_t)L->nrows + 1), "csr rowptr");
-    s->A.colind = ks_malloc(sizeof(ks_int) * (size_t)L->nnz, "csr colind");
     if (Lvalf)
         s->valf = ks_malloc(sizeof(float) * (size_t)L->nnz + 1, "csr float32 values");
-    else
-        s->A.val = ks_malloc(sizeof(double) * (size_t)L->nnz + 1, "csr values");
-    if (!s->part || !s->A.rowptr || !s->A.colind || (!s->A.val && !s->valf)) {
+    if (!s->part || (Lvalf && !s->valf)) {
         free_state(s);
         return KS_ERR_MEMORY;
     }
@@ -89,24 +92,20 @@ static ks_error csr_cpu_setup(ks_backend *be, const void *layout, void **state)
         s->part[p] = lower_row(L->rowptr, L->nrows, work * p / nt);
     s->part[nt] = L->nrows;
 
-    /* Each part's arrays are first touched by the thread that will read
-     * them in apply, which places their pages near it on NUMA machines. */
+    /* The float32 values are the state's own: each part is first touched
+     * by the thread that reads it in apply (NUMA placement). */
     const int nparts = nt;
     const ks_int *part = s->part;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
+#pragma omp parallel for schedule(static, 1) if (Lvalf && work > KS_CSR_SERIAL_WORK)
 #endif
     for (int p = 0; p < nparts; p++) {
-        ks_int r0 = part[p], r1 = part[p + 1];
-        memcpy(s->A.rowptr + r0, L->rowptr + r0, sizeof(ks_int) * (size_t)(r1 - r0));
-        size_t j0 = (size_t)L->rowptr[r0], nj = (size_t)(L->rowptr[r1] - L->rowptr[r0]);
-        memcpy(s->A.colind + j0, L->colind + j0, sizeof(ks_int) * nj);
-        if (Lvalf)
-            memcpy(s->valf + j0, Lvalf + j0, sizeof(float) * nj);
-        else
-            memcpy(s->A.val + j0, L->val + j0, sizeof(double) * nj);
+        if (!Lvalf)
+            continue;
+        size_t j0 = (size_t)L->rowptr[part[p]];
+        size_t nj = (size_t)(L->rowptr[part[p + 1]] - L->rowptr[part[p]]);
+        memcpy(s->valf + j0, Lvalf + j0, sizeof(float) * nj);
     }
-    s->A.rowptr[L->nrows] = L->rowptr[L->nrows];
     *state = s;
     return KS_OK;
 }

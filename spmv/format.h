@@ -28,7 +28,11 @@ typedef struct ks_spmv_format_ops {
     double (*layout_bytes)(const void *layout);
     void (*layout_free)(void *layout);
 
-    /* Backend state from the layout (the layout is freed afterwards). */
+    /* Backend state from the layout (the layout is freed afterwards). The
+     * layout is always built from the matrix's own host CSR, which lives as
+     * long as the matrix, so a state may keep pointers to arrays the layout
+     * borrowed from it (csr on the cpu does; ks_matrix_set_values changes
+     * the host values before it builds the new state). */
     ks_error (*setup)(ks_backend *be, const void *layout, void **state);
     ks_error (*apply)(ks_backend *be, void *state, double alpha, const double *x, double beta,
                       double *y);

@@ -323,6 +323,26 @@ static ks_error build_transfer(ks_amg *amg, int l, int *stalled)
     return KS_OK;
 }
 
+/* Let C be M's host CSR (freeing C's own arrays): see ks_amg_level. */
+static void share_host(ks_csr *C, unsigned char *shared, const ks_matrix *M)
+{
+    if (*shared || !M)
+        return;
+    ks_csr_free(C);
+    *C = *ks_matrix_host_csr(M);
+    *shared = 1;
+}
+
+/* Forget C when it is a matrix's host CSR, else free it. */
+static void drop_csr(ks_csr *C, unsigned char *shared)
+{
+    if (*shared)
+        memset(C, 0, sizeof *C);
+    else
+        ks_csr_free(C);
+    *shared = 0;
+}
+
 /* Drop what build_transfer kept on a level that turned out to be the
  * coarsest. */
 static void drop_transfer(ks_amg_level *L)
@@ -336,8 +356,8 @@ static void drop_transfer(ks_amg_level *L)
     L->agg = NULL;
     L->nagg = 0;
     L->aggressive = 0;
-    ks_csr_free(&L->P);
-    ks_csr_free(&L->R);
+    drop_csr(&L->P, &L->P_shared);
+    drop_csr(&L->R, &L->R_shared);
     ks_csr_free(&L->P1);
     ks_csr_free(&L->P2);
 }
@@ -408,11 +428,15 @@ static ks_error upload_level(ks_amg *amg, int l)
         KS_TRY(ks_matrix_create(amg->be, &L->A, gs ? "csr" : fmt, &sp, &L->Am));
         L->own_Am = 1;
     }
+    if (l > 0)
+        share_host(&L->A, &L->A_shared, L->Am);
     if (l < amg->nlevels - 1) {
         if (!L->Pm)
             KS_TRY(ks_matrix_create(amg->be, &L->P, fmt, &sp, &L->Pm));
+        share_host(&L->P, &L->P_shared, L->Pm);
         if (!L->Rm)
             KS_TRY(ks_matrix_create(amg->be, &L->R, fmt, &sp, &L->Rm));
+        share_host(&L->R, &L->R_shared, L->Rm);
     }
     if (l > 0) {
         KS_TRY(make_vec(amg, n, &L->x));
@@ -507,7 +531,7 @@ ks_error ks_amg_build(ks_amg *amg)
 static void free_level(ks_amg_level *L)
 {
     drop_transfer(L);
-    ks_csr_free(&L->A);
+    drop_csr(&L->A, &L->A_shared); /* before the matrices that may own it */
     if (L->own_Am)
         ks_matrix_destroy(L->Am);
     ks_matrix_destroy(L->Pm);

@@ -52,6 +52,11 @@ typedef struct ks_amg_level {
     /* Transfer to the next level (unused on the coarsest). */
     ks_csr P, R;       /* P: n x nc; R = P^T explicit (an SpMV, not a transpose-SpMV) */
     ks_matrix *Pm, *Rm;
+    /* Once a level's backend matrices exist, A (levels > 0), P and R are the
+     * matrices' own host CSRs (one host copy, not two); the flags say so,
+     * and that the arrays are freed with the matrices. Re-setup writes new
+     * values into them, then ks_matrix_set_values rebuilds the state. */
+    unsigned char A_shared, P_shared, R_shared;
     /* Kept for re-setup. */
     ks_strength S;
     int *cf;           /* classical: KS_CPT / KS_FPT per row (NULL for aggregation) */

@@ -238,7 +238,8 @@ ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
     if (!old)
         return KS_ERR_MEMORY;
     memcpy(old, M->host.val, (size_t)nnz * sizeof *old);
-    memcpy(M->host.val, val, (size_t)nnz * sizeof *old);
+    if (val != M->host.val) /* the caller may have written them in place */
+        memcpy(M->host.val, val, (size_t)nnz * sizeof *old);
 
     double t0 = ks_wtime();
     void *layout = NULL, *state = NULL;

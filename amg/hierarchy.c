@@ -323,7 +323,9 @@ static ks_error build_transfer(ks_amg *amg, int l, int *stalled)
     return KS_OK;
 }
 
-/* Let C be M's host CSR (freeing C's own arrays): see ks_amg_level. */
+/* Let C be M's host CSR (freeing C's own arrays): see ks_amg_level. The
+ * accessor's const only keeps users of the public API from writing; the
+ * hierarchy does write C's values (re-setup), then ks_matrix_set_values. */
 static void share_host(ks_csr *C, unsigned char *shared, const ks_matrix *M)
 {
     if (*shared || !M)
@@ -455,21 +457,26 @@ static double csr_bytes(const ks_csr *A, double vbytes)
     return (double)A->nnz * (vbytes + sizeof(ks_int)) + (double)(A->nrows + 1) * sizeof(ks_int);
 }
 
-/* 4 for a matrix kept with float32 values, else 8. */
-static double value_bytes(const ks_matrix *M)
+/* Bytes of matrix C (M's entries) where the level lives: on cuda the
+ * device CSR, values float32 or float64; on the cpu the host CSR (float64
+ * values) plus the float32 copy the cpu csr state keeps with float_values. */
+static double matrix_bytes(const ks_matrix *M, const ks_csr *C)
 {
-    return M && M->params.float_values ? 4.0 : 8.0;
+    const int f = M && M->params.float_values;
+    if (M && M->be->ops->kind == KS_BACKEND_CUDA)
+        return csr_bytes(C, f ? 4.0 : 8.0);
+    return csr_bytes(C, 8.0) + (f && C->rowptr ? 4.0 * (double)C->nnz : 0.0);
 }
 
 double ks_amg_level_bytes(const ks_amg *amg, int l)
 {
     const ks_amg_level *L = &amg->levels[l];
-    double b = csr_bytes(&L->A, value_bytes(L->Am)) + csr_bytes(&L->P, value_bytes(L->Pm)) +
-               csr_bytes(&L->R, value_bytes(L->Rm));
+    double b = matrix_bytes(L->Am, &L->A) + matrix_bytes(L->Pm, &L->P) +
+               matrix_bytes(L->Rm, &L->R);
     if (l == amg->nlevels - 1 && amg->coarse_inv)
-        b += csr_bytes(ks_matrix_host_csr(amg->coarse_inv), value_bytes(amg->coarse_inv));
+        b += matrix_bytes(amg->coarse_inv, ks_matrix_host_csr(amg->coarse_inv));
     if (l == 0 && amg->A0f) /* the cycle's float32 copy */
-        b += csr_bytes(&L->A, value_bytes(amg->A0f));
+        b += matrix_bytes(amg->A0f, &L->A);
     return b;
 }
 

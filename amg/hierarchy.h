@@ -124,8 +124,11 @@ const char *ks_amg_hmis_blocks_label(const ks_amg_params *prm, char *buf, size_t
 /* Build the hierarchy for A (square; its host CSR is read). prm is copied. */
 ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
 void ks_amg_destroy(ks_amg *amg);
-/* Bytes the level's operators take (host CSR of A, P, R; the coarsest
- * also its explicit inverse), for the table. */
+/* Bytes the level's operators (A, P, R; the coarsest also its explicit
+ * inverse; level 0 the cycle's float32 copy) take where the level lives:
+ * device arrays on cuda (4-byte values with FLOAT), host arrays on the cpu
+ * (the float64 CSR, plus a float32 copy of the values with FLOAT), for the
+ * table. */
 double ks_amg_level_bytes(const ks_amg *amg, int level);
 /* Pieces re-setup reuses. ks_amg_check_matrix: A square, on amg's backend,
  * suits the smoother. ks_amg_build: every level from level 0's host copy.

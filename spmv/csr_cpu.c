@@ -15,9 +15,9 @@
  * and they live as long as the matrix, spmv/format.h), so a matrix holds
  * its entries once on the cpu, not twice: for an AMG hierarchy that is a
  * third of its host memory and most of the setup's "upload" phase. Those
- * pages were first touched by ks_csr_copy's threads, in the same static
- * order as the row parts below, so they sit near the threads that read
- * them on NUMA machines too. */
+ * pages were first touched by ks_csr_copy's threads in 4 MiB chunks in
+ * array order, so on NUMA machines they lie roughly (not exactly) near the
+ * threads whose row parts read them. */
 typedef struct csr_cpu_state {
     ks_csr A;       /* borrowed arrays (not freed here) */
     float *valf;    /* float_values: the values as float32, owned (A.val then NULL) */

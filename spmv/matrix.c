@@ -229,17 +229,24 @@ ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
                              "ks_matrix_set_values: value %ld (row %ld, column %ld) is %g",
                              (long)k, (long)row, (long)M->host.colind[k], val[k]);
         }
-    /* Formats keep their own copies in their own layouts (padded, sliced,
-     * permuted, on the device), so the backend state is rebuilt from the
-     * host CSR with the new values: the same path as ks_matrix_create, minus
-     * validation and format choice. The old values come back on failure so
-     * M stays consistent. */
-    double *old = ks_malloc((size_t)nnz * sizeof *old + 1, "old matrix values");
-    if (!old)
-        return KS_ERR_MEMORY;
-    memcpy(old, M->host.val, (size_t)nnz * sizeof *old);
-    if (val != M->host.val) /* the caller may have written them in place */
+    /* Most formats keep their own copies in their own layouts (padded,
+     * sliced, permuted, float32, on the device), so the backend state is
+     * rebuilt from the host CSR with the new values: the same path as
+     * ks_matrix_create, minus validation and format choice. The old values
+     * come back on failure so M stays consistent, except when val is the
+     * host CSR's own array (AMG re-setup writes the values there first):
+     * then there is nothing to restore, and a caller that gets an error
+     * must not use M's backend state any more (the AMG hierarchy is
+     * dropped). */
+    const int inplace = val == M->host.val;
+    double *old = NULL;
+    if (!inplace) {
+        old = ks_malloc((size_t)nnz * sizeof *old + 1, "old matrix values");
+        if (!old)
+            return KS_ERR_MEMORY;
+        memcpy(old, M->host.val, (size_t)nnz * sizeof *old);
         memcpy(M->host.val, val, (size_t)nnz * sizeof *old);
+    }
 
     double t0 = ks_wtime();
     void *layout = NULL, *state = NULL;
@@ -258,7 +265,8 @@ ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
     if (e != KS_OK) {
         if (state)
             M->ops->destroy(M->be, state);
-        memcpy(M->host.val, old, (size_t)nnz * sizeof *old);
+        if (old)
+            memcpy(M->host.val, old, (size_t)nnz * sizeof *old);
         free(old);
         return e;
     }

@@ -6,15 +6,18 @@
 # rows), b = A x with x_i = sin(i), x0 = 0, ||r||_2 < 1e-8 ||b||_2.
 #
 #   bench/hypre_compare.sh [--build DIR] [--np P] [--sizes "64 128"] [--repeat R]
-#                          [--smoother CHEBYSHEV|JACOBI_L1] [--install]
+#                          [--smoother CHEBYSHEV|JACOBI_L1] [--install] [--hypre-prefix DIR]
 #
 # --smoother: CHEBYSHEV (degree 2 on [0.3 lmax, lmax]; hypre relax type 16)
 # or JACOBI_L1 (hypre relax type 18), set explicitly on both sides.
 #
 # hypre is never a dependency of ksolve: the driver is built here with mpicc
 # against Debian's libhypre-dev when it is installed. --install installs it
-# with apt-get (root only). ksolve runs on P OpenMP threads, hypre on P MPI
-# ranks (Debian's hypre has no OpenMP), both on the cpu.
+# with apt-get (root only). --hypre-prefix DIR takes hypre from DIR/include/hypre
+# and DIR/lib/x86_64-linux-gnu instead (Debian's packages unpacked with dpkg -x
+# where nothing can be installed, e.g. the GPU machine: docs/performance.md).
+# ksolve runs on P OpenMP threads, hypre on P MPI ranks (Debian's hypre has no
+# OpenMP), both on the cpu.
 set -eu
 
 build=build
@@ -23,6 +26,7 @@ sizes="64 128"
 repeat=3
 smoother=CHEBYSHEV
 install=0
+prefix=
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) build=$2; shift 2 ;;
@@ -31,7 +35,8 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift 2 ;;
     --smoother) smoother=$2; shift 2 ;;
     --install) install=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --hypre-prefix) prefix=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "hypre_compare: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -45,7 +50,9 @@ esac
 src=$(cd "$(dirname "$0")/.." && pwd)
 case "$build" in /*) ;; *) build=$src/$build ;; esac
 
-if ! dpkg -s libhypre-dev >/dev/null 2>&1; then
+if [ -n "$prefix" ]; then
+    [ -f "$prefix/include/hypre/HYPRE.h" ] || { echo "hypre_compare: no $prefix/include/hypre/HYPRE.h" >&2; exit 2; }
+elif ! dpkg -s libhypre-dev >/dev/null 2>&1; then
     if [ "$install" = 1 ] && [ "$(id -u)" = 0 ]; then
         echo "hypre_compare: installing libhypre-dev" >&2
         DEBIAN_FRONTEND=noninteractive apt-get install -y libhypre-dev >&2
@@ -65,9 +72,17 @@ bench_amg=$build/bench/bench_amg
 
 driver=$build/bench/hypre_driver
 mkdir -p "$build/bench"
-inc=/usr/include/hypre
-[ -f "$inc/HYPRE.h" ] || inc=$(dirname "$(dpkg -L libhypre-dev | grep '/HYPRE.h$' | head -1)")
-mpicc -O2 -I"$inc" "$src/bench/hypre_driver.c" -o "$driver" -lHYPRE -lm
+if [ -n "$prefix" ]; then
+    lib=$prefix/lib/x86_64-linux-gnu
+    export LD_LIBRARY_PATH="$lib:$lib/blas:$lib/lapack${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # unused solvers' dependencies (SuperLU_DIST's) may be missing there
+    mpicc -O2 -I"$prefix/include/hypre" "$src/bench/hypre_driver.c" -o "$driver" -L"$lib" \
+        -Wl,-rpath-link="$lib" -Wl,--allow-shlib-undefined -lHYPRE -lm
+else
+    inc=/usr/include/hypre
+    [ -f "$inc/HYPRE.h" ] || inc=$(dirname "$(dpkg -L libhypre-dev | grep '/HYPRE.h$' | head -1)")
+    mpicc -O2 -I"$inc" "$src/bench/hypre_driver.c" -o "$driver" -lHYPRE -lm
+fi
 mpirun_flags=""
 if mpirun --version 2>/dev/null | grep -q "Open MPI"; then
     mpirun_flags="--oversubscribe --bind-to none"

@@ -35,7 +35,11 @@
  * bs an even multiple of r a 3D 7-point Laplacian in natural order gets
  * exactly the serial splitting (measured: 16^3 to 130^3, and the 2.1M-row
  * level of 128^3 runs the pass 2.1x faster on 2 threads), but a 27-point
- * one does not (128^3: 5 -> 7 PCG iterations), so KS_HMIS_AUTO_BLOCKS is 0
+ * one does not (128^3: 5 -> 7 PCG iterations; there r = n^2 + n + 1, so
+ * the automatic blocks, 528416 rows, cut the z-planes off their edges:
+ * blocks of 16 planes (262144 rows, given as hmis_block_rows) take 5, of 32
+ * planes 6; a better automatic size is the open lever), so
+ * KS_HMIS_AUTO_BLOCKS is 0
  * and ks_amg_hmis runs the serial pass; the AMG key hmis_block_rows lets
  * users choose the blocks (ks_amg_hmis_rows).
  *

@@ -7,7 +7,7 @@
 #ifndef KS_AMG_IMPL_H
 #define KS_AMG_IMPL_H
 
-#include "../solver/params.h"
+#include "params.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,28 +2,28 @@
  * solver, setup time per phase. */
 #include "hierarchy.h"
 
-#include <strings.h>
 
 void ks_amg_print(const ks_amg *amg, FILE *out)
 {
     if (!amg || !out)
         return;
     const ks_amg_params *p = &amg->prm;
-    int agg = strcasecmp(p->algorithm, "AGGREGATION") == 0;
+    int agg = p->algorithm == KS_AMG_AGGREGATION;
     char blk[64];
     const char *where = amg->be->ops->kind == KS_BACKEND_CUDA ? "device" : "host";
     if (agg)
         fprintf(out, "AMG hierarchy: AGGREGATION (smoothed, theta %g)", p->strength_threshold);
     else
         fprintf(out, "AMG hierarchy: CLASSICAL (%s%s, %s, theta %g, max_row_sum %g, %d elements)",
-                p->selector, ks_amg_hmis_blocks_label(p, blk, sizeof blk), p->interpolator,
+                ks_name_of(ks_amg_selector_names, p->selector), ks_amg_hmis_blocks_label(p, blk, sizeof blk),
+                ks_name_of(ks_amg_interp_names, p->interpolator),
                 p->strength_threshold, p->max_row_sum, p->interp_max_elements);
-    fprintf(out, ", smoother %s", ks_amg_smoother_name(amg->smoother));
+    fprintf(out, ", smoother %s", ks_name_of(ks_amg_smoother_names, amg->smoother));
     if (amg->smoother == KS_SMOOTHER_CHEBYSHEV)
         fprintf(out, " (degree %d)", p->smoother.chebyshev_degree);
-    if (strcasecmp(p->hierarchy_precision, "FLOAT") == 0)
+    if (p->hierarchy_precision == KS_AMG_FLOAT)
         fprintf(out, ", float32 values below level 0");
-    fprintf(out, ", %s(%d,%d), backend %s\n", p->cycle, p->presweeps, p->postsweeps,
+    fprintf(out, ", %s(%d,%d), backend %s\n", ks_name_of(ks_amg_cycle_names, p->cycle), p->presweeps, p->postsweeps,
             ks_backend_name(amg->be));
     if (amg->nlevels < 1) {
         fprintf(out, "  (no hierarchy: the last setup failed)\n");

@@ -14,7 +14,10 @@
 
 #include <string.h>
 
-typedef enum { CYC_V, CYC_W, CYC_F } cycle_kind;
+typedef ks_amg_cycle_kind cycle_kind;
+#define CYC_V KS_AMG_V
+#define CYC_W KS_AMG_W
+#define CYC_F KS_AMG_F
 
 /* Sweeps the coarsest level gets when it is too large for the dense solve. */
 #define KS_AMG_COARSE_SWEEPS 20
@@ -125,10 +128,5 @@ ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero)
                          (long)ks_vec_size(b), (long)ks_vec_size(x), (long)n);
     if (b == x)
         return ks_seterr(KS_ERR_ARG, "AMG cycle: b and x must be distinct vectors");
-    cycle_kind kind = CYC_V;
-    if (amg->prm.cycle[0] == 'W' || amg->prm.cycle[0] == 'w')
-        kind = CYC_W;
-    else if (amg->prm.cycle[0] == 'F' || amg->prm.cycle[0] == 'f')
-        kind = CYC_F;
-    return cycle_level(amg, 0, b, x, x_zero, kind);
+    return cycle_level(amg, 0, b, x, x_zero, amg->prm.cycle);
 }

@@ -16,7 +16,6 @@
 
 #include <math.h>
 #include <string.h>
-#include <strings.h>
 
 const char *const ks_amg_phase_names[KS_AMG_NPHASES] = {
     "strength", "coarsening", "interpolation", "truncation",
@@ -28,115 +27,6 @@ const char *const ks_amg_phase_names[KS_AMG_NPHASES] = {
 /* Coarsest levels above coarse_max_rows still get the dense solve up to
  * this size (n^2 doubles: 32 MiB); beyond it the coarsest level is smoothed. */
 #define KS_AMG_DENSE_LIMIT 2048
-
-static int is_one_of(const char *s, const char *const *names)
-{
-    for (int i = 0; names[i]; i++)
-        if (strcasecmp(s, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
-const char *ks_amg_hmis_blocks_label(const ks_amg_params *p, char *buf, size_t len)
-{
-    if (len == 0)
-        return "";
-    buf[0] = '\0';
-    if (strcasecmp(p->selector, "HMIS") != 0 || p->hmis_block_rows == 0)
-        return buf;
-    if (p->hmis_block_rows < 0)
-        snprintf(buf, len, " with blocked RS (automatic blocks)");
-    else
-        snprintf(buf, len, " with blocked RS (%d rows)", p->hmis_block_rows);
-    return buf;
-}
-
-ks_error ks_amg_params_check(const ks_amg_params *p, const char *scope)
-{
-    static const char *const algorithms[] = {"CLASSICAL", "AGGREGATION", NULL};
-    static const char *const selectors[] = {"HMIS", "PMIS", NULL};
-    static const char *const interps[] = {"D2", "D1", NULL};
-    static const char *const cycles[] = {"V", "W", "F", NULL};
-    static const char *const coarse[] = {"DENSE_LU", NULL};
-    const char *sc = scope && scope[0] ? scope : "amg";
-    if (!p)
-        return ks_seterr(KS_ERR_ARG, "%s: NULL AMG parameters", sc);
-    if (!is_one_of(p->algorithm, algorithms))
-        return ks_seterr(KS_ERR_CONFIG, "%s.algorithm: '%s' (expected CLASSICAL or AGGREGATION)",
-                         sc, p->algorithm);
-    if (!is_one_of(p->selector, selectors))
-        return ks_seterr(KS_ERR_CONFIG, "%s.selector: '%s' (expected HMIS or PMIS)", sc,
-                         p->selector);
-    if (p->hmis_block_rows < -1 || p->hmis_block_rows == 1)
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s.hmis_block_rows: %d (expected 0: serial, -1: automatic blocks, or "
-                         "at least 2 rows)",
-                         sc, p->hmis_block_rows);
-    if (!is_one_of(p->interpolator, interps))
-        return ks_seterr(KS_ERR_CONFIG, "%s.interpolator: '%s' (expected D2 or D1)", sc,
-                         p->interpolator);
-    if (!(p->strength_threshold >= 0.0 && p->strength_threshold <= 1.0))
-        return ks_seterr(KS_ERR_CONFIG, "%s.strength_threshold: %g is not in [0, 1]", sc,
-                         p->strength_threshold);
-    if (!(p->max_row_sum > 0.0 && p->max_row_sum <= 1.0))
-        return ks_seterr(KS_ERR_CONFIG, "%s.max_row_sum: %g is not in (0, 1]", sc,
-                         p->max_row_sum);
-    if (p->interp_max_elements < 0)
-        return ks_seterr(KS_ERR_CONFIG, "%s.interp_max_elements: %d is negative (0 = no limit)",
-                         sc, p->interp_max_elements);
-    if (!(p->interp_truncation_factor >= 0.0 && p->interp_truncation_factor < 1.0))
-        return ks_seterr(KS_ERR_CONFIG, "%s.interp_truncation_factor: %g is not in [0, 1)", sc,
-                         p->interp_truncation_factor);
-    if (p->aggressive_levels < 0)
-        return ks_seterr(KS_ERR_CONFIG, "%s.aggressive_levels: %d is negative", sc,
-                         p->aggressive_levels);
-    if (p->aggressive_levels > 0 && strcasecmp(p->algorithm, "AGGREGATION") == 0)
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s.aggressive_levels: %d: aggressive coarsening applies to the "
-                         "CLASSICAL algorithm only (aggregation coarsens aggressively already)",
-                         sc, p->aggressive_levels);
-    ks_amg_smoother_kind k;
-    if (ks_amg_smoother_kind_from_name(p->smoother.solver, &k) != KS_OK)
-        return ks_adderr(KS_ERR_CONFIG, "%s.smoother.solver", sc);
-    if (!(p->smoother.relaxation_factor >= 0.0 && p->smoother.relaxation_factor < 2.0))
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s.smoother.relaxation_factor: %g is not in [0, 2) (0 = default: "
-                         "2/3 for JACOBI, 1 otherwise)",
-                         sc, p->smoother.relaxation_factor);
-    if (p->smoother.chebyshev_degree < 1 || p->smoother.chebyshev_degree > 16)
-        return ks_seterr(KS_ERR_CONFIG, "%s.smoother.chebyshev_degree: %d is not in [1, 16]", sc,
-                         p->smoother.chebyshev_degree);
-    if (!(p->smoother.chebyshev_lower > 0.0 && p->smoother.chebyshev_lower < 1.0))
-        return ks_seterr(KS_ERR_CONFIG, "%s.smoother.chebyshev_lower: %g is not in (0, 1)", sc,
-                         p->smoother.chebyshev_lower);
-    if (p->presweeps < 0 || p->postsweeps < 0 || p->presweeps > 100 || p->postsweeps > 100)
-        return ks_seterr(KS_ERR_CONFIG, "%s.%s: %d is not in [0, 100]", sc,
-                         p->presweeps < 0 || p->presweeps > 100 ? "presweeps" : "postsweeps",
-                         p->presweeps < 0 || p->presweeps > 100 ? p->presweeps : p->postsweeps);
-    if (p->presweeps + p->postsweeps == 0)
-        return ks_seterr(KS_ERR_CONFIG, "%s.presweeps, %s.postsweeps: both 0 (no smoothing)",
-                         sc, sc);
-    if (!is_one_of(p->cycle, cycles))
-        return ks_seterr(KS_ERR_CONFIG, "%s.cycle: '%s' (expected V, W or F)", sc, p->cycle);
-    if (p->max_levels < 1)
-        return ks_seterr(KS_ERR_CONFIG, "%s.max_levels: %d is below 1", sc, p->max_levels);
-    if (p->min_coarse_rows < 1)
-        return ks_seterr(KS_ERR_CONFIG, "%s.min_coarse_rows: %d is below 1", sc,
-                         p->min_coarse_rows);
-    if (p->coarse_max_rows < 1 || p->coarse_max_rows > 8192)
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s.coarse_max_rows: %d is not in [1, 8192] (the coarsest level is "
-                         "solved densely)",
-                         sc, p->coarse_max_rows);
-    static const char *const precisions[] = {"DOUBLE", "FLOAT", NULL};
-    if (!is_one_of(p->hierarchy_precision, precisions))
-        return ks_seterr(KS_ERR_CONFIG, "%s.hierarchy_precision: '%s' (expected DOUBLE or FLOAT)",
-                         sc, p->hierarchy_precision);
-    if (!is_one_of(p->coarse_solver, coarse))
-        return ks_seterr(KS_ERR_CONFIG, "%s.coarse_solver: '%s' (expected DENSE_LU)", sc,
-                         p->coarse_solver);
-    return KS_OK;
-}
 
 /* A nonzero, finite diagonal on every row: strength, interpolation and the
  * smoothers divide by it, and a zero would otherwise surface as NaNs. */
@@ -163,7 +53,7 @@ ks_error ks_amg_check_diagonal(const ks_csr *A, int l)
 
 static int is_aggregation(const ks_amg *amg)
 {
-    return strcasecmp(amg->prm.algorithm, "AGGREGATION") == 0;
+    return amg->prm.algorithm == KS_AMG_AGGREGATION;
 }
 
 /* Time `call` into phase ph. */
@@ -186,7 +76,7 @@ static ks_error classical_split(ks_amg *amg, int l, const ks_csr *A, unsigned lo
     *cf = ks_malloc((size_t)A->nrows * sizeof **cf + 1, "AMG C/F splitting");
     if (!*cf)
         return KS_ERR_MEMORY;
-    if (strcasecmp(p->selector, "PMIS") == 0)
+    if (p->selector == KS_AMG_PMIS)
         PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amg_pmis(S, seed, *cf, nc));
     else
         PHASE(amg, KS_AMG_PHASE_COARSENING,
@@ -204,7 +94,7 @@ ks_error ks_amg_classical_interp(ks_amg *amg, int l, const ks_csr *A, const ks_s
                                  const int *cf, int truncate, ks_csr *P)
 {
     const ks_amg_params *p = &amg->prm;
-    if (strcasecmp(p->interpolator, "D1") == 0)
+    if (p->interpolator == KS_AMG_D1)
         PHASE(amg, KS_AMG_PHASE_INTERP, ks_amg_interp_direct(A, S, cf, P));
     else
         PHASE(amg, KS_AMG_PHASE_INTERP, ks_amg_interp_extended_i(A, S, cf, P));
@@ -408,7 +298,7 @@ static ks_error make_vec(ks_amg *amg, ks_int n, ks_vec **v)
 void ks_amg_level_spmv_params(const ks_amg *amg, ks_spmv_params *sp)
 {
     memset(sp, 0, sizeof *sp);
-    sp->float_values = strcasecmp(amg->prm.hierarchy_precision, "FLOAT") == 0;
+    sp->float_values = amg->prm.hierarchy_precision == KS_AMG_FLOAT;
 }
 
 /* Backend objects of level l: its matrix (l > 0), P and R (not on the
@@ -587,13 +477,13 @@ ks_error ks_amg_check_matrix(const ks_amg *amg, ks_matrix *A)
         if (amg->be->ops->kind != KS_BACKEND_CPU)
             return ks_seterr(KS_ERR_UNSUPPORTED,
                              "smoother %s needs the cpu backend; use JACOBI_L1 or CHEBYSHEV",
-                             ks_amg_smoother_name(amg->smoother));
+                             ks_name_of(ks_amg_smoother_names, amg->smoother));
         if (!A->ops->gs_sweep)
             return ks_seterr(KS_ERR_UNSUPPORTED,
                              "smoother %s needs an SpMV format with a Gauss-Seidel sweep "
                              "(format '%s' has none); use format csr, or smoother JACOBI_L1 or "
                              "CHEBYSHEV",
-                             ks_amg_smoother_name(amg->smoother), ks_matrix_format(A));
+                             ks_name_of(ks_amg_smoother_names, amg->smoother), ks_matrix_format(A));
     }
     return KS_OK;
 }
@@ -611,9 +501,8 @@ ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks
         return KS_ERR_MEMORY;
     amg->be = be;
     amg->prm = *prm;
-    ks_error e = ks_amg_smoother_kind_from_name(prm->smoother.solver, &amg->smoother);
-    if (e == KS_OK)
-        e = ks_amg_check_matrix(amg, A);
+    amg->smoother = prm->smoother.solver;
+    ks_error e = ks_amg_check_matrix(amg, A);
     if (e == KS_OK) {
         amg->levels = ks_calloc((size_t)prm->max_levels, sizeof *amg->levels, "AMG levels");
         e = amg->levels ? KS_OK : KS_ERR_MEMORY;

@@ -21,14 +21,6 @@
 extern "C" {
 #endif
 
-typedef enum ks_amg_smoother_kind {
-    KS_SMOOTHER_JACOBI,    /* x += omega D^-1 (b - A x) */
-    KS_SMOOTHER_JACOBI_L1, /* x += D_l1^-1 (b - A x), d_i = |a_ii| + sum_{j!=i} |a_ij| */
-    KS_SMOOTHER_CHEBYSHEV, /* polynomial in D^-1 A on [lower*lmax, lmax] */
-    KS_SMOOTHER_GS,        /* hybrid Gauss-Seidel (cpu; forward pre, backward post) */
-    KS_SMOOTHER_SGS        /* symmetric hybrid Gauss-Seidel (cpu; forward + backward) */
-} ks_amg_smoother_kind;
-
 /* Setup phases timed separately (ks_amg.phase_seconds). */
 typedef enum ks_amg_phase {
     KS_AMG_PHASE_STRENGTH,
@@ -115,12 +107,6 @@ typedef struct ks_amg {
 } ks_amg;
 
 /* --------------------------------------------------------- hierarchy.c */
-/* Validate names and ranges of prm; errors are KS_ERR_CONFIG naming
- * "<scope>.<key>" (scope e.g. "solver.preconditioner"; NULL -> "amg"). */
-ks_error ks_amg_params_check(const ks_amg_params *prm, const char *scope);
-/* "" for a serial HMIS first pass (or PMIS), else " with blocked RS (...)"
- * for reports; written into buf. */
-const char *ks_amg_hmis_blocks_label(const ks_amg_params *prm, char *buf, size_t len);
 /* Build the hierarchy for A (square; its host CSR is read). prm is copied. */
 ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
 void ks_amg_destroy(ks_amg *amg);
@@ -157,8 +143,6 @@ ks_error ks_amg_check_diagonal(const ks_csr *A, int level);
 ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A);
 
 /* ---------------------------------------------------------- smoother.c */
-ks_error ks_amg_smoother_kind_from_name(const char *name, ks_amg_smoother_kind *k);
-const char *ks_amg_smoother_name(ks_amg_smoother_kind k);
 /* Smoother data of level l from its host A (dinv, eigenvalue bounds).
  * Zero diagonal -> KS_ERR_NUMERIC naming the level and row. */
 ks_error ks_amg_smoother_setup(ks_amg *amg, int l);

@@ -24,45 +24,6 @@
 #include <string.h>
 #include <strings.h>
 
-static const struct {
-    const char *name;
-    ks_amg_smoother_kind kind;
-} smoother_names[] = {
-    {"JACOBI", KS_SMOOTHER_JACOBI},
-    {"BLOCK_JACOBI", KS_SMOOTHER_JACOBI}, /* AmgX's name; blocks of 1 here */
-    {"JACOBI_L1", KS_SMOOTHER_JACOBI_L1},
-    {"CHEBYSHEV", KS_SMOOTHER_CHEBYSHEV},
-    {"GS", KS_SMOOTHER_GS},
-    {"SGS", KS_SMOOTHER_SGS},
-    {"MULTICOLOR_GS", KS_SMOOTHER_GS},  /* accepted AmgX names: hybrid GS here */
-    {"MULTICOLOR_SGS", KS_SMOOTHER_SGS},
-};
-
-ks_error ks_amg_smoother_kind_from_name(const char *name, ks_amg_smoother_kind *k)
-{
-    for (size_t i = 0; name && i < sizeof smoother_names / sizeof smoother_names[0]; i++)
-        if (strcasecmp(name, smoother_names[i].name) == 0) {
-            *k = smoother_names[i].kind;
-            return KS_OK;
-        }
-    return ks_seterr(KS_ERR_CONFIG,
-                     "unknown smoother '%s' (expected JACOBI, BLOCK_JACOBI, JACOBI_L1, "
-                     "CHEBYSHEV, GS, SGS)",
-                     name ? name : "(null)");
-}
-
-const char *ks_amg_smoother_name(ks_amg_smoother_kind k)
-{
-    switch (k) {
-    case KS_SMOOTHER_JACOBI: return "JACOBI";
-    case KS_SMOOTHER_JACOBI_L1: return "JACOBI_L1";
-    case KS_SMOOTHER_CHEBYSHEV: return "CHEBYSHEV";
-    case KS_SMOOTHER_GS: return "GS";
-    case KS_SMOOTHER_SGS: return "SGS";
-    }
-    return "?";
-}
-
 static int is_gs(ks_amg_smoother_kind k)
 {
     return k == KS_SMOOTHER_GS || k == KS_SMOOTHER_SGS;
@@ -83,7 +44,7 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
     const ks_csr *A = &L->A;
     ks_int n = A->nrows;
     ks_amg_smoother_kind kind = amg->smoother;
-    const char *name = ks_amg_smoother_name(kind);
+    const char *name = ks_name_of(ks_amg_smoother_names, kind);
 
     if (is_gs(kind)) {
         /* Every level's matrix is on the same backend as level 0, which

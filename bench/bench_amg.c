@@ -389,7 +389,7 @@ static int vcycle_breakdown(ks_backend *be, ks_amg *amg, ks_vec *b0, ks_vec *x0,
                             const result *res)
 {
     const ks_amg_params *p = &amg->prm;
-    if (amg->prm.cycle[0] != 'V' || amg->smoother == KS_SMOOTHER_GS ||
+    if (amg->prm.cycle != KS_AMG_V || amg->smoother == KS_SMOOTHER_GS ||
         amg->smoother == KS_SMOOTHER_SGS || !amg->coarse_inv) {
         printf("  (--vcycle-breakdown: V-cycles with Jacobi-type or Chebyshev smoothers and a "
                "dense coarse solve only)\n");
@@ -567,8 +567,8 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
         res->cycle_est = cycle_estimate(amg);
         printf("  one %s-cycle %.4f ms, one fine-level SpMV %.4f ms: cycle = %.2f SpMVs "
                "(%.2f estimated from nonzeros%s)\n",
-               amg->prm.cycle, 1e3 * res->cycle_s, 1e3 * res->spmv_s, res->cycle_s / res->spmv_s,
-               res->cycle_est, amg->prm.cycle[0] == 'V' ? "" : ", V-cycle count");
+               ks_name_of(ks_amg_cycle_names, amg->prm.cycle), 1e3 * res->cycle_s, 1e3 * res->spmv_s, res->cycle_s / res->spmv_s,
+               res->cycle_est, amg->prm.cycle == KS_AMG_V ? "" : ", V-cycle count");
         if (o->breakdown && vcycle_breakdown(be, (ks_amg *)amg, r->b, r->x, res))
             goto done;
     }

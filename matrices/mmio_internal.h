@@ -5,7 +5,7 @@
 #ifndef KS_MMIO_INTERNAL_H
 #define KS_MMIO_INTERNAL_H
 
-#include "../vec/ks_internal.h"
+#include "../core/ks_internal.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -72,10 +72,6 @@ ks_error ks_report_write_json(const char *path, const ks_problem_info *pi,
                               const ks_solver_params *sp, const ks_run_result *runs,
                               int nruns);
 
-/* Criterion name ("RELATIVE_RHS", ...) and norm name ("L2", ...). */
-const char *ks_conv_kind_name(ks_conv_kind c);
-const char *ks_norm_kind_name(ks_norm_kind n);
-
 #ifdef __cplusplus
 }
 #endif

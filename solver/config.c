@@ -7,7 +7,6 @@
  * defaults of params.c, so a config is never half-applied. */
 #include "params.h"
 #include "cli.h"
-#include "../amg/hierarchy.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -43,11 +42,10 @@ typedef enum key_type {
     KT_IGNORED  /* accepted and ignored (AmgX's "scope" labels) */
 } key_type;
 
-typedef struct choice {
-    const char *name;
-    int value;   /* enum value, or index of the canonical name for strings */
-    int alias;   /* 1: accepted spelling, not listed nor dumped */
-} choice;
+/* Allowed values of an enum key (core/names.h): the enum's own table for
+ * keys stored as an enum (ST_ENUM_INT); for keys stored as a string, value
+ * is the index of the canonical name to store. */
+typedef ks_name choice;
 
 enum store { ST_NONE, ST_INT, ST_DOUBLE, ST_STRING, ST_ENUM_INT, ST_ULL };
 enum { XG_NONE, XG_MATRIX, XG_RHS }; /* groups of mutually exclusive keys */
@@ -81,33 +79,20 @@ typedef struct key_spec {
 static const choice solver_choices[] = {
     {"PCG", 0, 0}, {"CG", 1, 0}, {"PBICGSTAB", 2, 0}, {"BICGSTAB", 3, 0}, {"AMG", 4, 0},
     {NULL, 0, 0}};
-static const choice conv_choices[] = {
-    {"ABSOLUTE", KS_CONV_ABSOLUTE, 0},
-    {"RELATIVE_INI", KS_CONV_RELATIVE_INI, 0},
-    {"RELATIVE_RHS", KS_CONV_RELATIVE_RHS, 0},
-    {"RELATIVE_INI_CORE", KS_CONV_RELATIVE_INI, 1}, /* AmgX's name */
-    {NULL, 0, 0}};
-static const choice norm_choices[] = {
-    {"L1", KS_NORM_L1, 0}, {"L2", KS_NORM_L2, 0}, {"LMAX", KS_NORM_LMAX, 0}, {NULL, 0, 0}};
+#define conv_choices ks_conv_names
+#define norm_choices ks_norm_names
 static const choice pc_choices[] = {
     {"NOSOLVER", 0, 0}, {"JACOBI", 1, 0}, {"JACOBI_L1", 2, 0}, {"AMG", 3, 0},
     {"BLOCK_JACOBI", 1, 1}, /* scalar Jacobi: blocks of size 1 */
     {NULL, 0, 0}};
-/* AMG (AmgX names and spellings). */
-static const choice algorithm_choices[] = {
-    {"CLASSICAL", 0, 0}, {"AGGREGATION", 1, 0}, {NULL, 0, 0}};
-static const choice selector_choices[] = {{"PMIS", 0, 0}, {"HMIS", 1, 0}, {NULL, 0, 0}};
-static const choice interp_choices[] = {{"D1", 0, 0}, {"D2", 1, 0}, {NULL, 0, 0}};
-static const choice smoother_choices[] = {
-    {"JACOBI", 0, 0}, {"JACOBI_L1", 1, 0}, {"CHEBYSHEV", 2, 0}, {"GS", 3, 0}, {"SGS", 4, 0},
-    {"BLOCK_JACOBI", 0, 1}, /* AmgX's usual smoother name; blocks of size 1 */
-    {"MULTICOLOR_GS", 3, 1}, {"MULTICOLOR_SGS", 4, 1}, /* AmgX's: hybrid GS here */
-    {NULL, 0, 0}};
-static const choice cycle_choices[] = {{"V", 0, 0}, {"W", 1, 0}, {"F", 2, 0}, {NULL, 0, 0}};
-static const choice coarse_choices[] = {
-    {"DENSE_LU", 0, 0}, {"DENSE_LU_SOLVER", 0, 1}, /* AmgX's name */
-    {NULL, 0, 0}};
-static const choice precision_choices[] = {{"DOUBLE", 0, 0}, {"FLOAT", 1, 0}, {NULL, 0, 0}};
+/* AMG enums: amg/params.c's tables (AmgX names and spellings). */
+#define algorithm_choices ks_amg_algorithm_names
+#define selector_choices ks_amg_selector_names
+#define interp_choices ks_amg_interp_names
+#define smoother_choices ks_amg_smoother_names
+#define cycle_choices ks_amg_cycle_names
+#define coarse_choices ks_amg_coarse_solver_names
+#define precision_choices ks_amg_precision_names
 static const choice backend_choices[] = {
     {"cpu", 0, 0}, {"cuda", 1, 0}, {"cpu,cuda", 2, 0}, {NULL, 0, 0}};
 static const choice rhs_choices[] = {
@@ -122,13 +107,13 @@ static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
 
 /* The AMG keys below scope P, applying under condition C. */
 #define AMG_SPECS(P, C)                                                                        \
-    {P ".algorithm", KT_ENUM, 0, 0, 0, 0, NULL, algorithm_choices, ST_STRING, A_(algorithm),   \
+    {P ".algorithm", KT_ENUM, 0, 0, 0, 0, NULL, algorithm_choices, ST_ENUM_INT, A_(algorithm),   \
      NULL, 0, 0, C},                                                                           \
-    {P ".selector", KT_ENUM, 0, 0, 0, 0, NULL, selector_choices, ST_STRING, A_(selector), NULL, \
+    {P ".selector", KT_ENUM, 0, 0, 0, 0, NULL, selector_choices, ST_ENUM_INT, A_(selector), NULL, \
      0, 0, C},                                                                                 \
     {P ".hmis_block_rows", KT_INT, -1, INT_MAX, 0, 0, NULL, NULL, ST_INT, A_(hmis_block_rows),  \
      NULL, 0, 0, C},                                                                           \
-    {P ".interpolator", KT_ENUM, 0, 0, 0, 0, NULL, interp_choices, ST_STRING,                  \
+    {P ".interpolator", KT_ENUM, 0, 0, 0, 0, NULL, interp_choices, ST_ENUM_INT,                  \
      A_(interpolator), NULL, 0, 0, C},                                                         \
     {P ".strength_threshold", KT_NUM, 0, 1, 0, 0, NULL, NULL, ST_DOUBLE,                       \
      A_(strength_threshold), NULL, 0, 0, C},                                                   \
@@ -142,7 +127,7 @@ static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
      A_(aggressive_levels), NULL, 0, 0, C},                                                    \
     {P ".smoother", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", 0, 0, C},      \
     {P ".smoother.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C},  \
-    {P ".smoother.solver", KT_ENUM, 0, 0, 0, 0, NULL, smoother_choices, ST_STRING,             \
+    {P ".smoother.solver", KT_ENUM, 0, 0, 0, 0, NULL, smoother_choices, ST_ENUM_INT,             \
      SM_(solver), NULL, 0, 0, C},                                                              \
     {P ".smoother.relaxation_factor", KT_NUM, 0, 2, 0, 1, NULL, NULL, ST_DOUBLE,               \
      SM_(relaxation_factor), NULL, 0, 0, C},                                                   \
@@ -154,7 +139,7 @@ static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
      C},                                                                                       \
     {P ".postsweeps", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT, A_(postsweeps), NULL, 0,       \
      0, C},                                                                                    \
-    {P ".cycle", KT_ENUM, 0, 0, 0, 0, NULL, cycle_choices, ST_STRING, A_(cycle), NULL, 0, 0,   \
+    {P ".cycle", KT_ENUM, 0, 0, 0, 0, NULL, cycle_choices, ST_ENUM_INT, A_(cycle), NULL, 0, 0,   \
      C},                                                                                       \
     {P ".max_levels", KT_INT, 1, 100, 0, 0, NULL, NULL, ST_INT, A_(max_levels), NULL, 0, 0,    \
      C},                                                                                       \
@@ -162,12 +147,12 @@ static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
      NULL, 0, 0, C},                                                                           \
     {P ".coarse_max_rows", KT_INT, 1, 8192, 0, 0, NULL, NULL, ST_INT, A_(coarse_max_rows),     \
      NULL, 0, 0, C},                                                                           \
-    {P ".coarse_solver", KT_ENUM, 0, 0, 0, 0, NULL, coarse_choices, ST_STRING,                 \
+    {P ".coarse_solver", KT_ENUM, 0, 0, 0, 0, NULL, coarse_choices, ST_ENUM_INT,                 \
      A_(coarse_solver), NULL, 0, 0, C},                                                        \
     {P ".seed", KT_INT, 0, INFINITY, 0, 0, NULL, NULL, ST_ULL, A_(seed), NULL, 0, 0, C},      \
     {P ".spmv_format", KT_STR, 0, 0, 0, 0, NULL, NULL, ST_STRING, A_(level_format), NULL, 0,  \
      0, C},                                                                                    \
-    {P ".hierarchy_precision", KT_ENUM, 0, 0, 0, 0, NULL, precision_choices, ST_STRING,        \
+    {P ".hierarchy_precision", KT_ENUM, 0, 0, 0, 0, NULL, precision_choices, ST_ENUM_INT,        \
      A_(hierarchy_precision), NULL, 0, 0, C},
 
 /* Order = dump order. Parents precede their children. */
@@ -208,7 +193,9 @@ static const key_spec specs[] = {
 };
 #define NSPECS ((int)(sizeof specs / sizeof specs[0]))
 
-_Static_assert(sizeof(ks_conv_kind) == sizeof(int) && sizeof(ks_norm_kind) == sizeof(int),
+_Static_assert(sizeof(ks_conv_kind) == sizeof(int) && sizeof(ks_norm_kind) == sizeof(int) &&
+                   sizeof(ks_amg_algorithm) == sizeof(int) &&
+                   sizeof(ks_amg_smoother_kind) == sizeof(int),
                "enum-valued keys are stored as int");
 
 static int spec_index(const char *path)
@@ -649,7 +636,7 @@ static ks_error check_amg(const ks_amg_params *a, const char *scope)
         return ks_seterr(KS_ERR_CONFIG,
                          "%s: presweeps and postsweeps are both 0: the cycle would not smooth",
                          scope);
-    if (a->aggressive_levels > 0 && strcmp(a->algorithm, "AGGREGATION") == 0)
+    if (a->aggressive_levels > 0 && a->algorithm == KS_AMG_AGGREGATION)
         return ks_seterr(KS_ERR_CONFIG,
                          "%s.aggressive_levels: aggressive coarsening applies to the CLASSICAL "
                          "algorithm only (got %d with AGGREGATION, which coarsens aggressively "
@@ -686,7 +673,7 @@ static ks_error cross_check(parse_ctx *c)
          * for the 7-point Laplacian and 1/26 for the 27-point one: the
          * classical default 0.25 would leave every point unconnected, so
          * aggregation defaults to 0 (every connection strong, like PyAMG). */
-        if (strcmp(s->pc.amg.algorithm, "AGGREGATION") == 0 && !present(c, path))
+        if (s->pc.amg.algorithm == KS_AMG_AGGREGATION && !present(c, path))
             s->pc.amg.strength_threshold = KS_AGGREGATION_THETA;
         KS_TRY(check_amg(&s->pc.amg, scope));
     }

@@ -3,6 +3,15 @@
 
 #include <string.h>
 
+const ks_name ks_conv_names[] = {
+    {"ABSOLUTE", KS_CONV_ABSOLUTE, 0},
+    {"RELATIVE_INI", KS_CONV_RELATIVE_INI, 0},
+    {"RELATIVE_RHS", KS_CONV_RELATIVE_RHS, 0},
+    {"RELATIVE_INI_CORE", KS_CONV_RELATIVE_INI, 1}, /* AmgX's name */
+    {NULL, 0, 0}};
+const ks_name ks_norm_names[] = {
+    {"L1", KS_NORM_L1, 0}, {"L2", KS_NORM_L2, 0}, {"LMAX", KS_NORM_LMAX, 0}, {NULL, 0, 0}};
+
 void ks_solver_params_default(ks_solver_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -19,33 +28,6 @@ void ks_solver_params_default(ks_solver_params *p)
     strcpy(p->pc.solver, "AMG");
     p->pc.relaxation_factor = 1.0;
     ks_amg_params_default(&p->pc.amg);
-}
-
-void ks_amg_params_default(ks_amg_params *p)
-{
-    memset(p, 0, sizeof *p);
-    strcpy(p->algorithm, "CLASSICAL");
-    strcpy(p->selector, "HMIS");
-    strcpy(p->interpolator, "D2");
-    p->strength_threshold = 0.25;
-    p->max_row_sum = 0.9;
-    p->interp_max_elements = 4;
-    p->interp_truncation_factor = 0.0;
-    p->aggressive_levels = 0;
-    strcpy(p->smoother.solver, "CHEBYSHEV");
-    p->smoother.relaxation_factor = 1.0;
-    p->smoother.chebyshev_degree = 2;
-    p->smoother.chebyshev_lower = 0.3;
-    p->presweeps = 1;
-    p->postsweeps = 1;
-    strcpy(p->cycle, "V");
-    p->max_levels = 25;
-    p->min_coarse_rows = 2;
-    p->coarse_max_rows = 300;
-    strcpy(p->coarse_solver, "DENSE_LU");
-    p->seed = 1;
-    strcpy(p->level_format, "auto");
-    strcpy(p->hierarchy_precision, "DOUBLE");
 }
 
 void ks_problem_params_default(ks_problem_params *p)

@@ -4,7 +4,8 @@
 #ifndef KS_PARAMS_H
 #define KS_PARAMS_H
 
-#include "../vec/ks_internal.h"
+#include "../core/ks_internal.h"
+#include "../amg/params.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,42 +22,9 @@ typedef enum ks_conv_kind {
 
 typedef enum ks_norm_kind { KS_NORM_L1, KS_NORM_L2, KS_NORM_LMAX } ks_norm_kind;
 
-/* AMG smoother (an object scope "smoother" inside the AMG scope). */
-typedef struct ks_smoother_params {
-    char solver[KS_NAME_MAX];  /* "JACOBI", "JACOBI_L1", "CHEBYSHEV", "GS", "SGS" (GS/SGS: cpu) */
-    double relaxation_factor;  /* damping for Jacobi variants (default 1.0; JACOBI uses 2/3 if unset) */
-    int chebyshev_degree;      /* polynomial degree (default 2) */
-    double chebyshev_lower;    /* lower bound as a fraction of the upper eigenvalue bound (default 0.3) */
-} ks_smoother_params;
-
-/* Algebraic multigrid settings (AmgX names; docs/config.md). */
-typedef struct ks_amg_params {
-    char algorithm[KS_NAME_MAX];    /* "CLASSICAL" (default) | "AGGREGATION" */
-    char selector[KS_NAME_MAX];     /* "HMIS" (default) | "PMIS" */
-    int hmis_block_rows;            /* HMIS's Ruge-Stueben pass: 0 serial (default), -1 in
-                                     * parallel blocks sized per level, N >= 2 in blocks of
-                                     * N rows */
-    char interpolator[KS_NAME_MAX]; /* "D2" extended+i (default) | "D1" direct */
-    double strength_threshold;      /* theta, default 0.25 */
-    double max_row_sum;             /* default 0.9; 1.0 disables the test */
-    int interp_max_elements;        /* default 4; 0 = no limit */
-    double interp_truncation_factor;/* default 0.0 (off) */
-    int aggressive_levels;          /* default 0 */
-    ks_smoother_params smoother;
-    int presweeps;                  /* default 1 */
-    int postsweeps;                 /* default 1 */
-    char cycle[8];                  /* "V" (default) | "W" | "F" */
-    int max_levels;                 /* default 25 */
-    int min_coarse_rows;            /* stop coarsening at or below this many rows (default 2) */
-    int coarse_max_rows;            /* dense direct solve when rows <= this (default 300) */
-    char coarse_solver[KS_NAME_MAX];/* "DENSE_LU" (default) */
-    unsigned long long seed;        /* random weights of PMIS/HMIS (default 1) */
-    char level_format[KS_NAME_MAX]; /* SpMV format of the hierarchy's A, P, R (default "auto":
-                                     * each level chooses from its own statistics) */
-    char hierarchy_precision[KS_NAME_MAX]; /* "DOUBLE" (default) | "FLOAT": values of the
-                                     * coarse operators, P, R and the coarse inverse kept as
-                                     * float32 (vectors and sums stay float64) */
-} ks_amg_params;
+/* Names of the two enums above (AmgX spellings accepted as aliases). */
+extern const ks_name ks_conv_names[];
+extern const ks_name ks_norm_names[];
 
 typedef struct ks_precond_params {
     char solver[KS_NAME_MAX];  /* "NOSOLVER", "JACOBI" (alias "BLOCK_JACOBI"), "JACOBI_L1", "AMG" */
@@ -90,7 +58,6 @@ typedef struct ks_problem_params {
 } ks_problem_params;
 
 void ks_solver_params_default(ks_solver_params *p);
-void ks_amg_params_default(ks_amg_params *p);
 void ks_problem_params_default(ks_problem_params *p);
 
 /* Accessors for a parsed config (solver/config.c). */

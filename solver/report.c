@@ -14,26 +14,6 @@
 #define COL_W 18
 #define MAX_COLS 4
 
-const char *ks_conv_kind_name(ks_conv_kind c)
-{
-    switch (c) {
-    case KS_CONV_ABSOLUTE: return "ABSOLUTE";
-    case KS_CONV_RELATIVE_INI: return "RELATIVE_INI";
-    case KS_CONV_RELATIVE_RHS: return "RELATIVE_RHS";
-    }
-    return "?";
-}
-
-const char *ks_norm_kind_name(ks_norm_kind n)
-{
-    switch (n) {
-    case KS_NORM_L1: return "L1";
-    case KS_NORM_L2: return "L2";
-    case KS_NORM_LMAX: return "LMAX";
-    }
-    return "?";
-}
-
 /* 1234567 -> "1,234,567" */
 static const char *fmt_count(char *buf, size_t len, int64_t v)
 {
@@ -166,21 +146,24 @@ static void print_amg_params(FILE *out, const ks_amg_params *a)
 {
     char blk[64];
     row_label(out, "amg");
-    if (strcmp(a->algorithm, "AGGREGATION") == 0)
+    if (a->algorithm == KS_AMG_AGGREGATION)
         fprintf(out, "AGGREGATION, strength threshold %g\n", a->strength_threshold);
     else
         fprintf(out, "CLASSICAL, %s%s, %s interpolation, strength threshold %g, max_row_sum %g, "
                      "interp_max_elements %d\n",
-                a->selector, ks_amg_hmis_blocks_label(a, blk, sizeof blk), a->interpolator,
+                ks_name_of(ks_amg_selector_names, a->selector),
+                ks_amg_hmis_blocks_label(a, blk, sizeof blk),
+                ks_name_of(ks_amg_interp_names, a->interpolator),
                 a->strength_threshold, a->max_row_sum, a->interp_max_elements);
     row_label(out, "amg cycle");
-    fprintf(out, "%s(%d,%d), smoother %s", a->cycle, a->presweeps, a->postsweeps,
-            a->smoother.solver);
-    if (strcmp(a->smoother.solver, "CHEBYSHEV") == 0)
+    fprintf(out, "%s(%d,%d), smoother %s", ks_name_of(ks_amg_cycle_names, a->cycle),
+            a->presweeps, a->postsweeps, ks_name_of(ks_amg_smoother_names, a->smoother.solver));
+    if (a->smoother.solver == KS_SMOOTHER_CHEBYSHEV)
         fprintf(out, " degree %d", a->smoother.chebyshev_degree);
     else if (a->smoother.relaxation_factor > 0.0)
         fprintf(out, " (relaxation %g)", a->smoother.relaxation_factor);
-    fprintf(out, ", coarsest level %s up to %d rows, max_levels %d\n", a->coarse_solver,
+    fprintf(out, ", coarsest level %s up to %d rows, max_levels %d\n",
+            ks_name_of(ks_amg_coarse_solver_names, a->coarse_solver),
             a->coarse_max_rows, a->max_levels);
 }
 
@@ -380,7 +363,7 @@ void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver
     }
     row_label(out, "criterion");
     fprintf(out, "%s, %s norm, tolerance %.1e, max_iters %d\n",
-            ks_conv_kind_name(sp->convergence), ks_norm_kind_name(sp->norm), sp->tolerance,
+            ks_name_of(ks_conv_names, sp->convergence), ks_name_of(ks_norm_names, sp->norm), sp->tolerance,
             sp->max_iters);
     for (int i = 0; i < nruns; i++) {
         snprintf(b, sizeof b, "backend %s", runs[i].backend);
@@ -427,7 +410,7 @@ void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver
     if (nruns == 1)
         fprintf(out, "  (residual norm in %s; true relative residual = ||b - A x||_2 / ||b||_2, "
                      "recomputed)\n",
-                ks_norm_kind_name(sp->norm));
+                ks_name_of(ks_norm_names, sp->norm));
     fflush(out);
 }
 
@@ -462,20 +445,21 @@ static json_t *amg_params_json(const ks_amg_params *a)
 {
     return json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:o, s:i, s:{s:s, s:o, s:i, s:o}, s:i, s:i, "
                      "s:s, s:i, s:i, s:i, s:s, s:I, s:s, s:s, s:i}",
-                     "algorithm", a->algorithm, "selector", a->selector, "interpolator",
-                     a->interpolator, "strength_threshold", jnum(a->strength_threshold),
+                     "algorithm", ks_name_of(ks_amg_algorithm_names, a->algorithm), "selector",
+                     ks_name_of(ks_amg_selector_names, a->selector), "interpolator",
+                     ks_name_of(ks_amg_interp_names, a->interpolator), "strength_threshold", jnum(a->strength_threshold),
                      "max_row_sum", jnum(a->max_row_sum), "interp_max_elements",
                      a->interp_max_elements, "interp_truncation_factor",
                      jnum(a->interp_truncation_factor), "aggressive_levels", a->aggressive_levels,
-                     "smoother", "solver", a->smoother.solver, "relaxation_factor",
+                     "smoother", "solver", ks_name_of(ks_amg_smoother_names, a->smoother.solver), "relaxation_factor",
                      jnum(a->smoother.relaxation_factor), "chebyshev_degree",
                      a->smoother.chebyshev_degree, "chebyshev_lower",
                      jnum(a->smoother.chebyshev_lower), "presweeps", a->presweeps, "postsweeps",
-                     a->postsweeps, "cycle", a->cycle, "max_levels", a->max_levels,
+                     a->postsweeps, "cycle", ks_name_of(ks_amg_cycle_names, a->cycle), "max_levels", a->max_levels,
                      "min_coarse_rows", a->min_coarse_rows, "coarse_max_rows", a->coarse_max_rows,
-                     "coarse_solver", a->coarse_solver, "seed", (json_int_t)a->seed,
+                     "coarse_solver", ks_name_of(ks_amg_coarse_solver_names, a->coarse_solver), "seed", (json_int_t)a->seed,
                      "spmv_format", a->level_format, "hierarchy_precision",
-                     a->hierarchy_precision, "hmis_block_rows", a->hmis_block_rows);
+                     ks_name_of(ks_amg_precision_names, a->hierarchy_precision), "hmis_block_rows", a->hmis_block_rows);
 }
 
 /* A run's hierarchy: sizes per level, complexities, setup time per phase. */
@@ -526,7 +510,7 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
         "load_seconds", jnum(pi->load_seconds), "solver", "solver", sp->solver,
         "preconditioner", sp->pc.solver, "relaxation_factor", jnum(sp->pc.relaxation_factor),
         "max_iters", sp->max_iters, "tolerance", jnum(sp->tolerance), "convergence",
-        ks_conv_kind_name(sp->convergence), "norm", ks_norm_kind_name(sp->norm), "runs",
+        ks_name_of(ks_conv_names, sp->convergence), "norm", ks_name_of(ks_norm_names, sp->norm), "runs",
         jruns ? jruns : json_null());
     if (!root)
         return ks_seterr(KS_ERR_MEMORY, "out of memory building the JSON statistics");

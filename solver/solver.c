@@ -67,26 +67,6 @@ const char *ks_solve_status_name(ks_solve_status st)
     return "UNKNOWN";
 }
 
-static const char *conv_name(ks_conv_kind c)
-{
-    switch (c) {
-    case KS_CONV_ABSOLUTE: return "ABSOLUTE";
-    case KS_CONV_RELATIVE_INI: return "RELATIVE_INI";
-    case KS_CONV_RELATIVE_RHS: return "RELATIVE_RHS";
-    }
-    return "?";
-}
-
-static const char *norm_name(ks_norm_kind n)
-{
-    switch (n) {
-    case KS_NORM_L1: return "L1";
-    case KS_NORM_L2: return "L2";
-    case KS_NORM_LMAX: return "LMAX";
-    }
-    return "?";
-}
-
 ks_error ks_solver_create_params(ks_backend *be, const ks_solver_params *prm, ks_solver **out)
 {
     if (!out)
@@ -249,8 +229,8 @@ static void print_stats(const ks_solver *s)
                ks_backend_name(s->be), ks_solve_status_name(st->status), st->iterations,
                st->iterations == 1 ? "" : "s");
     printf("  residual (%s) %.3e -> %.3e, relative %.3e (%s, tolerance %.1e)\n",
-           norm_name(s->prm.norm), st->initial_residual, st->final_residual,
-           st->relative_residual, conv_name(s->prm.convergence), s->prm.tolerance);
+           ks_name_of(ks_norm_names, s->prm.norm), st->initial_residual, st->final_residual,
+           st->relative_residual, ks_name_of(ks_conv_names, s->prm.convergence), s->prm.tolerance);
     printf("  true relative residual ||b-Ax||/||b|| = %.3e\n", st->true_relative_residual);
     printf("  setup %.4f s, solve %.4f s", st->setup_seconds, st->solve_seconds);
     if (st->iterations > 0)

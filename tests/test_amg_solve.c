@@ -8,6 +8,14 @@
 #include "amg/hierarchy.h"
 #include "solver/solver_create.h"
 
+/* The enum value of a name in one of amg/params.h's tables. */
+static int enum_of(const ks_name *t, const char *name)
+{
+    int v = -1;
+    ck_assert_msg(ks_name_value(t, name, &v) == 0, "no such name: %s", name);
+    return v;
+}
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +196,7 @@ static double amg_factor(ks_gen_kind kind, int nx, int ny, int nz, const char *c
     prob_gen(&p, "cpu", kind, nx, ny, nz);
     ks_solver_params prm;
     params(&prm, "AMG");
-    snprintf(prm.pc.amg.cycle, sizeof prm.pc.amg.cycle, "%s", cycle);
+    prm.pc.amg.cycle = enum_of(ks_amg_cycle_names, cycle);
     ks_solver *s;
     result r;
     run(&p, &prm, &r, &s);
@@ -246,8 +254,7 @@ START_TEST(test_smoothers)
     int k = _i;
     ks_solver_params prm;
     params(&prm, "PCG");
-    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "%s",
-             smoothers[k].name);
+    prm.pc.amg.smoother.solver = enum_of(ks_amg_smoother_names, smoothers[k].name);
     if (k == 0)
         prm.pc.amg.smoother.relaxation_factor = 0.0; /* unset: 2/3 */
     result r;
@@ -292,7 +299,7 @@ static void poisoned_x_case(const char *backend)
             ks_amg_params_default(&ap);
             ap.coarse_max_rows = 50;
             ap.smoother.chebyshev_degree = deg;
-            snprintf(ap.smoother.solver, sizeof ap.smoother.solver, "%s", smoothers[sm].name);
+            ap.smoother.solver = enum_of(ks_amg_smoother_names, smoothers[sm].name);
             ks_amg *amg;
             KS_CHECK(ks_amg_setup(p.be, &ap, p.M, &amg));
             ck_assert_int_ge(amg->nlevels, 2);
@@ -339,7 +346,7 @@ START_TEST(test_aggregation)
     prob_gen(&p, "cpu", KS_GEN_POISSON3D_7, 24, 24, 24);
     ks_solver_params prm;
     params(&prm, "PCG");
-    snprintf(prm.pc.amg.algorithm, sizeof prm.pc.amg.algorithm, "AGGREGATION");
+    prm.pc.amg.algorithm = enum_of(ks_amg_algorithm_names, "AGGREGATION");
     prm.pc.amg.strength_threshold = 0.08;
     result r;
     ks_solver *s;
@@ -511,7 +518,7 @@ START_TEST(test_resetup_scaled)
     resetup_case(&A, v, &prm, 1e-10, 1);
     prm.pc.amg.aggressive_levels = 0;
     /* and for smoothed aggregation */
-    snprintf(prm.pc.amg.algorithm, sizeof prm.pc.amg.algorithm, "AGGREGATION");
+    prm.pc.amg.algorithm = enum_of(ks_amg_algorithm_names, "AGGREGATION");
     prm.pc.amg.strength_threshold = 0.08;
     resetup_case(&A, v, &prm, 1e-10, 1);
     free(v);
@@ -693,12 +700,12 @@ START_TEST(test_bad_params)
     ks_solver_params prm;
     ks_solver *s = NULL;
     params(&prm, "PCG");
-    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "ILU");
+    prm.pc.amg.smoother.solver = (ks_amg_smoother_kind)99; /* no such smoother */
     ck_assert_int_eq(ks_solver_create_params(p.be, &prm, &s), KS_ERR_CONFIG);
     ck_assert_msg(strstr(ks_last_error(), "solver.preconditioner.smoother.solver") != NULL, "%s",
                   ks_last_error());
     params(&prm, "AMG");
-    snprintf(prm.pc.amg.cycle, sizeof prm.pc.amg.cycle, "X");
+    prm.pc.amg.cycle = (ks_amg_cycle_kind)99; /* no such cycle */
     ck_assert_int_eq(ks_solver_create_params(p.be, &prm, &s), KS_ERR_CONFIG);
     ck_assert_msg(strstr(ks_last_error(), "solver.cycle") != NULL, "%s", ks_last_error());
     ck_assert(s == NULL);
@@ -783,7 +790,7 @@ START_TEST(test_gs_thread_independent)
     prob_gen(&p, "cpu", KS_GEN_POISSON3D_7, 24, 24, 24); /* several GS blocks */
     ks_solver_params prm;
     params(&prm, "PCG");
-    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "GS");
+    prm.pc.amg.smoother.solver = enum_of(ks_amg_smoother_names, "GS");
     result r1, r2;
     int nt = omp_get_max_threads();
     omp_set_num_threads(1);
@@ -807,7 +814,7 @@ START_TEST(test_cuda_gs_unsupported)
     prob_gen(&p, "cuda", KS_GEN_POISSON2D_5, 20, 20, 1);
     ks_solver_params prm;
     params(&prm, "PCG");
-    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "GS");
+    prm.pc.amg.smoother.solver = enum_of(ks_amg_smoother_names, "GS");
     ks_solver *s;
     KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
     ck_assert_int_eq(ks_solver_setup(s, p.M), KS_ERR_UNSUPPORTED);
@@ -828,10 +835,9 @@ static void cpu_vs_cuda_prec(ks_gen_kind kind, int nx, const char *solver, const
     ks_csr_free(&A);
     ks_solver_params prm;
     params(&prm, solver);
-    snprintf(prm.pc.amg.algorithm, sizeof prm.pc.amg.algorithm, "%s", alg);
-    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "%s", smoother);
-    snprintf(prm.pc.amg.hierarchy_precision, sizeof prm.pc.amg.hierarchy_precision, "%s",
-             precision);
+    prm.pc.amg.algorithm = enum_of(ks_amg_algorithm_names, alg);
+    prm.pc.amg.smoother.solver = enum_of(ks_amg_smoother_names, smoother);
+    prm.pc.amg.hierarchy_precision = enum_of(ks_amg_precision_names, precision);
     if (strcmp(alg, "AGGREGATION") == 0)
         prm.pc.amg.strength_threshold = 0.08;
     prm.tolerance = 1e-12;
@@ -911,8 +917,8 @@ static void odd_sweeps(const char *backend, const char *cycle, result *r)
     prob_gen(&p, backend, KS_GEN_POISSON3D_7, 16, 16, 16);
     ks_solver_params prm;
     params(&prm, "AMG");
-    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "JACOBI_L1");
-    snprintf(prm.pc.amg.cycle, sizeof prm.pc.amg.cycle, "%s", cycle);
+    prm.pc.amg.smoother.solver = enum_of(ks_amg_smoother_names, "JACOBI_L1");
+    prm.pc.amg.cycle = enum_of(ks_amg_cycle_names, cycle);
     prm.pc.amg.presweeps = 1;
     prm.pc.amg.postsweeps = 2;
     prm.tolerance = 1e-10;
@@ -930,13 +936,13 @@ START_TEST(test_float_hierarchy)
         prob_gen(&p, "cpu", a ? KS_GEN_POISSON3D_7 : KS_GEN_ANISO3D, 20, 20, 20);
         ks_solver_params prm;
         params(&prm, "PCG");
-        snprintf(prm.pc.amg.algorithm, sizeof prm.pc.amg.algorithm, "%s", algs[a]);
+        prm.pc.amg.algorithm = enum_of(ks_amg_algorithm_names, algs[a]);
         if (a)
             prm.pc.amg.strength_threshold = 0.08;
         result rd, rf;
         ks_solver *sd, *s;
         run(&p, &prm, &rd, &sd);
-        snprintf(prm.pc.amg.hierarchy_precision, sizeof prm.pc.amg.hierarchy_precision, "FLOAT");
+        prm.pc.amg.hierarchy_precision = enum_of(ks_amg_precision_names, "FLOAT");
         run(&p, &prm, &rf, &s);
         assert_converged(&rf, rd.iters + 1, "PCG + AMG, float32 hierarchy");
         ck_assert_msg(abs(rf.iters - rd.iters) <= 1, "%s: float %d vs double %d iterations",
@@ -980,7 +986,7 @@ START_TEST(test_float_hierarchy)
     }
     ks_solver_params prm;
     params(&prm, "PCG");
-    snprintf(prm.pc.amg.hierarchy_precision, sizeof prm.pc.amg.hierarchy_precision, "HALF");
+    prm.pc.amg.hierarchy_precision = (ks_amg_precision)99; /* no such precision */
     ck_assert_int_eq(ks_amg_params_check(&prm.pc.amg, "solver.preconditioner"), KS_ERR_CONFIG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "solver.preconditioner.hierarchy_precision"));
 }
@@ -1023,9 +1029,9 @@ static void graph_case(const char *alg, const char *smoother, const char *cycle,
     prob_gen(&p, "cuda", KS_GEN_POISSON3D_7, 20, 20, 20);
     ks_solver_params prm;
     params(&prm, strcmp(cycle, "V") == 0 ? "PCG" : "AMG");
-    snprintf(prm.pc.amg.algorithm, sizeof prm.pc.amg.algorithm, "%s", alg);
-    snprintf(prm.pc.amg.smoother.solver, sizeof prm.pc.amg.smoother.solver, "%s", smoother);
-    snprintf(prm.pc.amg.cycle, sizeof prm.pc.amg.cycle, "%s", cycle);
+    prm.pc.amg.algorithm = enum_of(ks_amg_algorithm_names, alg);
+    prm.pc.amg.smoother.solver = enum_of(ks_amg_smoother_names, smoother);
+    prm.pc.amg.cycle = enum_of(ks_amg_cycle_names, cycle);
     prm.pc.amg.presweeps = pre;
     prm.pc.amg.postsweeps = post;
     ks_solver *s;

@@ -122,16 +122,16 @@ START_TEST(test_defaults)
     ck_assert_ptr_null(json_object_get(at(t, "solver", "preconditioner", NULL),
                                        "relaxation_factor"));
     const ks_amg_params *a = &ds.pc.amg;
-    ck_assert_str_eq(a->algorithm, "CLASSICAL");
+    ck_assert_str_eq(ks_name_of(ks_amg_algorithm_names, a->algorithm), "CLASSICAL");
     ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "algorithm")),
-                     a->algorithm);
+                     ks_name_of(ks_amg_algorithm_names, a->algorithm));
     ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "selector")),
-                     a->selector);
+                     ks_name_of(ks_amg_selector_names, a->selector));
     ck_assert_int_eq(a->hmis_block_rows, 0);
     ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "hmis_block_rows")),
                      a->hmis_block_rows);
     ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "interpolator")),
-                     a->interpolator);
+                     ks_name_of(ks_amg_interp_names, a->interpolator));
     ck_assert(json_number_value(at(t, "solver", "preconditioner", "strength_threshold")) ==
               a->strength_threshold);
     ck_assert(json_number_value(at(t, "solver", "preconditioner", "max_row_sum")) ==
@@ -143,7 +143,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "aggressive_levels")),
                      a->aggressive_levels);
     json_t *sm = at(t, "solver", "preconditioner", "smoother");
-    ck_assert_str_eq(json_string_value(json_object_get(sm, "solver")), a->smoother.solver);
+    ck_assert_str_eq(json_string_value(json_object_get(sm, "solver")), ks_name_of(ks_amg_smoother_names, a->smoother.solver));
     ck_assert(json_number_value(json_object_get(sm, "relaxation_factor")) ==
               a->smoother.relaxation_factor);
     ck_assert_int_eq(json_integer_value(json_object_get(sm, "chebyshev_degree")),
@@ -154,7 +154,7 @@ START_TEST(test_defaults)
                      a->presweeps);
     ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "postsweeps")),
                      a->postsweeps);
-    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "cycle")), a->cycle);
+    ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "cycle")), ks_name_of(ks_amg_cycle_names, a->cycle));
     ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "max_levels")),
                      a->max_levels);
     ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "min_coarse_rows")),
@@ -162,7 +162,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "coarse_max_rows")),
                      a->coarse_max_rows);
     ck_assert_str_eq(json_string_value(at(t, "solver", "preconditioner", "coarse_solver")),
-                     a->coarse_solver);
+                     ks_name_of(ks_amg_coarse_solver_names, a->coarse_solver));
     ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "seed")),
                      (json_int_t)a->seed);
     ck_assert_mem_eq(&s->pc.amg, a, sizeof *a);
@@ -638,25 +638,25 @@ START_TEST(test_amg_keys)
         const ks_amg_params *a = &s->pc.amg;
         ck_assert_str_eq(s->solver, sc ? "AMG" : "PBICGSTAB");
         ck_assert_str_eq(s->pc.solver, "AMG");
-        ck_assert_str_eq(a->algorithm, "AGGREGATION");
-        ck_assert_str_eq(a->selector, "PMIS");
-        ck_assert_str_eq(a->interpolator, "D1");
+        ck_assert_str_eq(ks_name_of(ks_amg_algorithm_names, a->algorithm), "AGGREGATION");
+        ck_assert_str_eq(ks_name_of(ks_amg_selector_names, a->selector), "PMIS");
+        ck_assert_str_eq(ks_name_of(ks_amg_interp_names, a->interpolator), "D1");
         ck_assert(a->strength_threshold == 0.5);
         ck_assert(a->max_row_sum == 1.0);
         ck_assert_int_eq(a->interp_max_elements, 0);
         ck_assert(a->interp_truncation_factor == 0.2);
         ck_assert_int_eq(a->aggressive_levels, 0);
-        ck_assert_str_eq(a->smoother.solver, "CHEBYSHEV");
+        ck_assert_str_eq(ks_name_of(ks_amg_smoother_names, a->smoother.solver), "CHEBYSHEV");
         ck_assert(a->smoother.relaxation_factor == 0.75);
         ck_assert_int_eq(a->smoother.chebyshev_degree, 3);
         ck_assert(a->smoother.chebyshev_lower == 0.1);
         ck_assert_int_eq(a->presweeps, 0);
         ck_assert_int_eq(a->postsweeps, 3);
-        ck_assert_str_eq(a->cycle, "W");
+        ck_assert_str_eq(ks_name_of(ks_amg_cycle_names, a->cycle), "W");
         ck_assert_int_eq(a->max_levels, 7);
         ck_assert_int_eq(a->min_coarse_rows, 10);
         ck_assert_int_eq(a->coarse_max_rows, 50);
-        ck_assert_str_eq(a->coarse_solver, "DENSE_LU");
+        ck_assert_str_eq(ks_name_of(ks_amg_coarse_solver_names, a->coarse_solver), "DENSE_LU");
         ck_assert(a->seed == 4294967301ULL);
         /* The dump puts the settings back where they were given. */
         json_t *t = dump_tree(cfg);
@@ -680,7 +680,7 @@ START_TEST(test_amg_keys)
                  " \"cycle\": \"%s\"}}}",
                  smoothers[i], i % 3 == 0 ? "V" : i % 3 == 1 ? "W" : "F");
         ks_config *cfg = load(json);
-        ck_assert_str_eq(ks_config_solver_params(cfg)->pc.amg.smoother.solver, smoothers[i]);
+        ck_assert_str_eq(ks_name_of(ks_amg_smoother_names, ks_config_solver_params(cfg)->pc.amg.smoother.solver), smoothers[i]);
         ks_config_destroy(cfg);
     }
     ks_config *cfg = load("{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\","
@@ -688,12 +688,12 @@ START_TEST(test_amg_keys)
                           " \"coarse_solver\": \"DENSE_LU_SOLVER\", \"strength_threshold\": 0,"
                           " \"selector\": \"HMIS\", \"interpolator\": \"D2\"}}}");
     const ks_amg_params *a = &ks_config_solver_params(cfg)->pc.amg;
-    ck_assert_str_eq(a->smoother.solver, "JACOBI");
-    ck_assert_str_eq(a->coarse_solver, "DENSE_LU");
+    ck_assert_str_eq(ks_name_of(ks_amg_smoother_names, a->smoother.solver), "JACOBI");
+    ck_assert_str_eq(ks_name_of(ks_amg_coarse_solver_names, a->coarse_solver), "DENSE_LU");
     ck_assert(a->strength_threshold == 0.0);
     ck_assert(a->smoother.relaxation_factor == 0.0); /* 0: the smoother's own default */
-    ck_assert_str_eq(a->selector, "HMIS");
-    ck_assert_str_eq(a->interpolator, "D2");
+    ck_assert_str_eq(ks_name_of(ks_amg_selector_names, a->selector), "HMIS");
+    ck_assert_str_eq(ks_name_of(ks_amg_interp_names, a->interpolator), "D2");
     ks_config_destroy(cfg);
     cfg = load(SOLVER_AMG("\"aggressive_levels\": 2"));
     ck_assert_int_eq(ks_config_solver_params(cfg)->pc.amg.aggressive_levels, 2);
@@ -742,13 +742,13 @@ START_TEST(test_amgx_example)
     ck_assert_str_eq(s->solver, "PCG");
     ck_assert_int_eq(s->max_iters, 100);
     ck_assert_str_eq(s->pc.solver, "AMG");
-    ck_assert_str_eq(s->pc.amg.algorithm, "CLASSICAL");
-    ck_assert_str_eq(s->pc.amg.selector, "HMIS");
-    ck_assert_str_eq(s->pc.amg.interpolator, "D2");
-    ck_assert_str_eq(s->pc.amg.smoother.solver, "JACOBI_L1");
+    ck_assert_str_eq(ks_name_of(ks_amg_algorithm_names, s->pc.amg.algorithm), "CLASSICAL");
+    ck_assert_str_eq(ks_name_of(ks_amg_selector_names, s->pc.amg.selector), "HMIS");
+    ck_assert_str_eq(ks_name_of(ks_amg_interp_names, s->pc.amg.interpolator), "D2");
+    ck_assert_str_eq(ks_name_of(ks_amg_smoother_names, s->pc.amg.smoother.solver), "JACOBI_L1");
     ck_assert_int_eq(s->pc.amg.presweeps, 1);
     ck_assert_int_eq(s->pc.amg.postsweeps, 1);
-    ck_assert_str_eq(s->pc.amg.cycle, "V");
+    ck_assert_str_eq(ks_name_of(ks_amg_cycle_names, s->pc.amg.cycle), "V");
     ck_assert_int_eq(s->pc.amg.max_levels, 25);
     ks_config_destroy(cfg);
 }
@@ -875,8 +875,8 @@ START_TEST(test_amg_set)
     KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother.chebyshev_degree", "4"));
     KS_CHECK(ks_config_set(cfg, "solver.preconditioner.strength_threshold", "0.5"));
     const ks_amg_params *a = &ks_config_solver_params(cfg)->pc.amg;
-    ck_assert_str_eq(a->selector, "PMIS");
-    ck_assert_str_eq(a->smoother.solver, "CHEBYSHEV");
+    ck_assert_str_eq(ks_name_of(ks_amg_selector_names, a->selector), "PMIS");
+    ck_assert_str_eq(ks_name_of(ks_amg_smoother_names, a->smoother.solver), "CHEBYSHEV");
     ck_assert_int_eq(a->smoother.chebyshev_degree, 4);
     ck_assert(a->strength_threshold == 0.5);
 
@@ -907,7 +907,7 @@ START_TEST(test_amg_set)
     KS_CHECK(ks_config_set_many(cfg, 2, k2, v2));
     ck_assert_str_eq(ks_config_solver_params(cfg)->solver, "AMG");
     ck_assert_str_eq(ks_config_solver_params(cfg)->pc.solver, "AMG");
-    ck_assert_str_eq(ks_config_solver_params(cfg)->pc.amg.cycle, "W");
+    ck_assert_str_eq(ks_name_of(ks_amg_cycle_names, ks_config_solver_params(cfg)->pc.amg.cycle), "W");
     ks_config_destroy(cfg);
 }
 END_TEST
@@ -937,8 +937,8 @@ START_TEST(test_example_configs)
         ck_assert_str_eq(s->solver, ex[i].solver);
         ck_assert_str_eq(s->pc.solver, ex[i].pc);
         if (ex[i].algorithm)
-            ck_assert_str_eq(s->pc.amg.algorithm, ex[i].algorithm);
-        ck_assert_str_eq(s->pc.amg.hierarchy_precision,
+            ck_assert_str_eq(ks_name_of(ks_amg_algorithm_names, s->pc.amg.algorithm), ex[i].algorithm);
+        ck_assert_str_eq(ks_name_of(ks_amg_precision_names, s->pc.amg.hierarchy_precision),
                          strstr(ex[i].file, "gpu") ? "FLOAT" : "DOUBLE");
         /* And its dump loads again. */
         char *d = ks_config_dump(cfg);

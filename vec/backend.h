@@ -3,7 +3,7 @@
 #ifndef KS_BACKEND_H
 #define KS_BACKEND_H
 
-#include "ks_internal.h"
+#include "../core/ks_internal.h"
 
 #ifdef __cplusplus
 extern "C" {

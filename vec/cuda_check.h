@@ -4,7 +4,7 @@
 #ifndef KS_CUDA_CHECK_H
 #define KS_CUDA_CHECK_H
 
-#include "ks_internal.h"
+#include "../core/ks_internal.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -5,7 +5,7 @@
 #ifndef KS_SMOOTH_VALUE_H
 #define KS_SMOOTH_VALUE_H
 
-#include "ks_internal.h"
+#include "../core/ks_internal.h"
 
 #if defined(__CUDACC__)
 #define KS_SMOOTH_FN static __host__ __device__ __forceinline__

@@ -1,10 +1,9 @@
-/* Thread-local last-error message, allocation wrappers and the wall clock. */
+/* Thread-local last-error message and the error-code names. */
 #define _POSIX_C_SOURCE 200809L
 #include "ks_internal.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static _Thread_local char ks_errmsg[2048];
 
@@ -53,44 +52,4 @@ const char *ks_error_name(ks_error e)
     case KS_ERR_SIZE: return "KS_ERR_SIZE";
     }
     return "KS_ERR_UNKNOWN";
-}
-
-void *ks_malloc(size_t bytes, const char *what)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p)
-        ks_seterr(KS_ERR_MEMORY, "out of host memory allocating %zu bytes for %s", bytes, what);
-    return p;
-}
-
-void *ks_calloc(size_t n, size_t size, const char *what)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p)
-        ks_seterr(KS_ERR_MEMORY, "out of host memory allocating %zu x %zu bytes for %s", n, size,
-                  what);
-    return p;
-}
-
-void ks_memcpy_par(void *dst, const void *src, size_t bytes)
-{
-    const size_t chunk = (size_t)1 << 22; /* 4 MiB a task: below, one memcpy */
-    if (bytes <= chunk) {
-        if (bytes)
-            memcpy(dst, src, bytes);
-        return;
-    }
-    const long nchunks = (long)((bytes + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
-    for (long c = 0; c < nchunks; c++) {
-        const size_t off = (size_t)c * chunk;
-        memcpy((char *)dst + off, (const char *)src + off, bytes - off < chunk ? bytes - off : chunk);
-    }
-}
-
-double ks_wtime(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

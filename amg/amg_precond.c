@@ -42,6 +42,18 @@ static void amg_pc_print(const ks_precond *pc, FILE *out)
         ks_amg_print(pc->data, out);
 }
 
+static ks_error amg_pc_hierarchy(ks_precond *pc, ks_hierarchy_info *info)
+{
+    return ks_amg_info(pc->data, info);
+}
+
+static ks_error amg_pc_profile(ks_precond *pc, int on)
+{
+    if (!pc->data)
+        return ks_seterr(KS_ERR_ARG, "AMG cycle profile: no hierarchy (setup first)");
+    return ks_amg_profile(pc->data, on);
+}
+
 const ks_precond_ops ks_precond_amg_ops = {
     .name = "AMG",
     .setup = amg_pc_setup,
@@ -49,6 +61,8 @@ const ks_precond_ops ks_precond_amg_ops = {
     .destroy = amg_pc_destroy,
     .resetup = amg_pc_resetup,
     .print = amg_pc_print,
+    .hierarchy = amg_pc_hierarchy,
+    .profile = amg_pc_profile,
 };
 
 const ks_amg *ks_precond_amg(const ks_precond *pc)

@@ -56,11 +56,27 @@ static ks_error coarse_solve(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *x
 static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero,
                             cycle_kind kind);
 
+/* One step of a level's visit; timed on its own (backend synchronised
+ * before and after) while the cycle profile is on (summary.c). */
+#define STEP(amg, l, step, call)                                              \
+    do {                                                                      \
+        double st_t0_ = 0.0;                                                  \
+        if ((amg)->profile) {                                                 \
+            KS_TRY(ks_backend_sync((amg)->be));                               \
+            st_t0_ = ks_wtime();                                              \
+        }                                                                     \
+        KS_TRY(call);                                                         \
+        if ((amg)->profile) {                                                 \
+            KS_TRY(ks_backend_sync((amg)->be));                               \
+            ks_amg_profile_add(amg, l, step, ks_wtime() - st_t0_);            \
+        }                                                                     \
+    } while (0)
+
 /* Level l below the smoothing: restrict, visit the next level, correct. */
 static ks_error coarse_correct(ks_amg *amg, int l, ks_vec *x, cycle_kind kind)
 {
     ks_amg_level *L = &amg->levels[l], *C = &amg->levels[l + 1];
-    KS_TRY(ks_matrix_apply(L->Rm, 1.0, L->r, 0.0, C->b));
+    STEP(amg, l, KS_STEP_RESTRICT, ks_matrix_apply(L->Rm, 1.0, L->r, 0.0, C->b));
     int coarse_exact = l + 1 == amg->nlevels - 1 && amg->coarse_inv;
     switch (kind) {
     case CYC_V: KS_TRY(cycle_level(amg, l + 1, C->b, C->x, 1, CYC_V)); break;
@@ -75,7 +91,8 @@ static ks_error coarse_correct(ks_amg *amg, int l, ks_vec *x, cycle_kind kind)
             KS_TRY(cycle_level(amg, l + 1, C->b, C->x, 0, CYC_V));
         break;
     }
-    return ks_matrix_apply(L->Pm, 1.0, C->x, 1.0, x);
+    STEP(amg, l, KS_STEP_PROLONG, ks_matrix_apply(L->Pm, 1.0, C->x, 1.0, x));
+    return KS_OK;
 }
 
 /* The result must end in x. The smoothers write out of place, so with an
@@ -94,16 +111,16 @@ static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int 
         xb.spare = x;
     }
     if (l == amg->nlevels - 1) {
-        KS_TRY(coarse_solve(amg, l, b, &xb, x_zero));
+        STEP(amg, l, KS_STEP_COARSE, coarse_solve(amg, l, b, &xb, x_zero));
     } else {
         const int pre = amg->prm.presweeps, post = amg->prm.postsweeps;
-        KS_TRY(ks_amg_smooth(amg, l, b, &xb, pre, 0, x_zero));
+        STEP(amg, l, KS_STEP_SMOOTH, ks_amg_smooth(amg, l, b, &xb, pre, 0, x_zero));
         if (pre <= 0 && x_zero)
-            KS_TRY(ks_vec_copy(b, L->r)); /* x = 0: the residual is b */
+            STEP(amg, l, KS_STEP_RESIDUAL, ks_vec_copy(b, L->r)); /* x = 0: the residual is b */
         else
-            KS_TRY(ks_amg_residual(amg, l, b, xb.cur, L->r));
+            STEP(amg, l, KS_STEP_RESIDUAL, ks_amg_residual(amg, l, b, xb.cur, L->r));
         KS_TRY(coarse_correct(amg, l, xb.cur, kind));
-        KS_TRY(ks_amg_smooth(amg, l, b, &xb, post, 1, 0));
+        STEP(amg, l, KS_STEP_SMOOTH, ks_amg_smooth(amg, l, b, &xb, post, 1, 0));
     }
     if (xb.cur == x)
         return KS_OK;
@@ -128,5 +145,7 @@ ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero)
                          (long)ks_vec_size(b), (long)ks_vec_size(x), (long)n);
     if (b == x)
         return ks_seterr(KS_ERR_ARG, "AMG cycle: b and x must be distinct vectors");
+    if (amg->profile)
+        amg->profiled_cycles++;
     return cycle_level(amg, 0, b, x, x_zero, amg->prm.cycle);
 }

@@ -28,7 +28,7 @@ static int graphs_wanted(const ks_amg *amg)
     if (!amg->be->ops->capture_begin || amg->graph_off)
         return 0;
     const char *env = getenv("KS_CUDA_GRAPH");
-    return !(env && strcmp(env, "0") == 0);
+    return !amg->profile && !(env && strcmp(env, "0") == 0);
 }
 
 ks_error ks_amg_precond_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x)

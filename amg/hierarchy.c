@@ -538,5 +538,8 @@ void ks_amg_destroy(ks_amg *amg)
     if (amg->levels)
         ks_csr_free(&amg->levels[0].A);
     free(amg->levels);
+    free(amg->info);
+    free(amg->prof_seconds);
+    free(amg->prof_calls);
     free(amg);
 }

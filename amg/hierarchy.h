@@ -102,6 +102,14 @@ typedef struct ks_amg {
     const double *graph_b, *graph_x;
     const void *graph_A;
     int graph_off;              /* capture failed or not offered: run directly */
+    /* ks_amg_info's per-level entries (refreshed by every call) and the
+     * cycle profile (ks_amg_profile): per level and step, sums of seconds
+     * and calls since profiling was turned on. */
+    ks_hierarchy_level *info;
+    int profile;
+    long profiled_cycles;
+    double (*prof_seconds)[KS_NSTEPS];
+    long (*prof_calls)[KS_NSTEPS];
     double grid_complexity;     /* sum rows / rows(0) */
     double operator_complexity; /* sum nnz / nnz(0) */
 } ks_amg;
@@ -201,6 +209,14 @@ void ks_amg_graph_reset(ks_amg *amg);
 extern const ks_precond_ops ks_precond_amg_ops;
 /* The hierarchy of an "AMG" preconditioner after setup, else NULL. */
 const ks_amg *ks_precond_amg(const ks_precond *pc);
+
+/* ---------------------------------------------------------- summary.c */
+/* What the setup built, for ks_solver_hierarchy (arrays owned by amg). */
+ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info);
+/* Turn the cycle profile on (sums cleared) or off. */
+ks_error ks_amg_profile(ks_amg *amg, int on);
+/* Add seconds to level l's step (cycle.c, while profiling). */
+void ks_amg_profile_add(ks_amg *amg, int l, ks_cycle_step step, double seconds);
 
 /* -------------------------------------------------------- amg_report.c */
 /* AmgX-style report: grid table (level, rows, nonzeros, nnz/row, memory

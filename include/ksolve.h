@@ -281,6 +281,55 @@ const char *ks_solver_preconditioner_name(const ks_solver *s);
 /* Print what setup built (for AMG: the grid table, complexities and setup
  * time per phase) to out; prints nothing for simple preconditioners. */
 void ks_solver_print_setup(const ks_solver *s, FILE *out);
+
+/* What an AMG setup built, for reports, benchmarks and tuning. The arrays
+ * belong to the solver and stay valid until its next setup, re-setup or
+ * destroy. */
+#define KS_MAX_PHASES 16
+/* Steps of one cycle visit of a level, timed when profiling is on. */
+typedef enum ks_cycle_step {
+    KS_STEP_SMOOTH,   /* pre- and post-smoothing passes */
+    KS_STEP_RESIDUAL, /* r = b - A x before restriction */
+    KS_STEP_RESTRICT, /* b_c = R r */
+    KS_STEP_PROLONG,  /* x += P x_c */
+    KS_STEP_COARSE,   /* the coarsest level's solve */
+    KS_NSTEPS
+} ks_cycle_step;
+
+typedef struct ks_hierarchy_level {
+    ks_int rows;
+    int64_t nnz;
+    double bytes;            /* the level's operators (A, P, R; the coarsest also its
+                              * inverse) where they live */
+    const char *format;      /* SpMV format of the level's operator */
+    double step_seconds[KS_NSTEPS]; /* summed over the profiled cycles */
+    long step_calls[KS_NSTEPS];
+} ks_hierarchy_level;
+
+typedef struct ks_hierarchy_info {
+    int nlevels;                      /* 0: the solver has no AMG hierarchy */
+    const ks_hierarchy_level *levels; /* nlevels entries, 0 = finest */
+    const char *location;             /* "host" or "device": where the levels live */
+    double grid_complexity;           /* sum of rows / rows of level 0 */
+    double operator_complexity;       /* sum of nonzeros / nonzeros of level 0 */
+    double bytes;                     /* all levels */
+    double setup_seconds;             /* the last setup or re-setup */
+    int last_was_resetup;
+    int nphases;                      /* setup time per phase */
+    const char *phase_names[KS_MAX_PHASES];
+    double phase_seconds[KS_MAX_PHASES];
+    long profiled_cycles;             /* cycles timed step by step (see below) */
+    const char *const *step_names;    /* KS_NSTEPS names: "smooth", "residual", ... */
+} ks_hierarchy_info;
+
+/* Fill info (nlevels = 0 when the preconditioner is not AMG or setup has
+ * not succeeded). */
+ks_error ks_solver_hierarchy(const ks_solver *s, ks_hierarchy_info *info);
+/* Profile the AMG cycles: while on, each cycle times every step on every
+ * level (synchronising the backend around each, so cycles run slower, and
+ * without graph replay) into ks_hierarchy_level.step_seconds. Turning it on
+ * clears the sums. */
+ks_error ks_solver_profile_cycles(ks_solver *s, int on);
 void ks_solver_destroy(ks_solver *s);
 
 /* ------------------------------------------------------------------ misc */

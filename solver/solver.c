@@ -218,6 +218,27 @@ void ks_solver_print_setup(const ks_solver *s, FILE *out)
     s->pc->ops->print(s->pc, out);
 }
 
+ks_error ks_solver_hierarchy(const ks_solver *s, ks_hierarchy_info *info)
+{
+    if (!s || !info)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_hierarchy: NULL solver or info");
+    memset(info, 0, sizeof *info);
+    if (!s->A || !s->pc || !s->pc->ops->hierarchy)
+        return KS_OK;
+    return s->pc->ops->hierarchy(s->pc, info);
+}
+
+ks_error ks_solver_profile_cycles(ks_solver *s, int on)
+{
+    if (!s)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_profile_cycles: NULL solver");
+    if (!s->A || !s->pc || !s->pc->ops->profile)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_profile_cycles: no AMG hierarchy (the "
+                                     "preconditioner is %s%s)",
+                         s->pc ? s->pc->ops->name : "none", s->A ? "" : ", or no setup yet");
+    return s->pc->ops->profile(s->pc, on);
+}
+
 static void print_stats(const ks_solver *s)
 {
     const ks_solve_stats *st = &s->stats;

@@ -25,6 +25,10 @@ typedef struct ks_precond_ops {
     ks_error (*resetup)(ks_precond *pc, ks_matrix *A);
     /* Optional: print what setup built (AMG grid table) for reports. */
     void (*print)(const ks_precond *pc, FILE *out);
+    /* Optional: the hierarchy summary (ks_solver_hierarchy) and the cycle
+     * profile switch (ks_solver_profile_cycles). */
+    ks_error (*hierarchy)(ks_precond *pc, ks_hierarchy_info *info);
+    ks_error (*profile)(ks_precond *pc, int on);
 } ks_precond_ops;
 
 struct ks_precond {

@@ -1095,6 +1095,82 @@ START_TEST(test_cuda_odd_sweeps)
 }
 END_TEST
 
+/* The public summary matches the hierarchy, and the cycle profile counts
+ * each step as often as the cycle runs it. */
+START_TEST(test_hierarchy_info_profile)
+{
+    prob p;
+    prob_gen(&p, "cpu", KS_GEN_POISSON3D_7, 20, 20, 20);
+    ks_solver_params prm;
+    params(&prm, "PCG");
+    ks_solver *s = NULL;
+    ks_hierarchy_info hi;
+    KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+    KS_CHECK(ks_solver_hierarchy(s, &hi));
+    ck_assert_int_eq(hi.nlevels, 0); /* no setup yet */
+    ck_assert_int_eq(ks_solver_profile_cycles(s, 1), KS_ERR_ARG);
+    KS_CHECK(ks_solver_setup(s, p.M));
+    const ks_amg *amg = ks_precond_amg(s->pc);
+    KS_CHECK(ks_solver_hierarchy(s, &hi));
+    ck_assert_int_eq(hi.nlevels, amg->nlevels);
+    ck_assert_int_ge(hi.nlevels, 3);
+    ck_assert_str_eq(hi.location, "host");
+    ck_assert(hi.operator_complexity == amg->operator_complexity);
+    double bytes = 0.0;
+    for (int l = 0; l < hi.nlevels; l++) {
+        ck_assert_int_eq(hi.levels[l].rows, amg->levels[l].A.nrows);
+        ck_assert_int_eq(hi.levels[l].nnz, amg->levels[l].A.nnz);
+        ck_assert(hi.levels[l].bytes > 0.0);
+        ck_assert_str_eq(hi.levels[l].format, "csr");
+        bytes += hi.levels[l].bytes;
+    }
+    ck_assert(fabs(bytes - hi.bytes) <= 1e-9 * bytes);
+    ck_assert_str_eq(hi.phase_names[0], "strength");
+    ck_assert(hi.setup_seconds > 0.0 && hi.profiled_cycles == 0);
+
+    KS_CHECK(ks_solver_profile_cycles(s, 1));
+    KS_CHECK(ks_vec_fill(p.x, 0.0));
+    KS_CHECK(ks_solver_solve(s, p.b, p.x));
+    int iters = ks_solver_stats(s)->iterations;
+    KS_CHECK(ks_solver_hierarchy(s, &hi));
+    /* PCG applies the preconditioner at the start and after every
+     * iteration that does not stop */
+    ck_assert_int_eq(hi.profiled_cycles, iters);
+    const int last = hi.nlevels - 1;
+    for (int l = 0; l < last; l++) {
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_SMOOTH], 2 * hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESIDUAL], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESTRICT], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_PROLONG], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_COARSE], 0);
+        ck_assert(hi.levels[l].step_seconds[KS_STEP_SMOOTH] > 0.0);
+    }
+    ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_COARSE], hi.profiled_cycles);
+    ck_assert_str_eq(hi.step_names[KS_STEP_RESTRICT], "restrict");
+    /* Off, then on again: the sums start over. */
+    KS_CHECK(ks_solver_profile_cycles(s, 0));
+    KS_CHECK(ks_solver_solve(s, p.b, p.x));
+    KS_CHECK(ks_solver_hierarchy(s, &hi));
+    ck_assert_int_eq(hi.profiled_cycles, 0);
+    KS_CHECK(ks_solver_profile_cycles(s, 1));
+    KS_CHECK(ks_solver_hierarchy(s, &hi));
+    ck_assert_int_eq(hi.levels[0].step_calls[KS_STEP_SMOOTH], 0);
+    ks_solver_destroy(s);
+
+    /* Not AMG: no hierarchy, no profile. */
+    prm.pc.solver[0] = '\0';
+    snprintf(prm.pc.solver, sizeof prm.pc.solver, "JACOBI");
+    KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+    KS_CHECK(ks_solver_setup(s, p.M));
+    KS_CHECK(ks_solver_hierarchy(s, &hi));
+    ck_assert_int_eq(hi.nlevels, 0);
+    ck_assert_int_eq(ks_solver_profile_cycles(s, 1), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "JACOBI"));
+    ks_solver_destroy(s);
+    prob_free(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("amg_solve");
@@ -1122,6 +1198,7 @@ int main(void)
     tcase_add_test(tc, test_matrix_set_values);
     tcase_add_test(tc, test_odd_sweeps);
     tcase_add_test(tc, test_float_hierarchy);
+    tcase_add_test(tc, test_hierarchy_info_profile);
 #ifdef _OPENMP
     /* Needs a second thread; with OMP_NUM_THREADS=1 (valgrind runs) the
      * team cannot grow without leaving libgomp's pool behind. */

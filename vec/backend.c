@@ -78,6 +78,8 @@ ks_error ks_backend_sync(ks_backend *be)
 
 const char *ks_backend_description(const ks_backend *be) { return be ? be->desc : "(null)"; }
 
+int ks_backend_host_memory(const ks_backend *be) { return be && be->ops->host_memory; }
+
 ks_error ks_be_alloc(ks_backend *be, size_t bytes, void **p, const char *what)
 {
     *p = NULL;

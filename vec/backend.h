@@ -19,6 +19,10 @@ typedef enum ks_backend_kind { KS_BACKEND_CPU = 1, KS_BACKEND_CUDA = 2 } ks_back
 typedef struct ks_backend_ops {
     const char *name;
     ks_backend_kind kind;
+    /* Capabilities, for code outside vec/ (which never compares kinds):
+     * host_memory = 1 when the backend's memory is ordinary host memory
+     * (pointers from alloc may be read on the host, and freed with free()). */
+    int host_memory;
     ks_error (*init)(ks_backend *be);
     void (*fini)(ks_backend *be);
 
@@ -88,6 +92,9 @@ void *ks_cuda_cusparse(ks_backend *be);
 /* Number of usable devices; 0 (and no error) when there is no driver. */
 int ks_cuda_device_count(void);
 #endif
+
+/* 1 when be's memory is host memory (see ks_backend_ops.host_memory). */
+int ks_backend_host_memory(const ks_backend *be);
 
 /* Backend memory helpers that record an error naming `what`. */
 ks_error ks_be_alloc(ks_backend *be, size_t bytes, void **p, const char *what);

@@ -414,6 +414,7 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .kind = KS_BACKEND_CPU,
     .init = cpu_init,
     .fini = cpu_fini,
+    .host_memory = 1,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_memcpy,

@@ -1,0 +1,80 @@
+/* The hierarchy summary of the public API (ks_solver_hierarchy): sizes,
+ * memory and format per level, complexities, setup phases, and the cycle
+ * profile that cycle.c records step by step while profiling is on. */
+#include "hierarchy.h"
+
+#include <string.h>
+
+static const char *const step_names[KS_NSTEPS] = {"smooth", "residual", "restrict", "prolong",
+                                                  "coarse"};
+
+ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->step_names = step_names;
+    if (!amg || amg->nlevels < 1)
+        return KS_OK;
+    if (!amg->info) {
+        amg->info = ks_calloc((size_t)amg->prm.max_levels, sizeof *amg->info, "AMG summary");
+        if (!amg->info)
+            return KS_ERR_MEMORY;
+    }
+    for (int l = 0; l < amg->nlevels; l++) {
+        const ks_amg_level *L = &amg->levels[l];
+        ks_hierarchy_level *h = &amg->info[l];
+        memset(h, 0, sizeof *h);
+        h->rows = L->A.nrows;
+        h->nnz = L->A.nnz;
+        h->bytes = ks_amg_level_bytes(amg, l);
+        h->format = ks_matrix_format(ks_amg_cycle_matrix(amg, l));
+        if (amg->prof_seconds)
+            for (int k = 0; k < KS_NSTEPS; k++) {
+                h->step_seconds[k] = amg->prof_seconds[l][k];
+                h->step_calls[k] = amg->prof_calls[l][k];
+            }
+        info->bytes += h->bytes;
+    }
+    info->nlevels = amg->nlevels;
+    info->levels = amg->info;
+    info->location = ks_backend_host_memory(amg->be) ? "host" : "device";
+    info->grid_complexity = amg->grid_complexity;
+    info->operator_complexity = amg->operator_complexity;
+    info->last_was_resetup = amg->last_was_resetup;
+    info->setup_seconds = amg->last_was_resetup ? amg->resetup_seconds : amg->setup_seconds;
+    for (int k = 0; k < KS_AMG_NPHASES && k < KS_MAX_PHASES; k++) {
+        info->phase_names[k] = ks_amg_phase_names[k];
+        info->phase_seconds[k] = amg->phase_seconds[k];
+        info->nphases = k + 1;
+    }
+    info->profiled_cycles = amg->profiled_cycles;
+    return KS_OK;
+}
+
+ks_error ks_amg_profile(ks_amg *amg, int on)
+{
+    if (!amg)
+        return ks_seterr(KS_ERR_ARG, "AMG profile: no hierarchy");
+    amg->profile = 0;
+    amg->profiled_cycles = 0;
+    if (!on)
+        return KS_OK;
+    size_t nl = (size_t)amg->prm.max_levels;
+    if (!amg->prof_seconds) {
+        amg->prof_seconds = ks_calloc(nl, sizeof *amg->prof_seconds, "AMG cycle profile");
+        amg->prof_calls = ks_calloc(nl, sizeof *amg->prof_calls, "AMG cycle profile");
+        if (!amg->prof_seconds || !amg->prof_calls)
+            return KS_ERR_MEMORY;
+    }
+    memset(amg->prof_seconds, 0, nl * sizeof *amg->prof_seconds);
+    memset(amg->prof_calls, 0, nl * sizeof *amg->prof_calls);
+    /* The graph replays the cycle as one launch: nothing to time per step. */
+    ks_amg_graph_reset(amg);
+    amg->profile = 1;
+    return KS_OK;
+}
+
+void ks_amg_profile_add(ks_amg *amg, int l, ks_cycle_step step, double seconds)
+{
+    amg->prof_seconds[l][step] += seconds;
+    amg->prof_calls[l][step]++;
+}

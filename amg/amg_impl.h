@@ -86,17 +86,6 @@ ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho);
 /* Smoothed prolongator P = (I - omega D^-1 A) P0 with omega = 4/(3 rho). */
 ks_error ks_amg_smooth_prolongator(const ks_csr *A, const ks_csr *P0, double rho, ks_csr *P);
 
-/* ------------------------------------------------------ sparse products */
-ks_error ks_csr_transpose(const ks_csr *A, ks_csr *AT);
-/* C = A * B, two passes (symbolic row counts, then numeric), row-parallel,
- * sorted columns. */
-ks_error ks_csr_spgemm(const ks_csr *A, const ks_csr *B, ks_csr *C);
-/* Numeric pass only into C's existing pattern (re-setup); entries of A*B
- * outside C's pattern are an error (KS_ERR_ARG). */
-ks_error ks_csr_spgemm_numeric(const ks_csr *A, const ks_csr *B, ks_csr *C);
-/* Ac = R * A * P (Galerkin). */
-ks_error ks_amg_rap(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *Ac);
-
 /* ------------------------------------------------------- coarsest level */
 /* Dense LU with partial pivoting of a small CSR matrix (n <= a few
  * thousand). Singular -> KS_ERR_NUMERIC naming the pivot. */

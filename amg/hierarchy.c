@@ -13,6 +13,7 @@
  * or more than 90% of the rows kept: another level would cost more than it
  * gives). The coarsest level gets a dense LU and its explicit inverse. */
 #include "hierarchy.h"
+#include "../sparse/cpu/csr_kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -127,7 +128,7 @@ static ks_error build_aggressive(ks_amg *amg, int l, ks_int n1, ks_int *nc)
     if (e == KS_OK)
         e = ks_csr_transpose(&L->P1, &R1);
     if (e == KS_OK)
-        e = ks_amg_rap(&R1, &L->A, &L->P1, &A1);
+        e = ks_csr_rap(&R1, &L->A, &L->P1, &A1);
     amg->phase_seconds[KS_AMG_PHASE_RAP] += ks_wtime() - t0;
     ks_csr_free(&R1);
     if (e == KS_OK)
@@ -209,7 +210,7 @@ static ks_error build_transfer(ks_amg *amg, int l, int *stalled)
             KS_TRY(ks_amg_classical_interp(amg, l, &L->A, &L->S, L->cf, 1, &L->P));
     }
     PHASE(amg, KS_AMG_PHASE_RAP, ks_csr_transpose(&L->P, &L->R));
-    PHASE(amg, KS_AMG_PHASE_RAP, ks_amg_rap(&L->R, &L->A, &L->P, &C->A));
+    PHASE(amg, KS_AMG_PHASE_RAP, ks_csr_rap(&L->R, &L->A, &L->P, &C->A));
     return KS_OK;
 }
 

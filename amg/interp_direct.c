@@ -15,6 +15,7 @@
  * matters for rows with a_ii < 0). With zero row sums this gives
  * sum_j w_ij = 1, i.e. constants are interpolated exactly. */
 #include "interp_common.h"
+#include "../core/row_sort.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -60,49 +61,10 @@ int ks_interp_scratch_grow(ks_interp_ws *ws, size_t m)
     return ws->tcap ? KS_INTERP_ROW_OK : KS_INTERP_ROW_NOMEM;
 }
 
-/* Rows are short (tens of entries): insertion sort, and above 32 entries an
- * inlined quicksort (median of three, smaller side first) rather than
- * qsort, whose callback per comparison dominates on long distance-two rows.
- * Columns within a row are distinct. */
-static void sort_row(ks_interp_entry *e, size_t m)
-{
-    while (m > 32) {
-        ks_int a = e[0].col, b = e[m / 2].col, d = e[m - 1].col;
-        ks_int piv = a < b ? (b < d ? b : (a < d ? d : a)) : (a < d ? a : (b < d ? d : b));
-        size_t i = 0, j = m - 1;
-        for (;;) { /* Hoare partition: e[0..j] <= piv <= e[j+1..m) */
-            while (e[i].col < piv)
-                i++;
-            while (e[j].col > piv)
-                j--;
-            if (i >= j)
-                break;
-            ks_interp_entry t = e[i];
-            e[i] = e[j];
-            e[j] = t;
-            i++;
-            j--;
-        }
-        size_t left = j + 1, right = m - left;
-        if (left < right) {
-            sort_row(e, left);
-            e += left;
-            m = right;
-        } else {
-            sort_row(e + left, right);
-            m = left;
-        }
-    }
-    for (size_t a = 1; a < m; a++) {
-        ks_interp_entry t = e[a];
-        size_t b = a;
-        while (b > 0 && e[b - 1].col > t.col) {
-            e[b] = e[b - 1];
-            b--;
-        }
-        e[b] = t;
-    }
-}
+/* Rows of distinct columns, sorted by core/row_sort.h's one sort (long
+ * distance-two rows make qsort's callback per comparison dominate). */
+#define ENTRY_COL(x) ((x).col)
+KS_ROW_SORT_DEFINE(sort_row, ks_interp_entry, ENTRY_COL)
 
 /* Compact rows of extended+i (see ks_interp_ctx). */
 typedef struct parts {

@@ -16,6 +16,7 @@
  * the whole hierarchy is rebuilt (resetup_fell_back = 1); so is a matrix
  * whose own pattern changed. */
 #include "hierarchy.h"
+#include "../sparse/cpu/csr_kernels.h"
 
 #include <string.h>
 #include <strings.h>
@@ -111,7 +112,7 @@ static ks_error reinterp_aggressive(ks_amg *amg, int l, int *changed)
     double t0 = ks_wtime();
     e = ks_csr_transpose(&L->P1, &R1);
     if (e == KS_OK)
-        e = ks_amg_rap(&R1, &L->A, &L->P1, &A1);
+        e = ks_csr_rap(&R1, &L->A, &L->P1, &A1);
     amg->phase_seconds[KS_AMG_PHASE_RAP] += ks_wtime() - t0;
     if (e == KS_OK)
         e = reinterp(amg, l, &A1, &L->S2, L->cf2, &L->P2, changed);
@@ -172,63 +173,6 @@ static ks_error new_interpolation(ks_amg *amg, int l, int *changed)
     return e;
 }
 
-/* Ac = R A P numerically into Ac's saved pattern, one coarse row at a time
- * (rows in parallel, each summed in a fixed order: thread-count
- * independent). No symbolic pass and no A P intermediate: the pattern is
- * known, and A P would take more memory than A. *changed = 1 when the
- * product has an entry outside the pattern. */
-static ks_error rap_numeric(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *Ac,
-                            int *changed)
-{
-    if (R->nrows != Ac->nrows || P->ncols != Ac->ncols || R->ncols != A->nrows ||
-        A->ncols != P->nrows) {
-        *changed = 1;
-        return KS_OK;
-    }
-    const ks_int nc = Ac->ncols;
-    int bad = 0, nomem = 0;
-#pragma omp parallel reduction(| : bad, nomem)
-    {
-        ks_int *pos = malloc(sizeof(ks_int) * ((size_t)nc + 1));
-        if (!pos)
-            nomem = 1;
-        else
-            for (ks_int m = 0; m < nc; m++)
-                pos[m] = -1;
-#pragma omp for schedule(dynamic, 64)
-        for (ks_int i = 0; i < Ac->nrows; i++) {
-            if (!pos)
-                continue;
-            for (ks_int k = Ac->rowptr[i]; k < Ac->rowptr[i + 1]; k++) {
-                pos[Ac->colind[k]] = k;
-                Ac->val[k] = 0.0;
-            }
-            for (ks_int rk = R->rowptr[i]; rk < R->rowptr[i + 1]; rk++) {
-                const ks_int k = R->colind[rk];
-                for (ks_int ak = A->rowptr[k]; ak < A->rowptr[k + 1]; ak++) {
-                    const ks_int j = A->colind[ak];
-                    const double ra = R->val[rk] * A->val[ak];
-                    for (ks_int pk = P->rowptr[j]; pk < P->rowptr[j + 1]; pk++) {
-                        const ks_int q = pos[P->colind[pk]];
-                        if (q < 0)
-                            bad = 1;
-                        else
-                            Ac->val[q] += ra * P->val[pk];
-                    }
-                }
-            }
-            for (ks_int k = Ac->rowptr[i]; k < Ac->rowptr[i + 1]; k++)
-                pos[Ac->colind[k]] = -1;
-        }
-        free(pos);
-    }
-    if (nomem)
-        return ks_seterr(KS_ERR_MEMORY, "AMG re-setup: out of host memory for %ld coarse columns",
-                         (long)nc);
-    *changed = bad;
-    return KS_OK;
-}
-
 /* Level l's transfer values and level l+1's operator, into the saved
  * patterns; *changed = 1 when they do not fit. */
 static ks_error level_values(ks_amg *amg, int l, int *changed)
@@ -247,7 +191,7 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
     memcpy(L->R.val, RT.val, sizeof(double) * (size_t)RT.nnz);
     {
         double t0 = ks_wtime();
-        e = rap_numeric(&L->R, &L->A, &L->P, &C->A, changed);
+        e = ks_csr_rap_numeric(&L->R, &L->A, &L->P, &C->A, changed);
         amg->phase_seconds[KS_AMG_PHASE_RAP] += ks_wtime() - t0;
         if (e != KS_OK) {
             e = ks_adderr(e, "AMG re-setup, level %d: RAP", l);

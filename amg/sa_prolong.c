@@ -8,6 +8,7 @@
  * that cancels to zero, so the pattern depends only on the patterns of A and
  * P0 (a re-setup with new values gives the same structure). */
 #include "amg_impl.h"
+#include "../core/row_sort.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -75,26 +76,9 @@ ks_error ks_amg_tentative_prolongator(ks_int n, const ks_int *agg, ks_int na, ks
     return KS_OK;
 }
 
-/* Sort a short run of column indices (rows of P are short). */
-static int cmp_int(const void *a, const void *b)
-{
-    ks_int x = *(const ks_int *)a, y = *(const ks_int *)b;
-    return (x > y) - (x < y);
-}
-
-static void sort_cols(ks_int *c, ks_int len)
-{
-    if (len > 32) {
-        qsort(c, (size_t)len, sizeof *c, cmp_int);
-        return;
-    }
-    for (ks_int i = 1; i < len; i++) {
-        ks_int v = c[i], j = i;
-        for (; j > 0 && c[j - 1] > v; j--)
-            c[j] = c[j - 1];
-        c[j] = v;
-    }
-}
+/* One sort for rows of distinct columns (core/row_sort.h). */
+KS_ROW_SORT_DEFINE(sort_cols_, ks_int, KS_ROW_SORT_SELF)
+#define sort_cols(c, n) sort_cols_((c), (size_t)(n))
 
 static ks_int find_diag(const ks_csr *A, ks_int i)
 {

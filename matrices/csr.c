@@ -1,6 +1,7 @@
 /* Host CSR utilities: allocation, copy, validation, the COO -> CSR builder
  * (shared with the Matrix Market reader) and the float64 reference SpMV. */
 #include "mmio_internal.h"
+#include "csr_check.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -61,79 +62,83 @@ ks_error ks_csr_copy(const ks_csr *src, ks_csr *dst)
     return KS_OK;
 }
 
-/* 1 when row i's columns are in range, sorted, unique and its values finite. */
-static int row_entries_ok(const ks_csr *A, ks_int i)
+/* 1 when row i's columns are in range and, when full, sorted and unique
+ * with finite values. */
+static int row_entries_ok(const ks_csr *A, ks_int i, int full)
 {
     const ks_int *rp = A->rowptr;
     for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
         ks_int c = A->colind[k];
-        if (c < 0 || c >= A->ncols || (k > rp[i] && c <= A->colind[k - 1]) ||
-            !isfinite(A->val[k]))
+        if (c < 0 || c >= A->ncols)
+            return 0;
+        if (full && ((k > rp[i] && c <= A->colind[k - 1]) || !isfinite(A->val[k])))
             return 0;
     }
     return 1;
 }
 
 /* The error for a row that row_entries_ok rejected. */
-static ks_error describe_bad_row(const ks_csr *A, ks_int i)
+static ks_error describe_bad_row(const ks_csr *A, ks_int i, const char *who)
 {
     const ks_int *rp = A->rowptr;
     for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
         ks_int c = A->colind[k];
         if (c < 0 || c >= A->ncols)
-            return ks_seterr(KS_ERR_ARG, "invalid CSR: row %" PRId32 ": column index %" PRId32
-                             " out of range [0, %" PRId32 ")", i, c, A->ncols);
+            return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 ": column index %" PRId32
+                             " out of range [0, %" PRId32 ")", who, i, c, A->ncols);
         if (k > rp[i] && c <= A->colind[k - 1])
-            return ks_seterr(KS_ERR_ARG, "invalid CSR: row %" PRId32 ": column %" PRId32
+            return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 ": column %" PRId32
                              " after column %" PRId32 " (columns must be sorted and unique)",
-                             i, c, A->colind[k - 1]);
+                             who, i, c, A->colind[k - 1]);
         if (!isfinite(A->val[k]))
-            return ks_seterr(KS_ERR_NUMERIC, "invalid CSR: row %" PRId32 ", column %" PRId32
-                             ": value %g is not finite", i, c, A->val[k]);
+            return ks_seterr(KS_ERR_NUMERIC, "%s: row %" PRId32 ", column %" PRId32
+                             ": value %g is not finite", who, i, c, A->val[k]);
     }
     return KS_OK;
 }
 
-ks_error ks_csr_validate(const ks_csr *A)
+ks_error ks_csr_check(const ks_csr *A, const char *who, int full)
 {
     if (!A)
-        return ks_seterr(KS_ERR_ARG, "invalid CSR: NULL matrix");
+        return ks_seterr(KS_ERR_ARG, "%s: NULL matrix", who);
     if (A->nrows < 0 || A->ncols < 0 || A->nnz < 0)
-        return ks_seterr(KS_ERR_ARG, "invalid CSR: negative size (%" PRId32 " x %" PRId32
-                         ", nnz %" PRId32 ")", A->nrows, A->ncols, A->nnz);
+        return ks_seterr(KS_ERR_ARG, "%s: negative size (%" PRId32 " x %" PRId32
+                         ", nnz %" PRId32 ")", who, A->nrows, A->ncols, A->nnz);
     if (!A->rowptr)
-        return ks_seterr(KS_ERR_ARG, "invalid CSR: rowptr is NULL");
-    if (A->nnz > 0 && (!A->colind || !A->val))
-        return ks_seterr(KS_ERR_ARG, "invalid CSR: colind or val is NULL with nnz = %" PRId32,
+        return ks_seterr(KS_ERR_ARG, "%s: rowptr is NULL", who);
+    if (A->nnz > 0 && (!A->colind || (full && !A->val)))
+        return ks_seterr(KS_ERR_ARG, "%s: colind or val is NULL with nnz = %" PRId32, who,
                          A->nnz);
     const ks_int *rp = A->rowptr;
     if (rp[0] != 0)
-        return ks_seterr(KS_ERR_ARG, "invalid CSR: row 0: rowptr[0] = %" PRId32 " (expected 0)",
+        return ks_seterr(KS_ERR_ARG, "%s: row 0: rowptr[0] = %" PRId32 " (expected 0)", who,
                          rp[0]);
     /* Whole rowptr first, so entry checks below never index out of bounds. */
     for (ks_int i = 0; i < A->nrows; i++) {
         if (rp[i + 1] < rp[i])
-            return ks_seterr(KS_ERR_ARG, "invalid CSR: row %" PRId32 ": rowptr decreases from %"
-                             PRId32 " to %" PRId32, i, rp[i], rp[i + 1]);
+            return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 ": rowptr decreases from %" PRId32
+                             " to %" PRId32, who, i, rp[i], rp[i + 1]);
         if (rp[i + 1] > A->nnz)
-            return ks_seterr(KS_ERR_ARG, "invalid CSR: row %" PRId32 ": rowptr[%" PRId32
-                             "] = %" PRId32 " exceeds nnz = %" PRId32, i, i + 1, rp[i + 1], A->nnz);
+            return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 ": rowptr[%" PRId32 "] = %" PRId32
+                             " exceeds nnz = %" PRId32, who, i, i + 1, rp[i + 1], A->nnz);
     }
     if (rp[A->nrows] != A->nnz)
-        return ks_seterr(KS_ERR_ARG, "invalid CSR: rowptr[nrows] = %" PRId32
-                         " but nnz = %" PRId32, rp[A->nrows], A->nnz);
+        return ks_seterr(KS_ERR_ARG, "%s: rowptr[nrows] = %" PRId32 " but nnz = %" PRId32, who,
+                         rp[A->nrows], A->nnz);
     /* Entries: find the first bad row in parallel (matrices reach 10^8
      * entries), then describe it serially, so the message names the same row
      * whatever the thread count. */
     ks_int bad = A->nrows;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (A->nnz > 200000)
+#pragma omp parallel for schedule(static) reduction(min : bad) if (A->nnz > 32768)
     for (ks_int i = 0; i < A->nrows; i++)
-        if (i < bad && !row_entries_ok(A, i))
+        if (i < bad && !row_entries_ok(A, i, full))
             bad = i;
     if (bad < A->nrows)
-        return describe_bad_row(A, bad);
+        return describe_bad_row(A, bad, who);
     return KS_OK;
 }
+
+ks_error ks_csr_validate(const ks_csr *A) { return ks_csr_check(A, "invalid CSR", 1); }
 
 /* Stable merge sort of (column, value) pairs by column; stability keeps the
  * input order of duplicates so their sum is reproducible. tc/tv hold n/2. */

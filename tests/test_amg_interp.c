@@ -6,6 +6,7 @@
  * (plain and compact rows) giving the same P bit for bit. */
 #include "ks_test.h"
 #include "amg/amg_impl.h"
+#include "sparse/cpu/csr_kernels.h"
 #include "amg/interp_common.h"
 
 #include <math.h>
@@ -1144,7 +1145,7 @@ START_TEST(extended_builders_agree)
     KS_CHECK(ks_amg_interp_extended_i(&A, &S, cf, &P));
     KS_CHECK(ks_amg_interp_truncate(&P, 4, 0.0));
     KS_CHECK(ks_csr_transpose(&P, &R));
-    KS_CHECK(ks_amg_rap(&R, &A, &P, &A1));
+    KS_CHECK(ks_csr_rap(&R, &A, &P, &A1));
     KS_CHECK(ks_amg_strength_classical(&A1, 0.25, 0.9, &S1));
     int *cf1 = malloc(sizeof(int) * (size_t)A1.nrows);
     KS_CHECK(ks_amg_hmis(&S1, 2, cf1, &nc));

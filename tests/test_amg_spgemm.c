@@ -4,6 +4,7 @@
  * matrices; determinism is checked bit for bit across thread counts. */
 #include "ks_test.h"
 #include "amg/amg_impl.h"
+#include "sparse/cpu/csr_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -405,11 +406,11 @@ START_TEST(size_errors)
     random_csr(&P, 3, 2, 1, 0, 706);
     ks_csr Ac;
     memset(&Ac, 0, sizeof Ac);
-    ck_assert_int_eq(ks_amg_rap(&R, &A, &P, &Ac), KS_ERR_SIZE);
+    ck_assert_int_eq(ks_csr_rap(&R, &A, &P, &Ac), KS_ERR_SIZE);
     ck_assert_ptr_null(Ac.rowptr);
-    ck_assert_int_eq(ks_amg_rap(&A, &A, &P, &Ac), KS_ERR_SIZE);
-    ck_assert_int_eq(ks_amg_rap(&R, &A, &B, NULL), KS_ERR_ARG);
-    KS_CHECK(ks_amg_rap(&R, &A, &B, &Ac));
+    ck_assert_int_eq(ks_csr_rap(&A, &A, &P, &Ac), KS_ERR_SIZE);
+    ck_assert_int_eq(ks_csr_rap(&R, &A, &B, NULL), KS_ERR_ARG);
+    KS_CHECK(ks_csr_rap(&R, &A, &B, &Ac));
     ck_assert_int_eq(Ac.nrows, 2);
     ck_assert_int_eq(Ac.ncols, 2);
     ks_csr_free(&Ac);
@@ -466,7 +467,7 @@ START_TEST(rap_vs_dense)
         KS_CHECK(ks_csr_transpose(&P, &R));
     else
         random_csr(&R, nc, n, s[4], 0, 1000 + (unsigned)_i);
-    KS_CHECK(ks_amg_rap(&R, &A, &P, &Ac));
+    KS_CHECK(ks_csr_rap(&R, &A, &P, &Ac));
     double *a = dense(&A), *p = dense(&P), *r = dense(&R);
     char *pa = pattern(&A), *pp = pattern(&P), *pr = pattern(&R);
     double *ap = malloc(sizeof *ap * ((size_t)n * nc + 1)),
@@ -509,7 +510,7 @@ START_TEST(determinism_threads)
         ks_csr *o = t == 0 ? ref : got;
         KS_CHECK(ks_csr_transpose(&P, &o[0]));
         KS_CHECK(ks_csr_spgemm(&A, &A, &o[1]));
-        KS_CHECK(ks_amg_rap(&o[0], &A, &P, &o[2]));
+        KS_CHECK(ks_csr_rap(&o[0], &A, &P, &o[2]));
         KS_CHECK(ks_csr_copy(&o[1], &o[3])); /* refill A*A's pattern */
         for (ks_int k = 0; k < o[3].nnz; k++)
             o[3].val[k] = NAN;

@@ -15,7 +15,9 @@
  * order of A's row i then B's row k, whichever thread, accumulator kind or
  * thread count; ks_csr_spgemm_numeric adds in the same order, so re-setup
  * reproduces a fresh product bit for bit. */
-#include "amg_impl.h"
+#include "csr_kernels.h"
+#include "../../matrices/csr_check.h"
+#include "../../core/row_sort.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -27,7 +29,6 @@
 
 #define KS_SPGEMM_CHUNK 64     /* rows per dynamic chunk */
 #define KS_SPGEMM_PAR_ROWS 256 /* fewer rows: one thread */
-#define KS_INSERTION_MAX 32    /* rows shorter than this: insertion sort */
 
 static int max_threads(void)
 {
@@ -38,38 +39,15 @@ static int max_threads(void)
 #endif
 }
 
-/* Structure check of an input (shape, rowptr, column ranges); a bad index
- * would otherwise read or write out of bounds. */
+/* Structure check of an input (matrices/csr_check.h); a bad index would
+ * otherwise read or write out of bounds. */
 static ks_error check_csr(const ks_csr *M, const char *fn, const char *name)
 {
-    if (!M)
-        return ks_seterr(KS_ERR_ARG, "%s: %s is NULL", fn, name);
-    if (M->nrows < 0 || M->ncols < 0 || M->nnz < 0 || !M->rowptr ||
-        (M->nnz > 0 && (!M->colind || !M->val)))
-        return ks_seterr(KS_ERR_ARG, "%s: %s is not allocated or has a negative size", fn, name);
-    if (M->rowptr[0] != 0 || M->rowptr[M->nrows] != M->nnz)
-        return ks_seterr(KS_ERR_ARG, "%s: %s: rowptr[0] = %" PRId32 ", rowptr[nrows] = %" PRId32
-                         " (expected 0 and nnz = %" PRId32 ")",
-                         fn, name, M->rowptr[0], M->rowptr[M->nrows], M->nnz);
-    const ks_int n = M->nrows, m = M->ncols;
-    const ks_int *rp = M->rowptr, *ci = M->colind;
-    ks_int bad = n;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (M->nnz > 32768)
-    for (ks_int i = 0; i < n; i++) {
-        if (rp[i + 1] < rp[i]) {
-            bad = i < bad ? i : bad;
-            continue;
-        }
-        for (ks_int k = rp[i]; k < rp[i + 1]; k++)
-            if (ci[k] < 0 || ci[k] >= m) {
-                bad = i < bad ? i : bad;
-                break;
-            }
-    }
-    if (bad < n)
-        return ks_seterr(KS_ERR_ARG, "%s: %s: row %" PRId32 ": decreasing rowptr or column "
-                         "index outside [0, %" PRId32 ")", fn, name, bad, m);
-    return KS_OK;
+    char who[64];
+    snprintf(who, sizeof who, "%s: %s", fn, name);
+    if (M && M->nnz > 0 && !M->val)
+        return ks_seterr(KS_ERR_ARG, "%s: no values", who);
+    return ks_csr_check(M, who, 0);
 }
 
 static ks_error check_pair(const ks_csr *A, const ks_csr *B, const char *fn)
@@ -94,52 +72,10 @@ static int use_dense(const ks_csr *A, const ks_csr *B)
     return need <= budget;
 }
 
-/* Ascending sort of a row's columns (distinct values). Coarse rows of RAP
- * run to hundreds of entries, where qsort's per-comparison callback costs
- * more than the product itself: an inlined quicksort (median of three,
- * smaller side first so the stack stays O(log n)) with insertion sort below
- * KS_INSERTION_MAX. */
-static void insertion_sort(ks_int *c, ks_int n)
-{
-    for (ks_int i = 1; i < n; i++) {
-        ks_int v = c[i], j = i;
-        for (; j > 0 && c[j - 1] > v; j--)
-            c[j] = c[j - 1];
-        c[j] = v;
-    }
-}
-
-static void sort_cols(ks_int *c, ks_int n)
-{
-    while (n >= KS_INSERTION_MAX) {
-        ks_int a = c[0], b = c[n / 2], d = c[n - 1];
-        ks_int piv = a < b ? (b < d ? b : (a < d ? d : a)) : (a < d ? a : (b < d ? d : b));
-        ks_int i = 0, j = n - 1;
-        for (;;) { /* Hoare partition: c[0..j] <= piv <= c[j+1..n) */
-            while (c[i] < piv)
-                i++;
-            while (c[j] > piv)
-                j--;
-            if (i >= j)
-                break;
-            ks_int t = c[i];
-            c[i] = c[j];
-            c[j] = t;
-            i++;
-            j--;
-        }
-        ks_int left = j + 1, right = n - left;
-        if (left < right) {
-            sort_cols(c, left);
-            c += left;
-            n = right;
-        } else {
-            sort_cols(c + left, right);
-            n = left;
-        }
-    }
-    insertion_sort(c, n);
-}
+/* Ascending sort of a row's columns (distinct values; coarse rows of RAP
+ * run to hundreds of entries): core/row_sort.h. */
+KS_ROW_SORT_DEFINE(sort_cols_, ks_int, KS_ROW_SORT_SELF)
+#define sort_cols(c, n) sort_cols_((c), (size_t)(n))
 
 /* ---------------------------------------------------------------- hash */
 /* Open addressing with linear probing; key -1 = empty. A row's table has a

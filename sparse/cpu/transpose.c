@@ -6,7 +6,8 @@
  * block scatters its rows in order, every row of A^T lists A's rows in
  * ascending order: the result is sorted and identical for any nb or thread
  * count (a stable counting sort). */
-#include "amg_impl.h"
+#include "csr_kernels.h"
+#include "../../matrices/csr_check.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -19,44 +20,10 @@
  * histogram pass and fork/join. */
 #define KS_TRANSPOSE_PAR_NNZ 32768
 
-/* Shape, rowptr monotonicity and column ranges (the message names the first
- * bad row): a bad index would otherwise write out of bounds. */
-static ks_error check_input(const ks_csr *A)
-{
-    if (!A)
-        return ks_seterr(KS_ERR_ARG, "ks_csr_transpose: NULL matrix");
-    if (A->nrows < 0 || A->ncols < 0 || A->nnz < 0 || !A->rowptr ||
-        (A->nnz > 0 && (!A->colind || !A->val)))
-        return ks_seterr(KS_ERR_ARG, "ks_csr_transpose: matrix is not allocated or has a "
-                         "negative size");
-    if (A->rowptr[0] != 0 || A->rowptr[A->nrows] != A->nnz)
-        return ks_seterr(KS_ERR_ARG, "ks_csr_transpose: rowptr[0] = %" PRId32 ", rowptr[nrows] = %"
-                         PRId32 " (expected 0 and nnz = %" PRId32 ")",
-                         A->rowptr[0], A->rowptr[A->nrows], A->nnz);
-    const ks_int n = A->nrows, m = A->ncols;
-    const ks_int *rp = A->rowptr, *ci = A->colind;
-    ks_int bad = n;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (A->nnz > KS_TRANSPOSE_PAR_NNZ)
-    for (ks_int i = 0; i < n; i++) {
-        if (rp[i + 1] < rp[i]) {
-            bad = i < bad ? i : bad;
-            continue;
-        }
-        for (ks_int k = rp[i]; k < rp[i + 1]; k++)
-            if (ci[k] < 0 || ci[k] >= m) {
-                bad = i < bad ? i : bad;
-                break;
-            }
-    }
-    if (bad < n)
-        return ks_seterr(KS_ERR_ARG, "ks_csr_transpose: row %" PRId32 ": decreasing rowptr or "
-                         "column index outside [0, %" PRId32 ")", bad, m);
-    return KS_OK;
-}
-
 ks_error ks_csr_transpose(const ks_csr *A, ks_csr *AT)
 {
-    KS_TRY(check_input(A));
+    /* a bad index would write out of bounds (val may be NULL: a pattern) */
+    KS_TRY(ks_csr_check(A, "ks_csr_transpose", 0));
     if (!AT || AT == A)
         return ks_seterr(KS_ERR_ARG, "ks_csr_transpose: %s",
                          AT ? "output is the input matrix" : "NULL output");
@@ -84,6 +51,10 @@ ks_error ks_csr_transpose(const ks_csr *A, ks_csr *AT)
         return KS_ERR_MEMORY;
     }
     ks_int *trp = T.rowptr;
+    if (!va) { /* a pattern: no values to carry */
+        free(T.val);
+        T.val = NULL;
+    }
 
     /* Pass 1: per-block column counts. */
 #pragma omp parallel for schedule(static) if (nb > 1)
@@ -119,7 +90,8 @@ ks_error ks_csr_transpose(const ks_csr *A, ks_csr *AT)
                 ks_int c = ci[k];
                 ks_int pos = trp[c] + h[c]++;
                 T.colind[pos] = i;
-                T.val[pos] = va[k];
+                if (va)
+                    T.val[pos] = va[k];
             }
     }
     free(hist);

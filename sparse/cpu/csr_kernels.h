@@ -1,0 +1,32 @@
+/* The cpu implementations of the sparse operations (sparse/sparse.h), on
+ * host CSR: OpenMP row-parallel, results independent of the thread count.
+ * sparse_cpu.c fills the cpu table with them; tests call them directly.
+ * Not installed. */
+#ifndef KS_CSR_KERNELS_H
+#define KS_CSR_KERNELS_H
+
+#include "../../core/ks_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* AT = A^T (a pattern when A->val is NULL). */
+ks_error ks_csr_transpose(const ks_csr *A, ks_csr *AT);
+/* C = A * B, two passes (symbolic row counts, then numeric), row-parallel,
+ * sorted columns. */
+ks_error ks_csr_spgemm(const ks_csr *A, const ks_csr *B, ks_csr *C);
+/* Numeric pass only into C's existing pattern (re-setup); entries of A*B
+ * outside C's pattern are an error (KS_ERR_ARG). */
+ks_error ks_csr_spgemm_numeric(const ks_csr *A, const ks_csr *B, ks_csr *C);
+/* Ac = R * A * P (Galerkin), the cheaper association first. */
+ks_error ks_csr_rap(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *Ac);
+/* Ac = R A P numerically into Ac's pattern, one coarse row at a time;
+ * *outside = 1 when the product has an entry outside the pattern. */
+ks_error ks_csr_rap_numeric(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *Ac,
+                            int *outside);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

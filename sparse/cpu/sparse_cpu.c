@@ -1,0 +1,162 @@
+/* The cpu table of sparse/sparse.h: each operation views its operands as
+ * host CSRs (the cpu backend's memory is host memory) and calls the host
+ * kernel of csr_kernels.h; results are adopted without a copy. */
+#include "csr_kernels.h"
+#include "../sparse.h"
+#include "../../core/row_sort.h"
+#include "../../matrices/csr_check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* out (on be) takes the arrays of the host result H. */
+static ks_error adopt(ks_backend *be, ks_error e, ks_csr *H, ks_sparse *out)
+{
+    if (e != KS_OK)
+        return e;
+    return ks_sparse_adopt_csr(be, H, out);
+}
+
+static ks_error cpu_transpose(const ks_sparse *A, ks_sparse *AT)
+{
+    ks_csr a = ks_sparse_as_csr(A), t;
+    return adopt(A->be, ks_csr_transpose(&a, &t), &t, AT);
+}
+
+static ks_error cpu_spgemm(const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
+{
+    ks_csr a = ks_sparse_as_csr(A), b = ks_sparse_as_csr(B), c;
+    return adopt(A->be, ks_csr_spgemm(&a, &b, &c), &c, C);
+}
+
+static ks_error cpu_spgemm_numeric(const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
+{
+    ks_csr a = ks_sparse_as_csr(A), b = ks_sparse_as_csr(B), c = ks_sparse_as_csr(C);
+    return ks_csr_spgemm_numeric(&a, &b, &c);
+}
+
+static ks_error cpu_rap(const ks_sparse *R, const ks_sparse *A, const ks_sparse *P,
+                        ks_sparse *Ac)
+{
+    ks_csr r = ks_sparse_as_csr(R), a = ks_sparse_as_csr(A), p = ks_sparse_as_csr(P), c;
+    return adopt(A->be, ks_csr_rap(&r, &a, &p, &c), &c, Ac);
+}
+
+static ks_error cpu_rap_numeric(const ks_sparse *R, const ks_sparse *A, const ks_sparse *P,
+                                ks_sparse *Ac, int *outside)
+{
+    ks_csr r = ks_sparse_as_csr(R), a = ks_sparse_as_csr(A), p = ks_sparse_as_csr(P);
+    ks_csr c = ks_sparse_as_csr(Ac);
+    return ks_csr_rap_numeric(&r, &a, &p, &c, outside);
+}
+
+static ks_error cpu_validate(const ks_sparse *A)
+{
+    ks_csr a = ks_sparse_as_csr(A);
+    return ks_csr_check(&a, "invalid CSR", A->val != NULL);
+}
+
+typedef struct col_val {
+    ks_int col;
+    double val;
+} col_val;
+#define COL_VAL_KEY(x) ((x).col)
+KS_ROW_SORT_DEFINE(sort_col_val, col_val, COL_VAL_KEY)
+KS_ROW_SORT_DEFINE(sort_col, ks_int, KS_ROW_SORT_SELF)
+
+static ks_error cpu_sort_rows(ks_sparse *A)
+{
+    ks_int maxlen = 0;
+    for (ks_int i = 0; i < A->nrows; i++)
+        if (A->rowptr[i + 1] - A->rowptr[i] > maxlen)
+            maxlen = A->rowptr[i + 1] - A->rowptr[i];
+    int nomem = 0;
+#pragma omp parallel reduction(| : nomem)
+    {
+        col_val *t = A->val ? malloc(((size_t)maxlen + 1) * sizeof *t) : NULL;
+        nomem = A->val && !t;
+#pragma omp for schedule(dynamic, 256)
+        for (ks_int i = 0; i < A->nrows; i++) {
+            const ks_int k0 = A->rowptr[i], len = A->rowptr[i + 1] - k0;
+            if (!A->val) {
+                sort_col(A->colind + k0, (size_t)len);
+                continue;
+            }
+            if (!t)
+                continue;
+            for (ks_int k = 0; k < len; k++)
+                t[k] = (col_val){A->colind[k0 + k], A->val[k0 + k]};
+            sort_col_val(t, (size_t)len);
+            for (ks_int k = 0; k < len; k++) {
+                A->colind[k0 + k] = t[k].col;
+                A->val[k0 + k] = t[k].val;
+            }
+        }
+        free(t);
+    }
+    if (nomem)
+        return ks_seterr(KS_ERR_MEMORY, "sorting rows: out of host memory for a row of %ld",
+                         (long)maxlen);
+    return KS_OK;
+}
+
+static ks_error cpu_scale_rows(ks_sparse *A, const double *d)
+{
+#pragma omp parallel for schedule(static) if (A->nnz > 65536)
+    for (ks_int i = 0; i < A->nrows; i++)
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+            A->val[k] *= d[i];
+    return KS_OK;
+}
+
+static ks_error cpu_diagonal(const ks_sparse *A, double *d)
+{
+#pragma omp parallel for schedule(static) if (A->nrows > 4096)
+    for (ks_int i = 0; i < A->nrows; i++) {
+        double v = 0.0;
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+            if (A->colind[k] == i) {
+                v = A->val[k];
+                break;
+            }
+        d[i] = v;
+    }
+    return KS_OK;
+}
+
+static ks_error cpu_offdiag_abs_sums(const ks_sparse *A, double *s)
+{
+#pragma omp parallel for schedule(static) if (A->nrows > 4096)
+    for (ks_int i = 0; i < A->nrows; i++) {
+        double v = 0.0;
+        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
+            if (A->colind[k] != i)
+                v += fabs(A->val[k]);
+        s[i] = v;
+    }
+    return KS_OK;
+}
+
+static ks_error cpu_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
+{
+    *same = A->nrows == B->nrows && A->ncols == B->ncols && A->nnz == B->nnz &&
+            memcmp(A->rowptr, B->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1)) == 0 &&
+            (A->nnz == 0 || memcmp(A->colind, B->colind, sizeof(ks_int) * (size_t)A->nnz) == 0);
+    return KS_OK;
+}
+
+const ks_sparse_ops ks_sparse_cpu_ops = {
+    .backend = KS_BACKEND_CPU,
+    .transpose = cpu_transpose,
+    .spgemm = cpu_spgemm,
+    .spgemm_numeric = cpu_spgemm_numeric,
+    .rap = cpu_rap,
+    .rap_numeric = cpu_rap_numeric,
+    .validate = cpu_validate,
+    .sort_rows = cpu_sort_rows,
+    .scale_rows = cpu_scale_rows,
+    .diagonal = cpu_diagonal,
+    .offdiag_abs_sums = cpu_offdiag_abs_sums,
+    .same_pattern = cpu_same_pattern,
+};

@@ -1,0 +1,131 @@
+/* The cuda table of sparse/sparse.h: kernels on the backend's stream over
+ * device CSR arrays. Operations this file does not implement yet are NULL
+ * in the table, so ks_sparse_* reports KS_ERR_UNSUPPORTED for them (the AMG
+ * setup then runs that step on the host: amg/kernels.c). */
+#include "../sparse.h"
+#include "../../vec/cuda_check.h"
+
+#include <cuda_runtime.h>
+
+namespace {
+
+const int kThreads = 256;
+
+unsigned blocks_for(long n)
+{
+    long b = (n + kThreads - 1) / kThreads;
+    return (unsigned)(b < 1 ? 1 : b > 65535L * 32 ? 65535L * 32 : b);
+}
+
+cudaStream_t stream_of(const ks_sparse *A) { return (cudaStream_t)ks_cuda_stream(A->be); }
+
+__global__ void scale_rows_kernel(ks_int n, const ks_int *__restrict__ rp, double *val,
+                                  const double *__restrict__ d)
+{
+    for (ks_int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        for (ks_int k = rp[i]; k < rp[i + 1]; k++)
+            val[k] *= d[i];
+}
+
+/* d[i] = a_ii (0 when absent); s[i] = sum_{j != i} |a_ij|; either may be
+ * NULL. */
+__global__ void diag_kernel(ks_int n, const ks_int *__restrict__ rp, const ks_int *__restrict__ ci,
+                            const double *__restrict__ val, double *d, double *s)
+{
+    for (ks_int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        double di = 0.0, si = 0.0;
+        for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
+            if (ci[k] == i)
+                di = val[k];
+            else
+                si += fabs(val[k]);
+        }
+        if (d)
+            d[i] = di;
+        if (s)
+            s[i] = si;
+    }
+}
+
+__global__ void differ_kernel(long n, const ks_int *__restrict__ a, const ks_int *__restrict__ b,
+                              int *differ)
+{
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
+        if (a[i] != b[i])
+            *differ = 1; /* any thread that finds a difference writes the same value */
+}
+
+ks_error cuda_scale_rows(ks_sparse *A, const double *d)
+{
+    if (A->nrows == 0)
+        return KS_OK;
+    scale_rows_kernel<<<blocks_for(A->nrows), kThreads, 0, stream_of(A)>>>(A->nrows, A->rowptr,
+                                                                          A->val, d);
+    KS_CUDA_LAUNCH_CHECK("scale_rows_kernel");
+    return KS_OK;
+}
+
+ks_error diag_parts(const ks_sparse *A, double *d, double *s)
+{
+    if (A->nrows == 0)
+        return KS_OK;
+    diag_kernel<<<blocks_for(A->nrows), kThreads, 0, stream_of(A)>>>(
+        A->nrows, A->rowptr, A->colind, A->val, d, s);
+    KS_CUDA_LAUNCH_CHECK("diag_kernel");
+    return KS_OK;
+}
+
+ks_error cuda_diagonal(const ks_sparse *A, double *d) { return diag_parts(A, d, NULL); }
+
+ks_error cuda_offdiag_abs_sums(const ks_sparse *A, double *s) { return diag_parts(A, NULL, s); }
+
+/* *differ = 1 when n ints at a and b differ (flag in device memory). */
+ks_error differ(const ks_sparse *A, long n, const ks_int *a, const ks_int *b, int *flag)
+{
+    if (n == 0)
+        return KS_OK;
+    differ_kernel<<<blocks_for(n), kThreads, 0, stream_of(A)>>>(n, a, b, flag);
+    KS_CUDA_LAUNCH_CHECK("differ_kernel");
+    return KS_OK;
+}
+
+ks_error cuda_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
+{
+    *same = A->nrows == B->nrows && A->ncols == B->ncols && A->nnz == B->nnz;
+    if (!*same)
+        return KS_OK;
+    int *flag = NULL;
+    KS_TRY(ks_be_alloc(A->be, sizeof(int), (void **)&flag, "pattern comparison flag"));
+    int h = 0;
+    cudaStream_t st = stream_of(A);
+    ks_error e = KS_OK;
+    if (cudaMemsetAsync(flag, 0, sizeof(int), st) != cudaSuccess)
+        e = ks_seterr(KS_ERR_DEVICE, "cudaMemsetAsync failed comparing patterns");
+    if (e == KS_OK)
+        e = differ(A, (long)A->nrows + 1, A->rowptr, B->rowptr, flag);
+    if (e == KS_OK)
+        e = differ(A, A->nnz, A->colind, B->colind, flag);
+    if (e == KS_OK)
+        e = A->be->ops->download(A->be, &h, flag, sizeof h);
+    A->be->ops->free(A->be, flag);
+    *same = e == KS_OK && !h;
+    return e;
+}
+
+} // namespace
+
+extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
+    /* backend */ KS_BACKEND_CUDA,
+    /* transpose */ NULL,
+    /* spgemm */ NULL,
+    /* spgemm_numeric */ NULL,
+    /* rap */ NULL,
+    /* rap_numeric */ NULL,
+    /* validate */ NULL,
+    /* sort_rows */ NULL,
+    /* scale_rows */ cuda_scale_rows,
+    /* diagonal */ cuda_diagonal,
+    /* offdiag_abs_sums */ cuda_offdiag_abs_sums,
+    /* same_pattern */ cuda_same_pattern,
+};

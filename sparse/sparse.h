@@ -1,0 +1,108 @@
+/* Sparse matrices on a backend: a CSR whose arrays live in the backend's
+ * memory (host memory for cpu, device memory for cuda), and the sparse
+ * operations the AMG setup needs, declared once here and implemented once
+ * per backend (sparse/cpu/, sparse/cuda/), found through the backend the
+ * matrix lives on. Callers never ask where the arrays are.
+ *
+ * ks_sparse is the setup's working type (strength graphs, interpolation,
+ * Galerkin products); ks_matrix (spmv/) wraps one with an SpMV format for
+ * the solve. Not installed. */
+#ifndef KS_SPARSE_H
+#define KS_SPARSE_H
+
+#include "../vec/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ks_sparse {
+    ks_backend *be;  /* where the arrays live */
+    ks_int nrows, ncols, nnz;
+    ks_int *rowptr;  /* nrows + 1 */
+    ks_int *colind;  /* nnz; sorted and unique within each row */
+    double *val;     /* nnz; NULL for a pattern (a strength graph) */
+} ks_sparse;
+
+/* The operations, one table per backend kind. An entry may be NULL where
+ * the backend lacks it: the ks_sparse_* call then fails with
+ * KS_ERR_UNSUPPORTED naming the operation and the backend. Every output
+ * lives on its inputs' backend. */
+typedef struct ks_sparse_ops {
+    ks_backend_kind backend;
+    /* AT = A^T, rows sorted (a pattern when A has no values). */
+    ks_error (*transpose)(const ks_sparse *A, ks_sparse *AT);
+    /* C = A B: symbolic pass (row sizes), exact allocation, numeric pass;
+     * sorted columns, a fixed summation order (the same bits every run). */
+    ks_error (*spgemm)(const ks_sparse *A, const ks_sparse *B, ks_sparse *C);
+    /* Numeric pass only, into C's existing pattern (re-setup); an entry of
+     * A B outside it is KS_ERR_ARG. */
+    ks_error (*spgemm_numeric)(const ks_sparse *A, const ks_sparse *B, ks_sparse *C);
+    /* Ac = R A P (the Galerkin product). */
+    ks_error (*rap)(const ks_sparse *R, const ks_sparse *A, const ks_sparse *P, ks_sparse *Ac);
+    /* Ac's values from R A P into Ac's pattern; *outside = 1 (and Ac
+     * unspecified) when the product has an entry outside it. */
+    ks_error (*rap_numeric)(const ks_sparse *R, const ks_sparse *A, const ks_sparse *P,
+                            ks_sparse *Ac, int *outside);
+    /* Structure (rowptr monotone from 0 to nnz, columns in range, sorted
+     * and unique) and finite values; the message names the first bad row. */
+    ks_error (*validate)(const ks_sparse *A);
+    /* Sort each row's columns, values following (input of any order, no
+     * duplicates). */
+    ks_error (*sort_rows)(ks_sparse *A);
+    /* A = diag(d) A: row i scaled by d[i] (d on A's backend). */
+    ks_error (*scale_rows)(ks_sparse *A, const double *d);
+    /* d[i] = a_ii (0 where row i stores no diagonal); d on A's backend. */
+    ks_error (*diagonal)(const ks_sparse *A, double *d);
+    /* s[i] = sum_{j != i} |a_ij| (the l1 smoothers' off-diagonal part). */
+    ks_error (*offdiag_abs_sums)(const ks_sparse *A, double *s);
+    /* *same = 1 when A and B have the same shape, rowptr and colind. */
+    ks_error (*same_pattern)(const ks_sparse *A, const ks_sparse *B, int *same);
+} ks_sparse_ops;
+
+/* The table of be's kind (never NULL for a backend of this build). */
+const ks_sparse_ops *ks_sparse_ops_of(const ks_backend *be);
+
+/* ------------------------------------------------------ memory and copies */
+/* Arrays for nrows x ncols with nnz entries on be; values unless pattern. */
+ks_error ks_sparse_alloc(ks_backend *be, ks_int nrows, ks_int ncols, ks_int nnz, int pattern,
+                         ks_sparse *A);
+void ks_sparse_free(ks_sparse *A);
+/* Bytes A's arrays take. */
+double ks_sparse_bytes(const ks_sparse *A);
+/* A copy of host CSR H on be (its values too unless pattern). */
+ks_error ks_sparse_from_csr(ks_backend *be, const ks_csr *H, int pattern, ks_sparse *A);
+/* A new host CSR with A's arrays (val NULL for a pattern). */
+ks_error ks_sparse_to_csr(const ks_sparse *A, ks_csr *H);
+/* A copy of A on be (the same backend or another one). */
+ks_error ks_sparse_copy(const ks_sparse *A, ks_backend *be, ks_sparse *B);
+/* Move A to be: a copy there, then A's arrays are freed (nothing happens
+ * when A is on be already). */
+ks_error ks_sparse_move(ks_sparse *A, ks_backend *be);
+/* Host memory backends only (ks_backend_host_memory): H viewed as A on be
+ * without copying (the arrays stay H's), and A viewed as a host CSR. */
+ks_sparse ks_sparse_view_csr(ks_backend *be, const ks_csr *H);
+ks_csr ks_sparse_as_csr(const ks_sparse *A);
+/* Host memory backends only: A takes H's arrays (H is emptied). */
+ks_error ks_sparse_adopt_csr(ks_backend *be, ks_csr *H, ks_sparse *A);
+
+/* ------------------------------------------------------------ operations */
+/* Each calls A's backend's table (see ks_sparse_ops), after checking that
+ * the operands share a backend and their shapes agree. */
+ks_error ks_sparse_transpose(const ks_sparse *A, ks_sparse *AT);
+ks_error ks_sparse_spgemm(const ks_sparse *A, const ks_sparse *B, ks_sparse *C);
+ks_error ks_sparse_spgemm_numeric(const ks_sparse *A, const ks_sparse *B, ks_sparse *C);
+ks_error ks_sparse_rap(const ks_sparse *R, const ks_sparse *A, const ks_sparse *P, ks_sparse *Ac);
+ks_error ks_sparse_rap_numeric(const ks_sparse *R, const ks_sparse *A, const ks_sparse *P,
+                               ks_sparse *Ac, int *outside);
+ks_error ks_sparse_validate(const ks_sparse *A);
+ks_error ks_sparse_sort_rows(ks_sparse *A);
+ks_error ks_sparse_scale_rows(ks_sparse *A, const double *d);
+ks_error ks_sparse_diagonal(const ks_sparse *A, double *d);
+ks_error ks_sparse_offdiag_abs_sums(const ks_sparse *A, double *s);
+ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

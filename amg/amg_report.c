@@ -10,7 +10,7 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
     const ks_amg_params *p = &amg->prm;
     int agg = p->algorithm == KS_AMG_AGGREGATION;
     char blk[64];
-    const char *where = amg->be->ops->kind == KS_BACKEND_CUDA ? "device" : "host";
+    const char *where = ks_backend_host_memory(amg->be) ? "host" : "device";
     if (agg)
         fprintf(out, "AMG hierarchy: AGGREGATION (smoothed, theta %g)", p->strength_threshold);
     else
@@ -33,7 +33,7 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
             "memory (MB)", "location", "format");
     double total = 0.0;
     for (int l = 0; l < amg->nlevels; l++) {
-        const ks_csr *A = &amg->levels[l].A;
+        const ks_sparse *A = &amg->levels[l].A;
         double mb = ks_amg_level_bytes(amg, l) / 1048576.0;
         total += mb;
         /* Each level's matrix chose its own format ("auto" in upload_level). */
@@ -44,7 +44,7 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
     }
     fprintf(out, "  grid complexity %.3f, operator complexity %.3f, memory %.2f MB\n",
             amg->grid_complexity, amg->operator_complexity, total);
-    const ks_csr *Ac = &amg->levels[amg->nlevels - 1].A;
+    const ks_sparse *Ac = &amg->levels[amg->nlevels - 1].A;
     if (amg->coarse_inv)
         fprintf(out,
                 "  coarsest level: dense LU, explicit inverse applied as one SpMV (%ld rows, "

@@ -36,7 +36,7 @@ ks_error ks_amg_precond_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x)
     if (!amg || !b || !x || amg->nlevels < 1 || !graphs_wanted(amg))
         return ks_amg_cycle(amg, b, x, 1);
     ks_backend *be = amg->be;
-    const void *A = amg->levels[0].Am->state;
+    const void *A = ks_matrix_storage_id(amg->levels[0].Am);
     if (amg->graph && (amg->graph_b != b->data || amg->graph_x != x->data || amg->graph_A != A))
         ks_amg_graph_reset(amg);
     if (!amg->graph) {

@@ -10,7 +10,7 @@
  * The elimination updates rows independently (parallel over rows for large
  * trailing updates) and the inverse solves independent column blocks, so
  * results do not depend on the thread count. */
-#include "amg_impl.h"
+#include "dense_lu.h"
 
 #include <float.h>
 #include <inttypes.h>

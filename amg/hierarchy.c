@@ -1,5 +1,6 @@
-/* AMG setup: build the levels on the host with the steps of amg_impl.h,
- * then upload each level's operators as ks_matrix objects for the cycle.
+/* AMG setup: build the levels with the steps of kernels.h on the backend
+ * the solve runs on, then hand each level's operators to ks_matrix objects
+ * (the arrays move, nothing is copied) for the cycle.
  *
  *   classical:   S = strength_classical -> C/F (HMIS | PMIS) -> P (D2 | D1)
  *                -> truncate -> R = P^T -> Ac = R A P
@@ -13,7 +14,6 @@
  * or more than 90% of the rows kept: another level would cost more than it
  * gives). The coarsest level gets a dense LU and its explicit inverse. */
 #include "hierarchy.h"
-#include "../sparse/cpu/csr_kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -29,59 +29,60 @@ const char *const ks_amg_phase_names[KS_AMG_NPHASES] = {
  * this size (n^2 doubles: 32 MiB); beyond it the coarsest level is smoothed. */
 #define KS_AMG_DENSE_LIMIT 2048
 
+ks_error ks_amg_alloc_array(ks_amg *amg, ks_int n, size_t size, void **p, const char *what)
+{
+    return ks_be_alloc(amg->be, (size_t)n * size + 1, p, what);
+}
+
+void ks_amg_free_array(ks_amg *amg, void *p)
+{
+    if (p)
+        amg->be->ops->free(amg->be, p);
+}
+
 /* A nonzero, finite diagonal on every row: strength, interpolation and the
  * smoothers divide by it, and a zero would otherwise surface as NaNs. */
-ks_error ks_amg_check_diagonal(const ks_csr *A, int l)
+ks_error ks_amg_check_diagonal(ks_amg *amg, const ks_sparse *A, int l, const char *who)
 {
-    for (ks_int i = 0; i < A->nrows; i++) {
-        double d = 0.0;
-        int found = 0;
-        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
-            if (A->colind[k] == i) {
-                d = A->val[k];
-                found = 1;
-                break;
-            }
-        if (d == 0.0 || !isfinite(d))
-            return ks_seterr(KS_ERR_NUMERIC,
-                             "AMG level %d: %s diagonal at row %ld%s (AMG needs a nonzero "
-                             "diagonal)",
-                             l, d == 0.0 ? "zero" : "non-finite", (long)i,
-                             found ? "" : " (no diagonal entry stored)");
-    }
-    return KS_OK;
+    ks_int bad;
+    double d;
+    int stored;
+    KS_TRY(ks_amgk_check_diagonal(&amg->exec, A, &bad, &d, &stored));
+    if (bad >= A->nrows)
+        return KS_OK;
+    return ks_seterr(KS_ERR_NUMERIC, "AMG level %d: %s diagonal at row %ld%s (%s)", l,
+                     d == 0.0 ? "zero" : "non-finite", (long)bad,
+                     stored ? "" : " (no diagonal entry stored)", who);
 }
 
-static int is_aggregation(const ks_amg *amg)
-{
-    return amg->prm.algorithm == KS_AMG_AGGREGATION;
-}
+static int is_aggregation(const ks_amg *amg) { return amg->prm.algorithm == KS_AMG_AGGREGATION; }
 
-/* Time `call` into phase ph. */
+/* Time `call` into phase ph (the backend finishes the call's work first,
+ * so device steps are timed, not just queued). */
 #define PHASE(amg, ph, call)                                  \
     do {                                                      \
         double ph_t0_ = ks_wtime();                           \
         ks_error ph_e_ = (call);                              \
+        if (ph_e_ == KS_OK)                                   \
+            ph_e_ = ks_backend_sync((amg)->be);               \
         (amg)->phase_seconds[ph] += ks_wtime() - ph_t0_;      \
         if (ph_e_ != KS_OK)                                   \
             return ks_adderr(ph_e_, "AMG level %d", l);       \
     } while (0)
 
 /* Classical coarsening of A: strength and C/F splitting. */
-static ks_error classical_split(ks_amg *amg, int l, const ks_csr *A, unsigned long long seed,
-                                ks_strength *S, int **cf, ks_int *nc)
+static ks_error classical_split(ks_amg *amg, int l, const ks_sparse *A, unsigned long long seed,
+                                ks_sparse *S, int **cf, ks_int *nc)
 {
     const ks_amg_params *p = &amg->prm;
     PHASE(amg, KS_AMG_PHASE_STRENGTH,
-          ks_amg_strength_classical(A, p->strength_threshold, p->max_row_sum, S));
-    *cf = ks_malloc((size_t)A->nrows * sizeof **cf + 1, "AMG C/F splitting");
-    if (!*cf)
-        return KS_ERR_MEMORY;
+          ks_amgk_strength_classical(&amg->exec, A, p->strength_threshold, p->max_row_sum, S));
+    KS_TRY(ks_amg_alloc_array(amg, A->nrows, sizeof **cf, (void **)cf, "AMG C/F splitting"));
     if (p->selector == KS_AMG_PMIS)
-        PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amg_pmis(S, seed, *cf, nc));
+        PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amgk_pmis(&amg->exec, S, seed, *cf, nc));
     else
         PHASE(amg, KS_AMG_PHASE_COARSENING,
-              ks_amg_hmis_rows(S, seed, p->hmis_block_rows, *cf, nc));
+              ks_amgk_hmis(&amg->exec, S, seed, p->hmis_block_rows, *cf, nc));
     return KS_OK;
 }
 
@@ -91,17 +92,15 @@ static int truncating(const ks_amg_params *p)
 }
 
 /* Classical interpolation (D1 or D2), truncated. */
-ks_error ks_amg_classical_interp(ks_amg *amg, int l, const ks_csr *A, const ks_strength *S,
-                                 const int *cf, int truncate, ks_csr *P)
+ks_error ks_amg_classical_interp(ks_amg *amg, int l, const ks_sparse *A, const ks_sparse *S,
+                                 const int *cf, int truncate, ks_sparse *P)
 {
     const ks_amg_params *p = &amg->prm;
-    if (p->interpolator == KS_AMG_D1)
-        PHASE(amg, KS_AMG_PHASE_INTERP, ks_amg_interp_direct(A, S, cf, P));
-    else
-        PHASE(amg, KS_AMG_PHASE_INTERP, ks_amg_interp_extended_i(A, S, cf, P));
+    PHASE(amg, KS_AMG_PHASE_INTERP, ks_amgk_interp(&amg->exec, p->interpolator, A, S, cf, P));
     if (truncate && truncating(p))
         PHASE(amg, KS_AMG_PHASE_TRUNCATION,
-              ks_amg_interp_truncate(P, p->interp_max_elements, p->interp_truncation_factor));
+              ks_amgk_truncate(&amg->exec, P, p->interp_max_elements,
+                               p->interp_truncation_factor));
     return KS_OK;
 }
 
@@ -120,17 +119,19 @@ static ks_error build_aggressive(ks_amg *amg, int l, ks_int n1, ks_int *nc)
 {
     ks_amg_level *L = &amg->levels[l];
     const ks_amg_params *p = &amg->prm;
-    ks_csr R1, A1;
+    ks_sparse R1, A1;
     memset(&R1, 0, sizeof R1);
     memset(&A1, 0, sizeof A1);
     ks_error e = ks_amg_classical_interp(amg, l, &L->A, &L->S, L->cf, 1, &L->P1);
     double t0 = ks_wtime();
     if (e == KS_OK)
-        e = ks_csr_transpose(&L->P1, &R1);
+        e = ks_amgk_transpose(&amg->exec, &L->P1, &R1);
     if (e == KS_OK)
-        e = ks_csr_rap(&R1, &L->A, &L->P1, &A1);
+        e = ks_amgk_rap(&amg->exec, &R1, &L->A, &L->P1, &A1);
+    if (e == KS_OK)
+        e = ks_backend_sync(amg->be);
     amg->phase_seconds[KS_AMG_PHASE_RAP] += ks_wtime() - t0;
-    ks_csr_free(&R1);
+    ks_sparse_free(&R1);
     if (e == KS_OK)
         e = classical_split(amg, l, &A1, p->seed + 1000003ULL * (unsigned long long)(l + 1),
                             &L->S2, &L->cf2, nc);
@@ -138,27 +139,68 @@ static ks_error build_aggressive(ks_amg *amg, int l, ks_int n1, ks_int *nc)
         /* one stage only: the level is an ordinary one */
         L->P = L->P1;
         memset(&L->P1, 0, sizeof L->P1);
-        ks_strength_free(&L->S2);
-        free(L->cf2);
+        ks_sparse_free(&L->S2);
+        ks_amg_free_array(amg, L->cf2);
         L->cf2 = NULL;
         *nc = n1;
-        ks_csr_free(&A1);
+        ks_sparse_free(&A1);
         return KS_OK;
     }
     if (e == KS_OK)
         e = ks_amg_classical_interp(amg, l, &A1, &L->S2, L->cf2, 1, &L->P2);
-    ks_csr_free(&A1);
+    ks_sparse_free(&A1);
     if (e != KS_OK)
         return e;
     L->aggressive = 1;
-    PHASE(amg, KS_AMG_PHASE_INTERP, ks_csr_spgemm(&L->P1, &L->P2, &L->P));
+    PHASE(amg, KS_AMG_PHASE_INTERP, ks_amgk_spgemm(&amg->exec, &L->P1, &L->P2, &L->P));
     if (truncating(p))
         PHASE(amg, KS_AMG_PHASE_TRUNCATION,
-              ks_amg_interp_truncate(&L->P, p->interp_max_elements, p->interp_truncation_factor));
+              ks_amgk_truncate(&amg->exec, &L->P, p->interp_max_elements,
+                               p->interp_truncation_factor));
     return KS_OK;
 }
 
-/* Transfer operators and the next level's host matrix from level l.
+/* Smoothed aggregation's transfer of level l; *nc its aggregates. */
+static ks_error build_aggregation(ks_amg *amg, int l, ks_int *nc, int *stalled)
+{
+    ks_amg_level *L = &amg->levels[l];
+    const ks_amg_params *p = &amg->prm;
+    ks_int n = L->A.nrows;
+    /* Smoothed aggregation halves theta on every level (Vanek, Mandel,
+     * Brezina 1996: eps_l = eps 0.5^l): the smoothed coarse operators
+     * spread each row over more, weaker entries, and a fixed theta soon
+     * finds no strong connection at all and coarsening stalls. */
+    double theta = ldexp(p->strength_threshold, -l);
+    PHASE(amg, KS_AMG_PHASE_STRENGTH,
+          ks_amgk_strength_symmetric(&amg->exec, &L->A, theta, &L->S));
+    KS_TRY(ks_amg_alloc_array(amg, n, sizeof *L->agg, (void **)&L->agg, "AMG aggregates"));
+    PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amgk_aggregate(&amg->exec, &L->S, L->agg, &L->nagg));
+    *nc = L->nagg;
+    if (stalls(*nc, n)) {
+        *stalled = 1;
+        return KS_OK;
+    }
+    ks_sparse P0;
+    memset(&P0, 0, sizeof P0);
+    double rho = 0.0;
+    PHASE(amg, KS_AMG_PHASE_INTERP,
+          ks_amgk_tentative(&amg->exec, amg->be, n, L->agg, *nc, &P0));
+    double t0 = ks_wtime();
+    ks_error e = ks_amgk_spectral_radius(&amg->exec, &L->A, 12, &rho);
+    L->rho = rho;
+    L->rho_valid = e == KS_OK; /* the Chebyshev smoother reuses it */
+    if (e == KS_OK)
+        e = ks_amgk_smooth_prolongator(&amg->exec, &L->A, &P0, rho, &L->P);
+    if (e == KS_OK)
+        e = ks_backend_sync(amg->be);
+    amg->phase_seconds[KS_AMG_PHASE_INTERP] += ks_wtime() - t0;
+    ks_sparse_free(&P0);
+    if (e != KS_OK)
+        return ks_adderr(e, "AMG level %d: smoothed prolongator", l);
+    return KS_OK;
+}
+
+/* Transfer operators and the next level's matrix from level l.
  * *stalled = 1 (and nothing kept) when the level should be the coarsest. */
 static ks_error build_transfer(ks_amg *amg, int l, int *stalled)
 {
@@ -168,35 +210,9 @@ static ks_error build_transfer(ks_amg *amg, int l, int *stalled)
     *stalled = 0;
 
     if (is_aggregation(amg)) {
-        /* Smoothed aggregation halves theta on every level (Vanek, Mandel,
-         * Brezina 1996: eps_l = eps 0.5^l): the smoothed coarse operators
-         * spread each row over more, weaker entries, and a fixed theta soon
-         * finds no strong connection at all and coarsening stalls. */
-        double theta = ldexp(p->strength_threshold, -l);
-        PHASE(amg, KS_AMG_PHASE_STRENGTH, ks_amg_strength_symmetric(&L->A, theta, &L->S));
-        L->agg = ks_malloc((size_t)n * sizeof *L->agg + 1, "AMG aggregates");
-        if (!L->agg)
-            return KS_ERR_MEMORY;
-        PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amg_aggregate(&L->S, L->agg, &L->nagg));
-        nc = L->nagg;
-        if (stalls(nc, n)) {
-            *stalled = 1;
+        KS_TRY(build_aggregation(amg, l, &nc, stalled));
+        if (*stalled)
             return KS_OK;
-        }
-        ks_csr P0;
-        memset(&P0, 0, sizeof P0);
-        double rho = 0.0;
-        PHASE(amg, KS_AMG_PHASE_INTERP, ks_amg_tentative_prolongator(n, L->agg, nc, &P0));
-        double t0 = ks_wtime();
-        ks_error e = ks_amg_spectral_radius_dinv_a(&L->A, 12, &rho);
-        L->rho = rho;
-        L->rho_valid = e == KS_OK; /* the Chebyshev smoother reuses it */
-        if (e == KS_OK)
-            e = ks_amg_smooth_prolongator(&L->A, &P0, rho, &L->P);
-        amg->phase_seconds[KS_AMG_PHASE_INTERP] += ks_wtime() - t0;
-        ks_csr_free(&P0);
-        if (e != KS_OK)
-            return ks_adderr(e, "AMG level %d: smoothed prolongator", l);
     } else {
         KS_TRY(classical_split(amg, l, &L->A, p->seed + (unsigned long long)l, &L->S, &L->cf,
                                &nc));
@@ -209,68 +225,61 @@ static ks_error build_transfer(ks_amg *amg, int l, int *stalled)
         else
             KS_TRY(ks_amg_classical_interp(amg, l, &L->A, &L->S, L->cf, 1, &L->P));
     }
-    PHASE(amg, KS_AMG_PHASE_RAP, ks_csr_transpose(&L->P, &L->R));
-    PHASE(amg, KS_AMG_PHASE_RAP, ks_csr_rap(&L->R, &L->A, &L->P, &C->A));
+    PHASE(amg, KS_AMG_PHASE_RAP, ks_amgk_transpose(&amg->exec, &L->P, &L->R));
+    PHASE(amg, KS_AMG_PHASE_RAP, ks_amgk_rap(&amg->exec, &L->R, &L->A, &L->P, &C->A));
     return KS_OK;
 }
 
-/* Let C be M's host CSR (freeing C's own arrays): see ks_amg_level. The
- * accessor's const only keeps users of the public API from writing; the
- * hierarchy does write C's values (re-setup), then ks_matrix_set_values. */
-static void share_host(ks_csr *C, unsigned char *shared, const ks_matrix *M)
+/* Forget X when it views a matrix's CSR, else free it. */
+static void drop_sparse(ks_sparse *X, unsigned char *view)
 {
-    if (*shared || !M)
-        return;
-    ks_csr_free(C);
-    *C = *ks_matrix_host_csr(M);
-    *shared = 1;
-}
-
-/* Forget C when it is a matrix's host CSR, else free it. */
-static void drop_csr(ks_csr *C, unsigned char *shared)
-{
-    if (*shared)
-        memset(C, 0, sizeof *C);
+    if (*view)
+        memset(X, 0, sizeof *X);
     else
-        ks_csr_free(C);
-    *shared = 0;
+        ks_sparse_free(X);
+    *view = 0;
 }
 
 /* Drop what build_transfer kept on a level that turned out to be the
  * coarsest. */
-static void drop_transfer(ks_amg_level *L)
+static void drop_transfer(ks_amg *amg, ks_amg_level *L)
 {
-    ks_strength_free(&L->S);
-    ks_strength_free(&L->S2);
-    free(L->cf);
-    free(L->cf2);
-    free(L->agg);
+    ks_sparse_free(&L->S);
+    ks_sparse_free(&L->S2);
+    ks_amg_free_array(amg, L->cf);
+    ks_amg_free_array(amg, L->cf2);
+    ks_amg_free_array(amg, L->agg);
     L->cf = L->cf2 = NULL;
     L->agg = NULL;
     L->nagg = 0;
     L->aggressive = 0;
-    drop_csr(&L->P, &L->P_shared);
-    drop_csr(&L->R, &L->R_shared);
-    ks_csr_free(&L->P1);
-    ks_csr_free(&L->P2);
+    drop_sparse(&L->P, &L->P_view);
+    drop_sparse(&L->R, &L->R_view);
+    ks_sparse_free(&L->P1);
+    ks_sparse_free(&L->P2);
 }
 
-/* Dense LU of the coarsest level and its explicit inverse on the backend.
- * Re-setup calls it again with the new values (the inverse's pattern is
- * dense and fixed, so its matrix only gets new values). */
+/* Dense LU of the coarsest level, on the host (the level is small), and
+ * its explicit inverse on the backend. Re-setup calls it again with the
+ * new values (the inverse's pattern is dense and fixed, so its matrix only
+ * gets new values). */
 ks_error ks_amg_coarse_setup(ks_amg *amg)
 {
     int l = amg->nlevels - 1;
-    const ks_csr *A = &amg->levels[l].A;
+    const ks_sparse *A = &amg->levels[l].A;
     if (A->nrows == 0 || (A->nrows > amg->prm.coarse_max_rows && A->nrows > KS_AMG_DENSE_LIMIT))
         return KS_OK; /* smoothed instead (cycle.c) */
     double t0 = ks_wtime();
+    ks_csr H, inv;
+    memset(&inv, 0, sizeof inv);
     ks_dense_lu_free(&amg->lu);
-    ks_error e = ks_dense_lu_factor(A, &amg->lu);
+    ks_error e = ks_sparse_to_csr(A, &H);
+    if (e == KS_OK) {
+        e = ks_dense_lu_factor(&H, &amg->lu);
+        ks_csr_free(&H);
+    }
     if (e != KS_OK)
         return ks_adderr(e, "AMG coarsest level %d (%ld rows)", l, (long)A->nrows);
-    ks_csr inv;
-    memset(&inv, 0, sizeof inv);
     e = ks_dense_lu_inverse_csr(&amg->lu, &inv);
     amg->phase_seconds[KS_AMG_PHASE_COARSE] += ks_wtime() - t0;
     if (e != KS_OK)
@@ -302,6 +311,23 @@ void ks_amg_level_spmv_params(const ks_amg *amg, ks_spmv_params *sp)
     sp->float_values = amg->prm.hierarchy_precision == KS_AMG_FLOAT;
 }
 
+static int gs_smoother(const ks_amg *amg)
+{
+    return amg->smoother == KS_SMOOTHER_GS || amg->smoother == KS_SMOOTHER_SGS;
+}
+
+/* M made from X (which it takes) in format fmt; X then views M's CSR. */
+static ks_error level_matrix(ks_amg *amg, ks_sparse *X, unsigned char *view, const char *fmt,
+                             const ks_spmv_params *sp, ks_matrix **M)
+{
+    if (*M)
+        return KS_OK;
+    KS_TRY(ks_matrix_create_sparse(amg->be, X, fmt, sp, M));
+    *X = *ks_matrix_sparse(*M);
+    *view = 1;
+    return KS_OK;
+}
+
 /* Backend objects of level l: its matrix (l > 0), P and R (not on the
  * coarsest), work vectors. */
 static ks_error upload_level(ks_amg *amg, int l)
@@ -311,25 +337,18 @@ static ks_error upload_level(ks_amg *amg, int l)
     const char *fmt = amg->prm.level_format[0] ? amg->prm.level_format : "auto";
     ks_spmv_params sp;
     ks_amg_level_spmv_params(amg, &sp);
-    /* Gauss-Seidel sweeps the caller's level-0 matrix in place of a copy. */
-    int gs0 = amg->smoother == KS_SMOOTHER_GS || amg->smoother == KS_SMOOTHER_SGS;
-    if (l == 0 && sp.float_values && !gs0 && !amg->A0f)
-        KS_TRY(ks_matrix_create(amg->be, &L->A, fmt, &sp, &amg->A0f));
-    if (l > 0 && !L->Am) {
-        /* Gauss-Seidel needs the format's sweep, which "auto" might not pick. */
-        int gs = amg->smoother == KS_SMOOTHER_GS || amg->smoother == KS_SMOOTHER_SGS;
-        KS_TRY(ks_matrix_create(amg->be, &L->A, gs ? "csr" : fmt, &sp, &L->Am));
+    /* Gauss-Seidel sweeps the caller's level-0 matrix in place of a copy,
+     * and needs a format with the sweep, which "auto" might not pick. */
+    const char *gs_fmt = gs_smoother(amg) ? ks_spmv_format_with_gs(amg->be->ops->kind) : NULL;
+    if (l == 0 && sp.float_values && !gs_fmt && !amg->A0f)
+        KS_TRY(ks_matrix_create_view(amg->be, &L->A, fmt, &sp, &amg->A0f));
+    if (l > 0) {
+        KS_TRY(level_matrix(amg, &L->A, &L->A_view, gs_fmt ? gs_fmt : fmt, &sp, &L->Am));
         L->own_Am = 1;
     }
-    if (l > 0)
-        share_host(&L->A, &L->A_shared, L->Am);
     if (l < amg->nlevels - 1) {
-        if (!L->Pm)
-            KS_TRY(ks_matrix_create(amg->be, &L->P, fmt, &sp, &L->Pm));
-        share_host(&L->P, &L->P_shared, L->Pm);
-        if (!L->Rm)
-            KS_TRY(ks_matrix_create(amg->be, &L->R, fmt, &sp, &L->Rm));
-        share_host(&L->R, &L->R_shared, L->Rm);
+        KS_TRY(level_matrix(amg, &L->P, &L->P_view, fmt, &sp, &L->Pm));
+        KS_TRY(level_matrix(amg, &L->R, &L->R_view, fmt, &sp, &L->Rm));
     }
     if (l > 0) {
         KS_TRY(make_vec(amg, n, &L->x));
@@ -340,34 +359,15 @@ static ks_error upload_level(ks_amg *amg, int l)
     return KS_OK;
 }
 
-/* CSR bytes with values of vbytes each (8, or 4 for float32 values). */
-static double csr_bytes(const ks_csr *A, double vbytes)
-{
-    if (!A->rowptr)
-        return 0.0;
-    return (double)A->nnz * (vbytes + sizeof(ks_int)) + (double)(A->nrows + 1) * sizeof(ks_int);
-}
-
-/* Bytes of matrix C (M's entries) where the level lives: on cuda the
- * device CSR, values float32 or float64; on the cpu the host CSR (float64
- * values) plus the float32 copy the cpu csr state keeps with float_values. */
-static double matrix_bytes(const ks_matrix *M, const ks_csr *C)
-{
-    const int f = M && M->params.float_values;
-    if (M && M->be->ops->kind == KS_BACKEND_CUDA)
-        return csr_bytes(C, f ? 4.0 : 8.0);
-    return csr_bytes(C, 8.0) + (f && C->rowptr ? 4.0 * (double)C->nnz : 0.0);
-}
-
 double ks_amg_level_bytes(const ks_amg *amg, int l)
 {
     const ks_amg_level *L = &amg->levels[l];
-    double b = matrix_bytes(L->Am, &L->A) + matrix_bytes(L->Pm, &L->P) +
-               matrix_bytes(L->Rm, &L->R);
-    if (l == amg->nlevels - 1 && amg->coarse_inv)
-        b += matrix_bytes(amg->coarse_inv, ks_matrix_host_csr(amg->coarse_inv));
-    if (l == 0 && amg->A0f) /* the cycle's float32 copy */
-        b += matrix_bytes(amg->A0f, &L->A);
+    double b = ks_matrix_memory_bytes(L->Am) + ks_matrix_memory_bytes(L->Pm) +
+               ks_matrix_memory_bytes(L->Rm);
+    if (l == amg->nlevels - 1)
+        b += ks_matrix_memory_bytes(amg->coarse_inv);
+    if (l == 0) /* the cycle's float32 copy (it shares level 0's CSR) */
+        b += ks_matrix_memory_bytes(amg->A0f);
     return b;
 }
 
@@ -378,13 +378,13 @@ static void complexities(ks_amg *amg)
         rows += amg->levels[l].A.nrows;
         nnz += amg->levels[l].A.nnz;
     }
-    const ks_csr *A0 = &amg->levels[0].A;
+    const ks_sparse *A0 = &amg->levels[0].A;
     amg->grid_complexity = A0->nrows ? rows / A0->nrows : 1.0;
     amg->operator_complexity = A0->nnz ? nnz / A0->nnz : 1.0;
 }
 
-/* Everything after level 0's host copy: levels, coarse solve, smoothers,
- * uploads. Shared by ks_amg_setup and re-setup's fallback. */
+/* Everything below level 0: levels, coarse solve, smoothers, the level
+ * matrices. Shared by ks_amg_setup and re-setup's fallback. */
 ks_error ks_amg_build(ks_amg *amg)
 {
     const ks_amg_params *p = &amg->prm;
@@ -392,7 +392,7 @@ ks_error ks_amg_build(ks_amg *amg)
     amg->nlevels = 1;
     for (;; l++) {
         ks_amg_level *L = &amg->levels[l];
-        KS_TRY(ks_amg_check_diagonal(&L->A, l));
+        KS_TRY(ks_amg_check_diagonal(amg, &L->A, l, "AMG needs a nonzero diagonal"));
         ks_int n = L->A.nrows;
         if (n <= p->coarse_max_rows || n <= p->min_coarse_rows || l >= p->max_levels - 1)
             break;
@@ -401,7 +401,7 @@ ks_error ks_amg_build(ks_amg *amg)
         if (e != KS_OK)
             return e;
         if (stalled) {
-            drop_transfer(L);
+            drop_transfer(amg, L);
             break;
         }
         amg->nlevels = l + 2;
@@ -426,10 +426,10 @@ ks_error ks_amg_build(ks_amg *amg)
     return KS_OK;
 }
 
-static void free_level(ks_amg_level *L)
+static void free_level(ks_amg *amg, ks_amg_level *L)
 {
-    drop_transfer(L);
-    drop_csr(&L->A, &L->A_shared); /* before the matrices that may own it */
+    drop_transfer(amg, L);
+    drop_sparse(&L->A, &L->A_view); /* before the matrices that may own it */
     if (L->own_Am)
         ks_matrix_destroy(L->Am);
     ks_matrix_destroy(L->Pm);
@@ -442,20 +442,16 @@ static void free_level(ks_amg_level *L)
     memset(L, 0, sizeof *L);
 }
 
-/* Free every level except level 0's host copy and matrix pointer (re-setup
- * fallback rebuilds from them). */
+/* Free every level except level 0's view of the caller's matrix (re-setup
+ * rebuilds from it). */
 void ks_amg_clear(ks_amg *amg)
 {
     ks_amg_graph_reset(amg);
     if (!amg->levels)
         return;
-    ks_csr A0 = amg->levels[0].A;
     ks_matrix *Am0 = amg->levels[0].Am;
-    memset(&amg->levels[0].A, 0, sizeof A0);
     for (int l = 0; l < amg->prm.max_levels; l++)
-        free_level(&amg->levels[l]);
-    amg->levels[0].A = A0;
-    amg->levels[0].Am = Am0;
+        free_level(amg, &amg->levels[l]);
     ks_dense_lu_free(&amg->lu);
     ks_matrix_destroy(amg->coarse_inv);
     amg->coarse_inv = NULL;
@@ -463,6 +459,17 @@ void ks_amg_clear(ks_amg *amg)
     amg->A0f = NULL;
     amg->nlevels = 0;
     memset(amg->phase_seconds, 0, sizeof amg->phase_seconds);
+    if (Am0)
+        ks_amg_start(amg, Am0);
+}
+
+void ks_amg_start(ks_amg *amg, ks_matrix *A)
+{
+    ks_amg_level *L0 = &amg->levels[0];
+    L0->Am = A;
+    L0->A = *ks_matrix_sparse(A);
+    L0->A_view = 1;
+    amg->A0_id = ks_matrix_id(A);
 }
 
 ks_error ks_amg_check_matrix(const ks_amg *amg, ks_matrix *A)
@@ -474,17 +481,23 @@ ks_error ks_amg_check_matrix(const ks_amg *amg, ks_matrix *A)
     if (ks_matrix_rows(A) != ks_matrix_cols(A))
         return ks_seterr(KS_ERR_SIZE, "AMG setup: matrix is %ld x %ld, must be square",
                          (long)ks_matrix_rows(A), (long)ks_matrix_cols(A));
-    if (amg->smoother == KS_SMOOTHER_GS || amg->smoother == KS_SMOOTHER_SGS) {
-        if (amg->be->ops->kind != KS_BACKEND_CPU)
+    if (gs_smoother(amg)) {
+        const char *name = ks_name_of(ks_amg_smoother_names, amg->smoother);
+        if (!ks_spmv_format_with_gs(amg->be->ops->kind)) {
+            const char *elsewhere = ks_spmv_format_with_gs(KS_BACKEND_CPU);
             return ks_seterr(KS_ERR_UNSUPPORTED,
-                             "smoother %s needs the cpu backend; use JACOBI_L1 or CHEBYSHEV",
-                             ks_name_of(ks_amg_smoother_names, amg->smoother));
-        if (!A->ops->gs_sweep)
+                             "smoother %s needs an SpMV format with a Gauss-Seidel sweep; the %s "
+                             "backend has none%s%s%s; use JACOBI_L1 or CHEBYSHEV",
+                             name, ks_backend_name(amg->be), elsewhere ? " (" : "",
+                             elsewhere ? elsewhere : "",
+                             elsewhere ? " on the cpu backend has one)" : "");
+        }
+        if (!ks_matrix_has_gs_sweep(A))
             return ks_seterr(KS_ERR_UNSUPPORTED,
                              "smoother %s needs an SpMV format with a Gauss-Seidel sweep "
-                             "(format '%s' has none); use format csr, or smoother JACOBI_L1 or "
+                             "(format '%s' has none); use format %s, or smoother JACOBI_L1 or "
                              "CHEBYSHEV",
-                             ks_name_of(ks_amg_smoother_names, amg->smoother), ks_matrix_format(A));
+                             name, ks_matrix_format(A), ks_spmv_format_with_gs(amg->be->ops->kind));
     }
     return KS_OK;
 }
@@ -516,10 +529,8 @@ ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks
         return e;
     }
     double t0 = ks_wtime();
-    amg->levels[0].Am = A;
-    e = ks_csr_copy(ks_matrix_host_csr(A), &amg->levels[0].A);
-    if (e == KS_OK)
-        e = ks_amg_build(amg);
+    ks_amg_start(amg, A);
+    e = ks_amg_build(amg);
     if (e == KS_OK)
         e = ks_backend_sync(be);
     if (e != KS_OK) {
@@ -537,7 +548,8 @@ void ks_amg_destroy(ks_amg *amg)
         return;
     ks_amg_clear(amg);
     if (amg->levels)
-        ks_csr_free(&amg->levels[0].A);
+        free_level(amg, &amg->levels[0]);
+    ks_amg_exec_free(&amg->exec);
     free(amg->levels);
     free(amg->info);
     free(amg->prof_seconds);

@@ -1,19 +1,20 @@
-/* AMG hierarchy and solve side (private). Setup builds the levels on the
- * host with the steps of amg_impl.h, then uploads every operator as a
- * ks_matrix so the cycle runs through ks_matrix / ks_vec on any backend.
+/* AMG hierarchy and solve side (private). Setup builds the levels where
+ * the solve runs, through the per-backend steps of kernels.h, on sparse
+ * matrices of that backend (ks_sparse); each level's operators then become
+ * ks_matrix objects (taking the arrays, no copy) that the cycle applies
+ * through ks_matrix / ks_vec. Nothing here knows where the data lives.
  *
  * Owners: hierarchy.c (setup, destroy), resetup.c (values-only re-setup),
  * smoother.c + chebyshev.c (smoothers), cycle.c (V/W/F cycles),
- * amg_precond.c (ks_precond_ops "AMG"), amg_report.c (grid table).
- * The config/report side reads this header: ks_amg_params_check validates
- * names and ranges (KS_ERR_CONFIG naming the key under `scope`), and
- * ks_precond_amg gives the hierarchy behind a solver's preconditioner. Not
- * installed. */
+ * cycle_graph.c (graph replay), summary.c (ks_solver_hierarchy, cycle
+ * profile), amg_report.c (grid table); solver/precond_amg.c wraps it as
+ * the "AMG" preconditioner. Not installed. */
 #ifndef KS_AMG_HIERARCHY_H
 #define KS_AMG_HIERARCHY_H
 
-#include "amg_impl.h"
-#include "../solver/solver_impl.h"
+#include "kernels.h"
+#include "dense_lu.h"
+#include "../spmv/format.h"
 
 #include <stdio.h>
 
@@ -38,19 +39,23 @@ typedef enum ks_amg_phase {
 extern const char *const ks_amg_phase_names[KS_AMG_NPHASES];
 
 typedef struct ks_amg_level {
-    ks_csr A;          /* host operator (level 0: a copy of ks_matrix_host_csr) */
-    ks_matrix *Am;     /* on the backend; level 0: the caller's matrix, not owned */
+    /* The level's operator on amg->be: level 0 a view of the caller's
+     * matrix (its values change with ks_matrix_set_values); deeper levels
+     * owned until uploaded, then a view of Am's CSR. */
+    ks_sparse A;
+    ks_matrix *Am;     /* level 0: the caller's matrix, not owned */
     int own_Am;
-    /* Transfer to the next level (unused on the coarsest). */
-    ks_csr P, R;       /* P: n x nc; R = P^T explicit (an SpMV, not a transpose-SpMV) */
+    /* Transfer to the next level (unused on the coarsest): P n x nc and
+     * R = P^T explicit (an SpMV, not a transpose-SpMV); views of Pm's and
+     * Rm's CSRs once those exist. */
+    ks_sparse P, R;
     ks_matrix *Pm, *Rm;
-    /* Once a level's backend matrices exist, A (levels > 0), P and R are the
-     * matrices' own host CSRs (one host copy, not two); the flags say so,
-     * and that the arrays are freed with the matrices. Re-setup writes new
-     * values into them, then ks_matrix_set_values rebuilds the state. */
-    unsigned char A_shared, P_shared, R_shared;
-    /* Kept for re-setup. */
-    ks_strength S;
+    /* 1: the arrays belong to a matrix (Am, Pm, Rm; level 0 the caller's),
+     * the level only views them; re-setup writes values there, then
+     * ks_matrix_values_changed. */
+    unsigned char A_view, P_view, R_view;
+    /* Kept for re-setup, on amg->be. */
+    ks_sparse S;       /* strength pattern */
     int *cf;           /* classical: KS_CPT / KS_FPT per row (NULL for aggregation) */
     ks_int *agg;       /* aggregation: aggregate of each row (NULL for classical) */
     ks_int nagg;
@@ -60,8 +65,8 @@ typedef struct ks_amg_level {
      * A1 = P1^T A P1 (strength S2, splitting cf2 of the n1 points,
      * interpolation P2), and P = P1 P2 truncated. */
     int aggressive;
-    ks_csr P1, P2;
-    ks_strength S2;
+    ks_sparse P1, P2;
+    ks_sparse S2;
     int *cf2;
     /* Smoother data. */
     ks_vec *dinv;      /* JACOBI: omega/a_ii, JACOBI_L1: omega/d_l1, CHEBYSHEV: 1/a_ii */
@@ -77,6 +82,8 @@ typedef struct ks_amg_level {
 
 typedef struct ks_amg {
     ks_backend *be;
+    ks_amg_exec exec;           /* where the setup's steps ran (kernels.h) */
+    unsigned long long A0_id;   /* ks_matrix_id of level 0's matrix at the last setup */
     ks_amg_params prm;
     ks_amg_smoother_kind smoother;
     int nlevels;
@@ -115,7 +122,7 @@ typedef struct ks_amg {
 } ks_amg;
 
 /* --------------------------------------------------------- hierarchy.c */
-/* Build the hierarchy for A (square; its host CSR is read). prm is copied. */
+/* Build the hierarchy for A (square) on A's backend. prm is copied. */
 ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
 void ks_amg_destroy(ks_amg *amg);
 /* Bytes the level's operators (A, P, R; the coarsest also its explicit
@@ -125,24 +132,29 @@ void ks_amg_destroy(ks_amg *amg);
  * table. */
 double ks_amg_level_bytes(const ks_amg *amg, int level);
 /* Pieces re-setup reuses. ks_amg_check_matrix: A square, on amg's backend,
- * suits the smoother. ks_amg_build: every level from level 0's host copy.
- * ks_amg_clear: free all but level 0's host copy and matrix pointer.
- * ks_amg_coarse_setup: (re)factor the coarsest level, (re)upload its
- * inverse. */
+ * suits the smoother. ks_amg_start: level 0 on A (a view of its CSR).
+ * ks_amg_build: every level below level 0. ks_amg_clear: free all but
+ * level 0. ks_amg_coarse_setup: (re)factor the coarsest level, (re)upload
+ * its inverse. */
 ks_error ks_amg_check_matrix(const ks_amg *amg, ks_matrix *A);
+void ks_amg_start(ks_amg *amg, ks_matrix *A);
 ks_error ks_amg_build(ks_amg *amg);
 void ks_amg_clear(ks_amg *amg);
 ks_error ks_amg_coarse_setup(ks_amg *amg);
 /* Classical interpolation (prm.interpolator) of A with S / cf, truncated
  * by the prm settings when `truncate`; timed into the phases. */
-ks_error ks_amg_classical_interp(ks_amg *amg, int level, const ks_csr *A, const ks_strength *S,
-                                 const int *cf, int truncate, ks_csr *P);
+ks_error ks_amg_classical_interp(ks_amg *amg, int level, const ks_sparse *A, const ks_sparse *S,
+                                 const int *cf, int truncate, ks_sparse *P);
+/* Level l's strength, splitting or aggregates, interpolation arrays on
+ * amg->be (n entries of `size` bytes). */
+ks_error ks_amg_alloc_array(ks_amg *amg, ks_int n, size_t size, void **p, const char *what);
+void ks_amg_free_array(ks_amg *amg, void *p);
 /* SpMV parameters of the hierarchy's own matrices (float_values from
  * hierarchy_precision). */
 void ks_amg_level_spmv_params(const ks_amg *amg, ks_spmv_params *sp);
 /* Every row of level l's A has a nonzero finite diagonal, else
- * KS_ERR_NUMERIC naming the level and row. */
-ks_error ks_amg_check_diagonal(const ks_csr *A, int level);
+ * KS_ERR_NUMERIC naming the level and row (`who`: what needs it). */
+ks_error ks_amg_check_diagonal(ks_amg *amg, const ks_sparse *A, int level, const char *who);
 
 /* ---------------------------------------------------------- resetup.c */
 /* A's values changed, pattern kept: reuse strength, C/F splitting or
@@ -151,8 +163,8 @@ ks_error ks_amg_check_diagonal(const ks_csr *A, int level);
 ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A);
 
 /* ---------------------------------------------------------- smoother.c */
-/* Smoother data of level l from its host A (dinv, eigenvalue bounds).
- * Zero diagonal -> KS_ERR_NUMERIC naming the level and row. */
+/* Smoother data of level l from its A (dinv, eigenvalue bounds). Zero
+ * diagonal -> KS_ERR_NUMERIC naming the level and row. */
 ks_error ks_amg_smoother_setup(ks_amg *amg, int l);
 void ks_amg_smoother_free(ks_amg_level *L);
 /* Where a level's x is during a cycle: the Jacobi / Chebyshev steps write
@@ -204,11 +216,6 @@ ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero);
 ks_error ks_amg_precond_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x);
 /* Drop the graph (setup, re-setup, destroy). */
 void ks_amg_graph_reset(ks_amg *amg);
-
-/* ------------------------------------------------------- amg_precond.c */
-extern const ks_precond_ops ks_precond_amg_ops;
-/* The hierarchy of an "AMG" preconditioner after setup, else NULL. */
-const ks_amg *ks_precond_amg(const ks_precond *pc);
 
 /* ---------------------------------------------------------- summary.c */
 /* What the setup built, for ks_solver_hierarchy (arrays owned by amg). */

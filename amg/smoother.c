@@ -22,84 +22,42 @@
 
 #include <math.h>
 #include <string.h>
-#include <strings.h>
 
 static int is_gs(ks_amg_smoother_kind k)
 {
     return k == KS_SMOOTHER_GS || k == KS_SMOOTHER_SGS;
 }
 
-/* Upload n host values into L->dinv (created on first use, reused by
- * re-setup). */
-static ks_error put_dinv(ks_amg *amg, ks_amg_level *L, const double *h)
-{
-    if (!L->dinv)
-        KS_TRY(ks_vec_create(amg->be, L->A.nrows, &L->dinv));
-    return ks_vec_set_host(L->dinv, h);
-}
-
 ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
 {
     ks_amg_level *L = &amg->levels[l];
-    const ks_csr *A = &L->A;
-    ks_int n = A->nrows;
+    const ks_sparse *A = &L->A;
     ks_amg_smoother_kind kind = amg->smoother;
     const char *name = ks_name_of(ks_amg_smoother_names, kind);
 
     if (is_gs(kind)) {
         /* Every level's matrix is on the same backend as level 0, which
          * setup already checked; the format must also offer the sweep. */
-        if (!L->Am || !L->Am->ops->gs_sweep)
+        if (!ks_matrix_has_gs_sweep(L->Am))
             return ks_seterr(KS_ERR_UNSUPPORTED,
                              "smoother %s: SpMV format '%s' on level %d has no Gauss-Seidel "
                              "sweep; use the csr format, JACOBI_L1 or CHEBYSHEV",
-                             name, L->Am ? L->Am->ops->name : "?", l);
+                             name, L->Am ? ks_matrix_format(L->Am) : "?", l);
     }
-
-    double *h = ks_malloc((size_t)n * sizeof *h + 1, "AMG smoother diagonal");
-    if (!h)
-        return KS_ERR_MEMORY;
     double omega = amg->prm.smoother.relaxation_factor;
     if (!(omega > 0.0))
         omega = kind == KS_SMOOTHER_JACOBI ? 2.0 / 3.0 : 1.0;
+    char who[96];
+    snprintf(who, sizeof who, "smoother %s needs a nonzero diagonal", name);
+    KS_TRY(ks_amg_check_diagonal(amg, A, l, who));
     ks_error e = KS_OK;
-    ks_int bad = n; /* first row with a zero or non-finite diagonal */
-    double bad_diag = 0.0;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (n > 4096)
-    for (ks_int i = 0; i < n; i++) {
-        double diag = 0.0, off = 0.0;
-        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
-            if (A->colind[k] == i)
-                diag = A->val[k];
-            else
-                off += fabs(A->val[k]);
-        }
-        if (diag == 0.0 || !isfinite(diag)) {
-            bad = i < bad ? i : bad;
-            continue;
-        }
-        switch (kind) {
-        case KS_SMOOTHER_JACOBI: h[i] = omega / diag; break;
-        case KS_SMOOTHER_JACOBI_L1: h[i] = omega / (diag + copysign(off, diag)); break;
-        default: h[i] = 1.0 / diag; break;
-        }
-    }
-    if (bad < n) {
-        for (ks_int k = A->rowptr[bad]; k < A->rowptr[bad + 1]; k++)
-            if (A->colind[k] == bad)
-                bad_diag = A->val[k];
-        e = ks_seterr(KS_ERR_NUMERIC,
-                      "AMG level %d: %s diagonal at row %ld (smoother %s needs a nonzero "
-                      "diagonal)",
-                      l, bad_diag == 0.0 ? "zero" : "non-finite", (long)bad, name);
-    }
-    if (e == KS_OK && kind == KS_SMOOTHER_CHEBYSHEV) {
+    if (kind == KS_SMOOTHER_CHEBYSHEV) {
         /* Upper bound: the power/Lanczos estimate of rho(D^-1 A) enlarged by
          * 10%, since an underestimate lets the polynomial amplify the top of
          * the spectrum; the lower bound only chooses which part is damped. */
         double rho = L->rho;
         if (!L->rho_valid)
-            e = ks_amg_spectral_radius_dinv_a(A, 12, &rho);
+            e = ks_amgk_spectral_radius(&amg->exec, A, 12, &rho);
         if (e != KS_OK)
             ks_adderr(e, "AMG level %d: Chebyshev eigenvalue estimate", l);
         else if (!(rho > 0.0) || !isfinite(rho))
@@ -112,13 +70,16 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
         L->lmax = 1.1 * rho;
         L->lmin = amg->prm.smoother.chebyshev_lower * L->lmax;
     }
-    if (e == KS_OK && !is_gs(kind))
-        e = put_dinv(amg, L, h);
-    /* The same expressions as above, for formats that rebuild dinv from
-     * the rows they read (spmv/fused.h). */
+    if (e == KS_OK && !is_gs(kind)) {
+        if (!L->dinv)
+            e = ks_vec_create(amg->be, A->nrows, &L->dinv);
+        if (e == KS_OK)
+            e = ks_amgk_smoother_weights(&amg->exec, A, kind, omega, L->dinv->data);
+    }
+    /* The same expressions as the weights, for formats that rebuild dinv
+     * from the rows they read (spmv/fused.h). */
     L->wkind = kind == KS_SMOOTHER_JACOBI_L1 ? KS_W_L1 : is_gs(kind) ? KS_W_VECTOR : KS_W_DIAG;
     L->wscale = kind == KS_SMOOTHER_CHEBYSHEV ? 1.0 : omega;
-    free(h);
     return e;
 }
 
@@ -149,8 +110,8 @@ ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb
      * The residual is not wanted: r goes only to a format without a fused
      * pass (its scratch); a fused pass would store it, 8 bytes a row. */
     ks_matrix *M = ks_amg_cycle_matrix(amg, l);
-    KS_TRY(ks_matrix_fused_step(M, b, xb->cur, M->ops->fused_step ? NULL : L->r, a, c, L->dinv,
-                                L->wkind, L->wscale,
+    KS_TRY(ks_matrix_fused_step(M, b, xb->cur, ks_matrix_has_fused_step(M) ? NULL : L->r, a, c,
+                                L->dinv, L->wkind, L->wscale,
                                 a != 0.0 && !prev_zero ? xb->spare : NULL, xb->spare));
     ks_vec *t = xb->cur;
     xb->cur = xb->spare;
@@ -174,8 +135,7 @@ ks_error ks_amg_jacobi_two_from_zero(ks_amg *amg, int l, const ks_vec *b, ks_amg
 
 static ks_error gs_step(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int reverse)
 {
-    ks_matrix *M = amg->levels[l].Am;
-    ks_error e = M->ops->gs_sweep(M->be, M->state, b->data, x->data, reverse);
+    ks_error e = ks_matrix_gs_sweep(amg->levels[l].Am, b, x, reverse);
     if (e != KS_OK)
         return ks_adderr(e, "AMG level %d", l);
     return KS_OK;

@@ -30,7 +30,7 @@
  * benchmark may look inside). */
 #include "ksolve.h"
 #include "../solver/solver_impl.h"
-#include "../amg/hierarchy.h"
+#include "../solver/precond_amg.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -653,7 +653,7 @@ static int level_table(ks_backend *be, const ks_amg *amg, const char *const *bas
         double t_own, t_base[NBASE];
         FAIL(time_spmv(be, L->Am, &t_own));
         for (int k = 0; k < nb; k++) {
-            FAIL(ks_matrix_create(be, &L->A, base[k], NULL, &B));
+            FAIL(ks_matrix_create(be, ks_matrix_host_csr(L->Am), base[k], NULL, &B));
             FAIL(time_spmv(be, B, &t_base[k]));
             ks_matrix_destroy(B);
             B = NULL;

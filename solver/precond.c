@@ -1,6 +1,6 @@
 /* Preconditioner factory and the identity preconditioner. */
 #include "krylov.h"
-#include "../amg/hierarchy.h"
+#include "precond_amg.h"
 
 #include <math.h>
 #include <string.h>

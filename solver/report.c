@@ -3,7 +3,7 @@
 #include "cli.h"
 #include "cli_setup.h"
 #include "solver_impl.h"
-#include "../amg/hierarchy.h"
+#include "precond_amg.h"
 
 #include <jansson.h>
 #include <math.h>

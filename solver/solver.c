@@ -4,7 +4,7 @@
  * of the method's recurrence. */
 #include "krylov.h"
 #include "solver_create.h"
-#include "../amg/hierarchy.h"
+#include "precond_amg.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -14,10 +14,10 @@
 /* The state reads the matrix's own host CSR (the layout borrows its arrays
  * and they live as long as the matrix, spmv/format.h), so a matrix holds
  * its entries once on the cpu, not twice: for an AMG hierarchy that is a
- * third of its host memory and most of the setup's "upload" phase. Those
- * pages were first touched by ks_csr_copy's threads in 4 MiB chunks in
- * array order, so on NUMA machines they lie roughly (not exactly) near the
- * threads whose row parts read them. */
+ * third of its host memory and most of the setup's "upload" phase. Pages
+ * copied in (ks_matrix_create) were first touched by ks_memcpy_par's
+ * threads in 4 MiB chunks in array order, so on NUMA machines they lie
+ * roughly (not exactly) near the threads whose row parts read them. */
 typedef struct csr_cpu_state {
     ks_csr A;       /* borrowed arrays (not freed here) */
     float *valf;    /* float_values: the values as float32, owned (A.val then NULL) */
@@ -247,6 +247,14 @@ static void csr_cpu_destroy(ks_backend *be, void *state)
     free_state(state);
 }
 
+/* The matrix's CSR is borrowed: only the float32 copy is the state's own
+ * (the row parts and the sweep's scratch are O(threads) and O(rows)). */
+static double csr_cpu_state_bytes(const void *state)
+{
+    const csr_cpu_state *s = state;
+    return s->valf ? 4.0 * (double)s->A.nnz : 0.0;
+}
+
 const ks_spmv_format_ops ks_format_csr_cpu = {
     .name = "csr",
     .backend = KS_BACKEND_CPU,
@@ -262,4 +270,5 @@ const ks_spmv_format_ops ks_format_csr_cpu = {
     .gs_sweep = csr_cpu_gs_sweep,
     .fused_step = csr_cpu_fused_step,
     .float_values = 1,
+    .state_bytes = csr_cpu_state_bytes,
 };

@@ -5,7 +5,7 @@
 #ifndef KS_FORMAT_H
 #define KS_FORMAT_H
 
-#include "../vec/backend.h"
+#include "../sparse/sparse.h"
 #include "fused.h"
 
 #ifdef __cplusplus
@@ -56,12 +56,26 @@ typedef struct ks_spmv_format_ops {
     /* 1 when the format honours ks_spmv_params.float_values (values kept
      * as float32, sums in float64); ks_matrix_create refuses the others. */
     int float_values;
+
+    /* Optional (NULL: the state is built from a host layout, made from a
+     * host copy of A when A's backend has no host memory): the state
+     * straight from the matrix's CSR on the backend, with no host round
+     * trip. The state may keep A's arrays (A lives as long as the matrix).
+     * *bytes = what one apply moves (as layout_bytes). */
+    ks_error (*setup_sparse)(ks_backend *be, const ks_sparse *A, const ks_spmv_params *prm,
+                             void **state, double *bytes);
+    /* Optional: bytes the state holds in the backend's memory beyond the
+     * matrix's CSR arrays it keeps (NULL: counted as a CSR of the
+     * format's value width, for ks_matrix_memory_bytes). */
+    double (*state_bytes)(const void *state);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */
 const ks_spmv_format_ops *ks_spmv_format_find(const char *name, ks_backend_kind backend);
 /* All registered formats, NULL-terminated (every backend). */
 const ks_spmv_format_ops *const *ks_spmv_format_all(void);
+/* Name of a format of backend kind k with a Gauss-Seidel sweep, or NULL. */
+const char *ks_spmv_format_with_gs(ks_backend_kind k);
 /* Format "auto" resolves to for A on backend (statistics-based choice). */
 const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend);
 /* The same choice (spmv/auto.c), with why in reason (the statistics behind
@@ -90,19 +104,60 @@ ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, dou
                                         double c, const ks_vec *w, int wkind, double wscale,
                                         ks_vec *x1, int keep_x1, ks_vec *r, ks_vec *xo);
 
-/* Matrix object: the host CSR (AMG and preconditioner setup read it) and the
- * format's backend state. The MPI issue extends this to a row block with a
- * local "diag" part and an "offd" part with 64-bit global column map. */
+/* Matrix object: the matrix as CSR in its backend's memory (a ks_sparse,
+ * what setup code reads and re-setup writes) and the format's state built
+ * from it. No host copy is kept on a backend without host memory; one is
+ * made on demand (ks_matrix_host_csr) and then owned. The MPI work extends
+ * this to a row block with a local "diag" part and an "offd" part with a
+ * 64-bit global column map. */
 struct ks_matrix {
     ks_backend *be;
     const ks_spmv_format_ops *ops;
-    ks_spmv_params params; /* as given at create, reused by ks_matrix_set_values */
+    ks_spmv_params params; /* as given at create, reused when values change */
     void *state;
-    ks_csr host;
+    ks_sparse A;           /* the CSR on be (owned unless A_borrowed) */
+    int A_borrowed;        /* ks_matrix_create_view: A's arrays are someone else's */
+    unsigned long long id; /* ks_matrix_id */
+    ks_csr host;           /* host CSR: a view of A's arrays on host-memory backends,
+                            * else a copy made by ks_matrix_host_csr (host_owned) */
+    int host_owned;
     double bytes_per_apply;
     double setup_seconds;
     char format_reason[160]; /* why "auto" chose ops; "" when the format was named */
 };
+
+/* M from a CSR already on be: M takes A's arrays (A is left empty, also on
+ * failure, when they are freed). A must be valid (ks_sparse_validate). */
+ks_error ks_matrix_create_sparse(ks_backend *be, ks_sparse *A, const char *format,
+                                 const ks_spmv_params *params, ks_matrix **M);
+/* M sharing A's arrays (no copy; A must outlive M, and after a change of
+ * A's values M needs ks_matrix_values_changed): a second storage format of
+ * the same matrix, e.g. AMG's float32 copy of level 0. */
+ks_error ks_matrix_create_view(ks_backend *be, const ks_sparse *A, const char *format,
+                               const ks_spmv_params *params, ks_matrix **M);
+/* A number no other matrix of this process has had. */
+unsigned long long ks_matrix_id(const ks_matrix *M);
+/* The matrix's CSR on its backend. */
+const ks_sparse *ks_matrix_sparse(const ks_matrix *M);
+/* The CSR's values, writable in place (re-setup writes new values there);
+ * then ks_matrix_values_changed rebuilds the format's state from them. If
+ * that fails, M's state is gone: M must not be applied until a later call
+ * succeeds. */
+double *ks_matrix_values(ks_matrix *M);
+ks_error ks_matrix_values_changed(ks_matrix *M);
+/* What the format can do, for code outside spmv/: a Gauss-Seidel sweep, a
+ * fused residual / smoothing pass, float32 values. */
+int ks_matrix_has_gs_sweep(const ks_matrix *M);
+int ks_matrix_has_fused_step(const ks_matrix *M);
+int ks_matrix_float_values(const ks_matrix *M);
+/* One hybrid Gauss-Seidel sweep for M x = b in place (see gs_sweep). */
+ks_error ks_matrix_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int reverse);
+/* Bytes M holds in its backend's memory: its CSR and the format's own
+ * arrays (arrays the state shares with the CSR counted once). */
+double ks_matrix_memory_bytes(const ks_matrix *M);
+/* Changes whenever M's storage is rebuilt (create, values changed): what
+ * a captured graph of kernels reading M depends on. */
+const void *ks_matrix_storage_id(const ks_matrix *M);
 
 #ifdef __cplusplus
 }

@@ -15,9 +15,9 @@ static ks_error check_vec(const ks_matrix *M, const ks_vec *v, const char *name,
         return ks_seterr(KS_ERR_ARG,
                          "ks_matrix_fused_step: %s is on another backend object than the matrix",
                          name);
-    if (v->n != M->host.nrows)
+    if (v->n != M->A.nrows)
         return ks_seterr(KS_ERR_SIZE, "ks_matrix_fused_step: %s has %ld entries, matrix %ld rows",
-                         name, (long)v->n, (long)M->host.nrows);
+                         name, (long)v->n, (long)M->A.nrows);
     return KS_OK;
 }
 
@@ -25,9 +25,9 @@ static ks_error check_square(const ks_matrix *M)
 {
     if (!M)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: NULL matrix");
-    if (M->host.nrows != M->host.ncols)
+    if (M->A.nrows != M->A.ncols)
         return ks_seterr(KS_ERR_SIZE, "ks_matrix_fused_step: matrix is %ld x %ld, not square",
-                         (long)M->host.nrows, (long)M->host.ncols);
+                         (long)M->A.nrows, (long)M->A.ncols);
     return KS_OK;
 }
 
@@ -60,7 +60,7 @@ ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, dou
         KS_TRY(ks_vec_smooth_update(0.0, c0, w, b, NULL, NULL, x1));
         return ks_matrix_fused_step(M, b, x1, r, a, c, w, wkind, wscale, NULL, xo);
     }
-    if (M->host.nrows == 0)
+    if (M->A.nrows == 0)
         return KS_OK;
     ks_fused_step f = {b->data, b->data, NULL, a, c, w->data, NULL, xo->data, wkind, wscale,
                        w->data, c0, keep_x1 ? x1->data : NULL};
@@ -83,7 +83,7 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
         (xprev && (xprev == x || xprev == r)))
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: output vectors alias x, b or "
                                      "each other");
-    if (M->host.nrows == 0)
+    if (M->A.nrows == 0)
         return KS_OK;
     if (fused) {
         ks_fused_step f = {b->data, x->data, r ? r->data : NULL, a, c,

@@ -6,6 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Every matrix gets a fresh id (ks_matrix_id). */
+static unsigned long long new_id(void)
+{
+    static _Atomic unsigned long long next = 1;
+    return next++;
+}
+
 static const char *kind_name(ks_backend_kind k)
 {
     return k == KS_BACKEND_CUDA ? "cuda" : k == KS_BACKEND_CPU ? "cpu" : "unknown";
@@ -65,11 +72,53 @@ static ks_error resolve_format(ks_backend_kind kind, const ks_csr *A, const char
                      kind_name(kind), names);
 }
 
-/* "auto" chose a format whose layout refused A (statistics cannot foresee
- * every refusal, e.g. a max_fill the caller lowered): take the format that
- * holds any matrix, csr_vector, and say so in the reason. */
+/* The host CSR a layout is built from: on host-memory backends A's own
+ * arrays (a view), else a copy downloaded for the build (*tmp = 1: the
+ * caller frees it after the build). */
+static ks_error host_for_layout(const ks_matrix *m, ks_csr *H, int *tmp)
+{
+    *tmp = 0;
+    if (ks_backend_host_memory(m->be)) {
+        *H = ks_sparse_as_csr(&m->A);
+        return KS_OK;
+    }
+    if (m->host_owned) { /* a host copy was asked for earlier: current values */
+        *H = m->host;
+        return KS_OK;
+    }
+    *tmp = 1;
+    return ks_sparse_to_csr(&m->A, H);
+}
+
+/* The format's state from m->A: straight from the backend CSR when the
+ * format can (and the values are not about to be refused by it), else
+ * through its host layout. */
+static ks_error build_state(ks_matrix *m, const ks_spmv_format_ops *ops, void **state,
+                            double *bytes)
+{
+    *state = NULL;
+    if (ops->setup_sparse)
+        return ops->setup_sparse(m->be, &m->A, &m->params, state, bytes);
+    ks_csr H;
+    int tmp;
+    KS_TRY(host_for_layout(m, &H, &tmp));
+    void *layout = NULL;
+    ks_error e = ops->layout_build(&H, &m->params, &layout);
+    if (e == KS_OK) {
+        *bytes = ops->layout_bytes(layout);
+        e = ops->setup(m->be, layout, state);
+        ops->layout_free(layout);
+    }
+    if (tmp)
+        ks_csr_free(&H);
+    return e;
+}
+
+/* "auto" chose a format that refused A (statistics cannot foresee every
+ * refusal, e.g. a max_fill the caller lowered): take the format that holds
+ * any matrix, csr_vector, and say so in the reason. */
 #define KS_AUTO_FALLBACK "csr_vector"
-static ks_error auto_fallback(ks_matrix *m, const ks_spmv_params *prm, void **layout)
+static ks_error auto_fallback(ks_matrix *m, double *bytes)
 {
     const ks_spmv_format_ops *fb = ks_spmv_format_find(KS_AUTO_FALLBACK, m->be->ops->kind);
     if (!fb || fb == m->ops)
@@ -79,7 +128,7 @@ static ks_error auto_fallback(ks_matrix *m, const ks_spmv_params *prm, void **la
     int w = snprintf(why, sizeof why, "%s refused, fallback %s: ", m->ops->name, fb->name);
     if (w > 0 && (size_t)w < sizeof why)
         snprintf(why + w, sizeof why - (size_t)w, "%s", ks_last_error());
-    ks_error e = fb->layout_build(&m->host, prm, layout);
+    ks_error e = build_state(m, fb, &m->state, bytes);
     if (e != KS_OK)
         return e;
     memcpy(m->format_reason, why, sizeof why);
@@ -88,21 +137,15 @@ static ks_error auto_fallback(ks_matrix *m, const ks_spmv_params *prm, void **la
     return KS_OK;
 }
 
-ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
-                          const ks_spmv_params *params, ks_matrix **M)
+/* "auto" or a named format for H (the matrix on the host), with float32
+ * values when asked: fills m->ops, m->params, m->format_reason. */
+static ks_error choose_format(ks_matrix *m, const ks_csr *H, const char *format,
+                              const ks_spmv_params *params)
 {
-    if (!M)
-        return ks_seterr(KS_ERR_ARG, "ks_matrix_create: NULL output pointer");
-    *M = NULL;
-    if (!be || !A)
-        return ks_seterr(KS_ERR_ARG, "ks_matrix_create: NULL %s", be ? "matrix" : "backend");
-    ks_error e = ks_csr_validate(A);
-    if (e != KS_OK)
-        return ks_adderr(e, "ks_matrix_create: invalid CSR");
-
+    ks_backend *be = m->be;
     const ks_spmv_format_ops *ops;
-    char reason[sizeof ((ks_matrix *)0)->format_reason];
-    KS_TRY(resolve_format(be->ops->kind, A, format, &ops, reason, sizeof reason));
+    char reason[sizeof m->format_reason];
+    KS_TRY(resolve_format(be->ops->kind, H, format, &ops, reason, sizeof reason));
 
     ks_spmv_params prm;
     memset(&prm, 0, sizeof prm);
@@ -132,52 +175,130 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
         }
         memcpy(reason, why, sizeof reason);
     }
+    m->ops = ops;
+    m->params = prm;
+    snprintf(m->format_reason, sizeof m->format_reason, "%s", reason);
+    return KS_OK;
+}
 
+/* The common tail of both creators: m->A holds the matrix; H is it on the
+ * host when the caller has that at hand (else NULL: a view or a copy is
+ * made for the format choice). */
+static ks_error finish_create(ks_matrix *m, const ks_csr *H, const char *format,
+                              const ks_spmv_params *params)
+{
+    ks_csr tmp;
+    int have_tmp = 0;
+    ks_error e = KS_OK;
+    if (!H) {
+        e = host_for_layout(m, &tmp, &have_tmp);
+        H = &tmp;
+    }
+    if (e == KS_OK)
+        e = choose_format(m, H, format, params);
+    if (have_tmp)
+        ks_csr_free(&tmp);
+    KS_TRY(e);
+    /* setup_seconds covers conversion and upload, not validation or the
+     * backend CSR every format shares. */
+    double t0 = ks_wtime();
+    double bytes = 0.0;
+    e = build_state(m, m->ops, &m->state, &bytes);
+    if (e == KS_ERR_UNSUPPORTED && m->format_reason[0])
+        e = auto_fallback(m, &bytes);
+    if (e != KS_OK)
+        return ks_adderr(e, "SpMV format '%s' on %s", m->ops->name, m->be->ops->name);
+    m->bytes_per_apply = bytes;
+    KS_TRY(m->be->ops->sync(m->be)); /* count asynchronous uploads in the setup time */
+    m->setup_seconds = ks_wtime() - t0;
+    if (ks_backend_host_memory(m->be))
+        m->host = ks_sparse_as_csr(&m->A);
+    return KS_OK;
+}
+
+ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
+                          const ks_spmv_params *params, ks_matrix **M)
+{
+    if (!M)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create: NULL output pointer");
+    *M = NULL;
+    if (!be || !A)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create: NULL %s", be ? "matrix" : "backend");
+    ks_error e = ks_csr_validate(A);
+    if (e != KS_OK)
+        return ks_adderr(e, "ks_matrix_create");
     ks_matrix *m = ks_calloc(1, sizeof *m, "ks_matrix");
     if (!m)
         return KS_ERR_MEMORY;
     m->be = be;
-    m->ops = ops;
-    m->params = prm;
-    snprintf(m->format_reason, sizeof m->format_reason, "%s", reason);
-    e = ks_csr_copy(A, &m->host);
+    m->id = new_id();
+    e = ks_sparse_from_csr(be, A, 0, &m->A);
+    if (e == KS_OK)
+        e = finish_create(m, A, format, params);
     if (e != KS_OK) {
-        free(m);
-        return ks_adderr(e, "ks_matrix_create: copying the CSR");
+        ks_matrix_destroy(m);
+        return ks_adderr(e, "ks_matrix_create");
     }
-
-    /* setup_seconds covers conversion and upload, not validation or the
-     * host copy every format shares. */
-    double t0 = ks_wtime();
-    void *layout = NULL;
-    e = ops->layout_build(&m->host, &prm, &layout);
-    if (e == KS_ERR_UNSUPPORTED && reason[0])
-        e = auto_fallback(m, &prm, &layout);
-    if (e != KS_OK) {
-        ks_adderr(e, "SpMV format '%s'", m->ops->name);
-        goto fail;
-    }
-    ops = m->ops;
-    m->bytes_per_apply = ops->layout_bytes(layout);
-    e = ops->setup(be, layout, &m->state);
-    ops->layout_free(layout);
-    if (e != KS_OK) {
-        ks_adderr(e, "SpMV format '%s' setup on %s", ops->name, be->ops->name);
-        goto fail;
-    }
-    e = be->ops->sync(be); /* count asynchronous uploads in the setup time */
-    if (e != KS_OK)
-        goto fail;
-    m->setup_seconds = ks_wtime() - t0;
     *M = m;
     return KS_OK;
+}
 
-fail:
-    if (m->state)
-        ops->destroy(be, m->state);
-    ks_csr_free(&m->host);
-    free(m);
-    return e;
+ks_error ks_matrix_create_sparse(ks_backend *be, ks_sparse *A, const char *format,
+                                 const ks_spmv_params *params, ks_matrix **M)
+{
+    if (!M)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_sparse: NULL output pointer");
+    *M = NULL;
+    if (!be || !A || A->be != be || !A->val) {
+        ks_sparse_free(A);
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_sparse: %s",
+                         !be || !A ? "NULL argument"
+                         : A->be != be ? "the CSR lives on another backend object"
+                                       : "the CSR has no values");
+    }
+    ks_matrix *m = ks_calloc(1, sizeof *m, "ks_matrix");
+    if (!m) {
+        ks_sparse_free(A);
+        return KS_ERR_MEMORY;
+    }
+    m->be = be;
+    m->id = new_id();
+    m->A = *A;
+    memset(A, 0, sizeof *A);
+    ks_error e = finish_create(m, NULL, format, params);
+    if (e != KS_OK) {
+        ks_matrix_destroy(m);
+        return e;
+    }
+    *M = m;
+    return KS_OK;
+}
+
+ks_error ks_matrix_create_view(ks_backend *be, const ks_sparse *A, const char *format,
+                               const ks_spmv_params *params, ks_matrix **M)
+{
+    if (!M)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_view: NULL output pointer");
+    *M = NULL;
+    if (!be || !A || A->be != be || !A->val)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_view: %s",
+                         !be || !A ? "NULL argument"
+                         : A->be != be ? "the CSR lives on another backend object"
+                                       : "the CSR has no values");
+    ks_matrix *m = ks_calloc(1, sizeof *m, "ks_matrix");
+    if (!m)
+        return KS_ERR_MEMORY;
+    m->be = be;
+    m->id = new_id();
+    m->A = *A;
+    m->A_borrowed = 1;
+    ks_error e = finish_create(m, NULL, format, params);
+    if (e != KS_OK) {
+        ks_matrix_destroy(m);
+        return e;
+    }
+    *M = m;
+    return KS_OK;
 }
 
 void ks_matrix_destroy(ks_matrix *M)
@@ -186,7 +307,10 @@ void ks_matrix_destroy(ks_matrix *M)
         return;
     if (M->state)
         M->ops->destroy(M->be, M->state);
-    ks_csr_free(&M->host);
+    if (M->host_owned)
+        ks_csr_free(&M->host);
+    if (!M->A_borrowed)
+        ks_sparse_free(&M->A);
     free(M);
 }
 
@@ -199,78 +323,41 @@ ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double bet
         return ks_seterr(KS_ERR_ARG,
                          "ks_matrix_apply: %s is on another backend object than the matrix",
                          x->be != M->be ? "x" : "y");
-    if (x->n != M->host.ncols)
+    if (x->n != M->A.ncols)
         return ks_seterr(KS_ERR_SIZE, "ks_matrix_apply: x has %d entries, matrix has %d columns",
-                         (int)x->n, (int)M->host.ncols);
-    if (y->n != M->host.nrows)
+                         (int)x->n, (int)M->A.ncols);
+    if (y->n != M->A.nrows)
         return ks_seterr(KS_ERR_SIZE, "ks_matrix_apply: y has %d entries, matrix has %d rows",
-                         (int)y->n, (int)M->host.nrows);
+                         (int)y->n, (int)M->A.nrows);
     if (x == y || (x->data == y->data && x->n > 0))
         return ks_seterr(KS_ERR_ARG, "ks_matrix_apply: x and y must be distinct vectors");
-    if (M->host.nrows == 0)
+    if (M->A.nrows == 0)
         return KS_OK;
+    if (!M->state)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_apply: the matrix has no SpMV state (a "
+                                     "failed change of values)");
     ks_error e = M->ops->apply(M->be, M->state, alpha, x->data, beta, y->data);
     if (e != KS_OK)
         return ks_adderr(e, "SpMV format '%s'", M->ops->name);
     return KS_OK;
 }
 
-ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
+/* Rebuild the state from A's current values; the old state goes only when
+ * the new one stands. */
+static ks_error rebuild_state(ks_matrix *M)
 {
-    if (!M || (!val && M->host.nnz > 0))
-        return ks_seterr(KS_ERR_ARG, "ks_matrix_set_values: NULL %s", M ? "values" : "matrix");
-    ks_int nnz = M->host.nnz;
-    for (ks_int k = 0; k < nnz; k++)
-        if (!isfinite(val[k])) {
-            ks_int row = 0;
-            while (M->host.rowptr[row + 1] <= k)
-                row++;
-            return ks_seterr(KS_ERR_NUMERIC,
-                             "ks_matrix_set_values: value %ld (row %ld, column %ld) is %g",
-                             (long)k, (long)row, (long)M->host.colind[k], val[k]);
-        }
-    /* Most formats keep their own copies in their own layouts (padded,
-     * sliced, permuted, float32, on the device), so the backend state is
-     * rebuilt from the host CSR with the new values: the same path as
-     * ks_matrix_create, minus validation and format choice. The old values
-     * come back on failure so M stays consistent, except when val is the
-     * host CSR's own array (AMG re-setup writes the values there first):
-     * then there is nothing to restore, and a caller that gets an error
-     * must not use M's backend state any more (the AMG hierarchy is
-     * dropped). */
-    const int inplace = val == M->host.val;
-    double *old = NULL;
-    if (!inplace) {
-        old = ks_malloc((size_t)nnz * sizeof *old + 1, "old matrix values");
-        if (!old)
-            return KS_ERR_MEMORY;
-        memcpy(old, M->host.val, (size_t)nnz * sizeof *old);
-        memcpy(M->host.val, val, (size_t)nnz * sizeof *old);
-    }
-
-    double t0 = ks_wtime();
-    void *layout = NULL, *state = NULL;
-    ks_error e = M->ops->layout_build(&M->host, &M->params, &layout);
-    if (e != KS_OK) {
-        ks_adderr(e, "ks_matrix_set_values: SpMV format '%s'", M->ops->name);
-    } else {
-        e = M->ops->setup(M->be, layout, &state);
-        M->ops->layout_free(layout);
-        if (e != KS_OK)
-            ks_adderr(e, "ks_matrix_set_values: SpMV format '%s' setup on %s", M->ops->name,
-                      M->be->ops->name);
-    }
+    double t0 = ks_wtime(), bytes = 0.0;
+    void *state = NULL;
+    ks_error e = build_state(M, M->ops, &state, &bytes);
+    if (e != KS_OK)
+        ks_adderr(e, "SpMV format '%s' setup on %s", M->ops->name, M->be->ops->name);
     if (e == KS_OK)
         e = M->be->ops->sync(M->be);
     if (e != KS_OK) {
         if (state)
             M->ops->destroy(M->be, state);
-        if (old)
-            memcpy(M->host.val, old, (size_t)nnz * sizeof *old);
-        free(old);
         return e;
     }
-    free(old);
     if (M->state)
         M->ops->destroy(M->be, M->state);
     M->state = state;
@@ -278,12 +365,144 @@ ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
     return KS_OK;
 }
 
-ks_int ks_matrix_rows(const ks_matrix *M) { return M ? M->host.nrows : 0; }
-ks_int ks_matrix_cols(const ks_matrix *M) { return M ? M->host.ncols : 0; }
-ks_int ks_matrix_nnz(const ks_matrix *M) { return M ? M->host.nnz : 0; }
+/* First entry of val that is not finite (nnz when all are). */
+static ks_int first_nonfinite(const double *val, ks_int nnz)
+{
+    for (ks_int k = 0; k < nnz; k++)
+        if (!isfinite(val[k]))
+            return k;
+    return nnz;
+}
+
+ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
+{
+    if (!M || (!val && M->A.nnz > 0))
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_set_values: NULL %s", M ? "values" : "matrix");
+    const ks_int nnz = M->A.nnz;
+    const size_t bytes = (size_t)nnz * sizeof(double);
+    ks_int bad = first_nonfinite(val, nnz);
+    if (bad < nnz) {
+        ks_csr H;
+        int tmp;
+        ks_int row = 0, col = -1;
+        if (host_for_layout(M, &H, &tmp) == KS_OK) {
+            while (H.rowptr[row + 1] <= bad)
+                row++;
+            col = H.colind[bad];
+            if (tmp)
+                ks_csr_free(&H);
+        }
+        return ks_seterr(KS_ERR_NUMERIC,
+                         "ks_matrix_set_values: value %ld (row %ld, column %ld) is %g",
+                         (long)bad, (long)row, (long)col, val[bad]);
+    }
+    /* Most formats keep their own copies in their own layouts (padded,
+     * sliced, permuted, float32, on the device), so the state is rebuilt
+     * from the CSR with the new values. The old values come back on
+     * failure so M stays consistent, except when val is the CSR's own
+     * array (the caller wrote there: nothing to restore; the state is then
+     * dropped on failure, as ks_matrix_values_changed does). */
+    const int inplace = val == M->A.val;
+    double *old = NULL;
+    ks_backend *be = M->be;
+    if (!inplace && nnz > 0) {
+        KS_TRY(ks_be_alloc(be, bytes, (void **)&old, "previous matrix values"));
+        ks_error e = be->ops->copy(be, old, M->A.val, bytes);
+        if (e == KS_OK)
+            e = ks_backend_host_memory(be) ? (memcpy(M->A.val, val, bytes), KS_OK)
+                                           : be->ops->upload(be, M->A.val, val, bytes);
+        if (e != KS_OK) {
+            be->ops->free(be, old);
+            return ks_adderr(e, "ks_matrix_set_values");
+        }
+    }
+    if (inplace)
+        return ks_matrix_values_changed(M);
+    if (M->host_owned && nnz > 0)
+        memcpy(M->host.val, val, bytes);
+    ks_error e = rebuild_state(M);
+    if (e != KS_OK && old) {
+        (void)be->ops->copy(be, M->A.val, old, bytes);
+        if (M->host_owned)
+            (void)be->ops->download(be, M->host.val, old, bytes);
+    }
+    if (old)
+        be->ops->free(be, old);
+    return e;
+}
+
+double *ks_matrix_values(ks_matrix *M) { return M ? M->A.val : NULL; }
+
+ks_error ks_matrix_values_changed(ks_matrix *M)
+{
+    if (!M)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_values_changed: NULL matrix");
+    if (M->host_owned && M->A.nnz > 0)
+        KS_TRY(M->be->ops->download(M->be, M->host.val, M->A.val,
+                                    (size_t)M->A.nnz * sizeof(double)));
+    ks_error e = rebuild_state(M);
+    if (e != KS_OK && M->state) {
+        /* the state holds the old values: unusable with the new ones */
+        M->ops->destroy(M->be, M->state);
+        M->state = NULL;
+    }
+    return e;
+}
+
+ks_int ks_matrix_rows(const ks_matrix *M) { return M ? M->A.nrows : 0; }
+ks_int ks_matrix_cols(const ks_matrix *M) { return M ? M->A.ncols : 0; }
+ks_int ks_matrix_nnz(const ks_matrix *M) { return M ? M->A.nnz : 0; }
 const char *ks_matrix_format(const ks_matrix *M) { return M ? M->ops->name : NULL; }
 const char *ks_matrix_format_reason(const ks_matrix *M) { return M ? M->format_reason : ""; }
 ks_backend *ks_matrix_backend(const ks_matrix *M) { return M ? M->be : NULL; }
-const ks_csr *ks_matrix_host_csr(const ks_matrix *M) { return M ? &M->host : NULL; }
 double ks_matrix_bytes_per_apply(const ks_matrix *M) { return M ? M->bytes_per_apply : 0.0; }
 double ks_matrix_setup_seconds(const ks_matrix *M) { return M ? M->setup_seconds : 0.0; }
+const ks_sparse *ks_matrix_sparse(const ks_matrix *M) { return M ? &M->A : NULL; }
+int ks_matrix_has_gs_sweep(const ks_matrix *M) { return M && M->ops->gs_sweep != NULL; }
+int ks_matrix_has_fused_step(const ks_matrix *M) { return M && M->ops->fused_step != NULL; }
+int ks_matrix_float_values(const ks_matrix *M) { return M && M->params.float_values; }
+const void *ks_matrix_storage_id(const ks_matrix *M) { return M ? M->state : NULL; }
+unsigned long long ks_matrix_id(const ks_matrix *M) { return M ? M->id : 0; }
+
+const ks_csr *ks_matrix_host_csr(const ks_matrix *M)
+{
+    if (!M)
+        return NULL;
+    if (ks_backend_host_memory(M->be) || M->host_owned)
+        return &M->host;
+    /* A device matrix: a host copy now, kept (and kept current) from here
+     * on. The accessor's const is for callers; the copy is a cache. */
+    ks_matrix *m = (ks_matrix *)M;
+    if (ks_sparse_to_csr(&m->A, &m->host) != KS_OK)
+        return NULL;
+    m->host_owned = 1;
+    return &m->host;
+}
+
+ks_error ks_matrix_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int reverse)
+{
+    if (!M || !b || !x)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_gs_sweep: NULL argument");
+    if (!M->ops->gs_sweep)
+        return ks_seterr(KS_ERR_UNSUPPORTED, "SpMV format '%s' has no Gauss-Seidel sweep",
+                         M->ops->name);
+    if (b->be != M->be || x->be != M->be || b->n != M->A.nrows || x->n != M->A.nrows ||
+        M->A.nrows != M->A.ncols)
+        return ks_seterr(KS_ERR_SIZE, "ks_matrix_gs_sweep: vectors must match the square "
+                                      "matrix and live on its backend object");
+    return M->ops->gs_sweep(M->be, M->state, b->data, x->data, reverse);
+}
+
+double ks_matrix_memory_bytes(const ks_matrix *M)
+{
+    if (!M)
+        return 0.0;
+    double b = M->A_borrowed ? 0.0 : ks_sparse_bytes(&M->A);
+    if (!M->state)
+        return b;
+    if (M->ops->state_bytes)
+        return b + M->ops->state_bytes(M->state);
+    /* The format's own copy, counted as a CSR of its value width. */
+    double vb = M->params.float_values ? 4.0 : 8.0;
+    return b + (double)M->A.nnz * (vb + sizeof(ks_int)) + ((double)M->A.nrows + 1.0) * 4.0;
+}

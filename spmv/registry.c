@@ -117,3 +117,12 @@ const char *const *ks_spmv_format_names(const char *backend)
         return (const char *const *)cuda_names;
     return no_names;
 }
+
+const char *ks_spmv_format_with_gs(ks_backend_kind k)
+{
+    const ks_spmv_format_ops *const *all = ks_spmv_format_all();
+    for (int i = 0; all[i]; i++)
+        if (all[i]->backend == k && all[i]->gs_sweep)
+            return all[i]->name;
+    return NULL;
+}

@@ -5,7 +5,7 @@
  * power paths), the smoothed prolongator against a dense reference and on
  * constants, thread-count independence, and argument errors. */
 #include "ks_test.h"
-#include "amg/amg_impl.h"
+#include "amg/cpu/amg_cpu.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * on a 7-point Laplacian with blocks of an even number of planes gives the
  * serial splitting. */
 #include "ks_test.h"
-#include "amg/coarsen_internal.h"
+#include "amg/cpu/coarsen_internal.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -5,9 +5,9 @@
  * independence from the thread count, and the two extended+i row builders
  * (plain and compact rows) giving the same P bit for bit. */
 #include "ks_test.h"
-#include "amg/amg_impl.h"
+#include "amg/cpu/amg_cpu.h"
 #include "sparse/cpu/csr_kernels.h"
-#include "amg/interp_common.h"
+#include "amg/cpu/interp_common.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * the Gauss-Seidel sweep's thread-count independence, and CPU/CUDA
  * agreement. Iteration bounds are the measured counts plus a margin. */
 #include "ks_test.h"
-#include "amg/hierarchy.h"
+#include "solver/precond_amg.h"
 #include "solver/solver_create.h"
 
 /* The enum value of a name in one of amg/params.h's tables. */

@@ -3,8 +3,9 @@
  * singular detection). References are dense loops on small random
  * matrices; determinism is checked bit for bit across thread counts. */
 #include "ks_test.h"
-#include "amg/amg_impl.h"
+#include "amg/cpu/amg_cpu.h"
 #include "sparse/cpu/csr_kernels.h"
+#include "amg/dense_lu.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * random matrices against an independent dense reference, stencils,
  * transpose round trip, thread-count independence and argument errors. */
 #include "ks_test.h"
-#include "amg/amg_impl.h"
+#include "amg/cpu/amg_cpu.h"
 
 #include <math.h>
 #include <stdint.h>

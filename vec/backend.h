@@ -19,10 +19,6 @@ typedef enum ks_backend_kind { KS_BACKEND_CPU = 1, KS_BACKEND_CUDA = 2 } ks_back
 typedef struct ks_backend_ops {
     const char *name;
     ks_backend_kind kind;
-    /* Capabilities, for code outside vec/ (which never compares kinds):
-     * host_memory = 1 when the backend's memory is ordinary host memory
-     * (pointers from alloc may be read on the host, and freed with free()). */
-    int host_memory;
     ks_error (*init)(ks_backend *be);
     void (*fini)(ks_backend *be);
 
@@ -69,6 +65,12 @@ typedef struct ks_backend_ops {
     ks_error (*capture_end)(ks_backend *be, int ok, void **graph);
     ks_error (*graph_launch)(ks_backend *be, void *graph);
     void (*graph_destroy)(ks_backend *be, void *graph);
+
+    /* Capabilities, for code outside vec/ (which never compares kinds):
+     * host_memory = 1 when the backend's memory is ordinary host memory
+     * (pointers from alloc may be read on the host, and freed with free()).
+     * Last, so positional initialisers (C++) may leave it out. */
+    int host_memory;
 } ks_backend_ops;
 
 struct ks_backend {

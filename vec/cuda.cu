@@ -602,6 +602,7 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_capture_end,   /* capture_end */
     cuda_graph_launch,  /* graph_launch */
     cuda_graph_destroy, /* graph_destroy */
+    0,                  /* host_memory: device memory */
 };
 
 extern "C" void *ks_cuda_stream(ks_backend *be)

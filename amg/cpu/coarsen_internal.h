@@ -3,7 +3,7 @@
 #ifndef KS_COARSEN_INTERNAL_H
 #define KS_COARSEN_INTERNAL_H
 
-#include "amg_impl.h"
+#include "amg_cpu.h"
 
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
 /* Coarse numbering of the C points: their rank among the C points, in
  * index order (the column of P, and the row of the coarse matrix). */
-#include "amg_impl.h"
+#include "amg_cpu.h"
 
 #include <inttypes.h>
 #include <stdint.h>

@@ -9,7 +9,7 @@
 #ifndef KS_INTERP_COMMON_H
 #define KS_INTERP_COMMON_H
 
-#include "amg_impl.h"
+#include "amg_cpu.h"
 
 #include <stddef.h>
 #include <stdint.h>

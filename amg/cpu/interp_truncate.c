@@ -11,7 +11,7 @@
  *
  * Pass 1 (row-parallel) compacts each row inside its own slot; pass 2 copies
  * the rows into right-sized arrays (row-parallel). */
-#include "amg_impl.h"
+#include "amg_cpu.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* The "AMG" preconditioner: z = one cycle on A z = r from z = 0. Setup
- * builds the hierarchy from the matrix's host CSR; re-setup keeps its
- * patterns (resetup.c). */
-#include "hierarchy.h"
+ * builds the hierarchy on the matrix's backend; re-setup keeps its patterns
+ * (amg/resetup.c). */
+#include "precond_amg.h"
 
 static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
 {

@@ -7,8 +7,8 @@
  * standard choice. P keeps every entry of the product's pattern, even one
  * that cancels to zero, so the pattern depends only on the patterns of A and
  * P0 (a re-setup with new values gives the same structure). */
-#include "amg_impl.h"
-#include "../core/row_sort.h"
+#include "amg_cpu.h"
+#include "../../core/row_sort.h"
 
 #include <inttypes.h>
 #include <math.h>

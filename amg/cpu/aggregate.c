@@ -15,7 +15,7 @@
  *      (their own coarse unknown, P0 row = 1) rather than an empty P row, so
  *      every point is covered exactly once and agg[i] is always in [0, na).
  * The diagonal (j == i), if present in S, is ignored. */
-#include "amg_impl.h"
+#include "amg_cpu.h"
 
 #include <inttypes.h>
 #include <string.h>

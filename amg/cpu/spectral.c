@@ -18,7 +18,7 @@
  * eigenvalues average 1. The start vector is a hash of the row index, and
  * dot products sum fixed blocks in a fixed order, so the estimate does not
  * depend on the thread count. */
-#include "amg_impl.h"
+#include "amg_cpu.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,13 +1,13 @@
-/* Algebraic multigrid internals. Setup runs on the host on CSR, one tested
- * function per step (a later issue moves steps to the GPU):
+/* The cpu implementations of the AMG setup steps, on host CSR, one tested
+ * function per step (OpenMP; results independent of the thread count):
  *     strength -> coarsening (PMIS/HMIS) or aggregation -> interpolation
- *     -> truncation -> R = P^T -> Galerkin RAP
- * The solve side (smoothers, cycles) runs on any backend through ks_matrix and
- * ks_vec. Not installed. */
-#ifndef KS_AMG_IMPL_H
-#define KS_AMG_IMPL_H
+ *     -> truncation (the products are sparse/cpu's)
+ * amg_cpu.c fills the cpu kernel table (amg/kernels.h) with them; tests
+ * call them directly. Not installed. */
+#ifndef KS_AMG_CPU_H
+#define KS_AMG_CPU_H
 
-#include "params.h"
+#include "../kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,7 +35,6 @@ ks_error ks_strength_transpose(const ks_strength *S, ks_strength *ST);
 void ks_strength_free(ks_strength *S);
 
 /* ----------------------------------------------------------- coarsening */
-enum { KS_FPT = -1, KS_UNDECIDED = 0, KS_CPT = 1 };
 
 /* PMIS (De Sterck, Yang, Heys): measure = |S^T row| + random in [0,1)
  * from a counter-based hash of (seed, i) (so results do not depend on the
@@ -85,21 +84,6 @@ ks_error ks_amg_tentative_prolongator(ks_int n, const ks_int *agg, ks_int na, ks
 ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho);
 /* Smoothed prolongator P = (I - omega D^-1 A) P0 with omega = 4/(3 rho). */
 ks_error ks_amg_smooth_prolongator(const ks_csr *A, const ks_csr *P0, double rho, ks_csr *P);
-
-/* ------------------------------------------------------- coarsest level */
-/* Dense LU with partial pivoting of a small CSR matrix (n <= a few
- * thousand). Singular -> KS_ERR_NUMERIC naming the pivot. */
-typedef struct ks_dense_lu {
-    ks_int n;
-    double *lu;   /* n*n row-major */
-    ks_int *piv;
-} ks_dense_lu;
-ks_error ks_dense_lu_factor(const ks_csr *A, ks_dense_lu *F);
-void ks_dense_lu_solve(const ks_dense_lu *F, double *x); /* in place */
-/* Explicit inverse as a dense CSR (n*n entries), for the coarse solve on
- * any backend as one SpMV. */
-ks_error ks_dense_lu_inverse_csr(const ks_dense_lu *F, ks_csr *Ainv);
-void ks_dense_lu_free(ks_dense_lu *F);
 
 #ifdef __cplusplus
 }

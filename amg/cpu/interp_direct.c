@@ -15,7 +15,7 @@
  * matters for rows with a_ii < 0). With zero row sums this gives
  * sum_j w_ij = 1, i.e. constants are interpolated exactly. */
 #include "interp_common.h"
-#include "../core/row_sort.h"
+#include "../../core/row_sort.h"
 
 #include <inttypes.h>
 #include <stdint.h>

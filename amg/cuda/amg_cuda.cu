@@ -1,0 +1,21 @@
+/* The cuda table of amg/kernels.h. Entries not written yet are NULL: the
+ * driver's calls then run those steps on the host (amg/kernels.c). */
+#include "../kernels.h"
+
+extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
+    /* backend */ KS_BACKEND_CUDA,
+    /* strength_classical */ NULL,
+    /* strength_symmetric */ NULL,
+    /* pmis */ NULL,
+    /* hmis */ NULL,
+    /* interp_direct */ NULL,
+    /* interp_extended_i */ NULL,
+    /* interp_truncate */ NULL,
+    /* interp_project */ NULL,
+    /* aggregate */ NULL,
+    /* tentative_prolongator */ NULL,
+    /* smooth_prolongator */ NULL,
+    /* spectral_radius */ NULL,
+    /* check_diagonal */ NULL,
+    /* smoother_weights */ NULL,
+};

@@ -1,0 +1,131 @@
+/* The AMG setup's operations, declared once and implemented once per
+ * backend (Ginkgo's shape: amg/cpu/ and amg/cuda/ fill a table each), and
+ * the calls the driver makes (hierarchy.c, resetup.c, smoother.c), which
+ * pick the table of the backend the data lives on. The driver never asks
+ * where that is.
+ *
+ * A backend whose table lacks an operation (a NULL entry) still gets it:
+ * the call copies the operands to the host, runs the cpu kernel there and
+ * copies the results back (ks_amg_exec.host_steps counts such steps, and
+ * the report names them). Every array below lives on the operands'
+ * backend; counts and scalars come back on the host. Not installed. */
+#ifndef KS_AMG_KERNELS_H
+#define KS_AMG_KERNELS_H
+
+#include "params.h"
+#include "../sparse/sparse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* C/F markers (cf arrays). */
+enum { KS_FPT = -1, KS_UNDECIDED = 0, KS_CPT = 1 };
+
+typedef struct ks_amg_kernels {
+    ks_backend_kind backend;
+    /* Strength graphs: S is a pattern (no values) of A's size, row i lists
+     * the j != i that i strongly depends on, sorted. Classical: hypre's
+     * sign convention with theta and max_row_sum; symmetric (aggregation):
+     * |a_ij| >= theta sqrt(|a_ii a_jj|). */
+    ks_error (*strength_classical)(const ks_sparse *A, double theta, double max_row_sum,
+                                   ks_sparse *S);
+    ks_error (*strength_symmetric)(const ks_sparse *A, double theta, ks_sparse *S);
+    /* C/F splittings of S: cf[i] = KS_CPT / KS_FPT, *nc = number of C
+     * points. PMIS with random measures hashed from (seed, i); HMIS with
+     * its Ruge-Stueben pass serial (block_rows 0) or in blocks. */
+    ks_error (*pmis)(const ks_sparse *S, unsigned long long seed, int *cf, ks_int *nc);
+    ks_error (*hmis)(const ks_sparse *S, unsigned long long seed, int block_rows, int *cf,
+                     ks_int *nc);
+    /* Interpolation P (n x nc) from A, S and the splitting: direct (D1) or
+     * extended+i (D2); truncation in place (max elements, threshold); and
+     * for re-setup Pn projected onto P's pattern (*changed = 1 when it does
+     * not fit; see resetup.c). */
+    ks_error (*interp_direct)(const ks_sparse *A, const ks_sparse *S, const int *cf,
+                              ks_sparse *P);
+    ks_error (*interp_extended_i)(const ks_sparse *A, const ks_sparse *S, const int *cf,
+                                  ks_sparse *P);
+    ks_error (*interp_truncate)(ks_sparse *P, int max_elements, double factor);
+    ks_error (*interp_project)(const ks_sparse *Pn, ks_sparse *P, int truncated, int *changed);
+    /* Aggregation: agg[i] in [0, *na) from a symmetric S; the tentative
+     * prolongator P0 (n x na) on be; P = (I - 4/(3 rho) D^-1 A) P0. */
+    ks_error (*aggregate)(const ks_sparse *S, ks_int *agg, ks_int *na);
+    ks_error (*tentative_prolongator)(ks_backend *be, ks_int n, const ks_int *agg, ks_int na,
+                                      ks_sparse *P0);
+    ks_error (*smooth_prolongator)(const ks_sparse *A, const ks_sparse *P0, double rho,
+                                   ks_sparse *P);
+    /* rho(D^-1 A) estimated by `iters` Lanczos steps from a fixed start. */
+    ks_error (*spectral_radius)(const ks_sparse *A, int iters, double *rho);
+    /* *bad = the first row whose diagonal is zero, not finite or not
+     * stored (A->nrows when none), with its value (0 when not stored) and
+     * whether the row stores one. */
+    ks_error (*check_diagonal)(const ks_sparse *A, ks_int *bad, double *value, int *stored);
+    /* Smoother weights w (on A's backend): JACOBI omega/a_ii, JACOBI_L1
+     * omega/(a_ii + sign(a_ii) sum_{j!=i} |a_ij|), otherwise 1/a_ii. The
+     * diagonal must have passed check_diagonal. */
+    ks_error (*smoother_weights)(const ks_sparse *A, ks_amg_smoother_kind kind, double omega,
+                                 double *w);
+} ks_amg_kernels;
+
+extern const ks_amg_kernels ks_amg_cpu_kernels;
+#ifdef KS_HAVE_CUDA
+extern const ks_amg_kernels ks_amg_cuda_kernels;
+#endif
+
+/* Where a setup's steps run: the operands' backend's table, else (staged)
+ * the cpu table on host copies. host_steps counts the staged calls. */
+typedef struct ks_amg_exec {
+    ks_backend *host;  /* a cpu backend for staged steps (made on first need) */
+    long host_steps;
+    unsigned host_ops; /* bit k: operation k (ks_amg_op) ran on the host */
+} ks_amg_exec;
+
+typedef enum ks_amg_op {
+    KS_OP_STRENGTH, KS_OP_PMIS, KS_OP_HMIS, KS_OP_INTERP, KS_OP_TRUNCATE, KS_OP_PROJECT,
+    KS_OP_AGGREGATE, KS_OP_TENTATIVE, KS_OP_SMOOTH_P, KS_OP_SPECTRAL, KS_OP_DIAGONAL,
+    KS_OP_WEIGHTS, KS_OP_TRANSPOSE, KS_OP_SPGEMM, KS_OP_RAP, KS_OP_RAP_NUMERIC, KS_OP_PATTERN,
+    KS_NOPS
+} ks_amg_op;
+/* "strength", "PMIS", ... (index by ks_amg_op). */
+extern const char *const ks_amg_op_names[KS_NOPS];
+
+void ks_amg_exec_free(ks_amg_exec *x);
+
+/* The driver's calls: as the table entries above, plus the sparse products
+ * of sparse/sparse.h under the same fallback. */
+ks_error ks_amgk_strength_classical(ks_amg_exec *x, const ks_sparse *A, double theta,
+                                    double max_row_sum, ks_sparse *S);
+ks_error ks_amgk_strength_symmetric(ks_amg_exec *x, const ks_sparse *A, double theta,
+                                    ks_sparse *S);
+ks_error ks_amgk_pmis(ks_amg_exec *x, const ks_sparse *S, unsigned long long seed, int *cf,
+                      ks_int *nc);
+ks_error ks_amgk_hmis(ks_amg_exec *x, const ks_sparse *S, unsigned long long seed,
+                      int block_rows, int *cf, ks_int *nc);
+ks_error ks_amgk_interp(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
+                        const ks_sparse *S, const int *cf, ks_sparse *P);
+ks_error ks_amgk_truncate(ks_amg_exec *x, ks_sparse *P, int max_elements, double factor);
+ks_error ks_amgk_project(ks_amg_exec *x, const ks_sparse *Pn, ks_sparse *P, int truncated,
+                         int *changed);
+ks_error ks_amgk_aggregate(ks_amg_exec *x, const ks_sparse *S, ks_int *agg, ks_int *na);
+ks_error ks_amgk_tentative(ks_amg_exec *x, ks_backend *be, ks_int n, const ks_int *agg,
+                           ks_int na, ks_sparse *P0);
+ks_error ks_amgk_smooth_prolongator(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *P0,
+                                    double rho, ks_sparse *P);
+ks_error ks_amgk_spectral_radius(ks_amg_exec *x, const ks_sparse *A, int iters, double *rho);
+ks_error ks_amgk_check_diagonal(ks_amg_exec *x, const ks_sparse *A, ks_int *bad,
+                                double *value, int *stored);
+ks_error ks_amgk_smoother_weights(ks_amg_exec *x, const ks_sparse *A, ks_amg_smoother_kind kind,
+                                  double omega, double *w);
+ks_error ks_amgk_transpose(ks_amg_exec *x, const ks_sparse *A, ks_sparse *AT);
+ks_error ks_amgk_spgemm(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *B, ks_sparse *C);
+ks_error ks_amgk_rap(ks_amg_exec *x, const ks_sparse *R, const ks_sparse *A, const ks_sparse *P,
+                     ks_sparse *Ac);
+ks_error ks_amgk_rap_numeric(ks_amg_exec *x, const ks_sparse *R, const ks_sparse *A,
+                             const ks_sparse *P, ks_sparse *Ac, int *outside);
+ks_error ks_amgk_same_pattern(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *B,
+                              int *same);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -8,6 +8,7 @@
  * remainder like SELL (padding included, no branch), and writes y[perm[p]].
  * The loops and their order are those of the host reference apply. */
 #include "codsell.h"
+#include "format_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -68,20 +69,10 @@ void codsell_destroy(ks_backend *be, void *state)
     codsell_state *s = (codsell_state *)state;
     if (!s)
         return;
-    void *ptrs[10] = {s->slice_row, s->dict_ptr, s->dval_ptr, s->rem_ptr, s->dict,
-                      s->perm,      s->base,     s->rem_col,  s->dval,    s->rem_val};
-    for (int i = 0; i < 10; i++)
-        if (ptrs[i])
-            be->ops->free(be, ptrs[i]);
+    void *p[] = {s->slice_row, s->dict_ptr, s->dval_ptr, s->rem_ptr, s->dict,
+                 s->perm,      s->base,     s->rem_col,  s->dval,    s->rem_val};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
-}
-
-ks_error upload(ks_backend *be, const void *host, size_t bytes, void **dev, const char *what)
-{
-    *dev = NULL;
-    if (bytes == 0)
-        return KS_OK; /* nothing stored: the kernel reads nothing from it */
-    return ks_be_upload_new(be, host, bytes, dev, what);
 }
 
 ks_error codsell_setup(ks_backend *be, const void *layout, void **state)
@@ -100,38 +91,25 @@ ks_error codsell_setup(ks_backend *be, const void *layout, void **state)
     const size_t nd = (size_t)L->dict_ptr[L->nslices];
     const size_t nv = (size_t)L->dval_ptr[L->nslices];
     const size_t nr = (size_t)L->rem_ptr[L->nslices];
+    /* No slices: nothing uploaded. The permutation only when permuted;
+     * arrays of 0 bytes (nothing stored) stay NULL: the kernel reads
+     * nothing from them. */
+    const ks_cufmt_array a[] = {
+        {(void **)&s->slice_row, L->slice_row, ns1, "codsell slice rows"},
+        {(void **)&s->dict_ptr, L->dict_ptr, ns1, "codsell dict pointers"},
+        {(void **)&s->dval_ptr, L->dval_ptr, ns1, "codsell value pointers"},
+        {(void **)&s->rem_ptr, L->rem_ptr, ns1, "codsell rem pointers"},
+        {(void **)&s->dict, L->dict, sizeof(ks_int) * nd, "codsell dictionaries"},
+        {(void **)&s->perm, L->perm, L->permuted ? ni : 0, "codsell permutation"},
+        {(void **)&s->base, L->base, ni, "codsell base columns"},
+        {(void **)&s->dval, L->dval, sizeof(double) * nv, "codsell dictionary values"},
+        {(void **)&s->rem_col, L->rem_col, sizeof(ks_int) * nr, "codsell remainder columns"},
+        {(void **)&s->rem_val, L->rem_val, sizeof(double) * nr, "codsell remainder values"},
+    };
     ks_error e = KS_OK;
-    if (L->nslices > 0) {
-        e = upload(be, L->slice_row, ns1, (void **)&s->slice_row, "codsell slice rows");
-        if (e == KS_OK)
-            e = upload(be, L->dict_ptr, ns1, (void **)&s->dict_ptr, "codsell dict pointers");
-        if (e == KS_OK)
-            e = upload(be, L->dval_ptr, ns1, (void **)&s->dval_ptr, "codsell value pointers");
-        if (e == KS_OK)
-            e = upload(be, L->rem_ptr, ns1, (void **)&s->rem_ptr, "codsell rem pointers");
-        if (e == KS_OK)
-            e = upload(be, L->dict, sizeof(ks_int) * nd, (void **)&s->dict,
-                       "codsell dictionaries");
-        if (e == KS_OK && L->permuted)
-            e = upload(be, L->perm, ni, (void **)&s->perm, "codsell permutation");
-        if (e == KS_OK)
-            e = upload(be, L->base, ni, (void **)&s->base, "codsell base columns");
-        if (e == KS_OK)
-            e = upload(be, L->dval, sizeof(double) * nv, (void **)&s->dval,
-                       "codsell dictionary values");
-        if (e == KS_OK)
-            e = upload(be, L->rem_col, sizeof(ks_int) * nr, (void **)&s->rem_col,
-                       "codsell remainder columns");
-        if (e == KS_OK)
-            e = upload(be, L->rem_val, sizeof(double) * nr, (void **)&s->rem_val,
-                       "codsell remainder values");
-    }
-    if (e != KS_OK) {
-        codsell_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    if (L->nslices > 0)
+        e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_NULL);
+    return ks_cufmt_done(be, e, s, codsell_destroy, state);
 }
 
 ks_error codsell_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
@@ -145,8 +123,8 @@ ks_error codsell_apply(ks_backend *be, void *state, double alpha, const double *
         log2c++;
     const int block = s->C > kBlockMin ? s->C : kBlockMin;
     const int spb = block / s->C;
-    const unsigned blocks = (unsigned)(((long long)s->nslices + spb - 1) / spb);
-    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
+    const unsigned blocks = ks_cufmt_blocks(s->nslices, spb);
+    cudaStream_t stream = ks_cufmt_stream(be);
     if (s->permuted) {
         codsell_kernel<true><<<blocks, block, 0, stream>>>(
             s->nslices, log2c, spb, s->slice_row, s->dict_ptr, s->dval_ptr, s->rem_ptr,

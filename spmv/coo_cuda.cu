@@ -20,6 +20,7 @@
  * kernel writes beta*y on the rows without entries (skipped when beta is 1,
  * which is how hyb adds its overflow). Every float addition happens in an
  * order fixed by the matrix alone. */
+#include "format_cuda.h"
 #include "other_formats.h"
 #include "../vec/cuda_check.h"
 
@@ -204,11 +205,6 @@ __global__ void coo_empty_kernel(ks_int nempty, const ks_int *__restrict__ empty
     y[r] = beta == 0.0 ? 0.0 : beta * y[r];
 }
 
-unsigned grid_for(long long n, int block)
-{
-    return (unsigned)((n + block - 1) / block);
-}
-
 } // namespace
 
 struct ks_coo_dev {
@@ -223,10 +219,8 @@ extern "C" void ks_coo_dev_destroy(ks_backend *be, ks_coo_dev *d)
 {
     if (!d)
         return;
-    void *ptrs[6] = {d->row, d->col, d->empty, d->val, d->head_sum, d->tail_sum};
-    for (int i = 0; i < 6; i++)
-        if (ptrs[i])
-            be->ops->free(be, ptrs[i]);
+    void *p[] = {d->row, d->col, d->empty, d->val, d->head_sum, d->tail_sum};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(d);
 }
 
@@ -241,20 +235,16 @@ extern "C" ks_error ks_coo_dev_setup(ks_backend *be, const ks_coo_layout *L, ks_
     d->nempty = L->nempty;
     d->ntiles = ((long long)L->nnz + kTile - 1) / kTile;
     size_t nz = (size_t)L->nnz, nt = (size_t)d->ntiles;
-    ks_error e = ks_be_upload_new(be, L->row, sizeof(ks_int) * nz, (void **)&d->row,
-                                  "coo row indices");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->col, sizeof(ks_int) * nz, (void **)&d->col,
-                             "coo column indices");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->val, sizeof(double) * nz, (void **)&d->val, "coo values");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->empty, sizeof(ks_int) * (size_t)L->nempty,
-                             (void **)&d->empty, "coo empty rows");
-    if (e == KS_OK)
-        e = ks_be_alloc(be, sizeof(double) * nt, (void **)&d->head_sum, "coo head sums");
-    if (e == KS_OK)
-        e = ks_be_alloc(be, sizeof(double) * nt, (void **)&d->tail_sum, "coo tail sums");
+    /* The tile sums are per-apply scratch: allocated, not uploaded. */
+    const ks_cufmt_array a[] = {
+        {(void **)&d->row, L->row, sizeof(ks_int) * nz, "coo row indices"},
+        {(void **)&d->col, L->col, sizeof(ks_int) * nz, "coo column indices"},
+        {(void **)&d->val, L->val, sizeof(double) * nz, "coo values"},
+        {(void **)&d->empty, L->empty, sizeof(ks_int) * (size_t)L->nempty, "coo empty rows"},
+        {(void **)&d->head_sum, NULL, sizeof(double) * nt, "coo head sums"},
+        {(void **)&d->tail_sum, NULL, sizeof(double) * nt, "coo tail sums"},
+    };
+    ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_ALLOC);
     if (e != KS_OK) {
         ks_coo_dev_destroy(be, d);
         return e;
@@ -266,10 +256,10 @@ extern "C" ks_error ks_coo_dev_setup(ks_backend *be, const ks_coo_layout *L, ks_
 extern "C" ks_error ks_coo_dev_apply(ks_backend *be, const ks_coo_dev *d, double alpha,
                                      const double *x, double beta, double *y)
 {
-    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
+    cudaStream_t stream = ks_cufmt_stream(be);
     if (d->nempty > 0 && beta != 1.0) {
-        coo_empty_kernel<<<grid_for(d->nempty, 256), 256, 0, stream>>>(d->nempty, d->empty,
-                                                                       beta, y);
+        coo_empty_kernel<<<ks_cufmt_blocks(d->nempty, 256), 256, 0, stream>>>(d->nempty,
+                                                                              d->empty, beta, y);
         KS_CUDA_LAUNCH_CHECK("coo_empty_kernel");
     }
     if (d->ntiles == 0)
@@ -279,7 +269,7 @@ extern "C" ks_error ks_coo_dev_apply(ks_backend *be, const ks_coo_dev *d, double
     coo_tile_kernel<<<(unsigned)d->ntiles, kBlock, 0, stream>>>(
         d->nnz, d->row, d->col, d->val, x, alpha, beta, y, d->head_sum, d->tail_sum);
     KS_CUDA_LAUNCH_CHECK("coo_tile_kernel");
-    coo_carry_kernel<<<grid_for(d->ntiles, 128), 128, 0, stream>>>(
+    coo_carry_kernel<<<ks_cufmt_blocks(d->ntiles, 128), 128, 0, stream>>>(
         d->nnz, d->ntiles, d->row, d->head_sum, d->tail_sum, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("coo_carry_kernel");
     return KS_OK;

@@ -31,6 +31,7 @@
  * belong to the matrix: two applies of one matrix must not run concurrently
  * (on one backend stream they never do). */
 #include "csr_family.h"
+#include "format_cuda.h"
 #include "../vec/cuda_check.h"
 
 #include <string.h>
@@ -249,46 +250,30 @@ void adaptive_destroy(ks_backend *be, void *state)
     if (!s)
         return;
     ks_csr_device_free(be, &s->A);
-    void *ptrs[5] = {s->blk, s->chunks, s->longs, s->partials, s->counts};
-    for (int i = 0; i < 5; i++)
-        if (ptrs[i])
-            be->ops->free(be, ptrs[i]);
+    void *p[] = {s->blk, s->chunks, s->longs, s->partials, s->counts};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
 }
 
-/* Descriptors built on the host, then uploaded (n of `size` bytes; nothing
- * when n == 0). */
-ks_error upload_n(ks_backend *be, const void *h, ks_int n, size_t size, void **d,
-                  const char *what)
-{
-    *d = NULL;
-    if (n == 0)
-        return KS_OK;
-    return ks_be_upload_new(be, h, size * (size_t)n, d, what);
-}
-
+/* The CSR arrays, the descriptors (built on the host in one buffer) and
+ * the long rows' partial-sum scratch. Arrays of 0 bytes (no long rows)
+ * stay NULL. */
 ks_error build(ks_backend *be, const ks_csr_adaptive_layout *L, adaptive_state *s)
 {
     const ks_csr *A = &L->A;
     KS_TRY(ks_csr_device_upload(be, A, "csr_adaptive", &s->A));
-    /* One host buffer for every descriptor array, sized for the largest. */
-    size_t most = sizeof(int2) * ((size_t)L->nblocks + 1);
-    if (sizeof(int4) * (size_t)L->nchunks > most)
-        most = sizeof(int4) * (size_t)L->nchunks;
-    if (sizeof(unsigned) * (size_t)L->nlong > most)
-        most = sizeof(unsigned) * (size_t)L->nlong;
-    void *h = ks_malloc(most, "csr_adaptive descriptors");
+    const size_t nb = (size_t)L->nblocks + 1, nc = (size_t)L->nchunks, nl = (size_t)L->nlong;
+    /* chunks first: int4 wants the 16-byte alignment malloc gives */
+    void *h = ks_malloc(sizeof(int4) * nc + sizeof(int2) * (nb + nl + 1) + sizeof(unsigned) * nl,
+                        "csr_adaptive descriptors");
     if (!h)
         return KS_ERR_MEMORY;
-    int2 *h2 = (int2 *)h;
+    int4 *h4 = (int4 *)h;
+    int2 *hb = (int2 *)(h4 + nc), *hl = hb + nb;
+    unsigned *hc = (unsigned *)(hl + nl + 1);
     for (ks_int b = 0; b <= L->nblocks; b++)
-        h2[b] = make_int2(L->block_row[b], A->rowptr[L->block_row[b]]);
-    ks_error e = upload_n(be, h, L->nblocks + 1, sizeof(int2), (void **)&s->blk,
-                          "csr_adaptive blocks");
-    /* Each upload waits for its copy (vec/cuda.cu), so h may be refilled
-     * right after it. */
-    if (e == KS_OK && L->nchunks > 0) {
-        int4 *h4 = (int4 *)h;
+        hb[b] = make_int2(L->block_row[b], A->rowptr[L->block_row[b]]);
+    if (L->nchunks > 0) {
         for (ks_int l = 0; l < L->nlong; l++) {
             ks_int end = A->rowptr[L->long_row[l] + 1];
             for (ks_int g = L->long_chunk[l]; g < L->long_chunk[l + 1]; g++) {
@@ -298,26 +283,22 @@ ks_error build(ks_backend *be, const ks_csr_adaptive_layout *L, adaptive_state *
                                   l, 0);
             }
         }
-        e = upload_n(be, h, L->nchunks, sizeof(int4), (void **)&s->chunks,
-                     "csr_adaptive chunks");
     }
-    if (e == KS_OK && L->nlong > 0) {
+    if (L->nlong > 0) {
         for (ks_int l = 0; l < L->nlong; l++)
-            h2[l] = make_int2(L->long_row[l], L->long_chunk[l]);
-        h2[L->nlong] = make_int2(-1, L->long_chunk[L->nlong]);
-        e = upload_n(be, h, L->nlong + 1, sizeof(int2), (void **)&s->longs,
-                     "csr_adaptive long rows");
+            hl[l] = make_int2(L->long_row[l], L->long_chunk[l]);
+        hl[L->nlong] = make_int2(-1, L->long_chunk[L->nlong]);
     }
-    if (e == KS_OK && L->nchunks > 0)
-        e = ks_be_alloc(be, sizeof(double) * (size_t)L->nchunks, (void **)&s->partials,
-                        "csr_adaptive long-row partial sums");
-    /* Counters start at 0 (uploaded zeros: no memset kernel); only matrices
-     * with long rows have them. */
-    if (e == KS_OK && L->nlong > 0) {
-        memset(h, 0, sizeof(unsigned) * (size_t)L->nlong);
-        e = upload_n(be, h, L->nlong, sizeof(unsigned), (void **)&s->counts,
-                     "csr_adaptive long-row counters");
-    }
+    /* Counters start at 0 (uploaded zeros: no memset kernel). */
+    memset(hc, 0, sizeof(unsigned) * nl);
+    const ks_cufmt_array a[] = {
+        {(void **)&s->blk, hb, sizeof(int2) * nb, "csr_adaptive blocks"},
+        {(void **)&s->chunks, h4, sizeof(int4) * nc, "csr_adaptive chunks"},
+        {(void **)&s->longs, hl, nl > 0 ? sizeof(int2) * (nl + 1) : 0, "csr_adaptive long rows"},
+        {(void **)&s->partials, NULL, sizeof(double) * nc, "csr_adaptive long-row partial sums"},
+        {(void **)&s->counts, hc, sizeof(unsigned) * nl, "csr_adaptive long-row counters"},
+    };
+    ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_NULL);
     free(h);
     return e;
 }
@@ -333,12 +314,7 @@ ks_error adaptive_setup(ks_backend *be, const void *layout, void **state)
     s->nchunks = L->nchunks;
     s->nlong = L->nlong;
     ks_error e = build(be, L, s);
-    if (e != KS_OK) {
-        adaptive_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    return ks_cufmt_done(be, e, s, adaptive_destroy, state);
 }
 
 ks_error adaptive_apply(ks_backend *be, void *state, double alpha, const double *x,
@@ -347,7 +323,7 @@ ks_error adaptive_apply(ks_backend *be, void *state, double alpha, const double 
     const adaptive_state *s = (const adaptive_state *)state;
     if (s->A.nrows == 0)
         return KS_OK;
-    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
+    cudaStream_t stream = ks_cufmt_stream(be);
     const unsigned grid = (unsigned)(s->nchunks + s->nblocks);
     adaptive_kernel<<<grid, kThreads, 0, stream>>>(s->nchunks, s->chunks, s->longs, s->partials,
                                                    s->counts, s->blk, s->A.rowptr, s->A.colind,

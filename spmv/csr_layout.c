@@ -2,8 +2,8 @@
  * reference apply is therefore one serial float64 loop (over the float32
  * copy of the values when the formats keep those). */
 #include "csr_layout.h"
+#include "float_values.h"
 
-#include <math.h>
 #include <string.h>
 
 ks_error ks_csr_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **layout)
@@ -24,25 +24,8 @@ ks_error ks_csr_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **
         return KS_ERR_MEMORY;
     L->A = *A;
     if (prm && prm->float_values) {
-        L->valf = ks_malloc(sizeof(float) * (size_t)A->nnz + 1, "csr float32 values");
-        if (!L->valf) {
-            free(L);
-            return KS_ERR_MEMORY;
-        }
-        /* A finite double beyond float's range would turn into inf; the
-         * first such entry (whatever the thread count) names the error. */
-        ks_int bad = A->nnz;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (A->nnz > 200000)
-        for (ks_int k = 0; k < A->nnz; k++) {
-            L->valf[k] = (float)A->val[k];
-            if (!isfinite(L->valf[k]))
-                bad = k < bad ? k : bad;
-        }
-        if (bad < A->nnz) {
-            ks_error e = ks_seterr(KS_ERR_UNSUPPORTED,
-                                   "float32 values: entry %ld (%g) exceeds the float range",
-                                   (long)bad, A->val[bad]);
-            free(L->valf);
+        ks_error e = ks_float_values_new(A->val, (size_t)A->nnz, "csr", &L->valf);
+        if (e != KS_OK) {
             free(L);
             return e;
         }

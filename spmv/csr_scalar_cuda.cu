@@ -4,6 +4,7 @@
  * against and a fair choice only for very short rows. The host half is the
  * shared CSR layout, whose reference sums in the same order. */
 #include "csr_family.h"
+#include "format_cuda.h"
 #include "../vec/cuda_check.h"
 
 #include <climits>
@@ -82,24 +83,18 @@ ks_error csr_scalar_setup(ks_backend *be, const void *layout, void **state)
     if (!s)
         return KS_ERR_MEMORY;
     ks_error e = ks_csr_device_upload(be, &L->A, "csr_scalar", &s->A);
-    if (e != KS_OK) {
-        free(s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    return ks_cufmt_done(be, e, s, csr_scalar_destroy, state);
 }
 
 ks_error csr_scalar_apply(ks_backend *be, void *state, double alpha, const double *x,
                           double beta, double *y)
 {
     const csr_scalar_state *s = (const csr_scalar_state *)state;
-    if (s->A.nrows == 0)
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, s->A.nrows, kBlock, &lc))
         return KS_OK;
-    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
-    const unsigned blocks = (unsigned)(((long long)s->A.nrows + kBlock - 1) / kBlock);
-    csr_scalar_kernel<<<blocks, kBlock, 0, stream>>>(s->A.nrows, s->A.rowptr, s->A.colind,
-                                                     s->A.val, x, alpha, beta, y);
+    csr_scalar_kernel<<<lc.blocks, kBlock, 0, lc.stream>>>(s->A.nrows, s->A.rowptr, s->A.colind,
+                                                         s->A.val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("csr_scalar_kernel");
     return KS_OK;
 }

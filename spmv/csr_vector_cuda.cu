@@ -8,6 +8,7 @@
  * format uploads only the row pointers through it and keeps (column, value)
  * pairs of its own. */
 #include "csr_family.h"
+#include "format_cuda.h"
 #include "../vec/cuda_check.h"
 
 #include <climits>
@@ -178,8 +179,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
 template <int T>
 unsigned grid_of(const csr_vector_state *s)
 {
-    const long long threads = (long long)s->A.nrows * T;
-    return (unsigned)((threads + kBlock - 1) / kBlock);
+    return ks_cufmt_blocks((long long)s->A.nrows * T, kBlock);
 }
 
 /* apply (f == NULL) or the fused pass, entries of type E */
@@ -217,7 +217,7 @@ ks_error dispatch(ks_backend *be, const csr_vector_state *s, double alpha, const
 {
     if (s->A.nrows == 0)
         return KS_OK;
-    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
+    cudaStream_t stream = ks_cufmt_stream(be);
     switch (s->tpr) {
     case 1: return launch<1>(s, stream, alpha, x, beta, y, f);
     case 2: return launch<2>(s, stream, alpha, x, beta, y, f);
@@ -295,12 +295,7 @@ ks_error csr_vector_setup(ks_backend *be, const void *layout, void **state)
     ks_error e = ks_csr_device_upload(be, &H, "csr_vector", &s->A);
     if (e == KS_OK && L->valf && H.nnz > 0)
         e = upload_pairs(be, &L->A, L->valf, &s->cv);
-    if (e != KS_OK) {
-        csr_vector_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    return ks_cufmt_done(be, e, s, csr_vector_destroy, state);
 }
 
 ks_error csr_vector_apply(ks_backend *be, void *state, double alpha, const double *x,
@@ -314,25 +309,12 @@ ks_error csr_vector_fused_step(ks_backend *be, void *state, const ks_fused_step 
     return dispatch(be, (const csr_vector_state *)state, 0.0, NULL, 0.0, NULL, f);
 }
 
-ks_error upload(ks_backend *be, const void *host, size_t bytes, void **dev, const char *what,
-                const char *part)
-{
-    *dev = NULL;
-    if (bytes == 0)
-        return KS_OK; /* an empty matrix has no entries to read */
-    char label[96];
-    snprintf(label, sizeof label, "%s %s", what, part);
-    return ks_be_upload_new(be, host, bytes, dev, label);
-}
-
 } // namespace
 
 extern "C" void ks_csr_device_free(ks_backend *be, ks_csr_device *d)
 {
-    void *ptrs[3] = {d->rowptr, d->colind, d->val};
-    for (int i = 0; i < 3; i++)
-        if (ptrs[i])
-            be->ops->free(be, ptrs[i]);
+    void *p[] = {d->rowptr, d->colind, d->val};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     d->rowptr = d->colind = NULL;
     d->val = NULL;
 }
@@ -344,17 +326,19 @@ extern "C" ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const 
     d->nrows = A->nrows;
     d->ncols = A->ncols;
     d->nnz = A->nnz;
-    ks_error e = upload(be, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1),
-                        (void **)&d->rowptr, what, "row pointers");
-    if (e == KS_OK && A->colind) /* NULL: the format uploads its own */
-        e = upload(be, A->colind, sizeof(ks_int) * (size_t)A->nnz, (void **)&d->colind, what,
-                   "column indices");
-    if (e == KS_OK && A->val) /* NULL: the format uploads its own values */
-        e = upload(be, A->val, sizeof(double) * (size_t)A->nnz, (void **)&d->val, what,
-                   "values");
-    if (e != KS_OK)
-        ks_csr_device_free(be, d);
-    return e;
+    char label[3][96];
+    snprintf(label[0], sizeof label[0], "%s row pointers", what);
+    snprintf(label[1], sizeof label[1], "%s column indices", what);
+    snprintf(label[2], sizeof label[2], "%s values", what);
+    /* NULL columns or values: the format uploads its own. An empty matrix
+     * has no entries to read (no arrays of 0 bytes). */
+    const size_t nnz = (size_t)A->nnz;
+    const ks_cufmt_array a[] = {
+        {(void **)&d->rowptr, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1), label[0]},
+        {(void **)&d->colind, A->colind, A->colind ? sizeof(ks_int) * nnz : 0, label[1]},
+        {(void **)&d->val, A->val, A->val ? sizeof(double) * nnz : 0, label[2]},
+    };
+    return ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_NULL);
 }
 
 extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {

@@ -3,6 +3,7 @@
  * descriptors, the work buffer and the preprocessing are made once in setup;
  * apply only re-points the cached dense-vector descriptors. */
 #include "csr_layout.h"
+#include "format_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -32,10 +33,8 @@ void cusparse_destroy(ks_backend *be, void *state)
         cusparseDestroyDnVec(s->x);
     if (s->y)
         cusparseDestroyDnVec(s->y);
-    void *ptrs[4] = {s->rowptr, s->colind, s->val, s->buffer};
-    for (int i = 0; i < 4; i++)
-        if (ptrs[i])
-            be->ops->free(be, ptrs[i]);
+    void *p[] = {s->rowptr, s->colind, s->val, s->buffer};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
 }
 
@@ -43,7 +42,7 @@ void cusparse_destroy(ks_backend *be, void *state)
  * relies on (host scalars, the backend's stream) before each use. */
 ks_error bind_handle(ks_backend *be, cusparseHandle_t h)
 {
-    KS_CUSPARSE_CHECK(cusparseSetStream(h, (cudaStream_t)ks_cuda_stream(be)));
+    KS_CUSPARSE_CHECK(cusparseSetStream(h, ks_cufmt_stream(be)));
     KS_CUSPARSE_CHECK(cusparseSetPointerMode(h, CUSPARSE_POINTER_MODE_HOST));
     return KS_OK;
 }
@@ -52,14 +51,17 @@ ks_error bind_handle(ks_backend *be, cusparseHandle_t h)
  * made if this fails part way. */
 ks_error build(ks_backend *be, const ks_csr *A, cusparse_state *s)
 {
-    KS_TRY(ks_be_upload_new(be, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1),
-                            (void **)&s->rowptr, "cusparse row pointers"));
+    /* No entries: no column or value arrays (0 bytes stay NULL). */
+    const ks_cufmt_array a[] = {
+        {(void **)&s->rowptr, A->rowptr, sizeof(ks_int) * ((size_t)A->nrows + 1),
+         "cusparse row pointers"},
+        {(void **)&s->colind, A->colind, sizeof(ks_int) * (size_t)A->nnz,
+         "cusparse column indices"},
+        {(void **)&s->val, A->val, sizeof(double) * (size_t)A->nnz, "cusparse values"},
+    };
+    KS_TRY(ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_NULL));
     if (A->nnz == 0)
         return KS_OK; /* apply scales y; cuSPARSE gets no empty descriptor */
-    KS_TRY(ks_be_upload_new(be, A->colind, sizeof(ks_int) * (size_t)A->nnz,
-                            (void **)&s->colind, "cusparse column indices"));
-    KS_TRY(ks_be_upload_new(be, A->val, sizeof(double) * (size_t)A->nnz, (void **)&s->val,
-                            "cusparse values"));
     KS_CUSPARSE_CHECK(cusparseCreateCsr(&s->A, A->nrows, A->ncols, A->nnz, s->rowptr, s->colind,
                                       s->val, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                                       CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
@@ -129,12 +131,7 @@ ks_error cusparse_setup(ks_backend *be, const void *layout, void **state)
     s->ncols = A->ncols;
     s->nnz = A->nnz;
     ks_error e = build(be, A, s);
-    if (e != KS_OK) {
-        cusparse_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    return ks_cufmt_done(be, e, s, cusparse_destroy, state);
 }
 
 ks_error cusparse_apply(ks_backend *be, void *state, double alpha, const double *x,

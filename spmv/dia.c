@@ -7,10 +7,10 @@
  * Note for callers: a stored band zero still multiplies its x entry, so a
  * NaN or Inf in x reaches rows whose band covers that column even where the
  * original matrix has no entry (CSR would not read it). */
+#include "float_values.h"
 #include "other_formats.h"
 
 #include <limits.h>
-#include <math.h>
 #include <string.h>
 
 static int cmp_ks_int(const void *a, const void *b)
@@ -128,22 +128,10 @@ ks_error ks_dia_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **
     free(map);
     if (prm && prm->float_values) {
         /* Round once here, so the host reference and to_csr see exactly
-         * what the device's float32 copy holds. The first slot out of
-         * range (whatever the thread count) names the error. */
+         * what the device's float32 copy holds. */
         L->float_values = 1;
-        size_t bad = slots;
-#pragma omp parallel for schedule(static) reduction(min : bad) if (slots > KS_DIA_PARALLEL_NNZ)
-        for (size_t s = 0; s < slots; s++) {
-            float v = (float)L->val[s];
-            if (!isfinite(v) && isfinite(L->val[s]))
-                bad = s < bad ? s : bad;
-            else
-                L->val[s] = v;
-        }
-        if (bad < slots) {
-            ks_error e = ks_seterr(KS_ERR_UNSUPPORTED,
-                                   "float32 values: dia value %g exceeds the float range",
-                                   L->val[bad]);
+        ks_error e = ks_float_values_round(L->val, slots, "dia");
+        if (e != KS_OK) {
             ks_dia_layout_free(L);
             return e;
         }

@@ -9,6 +9,7 @@
  *        bounds test; a few loads in flight per thread), then thread i sums
  *        val[...k*rows + i] * s_x[shift[k] + i] over the block's own
  *        diagonals only. */
+#include "format_cuda.h"
 #include "other_formats.h"
 #include "../vec/cuda_check.h"
 
@@ -107,15 +108,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
                    W != KS_W_VECTOR ? ks_fused_w(&f, (double)diag, offabs) : in.w);
 }
 
-unsigned dia_blocks(const dia_state *s)
-{
-    return (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
-}
-
 template <typename V, bool S>
-void launch_fused(const dia_state *s, const V *val, cudaStream_t st, const ks_fused_step *f)
+void launch_fused(const dia_state *s, const V *val, const ks_cufmt_launch &lc,
+                  const ks_fused_step *f)
 {
-    const unsigned blocks = dia_blocks(s);
+    const unsigned blocks = lc.blocks;
+    const cudaStream_t st = lc.stream;
     const int w = f->xo ? f->wkind : KS_W_VECTOR;
     if (w == KS_W_DIAG)
         dia_fused_kernel<V, S, KS_W_DIAG><<<blocks, kBlock, 0, st>>>(
@@ -129,12 +127,13 @@ void launch_fused(const dia_state *s, const V *val, cudaStream_t st, const ks_fu
 }
 
 template <typename V>
-void launch_fused(const dia_state *s, const V *val, cudaStream_t st, const ks_fused_step *f)
+void launch_fused(const dia_state *s, const V *val, const ks_cufmt_launch &lc,
+                  const ks_fused_step *f)
 {
     if (f->xw)
-        launch_fused<V, true>(s, val, st, f);
+        launch_fused<V, true>(s, val, lc, f);
     else
-        launch_fused<V, false>(s, val, st, f);
+        launch_fused<V, false>(s, val, lc, f);
 }
 
 void dia_destroy(ks_backend *be, void *state)
@@ -142,12 +141,8 @@ void dia_destroy(ks_backend *be, void *state)
     dia_state *s = (dia_state *)state;
     if (!s)
         return;
-    if (s->offset)
-        be->ops->free(be, s->offset);
-    if (s->val)
-        be->ops->free(be, s->val);
-    if (s->valf)
-        be->ops->free(be, s->valf);
+    void *p[] = {s->offset, s->val, s->valf};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
 }
 
@@ -161,47 +156,34 @@ ks_error dia_setup(ks_backend *be, const void *layout, void **state)
     s->nrows = L->nrows;
     s->ncols = L->ncols;
     s->ndiag = L->ndiag;
-    ks_error e = ks_be_upload_new(be, L->offset, sizeof(ks_int) * (size_t)L->ndiag,
-                                  (void **)&s->offset, "dia offsets");
     const size_t slots = (size_t)L->ndiag * (size_t)L->nrows;
-    if (e == KS_OK && L->float_values) {
-        /* the layout holds the float32-rounded values as doubles */
-        float *h = (float *)ks_malloc(sizeof(float) * slots + 1, "dia float32 values");
-        if (!h) {
-            e = KS_ERR_MEMORY;
-        } else {
-#pragma omp parallel for schedule(static) if (slots > 200000)
-            for (size_t k = 0; k < slots; k++)
-                h[k] = (float)L->val[k];
-            e = ks_be_upload_new(be, h, sizeof(float) * slots, (void **)&s->valf,
-                                 "dia float32 values");
-            free(h);
-        }
-    } else if (e == KS_OK) {
-        e = ks_be_upload_new(be, L->val, sizeof(double) * slots, (void **)&s->val,
-                             "dia values");
-    }
-    if (e != KS_OK) {
-        dia_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    const ks_cufmt_array a[] = {
+        {(void **)&s->offset, L->offset, sizeof(ks_int) * (size_t)L->ndiag, "dia offsets"},
+        {(void **)&s->val, L->val, sizeof(double) * slots, "dia values"},
+    };
+    /* float32 values (the layout holds them rounded, as doubles exact in
+     * float32): the table's offsets only, then valf instead of val. */
+    ks_error e = ks_cufmt_upload(be, a, L->float_values ? 1 : 2, KS_CUFMT_EMPTY_ALLOC);
+    if (e == KS_OK && L->float_values)
+        e = ks_cufmt_upload_f32(be, L->val, slots, &s->valf, "dia");
+    return ks_cufmt_done(be, e, s, dia_destroy, state);
 }
 
 ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
                    double *y)
 {
     const dia_state *s = (const dia_state *)state;
-    if (s->nrows == 0)
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, s->nrows, kBlock, &lc))
         return KS_OK;
-    cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
     if (s->valf)
-        dia_kernel<float><<<dia_blocks(s), kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag,
-                                                             s->offset, s->valf, x, alpha, beta, y);
+        dia_kernel<float><<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->ncols, s->ndiag,
+                                                                s->offset, s->valf, x, alpha,
+                                                                beta, y);
     else
-        dia_kernel<double><<<dia_blocks(s), kBlock, 0, st>>>(s->nrows, s->ncols, s->ndiag,
-                                                              s->offset, s->val, x, alpha, beta, y);
+        dia_kernel<double><<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->ncols, s->ndiag,
+                                                                 s->offset, s->val, x, alpha,
+                                                                 beta, y);
     KS_CUDA_LAUNCH_CHECK("dia_kernel");
     return KS_OK;
 }
@@ -209,13 +191,13 @@ ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, d
 ks_error dia_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
 {
     const dia_state *s = (const dia_state *)state;
-    if (s->nrows == 0)
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, s->nrows, kBlock, &lc))
         return KS_OK;
-    cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
     if (s->valf)
-        launch_fused<float>(s, s->valf, st, f);
+        launch_fused<float>(s, s->valf, lc, f);
     else
-        launch_fused<double>(s, s->val, st, f);
+        launch_fused<double>(s, s->val, lc, f);
     KS_CUDA_LAUNCH_CHECK("dia_fused_kernel");
     return KS_OK;
 }
@@ -299,10 +281,8 @@ void bdia_destroy(ks_backend *be, void *state)
     bdia_state *s = (bdia_state *)state;
     if (!s)
         return;
-    void *ptrs[6] = {s->blk_ptr, s->shift, s->seg_ptr, s->seg_start, s->seg_wend, s->val};
-    for (int i = 0; i < 6; i++)
-        if (ptrs[i])
-            be->ops->free(be, ptrs[i]);
+    void *p[] = {s->blk_ptr, s->shift, s->seg_ptr, s->seg_start, s->seg_wend, s->val};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
 }
 
@@ -333,30 +313,17 @@ ks_error bdia_setup(ks_backend *be, const void *layout, void **state)
                 (size_t)(L->blk_ptr[last + 1] - L->blk_ptr[last]) *
                     (size_t)(L->nrows - last * L->block_rows);
     }
-    size_t nb1 = (size_t)L->nblocks + 1;
-    ks_error e = ks_be_upload_new(be, L->blk_ptr, sizeof(ks_int) * nb1, (void **)&s->blk_ptr,
-                                  "bdia block pointers");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->shift, sizeof(ks_int) * (size_t)L->ndiag,
-                             (void **)&s->shift, "bdia shifts");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->seg_ptr, sizeof(ks_int) * nb1, (void **)&s->seg_ptr,
-                             "bdia segment pointers");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->seg_start, sizeof(ks_int) * (size_t)L->nseg,
-                             (void **)&s->seg_start, "bdia segment starts");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->seg_wend, sizeof(ks_int) * (size_t)L->nseg,
-                             (void **)&s->seg_wend, "bdia segment window ends");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->val, sizeof(double) * slots, (void **)&s->val,
-                             "bdia values");
-    if (e != KS_OK) {
-        bdia_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    size_t nb1 = (size_t)L->nblocks + 1, nseg = (size_t)L->nseg;
+    const ks_cufmt_array a[] = {
+        {(void **)&s->blk_ptr, L->blk_ptr, sizeof(ks_int) * nb1, "bdia block pointers"},
+        {(void **)&s->shift, L->shift, sizeof(ks_int) * (size_t)L->ndiag, "bdia shifts"},
+        {(void **)&s->seg_ptr, L->seg_ptr, sizeof(ks_int) * nb1, "bdia segment pointers"},
+        {(void **)&s->seg_start, L->seg_start, sizeof(ks_int) * nseg, "bdia segment starts"},
+        {(void **)&s->seg_wend, L->seg_wend, sizeof(ks_int) * nseg, "bdia segment window ends"},
+        {(void **)&s->val, L->val, sizeof(double) * slots, "bdia values"},
+    };
+    ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_ALLOC);
+    return ks_cufmt_done(be, e, s, bdia_destroy, state);
 }
 
 ks_error bdia_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
@@ -365,8 +332,7 @@ ks_error bdia_apply(ks_backend *be, void *state, double alpha, const double *x, 
     const bdia_state *s = (const bdia_state *)state;
     if (s->nrows == 0)
         return KS_OK;
-    bdia_kernel<<<(unsigned)s->nblocks, s->block_rows, s->shmem,
-                  (cudaStream_t)ks_cuda_stream(be)>>>(
+    bdia_kernel<<<(unsigned)s->nblocks, s->block_rows, s->shmem, ks_cufmt_stream(be)>>>(
         s->nrows, s->ncols, s->max_window, s->max_nseg, s->blk_ptr, s->shift, s->val,
         s->seg_ptr, s->seg_start, s->seg_wend, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("bdia_kernel");

@@ -6,6 +6,7 @@
  * skipping the padding reads. Partial sums meet in a shuffle tree of width
  * T, the order the host reference (ell.c) reproduces. */
 #include "ell_family.h"
+#include "format_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -63,8 +64,7 @@ template <int T>
 ks_error launch(const ell_state *s, cudaStream_t stream, double alpha, const double *x,
                 double beta, double *y)
 {
-    const long long threads = (long long)s->nrows * T;
-    const unsigned blocks = (unsigned)((threads + kBlock - 1) / kBlock);
+    const unsigned blocks = ks_cufmt_blocks((long long)s->nrows * T, kBlock);
     if (s->stop_at_row_end) {
         ell_kernel<T, true><<<blocks, kBlock, 0, stream>>>(s->nrows, s->ld, s->wpad, s->rowlen,
                                                             s->colind, s->val, x, alpha, beta,
@@ -84,21 +84,9 @@ void ell_destroy(ks_backend *be, void *state)
     ell_state *s = (ell_state *)state;
     if (!s)
         return;
-    if (s->rowlen)
-        be->ops->free(be, s->rowlen);
-    if (s->colind)
-        be->ops->free(be, s->colind);
-    if (s->val)
-        be->ops->free(be, s->val);
+    void *p[] = {s->rowlen, s->colind, s->val};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
-}
-
-ks_error upload(ks_backend *be, const void *host, size_t bytes, void **dev, const char *what)
-{
-    *dev = NULL;
-    if (bytes == 0)
-        return KS_OK; /* no slots (no entries): the kernel reads nothing */
-    return ks_be_upload_new(be, host, bytes, dev, what);
 }
 
 ks_error ell_setup(ks_backend *be, const void *layout, void **state)
@@ -114,21 +102,16 @@ ks_error ell_setup(ks_backend *be, const void *layout, void **state)
     s->tpr = L->threads_per_row;
     s->stop_at_row_end = L->stop_at_row_end;
     const size_t nslots = (size_t)L->ld * (size_t)L->wpad;
-    ks_error e = KS_OK;
-    if (L->stop_at_row_end)
-        e = upload(be, L->rowlen, sizeof(ks_int) * (size_t)L->nrows, (void **)&s->rowlen,
-                   "ellr row lengths");
-    if (e == KS_OK)
-        e = upload(be, L->colind, sizeof(ks_int) * nslots, (void **)&s->colind,
-                   "ell column indices");
-    if (e == KS_OK)
-        e = upload(be, L->val, sizeof(double) * nslots, (void **)&s->val, "ell values");
-    if (e != KS_OK) {
-        ell_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    /* Row lengths for ellr only. No slots (no entries): the kernel reads
+     * nothing, so arrays of 0 bytes stay NULL. */
+    const ks_cufmt_array a[] = {
+        {(void **)&s->rowlen, L->rowlen,
+         L->stop_at_row_end ? sizeof(ks_int) * (size_t)L->nrows : 0, "ellr row lengths"},
+        {(void **)&s->colind, L->colind, sizeof(ks_int) * nslots, "ell column indices"},
+        {(void **)&s->val, L->val, sizeof(double) * nslots, "ell values"},
+    };
+    ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_NULL);
+    return ks_cufmt_done(be, e, s, ell_destroy, state);
 }
 
 ks_error ell_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
@@ -137,7 +120,7 @@ ks_error ell_apply(ks_backend *be, void *state, double alpha, const double *x, d
     const ell_state *s = (const ell_state *)state;
     if (s->nrows == 0)
         return KS_OK;
-    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
+    cudaStream_t stream = ks_cufmt_stream(be);
     switch (s->tpr) {
     case 1: return launch<1>(s, stream, alpha, x, beta, y);
     case 2: return launch<2>(s, stream, alpha, x, beta, y);

@@ -4,6 +4,7 @@
  * kernels add alpha*A_coo*x for the overflow rows (applied with beta 1, so
  * they neither scale y again nor touch rows without overflow). Both run
  * on the backend's stream, so the COO pass sees the ELL pass's y. */
+#include "format_cuda.h"
 #include "other_formats.h"
 #include "../vec/cuda_check.h"
 
@@ -43,10 +44,8 @@ void hyb_destroy(ks_backend *be, void *state)
     hyb_state *s = (hyb_state *)state;
     if (!s)
         return;
-    if (s->ell_col)
-        be->ops->free(be, s->ell_col);
-    if (s->ell_val)
-        be->ops->free(be, s->ell_val);
+    void *p[] = {s->ell_col, s->ell_val};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     ks_coo_dev_destroy(be, s->coo);
     free(s);
 }
@@ -61,30 +60,25 @@ ks_error hyb_setup(ks_backend *be, const void *layout, void **state)
     s->nrows = L->nrows;
     s->width = L->width;
     size_t slots = (size_t)L->width * (size_t)L->nrows;
-    ks_error e = ks_be_upload_new(be, L->ell_col, sizeof(ks_int) * slots, (void **)&s->ell_col,
-                                  "hyb ELL column indices");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->ell_val, sizeof(double) * slots, (void **)&s->ell_val,
-                             "hyb ELL values");
+    const ks_cufmt_array a[] = {
+        {(void **)&s->ell_col, L->ell_col, sizeof(ks_int) * slots, "hyb ELL column indices"},
+        {(void **)&s->ell_val, L->ell_val, sizeof(double) * slots, "hyb ELL values"},
+    };
+    ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_ALLOC);
     if (e == KS_OK && L->coo.nnz > 0)
         e = ks_coo_dev_setup(be, &L->coo, &s->coo);
-    if (e != KS_OK) {
-        hyb_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    return ks_cufmt_done(be, e, s, hyb_destroy, state);
 }
 
 ks_error hyb_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
                    double *y)
 {
     const hyb_state *s = (const hyb_state *)state;
-    if (s->nrows == 0)
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, s->nrows, kBlock, &lc))
         return KS_OK;
-    const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
-    hyb_ell_kernel<<<blocks, kBlock, 0, (cudaStream_t)ks_cuda_stream(be)>>>(
-        s->nrows, s->width, s->ell_col, s->ell_val, x, alpha, beta, y);
+    hyb_ell_kernel<<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->width, s->ell_col,
+                                                        s->ell_val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("hyb_ell_kernel");
     if (s->coo)
         KS_TRY(ks_coo_dev_apply(be, s->coo, alpha, x, 1.0, y));

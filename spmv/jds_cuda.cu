@@ -5,6 +5,7 @@
  * so a warp's threads stop at nearly the same j). The result goes to y
  * through the permutation. One very long row keeps one thread walking its
  * diagonals alone: JDS's weak case (coo or hyb suit such matrices). */
+#include "format_cuda.h"
 #include "other_formats.h"
 #include "../vec/cuda_check.h"
 
@@ -47,10 +48,8 @@ void jds_destroy(ks_backend *be, void *state)
     jds_state *s = (jds_state *)state;
     if (!s)
         return;
-    void *ptrs[4] = {s->perm, s->jd_ptr, s->col, s->val};
-    for (int i = 0; i < 4; i++)
-        if (ptrs[i])
-            be->ops->free(be, ptrs[i]);
+    void *p[] = {s->perm, s->jd_ptr, s->col, s->val};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
 }
 
@@ -63,34 +62,26 @@ ks_error jds_setup(ks_backend *be, const void *layout, void **state)
         return KS_ERR_MEMORY;
     s->nrows = L->nrows;
     s->njd = L->njd;
-    ks_error e = ks_be_upload_new(be, L->perm, sizeof(ks_int) * (size_t)L->nrows,
-                                  (void **)&s->perm, "jds permutation");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->jd_ptr, sizeof(ks_int) * ((size_t)L->njd + 1),
-                             (void **)&s->jd_ptr, "jds diagonal pointers");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->col, sizeof(ks_int) * (size_t)L->nnz, (void **)&s->col,
-                             "jds column indices");
-    if (e == KS_OK)
-        e = ks_be_upload_new(be, L->val, sizeof(double) * (size_t)L->nnz, (void **)&s->val,
-                             "jds values");
-    if (e != KS_OK) {
-        jds_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    const ks_cufmt_array a[] = {
+        {(void **)&s->perm, L->perm, sizeof(ks_int) * (size_t)L->nrows, "jds permutation"},
+        {(void **)&s->jd_ptr, L->jd_ptr, sizeof(ks_int) * ((size_t)L->njd + 1),
+         "jds diagonal pointers"},
+        {(void **)&s->col, L->col, sizeof(ks_int) * (size_t)L->nnz, "jds column indices"},
+        {(void **)&s->val, L->val, sizeof(double) * (size_t)L->nnz, "jds values"},
+    };
+    ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_ALLOC);
+    return ks_cufmt_done(be, e, s, jds_destroy, state);
 }
 
 ks_error jds_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
                    double *y)
 {
     const jds_state *s = (const jds_state *)state;
-    if (s->nrows == 0)
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, s->nrows, kBlock, &lc))
         return KS_OK;
-    const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
-    jds_kernel<<<blocks, kBlock, 0, (cudaStream_t)ks_cuda_stream(be)>>>(
-        s->nrows, s->njd, s->perm, s->jd_ptr, s->col, s->val, x, alpha, beta, y);
+    jds_kernel<<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->njd, s->perm, s->jd_ptr, s->col,
+                                                    s->val, x, alpha, beta, y);
     KS_CUDA_LAUNCH_CHECK("jds_kernel");
     return KS_OK;
 }

@@ -12,6 +12,7 @@
  * Those suit hyb or csr_vector; these formats suit many rows of similar
  * length (stencils, FEM), where they beat cuSPARSE. */
 #include "ell_family.h"
+#include "format_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -64,19 +65,9 @@ void sell_destroy(ks_backend *be, void *state)
     sell_state *s = (sell_state *)state;
     if (!s)
         return;
-    void *ptrs[4] = {s->slice_ptr, s->perm, s->colind, s->val};
-    for (int i = 0; i < 4; i++)
-        if (ptrs[i])
-            be->ops->free(be, ptrs[i]);
+    void *p[] = {s->slice_ptr, s->perm, s->colind, s->val};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
-}
-
-ks_error upload(ks_backend *be, const void *host, size_t bytes, void **dev, const char *what)
-{
-    *dev = NULL;
-    if (bytes == 0)
-        return KS_OK; /* no slots (no entries): the kernel reads nothing */
-    return ks_be_upload_new(be, host, bytes, dev, what);
 }
 
 ks_error sell_setup(ks_backend *be, const void *layout, void **state)
@@ -92,41 +83,38 @@ ks_error sell_setup(ks_backend *be, const void *layout, void **state)
     while ((1 << s->log2c) < L->C)
         s->log2c++;
     const size_t nslots = (size_t)L->slice_ptr[L->nslices];
-    ks_error e = upload(be, L->slice_ptr, sizeof(ks_int) * ((size_t)L->nslices + 1),
-                        (void **)&s->slice_ptr, "sell slice pointers");
-    if (e == KS_OK && L->permuted)
-        e = upload(be, L->perm, sizeof(ks_int) * (size_t)L->nrows, (void **)&s->perm,
-                   "sell permutation");
-    if (e == KS_OK)
-        e = upload(be, L->colind, sizeof(ks_int) * nslots, (void **)&s->colind,
-                   "sell column indices");
-    if (e == KS_OK)
-        e = upload(be, L->val, sizeof(double) * nslots, (void **)&s->val, "sell values");
-    if (e != KS_OK) {
-        sell_destroy(be, s);
-        return e;
-    }
-    *state = s;
-    return KS_OK;
+    /* The permutation only when permuted. No slots (no entries): the
+     * kernel reads nothing, so arrays of 0 bytes stay NULL. */
+    const ks_cufmt_array a[] = {
+        {(void **)&s->slice_ptr, L->slice_ptr, sizeof(ks_int) * ((size_t)L->nslices + 1),
+         "sell slice pointers"},
+        {(void **)&s->perm, L->perm, L->permuted ? sizeof(ks_int) * (size_t)L->nrows : 0,
+         "sell permutation"},
+        {(void **)&s->colind, L->colind, sizeof(ks_int) * nslots, "sell column indices"},
+        {(void **)&s->val, L->val, sizeof(double) * nslots, "sell values"},
+    };
+    ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_NULL);
+    return ks_cufmt_done(be, e, s, sell_destroy, state);
 }
 
 ks_error sell_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
                     double *y)
 {
     const sell_state *s = (const sell_state *)state;
-    if (s->nrows == 0)
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, s->nrows, kBlock, &lc))
         return KS_OK;
-    cudaStream_t stream = (cudaStream_t)ks_cuda_stream(be);
-    const unsigned blocks = (unsigned)(((long long)s->nrows + kBlock - 1) / kBlock);
     if (s->permuted) {
-        sell_kernel<true><<<blocks, kBlock, 0, stream>>>(s->nrows, s->log2c, s->slice_ptr,
-                                                          s->perm, s->colind, s->val, x, alpha,
-                                                          beta, y);
+        sell_kernel<true><<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->log2c,
+                                                                s->slice_ptr, s->perm,
+                                                                s->colind, s->val, x, alpha,
+                                                                beta, y);
         KS_CUDA_LAUNCH_CHECK("sell_kernel");
     } else {
-        sell_kernel<false><<<blocks, kBlock, 0, stream>>>(s->nrows, s->log2c, s->slice_ptr,
-                                                           s->perm, s->colind, s->val, x,
-                                                           alpha, beta, y);
+        sell_kernel<false><<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->log2c,
+                                                                 s->slice_ptr, s->perm,
+                                                                 s->colind, s->val, x, alpha,
+                                                                 beta, y);
         KS_CUDA_LAUNCH_CHECK("sliced_ell_kernel");
     }
     return KS_OK;

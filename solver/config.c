@@ -5,8 +5,8 @@
  * kept as given (for dump and set); after every create/set it is validated
  * from scratch into ks_solver_params + ks_problem_params, starting from the
  * defaults of params.c, so a config is never half-applied. */
+#include "config_scope.h"
 #include "params.h"
-#include "cli.h"
 
 #include <jansson.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 /* JSON config: every key's valid values, defaults, each error class,
  * ks_config_set and path resolution. */
 #include "ks_test.h"
-#include "solver/cli.h"
+#include "solver/config_scope.h"
 #include "solver/params.h"
 
 #include <jansson.h>

@@ -3,8 +3,7 @@
 #ifndef KS_CLI_H
 #define KS_CLI_H
 
-#include "../solver/config_scope.h"
-#include "../solver/params.h"
+#include "problem.h"
 
 #include <stdio.h>
 

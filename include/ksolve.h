@@ -215,9 +215,11 @@ const char *const *ks_spmv_format_names(const char *backend);
 /* ----------------------------------------------------------------- config */
 typedef struct ks_config ks_config;
 
-/* JSON config (AmgX-style scopes, see docs/config.md). Unknown keys, wrong
- * types and out-of-range values fail with KS_ERR_CONFIG naming the key path
- * (and line/column for JSON syntax errors). */
+/* JSON config (AmgX-style scopes, see docs/config.md): config_version and
+ * the "solver" scope. Unknown keys (the ksolve tool's own, such as
+ * "matrix" or "backend", included), wrong types and out-of-range values
+ * fail with KS_ERR_CONFIG naming the key path (and line/column for JSON
+ * syntax errors). */
 ks_error ks_config_create_from_file(const char *path, ks_config **cfg);
 ks_error ks_config_create_from_string(const char *json, ks_config **cfg);
 /* Default config (PCG + classical AMG, relative tolerance 1e-8). */

@@ -1,12 +1,14 @@
-/* JSON configuration: AmgX-style scopes ("solver": {...}) plus ksolve's own
- * problem keys. One schema table below describes every key (path, type,
- * range or choices, where the value goes); validation, ks_config_set,
- * ks_config_dump and docs/config.md all follow that table. The JSON tree is
- * kept as given (for dump and set); after every create/set it is validated
- * from scratch into ks_solver_params + ks_problem_params, starting from the
- * defaults of params.c, so a config is never half-applied. */
+/* The config engine: JSON with AmgX-style scopes ("solver": {...}). What
+ * keys exist is not known here: key tables (config_scope.h) describe each
+ * key (path, type, range or choices, where the value goes), the library's
+ * own in config_keys.c and, beside them, the keys of a client scope (the
+ * ksolve tool's matrix, rhs, backend...). Validation, ks_config_set and
+ * ks_config_dump follow those tables. The JSON tree is kept as given (for
+ * dump and set); after every create/set it is validated from scratch into
+ * each scope's struct, starting from its defaults, so a config is never
+ * half-applied. */
+#include "config_scope.h"
 #include "params.h"
-#include "cli.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -17,193 +19,74 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-typedef struct cfg_params {
-    ks_solver_params s;
-    ks_problem_params p;
-} cfg_params;
+/* The library's keys, then the client's scope if any. */
+enum { MAX_SCOPES = 2 };
+
+typedef struct schema {
+    const ks_config_scope *sc[MAX_SCOPES];
+    int n;
+} schema;
 
 struct ks_config {
-    json_t *root;   /* the user's tree (paths resolved, sets applied) */
-    cfg_params prm; /* parsed and validated */
+    json_t *root;             /* the user's tree (paths resolved, sets applied) */
+    schema sch;
+    void *block[MAX_SCOPES];  /* each scope's parsed, validated struct */
 };
 
-/* ------------------------------------------------------------- the schema */
-typedef enum key_type {
-    KT_SCOPE,   /* object holding more keys */
-    KT_INT,     /* integer in [lo, hi] or in int_set */
-    KT_NUM,     /* finite number in the range lo..hi (open ends per flags) */
-    KT_BOOL,    /* true/false or 0/1 */
-    KT_ENUM,    /* one of `choices` (exact spelling) */
-    KT_STR,     /* non-empty string */
-    KT_PATH,    /* non-empty file path (relative to a config file's folder) */
-    KT_GEN,     /* generator name (ks_gen_kind_from_name) */
-    KT_GRID,    /* integer or array of 2..3 integers */
-    KT_VEC3,    /* array of 3 numbers */
-    KT_IGNORED  /* accepted and ignored (AmgX's "scope" labels) */
-} key_type;
-
-/* Allowed values of an enum key (core/names.h): the enum's own table for
- * keys stored as an enum (ST_ENUM_INT); for keys stored as a string, value
- * is the index of the canonical name to store. */
-typedef ks_name choice;
-
-enum store { ST_NONE, ST_INT, ST_DOUBLE, ST_STRING, ST_ENUM_INT, ST_ULL };
-enum { XG_NONE, XG_MATRIX, XG_RHS }; /* groups of mutually exclusive keys */
-
-/* When a key applies (checked after parsing; keys that do not apply are an
- * error when given and are left out of the dump). AMG settings live in the
- * preconditioner scope when AMG preconditions a Krylov method, and in the
- * solver scope when AMG is the solver; both fill ks_precond_params.amg. */
-enum cond {
-    C_ALL,            /* always */
-    C_NOT_SOLVER_AMG, /* the preconditioner scope: not with "solver": "AMG" */
-    C_PC_PLAIN,       /* Jacobi's damping: preconditioner present and not AMG */
-    C_PC_AMG,         /* AMG keys of the preconditioner scope */
-    C_SOLVER_AMG      /* AMG keys of the solver scope */
-};
-
-typedef struct key_spec {
-    const char *path;
-    key_type type;
-    double lo, hi;
-    unsigned char lo_open, hi_open;
-    const int *int_set; /* KT_INT: allowed values, terminated by -1 */
-    const choice *choices; /* KT_ENUM: terminated by a NULL name */
-    enum store store;
-    size_t off, size;   /* destination inside cfg_params */
-    const char *shorthand; /* KT_SCOPE: a string value means {shorthand: value} */
-    int xgroup, xside;  /* setting one side removes the other (ks_config_set) */
-    int cond;           /* enum cond */
-} key_spec;
-
-static const choice solver_choices[] = {
-    {"PCG", 0, 0}, {"CG", 1, 0}, {"PBICGSTAB", 2, 0}, {"BICGSTAB", 3, 0}, {"AMG", 4, 0},
-    {NULL, 0, 0}};
-#define conv_choices ks_conv_names
-#define norm_choices ks_norm_names
-static const choice pc_choices[] = {
-    {"NOSOLVER", 0, 0}, {"JACOBI", 1, 0}, {"JACOBI_L1", 2, 0}, {"AMG", 3, 0},
-    {"BLOCK_JACOBI", 1, 1}, /* scalar Jacobi: blocks of size 1 */
-    {NULL, 0, 0}};
-/* AMG enums: amg/params.c's tables (AmgX names and spellings). */
-#define algorithm_choices ks_amg_algorithm_names
-#define selector_choices ks_amg_selector_names
-#define interp_choices ks_amg_interp_names
-#define smoother_choices ks_amg_smoother_names
-#define cycle_choices ks_amg_cycle_names
-#define coarse_choices ks_amg_coarse_solver_names
-#define precision_choices ks_amg_precision_names
-static const choice backend_choices[] = {
-    {"cpu", 0, 0}, {"cuda", 1, 0}, {"cpu,cuda", 2, 0}, {NULL, 0, 0}};
-static const choice rhs_choices[] = {
-    {"A_ones", 0, 0}, {"ones", 1, 0}, {"A_sin", 2, 0}, {"zero", 3, 0}, {NULL, 0, 0}};
-static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
-
-#define S_(m) offsetof(cfg_params, s.m), sizeof(((cfg_params *)0)->s.m)
-#define P_(m) offsetof(cfg_params, p.m), sizeof(((cfg_params *)0)->p.m)
-#define NOOFF 0, 0
-#define A_(m) offsetof(cfg_params, s.pc.amg.m), sizeof(((cfg_params *)0)->s.pc.amg.m)
-#define SM_(m) A_(smoother.m)
-
-/* The AMG keys below scope P, applying under condition C. */
-#define AMG_SPECS(P, C)                                                                        \
-    {P ".algorithm", KT_ENUM, 0, 0, 0, 0, NULL, algorithm_choices, ST_ENUM_INT, A_(algorithm),   \
-     NULL, 0, 0, C},                                                                           \
-    {P ".selector", KT_ENUM, 0, 0, 0, 0, NULL, selector_choices, ST_ENUM_INT, A_(selector), NULL, \
-     0, 0, C},                                                                                 \
-    {P ".hmis_block_rows", KT_INT, -1, INT_MAX, 0, 0, NULL, NULL, ST_INT, A_(hmis_block_rows),  \
-     NULL, 0, 0, C},                                                                           \
-    {P ".interpolator", KT_ENUM, 0, 0, 0, 0, NULL, interp_choices, ST_ENUM_INT,                  \
-     A_(interpolator), NULL, 0, 0, C},                                                         \
-    {P ".strength_threshold", KT_NUM, 0, 1, 0, 0, NULL, NULL, ST_DOUBLE,                       \
-     A_(strength_threshold), NULL, 0, 0, C},                                                   \
-    {P ".max_row_sum", KT_NUM, 0, 1, 1, 0, NULL, NULL, ST_DOUBLE, A_(max_row_sum), NULL, 0, 0, \
-     C},                                                                                       \
-    {P ".interp_max_elements", KT_INT, 0, INT_MAX, 0, 0, NULL, NULL, ST_INT,                   \
-     A_(interp_max_elements), NULL, 0, 0, C},                                                  \
-    {P ".interp_truncation_factor", KT_NUM, 0, 1, 0, 1, NULL, NULL, ST_DOUBLE,                 \
-     A_(interp_truncation_factor), NULL, 0, 0, C},                                             \
-    {P ".aggressive_levels", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT,                         \
-     A_(aggressive_levels), NULL, 0, 0, C},                                                    \
-    {P ".smoother", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", 0, 0, C},      \
-    {P ".smoother.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C},  \
-    {P ".smoother.solver", KT_ENUM, 0, 0, 0, 0, NULL, smoother_choices, ST_ENUM_INT,             \
-     SM_(solver), NULL, 0, 0, C},                                                              \
-    {P ".smoother.relaxation_factor", KT_NUM, 0, 2, 0, 1, NULL, NULL, ST_DOUBLE,               \
-     SM_(relaxation_factor), NULL, 0, 0, C},                                                   \
-    {P ".smoother.chebyshev_degree", KT_INT, 1, 10, 0, 0, NULL, NULL, ST_INT,                  \
-     SM_(chebyshev_degree), NULL, 0, 0, C},                                                    \
-    {P ".smoother.chebyshev_lower", KT_NUM, 0, 1, 1, 1, NULL, NULL, ST_DOUBLE,                 \
-     SM_(chebyshev_lower), NULL, 0, 0, C},                                                     \
-    {P ".presweeps", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT, A_(presweeps), NULL, 0, 0,      \
-     C},                                                                                       \
-    {P ".postsweeps", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT, A_(postsweeps), NULL, 0,       \
-     0, C},                                                                                    \
-    {P ".cycle", KT_ENUM, 0, 0, 0, 0, NULL, cycle_choices, ST_ENUM_INT, A_(cycle), NULL, 0, 0,   \
-     C},                                                                                       \
-    {P ".max_levels", KT_INT, 1, 100, 0, 0, NULL, NULL, ST_INT, A_(max_levels), NULL, 0, 0,    \
-     C},                                                                                       \
-    {P ".min_coarse_rows", KT_INT, 1, INT_MAX, 0, 0, NULL, NULL, ST_INT, A_(min_coarse_rows),  \
-     NULL, 0, 0, C},                                                                           \
-    {P ".coarse_max_rows", KT_INT, 1, 8192, 0, 0, NULL, NULL, ST_INT, A_(coarse_max_rows),     \
-     NULL, 0, 0, C},                                                                           \
-    {P ".coarse_solver", KT_ENUM, 0, 0, 0, 0, NULL, coarse_choices, ST_ENUM_INT,                 \
-     A_(coarse_solver), NULL, 0, 0, C},                                                        \
-    {P ".seed", KT_INT, 0, INFINITY, 0, 0, NULL, NULL, ST_ULL, A_(seed), NULL, 0, 0, C},      \
-    {P ".spmv_format", KT_STR, 0, 0, 0, 0, NULL, NULL, ST_STRING, A_(level_format), NULL, 0,  \
-     0, C},                                                                                    \
-    {P ".hierarchy_precision", KT_ENUM, 0, 0, 0, 0, NULL, precision_choices, ST_ENUM_INT,        \
-     A_(hierarchy_precision), NULL, 0, 0, C},
-
-/* Order = dump order. Parents precede their children. */
-static const key_spec specs[] = {
-    {"config_version", KT_INT, 2, 2, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
-    {"solver", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
-    {"solver.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
-    {"solver.solver", KT_ENUM, 0, 0, 0, 0, NULL, solver_choices, ST_STRING, S_(solver), NULL, 0, 0, C_ALL},
-    {"solver.max_iters", KT_INT, 1, INT_MAX, 0, 0, NULL, NULL, ST_INT, S_(max_iters), NULL, 0, 0, C_ALL},
-    {"solver.tolerance", KT_NUM, 0, INFINITY, 0, 1, NULL, NULL, ST_DOUBLE, S_(tolerance), NULL, 0, 0, C_ALL},
-    {"solver.convergence", KT_ENUM, 0, 0, 0, 0, NULL, conv_choices, ST_ENUM_INT, S_(convergence), NULL, 0, 0, C_ALL},
-    {"solver.norm", KT_ENUM, 0, 0, 0, 0, NULL, norm_choices, ST_ENUM_INT, S_(norm), NULL, 0, 0, C_ALL},
-    {"solver.monitor_residual", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(monitor_residual), NULL, 0, 0, C_ALL},
-    {"solver.print_solve_stats", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(print_solve_stats), NULL, 0, 0, C_ALL},
-    {"solver.store_res_history", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(store_res_history), NULL, 0, 0, C_ALL},
-    {"solver.divergence_factor", KT_NUM, 1, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, S_(divergence_factor), NULL, 0, 0, C_ALL},
-    {"solver.preconditioner", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", 0, 0, C_NOT_SOLVER_AMG},
-    {"solver.preconditioner.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_NOT_SOLVER_AMG},
-    {"solver.preconditioner.solver", KT_ENUM, 0, 0, 0, 0, NULL, pc_choices, ST_STRING, S_(pc.solver), NULL, 0, 0, C_NOT_SOLVER_AMG},
-    {"solver.preconditioner.relaxation_factor", KT_NUM, 0, 2, 1, 0, NULL, NULL, ST_DOUBLE, S_(pc.relaxation_factor), NULL, 0, 0, C_PC_PLAIN},
-    AMG_SPECS("solver.preconditioner", C_PC_AMG)
-    AMG_SPECS("solver", C_SOLVER_AMG)
-    {"backend", KT_ENUM, 0, 0, 0, 0, NULL, backend_choices, ST_STRING, P_(backend), NULL, 0, 0, C_ALL},
-    {"spmv_format", KT_STR, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(spmv_format), NULL, 0, 0, C_ALL},
-    {"spmv", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
-    {"spmv.threads_per_row", KT_INT, 0, 32, 0, 0, tpr_set, NULL, ST_INT, P_(spmv.threads_per_row), NULL, 0, 0, C_ALL},
-    {"matrix", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
-    {"matrix.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(matrix_file), NULL, XG_MATRIX, 0, C_ALL},
-    {"matrix.generator", KT_GEN, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, XG_MATRIX, 1, C_ALL},
-    {"matrix.n", KT_GRID, 1, INT_MAX, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, XG_MATRIX, 1, C_ALL},
-    {"matrix.coefficients", KT_VEC3, 0, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, P_(gen.cx), NULL, XG_MATRIX, 1, C_ALL},
-    {"matrix.velocity", KT_VEC3, -INFINITY, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, P_(gen.vx), NULL, XG_MATRIX, 1, C_ALL},
-    {"rhs", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
-    {"rhs.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(rhs_file), NULL, XG_RHS, 0, C_ALL},
-    {"rhs.type", KT_ENUM, 0, 0, 0, 0, NULL, rhs_choices, ST_STRING, P_(rhs_kind), NULL, XG_RHS, 1, C_ALL},
-    {"solution", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, 0, 0, C_ALL},
-    {"solution.file", KT_PATH, 0, 0, 0, 0, NULL, NULL, ST_STRING, P_(solution_file), NULL, 0, 0, C_ALL},
-};
-#define NSPECS ((int)(sizeof specs / sizeof specs[0]))
-
-_Static_assert(sizeof(ks_conv_kind) == sizeof(int) && sizeof(ks_norm_kind) == sizeof(int) &&
-                   sizeof(ks_amg_algorithm) == sizeof(int) &&
-                   sizeof(ks_amg_smoother_kind) == sizeof(int),
-               "enum-valued keys are stored as int");
-
-static int spec_index(const char *path)
+/* Keys are numbered across the scopes, the library's first (its order
+ * is the dump's and decides ties between suggestions). */
+static int key_count(const schema *sch)
 {
-    for (int i = 0; i < NSPECS; i++)
-        if (strcmp(specs[i].path, path) == 0)
-            return i;
-    return -1;
+    int n = 0;
+    for (int t = 0; t < sch->n; t++)
+        n += sch->sc[t]->nkeys;
+    return n;
+}
+
+/* Key j; its scope in *s (may be NULL) and its index there in *i (may be NULL). */
+static const ks_key_spec *key_at(const schema *sch, int j, int *s, int *i)
+{
+    int t = 0;
+    while (j >= sch->sc[t]->nkeys)
+        j -= sch->sc[t++]->nkeys;
+    if (s)
+        *s = t;
+    if (i)
+        *i = j;
+    return &sch->sc[t]->keys[j];
+}
+
+/* The key at path, or NULL; where it is as in key_at. */
+static const ks_key_spec *find_key(const schema *sch, const char *path, int *s, int *i)
+{
+    for (int j = 0, n = key_count(sch); j < n; j++) {
+        const ks_key_spec *k = key_at(sch, j, s, i);
+        if (strcmp(k->path, path) == 0)
+            return k;
+    }
+    return NULL;
+}
+
+/* The library's keys plus client's; a client key may not redefine one of
+ * the library's (the first found would win silently). */
+static ks_error make_schema(const ks_config_scope *client, schema *sch)
+{
+    *sch = (schema){{&ks_config_solver_scope, client}, client ? 2 : 1};
+    for (int i = 0; client && i < client->nkeys; i++) {
+        int s;
+        if (find_key(sch, client->keys[i].path, &s, NULL) && s == 0)
+            return ks_seterr(KS_ERR_ARG, "config scope: '%s' is one of the library's keys",
+                             client->keys[i].path);
+    }
+    return KS_OK;
+}
+
+int ks_config_given(const ks_config_scope *scope, const unsigned char *given, const char *path)
+{
+    for (int i = 0; i < scope->nkeys; i++)
+        if (strcmp(scope->keys[i].path, path) == 0)
+            return given[i];
+    return 0;
 }
 
 /* Length of the parent part of a dotted path ("solver.max_iters" -> 6). */
@@ -264,16 +147,18 @@ static int edit_distance(const char *a, const char *b)
 /* "unknown key 'solver.max_iter' (did you mean 'max_iters'?)": suggest the
  * closest sibling, else the same name in another scope, else list the
  * keys of the scope. */
-static ks_error unknown_key(const char *path)
+static ks_error unknown_key(const schema *sch, const char *path)
 {
     size_t plen = parent_len(path);
     const char *name = last_part(path);
-    int best = -1, bestd = 1 << 20;
-    for (int i = 0; i < NSPECS; i++) {
-        if (parent_len(specs[i].path) != plen || strncmp(specs[i].path, path, plen) != 0 ||
-            specs[i].type == KT_IGNORED)
+    const ks_key_spec *best = NULL;
+    int bestd = 1 << 20, n = key_count(sch);
+    for (int j = 0; j < n; j++) {
+        const ks_key_spec *k = key_at(sch, j, NULL, NULL);
+        if (parent_len(k->path) != plen || strncmp(k->path, path, plen) != 0 ||
+            k->type == KT_IGNORED)
             continue;
-        const char *cand = last_part(specs[i].path);
+        const char *cand = last_part(k->path);
         int d = edit_distance(name, cand);
         size_t ln = strlen(name), lc = strlen(cand);
         /* a truncated or extended name ("relaxation") counts as close */
@@ -281,26 +166,29 @@ static ks_error unknown_key(const char *path)
             d = d < 1 ? d : 1;
         if (d < bestd) {
             bestd = d;
-            best = i;
+            best = k;
         }
     }
     size_t nlen = strlen(name);
     int limit = nlen <= 4 ? 1 : nlen <= 8 ? 2 : 3;
-    if (best >= 0 && bestd <= limit)
+    if (best && bestd <= limit)
         return ks_seterr(KS_ERR_CONFIG, "unknown key '%s' (did you mean '%s'?)", path,
-                         last_part(specs[best].path));
-    for (int i = 0; i < NSPECS; i++)
-        if (specs[i].type != KT_IGNORED && strcmp(last_part(specs[i].path), name) == 0)
+                         last_part(best->path));
+    for (int j = 0; j < n; j++) {
+        const ks_key_spec *k = key_at(sch, j, NULL, NULL);
+        if (k->type != KT_IGNORED && strcmp(last_part(k->path), name) == 0)
             return ks_seterr(KS_ERR_CONFIG, "unknown key '%s' (did you mean '%s'?)", path,
-                             specs[i].path);
+                             k->path);
+    }
     char list[512] = "";
     size_t used = 0;
-    for (int i = 0; i < NSPECS; i++) {
-        if (parent_len(specs[i].path) != plen || strncmp(specs[i].path, path, plen) != 0 ||
-            specs[i].type == KT_IGNORED)
+    for (int j = 0; j < n; j++) {
+        const ks_key_spec *k = key_at(sch, j, NULL, NULL);
+        if (parent_len(k->path) != plen || strncmp(k->path, path, plen) != 0 ||
+            k->type == KT_IGNORED)
             continue;
         int w = snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "",
-                         last_part(specs[i].path));
+                         last_part(k->path));
         if (w < 0 || (size_t)w >= sizeof list - used)
             break;
         used += (size_t)w;
@@ -308,12 +196,12 @@ static ks_error unknown_key(const char *path)
     return ks_seterr(KS_ERR_CONFIG, "unknown key '%s' (keys allowed here: %s)", path, list);
 }
 
-static ks_error type_error(const char *path, const char *expected, const json_t *v)
+ks_error ks_config_type_error(const char *path, const char *expected, const json_t *v)
 {
     return ks_seterr(KS_ERR_CONFIG, "%s: expected %s, got %s", path, expected, json_type_name(v));
 }
 
-static ks_error range_error(const key_spec *k, const char *path, double got)
+static ks_error range_error(const ks_key_spec *k, const char *path, double got)
 {
     if (k->lo == k->hi)
         return ks_seterr(KS_ERR_CONFIG, "%s: must be %g (got %g)", path, k->lo, got);
@@ -324,7 +212,7 @@ static ks_error range_error(const key_spec *k, const char *path, double got)
                      k->lo_open ? '(' : '[', k->lo, k->hi, k->hi_open ? ')' : ']', got);
 }
 
-static int in_range(const key_spec *k, double x)
+static int in_range(const ks_key_spec *k, double x)
 {
     if (!isfinite(x))
         return 0;
@@ -336,41 +224,33 @@ static int in_range(const key_spec *k, double x)
 }
 
 /* ----------------------------------------------------------- validation */
-typedef struct parse_ctx {
-    cfg_params prm;
-    unsigned char present[sizeof specs / sizeof specs[0]];
-    json_int_t grid[3]; /* matrix.n as given */
-    int ngrid;          /* 1 (scalar) or the array length */
-    char gen_name[KS_NAME_MAX];
-} parse_ctx;
-
-static void store_int(parse_ctx *c, const key_spec *k, int v)
+static void store_int(void *block, const ks_key_spec *k, int v)
 {
-    memcpy((char *)&c->prm + k->off, &v, sizeof v);
+    memcpy((char *)block + k->off, &v, sizeof v);
 }
 
-static void store_double(parse_ctx *c, const key_spec *k, size_t i, double v)
+static void store_double(void *block, const ks_key_spec *k, double v)
 {
-    memcpy((char *)&c->prm + k->off + i * sizeof v, &v, sizeof v);
+    memcpy((char *)block + k->off, &v, sizeof v);
 }
 
-static ks_error store_string(parse_ctx *c, const key_spec *k, const char *path, const char *s)
+static ks_error store_string(void *block, const ks_key_spec *k, const char *path, const char *s)
 {
     size_t n = strlen(s);
     if (n >= k->size)
         return ks_seterr(KS_ERR_CONFIG, "%s: longer than %zu characters", path, k->size - 1);
-    memcpy((char *)&c->prm + k->off, s, n + 1);
+    memcpy((char *)block + k->off, s, n + 1);
     return KS_OK;
 }
 
-static ks_error check_enum(const key_spec *k, const char *path, const json_t *v,
-                           const choice **out)
+static ks_error check_enum(const ks_key_spec *k, const char *path, const json_t *v,
+                           const ks_name **out)
 {
     if (!json_is_string(v))
-        return type_error(path, "a string", v);
+        return ks_config_type_error(path, "a string", v);
     const char *s = json_string_value(v);
-    const choice *nocase = NULL;
-    for (const choice *c = k->choices; c->name; c++) {
+    const ks_name *nocase = NULL;
+    for (const ks_name *c = k->choices; c->name; c++) {
         if (strcmp(c->name, s) == 0) {
             *out = c;
             return KS_OK;
@@ -380,7 +260,7 @@ static ks_error check_enum(const key_spec *k, const char *path, const json_t *v,
     }
     char list[256] = "";
     size_t used = 0;
-    for (const choice *c = k->choices; c->name; c++) {
+    for (const ks_name *c = k->choices; c->name; c++) {
         if (c->alias)
             continue;
         int w = snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", c->name);
@@ -394,10 +274,11 @@ static ks_error check_enum(const key_spec *k, const char *path, const json_t *v,
     return ks_seterr(KS_ERR_CONFIG, "%s: unknown value '%s' (allowed: %s)", path, s, list);
 }
 
-static ks_error check_int(const key_spec *k, const char *path, const json_t *v, json_int_t *out)
+ks_error ks_config_check_int(const ks_key_spec *k, const char *path, const json_t *v,
+                             json_int_t *out)
 {
     if (!json_is_integer(v))
-        return type_error(path, "an integer", v);
+        return ks_config_type_error(path, "an integer", v);
     json_int_t x = json_integer_value(v);
     if (k->int_set) {
         for (const int *p = k->int_set; *p >= 0; p++)
@@ -419,10 +300,11 @@ static ks_error check_int(const key_spec *k, const char *path, const json_t *v, 
     return KS_OK;
 }
 
-static ks_error check_num(const key_spec *k, const char *path, const json_t *v, double *out)
+ks_error ks_config_check_num(const ks_key_spec *k, const char *path, const json_t *v,
+                             double *out)
 {
     if (!json_is_number(v))
-        return type_error(path, "a number", v);
+        return ks_config_type_error(path, "a number", v);
     double x = json_number_value(v);
     if (!in_range(k, x))
         return range_error(k, path, x);
@@ -430,24 +312,25 @@ static ks_error check_num(const key_spec *k, const char *path, const json_t *v, 
     return KS_OK;
 }
 
-static ks_error apply_leaf(parse_ctx *c, const key_spec *k, const char *path, const json_t *v)
+/* Check v against k and store it in block. */
+static ks_error apply_leaf(void *block, const ks_key_spec *k, const char *path, const json_t *v)
 {
     switch (k->type) {
     case KT_INT: {
         json_int_t x;
-        KS_TRY(check_int(k, path, v, &x));
+        KS_TRY(ks_config_check_int(k, path, v, &x));
         if (k->store == ST_INT) {
-            store_int(c, k, (int)x);
+            store_int(block, k, (int)x);
         } else if (k->store == ST_ULL) {
             unsigned long long u = (unsigned long long)x; /* x >= 0 checked */
-            memcpy((char *)&c->prm + k->off, &u, sizeof u);
+            memcpy((char *)block + k->off, &u, sizeof u);
         }
         return KS_OK;
     }
     case KT_NUM: {
         double x;
-        KS_TRY(check_num(k, path, v, &x));
-        store_double(c, k, 0, x);
+        KS_TRY(ks_config_check_num(k, path, v, &x));
+        store_double(block, k, x);
         return KS_OK;
     }
     case KT_BOOL: {
@@ -460,86 +343,46 @@ static ks_error apply_leaf(parse_ctx *c, const key_spec *k, const char *path, co
             return ks_seterr(KS_ERR_CONFIG, "%s: expected 0, 1 or a boolean, got %lld", path,
                              (long long)json_integer_value(v));
         else
-            return type_error(path, "0, 1 or a boolean", v);
-        store_int(c, k, b);
+            return ks_config_type_error(path, "0, 1 or a boolean", v);
+        store_int(block, k, b);
         return KS_OK;
     }
     case KT_ENUM: {
-        const choice *ch = NULL;
+        const ks_name *ch = NULL;
         KS_TRY(check_enum(k, path, v, &ch));
         if (k->store == ST_ENUM_INT)
-            store_int(c, k, ch->value);
+            store_int(block, k, ch->value);
         else
-            KS_TRY(store_string(c, k, path, k->choices[ch->value].name));
+            KS_TRY(store_string(block, k, path, k->choices[ch->value].name));
         return KS_OK;
     }
     case KT_STR:
     case KT_PATH:
         if (!json_is_string(v))
-            return type_error(path, k->type == KT_PATH ? "a file path (string)" : "a string", v);
+            return ks_config_type_error(
+                path, k->type == KT_PATH ? "a file path (string)" : "a string", v);
         if (json_string_value(v)[0] == '\0')
             return ks_seterr(KS_ERR_CONFIG, "%s: must not be empty", path);
-        return store_string(c, k, path, json_string_value(v));
-    case KT_GEN: {
-        if (!json_is_string(v))
-            return type_error(path, "a generator name (string)", v);
-        ks_gen_kind kind;
-        if (ks_gen_kind_from_name(json_string_value(v), &kind) != KS_OK) {
-            char list[256] = "";
-            size_t used = 0;
-            for (int g = 0; g <= (int)KS_GEN_CONVDIFF3D; g++)
-                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
-                                         used ? ", " : "", ks_gen_kind_name((ks_gen_kind)g));
-            return ks_seterr(KS_ERR_CONFIG, "%s: unknown value '%s' (allowed: %s)", path,
-                             json_string_value(v), list);
-        }
-        c->prm.p.gen.kind = kind;
-        snprintf(c->gen_name, sizeof c->gen_name, "%s", json_string_value(v));
-        return KS_OK;
-    }
-    case KT_GRID: {
-        char sub[300];
-        if (json_is_integer(v)) {
-            KS_TRY(check_int(k, path, v, &c->grid[0]));
-            c->ngrid = 1;
-            return KS_OK;
-        }
-        if (!json_is_array(v))
-            return type_error(path, "an integer or an array [nx, ny(, nz)]", v);
-        size_t n = json_array_size(v);
-        if (n < 2 || n > 3)
-            return ks_seterr(KS_ERR_CONFIG, "%s: expected 2 or 3 sizes, got %zu", path, n);
-        for (size_t i = 0; i < n; i++) {
-            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-            KS_TRY(check_int(k, sub, json_array_get(v, i), &c->grid[i]));
-        }
-        c->ngrid = (int)n;
-        return KS_OK;
-    }
-    case KT_VEC3: {
-        char sub[300];
-        if (!json_is_array(v))
-            return type_error(path, "an array of 3 numbers", v);
-        if (json_array_size(v) != 3)
-            return ks_seterr(KS_ERR_CONFIG, "%s: expected 3 numbers [x, y, z], got %zu", path,
-                             json_array_size(v));
-        for (size_t i = 0; i < 3; i++) {
-            double x;
-            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-            KS_TRY(check_num(k, sub, json_array_get(v, i), &x));
-            store_double(c, k, i, x);
-        }
-        return KS_OK;
-    }
+        return store_string(block, k, path, json_string_value(v));
+    case KT_CUSTOM:
+        if (k->parse)
+            return k->parse(block, k, path, v);
+        break;
     case KT_IGNORED:
         if (!json_is_string(v))
-            return type_error(path, "a string", v);
+            return ks_config_type_error(path, "a string", v);
         return KS_OK;
     case KT_SCOPE:
         break;
     }
     return ks_seterr(KS_ERR_CONFIG, "%s: internal schema error", path);
 }
+
+typedef struct parse_ctx {
+    const schema *sch;
+    void *block[MAX_SCOPES];          /* each scope's struct being filled */
+    unsigned char *given[MAX_SCOPES]; /* given[s][i]: key i of scope s was given */
+} parse_ctx;
 
 static ks_error walk(parse_ctx *c, const json_t *obj, const char *prefix)
 {
@@ -555,188 +398,72 @@ static ks_error walk(parse_ctx *c, const json_t *obj, const char *prefix)
                              "unknown key '%s' (a key name has no dots: nest objects instead, "
                              "e.g. {\"solver\": {\"max_iters\": 100}})",
                              path);
-        int i = spec_index(path);
-        if (i < 0)
-            return unknown_key(path);
-        const key_spec *k = &specs[i];
-        c->present[i] = 1;
+        int s, i;
+        const ks_key_spec *k = find_key(c->sch, path, &s, &i);
+        if (!k)
+            return unknown_key(c->sch, path);
+        c->given[s][i] = 1;
         if (k->type != KT_SCOPE) {
-            KS_TRY(apply_leaf(c, k, path, v));
+            KS_TRY(apply_leaf(c->block[s], k, path, v));
         } else if (json_is_object(v)) {
             KS_TRY(walk(c, v, path));
         } else if (k->shorthand && json_is_string(v)) {
             char sub[300];
             snprintf(sub, sizeof sub, "%s.%s", path, k->shorthand);
-            int j = spec_index(sub);
-            c->present[j] = 1;
-            KS_TRY(apply_leaf(c, &specs[j], path, v));
+            const ks_key_spec *ks = find_key(c->sch, sub, &s, &i);
+            c->given[s][i] = 1;
+            KS_TRY(apply_leaf(c->block[s], ks, path, v));
         } else {
-            return type_error(path, k->shorthand ? "an object or a name (string)" : "an object", v);
+            return ks_config_type_error(
+                path, k->shorthand ? "an object or a name (string)" : "an object", v);
         }
     }
     return KS_OK;
 }
 
-static int present(const parse_ctx *c, const char *path) { return c->present[spec_index(path)]; }
-
-static int gen_is_2d(ks_gen_kind k) { return k == KS_GEN_POISSON2D_5 || k == KS_GEN_POISSON2D_9; }
-
-/* Default strength threshold of AGGREGATION (see cross_check). */
-#define KS_AGGREGATION_THETA 0.0
-
-static int solver_is_amg(const ks_solver_params *s) { return strcmp(s->solver, "AMG") == 0; }
-
-static int cond_holds(const ks_solver_params *s, int cond)
+static void ctx_free(parse_ctx *c)
 {
-    int samg = solver_is_amg(s);
-    int pcamg = !samg && strcmp(s->pc.solver, "AMG") == 0;
-    switch (cond) {
-    case C_NOT_SOLVER_AMG: return !samg;
-    case C_PC_PLAIN: return !samg && !pcamg;
-    case C_PC_AMG: return pcamg;
-    case C_SOLVER_AMG: return samg;
-    default: return 1;
+    for (int s = 0; s < MAX_SCOPES; s++) {
+        free(c->block[s]);
+        free(c->given[s]);
     }
 }
 
-/* A key that was given but does not apply to the chosen method. */
-static ks_error cond_error(const ks_solver_params *s, const key_spec *k)
+/* Parse root into fresh structs (out[s], allocated here, each scope's
+ * size) from the defaults; every scope's rules run once all keys are in. */
+static ks_error validate(const schema *sch, const json_t *root, void *out[MAX_SCOPES])
 {
-    switch (k->cond) {
-    case C_NOT_SOLVER_AMG:
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: the AMG solver takes no preconditioner (its AMG settings, e.g. "
-                         "'smoother', go directly in the solver scope)",
-                         k->path);
-    case C_PC_PLAIN:
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: not used by AMG (the smoother's damping is "
-                         "solver.preconditioner.smoother.relaxation_factor)",
-                         k->path);
-    case C_PC_AMG:
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: an AMG setting, but solver.preconditioner.solver is %s (set it to "
-                         "AMG, or remove the key)",
-                         k->path, s->pc.solver);
-    case C_SOLVER_AMG:
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: an AMG setting, but solver.solver is %s (for AMG as the "
-                         "preconditioner put it in solver.preconditioner; for AMG alone set "
-                         "solver.solver to AMG)",
-                         k->path, s->solver);
-    default:
-        return ks_seterr(KS_ERR_CONFIG, "%s: internal schema error", k->path);
-    }
-}
-
-/* Rules between AMG keys; scope is where they were given. */
-static ks_error check_amg(const ks_amg_params *a, const char *scope)
-{
-    if (a->presweeps == 0 && a->postsweeps == 0)
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: presweeps and postsweeps are both 0: the cycle would not smooth",
-                         scope);
-    if (a->aggressive_levels > 0 && a->algorithm == KS_AMG_AGGREGATION)
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s.aggressive_levels: aggressive coarsening applies to the CLASSICAL "
-                         "algorithm only (got %d with AGGREGATION, which coarsens aggressively "
-                         "already)",
-                         scope, a->aggressive_levels);
-    /* Whatever the table lets through, the hierarchy's own check must
-     * accept too, so a config that loads never fails at setup on a value. */
-    return ks_amg_params_check(a, scope);
-}
-
-/* Rules that involve more than one key. */
-static ks_error cross_check(parse_ctx *c)
-{
-    ks_solver_params *s = &c->prm.s;
-    ks_problem_params *p = &c->prm.p;
-
-    int unpre = strcmp(s->solver, "CG") == 0 || strcmp(s->solver, "BICGSTAB") == 0;
-    if (unpre) {
-        if (present(c, "solver.preconditioner.solver") && strcmp(s->pc.solver, "NOSOLVER") != 0)
-            return ks_seterr(KS_ERR_CONFIG, "solver.preconditioner: %s is unpreconditioned; use %s",
-                             s->solver, strcmp(s->solver, "CG") == 0 ? "PCG" : "PBICGSTAB");
-        strcpy(s->pc.solver, "NOSOLVER"); /* the default AMG does not apply */
-    }
-    if (solver_is_amg(s))
-        strcpy(s->pc.solver, "AMG"); /* standalone AMG: its settings are pc.amg */
-    for (int i = 0; i < NSPECS; i++)
-        if (c->present[i] && !cond_holds(s, specs[i].cond))
-            return cond_error(s, &specs[i]);
-    if (solver_is_amg(s) || strcmp(s->pc.solver, "AMG") == 0) {
-        const char *scope = solver_is_amg(s) ? "solver" : "solver.preconditioner";
-        char path[64];
-        snprintf(path, sizeof path, "%s.strength_threshold", scope);
-        /* Aggregation's symmetric measure |a_ij| / sqrt(a_ii a_jj) is 1/6
-         * for the 7-point Laplacian and 1/26 for the 27-point one: the
-         * classical default 0.25 would leave every point unconnected, so
-         * aggregation defaults to 0 (every connection strong, like PyAMG). */
-        if (s->pc.amg.algorithm == KS_AMG_AGGREGATION && !present(c, path))
-            s->pc.amg.strength_threshold = KS_AGGREGATION_THETA;
-        KS_TRY(check_amg(&s->pc.amg, scope));
-    }
-
-    if (present(c, "matrix.file")) {
-        static const char *const genkeys[] = {"generator", "n", "coefficients", "velocity"};
-        for (int i = 0; i < 4; i++) {
-            char path[64];
-            snprintf(path, sizeof path, "matrix.%s", genkeys[i]);
-            if (present(c, path))
-                return ks_seterr(KS_ERR_CONFIG,
-                                 "matrix: give either 'file' or 'generator', not both "
-                                 "('%s' describes a generated matrix)",
-                                 path);
+    parse_ctx c = {sch, {NULL}, {NULL}};
+    for (int s = 0; s < sch->n; s++) {
+        c.block[s] = ks_calloc(1, sch->sc[s]->size, "config");
+        c.given[s] = ks_calloc((size_t)sch->sc[s]->nkeys, 1, "config parser");
+        if (!c.block[s] || !c.given[s]) {
+            ctx_free(&c);
+            return KS_ERR_MEMORY;
         }
+        if (sch->sc[s]->defaults)
+            sch->sc[s]->defaults(c.block[s]);
     }
-    if (present(c, "rhs.file") && present(c, "rhs.type"))
-        return ks_seterr(KS_ERR_CONFIG, "rhs: give either 'file' or 'type', not both");
-
-    ks_gen_params *g = &p->gen;
-    int is2d = gen_is_2d(g->kind);
-    if (c->ngrid == 1) {
-        g->nx = g->ny = (ks_int)c->grid[0];
-        g->nz = is2d ? 1 : (ks_int)c->grid[0];
-    } else if (c->ngrid == 2 || c->ngrid == 3) {
-        if (c->ngrid == 2 && !is2d)
-            return ks_seterr(KS_ERR_CONFIG, "matrix.n: %s is 3D: give [nx, ny, nz] or one size",
-                             ks_gen_kind_name(g->kind));
-        if (c->ngrid == 3 && is2d)
-            return ks_seterr(KS_ERR_CONFIG, "matrix.n: %s is 2D: give [nx, ny] or one size",
-                             ks_gen_kind_name(g->kind));
-        g->nx = (ks_int)c->grid[0];
-        g->ny = (ks_int)c->grid[1];
-        g->nz = c->ngrid == 3 ? (ks_int)c->grid[2] : 1;
-    } else if (is2d) {
-        g->nz = 1;
-    }
-    if (!p->matrix_file[0]) {
-        double rows = (double)g->nx * g->ny * (is2d ? 1.0 : g->nz);
-        if (rows > (double)INT32_MAX)
-            return ks_seterr(KS_ERR_CONFIG,
-                             "matrix.n: the grid has %.0f rows, more than ks_int holds (%d)", rows,
-                             INT32_MAX);
-    }
-    if (p->rhs_file[0])
-        p->rhs_kind[0] = '\0';
-    return KS_OK;
-}
-
-static ks_error validate(const json_t *root, cfg_params *out)
-{
-    parse_ctx *c = ks_calloc(1, sizeof *c, "config parser");
-    if (!c)
-        return KS_ERR_MEMORY;
-    ks_solver_params_default(&c->prm.s);
-    ks_problem_params_default(&c->prm.p);
-    ks_error e = walk(c, root, "");
+    ks_error e = walk(&c, root, "");
+    for (int s = 0; s < sch->n && e == KS_OK; s++)
+        if (sch->sc[s]->check)
+            e = sch->sc[s]->check(c.block[s], c.given[s]);
     if (e == KS_OK)
-        e = cross_check(c);
-    if (e == KS_OK)
-        *out = c->prm;
-    free(c);
+        for (int s = 0; s < sch->n; s++) {
+            out[s] = c.block[s];
+            c.block[s] = NULL;
+        }
+    ctx_free(&c);
     return e;
+}
+
+/* Replace cfg's structs with those of a successful validate. */
+static void replace_blocks(ks_config *cfg, void *blocks[MAX_SCOPES])
+{
+    for (int s = 0; s < MAX_SCOPES; s++) {
+        free(cfg->block[s]);
+        cfg->block[s] = blocks[s];
+    }
 }
 
 /* ----------------------------------------------------------- tree access */
@@ -759,16 +486,17 @@ static json_t *tree_get(json_t *root, const char *path)
 
 /* Make relative paths of a config file relative to its folder, so the
  * config works from any working directory. */
-static ks_error resolve_paths(json_t *root, const char *cfgpath)
+static ks_error resolve_paths(const schema *sch, json_t *root, const char *cfgpath)
 {
     const char *slash = strrchr(cfgpath, '/');
     if (!slash)
         return KS_OK; /* same folder as the working directory */
     int dirlen = (int)(slash - cfgpath);
-    for (int i = 0; i < NSPECS; i++) {
-        if (specs[i].type != KT_PATH)
+    for (int j = 0, n = key_count(sch); j < n; j++) {
+        const ks_key_spec *k = key_at(sch, j, NULL, NULL);
+        if (k->type != KT_PATH)
             continue;
-        json_t *v = tree_get(root, specs[i].path);
+        json_t *v = tree_get(root, k->path);
         if (!v || !json_is_string(v))
             continue; /* validation reports wrong types */
         const char *s = json_string_value(v);
@@ -776,15 +504,15 @@ static ks_error resolve_paths(json_t *root, const char *cfgpath)
             continue;
         char full[KS_PATH_MAX];
         if (snprintf(full, sizeof full, "%.*s/%s", dirlen, cfgpath, s) >= (int)sizeof full)
-            return ks_seterr(KS_ERR_CONFIG, "%s: path longer than %d characters", specs[i].path,
+            return ks_seterr(KS_ERR_CONFIG, "%s: path longer than %d characters", k->path,
                              KS_PATH_MAX - 1);
         if (json_string_set(v, full) != 0)
-            return ks_seterr(KS_ERR_MEMORY, "out of memory resolving %s", specs[i].path);
+            return ks_seterr(KS_ERR_MEMORY, "out of memory resolving %s", k->path);
     }
     return KS_OK;
 }
 
-static ks_error config_from_tree(json_t *root, ks_config **cfg)
+static ks_error config_from_tree(json_t *root, const schema *sch, ks_config **cfg)
 {
     if (!json_is_object(root)) {
         ks_error e = ks_seterr(KS_ERR_CONFIG, "the top level must be a JSON object, got %s",
@@ -798,17 +526,21 @@ static ks_error config_from_tree(json_t *root, ks_config **cfg)
         return KS_ERR_MEMORY;
     }
     c->root = root;
-    ks_error e = validate(root, &c->prm);
+    c->sch = *sch;
+    void *blocks[MAX_SCOPES] = {NULL};
+    ks_error e = validate(sch, root, blocks);
     if (e != KS_OK) {
         ks_config_destroy(c);
         return e;
     }
+    replace_blocks(c, blocks);
     *cfg = c;
     return KS_OK;
 }
 
-/* ------------------------------------------------------------ public API */
-ks_error ks_config_create_from_file(const char *path, ks_config **cfg)
+/* ------------------------------------------------------------- creation */
+ks_error ks_config_create_from_file_scoped(const char *path, const ks_config_scope *scope,
+                                           ks_config **cfg)
 {
     if (!path || !cfg)
         return ks_seterr(KS_ERR_ARG, "ks_config_create_from_file: NULL argument");
@@ -823,36 +555,59 @@ ks_error ks_config_create_from_file(const char *path, ks_config **cfg)
             return ks_seterr(KS_ERR_IO, "cannot open config file '%s': %s", path, err.text);
         return ks_seterr(KS_ERR_CONFIG, "%s:%d:%d: %s", path, err.line, err.column, err.text);
     }
-    ks_error e = resolve_paths(root, path);
+    schema sch;
+    ks_error e = make_schema(scope, &sch);
+    if (e == KS_OK)
+        e = resolve_paths(&sch, root, path);
     if (e != KS_OK) {
         json_decref(root);
         return ks_adderr(e, "%s", path);
     }
-    e = config_from_tree(root, cfg);
+    e = config_from_tree(root, &sch, cfg);
     return e == KS_OK ? e : ks_adderr(e, "%s", path);
 }
 
-ks_error ks_config_create_from_string(const char *json, ks_config **cfg)
+ks_error ks_config_create_from_string_scoped(const char *json, const ks_config_scope *scope,
+                                             ks_config **cfg)
 {
     if (!json || !cfg)
         return ks_seterr(KS_ERR_ARG, "ks_config_create_from_string: NULL argument");
     *cfg = NULL;
+    schema sch;
+    KS_TRY(make_schema(scope, &sch));
     json_error_t err;
     json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &err);
     if (!root)
         return ks_seterr(KS_ERR_CONFIG, "config string:%d:%d: %s", err.line, err.column, err.text);
-    return config_from_tree(root, cfg);
+    return config_from_tree(root, &sch, cfg);
 }
 
-ks_error ks_config_create_default(ks_config **cfg)
+ks_error ks_config_create_default_scoped(const ks_config_scope *scope, ks_config **cfg)
 {
     if (!cfg)
         return ks_seterr(KS_ERR_ARG, "ks_config_create_default: NULL argument");
     *cfg = NULL;
+    schema sch;
+    KS_TRY(make_schema(scope, &sch));
     json_t *root = json_object();
     if (!root)
         return ks_seterr(KS_ERR_MEMORY, "out of memory creating a config");
-    return config_from_tree(root, cfg);
+    return config_from_tree(root, &sch, cfg);
+}
+
+ks_error ks_config_create_from_file(const char *path, ks_config **cfg)
+{
+    return ks_config_create_from_file_scoped(path, NULL, cfg);
+}
+
+ks_error ks_config_create_from_string(const char *json, ks_config **cfg)
+{
+    return ks_config_create_from_string_scoped(json, NULL, cfg);
+}
+
+ks_error ks_config_create_default(ks_config **cfg)
+{
+    return ks_config_create_default_scoped(NULL, cfg);
 }
 
 void ks_config_destroy(ks_config *cfg)
@@ -860,22 +615,30 @@ void ks_config_destroy(ks_config *cfg)
     if (!cfg)
         return;
     json_decref(cfg->root);
+    for (int s = 0; s < MAX_SCOPES; s++)
+        free(cfg->block[s]);
     free(cfg);
 }
 
 const ks_solver_params *ks_config_solver_params(const ks_config *cfg)
 {
-    return cfg ? &cfg->prm.s : NULL;
+    return cfg ? cfg->block[0] : NULL;
 }
 
-const ks_problem_params *ks_config_problem_params(const ks_config *cfg)
+const void *ks_config_scope_block(const ks_config *cfg, const ks_config_scope *scope)
 {
-    return cfg ? &cfg->prm.p : NULL;
+    if (!cfg || !scope)
+        return NULL;
+    for (int s = 0; s < cfg->sch.n; s++)
+        if (cfg->sch.sc[s] == scope)
+            return cfg->block[s];
+    return NULL;
 }
 
+/* ------------------------------------------------------------------ set */
 /* Put value at keypath in root (steals value), creating objects on the way
  * and removing the keys it excludes. */
-static ks_error tree_set(json_t *root, const char *keypath, json_t *value)
+static ks_error tree_set(const schema *sch, json_t *root, const char *keypath, json_t *value)
 {
     char buf[256];
     size_t len = strlen(keypath);
@@ -891,10 +654,10 @@ static ks_error tree_set(json_t *root, const char *keypath, json_t *value)
         *dot = '\0';
         json_t *next = json_object_get(node, part);
         if (next && !json_is_object(next)) {
-            int i = spec_index(buf);
-            if (i >= 0 && specs[i].shorthand && json_is_string(next)) {
+            const ks_key_spec *k = find_key(sch, buf, NULL, NULL);
+            if (k && k->shorthand && json_is_string(next)) {
                 /* "preconditioner": "JACOBI" -> {"solver": "JACOBI"} */
-                json_t *obj = json_pack("{sO}", specs[i].shorthand, next);
+                json_t *obj = json_pack("{sO}", k->shorthand, next);
                 if (!obj || json_object_set_new(node, part, obj) != 0) {
                     json_decref(value);
                     return ks_seterr(KS_ERR_MEMORY, "out of memory setting '%s'", keypath);
@@ -917,11 +680,13 @@ static ks_error tree_set(json_t *root, const char *keypath, json_t *value)
         node = next;
         *dot = '.';
     }
-    int i = spec_index(keypath);
-    if (i >= 0 && specs[i].xgroup != XG_NONE) {
-        for (int j = 0; j < NSPECS; j++)
-            if (specs[j].xgroup == specs[i].xgroup && specs[j].xside != specs[i].xside)
-                json_object_del(node, last_part(specs[j].path));
+    int s;
+    const ks_key_spec *k = find_key(sch, keypath, &s, NULL);
+    if (k && k->xgroup != 0) {
+        const ks_config_scope *sc = sch->sc[s];
+        for (int j = 0; j < sc->nkeys; j++)
+            if (sc->keys[j].xgroup == k->xgroup && sc->keys[j].xside != k->xside)
+                json_object_del(node, last_part(sc->keys[j].path));
     }
     if (json_object_set_new(node, part, value) != 0)
         return ks_seterr(KS_ERR_MEMORY, "out of memory setting '%s'", keypath);
@@ -954,18 +719,18 @@ ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
         if (!v)
             e = ks_seterr(KS_ERR_CONFIG, "%s: value is not valid UTF-8 text", keys[i]);
         else
-            e = tree_set(copy, keys[i], v);
+            e = tree_set(&cfg->sch, copy, keys[i], v);
     }
-    cfg_params prm;
+    void *blocks[MAX_SCOPES] = {NULL};
     if (e == KS_OK)
-        e = validate(copy, &prm);
+        e = validate(&cfg->sch, copy, blocks);
     if (e != KS_OK) {
         json_decref(copy);
         return e;
     }
     json_decref(cfg->root);
     cfg->root = copy;
-    cfg->prm = prm;
+    replace_blocks(cfg, blocks);
     return KS_OK;
 }
 
@@ -975,11 +740,10 @@ ks_error ks_config_set(ks_config *cfg, const char *keypath, const char *value)
 }
 
 /* ------------------------------------------------------------------ dump */
-static json_t *dump_value(const cfg_params *prm, const key_spec *k)
+/* k's value in block as JSON; NULL leaves the key out (unset strings). */
+static json_t *dump_value(const void *block, const ks_key_spec *k)
 {
-    const char *base = (const char *)prm + k->off;
-    const ks_problem_params *p = &prm->p;
-    int gen = !p->matrix_file[0];
+    const char *base = (const char *)block + k->off;
     switch (k->type) {
     case KT_INT:
         if (k->store == ST_ULL) {
@@ -987,8 +751,8 @@ static json_t *dump_value(const cfg_params *prm, const key_spec *k)
             memcpy(&u, base, sizeof u);
             return json_integer((json_int_t)u);
         }
-        if (k->store != ST_INT)
-            return strcmp(k->path, "config_version") == 0 ? json_integer(2) : NULL;
+        if (k->store != ST_INT) /* checked only: a fixed value (config_version) */
+            return k->lo == k->hi ? json_integer((json_int_t)k->lo) : NULL;
         /* fallthrough */
     case KT_BOOL: {
         int v;
@@ -1004,7 +768,7 @@ static json_t *dump_value(const cfg_params *prm, const key_spec *k)
         if (k->store == ST_ENUM_INT) {
             int v;
             memcpy(&v, base, sizeof v);
-            for (const choice *c = k->choices; c->name; c++)
+            for (const ks_name *c = k->choices; c->name; c++)
                 if (!c->alias && c->value == v)
                     return json_string(c->name);
             return NULL;
@@ -1013,24 +777,8 @@ static json_t *dump_value(const cfg_params *prm, const key_spec *k)
     case KT_STR:
     case KT_PATH:
         return base[0] ? json_string(base) : NULL; /* unset file: omitted */
-    case KT_GEN:
-        return gen ? json_string(ks_gen_kind_name(p->gen.kind)) : NULL;
-    case KT_GRID:
-        if (!gen)
-            return NULL;
-        if (gen_is_2d(p->gen.kind))
-            return p->gen.nx == p->gen.ny ? json_integer(p->gen.nx)
-                                          : json_pack("[ii]", (int)p->gen.nx, (int)p->gen.ny);
-        if (p->gen.nx == p->gen.ny && p->gen.ny == p->gen.nz)
-            return json_integer(p->gen.nx);
-        return json_pack("[iii]", (int)p->gen.nx, (int)p->gen.ny, (int)p->gen.nz);
-    case KT_VEC3: {
-        if (!gen)
-            return NULL;
-        double v[3];
-        memcpy(v, base, sizeof v);
-        return json_pack("[fff]", v[0], v[1], v[2]);
-    }
+    case KT_CUSTOM:
+        return k->dump ? k->dump(block, k) : NULL;
     case KT_SCOPE:
     case KT_IGNORED:
         break;
@@ -1046,12 +794,15 @@ char *ks_config_dump(const ks_config *cfg)
     }
     json_t *root = json_object();
     int ok = root != NULL;
-    for (int i = 0; i < NSPECS && ok; i++) {
-        if (!cond_holds(&cfg->prm.s, specs[i].cond))
+    for (int j = 0, n = key_count(&cfg->sch); j < n && ok; j++) {
+        int s;
+        const ks_key_spec *k = key_at(&cfg->sch, j, &s, NULL);
+        const ks_config_scope *sc = cfg->sch.sc[s];
+        if (sc->applies && !sc->applies(cfg->block[s], k->cond))
             continue; /* e.g. AMG settings when AMG is not selected */
-        json_t *v = dump_value(&cfg->prm, &specs[i]);
+        json_t *v = dump_value(cfg->block[s], k);
         if (v)
-            ok = tree_set(root, specs[i].path, v) == KS_OK;
+            ok = tree_set(&cfg->sch, root, k->path, v) == KS_OK;
     }
     char *text = ok ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(root);

@@ -29,17 +29,3 @@ void ks_solver_params_default(ks_solver_params *p)
     p->pc.relaxation_factor = 1.0;
     ks_amg_params_default(&p->pc.amg);
 }
-
-void ks_problem_params_default(ks_problem_params *p)
-{
-    memset(p, 0, sizeof *p);
-    strcpy(p->backend, "cpu");
-    strcpy(p->spmv_format, "auto");
-    ks_gen_params_default(&p->gen);
-    /* The embedded default problem: 3D Poisson 7-point, 64^3 (262,144 rows),
-     * which finishes in seconds with PCG + AMG (or PCG + Jacobi) on either
-     * backend. */
-    p->gen.kind = KS_GEN_POISSON3D_7;
-    p->gen.nx = p->gen.ny = p->gen.nz = 64;
-    strcpy(p->rhs_kind, "A_ones");
-}

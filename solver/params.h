@@ -45,24 +45,10 @@ typedef struct ks_solver_params {
     ks_precond_params pc;
 } ks_solver_params;
 
-/* ksolve's own top-level keys: what to solve, where. */
-typedef struct ks_problem_params {
-    char backend[64];              /* "cpu", "cuda" or "cpu,cuda" (default "cpu") */
-    char spmv_format[KS_NAME_MAX]; /* default "auto" */
-    ks_spmv_params spmv;
-    char matrix_file[KS_PATH_MAX]; /* "" when the generator is used */
-    ks_gen_params gen;             /* default: poisson3d_7 sized to take seconds */
-    char rhs_file[KS_PATH_MAX];    /* "" when rhs_kind is used */
-    char rhs_kind[KS_NAME_MAX];    /* "A_ones" (b = A*1, default), "ones", "A_sin", "zero" */
-    char solution_file[KS_PATH_MAX]; /* "" = do not write */
-} ks_problem_params;
-
 void ks_solver_params_default(ks_solver_params *p);
-void ks_problem_params_default(ks_problem_params *p);
 
-/* Accessors for a parsed config (solver/config.c). */
+/* The solver settings of a parsed config (solver/config.c). */
 const ks_solver_params *ks_config_solver_params(const ks_config *cfg);
-const ks_problem_params *ks_config_problem_params(const ks_config *cfg);
 
 #ifdef __cplusplus
 }

@@ -1,24 +1,15 @@
 /* Private header of the ksolve command-line tool: argument parsing
- * (cli_args.c), the report (report.c) and one config helper that lives in
- * the library (config.c) because it needs the config internals. Not
- * installed. */
+ * (cli_args.c) and the report (report.c). Not installed. */
 #ifndef KS_CLI_H
 #define KS_CLI_H
 
-#include "params.h"
+#include "problem.h"
 
 #include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Apply n (keypath, value) pairs like ks_config_set, then validate once, so
- * the order of command-line overrides does not matter (e.g. setting
- * "solver.solver" to CG before "solver.preconditioner" to NOSOLVER). On
- * error the config is unchanged. */
-ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
-                            const char *const *values);
 
 /* ------------------------------------------------------------ arguments */
 #define KS_CLI_MAX_SETS 64

@@ -2,8 +2,6 @@
  * GPU/CPU speedups when both ran), and the same data as JSON for scripts. */
 #include "cli.h"
 #include "cli_setup.h"
-#include "solver_impl.h"
-#include "precond_amg.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -61,25 +59,34 @@ ks_error ks_run_setup_capture(const ks_solver *s, ks_run_setup *su)
         return ks_seterr(KS_ERR_MEMORY, "cannot capture the setup summary");
     }
     su->text = buf;
-    const ks_amg *amg = s ? ks_precond_amg(s->pc) : NULL;
-    if (!amg)
+    if (!s)
         return KS_OK;
-    su->level_rows = ks_malloc((size_t)amg->nlevels * sizeof *su->level_rows, "AMG level sizes");
-    su->level_nnz = ks_malloc((size_t)amg->nlevels * sizeof *su->level_nnz, "AMG level sizes");
+    ks_hierarchy_info hi;
+    ks_error e = ks_solver_hierarchy(s, &hi);
+    if (e != KS_OK) {
+        ks_run_setup_free(su);
+        return e;
+    }
+    if (hi.nlevels == 0)
+        return KS_OK; /* not AMG */
+    su->level_rows = ks_malloc((size_t)hi.nlevels * sizeof *su->level_rows, "AMG level sizes");
+    su->level_nnz = ks_malloc((size_t)hi.nlevels * sizeof *su->level_nnz, "AMG level sizes");
     if (!su->level_rows || !su->level_nnz) {
         ks_run_setup_free(su);
         return KS_ERR_MEMORY;
     }
-    su->amg_levels = amg->nlevels;
-    for (int l = 0; l < amg->nlevels; l++) {
-        su->level_rows[l] = amg->levels[l].A.nrows;
-        su->level_nnz[l] = amg->levels[l].A.nnz;
+    /* Copies: hi's arrays belong to the solver, which the run destroys
+     * before the report; the phase names are static. */
+    su->amg_levels = hi.nlevels;
+    for (int l = 0; l < hi.nlevels; l++) {
+        su->level_rows[l] = hi.levels[l].rows;
+        su->level_nnz[l] = hi.levels[l].nnz;
     }
-    su->grid_complexity = amg->grid_complexity;
-    su->operator_complexity = amg->operator_complexity;
-    for (int k = 0; k < KS_AMG_NPHASES && k < KS_RUN_SETUP_PHASES; k++) {
-        su->phase_name[k] = ks_amg_phase_names[k];
-        su->phase_seconds[k] = amg->phase_seconds[k];
+    su->grid_complexity = hi.grid_complexity;
+    su->operator_complexity = hi.operator_complexity;
+    for (int k = 0; k < hi.nphases && k < KS_RUN_SETUP_PHASES; k++) {
+        su->phase_name[k] = hi.phase_names[k];
+        su->phase_seconds[k] = hi.phase_seconds[k];
         su->nphases = k + 1;
     }
     return KS_OK;

@@ -131,7 +131,7 @@ static int split_backends(const char *list, char names[MAX_RUNS][16])
 static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *A,
                             const double *b, double *x_out, ks_run_result *r, ks_run_setup *su)
 {
-    const ks_problem_params *pp = ks_config_problem_params(cfg);
+    const ks_problem_params *pp = ks_problem_params_of(cfg);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
     ks_matrix *M = NULL;
     ks_solver *s = NULL;
@@ -241,8 +241,10 @@ static int run(int argc, char **argv, ks_cli_state *st)
         printf("ksolve %s\n", KS_VERSION_STRING);
         return EXIT_CONVERGED;
     }
-    ks_error e = a->config_file ? ks_config_create_from_file(a->config_file, &st->cfg)
-                                : ks_config_create_default(&st->cfg);
+    /* The library parses; the tool's own keys come as a scope of it. */
+    ks_error e = a->config_file
+                     ? ks_config_create_from_file_scoped(a->config_file, &ks_problem_scope, &st->cfg)
+                     : ks_config_create_default_scoped(&ks_problem_scope, &st->cfg);
     if (e != KS_OK)
         return fail();
     if (ks_config_set_many(st->cfg, a->nsets, (const char *const *)a->set_key,
@@ -256,7 +258,7 @@ static int run(int argc, char **argv, ks_cli_state *st)
         free(text);
         return EXIT_CONVERGED;
     }
-    const ks_problem_params *pp = ks_config_problem_params(st->cfg);
+    const ks_problem_params *pp = ks_problem_params_of(st->cfg);
     const ks_solver_params *sp = ks_config_solver_params(st->cfg);
 
     /* Backends first: a missing GPU fails before any expensive work. */

@@ -1,0 +1,249 @@
+/* The ksolve tool's config keys as a scope of the library's config engine:
+ * the table (what each key takes and where it goes), the defaults, the
+ * rules between keys (a matrix file or a generator, an rhs file or a type,
+ * grid sizes that fit the generator) and the values the dump shows. */
+#include "problem.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* What the keys fill: the problem, plus matrix.n as given, which means
+ * nx, ny, nz only once the generator (2D or 3D) is known. */
+typedef struct problem_block {
+    ks_problem_params p;
+    json_int_t grid[3];
+    int ngrid; /* 1 (one size for every axis), 2 or 3 (an array), 0 (not given) */
+} problem_block;
+
+enum { XG_MATRIX = 1, XG_RHS }; /* groups of mutually exclusive keys */
+enum { C_ALWAYS, C_GENERATED }; /* C_GENERATED: only without matrix.file */
+
+static const ks_name backend_choices[] = {
+    {"cpu", 0, 0}, {"cuda", 1, 0}, {"cpu,cuda", 2, 0}, {NULL, 0, 0}};
+static const ks_name rhs_choices[] = {
+    {"A_ones", 0, 0}, {"ones", 1, 0}, {"A_sin", 2, 0}, {"zero", 3, 0}, {NULL, 0, 0}};
+static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
+
+static int gen_is_2d(ks_gen_kind k) { return k == KS_GEN_POISSON2D_5 || k == KS_GEN_POISSON2D_9; }
+
+/* ------------------------------------------------- the generator's keys */
+static ks_error parse_generator(void *block, const ks_key_spec *k, const char *path,
+                                const json_t *v)
+{
+    (void)k;
+    if (!json_is_string(v))
+        return ks_config_type_error(path, "a generator name (string)", v);
+    ks_gen_kind kind;
+    if (ks_gen_kind_from_name(json_string_value(v), &kind) != KS_OK) {
+        char list[256] = "";
+        size_t used = 0;
+        for (int g = 0; g <= (int)KS_GEN_CONVDIFF3D; g++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "",
+                                     ks_gen_kind_name((ks_gen_kind)g));
+        return ks_seterr(KS_ERR_CONFIG, "%s: unknown value '%s' (allowed: %s)", path,
+                         json_string_value(v), list);
+    }
+    ((problem_block *)block)->p.gen.kind = kind;
+    return KS_OK;
+}
+
+static json_t *dump_generator(const void *block, const ks_key_spec *k)
+{
+    (void)k;
+    return json_string(ks_gen_kind_name(((const problem_block *)block)->p.gen.kind));
+}
+
+/* matrix.n: one size, or [nx, ny] / [nx, ny, nz]; problem_check sizes the grid. */
+static ks_error parse_grid(void *block, const ks_key_spec *k, const char *path, const json_t *v)
+{
+    problem_block *b = block;
+    char sub[300];
+    if (json_is_integer(v)) {
+        KS_TRY(ks_config_check_int(k, path, v, &b->grid[0]));
+        b->ngrid = 1;
+        return KS_OK;
+    }
+    if (!json_is_array(v))
+        return ks_config_type_error(path, "an integer or an array [nx, ny(, nz)]", v);
+    size_t n = json_array_size(v);
+    if (n < 2 || n > 3)
+        return ks_seterr(KS_ERR_CONFIG, "%s: expected 2 or 3 sizes, got %zu", path, n);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+        KS_TRY(ks_config_check_int(k, sub, json_array_get(v, i), &b->grid[i]));
+    }
+    b->ngrid = (int)n;
+    return KS_OK;
+}
+
+/* One size when every axis has it, else the sizes of the generator's axes. */
+static json_t *dump_grid(const void *block, const ks_key_spec *k)
+{
+    (void)k;
+    const ks_gen_params *g = &((const problem_block *)block)->p.gen;
+    if (gen_is_2d(g->kind))
+        return g->nx == g->ny ? json_integer(g->nx) : json_pack("[ii]", (int)g->nx, (int)g->ny);
+    if (g->nx == g->ny && g->ny == g->nz)
+        return json_integer(g->nx);
+    return json_pack("[iii]", (int)g->nx, (int)g->ny, (int)g->nz);
+}
+
+/* matrix.coefficients, matrix.velocity: 3 numbers in k's range, stored as
+ * 3 doubles from k->off (cx, cy, cz / vx, vy, vz). */
+static ks_error parse_vec3(void *block, const ks_key_spec *k, const char *path, const json_t *v)
+{
+    char sub[300];
+    if (!json_is_array(v))
+        return ks_config_type_error(path, "an array of 3 numbers", v);
+    if (json_array_size(v) != 3)
+        return ks_seterr(KS_ERR_CONFIG, "%s: expected 3 numbers [x, y, z], got %zu", path,
+                         json_array_size(v));
+    for (size_t i = 0; i < 3; i++) {
+        double x;
+        snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+        KS_TRY(ks_config_check_num(k, sub, json_array_get(v, i), &x));
+        memcpy((char *)block + k->off + i * sizeof x, &x, sizeof x);
+    }
+    return KS_OK;
+}
+
+static json_t *dump_vec3(const void *block, const ks_key_spec *k)
+{
+    double v[3];
+    memcpy(v, (const char *)block + k->off, sizeof v);
+    return json_pack("[fff]", v[0], v[1], v[2]);
+}
+
+/* ------------------------------------------------------------ the table */
+#define P_(m) .off = offsetof(problem_block, p.m), .size = sizeof(((problem_block *)0)->p.m)
+
+/* Order = dump order (after the library's keys). Parents precede their children. */
+static const ks_key_spec keys[] = {
+    {.path = "backend", .type = KT_ENUM, .choices = backend_choices, .store = ST_STRING,
+     P_(backend)},
+    {.path = "spmv_format", .type = KT_STR, .store = ST_STRING, P_(spmv_format)},
+    {.path = "spmv", .type = KT_SCOPE},
+    {.path = "spmv.threads_per_row", .type = KT_INT, .lo = 0, .hi = 32, .int_set = tpr_set,
+     .store = ST_INT, P_(spmv.threads_per_row)},
+    {.path = "matrix", .type = KT_SCOPE},
+    {.path = "matrix.file", .type = KT_PATH, .store = ST_STRING, P_(matrix_file),
+     .xgroup = XG_MATRIX, .xside = 0},
+    {.path = "matrix.generator", .type = KT_CUSTOM, .parse = parse_generator,
+     .dump = dump_generator, .xgroup = XG_MATRIX, .xside = 1, .cond = C_GENERATED},
+    {.path = "matrix.n", .type = KT_CUSTOM, .lo = 1, .hi = INT_MAX, .parse = parse_grid,
+     .dump = dump_grid, .xgroup = XG_MATRIX, .xside = 1, .cond = C_GENERATED},
+    {.path = "matrix.coefficients", .type = KT_CUSTOM, .lo = 0, .hi = INFINITY, .lo_open = 1,
+     .hi_open = 1, P_(gen.cx), .parse = parse_vec3, .dump = dump_vec3, .xgroup = XG_MATRIX,
+     .xside = 1, .cond = C_GENERATED},
+    {.path = "matrix.velocity", .type = KT_CUSTOM, .lo = -INFINITY, .hi = INFINITY,
+     .lo_open = 1, .hi_open = 1, P_(gen.vx), .parse = parse_vec3, .dump = dump_vec3,
+     .xgroup = XG_MATRIX, .xside = 1, .cond = C_GENERATED},
+    {.path = "rhs", .type = KT_SCOPE},
+    {.path = "rhs.file", .type = KT_PATH, .store = ST_STRING, P_(rhs_file), .xgroup = XG_RHS,
+     .xside = 0},
+    {.path = "rhs.type", .type = KT_ENUM, .choices = rhs_choices, .store = ST_STRING,
+     P_(rhs_kind), .xgroup = XG_RHS, .xside = 1},
+    {.path = "solution", .type = KT_SCOPE},
+    {.path = "solution.file", .type = KT_PATH, .store = ST_STRING, P_(solution_file)},
+};
+#define NKEYS ((int)(sizeof keys / sizeof keys[0]))
+
+_Static_assert(offsetof(ks_gen_params, cz) - offsetof(ks_gen_params, cx) == 2 * sizeof(double) &&
+                   offsetof(ks_gen_params, vz) - offsetof(ks_gen_params, vx) ==
+                       2 * sizeof(double),
+               "matrix.coefficients and matrix.velocity fill 3 consecutive doubles");
+
+/* ------------------------------------------------------------ the rules */
+void ks_problem_params_default(ks_problem_params *p)
+{
+    memset(p, 0, sizeof *p);
+    strcpy(p->backend, "cpu");
+    strcpy(p->spmv_format, "auto");
+    ks_gen_params_default(&p->gen);
+    /* The embedded default problem: 3D Poisson 7-point, 64^3 (262,144 rows),
+     * which finishes in seconds with PCG + AMG (or PCG + Jacobi) on either
+     * backend. */
+    p->gen.kind = KS_GEN_POISSON3D_7;
+    p->gen.nx = p->gen.ny = p->gen.nz = 64;
+    strcpy(p->rhs_kind, "A_ones");
+}
+
+static void problem_defaults(void *block)
+{
+    problem_block *b = block;
+    memset(b, 0, sizeof *b);
+    ks_problem_params_default(&b->p);
+}
+
+static int given(const unsigned char *g, const char *path)
+{
+    return ks_config_given(&ks_problem_scope, g, path);
+}
+
+/* Rules that involve more than one key. */
+static ks_error problem_check(void *block, const unsigned char *g)
+{
+    problem_block *b = block;
+    ks_problem_params *p = &b->p;
+    if (given(g, "matrix.file")) {
+        static const char *const genkeys[] = {"generator", "n", "coefficients", "velocity"};
+        for (int i = 0; i < 4; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "matrix.%s", genkeys[i]);
+            if (given(g, path))
+                return ks_seterr(KS_ERR_CONFIG,
+                                 "matrix: give either 'file' or 'generator', not both "
+                                 "('%s' describes a generated matrix)",
+                                 path);
+        }
+    }
+    if (given(g, "rhs.file") && given(g, "rhs.type"))
+        return ks_seterr(KS_ERR_CONFIG, "rhs: give either 'file' or 'type', not both");
+
+    ks_gen_params *gp = &p->gen;
+    int is2d = gen_is_2d(gp->kind);
+    if (b->ngrid == 1) {
+        gp->nx = gp->ny = (ks_int)b->grid[0];
+        gp->nz = is2d ? 1 : (ks_int)b->grid[0];
+    } else if (b->ngrid == 2 || b->ngrid == 3) {
+        if (b->ngrid == 2 && !is2d)
+            return ks_seterr(KS_ERR_CONFIG, "matrix.n: %s is 3D: give [nx, ny, nz] or one size",
+                             ks_gen_kind_name(gp->kind));
+        if (b->ngrid == 3 && is2d)
+            return ks_seterr(KS_ERR_CONFIG, "matrix.n: %s is 2D: give [nx, ny] or one size",
+                             ks_gen_kind_name(gp->kind));
+        gp->nx = (ks_int)b->grid[0];
+        gp->ny = (ks_int)b->grid[1];
+        gp->nz = b->ngrid == 3 ? (ks_int)b->grid[2] : 1;
+    } else if (is2d) {
+        gp->nz = 1;
+    }
+    if (!p->matrix_file[0]) {
+        double rows = (double)gp->nx * gp->ny * (is2d ? 1.0 : gp->nz);
+        if (rows > (double)INT32_MAX)
+            return ks_seterr(KS_ERR_CONFIG,
+                             "matrix.n: the grid has %.0f rows, more than ks_int holds (%d)", rows,
+                             INT32_MAX);
+    }
+    if (p->rhs_file[0])
+        p->rhs_kind[0] = '\0';
+    return KS_OK;
+}
+
+static int problem_applies(const void *block, int cond)
+{
+    return cond != C_GENERATED || !((const problem_block *)block)->p.matrix_file[0];
+}
+
+const ks_config_scope ks_problem_scope = {
+    keys, NKEYS, sizeof(problem_block), problem_defaults, problem_check, problem_applies,
+};
+
+const ks_problem_params *ks_problem_params_of(const ks_config *cfg)
+{
+    const problem_block *b = ks_config_scope_block(cfg, &ks_problem_scope);
+    return b ? &b->p : NULL;
+}

@@ -155,4 +155,6 @@ extern "C" const ks_spmv_format_ops ks_format_codsell_cuda = {
     ks_codsell_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };

@@ -27,6 +27,7 @@ const int kMinBlocks = 8;
 
 struct csr_vector_state {
     ks_csr_device A; /* float32 values: A.colind and A.val NULL, pairs in cv */
+    int borrowed;    /* A's arrays are the matrix's CSR (setup_sparse): not freed here */
     int2 *cv;
     int tpr;
 };
@@ -230,9 +231,9 @@ ks_error dispatch(ks_backend *be, const csr_vector_state *s, double alpha, const
                      s->tpr);
 }
 
-ks_error csr_vector_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **layout)
+/* The parameters and sizes this format takes (layout and sparse setup). */
+ks_error check_params(ks_int nnz, const ks_spmv_params *prm)
 {
-    *layout = NULL;
     int tpr = prm ? prm->threads_per_row : 0;
     if (tpr < 0 || (tpr > 0 && (tpr > 32 || 32 % tpr != 0)))
         return ks_seterr(KS_ERR_ARG,
@@ -241,9 +242,17 @@ ks_error csr_vector_layout_build(const ks_csr *A, const ks_spmv_params *prm, voi
                          tpr);
     /* The lane loop looks up to kUnroll * 32 entries past the row end in
      * 32-bit ints. */
-    if (A && A->nnz > INT_MAX - 2 * kUnroll * 32)
+    if (nnz > INT_MAX - 2 * kUnroll * 32)
         return ks_seterr(KS_ERR_UNSUPPORTED, "csr_vector: %d nonzeros exceed the 32-bit range",
-                         (int)A->nnz);
+                         (int)nnz);
+    return KS_OK;
+}
+
+ks_error csr_vector_layout_build(const ks_csr *A, const ks_spmv_params *prm, void **layout)
+{
+    *layout = NULL;
+    int tpr = prm ? prm->threads_per_row : 0;
+    KS_TRY(check_params(A ? A->nnz : 0, prm));
     KS_TRY(ks_csr_layout_build(A, prm, layout));
     ks_csr_layout *L = (ks_csr_layout *)*layout;
     L->threads_per_row = tpr > 0 ? tpr : choose_threads_per_row(A);
@@ -255,7 +264,8 @@ void csr_vector_destroy(ks_backend *be, void *state)
     csr_vector_state *s = (csr_vector_state *)state;
     if (!s)
         return;
-    ks_csr_device_free(be, &s->A);
+    if (!s->borrowed)
+        ks_csr_device_free(be, &s->A);
     if (s->cv)
         be->ops->free(be, s->cv);
     free(s);
@@ -296,6 +306,85 @@ ks_error csr_vector_setup(ks_backend *be, const void *layout, void **state)
     if (e == KS_OK && L->valf && H.nnz > 0)
         e = upload_pairs(be, &L->A, L->valf, &s->cv);
     return ks_cufmt_done(be, e, s, csr_vector_destroy, state);
+}
+
+/* (column, float32 value bits) pairs from a device CSR; *bad gets the
+ * first entry whose value overflows float (atomicMin: the same entry for
+ * any schedule), nnz when none. */
+__global__ void pairs_kernel(ks_int nnz, const ks_int *__restrict__ col,
+                             const double *__restrict__ val, int2 *cv, ks_int *bad)
+{
+    for (ks_int k = blockIdx.x * blockDim.x + threadIdx.x; k < nnz;
+         k += gridDim.x * blockDim.x) {
+        const float f = (float)val[k];
+        cv[k] = make_int2(col[k], __float_as_int(f));
+        if (isinf(f) && !isinf(val[k]))
+            atomicMin(bad, k);
+    }
+}
+
+/* The state straight from the matrix's device CSR: float64 values are read
+ * in place (the arrays are borrowed); float32 values become pairs, made on
+ * the device. */
+ks_error csr_vector_setup_sparse(ks_backend *be, const ks_sparse *A, const ks_spmv_params *prm,
+                                 void **state, double *bytes)
+{
+    *state = NULL;
+    KS_TRY(check_params(A->nnz, prm));
+    csr_vector_state *s = (csr_vector_state *)ks_calloc(1, sizeof *s, "csr_vector state");
+    if (!s)
+        return KS_ERR_MEMORY;
+    const int f32 = prm && prm->float_values;
+    ks_csr sizes = {A->nrows, A->ncols, A->nnz, NULL, NULL, NULL};
+    s->tpr = prm && prm->threads_per_row > 0 ? prm->threads_per_row
+                                             : choose_threads_per_row(&sizes);
+    s->borrowed = 1;
+    s->A.nrows = A->nrows;
+    s->A.ncols = A->ncols;
+    s->A.nnz = A->nnz;
+    s->A.rowptr = A->rowptr;
+    s->A.colind = f32 ? NULL : A->colind;
+    s->A.val = f32 ? NULL : A->val;
+    *bytes = f32 ? ks_csr_bytes_per_apply_float(A->nrows, A->nnz)
+                 : ks_csr_bytes_per_apply(A->nrows, A->nnz);
+    ks_error e = KS_OK;
+    if (f32 && A->nnz > 0) {
+        ks_int *bad = NULL, hbad = A->nnz;
+        e = ks_be_alloc(be, sizeof(int2) * (size_t)A->nnz, (void **)&s->cv,
+                        "csr_vector float32 entries");
+        if (e == KS_OK)
+            e = ks_be_upload_new(be, &hbad, sizeof hbad, (void **)&bad, "csr_vector range flag");
+        if (e == KS_OK) {
+            cudaStream_t st = ks_cufmt_stream(be);
+            unsigned nb = ks_cufmt_blocks(A->nnz, kBlock);
+            pairs_kernel<<<nb < 65535u * 16 ? nb : 65535u * 16, kBlock, 0, st>>>(
+                A->nnz, A->colind, A->val, s->cv, bad);
+            cudaError_t ce = cudaGetLastError();
+            if (ce != cudaSuccess)
+                e = ks_seterr(KS_ERR_DEVICE, "launch of pairs_kernel failed: %s",
+                              cudaGetErrorString(ce));
+        }
+        if (e == KS_OK)
+            e = be->ops->download(be, &hbad, bad, sizeof hbad);
+        if (bad)
+            be->ops->free(be, bad);
+        if (e == KS_OK && hbad < A->nnz)
+            e = ks_seterr(KS_ERR_UNSUPPORTED,
+                          "float32 values: csr value %ld exceeds the float range", (long)hbad);
+    }
+    return ks_cufmt_done(be, e, s, csr_vector_destroy, state);
+}
+
+/* What the state holds beyond a borrowed CSR: the float32 pairs; a state
+ * made from a layout holds its own device CSR. */
+double csr_vector_state_bytes(const void *state)
+{
+    const csr_vector_state *s = (const csr_vector_state *)state;
+    double b = s->cv ? 8.0 * (double)s->A.nnz : 0.0;
+    if (!s->borrowed)
+        b += 4.0 * ((double)s->A.nrows + 1.0) + (s->A.colind ? 4.0 * (double)s->A.nnz : 0.0) +
+             (s->A.val ? 8.0 * (double)s->A.nnz : 0.0);
+    return b;
 }
 
 ks_error csr_vector_apply(ks_backend *be, void *state, double alpha, const double *x,
@@ -356,4 +445,6 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     ks_csr_layout_to_csr,
     csr_vector_fused_step,
     1, /* float_values */
+    csr_vector_setup_sparse,
+    csr_vector_state_bytes,
 };

@@ -169,4 +169,6 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     ks_csr_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };

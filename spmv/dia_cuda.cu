@@ -356,6 +356,8 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     ks_dia_layout_to_csr,
     dia_fused_step,
     1, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -373,4 +375,6 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     ks_bdia_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };

@@ -149,6 +149,8 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     ks_ell_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -166,4 +168,6 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     ks_ell_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };

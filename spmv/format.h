@@ -122,6 +122,8 @@ struct ks_matrix {
                             * else a copy made by ks_matrix_host_csr (host_owned) */
     int host_owned;
     double bytes_per_apply;
+    double state_bytes;    /* what the state allocated on be (formats without
+                            * a state_bytes op) */
     double setup_seconds;
     char format_reason[160]; /* why "auto" chose ops; "" when the format was named */
 };

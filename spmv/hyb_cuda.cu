@@ -102,4 +102,6 @@ extern "C" const ks_spmv_format_ops ks_format_hyb_cuda = {
     ks_hyb_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };

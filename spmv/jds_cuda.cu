@@ -103,4 +103,6 @@ extern "C" const ks_spmv_format_ops ks_format_jds_cuda = {
     ks_jds_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };

@@ -93,8 +93,8 @@ static ks_error host_for_layout(const ks_matrix *m, ks_csr *H, int *tmp)
 /* The format's state from m->A: straight from the backend CSR when the
  * format can (and the values are not about to be refused by it), else
  * through its host layout. */
-static ks_error build_state(ks_matrix *m, const ks_spmv_format_ops *ops, void **state,
-                            double *bytes)
+static ks_error build_state_(ks_matrix *m, const ks_spmv_format_ops *ops, void **state,
+                             double *bytes)
 {
     *state = NULL;
     if (ops->setup_sparse)
@@ -111,6 +111,23 @@ static ks_error build_state(ks_matrix *m, const ks_spmv_format_ops *ops, void **
     }
     if (tmp)
         ks_csr_free(&H);
+    return e;
+}
+
+/* build_state_, counting what the state allocates on the backend. */
+static ks_error build_state(ks_matrix *m, const ks_spmv_format_ops *ops, void **state,
+                            double *bytes)
+{
+    ks_backend *be = m->be;
+    const int was = be->tallying;
+    const double before = be->tally;
+    be->tallying = 1;
+    be->tally = 0.0;
+    ks_error e = build_state_(m, ops, state, bytes);
+    if (e == KS_OK)
+        m->state_bytes = be->tally;
+    be->tallying = was;
+    be->tally = before + (was ? be->tally : 0.0);
     return e;
 }
 
@@ -500,9 +517,7 @@ double ks_matrix_memory_bytes(const ks_matrix *M)
     double b = M->A_borrowed ? 0.0 : ks_sparse_bytes(&M->A);
     if (!M->state)
         return b;
-    if (M->ops->state_bytes)
-        return b + M->ops->state_bytes(M->state);
-    /* The format's own copy, counted as a CSR of its value width. */
-    double vb = M->params.float_values ? 4.0 : 8.0;
-    return b + (double)M->A.nnz * (vb + sizeof(ks_int)) + ((double)M->A.nrows + 1.0) * 4.0;
+    /* The format's own arrays: as it counts them, else what its setup
+     * allocated on the backend. */
+    return b + (M->ops->state_bytes ? M->ops->state_bytes(M->state) : M->state_bytes);
 }

@@ -137,6 +137,8 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     ks_sell_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -154,4 +156,6 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     ks_sell_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
+    NULL, /* setup_sparse */
+    NULL, /* state_bytes */
 };

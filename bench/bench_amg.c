@@ -31,6 +31,7 @@
 #include "ksolve.h"
 #include "../solver/solver_impl.h"
 #include "../solver/precond_amg.h"
+#include "../cli/problem.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -188,7 +189,9 @@ static const char *level_format_key(const ks_config *cfg)
 static ks_error make_config(const opts *o, const char *level_format, ks_config **cfg)
 {
     if (o->config) {
-        KS_TRY(ks_config_create_from_file(o->config, cfg));
+        /* a config of the ksolve tool (its problem keys are accepted; the
+         * problem here is the benchmark's own) */
+        KS_TRY(ks_config_create_from_file_scoped(o->config, &ks_problem_scope, cfg));
     } else {
         char json[512];
         if (!strcmp(o->solver, "AMG"))

@@ -393,7 +393,8 @@ START_TEST(test_scope_block)
 END_TEST
 
 /* The files of examples/configs: each use case loads in the tool, with
- * what its name says (bicgstab_amg.json names its problem too). */
+ * what its name says (bicgstab_amg.json names its problem too, the GPU
+ * configs their backend). */
 START_TEST(test_example_configs)
 {
     static const struct {
@@ -421,6 +422,9 @@ START_TEST(test_example_configs)
             ck_assert_str_eq(ks_name_of(ks_amg_algorithm_names, s->pc.amg.algorithm), ex[i].algorithm);
         ck_assert_str_eq(ks_name_of(ks_amg_precision_names, s->pc.amg.hierarchy_precision),
                          strstr(ex[i].file, "gpu") ? "FLOAT" : "DOUBLE");
+        /* the GPU configs say where they run */
+        ck_assert_str_eq(ks_problem_params_of(cfg)->backend,
+                         strstr(ex[i].file, "gpu") ? "cuda" : "cpu");
         /* And its dump loads again. */
         char *d = ks_config_dump(cfg);
         ks_config *back = load(d);

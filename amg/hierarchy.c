@@ -484,13 +484,11 @@ ks_error ks_amg_check_matrix(const ks_amg *amg, ks_matrix *A)
     if (gs_smoother(amg)) {
         const char *name = ks_name_of(ks_amg_smoother_names, amg->smoother);
         if (!ks_spmv_format_with_gs(amg->be->ops->kind)) {
-            const char *elsewhere = ks_spmv_format_with_gs(KS_BACKEND_CPU);
+            char where[128];
             return ks_seterr(KS_ERR_UNSUPPORTED,
                              "smoother %s needs an SpMV format with a Gauss-Seidel sweep; the %s "
-                             "backend has none%s%s%s; use JACOBI_L1 or CHEBYSHEV",
-                             name, ks_backend_name(amg->be), elsewhere ? " (" : "",
-                             elsewhere ? elsewhere : "",
-                             elsewhere ? " on the cpu backend has one)" : "");
+                             "backend has none (%s has one); use JACOBI_L1 or CHEBYSHEV",
+                             name, ks_backend_name(amg->be), ks_spmv_gs_where(where, sizeof where));
         }
         if (!ks_matrix_has_gs_sweep(A))
             return ks_seterr(KS_ERR_UNSUPPORTED,

@@ -74,6 +74,11 @@ typedef struct ks_spmv_format_ops {
 const ks_spmv_format_ops *ks_spmv_format_find(const char *name, ks_backend_kind backend);
 /* All registered formats, NULL-terminated (every backend). */
 const ks_spmv_format_ops *const *ks_spmv_format_all(void);
+/* A format of backend kind k that keeps float32 values: `prefer` when it
+ * does, else the first registered; NULL when none. */
+const ks_spmv_format_ops *ks_spmv_format_float(ks_backend_kind k, const char *prefer);
+/* "csr on the cpu backend": the formats with a Gauss-Seidel sweep, into buf. */
+const char *ks_spmv_gs_where(char *buf, size_t len);
 /* Name of a format of backend kind k with a Gauss-Seidel sweep, or NULL. */
 const char *ks_spmv_format_with_gs(ks_backend_kind k);
 /* Format "auto" resolves to for A on backend (statistics-based choice). */

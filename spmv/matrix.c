@@ -13,10 +13,6 @@ static unsigned long long new_id(void)
     return next++;
 }
 
-static const char *kind_name(ks_backend_kind k)
-{
-    return k == KS_BACKEND_CUDA ? "cuda" : k == KS_BACKEND_CPU ? "cpu" : "unknown";
-}
 
 /* "a, b, c" of the formats registered for backend kind k. */
 static void list_formats(ks_backend_kind k, char *buf, size_t len)
@@ -48,7 +44,7 @@ static ks_error resolve_format(ks_backend_kind kind, const ks_csr *A, const char
         name = ks_spmv_format_auto_reason(A, kind, reason, reason_len);
         if (!name)
             return ks_seterr(KS_ERR_UNSUPPORTED, "no SpMV format for backend %s",
-                             kind_name(kind));
+                             ks_backend_kind_name(kind));
     }
     *ops = ks_spmv_format_find(name, kind);
     if (*ops)
@@ -60,16 +56,16 @@ static ks_error resolve_format(ks_backend_kind kind, const ks_csr *A, const char
             return ks_seterr(KS_ERR_UNSUPPORTED,
                              "SpMV format '%s' runs on the %s backend, not %s; formats for "
                              "%s: %s, auto",
-                             name, kind_name(all[i]->backend), kind_name(kind), kind_name(kind),
-                             names);
+                             name, ks_backend_kind_name(all[i]->backend),
+                             ks_backend_kind_name(kind), ks_backend_kind_name(kind), names);
     ks_backend_kind missing = ks_spmv_format_missing_backend(name);
     if (missing)
         return ks_seterr(KS_ERR_UNSUPPORTED,
                          "SpMV format '%s' needs the %s backend, which this build lacks; "
                          "formats for %s: %s, auto",
-                         name, kind_name(missing), kind_name(kind), names);
+                         name, ks_backend_kind_name(missing), ks_backend_kind_name(kind), names);
     return ks_seterr(KS_ERR_ARG, "unknown SpMV format '%s'; formats for %s: %s, auto", name,
-                     kind_name(kind), names);
+                     ks_backend_kind_name(kind), names);
 }
 
 /* The host CSR a layout is built from: on host-memory backends A's own
@@ -172,8 +168,7 @@ static ks_error choose_format(ks_matrix *m, const ks_csr *H, const char *format,
         /* "auto" keeps bdia (no column indices: 8 bytes a nonzero in
          * float64, what float32 CSR moves), else takes a format that keeps
          * float32 values. */
-        const ks_spmv_format_ops *f = ks_spmv_format_find(
-            be->ops->kind == KS_BACKEND_CUDA ? KS_AUTO_FALLBACK : "csr", be->ops->kind);
+        const ks_spmv_format_ops *f = ks_spmv_format_float(be->ops->kind, KS_AUTO_FALLBACK);
         int banded = !strcmp(ops->name, "bdia");
         if (!reason[0] || (!banded && (!f || !f->float_values)))
             return ks_seterr(KS_ERR_UNSUPPORTED,

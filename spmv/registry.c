@@ -118,6 +118,34 @@ const char *const *ks_spmv_format_names(const char *backend)
     return no_names;
 }
 
+const ks_spmv_format_ops *ks_spmv_format_float(ks_backend_kind k, const char *prefer)
+{
+    const ks_spmv_format_ops *p = prefer ? ks_spmv_format_find(prefer, k) : NULL;
+    if (p && p->float_values)
+        return p;
+    for (int i = 0; formats[i]; i++)
+        if (formats[i]->backend == k && formats[i]->float_values)
+            return formats[i];
+    return NULL;
+}
+
+const char *ks_spmv_gs_where(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; formats[i]; i++) {
+        if (!formats[i]->gs_sweep)
+            continue;
+        const char *be = ks_backend_kind_name(formats[i]->backend);
+        int w = snprintf(buf + used, len - used, "%s%s on the %s backend", used ? ", " : "",
+                         formats[i]->name, be);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
 const char *ks_spmv_format_with_gs(ks_backend_kind k)
 {
     const ks_spmv_format_ops *const *all = ks_spmv_format_all();

@@ -78,6 +78,15 @@ ks_error ks_backend_sync(ks_backend *be)
 
 const char *ks_backend_description(const ks_backend *be) { return be ? be->desc : "(null)"; }
 
+const char *ks_backend_kind_name(ks_backend_kind k)
+{
+    switch (k) {
+    case KS_BACKEND_CPU: return "cpu";
+    case KS_BACKEND_CUDA: return "cuda";
+    }
+    return "unknown";
+}
+
 int ks_backend_host_memory(const ks_backend *be) { return be && be->ops->host_memory; }
 
 ks_error ks_be_alloc(ks_backend *be, size_t bytes, void **p, const char *what)

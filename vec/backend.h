@@ -100,6 +100,8 @@ void *ks_cuda_cusparse(ks_backend *be);
 int ks_cuda_device_count(void);
 #endif
 
+/* "cpu", "cuda" (also for a kind this build lacks). */
+const char *ks_backend_kind_name(ks_backend_kind k);
 /* 1 when be's memory is host memory (see ks_backend_ops.host_memory). */
 int ks_backend_host_memory(const ks_backend *be);
 

@@ -25,6 +25,8 @@ ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info)
         memset(h, 0, sizeof *h);
         h->rows = L->A.nrows;
         h->nnz = L->A.nnz;
+        h->p_nnz = l < amg->nlevels - 1 ? L->P.nnz : 0;
+        h->r_nnz = l < amg->nlevels - 1 ? L->R.nnz : 0;
         h->bytes = ks_amg_level_bytes(amg, l);
         h->format = ks_matrix_format(ks_amg_cycle_matrix(amg, l));
         if (amg->prof_seconds)
@@ -35,6 +37,7 @@ ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info)
         info->bytes += h->bytes;
     }
     info->nlevels = amg->nlevels;
+    info->coarse_direct = amg->coarse_inv != NULL;
     info->levels = amg->info;
     info->location = ks_backend_host_memory(amg->be) ? "host" : "device";
     info->grid_complexity = amg->grid_complexity;

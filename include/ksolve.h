@@ -301,6 +301,7 @@ typedef enum ks_cycle_step {
 typedef struct ks_hierarchy_level {
     ks_int rows;
     int64_t nnz;
+    int64_t p_nnz, r_nnz;    /* nonzeros of P and R to the next level (0 on the coarsest) */
     double bytes;            /* the level's operators (A, P, R; the coarsest also its
                               * inverse) where they live */
     const char *format;      /* SpMV format of the level's operator */
@@ -315,6 +316,8 @@ typedef struct ks_hierarchy_info {
     double grid_complexity;           /* sum of rows / rows of level 0 */
     double operator_complexity;       /* sum of nonzeros / nonzeros of level 0 */
     double bytes;                     /* all levels */
+    int coarse_direct;                /* 1: the coarsest level is solved by its explicit
+                                       * inverse (one SpMV), 0: by smoothing sweeps */
     double setup_seconds;             /* the last setup or re-setup */
     int last_was_resetup;
     int nphases;                      /* setup time per phase */

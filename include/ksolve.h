@@ -141,6 +141,16 @@ int ks_backend_available(const char *name);
 ks_error ks_backend_sync(ks_backend *be);
 /* One line describing the device or CPU (model, threads). */
 const char *ks_backend_description(const ks_backend *be);
+/* Bytes allocated on the backend by every object on it and not yet freed,
+ * and their peak since creation or the last reset. */
+size_t ks_backend_memory_in_use(const ks_backend *be);
+size_t ks_backend_memory_peak(const ks_backend *be);
+void ks_backend_memory_reset_peak(ks_backend *be);
+/* Refuse allocations that would take more than limit bytes in use (0: no
+ * limit): KS_ERR_MEMORY naming the bytes asked, in use and the limit, the
+ * call that needed them failing cleanly. For codes that share a device with
+ * others, and for tests of out-of-memory paths. */
+ks_error ks_backend_set_memory_limit(ks_backend *be, size_t limit);
 
 /* ---------------------------------------------------------------- vectors */
 typedef struct ks_vec ks_vec;

@@ -459,6 +459,70 @@ START_TEST(copies_cuda)
 }
 END_TEST
 
+#ifdef KS_HAVE_CUDA
+ks_error ks_cu_scan(ks_backend *be, const ks_int *in, ks_int n, ks_int *out, ks_int *total,
+                    const char *what);
+ks_error ks_cu_count_eq(ks_backend *be, const int *x, ks_int n, int value, ks_int *count);
+
+/* The device scan (row counts -> row pointers) and count, against the
+ * host, at sizes around the 1024-entry tiles, in place and out of place;
+ * a total past 32 bits is refused. */
+START_TEST(scan_cuda)
+{
+    ks_backend *cu;
+    KS_CHECK(ks_backend_create("cuda", &cu));
+    const ks_int sizes[] = {0, 1, 5, 1023, 1024, 1025, 4097, 300001};
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        ks_int n = sizes[t];
+        ks_int *h = malloc(sizeof *h * ((size_t)n + 1)), *want = malloc(sizeof *want * ((size_t)n + 1));
+        ks_int *got = malloc(sizeof *got * ((size_t)n + 1));
+        int *f = malloc(sizeof *f * ((size_t)n + 1));
+        ck_assert(h && want && got && f);
+        ks_test_rng_seed((uint64_t)n + 7);
+        want[0] = 0;
+        ks_int ones = 0;
+        for (ks_int i = 0; i < n; i++) {
+            h[i] = (ks_int)(ks_test_rng_next() % 50);
+            want[i + 1] = want[i] + h[i];
+            f[i] = (int)(h[i] % 3) - 1;
+            ones += f[i] == 1;
+        }
+        ks_int *d = NULL, *o = NULL, tot = -1;
+        int *fd = NULL;
+        KS_CHECK(ks_be_upload_new(cu, h, sizeof *h * ((size_t)n + 1), (void **)&d, "in"));
+        KS_CHECK(ks_be_alloc(cu, sizeof *o * ((size_t)n + 1), (void **)&o, "out"));
+        KS_CHECK(ks_cu_scan(cu, d, n, o, &tot, "test"));
+        KS_CHECK(cu->ops->download(cu, got, o, sizeof *got * ((size_t)n + 1)));
+        ck_assert_int_eq(tot, want[n]);
+        ck_assert(memcmp(got, want, sizeof *got * ((size_t)n + 1)) == 0);
+        KS_CHECK(ks_cu_scan(cu, d, n, d, NULL, "test in place"));
+        KS_CHECK(cu->ops->download(cu, got, d, sizeof *got * ((size_t)n + 1)));
+        ck_assert(memcmp(got, want, sizeof *got * ((size_t)n + 1)) == 0);
+        KS_CHECK(ks_be_upload_new(cu, f, sizeof *f * ((size_t)n + 1), (void **)&fd, "flags"));
+        ks_int c = -1;
+        KS_CHECK(ks_cu_count_eq(cu, fd, n, 1, &c));
+        ck_assert_int_eq(c, ones);
+        cu->ops->free(cu, d);
+        cu->ops->free(cu, o);
+        cu->ops->free(cu, fd);
+        free(h);
+        free(want);
+        free(got);
+        free(f);
+    }
+    /* 3 x 1e9 does not fit */
+    ks_int big[3] = {1000000000, 1000000000, 1000000000}, *d = NULL, *o = NULL, tot;
+    KS_CHECK(ks_be_upload_new(cu, big, sizeof big, (void **)&d, "big"));
+    KS_CHECK(ks_be_alloc(cu, sizeof(ks_int) * 4, (void **)&o, "out"));
+    ck_assert_int_eq(ks_cu_scan(cu, d, 3, o, &tot, "huge product"), KS_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "huge product"));
+    cu->ops->free(cu, d);
+    cu->ops->free(cu, o);
+    ks_backend_destroy(cu);
+}
+END_TEST
+#endif
+
 int main(void)
 {
     Suite *s = suite_create("sparse");
@@ -470,9 +534,12 @@ int main(void)
         TCase *tg = tcase_create("cuda");
         tcase_add_test(tg, ops_cuda);
         tcase_add_test(tg, copies_cuda);
+#ifdef KS_HAVE_CUDA
+        tcase_add_test(tg, scan_cuda);
+#endif
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(2, "no CUDA device: sparse operations and copies on cuda");
+        ks_test_skip(3, "no CUDA device: sparse operations, copies and scans on cuda");
     }
     return ks_test_run(s);
 }

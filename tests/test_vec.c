@@ -184,6 +184,40 @@ START_TEST(test_be_helpers)
 }
 END_TEST
 
+/* The backend counts what is allocated on it; a limit refuses what would
+ * pass it, cleanly, and the backend works on afterwards. */
+START_TEST(test_memory_tracking)
+{
+    size_t base = ks_backend_memory_in_use(g_be);
+    ks_backend_memory_reset_peak(g_be);
+    ck_assert_uint_eq(ks_backend_memory_peak(g_be), base);
+    ks_vec *a = NULL, *b = NULL;
+    KS_CHECK(ks_vec_create(g_be, 1000, &a));
+    ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base + 8000);
+    KS_CHECK(ks_vec_create(g_be, 500, &b));
+    ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base + 12000);
+    ks_vec_destroy(a);
+    ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base + 4000);
+    ck_assert_uint_eq(ks_backend_memory_peak(g_be), base + 12000);
+    /* a limit between what is used and what a new vector needs */
+    KS_CHECK(ks_backend_set_memory_limit(g_be, base + 10000));
+    ks_vec *c = (ks_vec *)1;
+    ck_assert_int_eq(ks_vec_create(g_be, 1000, &c), KS_ERR_MEMORY);
+    ck_assert_ptr_null(c);
+    ck_assert_msg(strstr(ks_last_error(), "8000 bytes asked") != NULL, "%s", ks_last_error());
+    ck_assert_msg(strstr(ks_last_error(), "limit") != NULL, "%s", ks_last_error());
+    ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base + 4000);
+    KS_CHECK(ks_vec_create(g_be, 700, &c)); /* fits */
+    ks_vec_destroy(c);
+    KS_CHECK(ks_backend_set_memory_limit(g_be, 0));
+    KS_CHECK(ks_vec_create(g_be, 100000, &c));
+    ks_vec_destroy(c);
+    ks_vec_destroy(b);
+    ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base);
+    ck_assert_int_eq(ks_backend_set_memory_limit(NULL, 1), KS_ERR_ARG);
+}
+END_TEST
+
 START_TEST(test_fill)
 {
     for (int k = 0; k < NSIZES; k++) {
@@ -601,6 +635,7 @@ END_TEST
     X(test_backend_basics)                                                                    \
     X(test_set_get)                                                                           \
     X(test_be_helpers)                                                                        \
+    X(test_memory_tracking)                                                                   \
     X(test_fill)                                                                              \
     X(test_copy)                                                                              \
     X(test_scale)                                                                             \

@@ -52,7 +52,26 @@ void ks_backend_destroy(ks_backend *be)
     if (!be)
         return;
     be->ops->fini(be);
+    ks_track_free(&be->track);
     free(be);
+}
+
+size_t ks_backend_memory_in_use(const ks_backend *be) { return be ? be->track.in_use : 0; }
+
+size_t ks_backend_memory_peak(const ks_backend *be) { return be ? be->track.peak : 0; }
+
+void ks_backend_memory_reset_peak(ks_backend *be)
+{
+    if (be)
+        be->track.peak = be->track.in_use;
+}
+
+ks_error ks_backend_set_memory_limit(ks_backend *be, size_t limit)
+{
+    if (!be)
+        return ks_seterr(KS_ERR_ARG, "ks_backend_set_memory_limit: NULL backend");
+    be->track.limit = limit;
+    return KS_OK;
 }
 
 const char *ks_backend_name(const ks_backend *be) { return be ? be->ops->name : "(null)"; }

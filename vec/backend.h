@@ -4,6 +4,7 @@
 #define KS_BACKEND_H
 
 #include "../core/ks_internal.h"
+#include "alloc_track.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +83,9 @@ struct ks_backend {
      * counting its arrays. */
     int tallying;
     double tally;
+    /* Every live allocation of the backend (its alloc and free report
+     * here): bytes in use, peak, limit. */
+    ks_alloc_track track;
 };
 
 struct ks_vec {

@@ -27,7 +27,7 @@
 
 static ks_error cpu_alloc(ks_backend *be, size_t bytes, void **p)
 {
-    (void)be;
+    KS_TRY(ks_track_admit(&be->track, bytes, "cpu"));
     /* aligned_alloc wants a size that is a multiple of the alignment. */
     size_t sz = (bytes + KS_CPU_ALIGN - 1) / KS_CPU_ALIGN * KS_CPU_ALIGN;
     if (sz < bytes)
@@ -37,13 +37,14 @@ static ks_error cpu_alloc(ks_backend *be, size_t bytes, void **p)
     void *q = NULL;
     if (posix_memalign(&q, KS_CPU_ALIGN, sz) != 0 || !q)
         return ks_seterr(KS_ERR_MEMORY, "out of host memory allocating %zu bytes", bytes);
+    ks_track_add(&be->track, q, bytes);
     *p = q;
     return KS_OK;
 }
 
 static void cpu_free(ks_backend *be, void *p)
 {
-    (void)be;
+    ks_track_remove(&be->track, p);
     free(p);
 }
 

@@ -1,4 +1,4 @@
-/* The cuda backend: device memory (cudaMalloc, never managed memory), one
+/* The cuda backend: device memory (stream-ordered allocations from the device pool, never
  * stream per backend on which every kernel, copy and cuSPARSE call is
  * queued, and vector kernels.
  *
@@ -30,6 +30,8 @@
 /* Device allocations are at least this large, so an empty array still gets
  * a valid, aligned pointer. */
 #define KS_CU_MIN_ALLOC 256
+/* Bytes of freed blocks the memory pool keeps for reuse. */
+#define KS_CU_POOL_KEEP ((uint64_t)4 << 30)
 
 typedef struct cuda_impl {
     int dev;
@@ -307,6 +309,12 @@ static ks_error cuda_init_impl(ks_backend *be, cuda_impl *c)
     KS_CUDA_CHECK(cudaMalloc((void **)&c->partials, 2 * KS_CU_RED_BLOCKS * sizeof(double)));
     KS_CUDA_CHECK(cudaHostAlloc((void **)&c->result, 2 * sizeof(double), cudaHostAllocMapped));
     KS_CUDA_CHECK(cudaHostGetDevicePointer((void **)&c->result_d, c->result, 0));
+    /* The pool keeps freed blocks for reuse instead of returning them at
+     * every synchronisation (the default threshold, 0). */
+    cudaMemPool_t pool;
+    KS_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, c->dev));
+    uint64_t keep = KS_CU_POOL_KEEP;
+    KS_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     KS_CUSPARSE_CHECK(cusparseCreate(&c->sparse));
     KS_CUSPARSE_CHECK(cusparseSetStream(c->sparse, c->stream));
     snprintf(be->desc, sizeof be->desc, "%.80s (device %d, sm_%d%d, %d SMs, %.1f GiB)", prop.name,
@@ -345,25 +353,31 @@ static void cuda_fini(ks_backend *be)
     be->impl = NULL;
 }
 
+/* Stream-ordered allocations from the device's pool: cudaMalloc and
+ * cudaFree synchronise the whole device and cost 0.1-1 ms each, and a GPU
+ * AMG setup makes thousands of temporaries. Freed blocks stay in the pool
+ * (up to KS_CU_POOL_KEEP bytes) for the next allocation. */
 static ks_error cuda_alloc(ks_backend *be, size_t bytes, void **p)
 {
-    (void)be;
+    KS_TRY(ks_track_admit(&be->track, bytes, "cuda"));
     size_t sz = bytes < KS_CU_MIN_ALLOC ? KS_CU_MIN_ALLOC : bytes;
-    cudaError_t e = cudaMalloc(p, sz);
+    cudaError_t e = cudaMallocAsync(p, sz, impl_of(be)->stream);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *p = NULL;
         return ks_seterr(e == cudaErrorMemoryAllocation ? KS_ERR_MEMORY : KS_ERR_DEVICE,
-                         "cudaMalloc(%zu bytes): %s", bytes, cudaGetErrorString(e));
+                         "cudaMallocAsync(%zu bytes, %zu in use by this backend): %s", bytes,
+                         be->track.in_use, cudaGetErrorString(e));
     }
+    ks_track_add(&be->track, *p, bytes);
     return KS_OK;
 }
 
 static void cuda_free(ks_backend *be, void *p)
 {
-    (void)be;
     if (p) {
-        (void)cudaFree(p);
+        ks_track_remove(&be->track, p);
+        (void)cudaFreeAsync(p, impl_of(be)->stream);
         (void)cudaGetLastError();
     }
 }

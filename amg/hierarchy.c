@@ -174,7 +174,9 @@ static ks_error build_aggregation(ks_amg *amg, int l, ks_int *nc, int *stalled)
     PHASE(amg, KS_AMG_PHASE_STRENGTH,
           ks_amgk_strength_symmetric(&amg->exec, &L->A, theta, &L->S));
     KS_TRY(ks_amg_alloc_array(amg, n, sizeof *L->agg, (void **)&L->agg, "AMG aggregates"));
-    PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amgk_aggregate(&amg->exec, &L->S, L->agg, &L->nagg));
+    PHASE(amg, KS_AMG_PHASE_COARSENING,
+          ks_amgk_aggregate(&amg->exec, &L->S, p->seed + (unsigned long long)l, L->agg,
+                            &L->nagg));
     *nc = L->nagg;
     if (stalls(*nc, n)) {
         *stalled = 1;

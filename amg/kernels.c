@@ -226,16 +226,17 @@ ks_error ks_amgk_project(ks_amg_exec *x, const ks_sparse *Pn, ks_sparse *P, int 
     return e;
 }
 
-ks_error ks_amgk_aggregate(ks_amg_exec *x, const ks_sparse *S, ks_int *agg, ks_int *na)
+ks_error ks_amgk_aggregate(ks_amg_exec *x, const ks_sparse *S, unsigned long long seed,
+                           ks_int *agg, ks_int *na)
 {
     const ks_amg_kernels *K = table_of(S->be);
     if (K && K->aggregate)
-        return K->aggregate(S, agg, na);
+        return K->aggregate(S, seed, agg, na);
     ks_sparse Sh;
     KS_TRY(stage(x, KS_OP_AGGREGATE));
     KS_TRY(in(x, S, &Sh));
     void *ah = ks_malloc((size_t)S->nrows * sizeof(ks_int) + 1, "staged aggregates");
-    ks_error e = ah ? CPU->aggregate(&Sh, ah, na) : KS_ERR_MEMORY;
+    ks_error e = ah ? CPU->aggregate(&Sh, seed, ah, na) : KS_ERR_MEMORY;
     ks_sparse_free(&Sh);
     if (e != KS_OK) {
         free(ah);

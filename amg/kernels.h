@@ -47,9 +47,10 @@ typedef struct ks_amg_kernels {
                                   ks_sparse *P);
     ks_error (*interp_truncate)(ks_sparse *P, int max_elements, double factor);
     ks_error (*interp_project)(const ks_sparse *Pn, ks_sparse *P, int truncated, int *changed);
-    /* Aggregation: agg[i] in [0, *na) from a symmetric S; the tentative
+    /* Aggregation: agg[i] in [0, *na) from S (distance-two independent
+     * roots with keys hashed from seed, amg/cpu/aggregate.c); the tentative
      * prolongator P0 (n x na) on be; P = (I - 4/(3 rho) D^-1 A) P0. */
-    ks_error (*aggregate)(const ks_sparse *S, ks_int *agg, ks_int *na);
+    ks_error (*aggregate)(const ks_sparse *S, unsigned long long seed, ks_int *agg, ks_int *na);
     ks_error (*tentative_prolongator)(ks_backend *be, ks_int n, const ks_int *agg, ks_int na,
                                       ks_sparse *P0);
     ks_error (*smooth_prolongator)(const ks_sparse *A, const ks_sparse *P0, double rho,
@@ -106,7 +107,8 @@ ks_error ks_amgk_interp(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
 ks_error ks_amgk_truncate(ks_amg_exec *x, ks_sparse *P, int max_elements, double factor);
 ks_error ks_amgk_project(ks_amg_exec *x, const ks_sparse *Pn, ks_sparse *P, int truncated,
                          int *changed);
-ks_error ks_amgk_aggregate(ks_amg_exec *x, const ks_sparse *S, ks_int *agg, ks_int *na);
+ks_error ks_amgk_aggregate(ks_amg_exec *x, const ks_sparse *S, unsigned long long seed,
+                           ks_int *agg, ks_int *na);
 ks_error ks_amgk_tentative(ks_amg_exec *x, ks_backend *be, ks_int n, const ks_int *agg,
                            ks_int na, ks_sparse *P0);
 ks_error ks_amgk_smooth_prolongator(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *P0,

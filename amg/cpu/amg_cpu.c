@@ -125,10 +125,11 @@ static ks_error cpu_interp_project(const ks_sparse *Pn, ks_sparse *P, int trunca
     return KS_OK;
 }
 
-static ks_error cpu_aggregate(const ks_sparse *S, ks_int *agg, ks_int *na)
+static ks_error cpu_aggregate(const ks_sparse *S, unsigned long long seed, ks_int *agg,
+                              ks_int *na)
 {
     ks_strength s = as_strength(S);
-    return ks_amg_aggregate(&s, agg, na);
+    return ks_amg_aggregate_seeded(&s, seed, agg, na);
 }
 
 static ks_error cpu_tentative(ks_backend *be, ks_int n, const ks_int *agg, ks_int na,

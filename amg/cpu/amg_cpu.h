@@ -78,6 +78,10 @@ ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor);
 /* ---------------------------------------------------------- aggregation */
 /* Greedy aggregation on a symmetric strength graph: agg[i] in [0, *na). */
 ks_error ks_amg_aggregate(const ks_strength *S, ks_int *agg, ks_int *na);
+/* The same with the keys of the root rounds hashed from seed
+ * (ks_amg_aggregate uses seed 1). */
+ks_error ks_amg_aggregate_seeded(const ks_strength *S, unsigned long long seed, ks_int *agg,
+                                 ks_int *na);
 /* Tentative prolongator: P0(i, agg[i]) = 1 / sqrt(|aggregate|). */
 ks_error ks_amg_tentative_prolongator(ks_int n, const ks_int *agg, ks_int na, ks_csr *P0);
 /* rho(D^-1 A) estimate by `iters` power/Lanczos steps (deterministic start). */

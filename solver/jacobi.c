@@ -3,68 +3,65 @@
  *   JACOBI_L1: d_i = (a_ii + sum_{j != i} |a_ij|) / omega  (the l1 variant,
  *              which makes D - A diagonally dominant so smoothing with it
  *              converges without tuning omega for symmetric M-matrices).
- * The inverse is built on the host from the matrix's CSR copy and uploaded
- * once; apply is one pointwise multiply on the backend. */
+ * The inverse is made once at setup; apply is one pointwise multiply on the
+ * backend. */
 #include "krylov.h"
 
 #include <math.h>
 
+/* The diagonal (and for l1 the off-diagonal absolute row sums) come from
+ * the matrix's CSR where it lives (sparse/); checked and inverted on the
+ * host, a vector each way. */
 static ks_error jacobi_build(ks_precond *pc, ks_matrix *A, int l1)
 {
     const char *name = pc->ops->name;
-    const ks_csr *h = ks_matrix_host_csr(A);
-    if (!h)
-        return ks_seterr(KS_ERR_ARG, "%s setup: matrix has no host CSR copy", name);
-    if (h->nrows != h->ncols)
+    const ks_sparse *S = ks_matrix_sparse(A);
+    if (S->nrows != S->ncols)
         return ks_seterr(KS_ERR_SIZE, "%s setup: matrix is %ld x %ld, Jacobi needs it square",
-                         name, (long)h->nrows, (long)h->ncols);
-    ks_int n = h->nrows;
+                         name, (long)S->nrows, (long)S->ncols);
+    ks_int n = S->nrows;
     double omega = pc->prm.relaxation_factor;
-    double *inv = ks_malloc((size_t)n * sizeof *inv, "Jacobi inverse diagonal");
-    if (!inv)
+    double *diag = ks_malloc(2 * (size_t)n * sizeof *diag + 1, "Jacobi diagonal");
+    if (!diag)
         return KS_ERR_MEMORY;
-    ks_error e = KS_OK;
+    double *off = diag + n;
+    ks_vec *v = NULL;
+    ks_error e = ks_vec_create(pc->be, n, &v);
+    if (e == KS_OK)
+        e = ks_sparse_diagonal(S, v->data);
+    if (e == KS_OK)
+        e = ks_vec_get_host(v, diag);
+    if (e == KS_OK && l1)
+        e = ks_sparse_offdiag_abs_sums(S, v->data);
+    if (e == KS_OK && l1)
+        e = ks_vec_get_host(v, off);
     for (ks_int i = 0; i < n && e == KS_OK; i++) {
-        double diag = 0.0, off = 0.0;
-        int found = 0;
-        for (ks_int k = h->rowptr[i]; k < h->rowptr[i + 1]; k++) {
-            if (h->colind[k] == i) {
-                diag = h->val[k];
-                found = 1;
-            } else {
-                off += fabs(h->val[k]);
-            }
-        }
-        double d = l1 ? diag + off : diag;
-        if (!isfinite(diag) || !isfinite(d))
+        double d = l1 ? diag[i] + off[i] : diag[i];
+        if (!isfinite(diag[i]) || !isfinite(d))
             e = ks_seterr(KS_ERR_NUMERIC, "%s setup: diagonal at row %ld is %g (not finite)",
                           name, (long)i, d);
-        else if (!found || diag == 0.0)
+        else if (diag[i] == 0.0)
             e = ks_seterr(KS_ERR_NUMERIC,
-                          "%s setup: zero diagonal at row %ld%s (Jacobi needs a nonzero "
-                          "diagonal)",
-                          name, (long)i, found ? "" : " (no diagonal entry stored)");
+                          "%s setup: zero diagonal at row %ld (Jacobi needs a nonzero "
+                          "diagonal; a row without a stored one counts as zero)",
+                          name, (long)i);
         else if (d == 0.0 || !isfinite(omega / d))
             e = ks_seterr(KS_ERR_NUMERIC,
                           "%s setup: l1 diagonal a_ii + sum|a_ij| = %g at row %ld cannot be "
                           "inverted",
                           name, d, (long)i);
         else
-            inv[i] = omega / d;
+            diag[i] = omega / d;
     }
+    if (e == KS_OK)
+        e = ks_vec_set_host(v, diag);
     if (e == KS_OK) {
-        ks_vec *v = NULL;
-        e = ks_vec_create(pc->be, n, &v);
-        if (e == KS_OK)
-            e = ks_vec_set_host(v, inv);
-        if (e == KS_OK) {
-            ks_vec_destroy(pc->data);
-            pc->data = v;
-        } else {
-            ks_vec_destroy(v);
-        }
+        ks_vec_destroy(pc->data);
+        pc->data = v;
+    } else {
+        ks_vec_destroy(v);
     }
-    free(inv);
+    free(diag);
     return e;
 }
 

@@ -164,19 +164,25 @@ ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
     if (ks_matrix_cols(A) != n)
         return ks_seterr(KS_ERR_SIZE, "ks_solver_setup: matrix is %ld x %ld, must be square",
                          (long)n, (long)ks_matrix_cols(A));
-    /* A failed setup leaves the solver unusable until a setup succeeds. */
+    /* The previous setup goes first (its memory is not held beside the
+     * new one's), and a failed setup leaves nothing behind: the solver is
+     * unusable until a setup succeeds. */
     s->A = NULL;
     free_work(s);
+    s->pc->ops->destroy(s->pc);
     KS_TRY(ks_backend_sync(s->be));
     double t0 = ks_wtime();
     ks_error e = s->pc->ops->setup(s->pc, A);
-    if (e != KS_OK)
+    if (e != KS_OK) {
+        s->pc->ops->destroy(s->pc);
         return ks_adderr(e, "%s setup", s->prm.solver);
+    }
     /* One extra vector for the true residual after the solve. */
     for (int i = 0; i < s->ops->work_vectors + 1; i++) {
         e = ks_vec_create(s->be, n, &s->work[i]);
         if (e != KS_OK) {
             free_work(s);
+            s->pc->ops->destroy(s->pc);
             return ks_adderr(e, "%s setup: work vector %d of %d", s->prm.solver, i + 1,
                              s->ops->work_vectors + 1);
         }

@@ -660,6 +660,66 @@ START_TEST(test_setup_again_after_failure)
 }
 END_TEST
 
+/* Out of memory during setup: a limit on the backend's memory makes the
+ * setup fail at some step with KS_ERR_MEMORY naming what was asked; every
+ * byte it took is given back (the backend's count returns to where it
+ * was), the solver refuses to solve, and after the limit goes the same
+ * solver sets up and solves as if nothing happened. Limits from a few
+ * percent of what the setup needs up to all of it hit different steps. */
+static void oom_case(const char *backend)
+{
+    prob p;
+    prob_gen(&p, backend, KS_GEN_POISSON3D_7, 16, 16, 16);
+    ks_solver_params prm;
+    params(&prm, "PCG");
+    prm.pc.amg.selector = KS_AMG_PMIS;
+    prm.pc.amg.aggressive_levels = 1;
+    ks_solver *s;
+    KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+    const size_t base = ks_backend_memory_in_use(p.be);
+    ks_backend_memory_reset_peak(p.be);
+    KS_CHECK(ks_solver_setup(s, p.M));
+    KS_CHECK(ks_vec_fill(p.x, 0.0));
+    KS_CHECK(ks_solver_solve(s, p.b, p.x));
+    const int iters = ks_solver_stats(s)->iterations;
+    const size_t need = ks_backend_memory_peak(p.be) - base;
+    ks_solver_destroy(s);
+    ck_assert_uint_eq(ks_backend_memory_in_use(p.be), base);
+    ck_assert(need > 0);
+    int failures = 0;
+    for (int pct = 2; pct <= 100; pct += 7) {
+        KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+        const size_t before = ks_backend_memory_in_use(p.be);
+        KS_CHECK(ks_backend_set_memory_limit(p.be, before + need * (size_t)pct / 100));
+        ks_error e = ks_solver_setup(s, p.M);
+        KS_CHECK(ks_backend_set_memory_limit(p.be, 0));
+        if (e != KS_OK) {
+            failures++;
+            ck_assert_msg(e == KS_ERR_MEMORY, "%d%%: %s: %s", pct, ks_error_name(e),
+                          ks_last_error());
+            ck_assert_msg(strstr(ks_last_error(), "bytes asked") != NULL, "%s", ks_last_error());
+            ck_assert_msg(ks_backend_memory_in_use(p.be) == before,
+                          "%d%%: %zu bytes left behind by the failed setup", pct,
+                          ks_backend_memory_in_use(p.be) - before);
+            ck_assert_int_eq(ks_solver_solve(s, p.b, p.x), KS_ERR_ARG);
+        }
+        KS_CHECK(ks_solver_setup(s, p.M));
+        KS_CHECK(ks_vec_fill(p.x, 0.0));
+        KS_CHECK(ks_solver_solve(s, p.b, p.x));
+        ck_assert_int_eq(ks_solver_stats(s)->iterations, iters);
+        ks_solver_destroy(s);
+        ck_assert_uint_eq(ks_backend_memory_in_use(p.be), before);
+    }
+    ck_assert_msg(failures >= 3, "only %d limits made the setup fail", failures);
+    prob_free(&p);
+}
+
+START_TEST(test_out_of_memory) { oom_case("cpu"); }
+END_TEST
+
+START_TEST(test_cuda_out_of_memory) { oom_case("cuda"); }
+END_TEST
+
 START_TEST(test_resetup_zero_diagonal)
 {
     /* A re-setup that fails leaves an unusable solver, and the next one
@@ -1193,6 +1253,7 @@ int main(void)
     tcase_add_test(tc, test_zero_diagonal);
     tcase_add_test(tc, test_resetup_zero_diagonal);
     tcase_add_test(tc, test_setup_again_after_failure);
+    tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_bad_params);
     tcase_add_test(tc, test_print);
     tcase_add_test(tc, test_matrix_set_values);
@@ -1219,9 +1280,10 @@ int main(void)
         tcase_add_test(tg, test_cuda_resetup);
         tcase_add_test(tg, test_cuda_graph);
         tcase_add_test(tg, test_cuda_odd_sweeps);
+        tcase_add_test(tg, test_cuda_out_of_memory);
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(6, "no CUDA device: AMG on cuda, GS on cuda, cycle from x = 0, cpu/cuda "
+        ks_test_skip(7, "no CUDA device: AMG on cuda, GS on cuda, cycle from x = 0, cpu/cuda "
                         "agreement, CUDA graph cycle, odd sweeps");
     }
     return ks_test_run(s);

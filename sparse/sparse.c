@@ -313,6 +313,20 @@ ks_error ks_sparse_offdiag_abs_sums(const ks_sparse *A, double *s)
     return ops_->offdiag_abs_sums(A, s);
 }
 
+ks_error ks_sparse_row_stats(const ks_sparse *A, ks_sparse_stats *st)
+{
+    if (!A || !A->be || !st)
+        return ks_seterr(KS_ERR_ARG, "sparse row statistics: NULL operand");
+    const ks_sparse_ops *ops = ks_sparse_ops_of(A->be);
+    if (ops && ops->row_stats)
+        return ops->row_stats(A, st);
+    ks_csr H; /* no kernel for it there: count a host copy */
+    KS_TRY(ks_sparse_to_csr(A, &H));
+    ks_csr_row_stats(&H, st);
+    ks_csr_free(&H);
+    return KS_OK;
+}
+
 ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
 {
     KS_TRY(same_backend("pattern comparison", A, B));

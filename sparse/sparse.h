@@ -28,6 +28,15 @@ typedef struct ks_sparse {
  * the backend lacks it: the ks_sparse_* call then fails with
  * KS_ERR_UNSUPPORTED naming the operation and the backend. Every output
  * lives on its inputs' backend. */
+/* Row-length and band statistics (the SpMV format choice reads them):
+ * integer sums, so the same on every backend and thread count. */
+typedef struct ks_sparse_stats {
+    ks_int nrows, ncols, nnz;
+    ks_int max_row;
+    uint64_t sum, sum2; /* of the row lengths and their squares */
+    int64_t ndiag;      /* occupied diagonals (col - row offsets); -1 when not counted */
+} ks_sparse_stats;
+
 typedef struct ks_sparse_ops {
     ks_backend_kind backend;
     /* AT = A^T, rows sorted (a pattern when A has no values). */
@@ -58,6 +67,9 @@ typedef struct ks_sparse_ops {
     ks_error (*offdiag_abs_sums)(const ks_sparse *A, double *s);
     /* *same = 1 when A and B have the same shape, rowptr and colind. */
     ks_error (*same_pattern)(const ks_sparse *A, const ks_sparse *B, int *same);
+    /* Row statistics (ks_sparse_stats); last, so positional initialisers
+     * may leave it out. */
+    ks_error (*row_stats)(const ks_sparse *A, ks_sparse_stats *st);
 } ks_sparse_ops;
 
 /* The table of be's kind (never NULL for a backend of this build). */
@@ -101,6 +113,11 @@ ks_error ks_sparse_scale_rows(ks_sparse *A, const double *d);
 ks_error ks_sparse_diagonal(const ks_sparse *A, double *d);
 ks_error ks_sparse_offdiag_abs_sums(const ks_sparse *A, double *s);
 ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same);
+/* Statistics where A lives (a backend without the operation: from a host
+ * copy). */
+ks_error ks_sparse_row_stats(const ks_sparse *A, ks_sparse_stats *st);
+/* The same of a host CSR (the cpu implementation). */
+void ks_csr_row_stats(const ks_csr *A, ks_sparse_stats *st);
 
 #ifdef __cplusplus
 }

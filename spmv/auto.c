@@ -48,54 +48,22 @@ typedef struct {
     double dia_fill; /* ndiag * nrows / nnz */
 } auto_stats;
 
-/* One pass over the rows, on all threads: lengths (mean, max, spread) and
- * the occupied diagonals in a bitmap over the nrows + ncols - 1 offsets
- * col - row, counted afterwards. The sums are integer sums, exact, so the
- * statistics do not depend on the thread count. */
-static void compute_stats(const ks_csr *A, auto_stats *s)
+/* The derived statistics the rules read, from the integer counts. */
+static void derive(const ks_sparse_stats *c, auto_stats *s)
 {
     memset(s, 0, sizeof *s);
-    s->nrows = A->nrows;
-    s->nnz = A->nnz;
-    if (A->nrows <= 0)
+    s->nrows = c->nrows;
+    s->nnz = c->nnz;
+    s->max_row = c->max_row;
+    s->ndiag = c->ndiag;
+    if (c->nrows <= 0) {
+        s->dia_fill = INFINITY;
         return;
-    int64_t noff = (int64_t)A->nrows + A->ncols - 1;
-    size_t words = noff > 0 ? (size_t)((noff + 63) / 64) : 0;
-    uint64_t *occupied = words ? calloc(words, sizeof *occupied) : NULL;
-    /* 64-bit integers: sum2 can pass 2^53, where doubles would round */
-    uint64_t sum = 0, sum2 = 0;
-    ks_int max_row = 0;
-#pragma omp parallel for schedule(static) reduction(+ : sum, sum2) reduction(max : max_row) \
-    if (A->nnz > 200000)
-    for (ks_int i = 0; i < A->nrows; i++) {
-        ks_int len = A->rowptr[i + 1] - A->rowptr[i];
-        sum += (uint64_t)len;
-        sum2 += (uint64_t)len * (uint64_t)len;
-        if (len > max_row)
-            max_row = len;
-        if (!occupied)
-            continue;
-        for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
-            int64_t off = (int64_t)A->colind[k] - i + (A->nrows - 1);
-            uint64_t bit = (uint64_t)1 << (off & 63), word;
-#pragma omp atomic read
-            word = occupied[off >> 6];
-            if (!(word & bit)) {
-#pragma omp atomic update
-                occupied[off >> 6] |= bit;
-            }
-        }
     }
-    int64_t ndiag = 0;
-    for (size_t w = 0; occupied && w < words; w++)
-        ndiag += __builtin_popcountll(occupied[w]);
-    free(occupied);
-    s->max_row = max_row;
-    s->mean_row = (double)sum / A->nrows;
-    double var = (double)sum2 / A->nrows - s->mean_row * s->mean_row;
+    s->mean_row = (double)c->sum / c->nrows;
+    double var = (double)c->sum2 / c->nrows - s->mean_row * s->mean_row;
     s->row_cv = s->mean_row > 0.0 ? sqrt(var > 0.0 ? var : 0.0) / s->mean_row : 0.0;
-    s->ndiag = occupied ? ndiag : -1;
-    s->dia_fill = occupied && A->nnz > 0 ? (double)ndiag * A->nrows / A->nnz : INFINITY;
+    s->dia_fill = c->ndiag >= 0 && c->nnz > 0 ? (double)c->ndiag * c->nrows / c->nnz : INFINITY;
 }
 
 static int have(const char *name, ks_backend_kind backend)
@@ -114,19 +82,19 @@ static void say(char *reason, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-const char *ks_spmv_format_auto_reason(const ks_csr *A, ks_backend_kind backend, char *reason,
-                                       size_t len)
+const char *ks_spmv_format_auto_stats(const ks_sparse_stats *c, ks_backend_kind backend,
+                                      char *reason, size_t len)
 {
     say(reason, len, "%s", "");
     if (backend == KS_BACKEND_CPU) {
         say(reason, len, "the cpu backend's format");
         return have("csr", backend) ? "csr" : NULL;
     }
-    if (backend != KS_BACKEND_CUDA || !A)
+    if (backend != KS_BACKEND_CUDA || !c)
         return NULL;
 
     auto_stats s;
-    compute_stats(A, &s);
+    derive(c, &s);
     if (s.nrows >= AUTO_DIA_MIN_ROWS && s.ndiag > 0 && s.dia_fill <= AUTO_DIA_MAX_FILL &&
         have("dia", backend)) {
         say(reason, len, "banded: %lld occupied diagonals, fill %.2f, %ld rows",
@@ -144,6 +112,20 @@ const char *ks_spmv_format_auto_reason(const ks_csr *A, ks_backend_kind backend,
     say(reason, len, "regular rows: mean %.1f, max %ld (cv %.2f)", s.mean_row, (long)s.max_row,
         s.row_cv);
     return "csr_vector";
+}
+
+int ks_spmv_format_auto_reads_stats(ks_backend_kind k) { return k != KS_BACKEND_CPU; }
+
+const char *ks_spmv_format_auto_reason(const ks_csr *A, ks_backend_kind backend, char *reason,
+                                       size_t len)
+{
+    if (!A)
+        return ks_spmv_format_auto_stats(NULL, backend, reason, len);
+    ks_sparse_stats c;
+    const int reads = ks_spmv_format_auto_reads_stats(backend);
+    if (reads)
+        ks_csr_row_stats(A, &c);
+    return ks_spmv_format_auto_stats(reads ? &c : NULL, backend, reason, len);
 }
 
 const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend)

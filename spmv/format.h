@@ -81,6 +81,12 @@ const ks_spmv_format_ops *ks_spmv_format_float(ks_backend_kind k, const char *pr
 const char *ks_spmv_gs_where(char *buf, size_t len);
 /* Name of a format of backend kind k with a Gauss-Seidel sweep, or NULL. */
 const char *ks_spmv_format_with_gs(ks_backend_kind k);
+/* The choice "auto" makes from a matrix's statistics (the cpu backend's
+ * needs none: st may be NULL there), with why in reason. */
+const char *ks_spmv_format_auto_stats(const ks_sparse_stats *st, ks_backend_kind backend,
+                                      char *reason, size_t len);
+/* 1 when "auto" on backend kind k reads statistics (cpu: one format). */
+int ks_spmv_format_auto_reads_stats(ks_backend_kind k);
 /* Format "auto" resolves to for A on backend (statistics-based choice). */
 const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend);
 /* The same choice (spmv/auto.c), with why in reason (the statistics behind

@@ -34,14 +34,14 @@ static void list_formats(ks_backend_kind k, char *buf, size_t len)
 
 /* ops for format ("auto" or "" -> the statistics-based choice, with why in
  * reason; reason is "" for a named format). */
-static ks_error resolve_format(ks_backend_kind kind, const ks_csr *A, const char *format,
+static ks_error resolve_format(ks_backend_kind kind, const ks_sparse_stats *st, const char *format,
                                const ks_spmv_format_ops **ops, char *reason, size_t reason_len)
 {
     char names[512];
     const char *name = format && format[0] ? format : "auto";
     reason[0] = '\0';
     if (strcmp(name, "auto") == 0) {
-        name = ks_spmv_format_auto_reason(A, kind, reason, reason_len);
+        name = ks_spmv_format_auto_stats(st, kind, reason, reason_len);
         if (!name)
             return ks_seterr(KS_ERR_UNSUPPORTED, "no SpMV format for backend %s",
                              ks_backend_kind_name(kind));
@@ -150,15 +150,15 @@ static ks_error auto_fallback(ks_matrix *m, double *bytes)
     return KS_OK;
 }
 
-/* "auto" or a named format for H (the matrix on the host), with float32
+/* "auto" or a named format from st (the matrix's statistics), with float32
  * values when asked: fills m->ops, m->params, m->format_reason. */
-static ks_error choose_format(ks_matrix *m, const ks_csr *H, const char *format,
+static ks_error choose_format(ks_matrix *m, const ks_sparse_stats *st, const char *format,
                               const ks_spmv_params *params)
 {
     ks_backend *be = m->be;
     const ks_spmv_format_ops *ops;
     char reason[sizeof m->format_reason];
-    KS_TRY(resolve_format(be->ops->kind, H, format, &ops, reason, sizeof reason));
+    KS_TRY(resolve_format(be->ops->kind, st, format, &ops, reason, sizeof reason));
 
     ks_spmv_params prm;
     memset(&prm, 0, sizeof prm);
@@ -193,23 +193,22 @@ static ks_error choose_format(ks_matrix *m, const ks_csr *H, const char *format,
     return KS_OK;
 }
 
-/* The common tail of both creators: m->A holds the matrix; H is it on the
- * host when the caller has that at hand (else NULL: a view or a copy is
- * made for the format choice). */
+/* The common tail of the creators: m->A holds the matrix; H is it on the
+ * host when the caller has that at hand (NULL: the statistics "auto" reads
+ * are counted where the matrix lives). */
 static ks_error finish_create(ks_matrix *m, const ks_csr *H, const char *format,
                               const ks_spmv_params *params)
 {
-    ks_csr tmp;
-    int have_tmp = 0;
+    ks_sparse_stats st;
+    const int choose = (!format || !format[0] || !strcmp(format, "auto")) &&
+                       ks_spmv_format_auto_reads_stats(m->be->ops->kind);
     ks_error e = KS_OK;
-    if (!H) {
-        e = host_for_layout(m, &tmp, &have_tmp);
-        H = &tmp;
-    }
+    if (choose && H)
+        ks_csr_row_stats(H, &st);
+    else if (choose)
+        e = ks_sparse_row_stats(&m->A, &st);
     if (e == KS_OK)
-        e = choose_format(m, H, format, params);
-    if (have_tmp)
-        ks_csr_free(&tmp);
+        e = choose_format(m, choose ? &st : NULL, format, params);
     KS_TRY(e);
     /* setup_seconds covers conversion and upload, not validation or the
      * backend CSR every format shares. */

@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+extern "C" ks_error ks_cuda_row_stats(const ks_sparse *A, ks_sparse_stats *st);
+
 namespace {
 
 const int kThreads = 256;
@@ -128,4 +130,5 @@ extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* diagonal */ cuda_diagonal,
     /* offdiag_abs_sums */ cuda_offdiag_abs_sums,
     /* same_pattern */ cuda_same_pattern,
+    /* row_stats */ ks_cuda_row_stats,
 };

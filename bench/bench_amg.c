@@ -1,19 +1,35 @@
-/* AMG benchmark: setup and solve times, iterations and complexities of
- * PCG / PBiCGStab + AMG (or AMG alone) on one or more backends.
+/* AMG benchmark: setup (per phase) and solve times, time to solution,
+ * iterations, complexities, hierarchy and host memory of PCG / PBiCGStab +
+ * AMG (or AMG alone) on one or more backends.
  *
- *   bench_amg --gen poisson3d_7 --n 128 --backend cpu,cuda
+ *   bench_amg --gen poisson3d_7 --n 128 --backend cpu,cuda --json amg.json
  *   bench_amg --mtx A.mtx.gz --config examples/configs/pcg_amg_aggregation.json
  *   bench_amg --n 64 --algorithm AGGREGATION --solver PBICGSTAB -p solver.max_iters=50
  *   bench_amg --n 128 --backend cuda --vcycle-vs-spmv
+ *   bench_amg --n 128 --backend cuda --vcycle-breakdown
  *   bench_amg --n 128 --backend cuda --level-formats
  *
  * Problem: b = A x with x_i = sin(i), x0 = 0, relative tolerance 1e-8
  * (RELATIVE_RHS) unless --config or -p say otherwise. Per backend: one
  * warm-up setup and solve (first touch, lazy allocations, cuSPARSE
- * buffers), then the median of --repeat setups and of --repeat solves.
+ * buffers), then the median of --repeat setups (and of each setup phase)
+ * and of --repeat solves; time to solution = median setup + median solve.
+ * Each run also reports the hierarchy's memory (total, per fine row, where
+ * it lives) and the process's host memory: resident set right after the
+ * last setup and its peak so far (the peak covers everything the process
+ * did before, earlier backends included: run one backend per process for
+ * a per-backend peak), against the bytes of the input CSR. With two
+ * backends a final table compares them (speedups cuda/cpu = cpu time /
+ * cuda time); --json FILE writes all of it per backend.
+ *
  * --vcycle-vs-spmv also times one AMG cycle (as the preconditioner applies
  * it: from x = 0) against one fine-level SpMV; the issue's target on the
- * GPU is a V-cycle costing at most 10 fine-level SpMVs.
+ * GPU is a V-cycle costing at most 10 fine-level SpMVs. The estimate next
+ * to it counts the nonzeros one cycle touches (hierarchy summary).
+ * --vcycle-breakdown turns the library's cycle profiler on
+ * (ks_solver_profile_cycles) for a few solves and prints, per level, each
+ * step's mean time per call and calls per cycle, against the unprofiled
+ * cycle.
  *
  * --level-formats (issue 4) compares the hierarchy's per-level SpMV formats
  * with plain CSR: per level, one SpMV y = A_l x in the level's own format
@@ -25,24 +41,44 @@
  * and a 128^3 hierarchy takes seconds to build on the host. The cpu backend
  * has only "csr": it is then the baseline, so the mode runs there too.
  *
- * Uses the public API and config strings; the hierarchy (complexities,
- * levels, cycle) and the parsed AMG settings come from private headers (a
- * benchmark may look inside). */
+ * What it reads: the public API (include/ksolve.h: the hierarchy summary
+ * ks_solver_hierarchy, the cycle profiler), the tool's config scope
+ * (cli/problem.h, solver/config_scope.h: configs of the ksolve tool load
+ * as they are) and the parsed settings (solver/params.h: smoother and
+ * sweeps for the cycle estimate, the AMG scope's level format). Two things
+ * the public API does not offer come from private headers, in the section
+ * "Internals" below and nowhere else: applying the preconditioner once
+ * (the one-cycle timing) and each level's matrix (--level-formats). */
 #include "ksolve.h"
-#include "../solver/solver_impl.h"
-#include "../solver/precond_amg.h"
 #include "../cli/problem.h"
+#include "../solver/config_scope.h"
+#include "../solver/params.h"
+/* Only for the section "Internals" (solver_impl.h comes with it). */
+#include "../solver/precond_amg.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define MAX_SETS 32
 #define MAX_BACKENDS 4
+/* solver.max_levels is at most 100 (solver/config_keys.c). */
+#define MAX_LEVELS 100
+/* --vcycle-breakdown: profiled solves go on beyond --repeat until this
+ * many cycles were timed (a steadier mean), unless that takes more than
+ * MAX_PROFILE_SECONDS or MAX_PROFILED_SOLVES solves (large cpu runs). */
+#define MIN_PROFILED_CYCLES 50
+#define MAX_PROFILED_SOLVES 100
+#define MAX_PROFILE_SECONDS 2.0
+/* Memory in the text output: MB of 2^20 bytes, as the hierarchy table
+ * of ks_solver_print_setup (amg/amg_report.c). */
+#define MB 1048576.0
 
 typedef struct opts {
-    const char *gen, *mtx, *backends, *config, *algorithm, *solver, *format;
+    const char *gen, *mtx, *backends, *config, *algorithm, *solver, *format, *json;
     int n, repeat, vcycle, level_formats, breakdown;
     double tol;
     int nsets;
@@ -58,7 +94,7 @@ static void usage(FILE *f)
             "  --gen NAME          generator (poisson3d_7, poisson3d_27, aniso3d, ...) [poisson3d_7]\n"
             "  --n N               grid points per axis [128]\n"
             "  --mtx FILE          Matrix Market matrix instead of a generator\n"
-            "  --backend LIST      cpu, cuda or cpu,cuda (prints GPU/CPU ratios) [cpu]\n"
+            "  --backend LIST      cpu, cuda or cpu,cuda (comparison table, cuda/cpu speedups) [cpu]\n"
             "  --config FILE       JSON config (its \"solver\" scope is used as given)\n"
             "  --algorithm A       CLASSICAL or AGGREGATION, without --config [CLASSICAL]\n"
             "  --solver S          PCG, PBICGSTAB or AMG (cycles alone), without --config [PCG]\n"
@@ -66,14 +102,22 @@ static void usage(FILE *f)
             "  --format F          SpMV format of A [auto]\n"
             "  -p, --set KEY=VAL   any config key (ks_config_set), applied last; repeatable\n"
             "  --repeat R          timed setups and solves, medians reported [3]\n"
+            "  --json FILE         write the results per backend as JSON (setup, per-phase\n"
+            "                      setup, solve, time to solution, iterations, levels,\n"
+            "                      complexities, hierarchy bytes, host memory)\n"
             "  --vcycle-vs-spmv    also time one AMG cycle against one fine-level SpMV\n"
-            "  --vcycle-breakdown  --vcycle-vs-spmv, and each step of the V-cycle timed\n"
-            "                      alone per level (where the cycle's time goes)\n"
+            "  --vcycle-breakdown  --vcycle-vs-spmv, and the cycle profiled per level and\n"
+            "                      step (smooth, residual, restrict, prolong, coarse: mean us\n"
+            "                      per call, calls per cycle) over a few solves\n"
             "  --level-formats     per AMG level, one SpMV in the level's format against\n"
             "                      cusparse and csr_vector (cpu: csr); then whole solves with\n"
             "                      the AMG level format (spmv_format) as configured [auto]\n"
             "                      and set to each CSR format, the fine matrix likewise;\n"
-            "                      one setup per configuration, --repeat solves each\n");
+            "                      one setup per configuration, --repeat solves each\n"
+            "Per backend it prints setup (total and per phase), solve, time to solution\n"
+            "(setup + solve), iterations, levels and complexities, the hierarchy's bytes\n"
+            "(total, per fine row, host or device) and host memory (RSS after the last setup,\n"
+            "peak RSS so far, input CSR bytes, peak / input); memory in MB of 2^20 bytes.\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -129,6 +173,8 @@ static int parse(int argc, char **argv, opts *o)
             algo_given = 1;
         } else if (!strcmp(a, "--format")) {
             o->format = v;
+        } else if (!strcmp(a, "--json")) {
+            o->json = v;
         } else if (!strcmp(a, "--n")) {
             o->n = (int)strtol(v, &end, 10);
             gen_given = 1;
@@ -227,22 +273,84 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sorts v. */
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Host memory of this process in bytes: the resident set now (VmRSS) and
+ * its peak so far (VmHWM), from /proc/self/status. Without /proc the peak
+ * comes from getrusage (ru_maxrss, kB on Linux) and the current RSS is
+ * unknown. Unknown values are -1. */
+static void host_memory(double *rss, double *peak)
+{
+    *rss = *peak = -1.0;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            long kb;
+            if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+                *rss = 1024.0 * (double)kb;
+            else if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+                *peak = 1024.0 * (double)kb;
+        }
+        fclose(f);
+    }
+    struct rusage ru;
+    if (*peak < 0 && getrusage(RUSAGE_SELF, &ru) == 0)
+        *peak = 1024.0 * (double)ru.ru_maxrss;
+}
+
+/* Bytes of a host CSR's arrays: rowptr + colind + val. */
+static double csr_bytes(const ks_csr *A)
+{
+    return (double)(A->nrows + 1) * sizeof *A->rowptr + (double)A->nnz * sizeof *A->colind +
+           (double)A->nnz * sizeof *A->val;
+}
+
+/* One level of the hierarchy summary, copied (the summary's arrays live
+ * only as long as the solver's setup), with the profiled cycle's steps
+ * when --vcycle-breakdown ran. */
+typedef struct level_row {
+    long rows;
+    int64_t nnz, p_nnz, r_nnz;
+    double bytes;
+    char format[KS_NAME_MAX];
+    double step_us[KS_NSTEPS];         /* mean microseconds per call */
+    double step_per_cycle[KS_NSTEPS];  /* calls per cycle */
+    double total_us;                   /* the level's time per cycle */
+} level_row;
+
 typedef struct result {
     char backend[16];
+    char description[128];
+    char method[2 * KS_NAME_MAX + 4];                          /* "PCG + AMG" */
     char level_format[KS_NAME_MAX], fine_format[KS_NAME_MAX]; /* --level-formats */
-    double setup_s, solve_s, per_it_s;
+    double setup_s, solve_s, per_it_s, tts_s; /* medians; tts = setup + solve */
+    int nsetups;                              /* setups behind the medians (0: one, untimed) */
     int iterations;
-    int levels;
-    double opc, gridc;
-    double cycle_s, spmv_s, cycle_est; /* --vcycle-vs-spmv */
     ks_solve_status status;
     double true_rel;
+    /* Hierarchy summary (levels = 0: no AMG). */
+    int levels, coarse_direct;
+    double opc, gridc, bytes, bytes_per_row;
+    char location[16];
+    level_row lv[MAX_LEVELS];
+    int nphases;
+    char phase_names[KS_MAX_PHASES][KS_NAME_MAX];
+    double phase_s[KS_MAX_PHASES]; /* medians over the timed setups */
+    /* Host memory in bytes (-1: unknown). */
+    double rss_after_setup, peak_rss, input_bytes;
+    /* --vcycle-vs-spmv (0 when not measured) */
+    double cycle_s, spmv_s, cycle_est;
+    /* --vcycle-breakdown (profiled_cycles = 0 when not run) */
+    long profiled_cycles;
+    int profiled_solves;
+    char step_names[KS_NSTEPS][16]; /* the summary's step_names */
+    double profile_sum_s; /* sum over the levels, per cycle */
 } result;
 
 #define FAIL(call)                                                                       \
@@ -254,29 +362,6 @@ typedef struct result {
             goto done;                                                                   \
         }                                                                                \
     } while (0)
-
-/* Nonzeros touched by one cycle from x = 0, in units of nnz(A_0): an
- * estimate of the cycle's cost in fine-level SpMVs (each smoothing sweep,
- * residual, restriction and prolongation is one SpMV with its level's
- * operator; Chebyshev sweeps cost `degree` SpMVs; the coarsest level is a
- * dense n x n product). V-cycles only; W and F visit coarse levels more. */
-static double cycle_estimate(const ks_amg *amg)
-{
-    const ks_amg_params *p = &amg->prm;
-    double per_sweep = amg->smoother == KS_SMOOTHER_CHEBYSHEV ? p->smoother.chebyshev_degree : 1;
-    double nnz0 = (double)amg->levels[0].A.nnz, sum = 0.0;
-    for (int l = 0; l < amg->nlevels - 1; l++) {
-        const ks_amg_level *L = &amg->levels[l];
-        double a = (double)L->A.nnz;
-        /* The first presweep from x = 0 needs no residual SpMV for the
-         * Jacobi types; count every sweep anyway (an upper estimate). */
-        sum += (p->presweeps + p->postsweeps) * per_sweep * a + a;
-        sum += (double)L->P.nnz + (double)L->R.nnz;
-    }
-    double nc = (double)amg->levels[amg->nlevels - 1].A.nrows;
-    sum += amg->coarse_inv ? nc * nc : 20.0 * amg->levels[amg->nlevels - 1].A.nnz;
-    return sum / nnz0;
-}
 
 /* Seconds per call of f, timed over enough calls to last ~0.2 s (at least
  * 5, at most 2000), after two warm-up calls; the median of 3 such blocks. */
@@ -306,21 +391,22 @@ static ks_error time_op(ks_backend *be, op_fn f, void *ctx, double *sec)
 }
 
 typedef struct op_ctx {
-    ks_amg *amg;
+    ks_solver *s;
     ks_matrix *M;
-    ks_vec *in, *out;
+    const ks_vec *x;
+    ks_vec *y;
 } op_ctx;
-
-static ks_error op_cycle(void *c)
-{
-    op_ctx *o = c;
-    return ks_amg_precond_cycle(o->amg, o->in, o->out); /* as PCG calls it */
-}
 
 static ks_error op_spmv(void *c)
 {
     op_ctx *o = c;
-    return ks_matrix_apply(o->M, 1.0, o->in, 0.0, o->out);
+    return ks_matrix_apply(o->M, 1.0, o->x, 0.0, o->y);
+}
+
+static ks_error op_axpy(void *c)
+{
+    op_ctx *o = c;
+    return ks_vec_axpy(1e-3, o->x, o->y);
 }
 
 /* Seconds of one SpMV y = M x (time_op), on vectors made for it. */
@@ -341,123 +427,89 @@ static ks_error time_spmv(ks_backend *be, ks_matrix *M, double *sec)
     return e;
 }
 
-/* --vcycle-breakdown: each step of a V-cycle timed alone (time_op, back to
- * back), per level, against the measured cycle. The sum of the steps times
- * their count per cycle is what the cycle would cost with no gaps between
- * kernels; the difference to the measured cycle is latency. */
-enum { BD_FIRST, BD_PASS, BD_RESID, BD_RESTRICT, BD_PROLONG, BD_COARSE, BD_NOPS };
-static const char *const bd_names[BD_NOPS] = {"from x=0", "smooth pass", "residual",
-                                              "restrict", "prolong", "coarse"};
-typedef struct bd_ctx {
-    ks_amg *amg;
-    int l, op;
-    ks_vec *b, *x; /* the level's b and x (level 0: the caller's) */
-} bd_ctx;
+/* --------------------------------------------------------------- Internals
+ * The only two uses of private headers, for what include/ksolve.h does not
+ * offer:
+ *  - applying the preconditioner once. The one-cycle timing needs a cycle
+ *    exactly as the Krylov method calls it (from z = 0, graph replay on
+ *    cuda included). Timing a solve with max_iters = 1, or a solve minus
+ *    its iterations times a Krylov-only cost, mixes in SpMVs, dot products
+ *    and norms of the outer method and would be unreliable, and the cycle
+ *    profiler synchronises around every step (it is what
+ *    --vcycle-breakdown reads, not a cycle's real cost).
+ *  - each level's matrix (--level-formats): the summary names a level's
+ *    format and size, but timing an SpMV in that format, and rebuilding the
+ *    same operator in the CSR baselines, needs the matrix itself. */
 
-/* Smoothing steps the first pass from x = 0 makes (Chebyshev folds two). */
-static int first_covers(const ks_amg *amg, int l)
+/* z = M^-1 r: one preconditioner cycle, the call PCG makes. */
+static ks_error op_cycle(void *c)
 {
-    return amg->smoother == KS_SMOOTHER_CHEBYSHEV && ks_amg_chebyshev_steps(amg, l) > 1 ? 2 : 1;
+    op_ctx *o = c;
+    return o->s->pc->ops->apply(o->s->pc, o->x, o->y);
 }
 
-static ks_error op_breakdown(void *c)
+/* The matrix the cycle applies on level l of s's AMG (level 0: its
+ * float32 copy with hierarchy_precision FLOAT), NULL without one. */
+static ks_matrix *level_matrix(const ks_solver *s, int l)
 {
-    bd_ctx *o = c;
-    ks_amg *amg = o->amg;
-    ks_amg_level *L = &amg->levels[o->l];
-    ks_amg_xbuf xb = {o->x, L->w};
-    switch (o->op) {
-    case BD_FIRST: /* as the cycle starts a level from x = 0 */
-        if (first_covers(amg, o->l) == 2)
-            return ks_amg_jacobi_two_from_zero(amg, o->l, o->b, &xb, 1.0, 0.1, 0.5,
-                                               ks_amg_chebyshev_steps(amg, o->l) > 2);
-        return ks_amg_jacobi_step(amg, o->l, o->b, &xb, 0.0, 1.0, 1, 0);
-    case BD_PASS: /* a Chebyshev step with x_old (the costliest kind) */
-        return ks_amg_jacobi_step(amg, o->l, o->b, &xb, 0.1, 0.5, 0, 0);
-    case BD_RESID: return ks_amg_residual(amg, o->l, o->b, o->x, L->r);
-    case BD_RESTRICT:
-        return ks_matrix_apply(L->Rm, 1.0, L->r, 0.0, amg->levels[o->l + 1].b);
-    case BD_PROLONG: return ks_matrix_apply(L->Pm, 1.0, amg->levels[o->l + 1].x, 1.0, o->x);
-    default: return ks_matrix_apply(amg->coarse_inv, 1.0, o->b, 0.0, o->x);
+    const ks_amg *amg = ks_precond_amg(s->pc);
+    return amg && l < amg->nlevels ? ks_amg_cycle_matrix(amg, l) : NULL;
+}
+/* ------------------------------------------------------- end of Internals */
+
+/* Nonzeros one cycle touches from x = 0, in units of nnz(A_0): an estimate
+ * of the cycle's cost in fine-level SpMVs, from the hierarchy summary (A,
+ * P and R nonzeros per level, how the coarsest level is solved) and the
+ * parsed smoother settings. Each smoothing sweep is one pass over the
+ * level's operator (Chebyshev: `degree` passes; symmetric Gauss-Seidel:
+ * forward and backward), plus one each for the residual, restriction and
+ * prolongation; the coarsest level is one dense n x n product with its
+ * explicit inverse, or else 20 sweeps (KS_AMG_COARSE_SWEEPS, amg/cycle.c).
+ * The first presweep from x = 0 needs no residual SpMV for the Jacobi
+ * types; every sweep is counted anyway (an upper estimate). V-cycles only:
+ * W and F visit coarse levels more. */
+static double cycle_estimate(const result *res, const ks_amg_params *p)
+{
+    double per_sweep = 1.0;
+    if (p->smoother.solver == KS_SMOOTHER_CHEBYSHEV && p->smoother.chebyshev_degree > 1)
+        per_sweep = p->smoother.chebyshev_degree;
+    else if (p->smoother.solver == KS_SMOOTHER_SGS)
+        per_sweep = 2.0;
+    const int last = res->levels - 1;
+    double sum = 0.0;
+    for (int l = 0; l < last; l++) {
+        const level_row *L = &res->lv[l];
+        double a = (double)L->nnz;
+        sum += (p->presweeps + p->postsweeps) * per_sweep * a + a;
+        sum += (double)L->p_nnz + (double)L->r_nnz;
     }
+    double nc = (double)res->lv[last].rows;
+    sum += res->coarse_direct ? nc * nc : 20.0 * per_sweep * (double)res->lv[last].nnz;
+    return sum / (double)res->lv[0].nnz;
 }
 
-static ks_error op_floor(void *c)
+/* The summary's levels, complexities and memory into res (the phases are
+ * the caller's: it takes medians over the setups). */
+static void copy_summary(const ks_hierarchy_info *h, ks_int fine_rows, result *res)
 {
-    bd_ctx *o = c;
-    return ks_vec_axpy(1e-3, o->b, o->x);
-}
-
-static int vcycle_breakdown(ks_backend *be, ks_amg *amg, ks_vec *b0, ks_vec *x0,
-                            const result *res)
-{
-    const ks_amg_params *p = &amg->prm;
-    if (amg->prm.cycle != KS_AMG_V || amg->smoother == KS_SMOOTHER_GS ||
-        amg->smoother == KS_SMOOTHER_SGS || !amg->coarse_inv) {
-        printf("  (--vcycle-breakdown: V-cycles with Jacobi-type or Chebyshev smoothers and a "
-               "dense coarse solve only)\n");
-        return 0;
+    res->levels = h->nlevels < MAX_LEVELS ? h->nlevels : MAX_LEVELS;
+    res->coarse_direct = h->coarse_direct;
+    res->opc = h->operator_complexity;
+    res->gridc = h->grid_complexity;
+    res->bytes = h->bytes;
+    res->bytes_per_row = fine_rows > 0 ? h->bytes / fine_rows : NAN;
+    snprintf(res->location, sizeof res->location, "%s", h->location ? h->location : "");
+    for (int l = 0; l < res->levels; l++) {
+        const ks_hierarchy_level *L = &h->levels[l];
+        level_row *q = &res->lv[l];
+        memset(q, 0, sizeof *q);
+        q->rows = (long)L->rows;
+        q->nnz = L->nnz;
+        q->p_nnz = L->p_nnz;
+        q->r_nnz = L->r_nnz;
+        q->bytes = L->bytes;
+        snprintf(q->format, sizeof q->format, "%s", L->format ? L->format : "?");
     }
-    printf("  V-cycle step by step (us, each step alone, back to back; x N = times per cycle; "
-           "fine SpMV %.1f us):\n", 1e6 * res->spmv_s);
-    printf("  %5s %9s %10s %-12s", "level", "rows", "nonzeros", "format");
-    for (int k = 0; k < BD_NOPS; k++)
-        printf(" %15s", bd_names[k]);
-    printf(" %9s %7s\n", "level us", "SpMVs");
-    double total = 0.0;
-    for (int l = 0; l < amg->nlevels; l++) {
-        ks_amg_level *L = &amg->levels[l];
-        int last = l == amg->nlevels - 1;
-        int n[BD_NOPS] = {0};
-        if (last) {
-            n[BD_COARSE] = 1;
-        } else {
-            int steps = ks_amg_smooth_steps(amg, l, p->presweeps) +
-                        ks_amg_smooth_steps(amg, l, p->postsweeps);
-            n[BD_FIRST] = p->presweeps > 0;
-            n[BD_PASS] = steps - n[BD_FIRST] * first_covers(amg, l);
-            n[BD_RESID] = n[BD_RESTRICT] = n[BD_PROLONG] = 1;
-        }
-        printf("  %5d %9ld %10ld %-12s", l, (long)L->A.nrows, (long)L->A.nnz,
-               ks_matrix_format(ks_amg_cycle_matrix(amg, l)));
-        double lsum = 0.0;
-        for (int k = 0; k < BD_NOPS; k++) {
-            if (!n[k]) {
-                printf(" %15s", "-");
-                continue;
-            }
-            bd_ctx c = {amg, l, k, l ? L->b : b0, l ? L->x : x0};
-            double t;
-            if (time_op(be, op_breakdown, &c, &t) != KS_OK) {
-                fprintf(stderr, "bench_amg: breakdown level %d %s: %s\n", l, bd_names[k],
-                        ks_last_error());
-                return 1;
-            }
-            char cell[32];
-            snprintf(cell, sizeof cell, "%.1f x %d", 1e6 * t, n[k]);
-            printf(" %15s", cell);
-            lsum += n[k] * t;
-        }
-        total += lsum;
-        printf(" %9.1f %7.2f\n", 1e6 * lsum, lsum / res->spmv_s);
-    }
-    printf("  steps alone %.1f us = %.2f SpMVs; measured cycle %.1f us = %.2f SpMVs "
-           "(the rest is launch latency and gaps)\n",
-           1e6 * total, total / res->spmv_s, 1e6 * res->cycle_s, res->cycle_s / res->spmv_s);
-    /* The floor of any one-kernel step: an axpy on the coarsest level's
-     * vectors. A coarse solve at this time cannot be beaten by a library
-     * call (cuBLAS gemv, cuSOLVER's two triangular solves) of as many or
-     * more launches. */
-    const int lc = amg->nlevels - 1; /* level 0 (the caller's b, x) when it is the only one */
-    bd_ctx c = {amg, lc, BD_NOPS, lc ? amg->levels[lc].b : b0, lc ? amg->levels[lc].x : x0};
-    double floor_s;
-    if (time_op(be, op_floor, &c, &floor_s) != KS_OK) {
-        fprintf(stderr, "bench_amg: breakdown floor: %s\n", ks_last_error());
-        return 1;
-    }
-    printf("  launch floor (axpy of %ld entries) %.1f us\n",
-           (long)amg->levels[amg->nlevels - 1].A.nrows, 1e6 * floor_s);
-    return 0;
 }
 
 /* A configured solve on a backend, kept open after run_solver so the
@@ -467,7 +519,6 @@ typedef struct run {
     ks_matrix *M;
     ks_vec *b, *x;
     ks_solver *s;
-    const ks_amg *amg; /* NULL without AMG */
 } run;
 
 static void run_close(run *r)
@@ -480,6 +531,126 @@ static void run_close(run *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Name of cycle step k (the summary's step_names). */
+static const char *step_name(const ks_hierarchy_info *h, int k)
+{
+    return h->step_names && h->step_names[k] ? h->step_names[k] : "?";
+}
+
+/* --vcycle-breakdown: the library's cycle profiler on for --repeat solves
+ * (more until MIN_PROFILED_CYCLES cycles were timed, within the limits
+ * above), then off again. Per level and step: mean time per call and calls
+ * per cycle; the level's time per cycle, also in fine SpMVs. The profiler
+ * synchronises the backend around every step, so the sum over the levels
+ * is the cycle without overlap, graph replay or gaps between kernels; the
+ * difference to the unprofiled cycle (res->cycle_s) is launch latency and
+ * those gaps. */
+static int vcycle_breakdown(ks_backend *be, run *r, const opts *o, const char *cycle_name,
+                            result *res)
+{
+    int rc = 1, profiling = 0, nsolves = 0;
+    ks_vec *fx = NULL, *fy = NULL;
+    ks_hierarchy_info h;
+    FAIL(ks_solver_profile_cycles(r->s, 1));
+    profiling = 1;
+    const double t0 = ks_wtime();
+    do {
+        FAIL(ks_vec_fill(r->x, 0.0));
+        FAIL(ks_solver_solve(r->s, r->b, r->x));
+        nsolves++;
+        FAIL(ks_solver_hierarchy(r->s, &h));
+    } while (nsolves < o->repeat ||
+             (h.profiled_cycles < MIN_PROFILED_CYCLES && nsolves < MAX_PROFILED_SOLVES &&
+              ks_wtime() - t0 < MAX_PROFILE_SECONDS));
+    /* Copy before turning the profiler off (that resets its cycle count). */
+    res->profiled_cycles = h.profiled_cycles;
+    res->profiled_solves = nsolves;
+    const double ncyc = h.profiled_cycles > 0 ? (double)h.profiled_cycles : 1.0;
+    res->profile_sum_s = 0.0;
+    for (int k = 0; k < KS_NSTEPS; k++)
+        snprintf(res->step_names[k], sizeof res->step_names[k], "%s", step_name(&h, k));
+    for (int l = 0; l < res->levels && l < h.nlevels; l++) {
+        const ks_hierarchy_level *L = &h.levels[l];
+        level_row *q = &res->lv[l];
+        double lsum = 0.0;
+        for (int k = 0; k < KS_NSTEPS; k++) {
+            q->step_us[k] = L->step_calls[k] ? 1e6 * L->step_seconds[k] / L->step_calls[k] : 0.0;
+            q->step_per_cycle[k] = (double)L->step_calls[k] / ncyc;
+            lsum += L->step_seconds[k] / ncyc;
+        }
+        q->total_us = 1e6 * lsum;
+        res->profile_sum_s += lsum;
+    }
+    profiling = 0;
+    FAIL(ks_solver_profile_cycles(r->s, 0));
+    if (res->profiled_cycles == 0) {
+        printf("  (--vcycle-breakdown: no cycle was profiled in %d solves)\n", nsolves);
+        rc = 0;
+        goto done;
+    }
+
+    printf("  %s-cycle profiled step by step (%ld cycles in %d solves, each step "
+           "synchronised; us per call x calls per cycle; fine SpMV %.1f us):\n",
+           cycle_name, res->profiled_cycles, nsolves, 1e6 * res->spmv_s);
+    printf("  %5s %9s %10s %-12s", "level", "rows", "nonzeros", "format");
+    for (int k = 0; k < KS_NSTEPS; k++)
+        printf(" %15s", res->step_names[k]);
+    printf(" %9s %7s\n", "level us", "SpMVs");
+    for (int l = 0; l < res->levels; l++) {
+        const level_row *q = &res->lv[l];
+        printf("  %5d %9ld %10lld %-12s", l, q->rows, (long long)q->nnz, q->format);
+        for (int k = 0; k < KS_NSTEPS; k++) {
+            char cell[32];
+            if (q->step_per_cycle[k] > 0)
+                snprintf(cell, sizeof cell, "%.1f x %.3g", q->step_us[k], q->step_per_cycle[k]);
+            else
+                snprintf(cell, sizeof cell, "-");
+            printf(" %15s", cell);
+        }
+        printf(" %9.1f %7.2f\n", q->total_us, 1e-6 * q->total_us / res->spmv_s);
+    }
+    /* Positive: what the unprofiled cycle spends between steps (launch
+     * latency, gaps). Negative: what profiling adds (a synchronisation and
+     * two clock reads per step, cycles run inside solves with the Krylov
+     * work between them instead of back to back) outweighs it. */
+    printf("  sum of levels %.1f us = %.2f SpMVs (profiled); measured cycle %.1f us = %.2f "
+           "SpMVs (unprofiled); measured - sum %.1f us (launch latency and gaps between "
+           "steps; negative: profiling overhead)\n",
+           1e6 * res->profile_sum_s, res->profile_sum_s / res->spmv_s, 1e6 * res->cycle_s,
+           res->cycle_s / res->spmv_s, 1e6 * (res->cycle_s - res->profile_sum_s));
+
+    /* The floor of any one-kernel step: an axpy of the coarsest level's
+     * size. A coarse solve at this time cannot be beaten by a library call
+     * (cuBLAS gemv, cuSOLVER's two triangular solves) of as many or more
+     * launches. */
+    const ks_int nc = (ks_int)res->lv[res->levels - 1].rows;
+    double floor_s;
+    FAIL(ks_vec_create(be, nc, &fx));
+    FAIL(ks_vec_create(be, nc, &fy));
+    FAIL(ks_vec_fill(fx, 1.0));
+    FAIL(ks_vec_fill(fy, 0.0));
+    op_ctx c = {NULL, NULL, fx, fy};
+    FAIL(time_op(be, op_axpy, &c, &floor_s));
+    printf("  launch floor (axpy of %ld entries) %.1f us\n", (long)nc, 1e6 * floor_s);
+    rc = 0;
+done:
+    if (profiling) /* already failing: the first error is the one reported */
+        (void)ks_solver_profile_cycles(r->s, 0);
+    ks_vec_destroy(fx);
+    ks_vec_destroy(fy);
+    return rc;
+}
+
+/* "1.23 MB" or "n/a" (bytes < 0: unknown). */
+static const char *mb_text(double bytes, char *buf, size_t len)
+{
+    if (bytes < 0)
+        snprintf(buf, len, "n/a");
+    else
+        snprintf(buf, len, "%.2f MB", bytes / MB);
+    return buf;
+}
+
 /* Set up and solve A x = b on be with the fine matrix in fine_format and,
  * when level_format is not NULL, that AMG level format; print heading and
  * the results. Setups: a warm-up and --repeat timed ones (medians), but a
@@ -490,12 +661,17 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
                       run *r, result *res)
 {
     int rc = 1;
-    int nsetups = o->level_formats ? 0 : o->repeat;
+    const int nsetups = o->level_formats ? 0 : o->repeat;
     double *ts = calloc((size_t)o->repeat, sizeof *ts);
     double *tv = calloc((size_t)o->repeat, sizeof *tv);
+    double (*tph)[KS_MAX_PHASES] = calloc((size_t)o->repeat, sizeof *tph);
+    ks_hierarchy_info h;
     memset(res, 0, sizeof *res);
     snprintf(res->backend, sizeof res->backend, "%s", ks_backend_name(be));
-    if (!ts || !tv) {
+    snprintf(res->description, sizeof res->description, "%s", ks_backend_description(be));
+    res->input_bytes = csr_bytes(A);
+    res->nsetups = nsetups;
+    if (!ts || !tv || !tph) {
         fprintf(stderr, "bench_amg: out of memory\n");
         goto done;
     }
@@ -507,25 +683,41 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
     FAIL(ks_solver_create(be, r->cfg, &r->s));
     ks_solver *s = r->s;
     const ks_solve_stats *st = ks_solver_stats(s);
-    snprintf(res->level_format, sizeof res->level_format, "%s",
-             ks_config_solver_params(r->cfg)->pc.amg.level_format);
+    const ks_amg_params *amg_prm = &ks_config_solver_params(r->cfg)->pc.amg;
+    snprintf(res->level_format, sizeof res->level_format, "%s", amg_prm->level_format);
     snprintf(res->fine_format, sizeof res->fine_format, "%s", ks_matrix_format(r->M));
+    snprintf(res->method, sizeof res->method, "%s%s%s", ks_solver_name(s),
+             strcmp(ks_solver_name(s), "AMG") ? " + " : "",
+             strcmp(ks_solver_name(s), "AMG") ? ks_solver_preconditioner_name(s) : "");
 
-    /* Setups: warm-up, then the timed ones (each rebuilds the hierarchy). */
+    /* Setups: warm-up, then the timed ones (each rebuilds the hierarchy);
+     * the phases of each from the summary, for their medians. */
     FAIL(ks_solver_setup(s, r->M));
     res->setup_s = st->setup_seconds;
+    FAIL(ks_solver_hierarchy(s, &h));
     for (int k = 0; k < nsetups; k++) {
         FAIL(ks_solver_setup(s, r->M));
         ts[k] = st->setup_seconds;
+        FAIL(ks_solver_hierarchy(s, &h));
+        for (int p = 0; p < h.nphases && p < KS_MAX_PHASES; p++)
+            tph[k][p] = h.phase_seconds[p];
+    }
+    /* Right after the last setup: what the hierarchy costs the host. */
+    host_memory(&res->rss_after_setup, &res->peak_rss);
+    res->nphases = h.nphases < KS_MAX_PHASES ? h.nphases : KS_MAX_PHASES;
+    for (int p = 0; p < res->nphases; p++) {
+        snprintf(res->phase_names[p], sizeof res->phase_names[p], "%s",
+                 h.phase_names[p] ? h.phase_names[p] : "?");
+        res->phase_s[p] = h.phase_seconds[p];
+        if (nsetups) {
+            for (int k = 0; k < nsetups; k++)
+                tv[k] = tph[k][p]; /* tv: scratch until the solves */
+            res->phase_s[p] = median(tv, nsetups);
+        }
     }
     if (nsetups)
         res->setup_s = median(ts, nsetups);
-    const ks_amg *amg = r->amg = ks_precond_amg(s->pc);
-    if (amg) {
-        res->levels = amg->nlevels;
-        res->opc = amg->operator_complexity;
-        res->gridc = amg->grid_complexity;
-    }
+    copy_summary(&h, A->nrows, res);
 
     FAIL(ks_vec_fill(r->x, 0.0)); /* warm-up solve */
     FAIL(ks_solver_solve(s, r->b, r->x));
@@ -537,16 +729,14 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
     }
     res->solve_s = median(tv, o->repeat);
     res->per_it_s = res->iterations > 0 ? res->solve_s / res->iterations : NAN;
+    res->tts_s = res->setup_s + res->solve_s;
     res->status = st->status;
     res->true_rel = st->true_relative_residual;
 
     printf("%s\n", heading);
     ks_solver_print_setup(s, stdout);
-    printf("  %s%s%s, SpMV format %s\n", ks_solver_name(s),
-           strcmp(ks_solver_name(s), "AMG") ? " + " : "",
-           strcmp(ks_solver_name(s), "AMG") ? ks_solver_preconditioner_name(s) : "",
-           ks_matrix_format(r->M));
-    if (amg)
+    printf("  %s, SpMV format %s\n", res->method, res->fine_format);
+    if (res->levels)
         printf("  levels %d, operator complexity %.3f, grid complexity %.3f\n", res->levels,
                res->opc, res->gridc);
     printf("  iterations %d (%s), true relative residual %.3e\n", res->iterations,
@@ -557,22 +747,46 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
     else
         printf("  setup %.4f s (one), solve %.4f s, %.3f ms/iteration (medians of %d solves)\n",
                res->setup_s, res->solve_s, 1e3 * res->per_it_s, o->repeat);
+    if (res->nphases) {
+        double sum = 0.0;
+        printf("  setup phases (s, %s):", nsetups ? "medians" : "one setup");
+        for (int p = 0; p < res->nphases; p++) {
+            printf("%s %s %.4f", p ? "," : "", res->phase_names[p], res->phase_s[p]);
+            sum += res->phase_s[p];
+        }
+        printf(" (sum %.4f)\n", sum);
+    }
+    printf("  time to solution %.4f s (setup + solve)\n", res->tts_s);
+    if (res->levels)
+        printf("  hierarchy memory %.2f MB, %.1f bytes per fine row, on the %s\n",
+               res->bytes / MB, res->bytes_per_row, res->location);
+    {
+        char b1[32], b2[32], b3[32];
+        double ratio = res->peak_rss >= 0 && res->input_bytes > 0
+                           ? res->peak_rss / res->input_bytes
+                           : NAN;
+        printf("  host memory: RSS after setup %s, peak RSS so far %s; input CSR %s "
+               "(rowptr + colind + val), peak / input %.1f\n",
+               mb_text(res->rss_after_setup, b1, sizeof b1), mb_text(res->peak_rss, b2, sizeof b2),
+               mb_text(res->input_bytes, b3, sizeof b3), ratio);
+    }
 
     if (o->vcycle || o->level_formats) {
-        if (!amg) {
+        if (!res->levels) {
             fprintf(stderr, "bench_amg: %s needs an AMG solver or preconditioner\n",
                     o->vcycle ? "--vcycle-vs-spmv" : "--level-formats");
             goto done;
         }
-        op_ctx c = {(ks_amg *)amg, r->M, r->b, r->x};
+        const char *cycle_name = ks_name_of(ks_amg_cycle_names, amg_prm->cycle);
+        op_ctx c = {s, r->M, r->b, r->x};
         FAIL(time_op(be, op_cycle, &c, &res->cycle_s));
         FAIL(time_op(be, op_spmv, &c, &res->spmv_s));
-        res->cycle_est = cycle_estimate(amg);
+        res->cycle_est = cycle_estimate(res, amg_prm);
         printf("  one %s-cycle %.4f ms, one fine-level SpMV %.4f ms: cycle = %.2f SpMVs "
                "(%.2f estimated from nonzeros%s)\n",
-               ks_name_of(ks_amg_cycle_names, amg->prm.cycle), 1e3 * res->cycle_s, 1e3 * res->spmv_s, res->cycle_s / res->spmv_s,
-               res->cycle_est, amg->prm.cycle == KS_AMG_V ? "" : ", V-cycle count");
-        if (o->breakdown && vcycle_breakdown(be, (ks_amg *)amg, r->b, r->x, res))
+               cycle_name, 1e3 * res->cycle_s, 1e3 * res->spmv_s, res->cycle_s / res->spmv_s,
+               res->cycle_est, amg_prm->cycle == KS_AMG_V ? "" : ", V-cycle count");
+        if (o->breakdown && vcycle_breakdown(be, r, o, cycle_name, res))
             goto done;
     }
     fflush(stdout);
@@ -580,6 +794,7 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
 done:
     free(ts);
     free(tv);
+    free(tph);
     return rc;
 }
 
@@ -628,11 +843,12 @@ static int width(const char *label, int w)
     return n > w ? n : w;
 }
 
-/* One SpMV y = A_l x per level: the level's own matrix against its host
- * operator rebuilt in each baseline format. Sums over the levels go to
- * *sum_own and sum_base[]. */
-static int level_table(ks_backend *be, const ks_amg *amg, const char *const *base, int nb,
-                       double *sum_own, double *sum_base)
+/* One SpMV y = A_l x per level: the level's own matrix (level_matrix,
+ * internal) against its host operator rebuilt in each baseline format;
+ * sizes and formats from the summary copied into res. Sums over the levels
+ * go to *sum_own and sum_base[]. */
+static int level_table(ks_backend *be, const ks_solver *s, const result *res,
+                       const char *const *base, int nb, double *sum_own, double *sum_base)
 {
     int rc = 1;
     ks_matrix *B = NULL;
@@ -651,18 +867,23 @@ static int level_table(ks_backend *be, const ks_amg *amg, const char *const *bas
         printf(" %*s", width(vs[k], 10), vs[k]);
     }
     printf("\n");
-    for (int l = 0; l < amg->nlevels; l++) {
-        const ks_amg_level *L = &amg->levels[l];
+    for (int l = 0; l < res->levels; l++) {
+        const level_row *L = &res->lv[l];
+        ks_matrix *Am = level_matrix(s, l);
         double t_own, t_base[NBASE];
-        FAIL(time_spmv(be, L->Am, &t_own));
+        if (!Am) {
+            fprintf(stderr, "bench_amg: no matrix for AMG level %d\n", l);
+            goto done;
+        }
+        FAIL(time_spmv(be, Am, &t_own));
         for (int k = 0; k < nb; k++) {
-            FAIL(ks_matrix_create(be, ks_matrix_host_csr(L->Am), base[k], NULL, &B));
+            FAIL(ks_matrix_create(be, ks_matrix_host_csr(Am), base[k], NULL, &B));
             FAIL(time_spmv(be, B, &t_base[k]));
             ks_matrix_destroy(B);
             B = NULL;
         }
-        printf("  %5d %11ld %11ld  %-12s %12.1f", l, (long)L->A.nrows, (long)L->A.nnz,
-               ks_matrix_format(L->Am), 1e6 * t_own);
+        printf("  %5d %11ld %11lld  %-12s %12.1f", l, L->rows, (long long)L->nnz, L->format,
+               1e6 * t_own);
         for (int k = 0; k < nb; k++)
             printf(" %*.1f", width(base[k], 10), 1e6 * t_base[k]);
         for (int k = 0; k < nb; k++)
@@ -705,7 +926,7 @@ static int bench_level_formats(ks_backend *be, const ks_csr *A, const double *bh
     if (run_solver(be, A, bh, o, o->format, NULL, head, &r, &runs[0]))
         goto done;
     *res = runs[0];
-    if (level_table(be, r.amg, base, nb, &sum_own, sum_base))
+    if (level_table(be, r.s, res, base, nb, &sum_own, sum_base))
         goto done;
     run_close(&r);
     for (int k = 0; k < nb; k++) {
@@ -805,6 +1026,195 @@ static int load_matrix(const opts *o, ks_csr *A, char *desc, size_t len)
     return 0;
 }
 
+
+/* ------------------------------------------------------------------ JSON */
+/* Numbers JSON can hold (NaN and infinities become null). */
+static json_t *jnum(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Bytes as an integer, null when unknown (< 0). */
+static json_t *jbytes(double v)
+{
+    return v >= 0 ? json_integer((json_int_t)llround(v)) : json_null();
+}
+
+/* obj[key] = v (taking v, NULL included); 1 on failure. */
+static int jset(json_t *obj, const char *key, json_t *v)
+{
+    return json_object_set_new(obj, key, v) != 0;
+}
+
+/* One level of the hierarchy; the profiled steps (named after the
+ * summary's step_names) when profiled. */
+static json_t *level_json(const level_row *q, const result *res)
+{
+    const int profiled = res->profiled_cycles > 0;
+    json_t *j = json_object();
+    if (!j)
+        return NULL;
+    int bad = jset(j, "rows", json_integer(q->rows));
+    bad |= jset(j, "nnz", json_integer(q->nnz));
+    bad |= jset(j, "p_nnz", json_integer(q->p_nnz));
+    bad |= jset(j, "r_nnz", json_integer(q->r_nnz));
+    bad |= jset(j, "bytes", jbytes(q->bytes));
+    bad |= jset(j, "format", json_string(q->format));
+    if (profiled) {
+        json_t *steps = json_object();
+        for (int k = 0; steps && k < KS_NSTEPS; k++) {
+            if (q->step_per_cycle[k] <= 0)
+                continue;
+            bad |= jset(steps, res->step_names[k],
+                        json_pack("{s:o, s:o}", "us_per_call", jnum(q->step_us[k]),
+                                  "calls_per_cycle", jnum(q->step_per_cycle[k])));
+        }
+        bad |= jset(j, "profile_steps", steps);
+        bad |= jset(j, "profile_us_per_cycle", jnum(q->total_us));
+    }
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* One backend's run; NULL when out of memory. */
+static json_t *result_json(const result *q, const opts *o)
+{
+    json_t *j = json_object();
+    if (!j)
+        return NULL;
+    int bad = jset(j, "backend", json_string(q->backend));
+    bad |= jset(j, "device", json_string(q->description));
+    bad |= jset(j, "method", json_string(q->method));
+    bad |= jset(j, "spmv_format", json_string(q->fine_format));
+    if (o->level_formats)
+        bad |= jset(j, "level_format", json_string(q->level_format));
+    bad |= jset(j, "status", json_string(ks_solve_status_name(q->status)));
+    bad |= jset(j, "iterations", json_integer(q->iterations));
+    bad |= jset(j, "true_relative_residual", jnum(q->true_rel));
+    bad |= jset(j, "setups_timed", json_integer(q->nsetups));
+    bad |= jset(j, "solves_timed", json_integer(o->repeat));
+    bad |= jset(j, "setup_seconds", jnum(q->setup_s));
+    bad |= jset(j, "solve_seconds", jnum(q->solve_s));
+    bad |= jset(j, "seconds_per_iteration", jnum(q->per_it_s));
+    bad |= jset(j, "time_to_solution_seconds", jnum(q->tts_s));
+    json_t *phases = json_object();
+    for (int p = 0; phases && p < q->nphases; p++)
+        bad |= jset(phases, q->phase_names[p], jnum(q->phase_s[p]));
+    bad |= jset(j, "setup_phase_seconds", phases);
+    bad |= jset(j, "levels", json_integer(q->levels));
+    if (q->levels) {
+        bad |= jset(j, "operator_complexity", jnum(q->opc));
+        bad |= jset(j, "grid_complexity", jnum(q->gridc));
+        bad |= jset(j, "hierarchy_bytes", jbytes(q->bytes));
+        bad |= jset(j, "hierarchy_bytes_per_row", jnum(q->bytes_per_row));
+        bad |= jset(j, "hierarchy_location", json_string(q->location));
+        bad |= jset(j, "coarse_direct", json_boolean(q->coarse_direct));
+        json_t *lv = json_array();
+        for (int l = 0; lv && l < q->levels; l++)
+            bad |= json_array_append_new(lv, level_json(&q->lv[l], q)) != 0;
+        bad |= jset(j, "hierarchy", lv);
+    }
+    bad |= jset(j, "input_bytes", jbytes(q->input_bytes));
+    bad |= jset(j, "rss_after_setup_bytes", jbytes(q->rss_after_setup));
+    bad |= jset(j, "peak_rss_bytes", jbytes(q->peak_rss));
+    bad |= jset(j, "peak_rss_over_input",
+                jnum(q->peak_rss >= 0 && q->input_bytes > 0 ? q->peak_rss / q->input_bytes : NAN));
+    if (q->cycle_s > 0) {
+        bad |= jset(j, "cycle_seconds", jnum(q->cycle_s));
+        bad |= jset(j, "fine_spmv_seconds", jnum(q->spmv_s));
+        bad |= jset(j, "cycle_in_spmvs", jnum(q->cycle_s / q->spmv_s));
+        bad |= jset(j, "cycle_in_spmvs_estimated", jnum(q->cycle_est));
+    }
+    if (q->profiled_cycles > 0) {
+        bad |= jset(j, "profiled_cycles", json_integer(q->profiled_cycles));
+        bad |= jset(j, "profiled_solves", json_integer(q->profiled_solves));
+        bad |= jset(j, "profile_sum_seconds_per_cycle", jnum(q->profile_sum_s));
+    }
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* --json FILE: the problem, the solver as given, each backend's run and,
+ * with cpu and cuda, the speedups (cpu time / cuda time). 0 on success. */
+static int write_json(const char *path, const opts *o, const char *desc, const ks_csr *A,
+                      const result *res, int nb, int ic, int ig)
+{
+    int bad = 0;
+    json_t *root = json_object();
+    if (!root) {
+        fprintf(stderr, "bench_amg: out of memory building %s\n", path);
+        return 1;
+    }
+    bad |= jset(root, "benchmark", json_string("bench_amg"));
+    bad |= jset(root, "ksolve_version", json_string(KS_VERSION_STRING));
+    bad |= jset(root, "problem",
+                json_pack("{s:s, s:I, s:I, s:o}", "source", desc, "rows", (json_int_t)A->nrows,
+                          "nnz", (json_int_t)A->nnz, "input_bytes", jbytes(csr_bytes(A))));
+    if (o->config)
+        bad |= jset(root, "config", json_string(o->config));
+    else
+        bad |= jset(root, "solver",
+                    json_pack("{s:s, s:s, s:o}", "solver", o->solver, "algorithm", o->algorithm,
+                              "tolerance", jnum(o->tol)));
+    json_t *sets = json_array();
+    for (int i = 0; sets && i < o->nsets; i++) {
+        char kv[1024];
+        snprintf(kv, sizeof kv, "%s=%s", o->set_key[i], o->set_val[i]);
+        bad |= json_array_append_new(sets, json_string(kv)) != 0;
+    }
+    bad |= jset(root, "overrides", sets);
+    bad |= jset(root, "repeat", json_integer(o->repeat));
+    json_t *runs = json_array();
+    for (int i = 0; runs && i < nb; i++)
+        bad |= json_array_append_new(runs, result_json(&res[i], o)) != 0;
+    bad |= jset(root, "runs", runs);
+    if (ic >= 0 && ig >= 0) {
+        const result *c = &res[ic], *g = &res[ig];
+        bad |= jset(root, "speedup_cuda_over_cpu",
+                    json_pack("{s:o, s:o, s:o}", "setup", jnum(c->setup_s / g->setup_s), "solve",
+                              jnum(c->solve_s / g->solve_s), "time_to_solution",
+                              jnum(c->tts_s / g->tts_s)));
+    }
+    if (bad) {
+        fprintf(stderr, "bench_amg: out of memory building %s\n", path);
+        json_decref(root);
+        return 1;
+    }
+    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    if (rc != 0) {
+        fprintf(stderr, "bench_amg: cannot write %s\n", path);
+        return 1;
+    }
+    printf("results written to %s\n", path);
+    return 0;
+}
+
+/* With two or more backends: setup, solve, time to solution and iterations
+ * side by side, and with cpu and cuda the speedups (cpu time / cuda time). */
+static void print_comparison(const result *res, int nb, int ic, int ig, const opts *o)
+{
+    printf("\ncomparison (medians of %d%s; time to solution = setup + solve):\n", o->repeat,
+           o->level_formats ? " solves, one setup" : "");
+    printf("  %-10s %12s %12s %22s %11s\n", "backend", "setup (s)", "solve (s)",
+           "time to solution (s)", "iterations");
+    for (int i = 0; i < nb; i++)
+        printf("  %-10s %12.4f %12.4f %22.4f %11d\n", res[i].backend, res[i].setup_s,
+               res[i].solve_s, res[i].tts_s, res[i].iterations);
+    if (ic >= 0 && ig >= 0) {
+        const result *c = &res[ic], *g = &res[ig];
+        printf("  %-10s %11.2fx %11.2fx %21.2fx\n", "cuda/cpu", c->setup_s / g->setup_s,
+               c->solve_s / g->solve_s, c->tts_s / g->tts_s);
+        printf("  (speedup cuda/cpu = cpu time / cuda time; above 1: the GPU is faster)\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -817,10 +1227,13 @@ int main(int argc, char **argv)
     /* b = A x with x_i = sin(i). */
     double *xs = malloc((size_t)A.nrows * sizeof *xs);
     double *bh = malloc((size_t)A.nrows * sizeof *bh);
-    if (!xs || !bh) {
+    /* results of up to MAX_BACKENDS runs: too large for the stack */
+    result *res = calloc(MAX_BACKENDS, sizeof *res);
+    if (!xs || !bh || !res) {
         fprintf(stderr, "bench_amg: out of memory\n");
         free(xs);
         free(bh);
+        free(res);
         ks_csr_free(&A);
         return 1;
     }
@@ -836,7 +1249,6 @@ int main(int argc, char **argv)
 
     char list[256];
     snprintf(list, sizeof list, "%s", o.backends);
-    result res[MAX_BACKENDS];
     int nb = 0, rc = 0;
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && nb < MAX_BACKENDS;
          tok = strtok_r(NULL, ",", &save)) {
@@ -850,11 +1262,13 @@ int main(int argc, char **argv)
     }
     int ic = -1, ig = -1;
     for (int i = 0; i < nb; i++) {
-        if (!strcmp(res[i].backend, "cpu"))
+        if (!strcmp(res[i].backend, "cpu") && ic < 0)
             ic = i;
-        if (!strcmp(res[i].backend, "cuda"))
+        if (!strcmp(res[i].backend, "cuda") && ig < 0)
             ig = i;
     }
+    if (nb >= 2)
+        print_comparison(res, nb, ic, ig, &o);
     if (ic >= 0 && ig >= 0) {
         const result *c = &res[ic], *g = &res[ig];
         printf("\nGPU/CPU time ratios (cuda / cpu; below 1: the GPU is faster):\n");
@@ -872,6 +1286,11 @@ int main(int argc, char **argv)
         printf("target (issue 3): one V-cycle <= 10 fine-level SpMVs on the GPU: %.2f -> %s\n",
                res[ig].cycle_s / res[ig].spmv_s,
                res[ig].cycle_s <= 10.0 * res[ig].spmv_s ? "met" : "NOT met");
+    /* The runs that completed, also when a later backend failed (the exit
+     * status says so). */
+    if (o.json && write_json(o.json, &o, desc, &A, res, nb, ic, ig))
+        rc = 1;
+    free(res);
     free(bh);
     ks_csr_free(&A);
     return rc;

@@ -45,10 +45,10 @@
  * ks_solver_hierarchy, the cycle profiler), the tool's config scope
  * (cli/problem.h, solver/config_scope.h: configs of the ksolve tool load
  * as they are) and the parsed settings (solver/params.h: smoother and
- * sweeps for the cycle estimate, the AMG scope's level format). Two things
- * the public API does not offer come from private headers, in the section
- * "Internals" below and nowhere else: applying the preconditioner once
- * (the one-cycle timing) and each level's matrix (--level-formats). */
+ * sweeps for the cycle estimate, the AMG scope's level format). One thing
+ * the public API does not offer comes from private headers, in the section
+ * "Internals" below and nowhere else: each level's matrix
+ * (--level-formats). */
 #include "ksolve.h"
 #include "../cli/problem.h"
 #include "../solver/config_scope.h"
@@ -427,26 +427,20 @@ static ks_error time_spmv(ks_backend *be, ks_matrix *M, double *sec)
     return e;
 }
 
-/* --------------------------------------------------------------- Internals
- * The only two uses of private headers, for what include/ksolve.h does not
- * offer:
- *  - applying the preconditioner once. The one-cycle timing needs a cycle
- *    exactly as the Krylov method calls it (from z = 0, graph replay on
- *    cuda included). Timing a solve with max_iters = 1, or a solve minus
- *    its iterations times a Krylov-only cost, mixes in SpMVs, dot products
- *    and norms of the outer method and would be unreliable, and the cycle
- *    profiler synchronises around every step (it is what
- *    --vcycle-breakdown reads, not a cycle's real cost).
- *  - each level's matrix (--level-formats): the summary names a level's
- *    format and size, but timing an SpMV in that format, and rebuilding the
- *    same operator in the CSR baselines, needs the matrix itself. */
-
 /* z = M^-1 r: one preconditioner cycle, the call PCG makes. */
 static ks_error op_cycle(void *c)
 {
     op_ctx *o = c;
-    return o->s->pc->ops->apply(o->s->pc, o->x, o->y);
+    return ks_solver_precondition(o->s, o->x, o->y);
 }
+
+/* --------------------------------------------------------------- Internals
+ * The only use of private headers, for what include/ksolve.h does not
+ * offer:
+ *  - each level's matrix (--level-formats): the summary names a level's
+ *    format and size, but timing an SpMV in that format, and rebuilding the
+ *    same operator in the CSR baselines, needs the matrix itself. */
+
 
 /* The matrix the cycle applies on level l of s's AMG (level 0: its
  * float32 copy with hierarchy_precision FLOAT), NULL without one. */

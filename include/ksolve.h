@@ -337,6 +337,11 @@ typedef struct ks_hierarchy_info {
     const char *const *step_names;    /* KS_NSTEPS names: "smooth", "residual", ... */
 } ks_hierarchy_info;
 
+/* z = M^-1 r: the preconditioner once (for AMG one cycle from z = 0), as
+ * the Krylov method applies it, for codes that run their own outer
+ * iteration. r and z distinct, on the solver's backend, of the matrix's
+ * size; setup must have succeeded. */
+ks_error ks_solver_precondition(ks_solver *s, const ks_vec *r, ks_vec *z);
 /* Fill info (nlevels = 0 when the preconditioner is not AMG or setup has
  * not succeeded). */
 ks_error ks_solver_hierarchy(const ks_solver *s, ks_hierarchy_info *info);

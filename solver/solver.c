@@ -224,6 +224,24 @@ void ks_solver_print_setup(const ks_solver *s, FILE *out)
     s->pc->ops->print(s->pc, out);
 }
 
+ks_error ks_solver_precondition(ks_solver *s, const ks_vec *r, ks_vec *z)
+{
+    if (!s || !r || !z)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_precondition: NULL solver or vector");
+    if (!s->A)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_precondition: no matrix (ks_solver_setup has "
+                                     "not succeeded)");
+    ks_int n = ks_matrix_rows(s->A);
+    if (ks_vec_size(r) != n || ks_vec_size(z) != n)
+        return ks_seterr(KS_ERR_SIZE, "ks_solver_precondition: the matrix has %ld rows, r %ld "
+                                      "entries, z %ld",
+                         (long)n, (long)ks_vec_size(r), (long)ks_vec_size(z));
+    if (ks_vec_backend(r) != s->be || ks_vec_backend(z) != s->be || r == z)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_precondition: r and z must be distinct vectors "
+                                     "on the solver's backend");
+    return s->pc->ops->apply(s->pc, r, z);
+}
+
 ks_error ks_solver_hierarchy(const ks_solver *s, ks_hierarchy_info *info)
 {
     if (!s || !info)

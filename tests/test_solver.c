@@ -206,6 +206,40 @@ START_TEST(pcg_jacobi_l1_poisson3d)
 }
 END_TEST
 
+/* The preconditioner applied alone (ks_solver_precondition): Jacobi is
+ * z = r ./ diag(A) exactly; the call's errors. */
+START_TEST(precondition_alone)
+{
+    prob p;
+    ks_solver *s;
+    ks_solver_params prm;
+    prob_gen(&p, backend_names[_i], KS_GEN_POISSON2D_5, 12, 12, 1);
+    params(&prm, "PCG", "JACOBI");
+    KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+    ks_vec *z = NULL, *small = NULL;
+    KS_CHECK(ks_vec_create(p.be, p.n, &z));
+    KS_CHECK(ks_vec_create(p.be, p.n - 1, &small));
+    ck_assert_int_eq(ks_solver_precondition(s, p.b, z), KS_ERR_ARG); /* before setup */
+    KS_CHECK(ks_solver_setup(s, p.M));
+    KS_CHECK(ks_solver_precondition(s, p.b, z));
+    double *zh = malloc((size_t)p.n * sizeof *zh);
+    ck_assert_ptr_nonnull(zh);
+    KS_CHECK(ks_vec_get_host(z, zh));
+    for (ks_int i = 0; i < p.n; i++)
+        for (ks_int k = p.A.rowptr[i]; k < p.A.rowptr[i + 1]; k++)
+            if (p.A.colind[k] == i)
+                ck_assert(zh[i] == (1.0 / p.A.val[k]) * p.bh[i]);
+    ck_assert_int_eq(ks_solver_precondition(s, p.b, small), KS_ERR_SIZE);
+    ck_assert_int_eq(ks_solver_precondition(s, p.b, p.b), KS_ERR_ARG);
+    ck_assert_int_eq(ks_solver_precondition(NULL, p.b, z), KS_ERR_ARG);
+    free(zh);
+    ks_vec_destroy(z);
+    ks_vec_destroy(small);
+    ks_solver_destroy(s);
+    prob_free(&p);
+}
+END_TEST
+
 START_TEST(pcg_block_jacobi_alias_and_damping)
 {
     prob p;
@@ -823,6 +857,7 @@ int main(void)
     LOOP(pcg_jacobi_poisson2d);
     LOOP(pcg_jacobi_l1_poisson3d);
     LOOP(pcg_block_jacobi_alias_and_damping);
+    LOOP(precondition_alone);
     LOOP(bicgstab_convdiff3d);
     LOOP(criterion_absolute);
     LOOP(criterion_relative_ini);

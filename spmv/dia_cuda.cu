@@ -169,6 +169,168 @@ ks_error dia_setup(ks_backend *be, const void *layout, void **state)
     return ks_cufmt_done(be, e, s, dia_destroy, state);
 }
 
+/* ---------------------------------------------- dia from a device CSR */
+/* Bit (col - row + nrows - 1) of the occupied diagonals (read first: a
+ * banded matrix sets the same few words from every thread). */
+__global__ void dia_mark_kernel(ks_int n, const ks_int *__restrict__ rp,
+                                const ks_int *__restrict__ ci, unsigned int *bits)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
+            const long long off = (long long)ci[k] - i + (n - 1);
+            const unsigned int bit = 1u << (off & 31);
+            if (!(__ldcg(bits + (off >> 5)) & bit))
+                atomicOr(bits + (off >> 5), bit);
+        }
+}
+
+/* val[d * n + i] = a_ij with d the index of offset j - i (binary search in
+ * the ascending offsets); *bad = first entry whose float32 value overflows
+ * (float_values only). */
+template <typename V>
+__global__ void dia_fill_kernel(ks_int n, const ks_int *__restrict__ rp,
+                                const ks_int *__restrict__ ci, const double *__restrict__ va,
+                                const ks_int *__restrict__ offset, ks_int ndiag, V *val,
+                                ks_int *bad)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
+            const ks_int off = ci[k] - (ks_int)i;
+            ks_int lo = 0, hi = ndiag - 1;
+            while (lo < hi) {
+                const ks_int mid = (lo + hi) / 2;
+                if (__ldg(offset + mid) < off)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            const V v = (V)va[k];
+            val[(size_t)lo * (size_t)n + (size_t)i] = v;
+            if (isinf((double)v) && !isinf(va[k]))
+                atomicMin(bad, k);
+        }
+}
+
+/* The state straight from the matrix's device CSR: the occupied diagonals
+ * from a bitmap (brought to the host: one bit a diagonal), the values
+ * scattered on the device. The same state, fill check and refusal as the
+ * host layout's. */
+ks_error dia_setup_sparse(ks_backend *be, const ks_sparse *A, const ks_spmv_params *prm,
+                          void **state, double *bytes)
+{
+    *state = NULL;
+    double max_fill;
+    KS_TRY(ks_ofmt_max_fill(prm, "dia", &max_fill));
+    const ks_int n = A->nrows, m = A->ncols;
+    const int f32 = prm && prm->float_values;
+    const long long span = n > 0 && m > 0 ? (long long)n + m - 1 : 0;
+    const long long words = (span + 31) / 32;
+    cudaStream_t st = ks_cufmt_stream(be);
+    unsigned int *dbits = NULL, *bits = NULL;
+    ks_int *offs = NULL, *dbad = NULL;
+    dia_state *s = NULL;
+    ks_error e = ks_be_alloc(be, sizeof(unsigned int) * (size_t)(words + 1), (void **)&dbits,
+                             "dia diagonal bitmap");
+    if (e == KS_OK && cudaMemsetAsync(dbits, 0, sizeof(unsigned int) * (size_t)(words + 1),
+                                      st) != cudaSuccess)
+        e = ks_seterr(KS_ERR_DEVICE, "dia: cudaMemsetAsync failed");
+    if (e == KS_OK && n > 0) {
+        unsigned nb = ks_cufmt_blocks(n, kBlock);
+        dia_mark_kernel<<<nb < 65535u * 16 ? nb : 65535u * 16, kBlock, 0, st>>>(n, A->rowptr,
+                                                                               A->colind, dbits);
+        if (cudaGetLastError() != cudaSuccess)
+            e = ks_seterr(KS_ERR_DEVICE, "dia: launch of dia_mark_kernel failed");
+    }
+    bits = e == KS_OK ? (unsigned int *)ks_malloc(sizeof(unsigned int) * (size_t)(words + 1),
+                                                  "dia diagonal bitmap")
+                      : NULL;
+    if (e == KS_OK && !bits)
+        e = KS_ERR_MEMORY;
+    if (e == KS_OK)
+        e = be->ops->download(be, bits, dbits, sizeof(unsigned int) * (size_t)words);
+    ks_int ndiag = 0;
+    double in_range = 0.0;
+    if (e == KS_OK) {
+        for (long long w = 0; w < words; w++)
+            ndiag += __builtin_popcount(bits[w]);
+        double stored = (double)ndiag * n;
+        if (stored > max_fill * A->nnz) {
+            char h[32];
+            e = ks_seterr(KS_ERR_UNSUPPORTED,
+                          "dia: %d occupied diagonals x %d rows = %.0f stored values (%s) for "
+                          "%d nonzeros = %.1fx; max_fill %g",
+                          (int)ndiag, (int)n, stored, ks_ofmt_human_bytes(8.0 * stored, h),
+                          (int)A->nnz, A->nnz ? stored / A->nnz : 0.0, max_fill);
+        }
+    }
+    if (e == KS_OK) {
+        offs = (ks_int *)ks_malloc(sizeof(ks_int) * (size_t)ndiag + 1, "dia offsets");
+        s = (dia_state *)ks_calloc(1, sizeof *s, "dia state");
+        if (!offs || !s)
+            e = KS_ERR_MEMORY;
+    }
+    if (e == KS_OK) {
+        ks_int d = 0;
+        for (long long b = 0; b < span; b++)
+            if (bits[b >> 5] >> (b & 31) & 1u) {
+                const long long off = b - (n - 1);
+                offs[d++] = (ks_int)off;
+                long long lo = off < 0 ? -off : 0, hi = (long long)m - off;
+                if (hi > n)
+                    hi = n;
+                in_range += hi > lo ? (double)(hi - lo) : 0.0;
+            }
+        s->nrows = n;
+        s->ncols = m;
+        s->ndiag = ndiag;
+        const size_t slots = (size_t)ndiag * (size_t)n;
+        const ks_cufmt_array a[] = {
+            {(void **)&s->offset, offs, sizeof(ks_int) * (size_t)ndiag, "dia offsets"},
+            {f32 ? (void **)&s->valf : (void **)&s->val, NULL,
+             (f32 ? sizeof(float) : sizeof(double)) * slots, "dia values"},
+        };
+        e = ks_cufmt_upload(be, a, 2, KS_CUFMT_EMPTY_ALLOC);
+        void *vals = f32 ? (void *)s->valf : (void *)s->val;
+        if (e == KS_OK && cudaMemsetAsync(vals, 0, (f32 ? 4 : 8) * slots, st) != cudaSuccess)
+            e = ks_seterr(KS_ERR_DEVICE, "dia: cudaMemsetAsync failed");
+        ks_int hbad = A->nnz;
+        if (e == KS_OK)
+            e = ks_be_upload_new(be, &hbad, sizeof hbad, (void **)&dbad, "dia range flag");
+        if (e == KS_OK && n > 0 && ndiag > 0) {
+            unsigned nb = ks_cufmt_blocks(n, kBlock);
+            nb = nb < 65535u * 16 ? nb : 65535u * 16;
+            if (f32)
+                dia_fill_kernel<float><<<nb, kBlock, 0, st>>>(n, A->rowptr, A->colind, A->val,
+                                                              s->offset, ndiag, s->valf, dbad);
+            else
+                dia_fill_kernel<double><<<nb, kBlock, 0, st>>>(n, A->rowptr, A->colind, A->val,
+                                                               s->offset, ndiag, s->val, dbad);
+            if (cudaGetLastError() != cudaSuccess)
+                e = ks_seterr(KS_ERR_DEVICE, "dia: launch of dia_fill_kernel failed");
+        }
+        if (e == KS_OK && f32)
+            e = be->ops->download(be, &hbad, dbad, sizeof hbad);
+        if (e == KS_OK && hbad < A->nnz)
+            e = ks_seterr(KS_ERR_UNSUPPORTED,
+                          "float32 values: dia value %ld exceeds the float range", (long)hbad);
+    }
+    if (dbad)
+        be->ops->free(be, dbad);
+    if (dbits)
+        be->ops->free(be, dbits);
+    free(bits);
+    free(offs);
+    if (e != KS_OK) {
+        dia_destroy(be, s);
+        return e;
+    }
+    *bytes = (f32 ? 4.0 : 8.0) * (double)ndiag * n + 4.0 * ndiag + 8.0 * in_range + 8.0 * n;
+    *state = s;
+    return KS_OK;
+}
+
 ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
                    double *y)
 {
@@ -356,8 +518,8 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     ks_dia_layout_to_csr,
     dia_fused_step,
     1, /* float_values */
-    NULL, /* setup_sparse */
-    NULL, /* state_bytes */
+    dia_setup_sparse,
+    NULL, /* state_bytes: what its setup allocates */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {

@@ -65,8 +65,9 @@ typedef struct ks_spmv_format_ops {
     ks_error (*setup_sparse)(ks_backend *be, const ks_sparse *A, const ks_spmv_params *prm,
                              void **state, double *bytes);
     /* Optional: bytes the state holds in the backend's memory beyond the
-     * matrix's CSR arrays it keeps (NULL: counted as a CSR of the
-     * format's value width, for ks_matrix_memory_bytes). */
+     * matrix's CSR arrays it keeps (NULL: what the backend counted while
+     * the state was built, for ks_matrix_memory_bytes; a format that
+     * allocates outside the backend, as csr on the cpu, counts itself). */
     double (*state_bytes)(const void *state);
 } ks_spmv_format_ops;
 
@@ -133,8 +134,8 @@ struct ks_matrix {
                             * else a copy made by ks_matrix_host_csr (host_owned) */
     int host_owned;
     double bytes_per_apply;
-    double state_bytes;    /* what the state allocated on be (formats without
-                            * a state_bytes op) */
+    double state_bytes;    /* what the state holds on be: the backend's bytes in
+                            * use grew by this much when it was built */
     double setup_seconds;
     char format_reason[160]; /* why "auto" chose ops; "" when the format was named */
 };

@@ -110,20 +110,18 @@ static ks_error build_state_(ks_matrix *m, const ks_spmv_format_ops *ops, void *
     return e;
 }
 
-/* build_state_, counting what the state allocates on the backend. */
+/* build_state_, counting what the state holds on the backend: the bytes
+ * in use there grew by that much (its temporaries are freed by then), so no
+ * format has to count its own arrays. */
 static ks_error build_state(ks_matrix *m, const ks_spmv_format_ops *ops, void **state,
                             double *bytes)
 {
-    ks_backend *be = m->be;
-    const int was = be->tallying;
-    const double before = be->tally;
-    be->tallying = 1;
-    be->tally = 0.0;
+    const size_t before = ks_backend_memory_in_use(m->be);
     ks_error e = build_state_(m, ops, state, bytes);
-    if (e == KS_OK)
-        m->state_bytes = be->tally;
-    be->tallying = was;
-    be->tally = before + (was ? be->tally : 0.0);
+    if (e == KS_OK) {
+        size_t after = ks_backend_memory_in_use(m->be);
+        m->state_bytes = after > before ? (double)(after - before) : 0.0;
+    }
     return e;
 }
 

@@ -114,8 +114,6 @@ ks_error ks_be_alloc(ks_backend *be, size_t bytes, void **p, const char *what)
     ks_error e = be->ops->alloc(be, bytes, p);
     if (e != KS_OK)
         return ks_adderr(e, "allocating %s on %s", what, be->ops->name);
-    if (be->tallying)
-        be->tally += (double)bytes;
     return KS_OK;
 }
 

@@ -78,11 +78,6 @@ struct ks_backend {
     const ks_backend_ops *ops;
     void *impl;        /* backend private state (cuda: stream, handles, scratch) */
     char desc[160];    /* ks_backend_description() */
-    /* While tallying, ks_be_alloc adds the bytes it allocates to tally: how
-     * a setup learns what a format's state holds without each format
-     * counting its arrays. */
-    int tallying;
-    double tally;
     /* Every live allocation of the backend (its alloc and free report
      * here): bytes in use, peak, limit. */
     ks_alloc_track track;

@@ -375,6 +375,7 @@ START_TEST(test_example_configs)
         {"pcg_jacobi.json", "PCG + JACOBI", "relaxation factor"},
         {"pcg_amg_gpu_fast.json", "PCG + AMG", "float32 values below level 0"},
         {"pcg_amg_classical_gpu.json", "PCG + AMG", "float32 values below level 0"},
+        {"pcg_amg_gpu.json", "PCG + AMG", "CLASSICAL, PMIS, D2"},
     };
     const char *src = getenv("KS_TEST_DATA"); /* <source>/matrices/samples */
     ck_assert_ptr_nonnull(src);

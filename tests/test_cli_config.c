@@ -408,6 +408,7 @@ START_TEST(test_example_configs)
         {"pcg_jacobi.json", "PCG", "JACOBI", NULL},
         {"pcg_amg_gpu_fast.json", "PCG", "AMG", "AGGREGATION"},
         {"pcg_amg_classical_gpu.json", "PCG", "AMG", "CLASSICAL"},
+        {"pcg_amg_gpu.json", "PCG", "AMG", "CLASSICAL"},
     };
     for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
         char rel[128];

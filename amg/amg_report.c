@@ -37,13 +37,15 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
         double mb = ks_amg_level_bytes(amg, l) / 1048576.0;
         total += mb;
         /* Each level's matrix chose its own format ("auto" in upload_level). */
-        const char *fmt = ks_matrix_format(amg->levels[l].Am);
+        const char *fmt = ks_matrix_format(ks_amg_cycle_matrix(amg, l));
         fprintf(out, "  %5d %12ld %14ld %9.2f %12.2f  %-8s %s\n", l, (long)A->nrows,
                 (long)A->nnz, A->nrows ? (double)A->nnz / A->nrows : 0.0, mb, where,
                 fmt ? fmt : "-");
     }
-    fprintf(out, "  grid complexity %.3f, operator complexity %.3f, memory %.2f MB\n",
-            amg->grid_complexity, amg->operator_complexity, total);
+    fprintf(out,
+            "  grid complexity %.3f, operator complexity %.3f, memory %.2f MB (operators; "
+            "%.2f MB with smoother data and work vectors)\n",
+            amg->grid_complexity, amg->operator_complexity, total, amg->bytes / 1048576.0);
     const ks_sparse *Ac = &amg->levels[amg->nlevels - 1].A;
     if (amg->coarse_inv)
         fprintf(out,

@@ -364,8 +364,9 @@ static ks_error upload_level(ks_amg *amg, int l)
 double ks_amg_level_bytes(const ks_amg *amg, int l)
 {
     const ks_amg_level *L = &amg->levels[l];
-    double b = ks_matrix_memory_bytes(L->Am) + ks_matrix_memory_bytes(L->Pm) +
-               ks_matrix_memory_bytes(L->Rm);
+    /* level 0's matrix is the caller's, not the hierarchy's */
+    double b = (L->own_Am ? ks_matrix_memory_bytes(L->Am) : 0.0) +
+               ks_matrix_memory_bytes(L->Pm) + ks_matrix_memory_bytes(L->Rm);
     if (l == amg->nlevels - 1)
         b += ks_matrix_memory_bytes(amg->coarse_inv);
     if (l == 0) /* the cycle's float32 copy (it shares level 0's CSR) */
@@ -529,10 +530,13 @@ ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks
         return e;
     }
     double t0 = ks_wtime();
+    const size_t in_use = ks_backend_memory_in_use(be);
     ks_amg_start(amg, A);
     e = ks_amg_build(amg);
     if (e == KS_OK)
         e = ks_backend_sync(be);
+    if (e == KS_OK && ks_backend_memory_in_use(be) > in_use)
+        amg->bytes = (double)(ks_backend_memory_in_use(be) - in_use);
     if (e != KS_OK) {
         ks_amg_destroy(amg);
         return e;

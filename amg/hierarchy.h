@@ -100,6 +100,9 @@ typedef struct ks_amg {
     double phase_seconds[KS_AMG_NPHASES]; /* of the last setup or re-setup */
     int last_was_resetup;       /* phase_seconds describe a re-setup */
     double setup_seconds;       /* last full setup (wall, synchronised) */
+    double bytes;               /* what the last (re)setup holds on the backend: its bytes in
+                                 * use grew by this much (operators, transfers, smoother
+                                 * data, the levels' work vectors) */
     double resetup_seconds;     /* last re-setup (0 when none) */
     int resetup_count;
     int resetup_fell_back;      /* 1 when the last re-setup had to redo the full setup */
@@ -125,11 +128,10 @@ typedef struct ks_amg {
 /* Build the hierarchy for A (square) on A's backend. prm is copied. */
 ks_error ks_amg_setup(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
 void ks_amg_destroy(ks_amg *amg);
-/* Bytes the level's operators (A, P, R; the coarsest also its explicit
- * inverse; level 0 the cycle's float32 copy) take where the level lives:
- * device arrays on cuda (4-byte values with FLOAT), host arrays on the cpu
- * (the float64 CSR, plus a float32 copy of the values with FLOAT), for the
- * table. */
+/* Bytes the level's operators take where the level lives (its CSRs and
+ * their formats' states): A (level 0: the cycle's float32 copy, when there
+ * is one; the caller's matrix is not counted), P, R, and on the coarsest
+ * the explicit inverse. */
 double ks_amg_level_bytes(const ks_amg *amg, int level);
 /* Pieces re-setup reuses. ks_amg_check_matrix: A square, on amg's backend,
  * suits the smoother. ks_amg_start: level 0 on A (a view of its CSR).

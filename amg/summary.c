@@ -34,8 +34,9 @@ ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info)
                 h->step_seconds[k] = amg->prof_seconds[l][k];
                 h->step_calls[k] = amg->prof_calls[l][k];
             }
-        info->bytes += h->bytes;
     }
+    /* the whole hierarchy as the backend counted it (per level: estimates) */
+    info->bytes = amg->bytes;
     info->nlevels = amg->nlevels;
     info->coarse_direct = amg->coarse_inv != NULL;
     info->levels = amg->info;

@@ -313,7 +313,8 @@ typedef struct ks_hierarchy_level {
     int64_t nnz;
     int64_t p_nnz, r_nnz;    /* nonzeros of P and R to the next level (0 on the coarsest) */
     double bytes;            /* the level's operators (A, P, R; the coarsest also its
-                              * inverse) where they live */
+                              * inverse) where they live; level 0's A only as the
+                              * cycle's own copy (FLOAT), never the caller's matrix */
     const char *format;      /* SpMV format of the level's operator */
     double step_seconds[KS_NSTEPS]; /* summed over the profiled cycles */
     long step_calls[KS_NSTEPS];
@@ -325,7 +326,9 @@ typedef struct ks_hierarchy_info {
     const char *location;             /* "host" or "device": where the levels live */
     double grid_complexity;           /* sum of rows / rows of level 0 */
     double operator_complexity;       /* sum of nonzeros / nonzeros of level 0 */
-    double bytes;                     /* all levels */
+    double bytes;                     /* the hierarchy's memory on its backend: what its
+                                       * setup left allocated (operators, P, R, smoother data,
+                                       * the levels' work vectors; not the caller's matrix) */
     int coarse_direct;                /* 1: the coarsest level is solved by its explicit
                                        * inverse (one SpMV), 0: by smoothing sweeps */
     double setup_seconds;             /* the last setup or re-setup */

@@ -185,6 +185,10 @@ ks_error ks_sparse_adopt_csr(ks_backend *be, ks_csr *H, ks_sparse *A)
                          be->ops->name);
     *A = ks_sparse_view_csr(be, H);
     memset(H, 0, sizeof *H);
+    /* from now on the backend's arrays: counted, and freed by it */
+    ks_be_track(be, A->rowptr, ((size_t)A->nrows + 1) * sizeof(ks_int));
+    ks_be_track(be, A->colind, (size_t)A->nnz * sizeof(ks_int));
+    ks_be_track(be, A->val, (size_t)A->nnz * sizeof(double));
     return KS_OK;
 }
 

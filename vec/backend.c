@@ -108,6 +108,18 @@ const char *ks_backend_kind_name(ks_backend_kind k)
 
 int ks_backend_host_memory(const ks_backend *be) { return be && be->ops->host_memory; }
 
+void ks_be_track(ks_backend *be, void *p, size_t bytes)
+{
+    if (be && p)
+        ks_track_add(&be->track, p, bytes);
+}
+
+void ks_be_untrack(ks_backend *be, void *p)
+{
+    if (be && p)
+        ks_track_remove(&be->track, p);
+}
+
 ks_error ks_be_alloc(ks_backend *be, size_t bytes, void **p, const char *what)
 {
     *p = NULL;

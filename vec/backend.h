@@ -104,6 +104,12 @@ const char *ks_backend_kind_name(ks_backend_kind k);
 /* 1 when be's memory is host memory (see ks_backend_ops.host_memory). */
 int ks_backend_host_memory(const ks_backend *be);
 
+/* Arrays a host-memory backend takes over from malloc (adopted CSRs) are
+ * counted as its own from then on; untrack before such an array is
+ * reallocated outside the backend. */
+void ks_be_track(ks_backend *be, void *p, size_t bytes);
+void ks_be_untrack(ks_backend *be, void *p);
+
 /* Backend memory helpers that record an error naming `what`. */
 ks_error ks_be_alloc(ks_backend *be, size_t bytes, void **p, const char *what);
 ks_error ks_be_upload_new(ks_backend *be, const void *host, size_t bytes, void **dev,

@@ -74,12 +74,17 @@ static ks_error cpu_interp_extended_i(const ks_sparse *A, const ks_sparse *S, co
     return adopt_csr(A->be, ks_amg_interp_extended_i(&a, &s, cf, &p), &p, P);
 }
 
-/* Truncation may shrink P's arrays (the host function reallocates them). */
+/* Truncation may shrink P's arrays (the host function reallocates them,
+ * behind the backend's count: they are counted again afterwards). */
 static ks_error cpu_interp_truncate(ks_sparse *P, int max_elements, double factor)
 {
     ks_csr p = ks_sparse_as_csr(P);
+    ks_be_untrack(P->be, P->colind);
+    ks_be_untrack(P->be, P->val);
     ks_error e = ks_amg_interp_truncate(&p, max_elements, factor);
     *P = ks_sparse_view_csr(P->be, &p);
+    ks_be_track(P->be, P->colind, (size_t)P->nnz * sizeof(ks_int));
+    ks_be_track(P->be, P->val, (size_t)P->nnz * sizeof(double));
     return e;
 }
 

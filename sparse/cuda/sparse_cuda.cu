@@ -1,8 +1,9 @@
 /* The cuda table of sparse/sparse.h: kernels on the backend's stream over
- * device CSR arrays. Operations this file does not implement yet are NULL
- * in the table, so ks_sparse_* reports KS_ERR_UNSUPPORTED for them (the AMG
- * setup then runs that step on the host: amg/kernels.c). */
-#include "../sparse.h"
+ * device CSR arrays. The small row operations live here, validation and
+ * row sorting in rows.cu. Operations not implemented yet are NULL in the
+ * table, so ks_sparse_* reports KS_ERR_UNSUPPORTED for them (the AMG setup
+ * then runs that step on the host: amg/kernels.c). */
+#include "sparse_cuda.cuh"
 #include "../../vec/cuda_check.h"
 
 #include <cuda_runtime.h>
@@ -122,8 +123,8 @@ extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* spgemm_numeric */ NULL,
     /* rap */ NULL,
     /* rap_numeric */ NULL,
-    /* validate */ NULL,
-    /* sort_rows */ NULL,
+    /* validate */ ks_cu_validate,
+    /* sort_rows */ ks_cu_sort_rows,
     /* scale_rows */ cuda_scale_rows,
     /* diagonal */ cuda_diagonal,
     /* offdiag_abs_sums */ cuda_offdiag_abs_sums,

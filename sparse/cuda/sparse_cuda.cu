@@ -1,6 +1,6 @@
 /* The cuda table of sparse/sparse.h: kernels on the backend's stream over
- * device CSR arrays. The small row operations live here, validation and
- * row sorting in rows.cu. Operations not implemented yet are NULL in the
+ * device CSR arrays. The small row operations live here, the transpose in
+ * transpose.cu, validation and row sorting in rows.cu. Operations not implemented yet are NULL in the
  * table, so ks_sparse_* reports KS_ERR_UNSUPPORTED for them (the AMG setup
  * then runs that step on the host: amg/kernels.c). */
 #include "sparse_cuda.cuh"
@@ -118,7 +118,7 @@ ks_error cuda_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
 
 extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* backend */ KS_BACKEND_CUDA,
-    /* transpose */ NULL,
+    /* transpose */ ks_cu_transpose,
     /* spgemm */ NULL,
     /* spgemm_numeric */ NULL,
     /* rap */ NULL,

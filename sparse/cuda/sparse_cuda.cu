@@ -1,8 +1,9 @@
 /* The cuda table of sparse/sparse.h: kernels on the backend's stream over
- * device CSR arrays. The small row operations live here, the transpose in
- * transpose.cu, validation and row sorting in rows.cu. Operations not implemented yet are NULL in the
- * table, so ks_sparse_* reports KS_ERR_UNSUPPORTED for them (the AMG setup
- * then runs that step on the host: amg/kernels.c). */
+ * device CSR arrays. The small row operations live here; the transpose
+ * (transpose.cu), the products (spgemm.cu, spgemm_cusparse.cu), validation
+ * and row sorting (rows.cu) in their own files. An operation left NULL
+ * would make ks_sparse_* report KS_ERR_UNSUPPORTED (the AMG setup then
+ * runs that step on the host: amg/kernels.c). */
 #include "sparse_cuda.cuh"
 #include "../../vec/cuda_check.h"
 
@@ -119,10 +120,10 @@ ks_error cuda_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
 extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* backend */ KS_BACKEND_CUDA,
     /* transpose */ ks_cu_transpose,
-    /* spgemm */ NULL,
-    /* spgemm_numeric */ NULL,
-    /* rap */ NULL,
-    /* rap_numeric */ NULL,
+    /* spgemm */ ks_cu_spgemm,
+    /* spgemm_numeric */ ks_cu_spgemm_numeric,
+    /* rap */ ks_cu_rap,
+    /* rap_numeric */ ks_cu_rap_numeric,
     /* validate */ ks_cu_validate,
     /* sort_rows */ ks_cu_sort_rows,
     /* scale_rows */ cuda_scale_rows,

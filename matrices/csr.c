@@ -90,7 +90,7 @@ static ks_error describe_bad_row(const ks_csr *A, ks_int i, const char *who)
             return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 ": column %" PRId32
                              " after column %" PRId32 " (columns must be sorted and unique)",
                              who, i, c, A->colind[k - 1]);
-        if (!isfinite(A->val[k]))
+        if (A->val && !isfinite(A->val[k])) /* a pattern (full = 0) has no values */
             return ks_seterr(KS_ERR_NUMERIC, "%s: row %" PRId32 ", column %" PRId32
                              ": value %g is not finite", who, i, c, A->val[k]);
     }

@@ -2,7 +2,11 @@
  * backends, and every operation of the table, on the cpu against dense
  * references and on cuda against the cpu (patterns identical, values equal
  * to rounding); an operation the cuda table lacks must say so
- * (KS_ERR_UNSUPPORTED naming it). */
+ * (KS_ERR_UNSUPPORTED naming it). Then the cuda kernels against the cpu
+ * bit for bit on matrices reaching each of their paths (real matrices,
+ * every row bin, long rows, empty shapes), validation messages word for
+ * word, memory limits (error paths free everything), 32-bit overflow, and
+ * cuSPARSE's products (KS_SPGEMM=cusparse) against ours. */
 #include "ks_test.h"
 #include "sparse/sparse.h"
 
@@ -459,6 +463,656 @@ START_TEST(copies_cuda)
 }
 END_TEST
 
+/* ------------------------------------ products and rows against the cpu */
+/* The operations of backend `name` against the cpu's on matrices that
+ * reach every path of the device kernels: real matrices, each row bin of
+ * the products (one thread, a warp, a block with a shared table, a block
+ * with a global table), rows longer than the sort's shared-memory tile,
+ * empty shapes. Patterns must be identical and values equal bit for bit
+ * (the cuda kernels sum in the cpu's order). On the cpu the same code
+ * compares the cpu with itself, which keeps the tests' own code honest on
+ * machines without a GPU. */
+
+/* X and Y hold the same pattern and the same value bits. */
+static void assert_bitwise(const ks_csr *X, const ks_csr *Y, const char *what)
+{
+    assert_same_pattern(X, Y, what);
+    if (!X->val || !Y->val) {
+        ck_assert_msg(!X->val && !Y->val, "%s: one is a pattern", what);
+        return;
+    }
+    if (X->nnz == 0 || memcmp(X->val, Y->val, sizeof(double) * (size_t)X->nnz) == 0)
+        return;
+    long differ = 0, first = -1;
+    for (ks_int k = 0; k < X->nnz; k++)
+        if (memcmp(&X->val[k], &Y->val[k], sizeof(double)) != 0) {
+            differ++;
+            first = first < 0 ? k : first;
+        }
+    ck_assert_msg(0, "%s: %ld of %d values differ in their bits (first: entry %ld, %.17g vs %.17g;"
+                  " max relative difference %g)", what, differ, (int)X->nnz, first,
+                  X->val[first], Y->val[first], ks_test_max_relerr(X->val, Y->val, X->nnz));
+}
+
+/* The same for two matrices on any backends. */
+static void same_bits(const ks_sparse *X, const ks_sparse *Y, const char *what)
+{
+    ks_csr Xh, Yh;
+    host_of(X, &Xh);
+    host_of(Y, &Yh);
+    assert_bitwise(&Xh, &Yh, what);
+    ks_csr_free(&Xh);
+    ks_csr_free(&Yh);
+}
+
+/* Random CSR whose row i has about lens[i % nlens] entries (duplicates
+ * summed, so a few less), values +-[0.5, 1.5). */
+static void random_lens(ks_csr *A, ks_int nrows, ks_int ncols, const int *lens, int nlens,
+                        uint64_t seed)
+{
+    ks_test_rng_seed(seed);
+    int64_t cap = 1, ne = 0;
+    for (ks_int i = 0; i < nrows; i++)
+        cap += lens[i % nlens];
+    ks_int *r = malloc(sizeof *r * (size_t)cap), *c = malloc(sizeof *c * (size_t)cap);
+    double *v = malloc(sizeof *v * (size_t)cap);
+    ck_assert(r && c && v);
+    for (ks_int i = 0; i < nrows && ncols > 0; i++)
+        for (int e = 0; e < lens[i % nlens]; e++) {
+            r[ne] = i;
+            c[ne] = (ks_int)(ks_test_rng_next() % (uint64_t)ncols);
+            double mag = 0.5 + ks_test_urand();
+            v[ne++] = ks_test_rng_next() & 1 ? mag : -mag;
+        }
+    KS_CHECK(ks_csr_from_coo(nrows, ncols, ne, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+/* An aggregation-like prolongator: P(i, i / agg), values 0.5 .. 1.25. */
+static void aggregation_p(ks_int n, int agg, ks_csr *P)
+{
+    KS_CHECK(ks_csr_alloc(P, n, (n + agg - 1) / agg, n));
+    for (ks_int i = 0; i < n; i++) {
+        P->rowptr[i] = i;
+        P->colind[i] = i / agg;
+        P->val[i] = 0.5 + (i % 7) / 8.0;
+    }
+    P->rowptr[n] = n;
+}
+
+/* H with each row's entries in a random order (values following). */
+static void shuffle_rows(const ks_csr *H, ks_csr *S, uint64_t seed)
+{
+    KS_CHECK(ks_csr_copy(H, S));
+    ks_test_rng_seed(seed);
+    for (ks_int i = 0; i < S->nrows; i++)
+        for (ks_int k = S->rowptr[i + 1] - 1; k > S->rowptr[i]; k--) {
+            ks_int t = S->rowptr[i] + (ks_int)(ks_test_rng_next() % (uint64_t)(k - S->rowptr[i] + 1));
+            ks_int c = S->colind[k];
+            double v = S->val[k];
+            S->colind[k] = S->colind[t];
+            S->val[k] = S->val[t];
+            S->colind[t] = c;
+            S->val[t] = v;
+        }
+}
+
+/* Row i of A scaled by 1 + (i % 5) / 4 (a re-setup's new values). */
+static void scale_some(ks_sparse *A)
+{
+    double *d = malloc(sizeof *d * ((size_t)A->nrows + 1)), *dd;
+    ck_assert(d);
+    for (ks_int i = 0; i < A->nrows; i++)
+        d[i] = 1.0 + (i % 5) / 4.0;
+    KS_CHECK(ks_be_upload_new(A->be, d, sizeof *d * ((size_t)A->nrows + 1), (void **)&dd,
+                              "test scales"));
+    KS_CHECK(ks_sparse_scale_rows(A, dd));
+    A->be->ops->free(A->be, dd);
+    free(d);
+}
+
+/* Device backends count every allocation: nothing may stay behind. */
+static void assert_no_leak(ks_backend *be, size_t before, const char *what)
+{
+    if (ks_backend_host_memory(be))
+        return; /* the cpu ops return malloc'ed arrays, not counted */
+    size_t now = ks_backend_memory_in_use(be);
+    ck_assert_msg(now == before, "%s: %zu bytes in use on %s, %zu before", what, now,
+                  be->ops->name, before);
+}
+
+/* C = A B on both backends (bitwise), twice on be (the same bits), then
+ * the numeric pass after new values in A, against the cpu's and against
+ * a fresh product. Returns nnz(C). */
+static ks_int compare_product(ks_backend *be, ks_backend *cpu, const ks_csr *Ah, const ks_csr *Bh,
+                              const char *label)
+{
+    char what[200];
+    ks_sparse A, B, Ac, Bc, C, C2, Cc;
+    KS_CHECK(ks_sparse_from_csr(be, Ah, 0, &A));
+    KS_CHECK(ks_sparse_from_csr(be, Bh, 0, &B));
+    KS_CHECK(ks_sparse_from_csr(cpu, Ah, 0, &Ac));
+    KS_CHECK(ks_sparse_from_csr(cpu, Bh, 0, &Bc));
+    KS_CHECK(ks_sparse_spgemm(&A, &B, &C));
+    KS_CHECK(ks_sparse_spgemm(&Ac, &Bc, &Cc));
+    snprintf(what, sizeof what, "%s: product vs cpu", label);
+    same_bits(&C, &Cc, what);
+    KS_CHECK(ks_sparse_validate(&C));
+    KS_CHECK(ks_sparse_spgemm(&A, &B, &C2));
+    snprintf(what, sizeof what, "%s: product run twice", label);
+    same_bits(&C, &C2, what);
+    ks_sparse_free(&C2);
+    scale_some(&A);
+    scale_some(&Ac);
+    KS_CHECK(ks_sparse_spgemm_numeric(&A, &B, &C));
+    KS_CHECK(ks_sparse_spgemm_numeric(&Ac, &Bc, &Cc));
+    snprintf(what, sizeof what, "%s: numeric product vs cpu", label);
+    same_bits(&C, &Cc, what);
+    KS_CHECK(ks_sparse_spgemm(&A, &B, &C2));
+    snprintf(what, sizeof what, "%s: numeric product vs a fresh product", label);
+    same_bits(&C, &C2, what);
+    ks_int nnz = C.nnz;
+    ks_sparse_free(&C2);
+    ks_sparse_free(&C);
+    ks_sparse_free(&Cc);
+    ks_sparse_free(&A);
+    ks_sparse_free(&B);
+    ks_sparse_free(&Ac);
+    ks_sparse_free(&Bc);
+    return nnz;
+}
+
+/* Transpose (of values and of the pattern), products, Galerkin product
+ * with an aggregation-like P and its numeric pass, row sorting of a
+ * row-shuffled copy, validation: backend be against the cpu on Ah. */
+static void compare_ops(ks_backend *be, ks_backend *cpu, const ks_csr *Ah, const char *label)
+{
+    char what[200];
+    const size_t mem0 = ks_backend_memory_in_use(be);
+    const double t0 = ks_wtime();
+    ks_sparse A, Ac, T, Tc, S, Sc;
+    KS_CHECK(ks_sparse_from_csr(be, Ah, 0, &A));
+    KS_CHECK(ks_sparse_from_csr(cpu, Ah, 0, &Ac));
+    KS_CHECK(ks_sparse_validate(&A));
+
+    KS_CHECK(ks_sparse_transpose(&A, &T));
+    KS_CHECK(ks_sparse_transpose(&Ac, &Tc));
+    snprintf(what, sizeof what, "%s: transpose vs cpu", label);
+    same_bits(&T, &Tc, what);
+    KS_CHECK(ks_sparse_validate(&T));
+    ks_sparse_free(&T);
+    ks_sparse_free(&Tc);
+    KS_CHECK(ks_sparse_from_csr(be, Ah, 1, &S));
+    KS_CHECK(ks_sparse_from_csr(cpu, Ah, 1, &Sc));
+    KS_CHECK(ks_sparse_transpose(&S, &T));
+    KS_CHECK(ks_sparse_transpose(&Sc, &Tc));
+    ck_assert_ptr_null(T.val);
+    snprintf(what, sizeof what, "%s: pattern transpose vs cpu", label);
+    same_bits(&T, &Tc, what);
+    KS_CHECK(ks_sparse_validate(&T));
+    ks_sparse_free(&T);
+    ks_sparse_free(&Tc);
+    ks_sparse_free(&S);
+    ks_sparse_free(&Sc);
+
+    ks_int nnz_aa = -1, nnz_rap = -1;
+    if (Ah->nrows == Ah->ncols) {
+        snprintf(what, sizeof what, "%s: A*A", label);
+        nnz_aa = compare_product(be, cpu, Ah, Ah, what);
+    }
+
+    /* P aggregates 4 rows; R = P^T by each backend's transpose */
+    ks_csr Ph;
+    aggregation_p(Ah->ncols, 4, &Ph);
+    snprintf(what, sizeof what, "%s: A*P", label);
+    compare_product(be, cpu, Ah, &Ph, what);
+    if (Ah->nrows == Ah->ncols) {
+        ks_sparse P, Pc, R, Rc, G, Gc, G2;
+        KS_CHECK(ks_sparse_from_csr(be, &Ph, 0, &P));
+        KS_CHECK(ks_sparse_from_csr(cpu, &Ph, 0, &Pc));
+        KS_CHECK(ks_sparse_transpose(&P, &R));
+        KS_CHECK(ks_sparse_transpose(&Pc, &Rc));
+        KS_CHECK(ks_sparse_rap(&R, &A, &P, &G));
+        KS_CHECK(ks_sparse_rap(&Rc, &Ac, &Pc, &Gc));
+        snprintf(what, sizeof what, "%s: R A P vs cpu", label);
+        same_bits(&G, &Gc, what);
+        KS_CHECK(ks_sparse_validate(&G));
+        nnz_rap = G.nnz;
+        KS_CHECK(ks_sparse_rap(&R, &A, &P, &G2));
+        snprintf(what, sizeof what, "%s: R A P run twice", label);
+        same_bits(&G, &G2, what);
+        /* the numeric pass with new values: the cpu's bits, and the
+         * product's values to rounding (its order of sums differs) */
+        scale_some(&A);
+        scale_some(&Ac);
+        int out = -1, outc = -1;
+        KS_CHECK(ks_sparse_rap_numeric(&R, &A, &P, &G, &out));
+        KS_CHECK(ks_sparse_rap_numeric(&Rc, &Ac, &Pc, &Gc, &outc));
+        ck_assert_int_eq(out, 0);
+        ck_assert_int_eq(outc, 0);
+        snprintf(what, sizeof what, "%s: numeric R A P vs cpu", label);
+        same_bits(&G, &Gc, what);
+        ks_sparse_free(&G2);
+        KS_CHECK(ks_sparse_rap(&R, &A, &P, &G2));
+        ks_csr Xh, Yh;
+        host_of(&G, &Xh);
+        host_of(&G2, &Yh);
+        snprintf(what, sizeof what, "%s: numeric R A P vs a fresh one", label);
+        assert_close(&Xh, &Yh, 1e-12, what);
+        ks_csr_free(&Xh);
+        ks_csr_free(&Yh);
+        ks_sparse_free(&G2);
+        ks_sparse_free(&G);
+        ks_sparse_free(&Gc);
+        ks_sparse_free(&R);
+        ks_sparse_free(&Rc);
+        ks_sparse_free(&P);
+        ks_sparse_free(&Pc);
+    }
+    ks_csr_free(&Ph);
+
+    /* rows in a random order come back sorted: exactly Ah (values follow) */
+    ks_csr Sh, Xh;
+    shuffle_rows(Ah, &Sh, 77);
+    KS_CHECK(ks_sparse_from_csr(be, &Sh, 0, &S));
+    KS_CHECK(ks_sparse_sort_rows(&S));
+    KS_CHECK(ks_sparse_validate(&S));
+    host_of(&S, &Xh);
+    snprintf(what, sizeof what, "%s: sorted rows", label);
+    assert_bitwise(&Xh, Ah, what);
+    ks_csr_free(&Xh);
+    ks_sparse_free(&S);
+    KS_CHECK(ks_sparse_from_csr(be, &Sh, 1, &S));
+    KS_CHECK(ks_sparse_sort_rows(&S));
+    host_of(&S, &Xh);
+    snprintf(what, sizeof what, "%s: sorted pattern rows", label);
+    assert_same_pattern(&Xh, Ah, what);
+    ks_csr_free(&Xh);
+    ks_sparse_free(&S);
+    ks_csr_free(&Sh);
+
+    ks_sparse_free(&A);
+    ks_sparse_free(&Ac);
+    assert_no_leak(be, mem0, label);
+    printf("sparse ops on %s vs cpu: %s: %d x %d, nnz %d, nnz(A*A) %d, nnz(RAP) %d: identical "
+           "(%.2f s)\n", be->ops->name, label, (int)Ah->nrows, (int)Ah->ncols, (int)Ah->nnz,
+           (int)nnz_aa, (int)nnz_rap, ks_wtime() - t0);
+}
+
+/* n x n: tridiagonal, row 0 full, column 1 full (A^T's row 1 and A*A's
+ * rows 0 and 1 are long: the largest bins and the long-row sort). */
+static void arrow_matrix(ks_int n, ks_csr *A)
+{
+    int64_t cap = 5 * (int64_t)n, ne = 0;
+    ks_int *r = malloc(sizeof *r * (size_t)cap), *c = malloc(sizeof *c * (size_t)cap);
+    double *v = malloc(sizeof *v * (size_t)cap);
+    ck_assert(r && c && v);
+    for (ks_int i = 0; i < n; i++)
+        for (ks_int j = i - 1; j <= i + 1; j++)
+            if (i > 0 && j >= 0 && j < n && j != 1) { /* row 0 and column 1 below */
+                r[ne] = i;
+                c[ne] = j;
+                v[ne++] = 1.0 + ((i * 7 + j * 3) % 11) / 4.0;
+            }
+    for (ks_int j = 0; j < n; j++) { /* row 0 */
+        r[ne] = 0;
+        c[ne] = j;
+        v[ne++] = 0.5 + (j % 13) / 8.0;
+    }
+    for (ks_int i = 1; i < n; i++) { /* column 1 */
+        r[ne] = i;
+        c[ne] = 1;
+        v[ne++] = -0.25 - (i % 9) / 16.0;
+    }
+    KS_CHECK(ks_csr_from_coo(n, n, ne, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+static void check_products(const char *name)
+{
+    ks_backend *be, *cpu;
+    KS_CHECK(ks_backend_create(name, &be));
+    KS_CHECK(ks_backend_create("cpu", &cpu));
+    ks_csr A, B;
+
+    /* rows with no entries, short rows */
+    random_csr(&A, 200, 200, 6, 1, 31);
+    compare_ops(be, cpu, &A, "random 200 (empty rows)");
+    ks_csr_free(&A);
+
+    /* one row of 6000 entries and one column of 6000 */
+    arrow_matrix(6000, &A);
+    compare_ops(be, cpu, &A, "arrow 6000 (long row and column)");
+    ks_csr_free(&A);
+
+    /* a rectangular product with rows in every bin: products per row from
+     * 0 to about 10^4, distinct columns up to about 6000 of 9000 */
+    static const int alens[] = {0, 1, 2, 8, 40, 120, 400}, blens[] = {1, 3, 40, 0, 80};
+    random_lens(&A, 256, 8000, alens, 7, 41);
+    random_lens(&B, 8000, 9000, blens, 5, 42);
+    ks_int nnz = compare_product(be, cpu, &A, &B, "bins 256 x 8000 x 9000");
+    printf("sparse ops on %s vs cpu: bins: nnz(A) %d, nnz(B) %d, nnz(A*B) %d: identical\n",
+           be->ops->name, (int)A.nnz, (int)B.nnz, (int)nnz);
+    compare_ops(be, cpu, &A, "bins A (rows of 0 to 400)");
+
+    /* numeric pass into a pattern missing entries of rows in different
+     * bins: KS_ERR_ARG naming the same first entry as the cpu */
+    ks_sparse Ad, Bd, Ac, Bc, C, Cc;
+    KS_CHECK(ks_sparse_from_csr(be, &A, 0, &Ad));
+    KS_CHECK(ks_sparse_from_csr(be, &B, 0, &Bd));
+    KS_CHECK(ks_sparse_from_csr(cpu, &A, 0, &Ac));
+    KS_CHECK(ks_sparse_from_csr(cpu, &B, 0, &Bc));
+    KS_CHECK(ks_sparse_spgemm(&Ac, &Bc, &Cc));
+    /* rows of A with 400, 40, 2 and 8 entries: the global, block, thread
+     * or warp bins */
+    static const int residues[] = {6, 4, 2, 3};
+    for (int t = 0; t < 4; t++) {
+        ks_csr Ch;
+        host_of(&Cc, &Ch);
+        ks_int row = residues[t];
+        while (Ch.rowptr[row + 1] - Ch.rowptr[row] < 2)
+            row += 7;
+        ck_assert(row < Ch.nrows);
+        /* drop the row's second entry */
+        ks_int k = Ch.rowptr[row] + 1;
+        memmove(Ch.colind + k, Ch.colind + k + 1, sizeof(ks_int) * (size_t)(Ch.nnz - k - 1));
+        memmove(Ch.val + k, Ch.val + k + 1, sizeof(double) * (size_t)(Ch.nnz - k - 1));
+        for (ks_int i = row + 1; i <= Ch.nrows; i++)
+            Ch.rowptr[i]--;
+        Ch.nnz--;
+        ks_sparse Cs, Css;
+        KS_CHECK(ks_sparse_from_csr(be, &Ch, 0, &Cs));
+        KS_CHECK(ks_sparse_from_csr(cpu, &Ch, 0, &Css));
+        ck_assert_int_eq(ks_sparse_spgemm_numeric(&Ac, &Bc, &Css), KS_ERR_ARG);
+        char want[256];
+        const char *m = strstr(ks_last_error(), "entry (");
+        ck_assert_ptr_nonnull(m);
+        snprintf(want, sizeof want, "%.*s", (int)(strchr(m, ')') - m + 1), m);
+        ck_assert_int_eq(ks_sparse_spgemm_numeric(&Ad, &Bd, &Cs), KS_ERR_ARG);
+        ck_assert_msg(strstr(ks_last_error(), want), "numeric product outside the pattern in "
+                      "row %d: \"%s\", the cpu names %s", (int)row, ks_last_error(), want);
+        ks_sparse_free(&Cs);
+        ks_sparse_free(&Css);
+        ks_csr_free(&Ch);
+    }
+    ks_sparse_free(&Cc);
+
+    /* an input with a column out of range: KS_ERR_ARG naming the same
+     * entry as the cpu, not a fault */
+    ks_csr Bad;
+    KS_CHECK(ks_csr_copy(&B, &Bad));
+    Bad.colind[Bad.rowptr[77]] = Bad.ncols;
+    ks_sparse Xd, Xc;
+    KS_CHECK(ks_sparse_from_csr(be, &Bad, 0, &Xd));
+    KS_CHECK(ks_sparse_from_csr(cpu, &Bad, 0, &Xc));
+    ck_assert_int_eq(ks_sparse_spgemm(&Ac, &Xc, &C), KS_ERR_ARG);
+    char want[256];
+    snprintf(want, sizeof want, "%s", strstr(ks_last_error(), "row "));
+    ck_assert_int_eq(ks_sparse_spgemm(&Ad, &Xd, &C), KS_ERR_ARG);
+    ck_assert_msg(strstr(ks_last_error(), want), "bad input: \"%s\", the cpu says \"%s\"",
+                  ks_last_error(), want);
+    ks_sparse_free(&Xd);
+    ks_sparse_free(&Xc);
+    ks_csr_free(&Bad);
+
+    /* a Galerkin product whose numeric pass meets a pattern with an entry
+     * less, and shapes that do not fit: outside = 1 */
+    ks_csr Ph;
+    aggregation_p(200, 4, &Ph);
+    random_csr(&Bad, 200, 200, 5, 0, 43);
+    ks_sparse P, R, G, Sq;
+    ks_csr Ch;
+    KS_CHECK(ks_sparse_from_csr(be, &Ph, 0, &P));
+    KS_CHECK(ks_sparse_from_csr(be, &Bad, 0, &Sq));
+    KS_CHECK(ks_sparse_transpose(&P, &R));
+    KS_CHECK(ks_sparse_rap(&R, &Sq, &P, &G));
+    host_of(&G, &Ch);
+    ck_assert(Ch.rowptr[1] >= 1);
+    memmove(Ch.colind, Ch.colind + 1, sizeof(ks_int) * (size_t)(Ch.nnz - 1));
+    memmove(Ch.val, Ch.val + 1, sizeof(double) * (size_t)(Ch.nnz - 1));
+    for (ks_int i = 1; i <= Ch.nrows; i++)
+        Ch.rowptr[i]--;
+    Ch.nnz--;
+    ks_sparse Gs;
+    KS_CHECK(ks_sparse_from_csr(be, &Ch, 0, &Gs));
+    int out = -1;
+    KS_CHECK(ks_sparse_rap_numeric(&R, &Sq, &P, &Gs, &out));
+    ck_assert_int_eq(out, 1);
+    out = -1;
+    KS_CHECK(ks_sparse_rap_numeric(&R, &Sq, &P, &G, &out));
+    ck_assert_int_eq(out, 0);
+    out = -1;
+    KS_CHECK(ks_sparse_rap_numeric(&P, &Sq, &P, &G, &out)); /* R has the wrong shape */
+    ck_assert_int_eq(out, 1);
+    ks_sparse_free(&Gs);
+    ks_sparse_free(&G);
+    ks_sparse_free(&R);
+    ks_sparse_free(&P);
+    ks_sparse_free(&Sq);
+    ks_csr_free(&Ch);
+    ks_csr_free(&Ph);
+    ks_csr_free(&Bad);
+
+    ks_sparse_free(&Ad);
+    ks_sparse_free(&Bd);
+    ks_sparse_free(&Ac);
+    ks_sparse_free(&Bc);
+    ks_csr_free(&A);
+    ks_csr_free(&B);
+    ks_backend_destroy(be);
+    ks_backend_destroy(cpu);
+}
+
+/* Empty and tiny shapes: 0 x 0, no rows, no columns, an empty inner
+ * dimension, no entries at all, 1 x 1. */
+static void check_shapes(const char *name)
+{
+    ks_backend *be, *cpu;
+    KS_CHECK(ks_backend_create(name, &be));
+    KS_CHECK(ks_backend_create("cpu", &cpu));
+    const size_t mem0 = ks_backend_memory_in_use(be);
+    static const struct {
+        ks_int m, k, n; /* (m x k) times (k x n) */
+        int per_row;
+    } cases[] = {{0, 0, 0, 0}, {0, 5, 3, 2}, {4, 0, 3, 2}, {3, 5, 2, 0}, {1, 1, 1, 1}, {5, 4, 0, 2},
+                 {7, 7, 7, 0}};
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        char what[96];
+        ks_csr Ah, Bh;
+        random_csr(&Ah, cases[t].m, cases[t].k, cases[t].per_row, 0, 50 + t);
+        random_csr(&Bh, cases[t].k, cases[t].n, cases[t].per_row, 0, 60 + t);
+        snprintf(what, sizeof what, "%d x %d times %d x %d", (int)cases[t].m, (int)cases[t].k,
+                 (int)cases[t].k, (int)cases[t].n);
+        compare_product(be, cpu, &Ah, &Bh, what);
+        ks_sparse A, Ac, T, Tc;
+        KS_CHECK(ks_sparse_from_csr(be, &Ah, 0, &A));
+        KS_CHECK(ks_sparse_from_csr(cpu, &Ah, 0, &Ac));
+        KS_CHECK(ks_sparse_validate(&A));
+        KS_CHECK(ks_sparse_sort_rows(&A));
+        KS_CHECK(ks_sparse_transpose(&A, &T));
+        KS_CHECK(ks_sparse_transpose(&Ac, &Tc));
+        same_bits(&T, &Tc, what);
+        if (cases[t].m == cases[t].k) { /* Galerkin product with P = B, R = B^T */
+            ks_sparse B, Bc, R, Rc, G, Gc;
+            KS_CHECK(ks_sparse_from_csr(be, &Bh, 0, &B));
+            KS_CHECK(ks_sparse_from_csr(cpu, &Bh, 0, &Bc));
+            KS_CHECK(ks_sparse_transpose(&B, &R));
+            KS_CHECK(ks_sparse_transpose(&Bc, &Rc));
+            KS_CHECK(ks_sparse_rap(&R, &A, &B, &G));
+            KS_CHECK(ks_sparse_rap(&Rc, &Ac, &Bc, &Gc));
+            same_bits(&G, &Gc, what);
+            int out = -1;
+            KS_CHECK(ks_sparse_rap_numeric(&R, &A, &B, &G, &out));
+            ck_assert_int_eq(out, 0);
+            same_bits(&G, &Gc, what);
+            ks_sparse_free(&B);
+            ks_sparse_free(&Bc);
+            ks_sparse_free(&R);
+            ks_sparse_free(&Rc);
+            ks_sparse_free(&G);
+            ks_sparse_free(&Gc);
+        }
+        ks_sparse_free(&A);
+        ks_sparse_free(&Ac);
+        ks_sparse_free(&T);
+        ks_sparse_free(&Tc);
+        ks_csr_free(&Ah);
+        ks_csr_free(&Bh);
+    }
+    assert_no_leak(be, mem0, "shapes");
+    ks_backend_destroy(be);
+    ks_backend_destroy(cpu);
+}
+
+/* Validation of broken matrices: the same code and the same message as
+ * the cpu, word for word. */
+static void compare_validate(ks_backend *be, ks_backend *cpu, const ks_csr *Bad, int pattern,
+                             const char *what)
+{
+    ks_sparse X, Y;
+    KS_CHECK(ks_sparse_from_csr(be, Bad, pattern, &X));
+    KS_CHECK(ks_sparse_from_csr(cpu, Bad, pattern, &Y));
+    char want[512];
+    ks_error ec = ks_sparse_validate(&Y);
+    snprintf(want, sizeof want, "%s", ec == KS_OK ? "" : ks_last_error());
+    ks_error eb = ks_sparse_validate(&X);
+    ck_assert_msg(eb == ec, "%s: %s, the cpu %s", what, ks_error_name(eb), ks_error_name(ec));
+    ck_assert_msg(ec == KS_OK || strcmp(ks_last_error(), want) == 0, "%s: \"%s\", the cpu \"%s\"",
+                  what, ks_last_error(), want);
+    ks_sparse_free(&X);
+    ks_sparse_free(&Y);
+}
+
+/* First row from `from` with at least len entries. */
+static ks_int row_with(const ks_csr *H, ks_int from, ks_int len)
+{
+    ks_int i = from;
+    while (i < H->nrows && H->rowptr[i + 1] - H->rowptr[i] < len)
+        i++;
+    ck_assert(i < H->nrows);
+    return i;
+}
+
+static void check_validate(const char *name)
+{
+    ks_backend *be, *cpu;
+    KS_CHECK(ks_backend_create(name, &be));
+    KS_CHECK(ks_backend_create("cpu", &cpu));
+    ks_csr H, Bad;
+    random_csr(&H, 60, 40, 4, 1, 71);
+    compare_validate(be, cpu, &H, 0, "valid");
+    compare_validate(be, cpu, &H, 1, "valid pattern");
+    for (int kind = 0; kind < 11; kind++) {
+        KS_CHECK(ks_csr_copy(&H, &Bad));
+        ks_int *rp = Bad.rowptr, *ci = Bad.colind;
+        ks_int r = row_with(&Bad, 7 + kind, 2), k = rp[r];
+        const char *what = "";
+        switch (kind) {
+        case 0: /* unsorted */
+            ci[k] = ci[k + 1] + (ci[k + 1] + 1 < Bad.ncols ? 1 : 0);
+            what = "unsorted columns";
+            break;
+        case 1:
+            ci[k + 1] = ci[k];
+            what = "a repeated column";
+            break;
+        case 2:
+            ci[k + 1] = Bad.ncols;
+            what = "a column past the end";
+            break;
+        case 3:
+            ci[k] = -1;
+            what = "a negative column";
+            break;
+        case 4:
+            Bad.val[k + 1] = NAN;
+            what = "a NaN";
+            break;
+        case 5:
+            Bad.val[k] = -INFINITY;
+            what = "an infinity";
+            break;
+        case 6:
+            rp[r + 1] = rp[r] - 1;
+            what = "decreasing rowptr";
+            break;
+        case 7:
+            rp[r + 1] = Bad.nnz + 3;
+            what = "rowptr past nnz";
+            break;
+        case 8:
+            rp[0] = 1;
+            what = "rowptr[0] = 1";
+            break;
+        case 9:
+            rp[Bad.nrows] = Bad.nnz - 1;
+            what = "rowptr[nrows] != nnz";
+            break;
+        default: /* two bad rows: the first is named */
+            ci[k] = Bad.ncols + 5;
+            ci[rp[row_with(&Bad, r + 3, 2)] + 1] = -7;
+            what = "two bad rows";
+            break;
+        }
+        compare_validate(be, cpu, &Bad, 0, what);
+        compare_validate(be, cpu, &Bad, 1, what); /* patterns: structure only */
+        ks_csr_free(&Bad);
+    }
+    ks_csr_free(&H);
+    ks_backend_destroy(be);
+    ks_backend_destroy(cpu);
+}
+
+/* The matrices of ../shared/matrices, each on be against the cpu. */
+static void check_real(const char *name)
+{
+    static const char *const files[] = {
+        "ani4.mtx.gz",     "ani5_crop.mtx.gz", "bcsstk13.mtx.gz", "bcsstk14.mtx.gz",
+        "cage11.mtx.gz",   "cavity26.mtx.gz",  "fv1.mtx.gz",      "hangGlider_2.mtx.gz",
+        "memplus.mtx.gz",  "poisson3Da.mtx.gz", "raefsky2.mtx.gz", "rajat01.mtx.gz",
+        "watt_2.mtx.gz"};
+    ks_backend *be, *cpu;
+    KS_CHECK(ks_backend_create(name, &be));
+    KS_CHECK(ks_backend_create("cpu", &cpu));
+    int found = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        const char *path = ks_test_shared_matrix(files[f]);
+        if (!path) {
+            printf("sparse ops on %s: %s: not in ../shared/matrices, skipped\n", name, files[f]);
+            continue;
+        }
+        ks_csr A;
+        KS_CHECK(ks_mm_read_csr(path, &A, NULL));
+        compare_ops(be, cpu, &A, files[f]);
+        ks_csr_free(&A);
+        found++;
+    }
+    printf("sparse ops on %s: %d real matrices compared\n", name, found);
+    ks_backend_destroy(be);
+    ks_backend_destroy(cpu);
+}
+
+START_TEST(products_cpu) { check_products("cpu"); }
+END_TEST
+START_TEST(products_cuda) { check_products("cuda"); }
+END_TEST
+START_TEST(shapes_cpu) { check_shapes("cpu"); }
+END_TEST
+START_TEST(shapes_cuda) { check_shapes("cuda"); }
+END_TEST
+START_TEST(validate_cpu) { check_validate("cpu"); }
+END_TEST
+START_TEST(validate_cuda) { check_validate("cuda"); }
+END_TEST
+START_TEST(real_cpu) { check_real("cpu"); }
+END_TEST
+START_TEST(real_cuda) { check_real("cuda"); }
+END_TEST
+
 #ifdef KS_HAVE_CUDA
 ks_error ks_cu_scan(ks_backend *be, const ks_int *in, ks_int n, ks_int *out, ks_int *total,
                     const char *what);
@@ -521,6 +1175,270 @@ START_TEST(scan_cuda)
     ks_backend_destroy(cu);
 }
 END_TEST
+
+ks_error ks_cu_spgemm_cusparse(const ks_sparse *A, const ks_sparse *B, ks_sparse *C,
+                               int *was_sorted);
+
+/* One operation of the memory sweep below on A (with P, R = P^T, the
+ * Galerkin pattern G, a row-shuffled S); *out gets the result to free. */
+static ks_error memory_op(int op, ks_sparse *A, ks_sparse *P, ks_sparse *R, ks_sparse *G,
+                          ks_sparse *C, ks_sparse *S, ks_sparse *out, const char **name)
+{
+    static const char *const names[] = {"transpose",   "product",  "numeric product",
+                                        "R A P",       "numeric R A P", "row sort",
+                                        "validation",  "cuSPARSE product"};
+    int outside = 0;
+    memset(out, 0, sizeof *out);
+    *name = names[op];
+    switch (op) {
+    case 0:
+        return ks_sparse_transpose(A, out);
+    case 1:
+        return ks_sparse_spgemm(A, A, out);
+    case 2:
+        return ks_sparse_spgemm_numeric(A, A, C);
+    case 3:
+        return ks_sparse_rap(R, A, P, out);
+    case 4:
+        return ks_sparse_rap_numeric(R, A, P, G, &outside);
+    case 5:
+        return ks_sparse_sort_rows(S);
+    case 6:
+        return ks_sparse_validate(A);
+    default:
+        return ks_cu_spgemm_cusparse(A, A, out, NULL);
+    }
+}
+
+/* Every operation under memory limits from nothing up to what it needs:
+ * each call succeeds or fails with KS_ERR_MEMORY, and nothing stays
+ * allocated either way (each error path frees its temporaries). */
+START_TEST(memory_cuda)
+{
+    ks_backend *cu;
+    KS_CHECK(ks_backend_create("cuda", &cu));
+    ks_csr Ah, Ph, Sh;
+    arrow_matrix(6000, &Ah); /* long rows: the global tables, the long-row sort */
+    aggregation_p(6000, 4, &Ph);
+    shuffle_rows(&Ah, &Sh, 9);
+    ks_sparse A, P, R, G, C, S, out;
+    KS_CHECK(ks_sparse_from_csr(cu, &Ah, 0, &A));
+    KS_CHECK(ks_sparse_from_csr(cu, &Ph, 0, &P));
+    KS_CHECK(ks_sparse_from_csr(cu, &Sh, 0, &S));
+    KS_CHECK(ks_sparse_transpose(&P, &R));
+    KS_CHECK(ks_sparse_rap(&R, &A, &P, &G));
+    KS_CHECK(ks_sparse_spgemm(&A, &A, &C));
+    for (int op = 0; op < 8; op++) {
+        const char *name;
+        const size_t base = ks_backend_memory_in_use(cu);
+        ks_backend_memory_reset_peak(cu);
+        KS_CHECK(memory_op(op, &A, &P, &R, &G, &C, &S, &out, &name));
+        const size_t need = ks_backend_memory_peak(cu) - base;
+        ks_sparse_free(&out);
+        int failed = 0;
+        for (int step = 0; step <= 32; step++) {
+            const size_t limit = base + need * (size_t)step / 32;
+            KS_CHECK(ks_backend_set_memory_limit(cu, limit > 0 ? limit : 1));
+            ks_error e = memory_op(op, &A, &P, &R, &G, &C, &S, &out, &name);
+            KS_CHECK(ks_backend_set_memory_limit(cu, 0));
+            ck_assert_msg(e == KS_OK || e == KS_ERR_MEMORY, "%s with %zu of %zu bytes: %s: %s",
+                          name, limit - base, need, ks_error_name(e), ks_last_error());
+            ck_assert_msg(step < 32 || e == KS_OK, "%s: fails with the %zu bytes it used: %s",
+                          name, need, ks_last_error());
+            failed += e != KS_OK;
+            ks_sparse_free(&out);
+            KS_CHECK(ks_backend_sync(cu));
+            ck_assert_msg(ks_backend_memory_in_use(cu) == base,
+                          "%s with %zu of %zu bytes (%s): %zu bytes left allocated", name,
+                          limit - base, need, ks_error_name(e),
+                          ks_backend_memory_in_use(cu) - base);
+        }
+        ck_assert_msg(failed > 0, "%s never ran out of memory", name);
+        printf("sparse ops on cuda: %s: needs %zu temporary bytes; %d limits below that fail "
+               "cleanly\n", name, need, failed);
+    }
+    /* the results of the sweep are still right */
+    ks_sparse Ac, Gc;
+    ks_backend *cpu;
+    KS_CHECK(ks_backend_create("cpu", &cpu));
+    KS_CHECK(ks_sparse_from_csr(cpu, &Ah, 0, &Ac));
+    KS_CHECK(ks_sparse_spgemm(&Ac, &Ac, &Gc));
+    same_bits(&C, &Gc, "numeric product after the sweep");
+    ks_sparse_free(&Gc);
+    ks_sparse_free(&Ac);
+    ks_csr Xh;
+    host_of(&S, &Xh);
+    assert_bitwise(&Xh, &Ah, "row sort after the sweep");
+    ks_csr_free(&Xh);
+    ks_backend_destroy(cpu);
+    ks_sparse_free(&A);
+    ks_sparse_free(&P);
+    ks_sparse_free(&R);
+    ks_sparse_free(&G);
+    ks_sparse_free(&C);
+    ks_sparse_free(&S);
+    ks_csr_free(&Ah);
+    ks_csr_free(&Ph);
+    ks_csr_free(&Sh);
+    ks_backend_destroy(cu);
+}
+END_TEST
+
+/* A product of 2^31 + 512 entries: KS_ERR_SIZE (the 32-bit row pointers
+ * cannot hold it), nothing left allocated. (2^22 + 1) x 1 times 1 x 512:
+ * cheap rows (a warp's shared table each), about 2 * 10^9 insertions. */
+START_TEST(overflow_cuda)
+{
+    ks_backend *cu;
+    KS_CHECK(ks_backend_create("cuda", &cu));
+    const ks_int n = (1 << 22) + 1, m = 512;
+    ks_csr Ah, Bh;
+    KS_CHECK(ks_csr_alloc(&Ah, n, 1, n));
+    for (ks_int i = 0; i < n; i++) {
+        Ah.rowptr[i] = i;
+        Ah.colind[i] = 0;
+        Ah.val[i] = 1.0;
+    }
+    Ah.rowptr[n] = n;
+    KS_CHECK(ks_csr_alloc(&Bh, 1, m, m));
+    for (ks_int j = 0; j < m; j++) {
+        Bh.colind[j] = j;
+        Bh.val[j] = 2.0;
+    }
+    Bh.rowptr[1] = m;
+    ks_sparse A, B, C;
+    KS_CHECK(ks_sparse_from_csr(cu, &Ah, 0, &A));
+    KS_CHECK(ks_sparse_from_csr(cu, &Bh, 0, &B));
+    const size_t base = ks_backend_memory_in_use(cu);
+    const double t0 = ks_wtime();
+    ck_assert_int_eq(ks_sparse_spgemm(&A, &B, &C), KS_ERR_SIZE);
+    ck_assert_msg(strstr(ks_last_error(), "32-bit"), "%s", ks_last_error());
+    printf("sparse ops on cuda: a product of %lld entries: KS_ERR_SIZE in %.2f s: %s\n",
+           (long long)n * m, ks_wtime() - t0, ks_last_error());
+    KS_CHECK(ks_backend_sync(cu));
+    ck_assert_int_eq(ks_backend_memory_in_use(cu), base);
+    ks_sparse_free(&A);
+    ks_sparse_free(&B);
+    ks_csr_free(&Ah);
+    ks_csr_free(&Bh);
+    ks_backend_destroy(cu);
+}
+END_TEST
+
+/* KS_SPGEMM=cusparse: the same patterns as ours, values to rounding;
+ * whether cuSPARSE's rows came sorted and whether two of its runs agree
+ * bit for bit is printed (for the choice of default, not asserted). */
+static void compare_cusparse(ks_backend *cu, const ks_csr *Ah, const ks_csr *Bh, const char *label)
+{
+    char what[200];
+    ks_sparse A, B, C1, C2, C3, C4;
+    KS_CHECK(ks_sparse_from_csr(cu, Ah, 0, &A));
+    KS_CHECK(ks_sparse_from_csr(cu, Bh, 0, &B));
+    unsetenv("KS_SPGEMM");
+    KS_CHECK(ks_sparse_spgemm(&A, &B, &C1));
+    setenv("KS_SPGEMM", "cusparse", 1);
+    KS_CHECK(ks_sparse_spgemm(&A, &B, &C2));
+    ks_csr X, Y;
+    host_of(&C1, &X);
+    host_of(&C2, &Y);
+    snprintf(what, sizeof what, "%s: cuSPARSE product vs ours", label);
+    assert_close(&Y, &X, 1e-12, what);
+    double err = X.nnz ? ks_test_max_relerr(Y.val, X.val, X.nnz) : 0.0;
+    ks_csr_free(&X);
+    ks_csr_free(&Y);
+    int sorted3 = -1, sorted4 = -1;
+    KS_CHECK(ks_cu_spgemm_cusparse(&A, &B, &C3, &sorted3));
+    KS_CHECK(ks_cu_spgemm_cusparse(&A, &B, &C4, &sorted4));
+    host_of(&C3, &X);
+    host_of(&C4, &Y);
+    assert_same_pattern(&X, &Y, what);
+    const int same = X.nnz == 0 || memcmp(X.val, Y.val, sizeof(double) * (size_t)X.nnz) == 0;
+    printf("sparse ops on cuda: %s: cuSPARSE vs ours: same pattern (nnz %d), values within %.2g; "
+           "cuSPARSE rows came %s; two cuSPARSE runs %s\n", label, (int)X.nnz, err,
+           sorted3 && sorted4 ? "sorted" : "UNSORTED (sorted by us)",
+           same ? "bitwise equal" : "DIFFER in their bits");
+    ks_csr_free(&X);
+    ks_csr_free(&Y);
+    unsetenv("KS_SPGEMM");
+    ks_sparse_free(&A);
+    ks_sparse_free(&B);
+    ks_sparse_free(&C1);
+    ks_sparse_free(&C2);
+    ks_sparse_free(&C3);
+    ks_sparse_free(&C4);
+}
+
+START_TEST(cusparse_cuda)
+{
+    ks_backend *cu;
+    KS_CHECK(ks_backend_create("cuda", &cu));
+    const size_t mem0 = ks_backend_memory_in_use(cu);
+    ks_csr A, B, Ph;
+    random_csr(&A, 200, 200, 6, 1, 31);
+    compare_cusparse(cu, &A, &A, "random 200");
+    ks_csr_free(&A);
+    arrow_matrix(6000, &A);
+    compare_cusparse(cu, &A, &A, "arrow 6000");
+    ks_csr_free(&A);
+    static const int alens[] = {0, 1, 2, 8, 40, 120, 400}, blens[] = {1, 3, 40, 0, 80};
+    random_lens(&A, 256, 8000, alens, 7, 41);
+    random_lens(&B, 8000, 9000, blens, 5, 42);
+    compare_cusparse(cu, &A, &B, "bins");
+    ks_csr_free(&A);
+    ks_csr_free(&B);
+    random_csr(&A, 0, 5, 2, 0, 3);
+    random_csr(&B, 5, 3, 2, 0, 4);
+    compare_cusparse(cu, &A, &B, "0 x 5 times 5 x 3");
+    ks_csr_free(&A);
+    ks_csr_free(&B);
+    const char *path = ks_test_shared_matrix("poisson3Da.mtx.gz");
+    if (path) {
+        KS_CHECK(ks_mm_read_csr(path, &A, NULL));
+        compare_cusparse(cu, &A, &A, "poisson3Da");
+        /* R A P through cuSPARSE: ours to rounding */
+        aggregation_p(A.nrows, 4, &Ph);
+        ks_sparse Ad, P, R, G1, G2;
+        KS_CHECK(ks_sparse_from_csr(cu, &A, 0, &Ad));
+        KS_CHECK(ks_sparse_from_csr(cu, &Ph, 0, &P));
+        KS_CHECK(ks_sparse_transpose(&P, &R));
+        KS_CHECK(ks_sparse_rap(&R, &Ad, &P, &G1));
+        setenv("KS_SPGEMM", "cusparse", 1);
+        KS_CHECK(ks_sparse_rap(&R, &Ad, &P, &G2));
+        unsetenv("KS_SPGEMM");
+        ks_csr X, Y;
+        host_of(&G1, &X);
+        host_of(&G2, &Y);
+        assert_close(&Y, &X, 1e-12, "poisson3Da: cuSPARSE R A P vs ours");
+        ks_csr_free(&X);
+        ks_csr_free(&Y);
+        ks_sparse_free(&Ad);
+        ks_sparse_free(&P);
+        ks_sparse_free(&R);
+        ks_sparse_free(&G1);
+        ks_sparse_free(&G2);
+        ks_csr_free(&Ph);
+        ks_csr_free(&A);
+    } else {
+        printf("sparse ops on cuda: poisson3Da not in ../shared/matrices: cuSPARSE R A P skipped\n");
+    }
+    /* anything else is refused, naming the variable */
+    random_csr(&A, 20, 20, 3, 0, 5);
+    ks_sparse Ad, C;
+    KS_CHECK(ks_sparse_from_csr(cu, &A, 0, &Ad));
+    setenv("KS_SPGEMM", "fastest", 1);
+    ck_assert_int_eq(ks_sparse_spgemm(&Ad, &Ad, &C), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_SPGEMM=fastest"));
+    setenv("KS_SPGEMM", "ours", 1);
+    KS_CHECK(ks_sparse_spgemm(&Ad, &Ad, &C));
+    unsetenv("KS_SPGEMM");
+    ks_sparse_free(&C);
+    ks_sparse_free(&Ad);
+    ks_csr_free(&A);
+    KS_CHECK(ks_backend_sync(cu));
+    ck_assert_int_eq(ks_backend_memory_in_use(cu), mem0);
+    ks_backend_destroy(cu);
+}
+END_TEST
 #endif
 
 int main(void)
@@ -529,17 +1447,29 @@ int main(void)
     TCase *tc = tcase_create("cpu");
     tcase_add_test(tc, copies_roundtrip);
     tcase_add_test(tc, ops_cpu);
+    tcase_add_test(tc, products_cpu);
+    tcase_add_test(tc, shapes_cpu);
+    tcase_add_test(tc, validate_cpu);
+    tcase_add_test(tc, real_cpu);
     suite_add_tcase(s, tc);
     if (ks_test_have_cuda()) {
         TCase *tg = tcase_create("cuda");
         tcase_add_test(tg, ops_cuda);
         tcase_add_test(tg, copies_cuda);
+        tcase_add_test(tg, products_cuda);
+        tcase_add_test(tg, shapes_cuda);
+        tcase_add_test(tg, validate_cuda);
+        tcase_add_test(tg, real_cuda);
 #ifdef KS_HAVE_CUDA
         tcase_add_test(tg, scan_cuda);
+        tcase_add_test(tg, memory_cuda);
+        tcase_add_test(tg, overflow_cuda);
+        tcase_add_test(tg, cusparse_cuda);
 #endif
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(3, "no CUDA device: sparse operations, copies and scans on cuda");
+        ks_test_skip(10, "no CUDA device: sparse operations, products against the cpu, copies, "
+                         "scans, memory limits, overflow and cuSPARSE on cuda");
     }
     return ks_test_run(s);
 }

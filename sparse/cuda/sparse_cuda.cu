@@ -1,8 +1,10 @@
 /* The cuda table of sparse/sparse.h: kernels on the backend's stream over
- * device CSR arrays. Operations this file does not implement yet are NULL
- * in the table, so ks_sparse_* reports KS_ERR_UNSUPPORTED for them (the AMG
- * setup then runs that step on the host: amg/kernels.c). */
-#include "../sparse.h"
+ * device CSR arrays. The small row operations live here; the transpose
+ * (transpose.cu), the products (spgemm.cu, spgemm_cusparse.cu), validation
+ * and row sorting (rows.cu) in their own files. An operation left NULL
+ * would make ks_sparse_* report KS_ERR_UNSUPPORTED (the AMG setup then
+ * runs that step on the host: amg/kernels.c). */
+#include "sparse_cuda.cuh"
 #include "../../vec/cuda_check.h"
 
 #include <cuda_runtime.h>
@@ -119,13 +121,13 @@ ks_error cuda_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
 
 extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* backend */ KS_BACKEND_CUDA,
-    /* transpose */ NULL,
-    /* spgemm */ NULL,
-    /* spgemm_numeric */ NULL,
-    /* rap */ NULL,
-    /* rap_numeric */ NULL,
-    /* validate */ NULL,
-    /* sort_rows */ NULL,
+    /* transpose */ ks_cu_transpose,
+    /* spgemm */ ks_cu_spgemm,
+    /* spgemm_numeric */ ks_cu_spgemm_numeric,
+    /* rap */ ks_cu_rap,
+    /* rap_numeric */ ks_cu_rap_numeric,
+    /* validate */ ks_cu_validate,
+    /* sort_rows */ ks_cu_sort_rows,
     /* scale_rows */ cuda_scale_rows,
     /* diagonal */ cuda_diagonal,
     /* offdiag_abs_sums */ cuda_offdiag_abs_sums,

@@ -1,6 +1,7 @@
 /* The cuda table of amg/kernels.h. Entries not written yet are NULL: the
  * driver's calls then run those steps on the host (amg/kernels.c). */
 #include "../kernels.h"
+#include "amg_cuda_interp.h"
 
 extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* backend */ KS_BACKEND_CUDA,

@@ -9,7 +9,7 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* strength_symmetric */ NULL,
     /* pmis */ NULL,
     /* hmis */ NULL,
-    /* interp_direct */ NULL,
+    /* interp_direct */ ks_cu_interp_direct,
     /* interp_extended_i */ NULL,
     /* interp_truncate */ NULL,
     /* interp_project */ NULL,

@@ -10,7 +10,7 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* pmis */ NULL,
     /* hmis */ NULL,
     /* interp_direct */ ks_cu_interp_direct,
-    /* interp_extended_i */ NULL,
+    /* interp_extended_i */ ks_cu_interp_extended_i,
     /* interp_truncate */ NULL,
     /* interp_project */ NULL,
     /* aggregate */ NULL,

@@ -11,7 +11,7 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* hmis */ NULL,
     /* interp_direct */ ks_cu_interp_direct,
     /* interp_extended_i */ ks_cu_interp_extended_i,
-    /* interp_truncate */ NULL,
+    /* interp_truncate */ ks_cu_interp_truncate,
     /* interp_project */ NULL,
     /* aggregate */ NULL,
     /* tentative_prolongator */ NULL,

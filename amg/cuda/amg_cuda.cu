@@ -12,7 +12,7 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* interp_direct */ ks_cu_interp_direct,
     /* interp_extended_i */ ks_cu_interp_extended_i,
     /* interp_truncate */ ks_cu_interp_truncate,
-    /* interp_project */ NULL,
+    /* interp_project */ ks_cu_interp_project,
     /* aggregate */ NULL,
     /* tentative_prolongator */ NULL,
     /* smooth_prolongator */ NULL,

@@ -15,7 +15,7 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* interp_project */ ks_cu_interp_project,
     /* aggregate */ NULL,
     /* tentative_prolongator */ NULL,
-    /* smooth_prolongator */ NULL,
+    /* smooth_prolongator */ ks_cu_smooth_prolongator,
     /* spectral_radius */ NULL,
     /* check_diagonal */ NULL,
     /* smoother_weights */ NULL,

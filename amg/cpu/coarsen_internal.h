@@ -4,6 +4,7 @@
 #define KS_COARSEN_INTERNAL_H
 
 #include "amg_cpu.h"
+#include "../coarsen_hash.h" /* ks_coarsen_hash, also the cuda coarsening's */
 
 #include <stdint.h>
 
@@ -18,25 +19,6 @@ ks_error ks_strength_check(const ks_strength *S, const char *who);
 /* ks_strength_transpose of a pattern the caller has checked already. */
 ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST);
 
-/* Counter-based random bits for point i (splitmix64 of the stream `seed`
- * at position i): the same for any thread count or visiting order. The
- * PMIS measure is |S^T_i| + hash / 2^64, compared exactly as the pair
- * (|S^T_i|, hash) with the index as the last tie-break. */
-static inline uint64_t ks_coarsen_mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-/* i is a global index (ks_gint) so a distributed version can draw the
- * same weights whatever the partition. */
-static inline uint64_t ks_coarsen_hash(unsigned long long seed, ks_gint i)
-{
-    const uint64_t golden = UINT64_C(0x9E3779B97F4A7C15);
-    uint64_t key = ks_coarsen_mix64((uint64_t)seed + golden);
-    return ks_coarsen_mix64(key + golden * ((uint64_t)i + 1));
-}
-
 /* Shared PMIS stage. cf[i] on entry: KS_CPT / KS_FPT are kept, KS_UNDECIDED
  * points are decided by PMIS rounds (ST = transpose of S). Afterwards the
  * F-point fix-up runs over all points (see pmis.c). promoted (may be NULL,
@@ -44,6 +26,15 @@ static inline uint64_t ks_coarsen_hash(unsigned long long seed, ks_gint i)
  * elsewhere. */
 ks_error ks_amg_pmis_stage(const ks_strength *S, const ks_strength *ST, unsigned long long seed,
                            int *cf, unsigned char *promoted);
+
+/* The fix-up's serial pass: in index order, every candidate (cand[i] = 1:
+ * an F point with strong connections and, before the pass, no C point
+ * among them; ncand of them) that still has no C point in S_i becomes C
+ * (promoted[i] = 1 when promoted is not NULL). An earlier promotion can
+ * satisfy a later candidate, so the order matters: the cpu and cuda PMIS
+ * both run this one loop. */
+void ks_amg_pmis_fixup(const ks_strength *S, const unsigned char *cand, ks_int ncand, int *cf,
+                       unsigned char *promoted);
 
 /* ks_amg_pmis / ks_amg_hmis that also report the fix-up promotions
  * (promoted may be NULL). The only C points with a C neighbour in the

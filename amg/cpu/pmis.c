@@ -136,8 +136,18 @@ ks_error ks_amg_pmis_stage(const ks_strength *S, const ks_strength *ST, unsigned
         sel[i] = (unsigned char)need;
         ncand += need;
     }
-    for (ks_int i = 0; i < n && ncand > 0; i++) {
-        if (!sel[i])
+    ks_amg_pmis_fixup(S, sel, ncand, cf, promoted);
+    free(sel);
+    return KS_OK;
+}
+
+/* The serial pass of the fix-up over the candidates (also the cuda PMIS's,
+ * on host copies: the same decisions on both backends). */
+void ks_amg_pmis_fixup(const ks_strength *S, const unsigned char *cand, ks_int ncand, int *cf,
+                       unsigned char *promoted)
+{
+    for (ks_int i = 0; i < S->n && ncand > 0; i++) {
+        if (!cand[i])
             continue;
         ncand--;
         int has_c = 0;
@@ -149,8 +159,6 @@ ks_error ks_amg_pmis_stage(const ks_strength *S, const ks_strength *ST, unsigned
                 promoted[i] = 1;
         }
     }
-    free(sel);
-    return KS_OK;
 }
 
 ks_error ks_amg_pmis_ex(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc,

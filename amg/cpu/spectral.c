@@ -19,6 +19,7 @@
  * dot products sum fixed blocks in a fixed order, so the estimate does not
  * depend on the thread count. */
 #include "amg_cpu.h"
+#include "../spectral_common.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -27,8 +28,6 @@
 
 #define KS_SPEC_BLOCK 4096     /* rows per partial sum of a dot product */
 #define KS_SPEC_PAR_ROWS 4096  /* below this many rows loops stay serial */
-#define KS_SPEC_SYM_TOL 1e-10  /* |a_ij - a_ji| <= tol * sqrt(|a_ii a_jj|) */
-#define KS_SPEC_POWER_SAFETY 1.05
 
 typedef struct spec_ctx {
     const ks_csr *A;
@@ -53,16 +52,6 @@ static ks_int find_entry(const ks_csr *A, ks_int i, ks_int j)
             hi = mid;
     }
     return lo < A->rowptr[i + 1] && A->colind[lo] == j ? lo : -1;
-}
-
-/* Deterministic start vector: splitmix64 of the index mapped to [-1, 1). */
-static double hash_unit(uint64_t i)
-{
-    uint64_t z = i + 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
 /* Thread-count independent dot product: fixed blocks, summed in order. */
@@ -142,8 +131,9 @@ static int sturm_count(const double *a, const double *b, int m, double x)
     return cnt;
 }
 
-/* Largest |eigenvalue| of T by bisection on its two extreme eigenvalues. */
-static double tridiag_max_abs(const double *a, const double *b, int m)
+/* Largest |eigenvalue| of T by bisection on its two extreme eigenvalues
+ * (spectral_common.h; the cuda estimate calls it too). */
+double ks_spectral_tridiag_max_abs(const double *a, const double *b, int m)
 {
     double lo = a[0], hi = a[0];
     for (int i = 0; i < m; i++) {
@@ -234,7 +224,7 @@ static double lanczos(spec_ctx *c, int iters, double *v, double *vprev, double *
         alpha[m++] = a;
         double b = sqrt(update_norm2(c, a, v, bprev, vprev, w));
         /* b ~ 0: the Krylov space is invariant, T's eigenvalues are exact */
-        if (k + 1 == iters || !(b > 1e-12 * (fabs(a) + bprev)))
+        if (k + 1 == iters || !(b > KS_SPEC_BREAKDOWN * (fabs(a) + bprev)))
             break;
         beta[m - 1] = b;
         /* the old v becomes vprev by swapping arrays instead of copying */
@@ -246,7 +236,7 @@ static double lanczos(spec_ctx *c, int iters, double *v, double *vprev, double *
             v[i] = w[i] / b;
         bprev = b;
     }
-    return tridiag_max_abs(alpha, beta, m);
+    return ks_spectral_tridiag_max_abs(alpha, beta, m);
 }
 
 static double power(spec_ctx *c, int iters, double *x, double *y)
@@ -332,7 +322,7 @@ ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho)
         for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
             r += fabs(A->val[k]);
         bound = fmax(bound, r / fabs(d));
-        v[i] = hash_unit((uint64_t)i);
+        v[i] = ks_spectral_start((uint64_t)i);
     }
     if (symmetric) {
         c.aval = ks_malloc((size_t)A->nnz * sizeof *c.aval + 1, "Lanczos scaled values");

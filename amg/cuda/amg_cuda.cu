@@ -1,22 +1,24 @@
-/* The cuda table of amg/kernels.h. Entries not written yet are NULL: the
- * driver's calls then run those steps on the host (amg/kernels.c). */
-#include "../kernels.h"
+/* The cuda table of amg/kernels.h (the entries live in this folder, one
+ * file per step, declared in amg_cuda.h and amg_cuda_interp.h). HMIS stays
+ * NULL for good: its Ruge-Stueben pass is serial, so the driver runs it on
+ * the host (amg/kernels.c). */
+#include "amg_cuda.h"
 #include "amg_cuda_interp.h"
 
 extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* backend */ KS_BACKEND_CUDA,
-    /* strength_classical */ NULL,
-    /* strength_symmetric */ NULL,
-    /* pmis */ NULL,
+    /* strength_classical */ ks_amg_cuda_strength_classical,
+    /* strength_symmetric */ ks_amg_cuda_strength_symmetric,
+    /* pmis */ ks_amg_cuda_pmis,
     /* hmis */ NULL,
     /* interp_direct */ ks_cu_interp_direct,
     /* interp_extended_i */ ks_cu_interp_extended_i,
     /* interp_truncate */ ks_cu_interp_truncate,
     /* interp_project */ ks_cu_interp_project,
-    /* aggregate */ NULL,
-    /* tentative_prolongator */ NULL,
+    /* aggregate */ ks_amg_cuda_aggregate,
+    /* tentative_prolongator */ ks_amg_cuda_tentative,
     /* smooth_prolongator */ ks_cu_smooth_prolongator,
-    /* spectral_radius */ NULL,
-    /* check_diagonal */ NULL,
-    /* smoother_weights */ NULL,
+    /* spectral_radius */ ks_amg_cuda_spectral_radius,
+    /* check_diagonal */ ks_amg_cuda_check_diagonal,
+    /* smoother_weights */ ks_amg_cuda_smoother_weights,
 };

@@ -58,7 +58,8 @@ ks_error ks_amg_check_diagonal(ks_amg *amg, const ks_sparse *A, int l, const cha
 static int is_aggregation(const ks_amg *amg) { return amg->prm.algorithm == KS_AMG_AGGREGATION; }
 
 /* Time `call` into phase ph (the backend finishes the call's work first,
- * so device steps are timed, not just queued). */
+ * so device steps are timed, not just queued); with KS_AMG_TRACE set in
+ * the environment each step's time goes to stderr too. */
 #define PHASE(amg, ph, call)                                  \
     do {                                                      \
         double ph_t0_ = ks_wtime();                           \
@@ -66,9 +67,24 @@ static int is_aggregation(const ks_amg *amg) { return amg->prm.algorithm == KS_A
         if (ph_e_ == KS_OK)                                   \
             ph_e_ = ks_backend_sync((amg)->be);               \
         (amg)->phase_seconds[ph] += ks_wtime() - ph_t0_;      \
+        ks_amg_trace(l, #call, ks_wtime() - ph_t0_);          \
         if (ph_e_ != KS_OK)                                   \
             return ks_adderr(ph_e_, "AMG level %d", l);       \
     } while (0)
+
+void ks_amg_trace(int level, const char *what, double seconds)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("KS_AMG_TRACE");
+        on = v && v[0] && strcmp(v, "0") != 0;
+    }
+    if (!on)
+        return;
+    /* the step's function name: what comes before its argument list */
+    int len = (int)strcspn(what, "(");
+    fprintf(stderr, "ksolve AMG level %d: %.*s %.3f ms\n", level, len, what, 1e3 * seconds);
+}
 
 /* Classical coarsening of A: strength and C/F splitting. */
 static ks_error classical_split(ks_amg *amg, int l, const ks_sparse *A, unsigned long long seed,
@@ -131,6 +147,7 @@ static ks_error build_aggressive(ks_amg *amg, int l, ks_int n1, ks_int *nc)
     if (e == KS_OK)
         e = ks_backend_sync(amg->be);
     amg->phase_seconds[KS_AMG_PHASE_RAP] += ks_wtime() - t0;
+    ks_amg_trace(l, "aggressive stage 1: transpose + RAP", ks_wtime() - t0);
     ks_sparse_free(&R1);
     if (e == KS_OK)
         e = classical_split(amg, l, &A1, p->seed + 1000003ULL * (unsigned long long)(l + 1),
@@ -196,6 +213,7 @@ static ks_error build_aggregation(ks_amg *amg, int l, ks_int *nc, int *stalled)
     if (e == KS_OK)
         e = ks_backend_sync(amg->be);
     amg->phase_seconds[KS_AMG_PHASE_INTERP] += ks_wtime() - t0;
+    ks_amg_trace(l, "spectral radius + smoothed prolongator", ks_wtime() - t0);
     ks_sparse_free(&P0);
     if (e != KS_OK)
         return ks_adderr(e, "AMG level %d: smoothed prolongator", l);
@@ -273,6 +291,7 @@ ks_error ks_amg_coarse_setup(ks_amg *amg)
         return KS_OK; /* smoothed instead (cycle.c) */
     double t0 = ks_wtime();
     ks_csr H, inv;
+    const double t_coarse = t0;
     memset(&inv, 0, sizeof inv);
     ks_dense_lu_free(&amg->lu);
     ks_error e = ks_sparse_to_csr(A, &H);
@@ -294,6 +313,7 @@ ks_error ks_amg_coarse_setup(ks_amg *amg)
     else
         e = ks_matrix_create(amg->be, &inv, "auto", &sp, &amg->coarse_inv);
     amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
+    ks_amg_trace(l, "coarse LU and inverse", ks_wtime() - t_coarse);
     ks_csr_free(&inv);
     if (e != KS_OK)
         return ks_adderr(e, "AMG coarsest level %d: uploading the inverse", l);
@@ -413,17 +433,23 @@ ks_error ks_amg_build(ks_amg *amg)
 
     double t0 = ks_wtime();
     for (l = 0; l < amg->nlevels; l++) {
+        double t1 = ks_wtime();
         ks_error e = upload_level(amg, l);
         if (e != KS_OK)
             return ks_adderr(e, "AMG level %d: creating backend objects", l);
+        if (amg->be->ops->sync(amg->be) == KS_OK)
+            ks_amg_trace(l, "matrices and vectors of the level", ks_wtime() - t1);
     }
     KS_TRY(ks_backend_sync(amg->be));
     amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
 
     t0 = ks_wtime();
-    for (l = 0; l < amg->nlevels; l++)
+    for (l = 0; l < amg->nlevels; l++) {
+        double t1 = ks_wtime();
         KS_TRY(ks_amg_smoother_setup(amg, l));
-    KS_TRY(ks_backend_sync(amg->be));
+        KS_TRY(ks_backend_sync(amg->be));
+        ks_amg_trace(l, "smoother setup", ks_wtime() - t1);
+    }
     amg->phase_seconds[KS_AMG_PHASE_SMOOTHER] += ks_wtime() - t0;
     complexities(amg);
     return KS_OK;

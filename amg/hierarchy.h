@@ -154,6 +154,9 @@ void ks_amg_free_array(ks_amg *amg, void *p);
 /* SpMV parameters of the hierarchy's own matrices (float_values from
  * hierarchy_precision). */
 void ks_amg_level_spmv_params(const ks_amg *amg, ks_spmv_params *sp);
+/* With KS_AMG_TRACE set: one line on stderr per setup step (level, the
+ * step's call, milliseconds). */
+void ks_amg_trace(int level, const char *what, double seconds);
 /* Every row of level l's A has a nonzero finite diagonal, else
  * KS_ERR_NUMERIC naming the level and row (`who`: what needs it). */
 ks_error ks_amg_check_diagonal(ks_amg *amg, const ks_sparse *A, int level, const char *who);

@@ -156,6 +156,55 @@ __global__ void pmis_candidates(ks_int n, const ks_int *__restrict__ rp,
     ks_cu_warp_add(ncand, c);
 }
 
+/* One round of the fix-up, on the device. The serial pass (the cpu's, in
+ * index order) promotes candidate i exactly when no candidate j < i in S_i
+ * was promoted before it (S_i held no C point to begin with, and only
+ * candidates change). So i is decided once every such j is: promoted if
+ * none of them was. A state only goes from undecided (0) to promoted (1)
+ * or not (2), so reading a neighbour's old or new state in the same round
+ * is safe: at worst i waits a round. */
+__global__ void fixup_round(ks_int n, const ks_int *__restrict__ rp,
+                            const ks_int *__restrict__ ci, const unsigned char *__restrict__ cand,
+                            int *state, int *__restrict__ cf, int *left)
+{
+    int l = 0;
+    KS_CU_FOR(t, n)
+    {
+        const ks_int i = (ks_int)t;
+        if (!cand[i] || ((volatile int *)state)[i] != 0)
+            continue;
+        int pending = 0, hit = 0;
+        for (ks_int k = rp[i]; k < rp[i + 1] && !hit; k++) {
+            const ks_int j = ci[k];
+            if (j < i && cand[j]) {
+                const int sj = ((volatile int *)state)[j];
+                hit = sj == 1;
+                pending |= sj == 0;
+            }
+        }
+        if (hit) {
+            state[i] = 2;
+        } else if (!pending) {
+            state[i] = 1;
+            cf[i] = KS_CPT;
+        } else {
+            l++;
+        }
+    }
+    ks_cu_warp_add(left, l);
+}
+
+__global__ void fixup_clear_decided(ks_int n, const int *state, unsigned char *cand)
+{
+    KS_CU_FOR(i, n)
+    if (state[i] != 0)
+        cand[i] = 0;
+}
+
+/* Rounds of the device fix-up before the rest goes to the host loop (a
+ * dependency chain this long among candidates is not seen in practice). */
+const int kFixupRounds = 64;
+
 /* ------------------------------------------------------------- the host */
 
 /* Device temporaries (freed together). */
@@ -267,9 +316,25 @@ ks_error pmis_run(const ks_sparse *S, unsigned long long seed, int *cf, pmis_wor
     pmis_candidates<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, ci, cf, w->sel, w->cnt + 2);
     KS_CUDA_LAUNCH_CHECK("pmis_candidates");
     KS_TRY(be->ops->download(be, &ncand, w->cnt + 2, sizeof ncand));
-    if (ncand > 0)
-        KS_TRY(fixup_on_host(S, cf, w->sel, ncand));
-    return KS_OK;
+    if (ncand == 0)
+        return KS_OK;
+    /* the serial fix-up's decisions, in rounds on the device (w->fill, the
+     * transpose's slots, holds the candidates' states) */
+    KS_CUDA_CHECK(cudaMemsetAsync(w->fill, 0, (size_t)n * sizeof(ks_int), st));
+    for (int round = 0; round < kFixupRounds; round++) {
+        int left = 0;
+        KS_CUDA_CHECK(cudaMemsetAsync(w->cnt + 3, 0, sizeof(int), st));
+        fixup_round<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, ci, w->sel, w->fill, cf, w->cnt + 3);
+        KS_CUDA_LAUNCH_CHECK("fixup_round");
+        KS_TRY(be->ops->download(be, &left, w->cnt + 3, sizeof left));
+        if (left == 0)
+            return KS_OK;
+    }
+    /* a long chain: the serial loop finishes it on the host (the decided
+     * candidates are no longer candidates there: their cf is final) */
+    fixup_clear_decided<<<grid, KS_CU_BLOCK, 0, st>>>(n, w->fill, w->sel);
+    KS_CUDA_LAUNCH_CHECK("fixup_clear_decided");
+    return fixup_on_host(S, cf, w->sel, ncand);
 }
 
 } // namespace

@@ -63,7 +63,16 @@ ks_error ks_amg_cu_fill_int(ks_backend *be, int *p, ks_int n, int v);
  * of the block must call it (after a grid-stride loop, not inside one):
  * the shuffles need the whole warp, and blocks are KS_CU_BLOCK threads,
  * full warps. */
-template <typename T> __device__ __forceinline__ void ks_cu_warp_add(T *dst, T v)
+static __device__ __forceinline__ void ks_cu_warp_add_int(int *dst, int v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    if ((threadIdx.x & 31) == 0 && v != 0)
+        atomicAdd(dst, v);
+}
+
+static __device__ __forceinline__ void ks_cu_warp_add_u64(unsigned long long *dst,
+                                                          unsigned long long v)
 {
     for (int off = 16; off > 0; off >>= 1)
         v += __shfl_down_sync(0xffffffffu, v, off);

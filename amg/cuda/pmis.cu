@@ -79,7 +79,7 @@ __global__ void pmis_init(ks_int n, const ks_int *__restrict__ rp, const ks_int 
         cf[i] = isolated ? KS_FPT : KS_UNDECIDED;
         u += !isolated;
     }
-    ks_cu_warp_add(undecided, u);
+    ks_cu_warp_add_int(undecided, u);
 }
 
 __global__ void pmis_select(ks_int n, const ks_int *__restrict__ rp,
@@ -106,7 +106,7 @@ __global__ void pmis_select(ks_int n, const ks_int *__restrict__ rp,
         sel[i] = s;
         c += s;
     }
-    ks_cu_warp_add(nsel, c);
+    ks_cu_warp_add_int(nsel, c);
 }
 
 __global__ void pmis_update(ks_int n, const ks_int *__restrict__ rp,
@@ -134,7 +134,7 @@ __global__ void pmis_update(ks_int n, const ks_int *__restrict__ rp,
         else
             c++;
     }
-    ks_cu_warp_add(left, c);
+    ks_cu_warp_add_int(left, c);
 }
 
 /* Fix-up candidates: F points with strong connections and no C point in
@@ -153,7 +153,7 @@ __global__ void pmis_candidates(ks_int n, const ks_int *__restrict__ rp,
         cand[i] = need;
         c += need;
     }
-    ks_cu_warp_add(ncand, c);
+    ks_cu_warp_add_int(ncand, c);
 }
 
 /* One round of the fix-up, on the device. The serial pass (the cpu's, in

@@ -65,8 +65,8 @@ __global__ void spec_diagonal(ks_int n, const ks_int *__restrict__ rp,
         pos += d > 0.0;
         neg += d < 0.0;
     }
-    ks_cu_warp_add(&flags[1], pos);
-    ks_cu_warp_add(&flags[2], neg);
+    ks_cu_warp_add_int(&flags[1], pos);
+    ks_cu_warp_add_int(&flags[2], neg);
 }
 
 /* spectral.c's is_symmetric: every strictly upper entry has a lower
@@ -97,8 +97,8 @@ __global__ void spec_symmetry(ks_int n, const ks_int *__restrict__ rp,
     }
     if (asym)
         atomicExch(&flags[3], 1);
-    ks_cu_warp_add(&ul[0], upper);
-    ks_cu_warp_add(&ul[1], lower);
+    ks_cu_warp_add_u64(&ul[0], upper);
+    ks_cu_warp_add_u64(&ul[1], lower);
 }
 
 /* dsc[i] (in place of the diagonal): |a_ii|^-1/2 (Lanczos) or 1/a_ii

@@ -28,7 +28,7 @@ __global__ void aggregate_sizes(ks_int n, const ks_int *__restrict__ agg, ks_int
             rows++;
         }
     }
-    ks_cu_warp_add(&flags[2], rows);
+    ks_cu_warp_add_int(&flags[2], rows);
 }
 
 /* flags[1] lowered to the first empty aggregate. */

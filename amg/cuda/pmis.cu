@@ -191,7 +191,7 @@ __global__ void fixup_round(ks_int n, const ks_int *__restrict__ rp,
             l++;
         }
     }
-    ks_cu_warp_add(left, l);
+    ks_cu_warp_add_int(left, l);
 }
 
 __global__ void fixup_clear_decided(ks_int n, const int *state, unsigned char *cand)

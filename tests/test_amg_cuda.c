@@ -624,7 +624,7 @@ static void compare_all(ctx *c, const tmat *m)
             /* aggregates (cpu) -> the tentative prolongator */
             ks_int *agg = malloc(sizeof(ks_int) * ((size_t)S.nrows + 1)), na = 0;
             ck_assert(agg);
-            if (CPU->aggregate(&S, agg, &na) == KS_OK)
+            if (CPU->aggregate(&S, 1, agg, &na) == KS_OK)
                 cmp_tentative(c, m->name, S.nrows, agg, na, 1);
             ks_clear_error();
             free(agg);

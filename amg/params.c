@@ -33,7 +33,7 @@ void ks_amg_params_default(ks_amg_params *p)
 {
     memset(p, 0, sizeof *p);
     p->algorithm = KS_AMG_CLASSICAL;
-    p->selector = KS_AMG_HMIS;
+    p->selector = KS_AMG_PMIS;
     p->interpolator = KS_AMG_D2;
     p->strength_threshold = 0.25;
     p->max_row_sum = 0.9;

@@ -51,7 +51,8 @@ typedef struct ks_smoother_params {
 /* Algebraic multigrid settings (AmgX names; docs/config.md). */
 typedef struct ks_amg_params {
     ks_amg_algorithm algorithm;     /* default CLASSICAL */
-    ks_amg_selector selector;       /* default HMIS */
+    ks_amg_selector selector;       /* default PMIS (both backends: HMIS has a serial
+                                     * pass, run on the host even for cuda) */
     int hmis_block_rows;            /* HMIS's Ruge-Stueben pass: 0 serial (default), -1 in
                                      * parallel blocks sized per level, N >= 2 in blocks of
                                      * N rows */

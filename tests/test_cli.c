@@ -84,7 +84,7 @@ START_TEST(test_generator_converges)
     EXPECT_OUT("CONVERGED");
     /* The AMG settings and the setup summary come after the problem
      * header, before the table. */
-    EXPECT_OUT("amg                       CLASSICAL, HMIS, D2 interpolation");
+    EXPECT_OUT("amg                       CLASSICAL, PMIS, D2 interpolation");
     EXPECT_OUT("amg cycle                 V(1,1), smoother ");
     const char *setup = strstr(out_buf, "\n  setup on cpu:\n");
     const char *table = strstr(out_buf, "spmv format");

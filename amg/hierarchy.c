@@ -87,12 +87,19 @@ void ks_amg_trace(int level, const char *what, double seconds)
 }
 
 /* Classical coarsening of A: strength and C/F splitting. */
-static ks_error classical_split(ks_amg *amg, int l, const ks_sparse *A, unsigned long long seed,
-                                ks_sparse *S, int **cf, ks_int *nc)
+ks_error ks_amg_classical_strength(ks_amg *amg, int l, const ks_sparse *A, ks_sparse *S)
 {
     const ks_amg_params *p = &amg->prm;
     PHASE(amg, KS_AMG_PHASE_STRENGTH,
           ks_amgk_strength_classical(&amg->exec, A, p->strength_threshold, p->max_row_sum, S));
+    return KS_OK;
+}
+
+static ks_error classical_split(ks_amg *amg, int l, const ks_sparse *A, unsigned long long seed,
+                                ks_sparse *S, int **cf, ks_int *nc)
+{
+    const ks_amg_params *p = &amg->prm;
+    KS_TRY(ks_amg_classical_strength(amg, l, A, S));
     KS_TRY(ks_amg_alloc_array(amg, A->nrows, sizeof **cf, (void **)cf, "AMG C/F splitting"));
     if (p->selector == KS_AMG_PMIS)
         PHASE(amg, KS_AMG_PHASE_COARSENING, ks_amgk_pmis(&amg->exec, S, seed, *cf, nc));
@@ -247,6 +254,14 @@ static ks_error build_transfer(ks_amg *amg, int l, int *stalled)
     }
     PHASE(amg, KS_AMG_PHASE_RAP, ks_amgk_transpose(&amg->exec, &L->P, &L->R));
     PHASE(amg, KS_AMG_PHASE_RAP, ks_amgk_rap(&amg->exec, &L->R, &L->A, &L->P, &C->A));
+    /* An aggressive level's second-stage strength graph and its two stage
+     * interpolations served this build only: re-setup recomputes them from
+     * the new values. At 7-point 256^3 they were a sixth of the device
+     * hierarchy. (S and the splittings stay: they fix the patterns a
+     * re-setup projects onto.) */
+    ks_sparse_free(&L->S2);
+    ks_sparse_free(&L->P1);
+    ks_sparse_free(&L->P2);
     return KS_OK;
 }
 

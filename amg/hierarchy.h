@@ -63,7 +63,8 @@ typedef struct ks_amg_level {
      * coarsening stages. S / cf above are the first (n -> n1 points, with
      * interpolation P1); the second coarsens the Galerkin operator
      * A1 = P1^T A P1 (strength S2, splitting cf2 of the n1 points,
-     * interpolation P2), and P = P1 P2 truncated. */
+     * interpolation P2), and P = P1 P2 truncated. S2, P1 and P2 live only
+     * while the level is built (re-setup recomputes them); cf2 stays. */
     int aggressive;
     ks_sparse P1, P2;
     ks_sparse S2;
@@ -143,6 +144,8 @@ void ks_amg_start(ks_amg *amg, ks_matrix *A);
 ks_error ks_amg_build(ks_amg *amg);
 void ks_amg_clear(ks_amg *amg);
 ks_error ks_amg_coarse_setup(ks_amg *amg);
+/* Classical strength of A (prm's threshold and max_row_sum), timed. */
+ks_error ks_amg_classical_strength(ks_amg *amg, int level, const ks_sparse *A, ks_sparse *S);
 /* Classical interpolation (prm.interpolator) of A with S / cf, truncated
  * by the prm settings when `truncate`; timed into the phases. */
 ks_error ks_amg_classical_interp(ks_amg *amg, int level, const ks_sparse *A, const ks_sparse *S,

@@ -1,7 +1,8 @@
 /* Values-only AMG re-setup (time stepping, Newton: same pattern, new
  * values). Kept from the full setup: the strength graph, the C/F splitting
  * or aggregates, and the patterns of P, R and every coarse operator.
- * Recomputed: interpolation values, RAP values, the coarse LU, smoother data.
+ * Recomputed: interpolation values (an aggressive level's two stages as
+ * the setup makes them), RAP values, the coarse LU, smoother data.
  *
  * Classical interpolation is recomputed from the saved S and C/F splitting,
  * then projected onto the saved (truncated) pattern: entries outside it are
@@ -65,33 +66,42 @@ static ks_error reinterp(ks_amg *amg, int l, const ks_sparse *A, const ks_sparse
     return e;
 }
 
-/* Both stages of an aggressive level, then P = P1 P2 onto P's pattern. */
+/* Both stages of an aggressive level as the setup makes them (the first
+ * from the saved S and cf, the second from the new A1's strength and the
+ * saved cf2, each truncated afresh), then P = P1 P2 onto P's pattern. */
 static ks_error reinterp_aggressive(ks_amg *amg, int l, int *changed)
 {
     ks_amg_level *L = &amg->levels[l];
-    ks_sparse R1, A1, Pn;
+    ks_sparse P1, R1, A1, S2, P2, Pn;
+    memset(&P1, 0, sizeof P1);
     memset(&R1, 0, sizeof R1);
     memset(&A1, 0, sizeof A1);
+    memset(&S2, 0, sizeof S2);
+    memset(&P2, 0, sizeof P2);
     memset(&Pn, 0, sizeof Pn);
-    ks_error e = reinterp(amg, l, &L->A, &L->S, L->cf, &L->P1, changed);
-    if (e != KS_OK || *changed)
-        return e;
+    ks_error e = ks_amg_classical_interp(amg, l, &L->A, &L->S, L->cf, 1, &P1);
     double t0 = ks_wtime();
-    e = ks_amgk_transpose(&amg->exec, &L->P1, &R1);
     if (e == KS_OK)
-        e = ks_amgk_rap(&amg->exec, &R1, &L->A, &L->P1, &A1);
+        e = ks_amgk_transpose(&amg->exec, &P1, &R1);
+    if (e == KS_OK)
+        e = ks_amgk_rap(&amg->exec, &R1, &L->A, &P1, &A1);
     amg->phase_seconds[KS_AMG_PHASE_RAP] += ks_wtime() - t0;
-    if (e == KS_OK)
-        e = reinterp(amg, l, &A1, &L->S2, L->cf2, &L->P2, changed);
-    if (e == KS_OK && !*changed) {
-        t0 = ks_wtime();
-        e = ks_amgk_spgemm(&amg->exec, &L->P1, &L->P2, &Pn);
-        amg->phase_seconds[KS_AMG_PHASE_INTERP] += ks_wtime() - t0;
-        if (e == KS_OK)
-            e = project(amg, &Pn, &L->P, changed);
-    }
     ks_sparse_free(&R1);
+    if (e == KS_OK)
+        e = ks_amg_classical_strength(amg, l, &A1, &S2);
+    if (e == KS_OK)
+        e = ks_amg_classical_interp(amg, l, &A1, &S2, L->cf2, 1, &P2);
+    ks_sparse_free(&S2);
     ks_sparse_free(&A1);
+    if (e == KS_OK) {
+        t0 = ks_wtime();
+        e = ks_amgk_spgemm(&amg->exec, &P1, &P2, &Pn);
+        amg->phase_seconds[KS_AMG_PHASE_INTERP] += ks_wtime() - t0;
+    }
+    if (e == KS_OK)
+        e = project(amg, &Pn, &L->P, changed);
+    ks_sparse_free(&P1);
+    ks_sparse_free(&P2);
     ks_sparse_free(&Pn);
     if (e != KS_OK)
         return ks_adderr(e, "AMG re-setup, level %d: aggressive coarsening", l);

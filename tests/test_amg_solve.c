@@ -513,7 +513,7 @@ START_TEST(test_resetup_scaled)
     ks_solver_params prm;
     params(&prm, "PCG");
     resetup_case(&A, v, &prm, 1e-10, 1);
-    /* with aggressive coarsening (both stages kept) */
+    /* with aggressive coarsening (both stages recomputed from the saved splittings) */
     prm.pc.amg.aggressive_levels = 1;
     resetup_case(&A, v, &prm, 1e-10, 1);
     prm.pc.amg.aggressive_levels = 0;

@@ -44,7 +44,7 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
     }
     fprintf(out,
             "  grid complexity %.3f, operator complexity %.3f, memory %.2f MB (operators; "
-            "%.2f MB with smoother data and work vectors)\n",
+            "%.2f MB with smoother data, work vectors and splittings)\n",
             amg->grid_complexity, amg->operator_complexity, total, amg->bytes / 1048576.0);
     const ks_sparse *Ac = &amg->levels[amg->nlevels - 1].A;
     if (amg->coarse_inv)

@@ -365,6 +365,33 @@ static ks_error level_matrix(ks_amg *amg, ks_sparse *X, unsigned char *view, con
     return KS_OK;
 }
 
+/* The cycle only applies P and R; when their formats keep float32 copies
+ * (FLOAT) the float64 values would be a second copy of the level's
+ * largest matrices (at 7-point 256^3 a sixth of the device hierarchy), so
+ * they go until re-setup writes new ones. */
+ks_error ks_amg_transfer_values(ks_amg_level *L, int keep)
+{
+    int rel = 0;
+    if (keep) {
+        if (L->Pm)
+            KS_TRY(ks_matrix_acquire_values(L->Pm, &L->P.val));
+        if (L->Rm)
+            KS_TRY(ks_matrix_acquire_values(L->Rm, &L->R.val));
+        return KS_OK;
+    }
+    if (L->Pm && L->P_view) {
+        KS_TRY(ks_matrix_release_values(L->Pm, &rel));
+        if (rel)
+            L->P.val = NULL;
+    }
+    if (L->Rm && L->R_view) {
+        KS_TRY(ks_matrix_release_values(L->Rm, &rel));
+        if (rel)
+            L->R.val = NULL;
+    }
+    return KS_OK;
+}
+
 /* Backend objects of level l: its matrix (l > 0), P and R (not on the
  * coarsest), work vectors. */
 static ks_error upload_level(ks_amg *amg, int l)
@@ -386,6 +413,7 @@ static ks_error upload_level(ks_amg *amg, int l)
     if (l < amg->nlevels - 1) {
         KS_TRY(level_matrix(amg, &L->P, &L->P_view, fmt, &sp, &L->Pm));
         KS_TRY(level_matrix(amg, &L->R, &L->R_view, fmt, &sp, &L->Rm));
+        KS_TRY(ks_amg_transfer_values(L, 0));
     }
     if (l > 0) {
         KS_TRY(make_vec(amg, n, &L->x));

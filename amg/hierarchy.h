@@ -144,6 +144,10 @@ void ks_amg_start(ks_amg *amg, ks_matrix *A);
 ks_error ks_amg_build(ks_amg *amg);
 void ks_amg_clear(ks_amg *amg);
 ks_error ks_amg_coarse_setup(ks_amg *amg);
+/* keep = 0: free the float64 values of level L's P and R where their
+ * formats never read them (float32 states); keep = 1: give them values
+ * arrays again (uninitialised) for re-setup to write. */
+ks_error ks_amg_transfer_values(ks_amg_level *L, int keep);
 /* Classical strength of A (prm's threshold and max_row_sum), timed. */
 ks_error ks_amg_classical_strength(ks_amg *amg, int level, const ks_sparse *A, ks_sparse *S);
 /* Classical interpolation (prm.interpolator) of A with S / cf, truncated

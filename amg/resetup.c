@@ -161,7 +161,9 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
     ks_sparse RT;
     memset(&RT, 0, sizeof RT);
     int same = 0;
-    ks_error e = new_interpolation(amg, l, changed);
+    ks_error e = ks_amg_transfer_values(L, 1);
+    if (e == KS_OK)
+        e = new_interpolation(amg, l, changed);
     if (e != KS_OK || *changed)
         return e;
     PHASE(amg, KS_AMG_PHASE_RAP, ks_amgk_transpose(&amg->exec, &L->P, &RT));
@@ -180,6 +182,8 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
         e = ks_matrix_values_changed(L->Pm);
         if (e == KS_OK)
             e = ks_matrix_values_changed(L->Rm);
+        if (e == KS_OK)
+            e = ks_amg_transfer_values(L, 0);
         if (e == KS_OK)
             e = ks_matrix_values_changed(C->Am);
         amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;

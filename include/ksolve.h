@@ -328,7 +328,8 @@ typedef struct ks_hierarchy_info {
     double operator_complexity;       /* sum of nonzeros / nonzeros of level 0 */
     double bytes;                     /* the hierarchy's memory on its backend: what its
                                        * setup left allocated (operators, P, R, smoother data,
-                                       * the levels' work vectors; not the caller's matrix) */
+                                       * the levels' work vectors, the strength graphs and
+                                       * splittings re-setup reuses; not the caller's matrix) */
     int coarse_direct;                /* 1: the coarsest level is solved by its explicit
                                        * inverse (one SpMV), 0: by smoothing sweeps */
     double setup_seconds;             /* the last setup or re-setup */

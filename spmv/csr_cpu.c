@@ -60,7 +60,6 @@ static inline double val_at(const double *restrict val, const float *restrict va
 
 static ks_error csr_cpu_setup(ks_backend *be, const void *layout, void **state)
 {
-    (void)be;
     const float *Lvalf = ((const ks_csr_layout *)layout)->valf;
     const ks_csr *L = &((const ks_csr_layout *)layout)->A;
     *state = NULL;
@@ -106,6 +105,9 @@ static ks_error csr_cpu_setup(ks_backend *be, const void *layout, void **state)
         size_t nj = (size_t)(L->rowptr[part[p + 1]] - L->rowptr[part[p]]);
         memcpy(s->valf + j0, Lvalf + j0, sizeof(float) * nj);
     }
+    /* counted in the backend's memory in use like the CSR it replaces */
+    if (s->valf)
+        ks_be_track(be, s->valf, sizeof(float) * (size_t)L->nnz);
     *state = s;
     return KS_OK;
 }
@@ -243,8 +245,10 @@ static ks_error csr_cpu_gs_sweep(ks_backend *be, void *state, const double *b, d
 
 static void csr_cpu_destroy(ks_backend *be, void *state)
 {
-    (void)be;
-    free_state(state);
+    csr_cpu_state *s = state;
+    if (s && s->valf)
+        ks_be_untrack(be, s->valf);
+    free_state(s);
 }
 
 /* The matrix's CSR is borrowed: only the float32 copy is the state's own
@@ -253,6 +257,12 @@ static double csr_cpu_state_bytes(const void *state)
 {
     const csr_cpu_state *s = state;
     return s->valf ? 4.0 * (double)s->A.nnz : 0.0;
+}
+
+/* With float32 values the state reads valf alone. */
+static int csr_cpu_reads_values(const void *state)
+{
+    return ((const csr_cpu_state *)state)->valf == NULL;
 }
 
 const ks_spmv_format_ops ks_format_csr_cpu = {
@@ -271,4 +281,5 @@ const ks_spmv_format_ops ks_format_csr_cpu = {
     .fused_step = csr_cpu_fused_step,
     .float_values = 1,
     .state_bytes = csr_cpu_state_bytes,
+    .reads_values = csr_cpu_reads_values,
 };

@@ -387,6 +387,14 @@ double csr_vector_state_bytes(const void *state)
     return b;
 }
 
+/* Float32 pairs and a state with its own device CSR never read the
+ * matrix's values. */
+int csr_vector_reads_values(const void *state)
+{
+    const csr_vector_state *s = (const csr_vector_state *)state;
+    return s->borrowed && s->A.val != NULL;
+}
+
 ks_error csr_vector_apply(ks_backend *be, void *state, double alpha, const double *x,
                           double beta, double *y)
 {
@@ -447,4 +455,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     1, /* float_values */
     csr_vector_setup_sparse,
     csr_vector_state_bytes,
+    csr_vector_reads_values,
 };

@@ -69,6 +69,10 @@ typedef struct ks_spmv_format_ops {
      * the state was built, for ks_matrix_memory_bytes; a format that
      * allocates outside the backend, as csr on the cpu, counts itself). */
     double (*state_bytes)(const void *state);
+    /* Optional: 0 when the state never reads the matrix's CSR values (it
+     * keeps its own float32 copy), 1 when it does; NULL: it does. Lets
+     * ks_matrix_release_values free the float64 values. */
+    int (*reads_values)(const void *state);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */
@@ -133,6 +137,7 @@ struct ks_matrix {
     ks_csr host;           /* host CSR: a view of A's arrays on host-memory backends,
                             * else a copy made by ks_matrix_host_csr (host_owned) */
     int host_owned;
+    int values_released;   /* ks_matrix_release_values freed A.val */
     double bytes_per_apply;
     double state_bytes;    /* what the state holds on be: the backend's bytes in
                             * use grew by this much when it was built */
@@ -159,6 +164,16 @@ const ks_sparse *ks_matrix_sparse(const ks_matrix *M);
  * succeeds. */
 double *ks_matrix_values(ks_matrix *M);
 ks_error ks_matrix_values_changed(ks_matrix *M);
+/* Free the CSR's float64 values when the format's state keeps its own
+ * copy and never reads them (*released = 1; else nothing happens): a
+ * matrix applied only through a float32 state then lives once on its
+ * backend. Until ks_matrix_acquire_values the matrix still applies, but its
+ * values cannot be read or changed (ks_matrix_values gives NULL, host CSR
+ * and set_values / values_changed fail). ks_matrix_acquire_values gives
+ * the matrix a values array again (uninitialised after a release: write
+ * every value, then ks_matrix_values_changed) in *val. */
+ks_error ks_matrix_release_values(ks_matrix *M, int *released);
+ks_error ks_matrix_acquire_values(ks_matrix *M, double **val);
 /* What the format can do, for code outside spmv/: a Gauss-Seidel sweep, a
  * fused residual / smoothing pass, float32 values. */
 int ks_matrix_has_gs_sweep(const ks_matrix *M);

@@ -383,10 +383,18 @@ static ks_int first_nonfinite(const double *val, ks_int nnz)
     return nnz;
 }
 
+static ks_error released(const char *fn)
+{
+    return ks_seterr(KS_ERR_ARG, "%s: the matrix's values were released "
+                                 "(ks_matrix_acquire_values first)", fn);
+}
+
 ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
 {
     if (!M || (!val && M->A.nnz > 0))
         return ks_seterr(KS_ERR_ARG, "ks_matrix_set_values: NULL %s", M ? "values" : "matrix");
+    if (M->values_released)
+        return released("ks_matrix_set_values");
     const ks_int nnz = M->A.nnz;
     const size_t bytes = (size_t)nnz * sizeof(double);
     ks_int bad = first_nonfinite(val, nnz);
@@ -442,10 +450,46 @@ ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
 
 double *ks_matrix_values(ks_matrix *M) { return M ? M->A.val : NULL; }
 
+ks_error ks_matrix_release_values(ks_matrix *M, int *rel)
+{
+    *rel = 0;
+    if (!M || M->A_borrowed || M->values_released || !M->state || !M->A.val ||
+        !M->ops->reads_values || M->ops->reads_values(M->state))
+        return KS_OK;
+    if (M->host_owned) { /* a cache of the values too */
+        ks_csr_free(&M->host);
+        M->host_owned = 0;
+    }
+    M->be->ops->free(M->be, M->A.val);
+    M->A.val = NULL;
+    M->host.val = NULL; /* host-memory backends: host views A */
+    M->values_released = 1;
+    *rel = 1;
+    return KS_OK;
+}
+
+ks_error ks_matrix_acquire_values(ks_matrix *M, double **val)
+{
+    *val = NULL;
+    if (!M)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_acquire_values: NULL matrix");
+    if (M->values_released) {
+        KS_TRY(ks_be_alloc(M->be, (size_t)M->A.nnz * sizeof(double) + 1, (void **)&M->A.val,
+                           "matrix values"));
+        if (ks_backend_host_memory(M->be))
+            M->host.val = M->A.val;
+        M->values_released = 0;
+    }
+    *val = M->A.val;
+    return KS_OK;
+}
+
 ks_error ks_matrix_values_changed(ks_matrix *M)
 {
     if (!M)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_values_changed: NULL matrix");
+    if (M->values_released)
+        return released("ks_matrix_values_changed");
     if (M->host_owned && M->A.nnz > 0)
         KS_TRY(M->be->ops->download(M->be, M->host.val, M->A.val,
                                     (size_t)M->A.nnz * sizeof(double)));
@@ -477,6 +521,10 @@ const ks_csr *ks_matrix_host_csr(const ks_matrix *M)
 {
     if (!M)
         return NULL;
+    if (M->values_released) {
+        (void)released("ks_matrix_host_csr");
+        return NULL;
+    }
     if (ks_backend_host_memory(M->be) || M->host_owned)
         return &M->host;
     /* A device matrix: a host copy now, kept (and kept current) from here

@@ -745,6 +745,51 @@ START_TEST(test_errors_create)
 END_TEST
 
 /* ------------------------------------------------- float32 values */
+/* ks_matrix_release_values on M (float32 values, y = M x): released when
+ * the format keeps its own copy (`expect`), the float64 bytes gone, the
+ * apply unchanged, the values neither readable nor writable until
+ * ks_matrix_acquire_values; then new values work. */
+static void check_release(ks_matrix *M, const ks_csr *A, const ks_vec *vx, ks_vec *vy,
+                          const double *y, int expect)
+{
+    const double before = ks_matrix_memory_bytes(M);
+    int rel = -1;
+    KS_CHECK(ks_matrix_release_values(M, &rel));
+    ck_assert_int_eq(rel, expect);
+    if (!rel) {
+        ck_assert(ks_matrix_values(M) != NULL);
+        return;
+    }
+    ck_assert(ks_matrix_memory_bytes(M) == before - 8.0 * (double)A->nnz);
+    ck_assert_ptr_null(ks_matrix_values(M));
+    ck_assert_int_eq(ks_matrix_set_values(M, A->val), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "released"));
+    ck_assert_int_eq(ks_matrix_values_changed(M), KS_ERR_ARG);
+    ck_assert_ptr_null(ks_matrix_host_csr(M));
+    KS_CHECK(ks_matrix_release_values(M, &rel)); /* twice: nothing more */
+    ck_assert_int_eq(rel, 0);
+    const ks_int n = A->nrows;
+    double *y2 = malloc(sizeof(double) * (size_t)n), *v2 = malloc(sizeof(double) * (size_t)A->nnz);
+    ck_assert(y2 && v2);
+    KS_CHECK(ks_matrix_apply(M, 1.0, vx, 0.0, vy)); /* the state is intact */
+    KS_CHECK(ks_vec_get_host(vy, y2));
+    ck_assert(memcmp(y, y2, sizeof(double) * (size_t)n) == 0);
+    double *val = NULL;
+    KS_CHECK(ks_matrix_acquire_values(M, &val));
+    ck_assert_ptr_nonnull(val);
+    ck_assert(ks_matrix_values(M) == val);
+    ck_assert(ks_matrix_memory_bytes(M) == before);
+    for (ks_int k = 0; k < A->nnz; k++)
+        v2[k] = 2.0 * A->val[k];
+    KS_CHECK(ks_matrix_set_values(M, v2));
+    KS_CHECK(ks_matrix_apply(M, 1.0, vx, 0.0, vy));
+    KS_CHECK(ks_vec_get_host(vy, y2));
+    for (ks_int i = 0; i < n; i++) /* doubling commutes with float rounding */
+        ck_assert(y2[i] == 2.0 * y[i]);
+    free(y2);
+    free(v2);
+}
+
 /* fmt with float_values on backend bename: apply and fused pass agree with
  * the float64 reference of the rounded values (to float64 rounding), and
  * differ from the unrounded ones (so the float copy is what runs). */
@@ -790,6 +835,7 @@ static void check_float_values(const char *bename, const char *fmt, const char *
     /* the layout's own numbers: 4 bytes a value */
     ck_assert(ks_matrix_bytes_per_apply(M) < ks_csr_bytes_per_apply(A.nrows, A.nnz));
     check_fused(be, M, &Af, fmt, "float32 values");
+    check_release(M, &A, vx, vy, y, strcmp(want, "dia") != 0);
     ks_vec_destroy(vx);
     ks_vec_destroy(vy);
     ks_matrix_destroy(M);

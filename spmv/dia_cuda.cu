@@ -273,8 +273,11 @@ ks_error dia_setup_sparse(ks_backend *be, const ks_sparse *A, const ks_spmv_para
     }
     if (e == KS_OK) {
         ks_int d = 0;
-        for (long long b = 0; b < span; b++)
-            if (bits[b >> 5] >> (b & 31) & 1u) {
+        /* by words and their set bits: the bitmap spans n + m - 1 bits
+         * (a bit test each took tens of ms at 16.8M rows) */
+        for (long long w = 0; w < words; w++)
+            for (unsigned int x = bits[w]; x; x &= x - 1u) {
+                const long long b = 32 * w + __builtin_ctz(x);
                 const long long off = b - (n - 1);
                 offs[d++] = (ks_int)off;
                 long long lo = off < 0 ? -off : 0, hi = (long long)m - off;

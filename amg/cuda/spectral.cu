@@ -15,14 +15,14 @@
  *              recurrences and stopping rules, the tridiagonal's
  *              eigenvalue by the cpu's own function on the host.
  *
- * Row-wise values (the scaled matrix, each SpMV row, the vector updates)
- * are the cpu's bit for bit: one thread a row, sums in column order, and
- * every product that feeds a sum written with __dmul_rn / __dadd_rn so
- * nvcc cannot fuse it into an FMA the cpu does not do. The dot products
- * are the backend's (deterministic, but summed in another order than the
- * cpu's blocks), so the estimate agrees with the cpu's to rounding only,
- * not bitwise (test_amg_cuda allows 1e-10 relative; not yet measured on a
- * GPU). */
+ * The dot products are the backend's (deterministic, but summed in
+ * another order than the cpu's blocks), so the estimate agrees with the
+ * cpu's to rounding only (test_amg_cuda allows 1e-10 relative). Its SpMVs
+ * therefore use several lanes a row where rows are long (a row's partial
+ * sums meet by shuffles), which made the estimate of a 45-entries-a-row
+ * level several times faster than one thread a row; rows of fewer than
+ * three entries keep one thread, summing in column order with
+ * __dmul_rn / __dadd_rn like the cpu. */
 #include "amg_cuda.h"
 #include "../spectral_common.h"
 
@@ -151,6 +151,34 @@ __global__ void spec_apply(ks_int n, const ks_int *__restrict__ rp, const ks_int
     }
 }
 
+/* spec_apply with TPR lanes a row (TPR divides 32), for longer rows: the
+ * lanes' partial sums meet by shuffles, so a row's sum is in another order
+ * than the cpu's (the estimate already agrees only to rounding: the dot
+ * products differ too). The loop is warp-uniform (every lane runs every
+ * round, the shuffles need them all). */
+template <int TPR>
+__global__ void spec_apply_v(ks_int n, const ks_int *__restrict__ rp,
+                             const ks_int *__restrict__ ci, const double *__restrict__ av,
+                             const double *__restrict__ rs, double pre,
+                             const double *__restrict__ x, double *__restrict__ y)
+{
+    const long long total = (long long)n * TPR, stride = (long long)gridDim.x * blockDim.x;
+    const int lane = threadIdx.x % TPR;
+    for (long long base = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31);
+         base < total; base += stride) {
+        const long long t = base + (threadIdx.x & 31);
+        const ks_int i = (ks_int)(t / TPR);
+        double s = 0.0;
+        if (t < total)
+            for (ks_int k = rp[i] + lane; k < rp[i + 1]; k += TPR)
+                s += av[k] * x[ci[k]];
+        for (int off = TPR / 2; off > 0; off >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
+        if (t < total && lane == 0)
+            y[i] = pre * rs[i] * s;
+    }
+}
+
 /* w -= a v + bprev vprev (spectral.c's update_norm2 before its sum). */
 __global__ void spec_update(ks_int n, double a, const double *__restrict__ v, double bprev,
                             const double *__restrict__ vprev, double *__restrict__ w)
@@ -177,6 +205,7 @@ struct spec_work {
     double *dsc, *rb, *v, *aval, *tri; /* tri on the host (alpha, beta) */
     int *flags;
     unsigned long long *ul;
+    int tpr; /* lanes a row of the SpMV (1: the cpu's row sums bit for bit) */
 };
 
 #define SPEC_LAUNCH(kernel, ...)                                                             \
@@ -188,6 +217,39 @@ struct spec_work {
 ks_error dot(ks_backend *be, ks_int n, const double *x, const double *y, double *r)
 {
     return be->ops->dot(be, n, x, y, r);
+}
+
+/* y = (pre * rs) .* (av-valued A) x with wk->tpr lanes a row. */
+ks_error spec_spmv(const ks_sparse *A, const spec_work *wk, const double *av, double pre,
+                   const double *x, double *y)
+{
+    ks_backend *be = A->be;
+    const ks_int n = A->nrows;
+    const int tpr = wk->tpr;
+    const unsigned nb = ks_cu_blocks((long long)n * tpr);
+    cudaStream_t st = ks_cu_stream(be);
+    switch (tpr) {
+    case 32:
+        spec_apply_v<32><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, av, wk->dsc, pre, x, y);
+        break;
+    case 8:
+        spec_apply_v<8><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, av, wk->dsc, pre, x, y);
+        break;
+    case 4:
+        spec_apply_v<4><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, av, wk->dsc, pre, x, y);
+        break;
+    default:
+        spec_apply<<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, av, wk->dsc, pre, x, y);
+    }
+    KS_CUDA_LAUNCH_CHECK("spec_apply");
+    return KS_OK;
+}
+
+/* Lanes a row for mean row length m: about one entry a lane. */
+int spec_lanes(const ks_sparse *A)
+{
+    const double m = A->nrows ? (double)A->nnz / A->nrows : 0.0;
+    return m >= 24.0 ? 32 : m >= 6.0 ? 8 : m >= 3.0 ? 4 : 1;
 }
 
 /* spectral.c's lanczos(): v holds the start, vprev and w scratch. */
@@ -204,7 +266,7 @@ ks_error lanczos(const ks_sparse *A, spec_work *wk, int iters, double sign, doub
     double bprev = 0.0;
     for (int k = 0; k < iters; k++) {
         double a, bb;
-        SPEC_LAUNCH(spec_apply, n, A->rowptr, A->colind, wk->aval, wk->dsc, sign, v, w);
+        KS_TRY(spec_spmv(A, wk, wk->aval, sign, v, w));
         KS_TRY(dot(be, n, w, v, &a));
         alpha[m++] = a;
         SPEC_LAUNCH(spec_update, n, a, v, bprev, vprev, w);
@@ -236,7 +298,7 @@ ks_error power(const ks_sparse *A, spec_work *wk, int iters, double *est)
     int kept = 0, first_kept = iters - (iters + 1) / 2;
     for (int k = 0; k < iters; k++) {
         double ny2;
-        SPEC_LAUNCH(spec_apply, n, A->rowptr, A->colind, A->val, wk->dsc, 1.0, x, y);
+        KS_TRY(spec_spmv(A, wk, A->val, 1.0, x, y));
         KS_TRY(dot(be, n, y, y, &ny2));
         const double ny = sqrt(ny2);
         if (!(ny > 0.0)) {
@@ -350,6 +412,7 @@ extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, d
         if (!wk.tri)
             e = KS_ERR_MEMORY;
     }
+    wk.tpr = spec_lanes(A);
     if (e == KS_OK)
         e = spectral_run(A, iters, &wk, rho);
     void *dev[] = {wk.dsc, wk.rb, wk.v, wk.aval, wk.flags, wk.ul};

@@ -171,4 +171,5 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     0, /* float_values */
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
+    NULL, /* reads_values */
 };

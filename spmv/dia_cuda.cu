@@ -523,6 +523,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     1, /* float_values */
     dia_setup_sparse,
     NULL, /* state_bytes: what its setup allocates */
+    NULL, /* reads_values */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -542,4 +543,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     0, /* float_values */
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
+    NULL, /* reads_values */
 };

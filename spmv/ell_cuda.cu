@@ -151,6 +151,7 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     0, /* float_values */
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
+    NULL, /* reads_values */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -170,4 +171,5 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     0, /* float_values */
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
+    NULL, /* reads_values */
 };

@@ -139,6 +139,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     0, /* float_values */
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
+    NULL, /* reads_values */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -158,4 +159,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     0, /* float_values */
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
+    NULL, /* reads_values */
 };

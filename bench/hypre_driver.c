@@ -9,12 +9,24 @@
  * n^3 grid, row i + n (j + n k), diagonal 6, off-diagonals -1 (Dirichlet
  * boundary rows shortened), b = A x with x_i = sin(i), x0 = 0, PCG stopped
  * at ||r||_2 < tol ||b||_2. The BoomerAMG settings default to ksolve's AMG
- * defaults: HMIS, extended+i interpolation with at most 4 weights per row,
- * theta 0.25, max_row_sum 0.9, one Chebyshev sweep of degree 2 on
- * [0.3 lmax, lmax] down and up (hypre relax type 16; --relax L1JACOBI is
- * type 18, lexicographic order), V-cycle, coarsening stops at 300 rows,
- * Gaussian elimination on the coarsest level. Rows are split into
- * contiguous blocks over the MPI ranks.
+ * defaults: PMIS (hypre coarsen type 8; --coarsen HMIS is type 10),
+ * extended+i interpolation with at most 4 weights per row, theta 0.25,
+ * max_row_sum 0.9, one Chebyshev sweep of degree 2 on [0.3 lmax, lmax]
+ * down and up (hypre relax type 16; --relax L1JACOBI is type 18,
+ * lexicographic order), V-cycle, coarsening stops at 300 rows, Gaussian
+ * elimination on the coarsest level, no aggressive coarsening. Rows are
+ * split into contiguous blocks over the MPI ranks.
+ *
+ * Aggressive coarsening (--agg-levels L, ksolve's aggressive_levels): on
+ * the first L levels the coarsening (same type as --coarsen) runs a second
+ * time on the distance-two strength graph of the first stage's C points
+ * (--num-paths 1: one strong path of length two is enough), and the
+ * interpolation is --agg-interp, by default EXTI (agg_interp_type 1,
+ * 2-stage extended+i: P1 from the fine to the first-stage C points, P2 from
+ * the first- to the second-stage C points, both extended+i and truncated to
+ * --agg-p12-max weights per row, P = P1 P2 truncated to --agg-pmax), the
+ * closest to ksolve's two extended+i stages. hypre's own defaults are
+ * MULTIPASS (4) and no truncation (agg_P_max_elmts and agg_P12_max_elmts 0).
  *
  * Prints one summary line per the run, starting with "hypre:", plus a
  * "RESULT key=value ..." line for scripts. Timings: one warm-up setup +
@@ -32,6 +44,7 @@
 
 typedef struct opts {
     int n, repeat, pmax, sweeps, max_coarse, relax, coarsen, interp, agg_levels, print_level;
+    int agg_interp, agg_pmax, agg_p12_max, num_paths;
     double tol, theta, max_row_sum;
     int cheby_order;
     double cheby_fraction;
@@ -40,10 +53,32 @@ typedef struct opts {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hypre_driver [--n 64] [--repeat 3] [--tol 1e-8] [--theta 0.25]\n"
-               "       [--coarsen HMIS|PMIS|FALGOUT] [--interp EXTI|DIRECT|CLASSICAL]\n"
+               "       [--coarsen PMIS|HMIS|FALGOUT] [--interp EXTI|DIRECT|CLASSICAL]\n"
                "       [--pmax 4] [--relax CHEBYSHEV|L1JACOBI|JACOBI|HGS|SSOR] [--sweeps 1]\n"
                "       [--cheby-order 2] [--cheby-fraction 0.3]\n"
-               "       [--max-row-sum 0.9] [--max-coarse 300] [--agg-levels 0] [--print-level 0]\n");
+               "       [--max-row-sum 0.9] [--max-coarse 300] [--print-level 0]\n"
+               "       [--agg-levels 0] [--agg-interp EXTI|STD|EXT|MULTIPASS|MM_EXT|MM_EXTI|MM_EXTE]\n"
+               "       [--agg-pmax 4] [--agg-p12-max 4] [--num-paths 1]\n"
+               "--coarsen: PMIS = hypre coarsen type 8, HMIS = 10, FALGOUT = 6.\n"
+               "--agg-interp (levels of aggressive coarsening): EXTI = 1 (2-stage extended+i),\n"
+               "STD = 2, EXT = 3 (2-stage standard, extended), MULTIPASS = 4 (hypre's default),\n"
+               "MM_EXT = 5, MM_EXTI = 6, MM_EXTE = 7 (2-stage, matrix-matrix form).\n");
+}
+
+/* HYPRE_BoomerAMGSetCoarsenType */
+static const char *const cnames[] = {"PMIS", "HMIS", "FALGOUT"};
+static const int ccodes[] = {8, 10, 6};
+/* HYPRE_BoomerAMGSetAggInterpType */
+static const char *const anames[] = {"EXTI", "STD", "EXT", "MULTIPASS", "MM_EXT", "MM_EXTI",
+                                     "MM_EXTE"};
+static const int acodes[] = {1, 2, 3, 4, 5, 6, 7};
+
+static const char *name_of(int code, const char *const *names, const int *codes, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (codes[i] == code)
+            return names[i];
+    return "?";
 }
 
 static int named(const char *v, const char *const *names, const int *codes, int n, int *out)
@@ -58,9 +93,10 @@ static int named(const char *v, const char *const *names, const int *codes, int 
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){64, 3, 4, 1, 300, 16, 10, 6, 0, 0, 1e-8, 0.25, 0.9, 2, 0.3};
-    static const char *const cnames[] = {"HMIS", "PMIS", "FALGOUT"};
-    static const int ccodes[] = {10, 8, 6};
+    *o = (opts){.n = 64, .repeat = 3, .pmax = 4, .sweeps = 1, .max_coarse = 300, .relax = 16,
+                .coarsen = 8, .interp = 6, .agg_levels = 0, .print_level = 0, .agg_interp = 1,
+                .agg_pmax = 4, .agg_p12_max = 4, .num_paths = 1, .tol = 1e-8, .theta = 0.25,
+                .max_row_sum = 0.9, .cheby_order = 2, .cheby_fraction = 0.3};
     static const char *const inames[] = {"EXTI", "DIRECT", "CLASSICAL"};
     static const int icodes[] = {6, 3, 0};
     /* 16 Chebyshev, 18 l1-Jacobi, 0 weighted Jacobi, 3 hybrid Gauss-Seidel,
@@ -92,6 +128,14 @@ static int parse(int argc, char **argv, opts *o)
             o->max_coarse = (int)strtol(v, &end, 10);
         else if (!strcmp(a, "--agg-levels"))
             o->agg_levels = (int)strtol(v, &end, 10);
+        else if (!strcmp(a, "--agg-interp"))
+            bad = named(v, anames, acodes, 7, &o->agg_interp);
+        else if (!strcmp(a, "--agg-pmax"))
+            o->agg_pmax = (int)strtol(v, &end, 10);
+        else if (!strcmp(a, "--agg-p12-max"))
+            o->agg_p12_max = (int)strtol(v, &end, 10);
+        else if (!strcmp(a, "--num-paths"))
+            o->num_paths = (int)strtol(v, &end, 10);
         else if (!strcmp(a, "--print-level"))
             o->print_level = (int)strtol(v, &end, 10);
         else if (!strcmp(a, "--tol"))
@@ -120,8 +164,11 @@ static int parse(int argc, char **argv, opts *o)
             return 1;
         }
     }
-    if (o->n < 2 || o->repeat < 1 || o->sweeps < 1) {
-        fprintf(stderr, "hypre_driver: need --n >= 2, --repeat >= 1, --sweeps >= 1\n");
+    if (o->n < 2 || o->repeat < 1 || o->sweeps < 1 || o->agg_levels < 0 || o->agg_pmax < 0 ||
+        o->agg_p12_max < 0 || o->num_paths < 1) {
+        fprintf(stderr, "hypre_driver: need --n >= 2, --repeat >= 1, --sweeps >= 1, "
+                        "--agg-levels >= 0, --agg-pmax >= 0, --agg-p12-max >= 0, "
+                        "--num-paths >= 1\n");
         return 1;
     }
     return 0;
@@ -222,6 +269,10 @@ static void solve_once(const opts *o, HYPRE_ParCSRMatrix A, HYPRE_ParVector b, H
     HYPRE_BoomerAMGSetStrongThreshold(amg, o->theta);
     HYPRE_BoomerAMGSetMaxRowSum(amg, o->max_row_sum);
     HYPRE_BoomerAMGSetAggNumLevels(amg, o->agg_levels);
+    HYPRE_BoomerAMGSetAggInterpType(amg, o->agg_interp);
+    HYPRE_BoomerAMGSetAggPMaxElmts(amg, o->agg_pmax);       /* P = P1 P2 */
+    HYPRE_BoomerAMGSetAggP12MaxElmts(amg, o->agg_p12_max);  /* P1 and P2 (2-stage types) */
+    HYPRE_BoomerAMGSetNumPaths(amg, o->num_paths);
     HYPRE_BoomerAMGSetRelaxType(amg, o->relax);
     HYPRE_BoomerAMGSetRelaxOrder(amg, 0);
     HYPRE_BoomerAMGSetNumSweeps(amg, o->sweeps);
@@ -306,15 +357,22 @@ int main(int argc, char **argv)
     }
     double setup = median(ts, o.repeat), solve = median(tv, o.repeat);
     if (rank == 0) {
-        printf("hypre %s BoomerAMG+PCG, %d MPI ranks, poisson3d_7 n=%d (%lld rows): levels %d, "
-               "operator complexity %.3f, grid complexity %.3f; iterations %d, relative "
-               "residual %.3e; setup %.4f s, solve %.4f s, %.3f ms/iteration (medians of %d)\n",
-               HYPRE_RELEASE_VERSION, size, o.n, nrows, r.levels, r.opc, r.gridc, r.iters,
-               r.relres, setup, solve, r.iters > 0 ? 1e3 * solve / r.iters : 0.0, o.repeat);
-        printf("RESULT impl=hypre n=%d ranks=%d levels=%d opc=%.4f gridc=%.4f iters=%d "
-               "relres=%.3e setup=%.5f solve=%.5f per_iter_ms=%.4f\n",
-               o.n, size, r.levels, r.opc, r.gridc, r.iters, r.relres, setup, solve,
-               r.iters > 0 ? 1e3 * solve / r.iters : 0.0);
+        const char *cname = name_of(o.coarsen, cnames, ccodes, 3);
+        const char *aname = name_of(o.agg_interp, anames, acodes, 7);
+        printf("hypre %s BoomerAMG+PCG, %d MPI ranks, poisson3d_7 n=%d (%lld rows), coarsen %s "
+               "(%d), aggressive levels %d (agg_interp_type %d %s, agg_P_max_elmts %d, "
+               "agg_P12_max_elmts %d, num_paths %d): levels %d, operator complexity %.3f, "
+               "grid complexity %.3f; iterations %d, relative residual %.3e; setup %.4f s, "
+               "solve %.4f s, %.3f ms/iteration (medians of %d)\n",
+               HYPRE_RELEASE_VERSION, size, o.n, nrows, cname, o.coarsen, o.agg_levels,
+               o.agg_interp, aname, o.agg_pmax, o.agg_p12_max, o.num_paths, r.levels, r.opc,
+               r.gridc, r.iters, r.relres, setup, solve,
+               r.iters > 0 ? 1e3 * solve / r.iters : 0.0, o.repeat);
+        printf("RESULT impl=hypre n=%d ranks=%d coarsen=%s agg_levels=%d agg_interp=%d levels=%d "
+               "opc=%.4f gridc=%.4f iters=%d relres=%.3e setup=%.5f solve=%.5f "
+               "per_iter_ms=%.4f\n",
+               o.n, size, cname, o.agg_levels, o.agg_interp, r.levels, r.opc, r.gridc, r.iters,
+               r.relres, setup, solve, r.iters > 0 ? 1e3 * solve / r.iters : 0.0);
     }
     free(ts);
     free(tv);

@@ -602,12 +602,13 @@ static void random_problem(prob *p, ks_int n, uint64_t seed)
  * device's bins (amg/cuda/interp_extended.cu: hashes of 32 to 4096 slots
  * in shared memory, by powers of two, for sets of at most 16, 32, ...,
  * 2048 points; larger sets in global memory). Its count pass bins a row by
- * a bound (the C points of S_i plus |S_k| for every strong F neighbour k,
- * at most nc), the fill pass by the exact size; for every s of hub_sizes,
- * three F rows ("hubs") land on s:
+ * a bound (the C points of S_i and of the S rows of its strong F
+ * neighbours, repeats counted), the fill pass by the exact size; for every
+ * s of hub_sizes, three F rows ("hubs") land on s:
  *   direct       s strong C neighbours (bound = size = s);
  *   disjoint     the size through strong F neighbours with disjoint sets
- *                of C points (size s, a larger bound);
+ *                of C points, each also with one of i's own (size s, a
+ *                larger bound);
  *   overlapping  the bound through F neighbours whose S rows are i and C
  *                points drawn from a small window (bound s, a smaller size);
  * and one hub with `wide` strong F neighbours (S rows: i and two random C
@@ -728,11 +729,11 @@ static void hub_problem(prob *p, ks_int ncp, ks_int wide, int pad, ks_int filler
             hub_add(&b, i, perm[t], 1);
         hub_weak(&b, i, ncp, f0, next);
         hub_diag(&b, i, 0.0);
-        /* disjoint: a points for i, t for each F neighbour, all distinct */
+        /* disjoint (kind 0), overlapping (1): a points for i, t for each of
+         * its m strong F neighbours */
         for (int kind = 0; kind < 2; kind++) {
             const ks_int m = hub_m(s);
-            ks_int t = kind == 0 ? s / (m + 1) : s / m - 1;
-            ks_int a = kind == 0 ? s - m * t : s - m * (t + 1);
+            const ks_int t = kind == 0 ? s / (m + 1) : s / m, a = s - m * t;
             i = next++;
             const ks_int k0 = next;
             next += m;
@@ -750,13 +751,14 @@ static void hub_problem(prob *p, ks_int ncp, ks_int wide, int pad, ks_int filler
             hub_diag(&b, i, 0.0);
             for (ks_int k = k0; k < k0 + m; k++) {
                 const ks_int j = k - k0;
-                if (kind == 0) { /* its own slice; i and another neighbour maybe strong */
+                if (kind == 0) { /* its slice, one of i's (a >= 1); i, a neighbour maybe */
                     for (ks_int u = 0; u < t; u++)
                         hub_add(&b, k, perm[a + j * t + u], 1);
+                    hub_add(&b, k, perm[0], 1);
                     hub_add(&b, k, i, ks_test_urand() < 0.5);
                     if (m > 1)
                         hub_add(&b, k, k0 + (j + 1) % m, ks_test_urand() < 0.5);
-                } else { /* |S_k| = t + 1: t points of the window, and i */
+                } else { /* t points of the window, and i */
                     const ks_int off = (ks_int)(ks_test_rng_next() % (uint64_t)win);
                     for (ks_int u = 0; u < t; u++)
                         hub_add(&b, k, perm[(off + u) % win], 1);

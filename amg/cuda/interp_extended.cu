@@ -200,24 +200,26 @@ __device__ __forceinline__ int ext_set(const ext_group<G> &g, ks_int i, const ex
     const ks_int ss = srp[i], se = srp[i + 1];
     for (ks_int s0 = ss; s0 < se; s0 += G) {
         const ks_int s = s0 + g.r;
-        ks_int k = -1;
+        ks_int k0 = 0, k1 = 0; /* an F neighbour's S row, loaded by its lane */
         bool f = false;
         if (s < se) {
-            k = sci[s];
+            const ks_int k = sci[s];
             if (cmap[k] >= 0) {
                 const int x = ext_insert(keys, lg, k);
                 added += x > 0;
                 full |= x < 0;
             } else {
                 f = true;
+                k0 = srp[k];
+                k1 = srp[k + 1];
             }
         }
         /* the strong F neighbours of this chunk, one after the other, their
          * S rows taken by all lanes */
         for (unsigned fm = g.ballot(f); fm; fm &= fm - 1) {
-            const ks_int kk = g.bcast(k, __ffs((int)fm) - 1);
-            const ks_int t1 = srp[kk + 1];
-            for (ks_int u = srp[kk] + g.r; u < t1; u += G) {
+            const int t = __ffs((int)fm) - 1;
+            const ks_int t1 = g.bcast(k1, t);
+            for (ks_int u = g.bcast(k0, t) + g.r; u < t1; u += G) {
                 const ks_int l = sci[u];
                 if (cmap[l] >= 0) {
                     const int x = ext_insert(keys, lg, l);
@@ -295,16 +297,16 @@ __device__ __forceinline__ bool ahat_sign(double a_kk, double v)
     return a_kk < 0 ? v > 0 : v < 0;
 }
 
-/* Strong F neighbour k of row i, coupling a = a_ik: a spread over Chat_i
- * U {i} in proportion to ahat_kl (or lumped when D_k = 0). Returns atil
- * with i's own term added (the cpu's spare slot, which starts at -0.0). */
+/* Strong F neighbour k of row i (row k of A at [k0, k1), a_kk = dk),
+ * coupling a = a_ik: a spread over Chat_i U {i} in proportion to ahat_kl
+ * (or lumped when D_k = 0). Returns atil with i's own term added (the
+ * cpu's spare slot, which starts at -0.0). */
 template <int G>
-__device__ __forceinline__ double ext_spread(const ext_group<G> &g, ks_int i, ks_int k, double a,
-                                             double atil, const ext_args &p, const int *keys,
-                                             const int *pos, int lg, double *vals)
+__device__ __forceinline__ double ext_spread(const ext_group<G> &g, ks_int i, ks_int k0,
+                                             ks_int k1, double dk, double a, double atil,
+                                             const ext_args &p, const int *keys, const int *pos,
+                                             int lg, double *vals)
 {
-    const ks_int k0 = p.arp[k], k1 = p.arp[k + 1];
-    const double dk = p.diag[k];
     double D = 0.0;
     for (ks_int m0 = k0; m0 < k1; m0 += G) {
         const ks_int m = m0 + g.r;
@@ -312,10 +314,8 @@ __device__ __forceinline__ double ext_spread(const ext_group<G> &g, ks_int i, ks
         bool kept = false;
         if (m < k1) {
             v = p.ava[m];
-            if (ahat_sign(dk, v)) {
-                const ks_int l = p.aci[m];
-                kept = l == i || ext_slot(keys, lg, l) >= 0;
-            }
+            const ks_int l = p.aci[m];
+            kept = ahat_sign(dk, v) && (l == i || ext_slot(keys, lg, l) >= 0);
         }
         for (unsigned b = g.ballot(kept); b; b &= b - 1) /* in row order */
             D += g.bcast(v, __ffs((int)b) - 1);
@@ -328,9 +328,9 @@ __device__ __forceinline__ double ext_spread(const ext_group<G> &g, ks_int i, ks
     g.sync(); /* the previous steps' updates of vals are done */
     for (ks_int m = k0 + g.r; m < k1; m += G) {
         const double v = p.ava[m];
+        const ks_int l = p.aci[m];
         if (!ahat_sign(dk, v))
             continue;
-        const ks_int l = p.aci[m];
         const double term = __dmul_rn(dist, v);
         if (l == i) {
             own = term;
@@ -363,10 +363,10 @@ __device__ __forceinline__ double ext_weights(const ext_group<G> &g, ks_int i, c
     for (ks_int q0 = p.arp[i]; q0 < a1; q0 += G) {
         const ks_int q = q0 + g.r;
         int kind = EXT_SKIP, pj = -1;
-        ks_int j = -1;
-        double a = 0.0;
+        ks_int k0 = 0, k1 = 0; /* a strong F neighbour's row, loaded by its lane */
+        double a = 0.0, dk = 0.0;
         if (q < a1) {
-            j = p.aci[q];
+            const ks_int j = p.aci[q];
             a = p.ava[q];
             if (j != i) {
                 const int sl = ext_slot(keys, lg, j);
@@ -375,6 +375,9 @@ __device__ __forceinline__ double ext_weights(const ext_group<G> &g, ks_int i, c
                     kind = EXT_OWN; /* i's own coupling to a point of Chat_i */
                 } else if (p.cmap[j] < 0 && ext_member(p.sci, ss, se, j)) {
                     kind = EXT_SPREAD; /* strong F neighbour */
+                    k0 = p.arp[j];
+                    k1 = p.arp[j + 1];
+                    dk = p.diag[j];
                 } else {
                     kind = EXT_LUMP; /* weak and outside Chat_i */
                 }
@@ -392,7 +395,8 @@ __device__ __forceinline__ double ext_weights(const ext_group<G> &g, ks_int i, c
             } else if (kt == EXT_LUMP) {
                 atil += at;
             } else {
-                atil = ext_spread(g, i, g.bcast(j, t), at, atil, p, keys, pos, lg, vals);
+                atil = ext_spread(g, i, g.bcast(k0, t), g.bcast(k1, t), g.bcast(dk, t), at, atil,
+                                  p, keys, pos, lg, vals);
             }
         }
     }

@@ -11,9 +11,10 @@
  * anisotropic, convection-diffusion, several seeds), the real matrices of
  * ../shared/matrices (when present), random small integer matrices (exact
  * cancellations: empty rows from lumping, atil_ii = 0, D_k = 0, ties in
- * truncation, explicit zeros) and edge cases (one row, all C, all F with
- * and without strong connections, no rows). Without a CUDA device every
- * test is skipped, saying so. */
+ * truncation, explicit zeros), hand-made rows whose interpolatory sets
+ * land on the sizes where the device's extended+i changes bins (hubs) and
+ * edge cases (one row, all C, all F with and without strong connections,
+ * no rows). Without a CUDA device every test is skipped, saying so. */
 #include "ks_test.h"
 #include "amg/cpu/amg_cpu.h"
 #include "amg/cuda/amg_cuda_interp.h"
@@ -597,6 +598,227 @@ static void random_problem(prob *p, ks_int n, uint64_t seed)
     }
 }
 
+/* Hand-made F rows whose interpolatory sets have chosen sizes, for the
+ * device's bins (amg/cuda/interp_extended.cu: hashes of 32 to 4096 slots
+ * in shared memory, by powers of two, for sets of at most 16, 32, ...,
+ * 2048 points; larger sets in global memory). Its count pass bins a row by
+ * a bound (the C points of S_i and of the S rows of its strong F
+ * neighbours, repeats counted), the fill pass by the exact size; for every
+ * s of hub_sizes, three F rows ("hubs") land on s:
+ *   direct       s strong C neighbours (bound = size = s);
+ *   disjoint     the size through strong F neighbours with disjoint sets
+ *                of C points, each also with one of i's own (size s, a
+ *                larger bound);
+ *   overlapping  the bound through F neighbours whose S rows are i and C
+ *                points drawn from a small window (bound s, a smaller size);
+ * and one hub with `wide` strong F neighbours (S rows: i and two random C
+ * points), beyond the shared capacity in both passes (a row of A of
+ * several thousand entries). C points are 0 .. ncp - 1, each with `pad`
+ * weak couplings (which P does not see) to set the mean row length of A,
+ * hence the lanes a row of the smaller bins; `filler` F rows with no
+ * connection at the end (empty rows) lower it. Values: random, mostly
+ * negative off the diagonal; a fifth of the F neighbours have a negative
+ * diagonal (the other ahat sign; D_k = 0 then and then). Hubs also have
+ * weak couplings to C points (inside their set or not) and F rows. */
+static const ks_int hub_sizes[] = {1,   2,   15,  16,  17,  31,   32,   33,   63,
+                                   64,  65,  127, 128, 129, 255,  256,  257,  511,
+                                   512, 513, 1023, 1024, 1025, 2047, 2048, 2049, 3000};
+#define NHUB_SIZES ((int)(sizeof hub_sizes / sizeof hub_sizes[0]))
+
+typedef struct hub_build {
+    int64_t ne, cap; /* A's entries (COO), strong flag each */
+    ks_int *r, *c;
+    double *v;
+    unsigned char *s;
+    ks_int *mark; /* the row that last took a column */
+    double offsum;
+} hub_build;
+
+static double hub_off(void)
+{
+    const double u = ks_test_urand();
+    return ks_test_urand() < 0.85 ? -(0.1 + 0.9 * u) : 0.05 + 0.45 * u;
+}
+
+static void hub_push(hub_build *b, ks_int i, ks_int j, double v, int strong)
+{
+    if (b->ne == b->cap) {
+        b->cap = 2 * b->cap + 1024;
+        b->r = (ks_int *)realloc(b->r, (size_t)b->cap * sizeof *b->r);
+        b->c = (ks_int *)realloc(b->c, (size_t)b->cap * sizeof *b->c);
+        b->v = (double *)realloc(b->v, (size_t)b->cap * sizeof *b->v);
+        b->s = (unsigned char *)realloc(b->s, (size_t)b->cap);
+        ck_assert(b->r && b->c && b->v && b->s);
+    }
+    b->r[b->ne] = i;
+    b->c[b->ne] = j;
+    b->v[b->ne] = v;
+    b->s[b->ne++] = (unsigned char)strong;
+}
+
+/* a_ij with a random value, unless j == i or row i has column j already. */
+static void hub_add(hub_build *b, ks_int i, ks_int j, int strong)
+{
+    if (j == i || b->mark[j] == i)
+        return;
+    b->mark[j] = i;
+    const double v = hub_off();
+    b->offsum += fabs(v);
+    hub_push(b, i, j, v, strong);
+}
+
+/* Row i's diagonal, after its couplings: their absolute sum times 0.6 to
+ * 1.4, negative with probability neg. */
+static void hub_diag(hub_build *b, ks_int i, double neg)
+{
+    const double d = (b->offsum > 0 ? b->offsum : 1.0) * (0.6 + 0.8 * ks_test_urand());
+    b->offsum = 0.0;
+    hub_push(b, i, i, ks_test_urand() < neg ? -d : d, 0);
+}
+
+/* Weak couplings of hub i: three C points, two of the F rows f0 .. next - 1. */
+static void hub_weak(hub_build *b, ks_int i, ks_int ncp, ks_int f0, ks_int next)
+{
+    for (int t = 0; t < 3; t++)
+        hub_add(b, i, (ks_int)(ks_test_rng_next() % (uint64_t)ncp), 0);
+    for (int t = 0; t < 2 && next > f0 + 1; t++)
+        hub_add(b, i, f0 + (ks_int)(ks_test_rng_next() % (uint64_t)(next - f0)), 0);
+}
+
+static ks_int hub_m(ks_int s) { return s < 8 ? 1 : s / 8 < 64 ? s / 8 : 64; }
+
+/* A shuffled copy of 0 .. ncp - 1 into perm. */
+static void hub_shuffle(ks_int *perm, ks_int ncp)
+{
+    for (ks_int t = 0; t < ncp; t++)
+        perm[t] = t;
+    for (ks_int t = ncp - 1; t > 0; t--) {
+        const ks_int u = (ks_int)(ks_test_rng_next() % (uint64_t)(t + 1)), x = perm[t];
+        perm[t] = perm[u];
+        perm[u] = x;
+    }
+}
+
+static void hub_problem(prob *p, ks_int ncp, ks_int wide, int pad, ks_int filler, uint64_t seed)
+{
+    ks_test_rng_seed(seed);
+    ks_int n = ncp + 1 + wide + filler;
+    for (int h = 0; h < NHUB_SIZES; h++)
+        n += 3 + 2 * hub_m(hub_sizes[h]);
+    hub_build b;
+    memset(&b, 0, sizeof b);
+    b.mark = (ks_int *)malloc((size_t)n * sizeof *b.mark);
+    ks_int *perm = (ks_int *)malloc((size_t)ncp * sizeof *perm);
+    ck_assert(b.mark && perm);
+    for (ks_int j = 0; j < n; j++)
+        b.mark[j] = -1;
+    const ks_int f0 = ncp; /* the first F row */
+    for (ks_int i = 0; i < ncp; i++) {
+        for (int t = 0; t < pad; t++)
+            hub_add(&b, i, (ks_int)(ks_test_rng_next() % (uint64_t)ncp), 0);
+        hub_diag(&b, i, 0.0);
+    }
+    ks_int next = f0;
+    for (int h = 0; h < NHUB_SIZES; h++) {
+        const ks_int s = hub_sizes[h];
+        ck_assert(s <= ncp);
+        /* direct */
+        ks_int i = next++;
+        hub_shuffle(perm, ncp);
+        for (ks_int t = 0; t < s; t++)
+            hub_add(&b, i, perm[t], 1);
+        hub_weak(&b, i, ncp, f0, next);
+        hub_diag(&b, i, 0.0);
+        /* disjoint (kind 0), overlapping (1): a points for i, t for each of
+         * its m strong F neighbours */
+        for (int kind = 0; kind < 2; kind++) {
+            const ks_int m = hub_m(s);
+            const ks_int t = kind == 0 ? s / (m + 1) : s / m, a = s - m * t;
+            i = next++;
+            const ks_int k0 = next;
+            next += m;
+            hub_shuffle(perm, ncp);
+            ks_int win = 2 * (t > a ? t : a);
+            if (win < s / 3 + 1)
+                win = s / 3 + 1;
+            if (win > ncp)
+                win = ncp;
+            for (ks_int u = 0; u < a; u++)
+                hub_add(&b, i, perm[u], 1);
+            for (ks_int k = k0; k < k0 + m; k++)
+                hub_add(&b, i, k, 1);
+            hub_weak(&b, i, ncp, f0, next);
+            hub_diag(&b, i, 0.0);
+            for (ks_int k = k0; k < k0 + m; k++) {
+                const ks_int j = k - k0;
+                if (kind == 0) { /* its slice, one of i's (a >= 1); i, a neighbour maybe */
+                    for (ks_int u = 0; u < t; u++)
+                        hub_add(&b, k, perm[a + j * t + u], 1);
+                    hub_add(&b, k, perm[0], 1);
+                    hub_add(&b, k, i, ks_test_urand() < 0.5);
+                    if (m > 1)
+                        hub_add(&b, k, k0 + (j + 1) % m, ks_test_urand() < 0.5);
+                } else { /* t points of the window, and i */
+                    const ks_int off = (ks_int)(ks_test_rng_next() % (uint64_t)win);
+                    for (ks_int u = 0; u < t; u++)
+                        hub_add(&b, k, perm[(off + u) % win], 1);
+                    hub_add(&b, k, i, 1);
+                }
+                hub_add(&b, k, (ks_int)(ks_test_rng_next() % (uint64_t)ncp), 0);
+                if (m > 1)
+                    hub_add(&b, k, k0 + (j + m - 1) % m, 0);
+                hub_diag(&b, k, 0.2);
+            }
+        }
+    }
+    { /* the wide hub */
+        const ks_int i = next++, k0 = next;
+        next += wide;
+        for (ks_int k = k0; k < k0 + wide; k++)
+            hub_add(&b, i, k, 1);
+        hub_weak(&b, i, ncp, f0, next);
+        hub_diag(&b, i, 0.0);
+        for (ks_int k = k0; k < k0 + wide; k++) {
+            hub_add(&b, k, (ks_int)(ks_test_rng_next() % (uint64_t)ncp), 1);
+            hub_add(&b, k, (ks_int)(ks_test_rng_next() % (uint64_t)ncp), 1);
+            hub_add(&b, k, i, 1);
+            hub_add(&b, k, (ks_int)(ks_test_rng_next() % (uint64_t)ncp), 0);
+            if (wide > 1)
+                hub_add(&b, k, k0 + (k - k0 + 1) % wide, 0);
+            hub_diag(&b, k, 0.2);
+        }
+    }
+    for (ks_int i = next; i < next + filler; i++)
+        hub_diag(&b, i, 0.0);
+    ck_assert_int_eq(next + filler, n);
+    /* A, then S: the strong entries, sorted by ks_csr_from_coo as well */
+    KS_CHECK(ks_csr_from_coo(n, n, b.ne, b.r, b.c, b.v, &p->A, NULL));
+    int64_t ns = 0;
+    for (int64_t e = 0; e < b.ne; e++)
+        if (b.s[e]) {
+            b.r[ns] = b.r[e];
+            b.c[ns] = b.c[e];
+            b.v[ns++] = 1.0;
+        }
+    ks_csr Sc;
+    KS_CHECK(ks_csr_from_coo(n, n, ns, b.r, b.c, b.v, &Sc, NULL));
+    p->S.n = n;
+    p->S.rowptr = Sc.rowptr;
+    p->S.colind = Sc.colind;
+    free(Sc.val);
+    p->cf = (int *)malloc(((size_t)n + 1) * sizeof *p->cf);
+    ck_assert(p->cf);
+    for (ks_int i = 0; i < n; i++)
+        p->cf[i] = i < ncp ? KS_CPT : KS_FPT;
+    p->nc = ncp;
+    free(b.r);
+    free(b.c);
+    free(b.v);
+    free(b.s);
+    free(b.mark);
+    free(perm);
+}
+
 /* Random P0 with 0 to 3 entries a row (the cuda kernel merges any number). */
 static void random_p0(ks_int n, ks_int nc, uint64_t seed, ks_csr *P0)
 {
@@ -663,6 +885,46 @@ START_TEST(random_small)
     }
     printf("  random batch %d: %ld F rows, empty D1 rows %ld, empty D2 rows %ld\n", _i, frows,
            empty_rows[0], empty_rows[1]);
+    ctx_free(&x);
+}
+END_TEST
+
+/* The hubs (hub_problem) at four mean row lengths of A, rounded up: the
+ * lanes a row of the device's smaller bins follow it (4, 8, 16, 32). The
+ * largest sets go beyond the shared capacity (2048 points). */
+static const struct {
+    int pad;
+    ks_int filler;
+    long long lo, hi; /* the mean row length of A, rounded up, in [lo, hi] */
+} hub_variants[] = {{0, 30000, 1, 4}, {0, 8000, 5, 8}, {4, 0, 9, 16}, {24, 0, 17, 1000}};
+#define NHUB_VARIANTS ((int)(sizeof hub_variants / sizeof hub_variants[0]))
+
+/* _i: one variant of the hubs: D1, D2, truncations and projections. */
+START_TEST(bins)
+{
+    ctx x;
+    ctx_init(&x);
+    prob p;
+    memset(&p, 0, sizeof p);
+    hub_problem(&p, 4096, 3000, hub_variants[_i].pad, hub_variants[_i].filler,
+                100 + (uint64_t)_i);
+    const ks_int n = p.A.nrows;
+    const long long mean = ((long long)p.A.nnz + n - 1) / n;
+    ck_assert_msg(mean >= hub_variants[_i].lo && mean <= hub_variants[_i].hi,
+                  "hubs: mean row length %lld, meant to be in [%lld, %lld]", mean,
+                  hub_variants[_i].lo, hub_variants[_i].hi);
+    ks_csr P;
+    KS_CHECK(ks_amg_interp_extended_i(&p.A, &p.S, p.cf, &P));
+    ks_int longest = 0;
+    for (ks_int i = 0; i < n; i++)
+        if (P.rowptr[i + 1] - P.rowptr[i] > longest)
+            longest = P.rowptr[i + 1] - P.rowptr[i];
+    ck_assert_msg(longest > 2048, "hubs: longest D2 row %d, meant to be over 2048", longest);
+    ks_csr_free(&P);
+    snprintf(p.name, sizeof p.name, "hubs, mean row %lld (longest D2 row %d)", mean, longest);
+    prob_upload(&x, &p);
+    interp_all(&x, &p, 1, 0);
+    prob_free(&x, &p);
     ctx_free(&x);
 }
 END_TEST
@@ -955,6 +1217,7 @@ int main(void)
         tcase_add_loop_test(tc, generated, 0, NGEN);
         tcase_add_test(tc, long_rows);
         tcase_add_loop_test(tc, random_small, 0, nrandom);
+        tcase_add_loop_test(tc, bins, 0, NHUB_VARIANTS);
         tcase_add_test(tc, edge_cases);
         tcase_add_test(tc, errors);
         tcase_add_test(tc, driver_calls);
@@ -966,7 +1229,7 @@ int main(void)
             ks_test_skip(missing, "../shared/matrices: real matrices absent");
         suite_add_tcase(s, tc);
     } else {
-        ks_test_skip(5 + NGEN + nrandom + NSHARED,
+        ks_test_skip(5 + NGEN + nrandom + NHUB_VARIANTS + NSHARED,
                      "no CUDA device: cuda interpolation against the cpu");
     }
 #else

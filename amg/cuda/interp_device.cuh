@@ -4,7 +4,8 @@
  *
  * The kernels are one thread per row, two passes (row sizes; scan; fill),
  * so every row is built by one thread in the cpu's order of operations and
- * the result does not depend on the launch shape. Rows whose columns are a
+ * the result does not depend on the launch shape (extended+i builds a row
+ * with a group of lanes, in the same order: see interp_extended.cu). Rows whose columns are a
  * union of sorted lists (extended+i: the strong C points of i and of its
  * strong F neighbours; the smoothed prolongator: the P0 rows of i's
  * neighbours) are formed by a k-way merge with a binary min-heap of list

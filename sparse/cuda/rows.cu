@@ -322,6 +322,29 @@ __global__ void check_rows(ks_int n, ks_int ncols, ks_int nnz, const ks_int *__r
     }
 }
 
+/* *flag |= bit when check_rows (full = 0) would report anything: rowptr[0]
+ * or rowptr[n] wrong, a row whose bounds decrease, leave [0, nnz], or a
+ * column out of range. One thread per row: no sync, no result to set up. */
+__global__ void check_flag(ks_int n, ks_int ncols, ks_int nnz, const ks_int *__restrict__ rp,
+                           const ks_int *__restrict__ ci, int *flag, int bit)
+{
+    bool bad = false;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        bad = rp[0] != 0 || rp[n] != nnz;
+    KS_CU_FOR(i, n)
+    {
+        const ks_int a = rp[i], b = rp[i + 1];
+        if (a < 0 || b < a || b > nnz) {
+            bad = true;
+            continue;
+        }
+        for (ks_int k = a; k < b && !bad; k++)
+            bad = ci[k] < 0 || ci[k] >= ncols;
+    }
+    if (bad)
+        atomicOr(flag, bit);
+}
+
 /* matrices/csr.c's describe_bad_row, word for word, for row i whose
  * columns c (and values v, may be NULL) came from the device. */
 ks_error describe_row(const ks_sparse *A, ks_int i, ks_int len, const ks_int *c,
@@ -482,7 +505,8 @@ extern "C" ks_error ks_cu_seg_sort_rows(ks_backend *be, const ks_int *rows, ks_i
     return seg_sort(be, count, rows, segptr, key, val);
 }
 
-extern "C" ks_error ks_cu_check(const ks_sparse *A, const char *who, int full)
+/* ks_cu_check's tests of the sizes and pointers (on the host). */
+static ks_error check_host(const ks_sparse *A, const char *who, int full)
 {
     if (A->nrows < 0 || A->ncols < 0 || A->nnz < 0)
         return ks_seterr(KS_ERR_ARG, "%s: negative size (%" PRId32 " x %" PRId32
@@ -492,6 +516,20 @@ extern "C" ks_error ks_cu_check(const ks_sparse *A, const char *who, int full)
     if (A->nnz > 0 && (!A->colind || (full && !A->val)))
         return ks_seterr(KS_ERR_ARG, "%s: colind or val is NULL with nnz = %" PRId32, who,
                          A->nnz);
+    return KS_OK;
+}
+
+extern "C" ks_error ks_cu_check_async(const ks_sparse *A, const char *who, int *flag, int bit)
+{
+    KS_TRY(check_host(A, who, 0));
+    check_flag<<<ks_cu_blocks(A->nrows), KS_CU_BLOCK, 0, ks_cu_stream(A->be)>>>(
+        A->nrows, A->ncols, A->nnz, A->rowptr, A->colind, flag, bit);
+    return ks_cu_launched("check_flag");
+}
+
+extern "C" ks_error ks_cu_check(const ks_sparse *A, const char *who, int full)
+{
+    KS_TRY(check_host(A, who, full));
     ks_backend *be = A->be;
     cudaStream_t st = ks_cu_stream(be);
     check_result *d = NULL, r;

@@ -127,6 +127,12 @@ ks_error ks_cu_seg_sort_rows(ks_backend *be, const ks_int *rows, ks_int count,
  * same tests, the same first bad row, the same message (starting with
  * `who`); full = 1 also wants sorted unique columns and finite values. */
 ks_error ks_cu_check(const ks_sparse *A, const char *who, int full);
+/* The same tests (full = 0) without a sync: those of the sizes and
+ * pointers return their error now; the others set `bit` in *flag (device
+ * memory) when A fails any of them, for the caller to read with its next
+ * download and then call ks_cu_check for the message. Kernels that run
+ * before the flag is known clear must not trust A's indices. */
+ks_error ks_cu_check_async(const ks_sparse *A, const char *who, int *flag, int bit);
 
 /* ----------------------------------------- the operations of the table */
 ks_error ks_cu_transpose(const ks_sparse *A, ks_sparse *AT);

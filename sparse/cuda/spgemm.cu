@@ -44,6 +44,10 @@
  *   created in the batch starts at 0.0.
  * Syncs: two downloads (the bins, then the sizes); the rows are binned on
  * the device (each fill kernel turns the counts into bin offsets itself).
+ * The public operations' input checks (ks_cu_check's tests and messages)
+ * set a flag that comes with the first download instead of syncing on
+ * their own; the row pass before it reads only within the arrays, so a
+ * malformed input cannot fault before it is reported.
  *
  * The numeric pass into a known sorted pattern (spgemm_numeric, and
  * rap_numeric's second step): one pass over the rows (ub, len: the bin)
@@ -107,6 +111,7 @@ typedef struct prod_stats {
     unsigned long long nnz;   /* entries of C, exact (after the count pass) */
     unsigned long long bad;   /* numeric pass: ~key of the first product outside the
                                  pattern (bad_key), 0 for none (atomicMax of ~key) */
+    int bad_input;            /* bit k: input k failed its check (ks_cu_check_async) */
     ks_int sym[S_BINS];       /* rows per count bin */
     ks_int max_bound;         /* largest bound of an S_GLOBAL row */
     ks_int val[V_BINS];       /* rows per value bin */
@@ -247,13 +252,31 @@ __device__ __forceinline__ void st_val(double *p, double v)
 }
 
 /* =========================================================== row passes */
+/* The products of row i of X*Y, reading only within X's and Y's arrays
+ * (the inputs' checks may still be running: a malformed input gives a
+ * wrong count, never a fault, and is reported before the count is used). */
+__device__ __forceinline__ long long row_count(long long i, const ks_int *__restrict__ xrp,
+                                               const ks_int *__restrict__ xci, ks_int xnnz,
+                                               const ks_int *__restrict__ yrp, ks_int yrows)
+{
+    const ks_int a = xrp[i], b = xrp[i + 1];
+    long long s = 0;
+    if (a >= 0 && b <= xnnz)
+        for (ks_int k = a; k < b; k++) {
+            const ks_int c = xci[k];
+            if (c >= 0 && c < yrows)
+                s += yrp[c + 1] - yrp[c];
+        }
+    return s;
+}
+
 /* The rows pass of X*Y: ub[i] (capped at INT32_MAX) and the count bin of
  * each row (kNoBin without products), the rows per bin, the largest bound
- * of the global bin, the exact total of products. ub and bin may be NULL
- * (the count only). Trip counts are uniform per block (warp intrinsics). */
+ * of the global bin, the exact total of products. Trip counts are uniform
+ * per block (warp intrinsics). */
 __global__ void prep_rows(ks_int n, const ks_int *__restrict__ xrp, const ks_int *__restrict__ xci,
-                          const ks_int *__restrict__ yrp, ks_int ycols, ks_int *ub,
-                          unsigned char *bin, prod_stats *st)
+                          ks_int xnnz, const ks_int *__restrict__ yrp, ks_int yrows,
+                          ks_int ycols, ks_int *ub, unsigned char *bin, prod_stats *st)
 {
     __shared__ ks_int hist[S_BINS], smax;
     __shared__ unsigned long long sflops;
@@ -270,21 +293,15 @@ __global__ void prep_rows(ks_int n, const ks_int *__restrict__ xrp, const ks_int
         const long long i = base + threadIdx.x;
         int b = -1;
         if (i < n) {
-            long long s = 0;
-            for (ks_int k = xrp[i]; k < xrp[i + 1]; k++) {
-                const ks_int c = xci[k];
-                s += yrp[c + 1] - yrp[c];
-            }
+            const long long s = row_count(i, xrp, xci, xnnz, yrp, yrows);
             const ks_int u = s > INT32_MAX ? INT32_MAX : (ks_int)s, bound = u < ycols ? u : ycols;
-            b = u == 0                  ? -1
+            b = u <= 0                  ? -1
                 : u <= kThreadMax       ? S_THREAD
                 : bound <= kWarpBound   ? S_WARP
                 : bound <= kBlockBound  ? S_BLOCK
                                         : S_GLOBAL;
-            if (ub) {
-                ub[i] = u;
-                bin[i] = (unsigned char)(b < 0 ? kNoBin : b);
-            }
+            ub[i] = u;
+            bin[i] = (unsigned char)(b < 0 ? kNoBin : b);
             if (b == S_GLOBAL)
                 atomicMax(&smax, bound);
             mine += (unsigned long long)s;
@@ -356,7 +373,8 @@ __global__ void classify_rows(ks_int n, const ks_int *__restrict__ ub,
  * row by its products and its size in C (kNoBin with neither), the rows
  * per bin. */
 __global__ void numeric_rows(ks_int n, const ks_int *__restrict__ xrp,
-                             const ks_int *__restrict__ xci, const ks_int *__restrict__ yrp,
+                             const ks_int *__restrict__ xci, ks_int xnnz,
+                             const ks_int *__restrict__ yrp, ks_int yrows,
                              const ks_int *__restrict__ crp, unsigned char *bin, prod_stats *st)
 {
     __shared__ ks_int hist[V_BINS];
@@ -368,14 +386,10 @@ __global__ void numeric_rows(ks_int n, const ks_int *__restrict__ xrp,
         const long long i = base + threadIdx.x;
         int b = -1;
         if (i < n) {
-            long long s = 0;
-            for (ks_int k = xrp[i]; k < xrp[i + 1]; k++) {
-                const ks_int c = xci[k];
-                s += yrp[c + 1] - yrp[c];
-            }
+            const long long s = row_count(i, xrp, xci, xnnz, yrp, yrows);
             const ks_int u = s > INT32_MAX ? INT32_MAX : (ks_int)s, l = crp[i + 1] - crp[i];
             /* a row without products still has its entries zeroed */
-            b = u == 0 && l == 0 ? -1 : val_bin(u, l);
+            b = u <= 0 && l == 0 ? -1 : val_bin(u, l);
             bin[i] = (unsigned char)(b < 0 ? kNoBin : b);
         }
         tally_bins(hist, b);
@@ -1087,6 +1101,71 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 /* ======================================================= host helpers */
+/* An input's values and structure (the cpu checks its inputs too: a bad
+ * index would read out of bounds), with a sync. */
+ks_error check_input(const ks_sparse *M, const char *who, const char *name)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s: %s", who, name);
+    if (M->nnz > 0 && !M->val)
+        return ks_seterr(KS_ERR_ARG, "%s: no values", what);
+    return ks_cu_check(M, what, 0);
+}
+
+/* The inputs of an operation, checked in this order (the first bad one is
+ * reported, with ks_cu_check's message). */
+typedef struct checks {
+    const char *who;
+    int n;
+    const ks_sparse *m[4];
+    const char *name[4];
+} checks;
+
+/* Launches the checks: bit k of *flag (device memory) for input k. No
+ * sync; a missing array or a bad size fails at once (once the inputs
+ * before it are checked in full, so that the report keeps their order). */
+ks_error checks_launch(const checks *c, int *flag)
+{
+    for (int k = 0; k < c->n; k++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s: %s", c->who, c->name[k]);
+        const ks_sparse *M = c->m[k];
+        ks_error e = M->nnz > 0 && !M->val ? KS_ERR_ARG : ks_cu_check_async(M, what, flag, 1 << k);
+        if (e != KS_OK) {
+            for (int j = 0; j <= k; j++)
+                KS_TRY(check_input(c->m[j], c->who, c->name[j]));
+            return e;
+        }
+    }
+    return KS_OK;
+}
+
+/* After the download of a nonzero flag: the first flagged input's error. */
+ks_error checks_report(const checks *c, int flag)
+{
+    for (int k = 0; k < c->n; k++)
+        if (flag & (1 << k))
+            KS_TRY(check_input(c->m[k], c->who, c->name[k]));
+    return ks_seterr(KS_ERR_DEVICE, "internal error: %s: the input check flagged an input the "
+                     "full check passes", c->who);
+}
+
+/* The checks with one sync (where no download of the operation can carry
+ * the flag). */
+ks_error checks_now(const checks *c, ks_backend *be)
+{
+    int *d = NULL, h = 0;
+    KS_TRY(ks_be_alloc(be, sizeof h, (void **)&d, "input check flag"));
+    ks_error e = ks_cu_memset(be, d, 0, sizeof h, "input check flag");
+    if (e == KS_OK)
+        e = checks_launch(c, d);
+    if (e == KS_OK)
+        e = be->ops->download(be, &h, d, sizeof h);
+    be->ops->free(be, d);
+    KS_TRY(e);
+    return h ? checks_report(c, h) : KS_OK;
+}
+
 /* A product's row pass: row bounds, bins (count bins, then value bins)
  * and the counters, on the device (temporaries of the caller's tmp), and
  * the counters' host copy once downloaded. */
@@ -1116,18 +1195,24 @@ ks_error plan_rows(ks_cu_tmp *tmp, const ks_sparse *X, const ks_sparse *Y, prod_
     if (n == 0)
         return KS_OK;
     prep_rows<<<pass_blocks(n), KS_CU_BLOCK, 0, ks_cu_stream(X->be)>>>(
-        n, X->rowptr, X->colind, Y->rowptr, Y->ncols, p->ub, p->bin, d);
+        n, X->rowptr, X->colind, X->nnz, Y->rowptr, Y->nrows, Y->ncols, p->ub, p->bin, d);
     return ks_cu_launched("prep_rows");
 }
 
-/* The row pass of X*Y with its own counters, downloaded. */
-ks_error plan_product(ks_cu_tmp *tmp, const ks_sparse *X, const ks_sparse *Y, plan *p)
+/* The row pass of X*Y with its own counters, downloaded; chk (may be
+ * NULL): the inputs' checks, whose flag comes with the counters (a bad
+ * input is reported here). */
+ks_error plan_product(ks_cu_tmp *tmp, const ks_sparse *X, const ks_sparse *Y, const checks *chk,
+                      plan *p)
 {
     prod_stats *d = NULL;
     KS_TRY(ks_cu_tmp_alloc(tmp, sizeof *d, (void **)&d, "product counters"));
     KS_TRY(ks_cu_memset(tmp->be, d, 0, sizeof *d, "product counters"));
+    if (chk)
+        KS_TRY(checks_launch(chk, &d->bad_input));
     KS_TRY(plan_rows(tmp, X, Y, d, p));
-    return tmp->be->ops->download(tmp->be, &p->h, d, sizeof p->h);
+    KS_TRY(tmp->be->ops->download(tmp->be, &p->h, d, sizeof p->h));
+    return p->h.bad_input ? checks_report(chk, p->h.bad_input) : KS_OK;
 }
 
 /* Offsets of the bins in a row list from their host counts. */
@@ -1254,9 +1339,11 @@ ks_error value_pass(ks_cu_tmp *tmp, const ks_sparse *X, const ks_sparse *Y, cons
     return KS_OK;
 }
 
-/* C = X*Y by our kernels (inputs trusted). given: X*Y's row pass, done
- * and downloaded (R A P's), or NULL. */
-ks_error product(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, const plan *given)
+/* C = X*Y by our kernels. given: X*Y's row pass, done and downloaded (R A
+ * P's), or NULL; chk: the inputs' checks to make (with the row pass), or
+ * NULL (trusted inputs). */
+ks_error product(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, const plan *given,
+                 const checks *chk)
 {
     ks_backend *be = X->be;
     cudaStream_t st = ks_cu_stream(be);
@@ -1271,7 +1358,7 @@ ks_error product(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, const pla
     const plan *p = given;
     ks_error e = KS_OK;
     if (!p) {
-        e = plan_product(&tmp, X, Y, &own);
+        e = plan_product(&tmp, X, Y, chk, &own);
         p = &own;
     }
     ks_int *rows = NULL, *gtab = NULL;
@@ -1330,15 +1417,17 @@ ks_error product(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, const pla
 
 /* C's values from X*Y into its sorted pattern (C: X->nrows rows). *bad =
  * 0, or the complemented key (~bad_key) of the first product outside the
- * pattern in the lowest such row. */
-ks_error numeric(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, unsigned long long *bad)
+ * pattern in the lowest such row. chk: the inputs' checks to make (their
+ * flag comes with the bin counts), or NULL. */
+ks_error numeric(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, const checks *chk,
+                 unsigned long long *bad)
 {
     ks_backend *be = X->be;
     cudaStream_t st = ks_cu_stream(be);
     const ks_int n = X->nrows;
     *bad = 0;
     if (n == 0)
-        return KS_OK;
+        return chk ? checks_now(chk, be) : KS_OK;
     ks_cu_tmp tmp;
     ks_cu_tmp_init(&tmp, be);
     unsigned char *bin = NULL;
@@ -1347,14 +1436,16 @@ ks_error numeric(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, unsigned 
     ks_error e = ks_cu_tmp_alloc(&tmp, sizeof *d, (void **)&d, "numeric product counters");
     if (e == KS_OK)
         e = ks_cu_memset(be, d, 0, sizeof *d, "numeric product counters");
+    if (e == KS_OK && chk)
+        e = checks_launch(chk, &d->bad_input);
     if (e == KS_OK)
         e = ks_cu_tmp_alloc(&tmp, (size_t)n, (void **)&bin, "numeric product bins");
     if (e == KS_OK)
         e = ks_cu_tmp_alloc(&tmp, sizeof(ks_int) * (size_t)n, (void **)&rows,
                             "numeric product rows");
     if (e == KS_OK) {
-        numeric_rows<<<pass_blocks(n), KS_CU_BLOCK, 0, st>>>(n, X->rowptr, X->colind, Y->rowptr,
-                                                             C->rowptr, bin, d);
+        numeric_rows<<<pass_blocks(n), KS_CU_BLOCK, 0, st>>>(
+            n, X->rowptr, X->colind, X->nnz, Y->rowptr, Y->nrows, C->rowptr, bin, d);
         e = ks_cu_launched("numeric_rows");
     }
     if (e == KS_OK) {
@@ -1362,8 +1453,10 @@ ks_error numeric(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, unsigned 
                                                            rows, NULL);
         e = ks_cu_launched("fill_bins");
     }
-    if (e == KS_OK) /* the bin sizes, for the grids */
+    if (e == KS_OK) /* the bin sizes, for the grids; the inputs' checks */
         e = be->ops->download(be, &h, d, sizeof h);
+    if (e == KS_OK && h.bad_input)
+        e = checks_report(chk, h.bad_input);
     ks_int start[V_BINS + 1];
     if (e == KS_OK)
         bin_starts(h.val, V_BINS, start);
@@ -1407,17 +1500,6 @@ ks_error numeric(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, unsigned 
     return e;
 }
 
-/* An input's values and structure (the cpu checks its inputs too: a bad
- * index would read out of bounds). */
-ks_error check_input(const ks_sparse *M, const char *who, const char *name)
-{
-    char what[96];
-    snprintf(what, sizeof what, "%s: %s", who, name);
-    if (M->nnz > 0 && !M->val)
-        return ks_seterr(KS_ERR_ARG, "%s: no values", what);
-    return ks_cu_check(M, what, 0);
-}
-
 /* 1 when KS_SPGEMM asks for cuSPARSE. */
 ks_error use_cusparse(int *yes)
 {
@@ -1432,11 +1514,12 @@ ks_error use_cusparse(int *yes)
     return ks_seterr(KS_ERR_ARG, "KS_SPGEMM=%s: expected \"ours\" or \"cusparse\"", s);
 }
 
-/* X*Y; p: its row pass, done and downloaded (ours only; may be NULL). */
+/* X*Y (inputs checked); p: its row pass, done and downloaded (ours only;
+ * may be NULL). */
 ks_error multiply(int cusparse, const ks_sparse *X, const ks_sparse *Y, ks_sparse *Z,
                   const plan *p)
 {
-    return cusparse ? ks_cu_spgemm_cusparse(X, Y, Z, NULL) : product(X, Y, Z, p);
+    return cusparse ? ks_cu_spgemm_cusparse(X, Y, Z, NULL) : product(X, Y, Z, p, NULL);
 }
 
 /* (row, column) of a complemented bad key. */
@@ -1454,15 +1537,16 @@ ks_int bad_col(unsigned long long bad)
 /* ====================================================== the operations */
 extern "C" ks_error ks_cu_spgemm_ours(const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
 {
-    return product(A, B, C, NULL);
+    return product(A, B, C, NULL, NULL);
 }
 
 extern "C" ks_error ks_cu_spgemm(const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
 {
-    static const char who[] = "sparse product (cuda)";
-    KS_TRY(check_input(A, who, "A"));
-    KS_TRY(check_input(B, who, "B"));
-    int cus;
+    const checks c = {"sparse product (cuda)", 2, {A, B}, {"A", "B"}};
+    int cus = 0;
+    if (use_cusparse(&cus) == KS_OK && !cus) /* the checks ride on our first download */
+        return product(A, B, C, NULL, &c);
+    KS_TRY(checks_now(&c, A->be));
     KS_TRY(use_cusparse(&cus));
     return multiply(cus, A, B, C, NULL);
 }
@@ -1470,11 +1554,9 @@ extern "C" ks_error ks_cu_spgemm(const ks_sparse *A, const ks_sparse *B, ks_spar
 extern "C" ks_error ks_cu_spgemm_numeric(const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
 {
     static const char who[] = "sparse numeric product (cuda)";
-    KS_TRY(check_input(A, who, "A"));
-    KS_TRY(check_input(B, who, "B"));
-    KS_TRY(check_input(C, who, "C"));
+    const checks c = {who, 3, {A, B, C}, {"A", "B", "C"}};
     unsigned long long bad;
-    KS_TRY(numeric(A, B, C, &bad));
+    KS_TRY(numeric(A, B, C, &c, &bad));
     if (bad != 0)
         return ks_seterr(KS_ERR_ARG, "%s: A * B has entry (%" PRId32 ", %" PRId32 ") outside "
                          "the pattern of C (C's values are now unspecified)", who, bad_row(bad),
@@ -1486,13 +1568,10 @@ extern "C" ks_error ks_cu_rap(const ks_sparse *R, const ks_sparse *A, const ks_s
                               ks_sparse *Ac)
 {
     static const char who[] = "sparse Galerkin product (cuda)";
-    KS_TRY(check_input(R, who, "R"));
-    KS_TRY(check_input(A, who, "A"));
-    KS_TRY(check_input(P, who, "P"));
-    int cus;
-    KS_TRY(use_cusparse(&cus));
-    /* the row passes of both candidates for their flop counts, one
-     * download; the chosen one's is the first product's (ours) */
+    const checks c = {who, 3, {R, A, P}, {"R", "A", "P"}};
+    /* the inputs' checks and the row passes of both candidates (for their
+     * flop counts), one download; the chosen one's row pass is the first
+     * product's (ours) */
     ks_backend *be = A->be;
     ks_cu_tmp tmp;
     ks_cu_tmp_init(&tmp, be);
@@ -1500,15 +1579,22 @@ extern "C" ks_error ks_cu_rap(const ks_sparse *R, const ks_sparse *A, const ks_s
     plan pap, pra;
     memset(&pap, 0, sizeof pap);
     memset(&pra, 0, sizeof pra);
+    int cus = 0;
     ks_error e = ks_cu_tmp_alloc(&tmp, sizeof h, (void **)&d, "Galerkin product counters");
     if (e == KS_OK)
         e = ks_cu_memset(be, d, 0, sizeof h, "Galerkin product counters");
+    if (e == KS_OK)
+        e = checks_launch(&c, &d[0].bad_input);
     if (e == KS_OK)
         e = plan_rows(&tmp, A, P, &d[0], &pap);
     if (e == KS_OK)
         e = plan_rows(&tmp, R, A, &d[1], &pra);
     if (e == KS_OK)
         e = be->ops->download(be, h, d, sizeof h);
+    if (e == KS_OK && h[0].bad_input)
+        e = checks_report(&c, h[0].bad_input);
+    if (e == KS_OK)
+        e = use_cusparse(&cus);
     if (e != KS_OK) {
         ks_cu_tmp_free(&tmp);
         return e;
@@ -1545,11 +1631,9 @@ extern "C" ks_error ks_cu_rap_numeric(const ks_sparse *R, const ks_sparse *A, co
     }
     if (Ac->nnz > 0 && !Ac->val)
         return ks_seterr(KS_ERR_ARG, "%s: the output pattern has no values", who);
-    KS_TRY(check_input(R, who, "R"));
-    KS_TRY(check_input(A, who, "A"));
-    KS_TRY(check_input(P, who, "P"));
-    KS_TRY(check_input(Ac, who, "Ac"));
+    const checks c = {who, 4, {R, A, P, Ac}, {"R", "A", "P", "Ac"}};
     ks_backend *be = A->be;
+    KS_TRY(checks_now(&c, be)); /* before the expansion indexes with R and A */
     ks_cu_tmp tmp;
     ks_cu_tmp_init(&tmp, be);
     ks_sparse U;
@@ -1583,7 +1667,7 @@ extern "C" ks_error ks_cu_rap_numeric(const ks_sparse *R, const ks_sparse *A, co
     }
     unsigned long long bad = 0;
     if (e == KS_OK)
-        e = numeric(&U, P, Ac, &bad);
+        e = numeric(&U, P, Ac, NULL, &bad);
     ks_cu_tmp_free(&tmp);
     if (e == KS_OK)
         *outside = bad != 0;

@@ -894,6 +894,137 @@ static void few_columns(ks_csr *B, ks_int n, ks_int m, int few, uint64_t seed)
     free(v);
 }
 
+/* ks_last_error() from "row " on (the part naming the bad entry). */
+static void row_part(char *buf, size_t size)
+{
+    const char *m = strstr(ks_last_error(), "row ");
+    ck_assert_msg(m, "no row named: \"%s\"", ks_last_error());
+    snprintf(buf, size, "%s", m);
+}
+
+/* H with a column out of range in row 3/8 n (kind 0) or rowptr decreasing
+ * at row n/4 (kind 1). */
+static void malformed(const ks_csr *H, int kind, ks_csr *Bad)
+{
+    const ks_int r = kind ? H->nrows / 4 : H->nrows * 3 / 8;
+    KS_CHECK(ks_csr_copy(H, Bad));
+    ck_assert(Bad->rowptr[r + 1] > Bad->rowptr[r]);
+    if (kind == 0)
+        Bad->colind[Bad->rowptr[r]] = Bad->ncols;
+    else
+        Bad->rowptr[r + 1] = Bad->rowptr[r] - 1;
+}
+
+/* Every product with malformed inputs (one, or two: the first in order
+ * is reported): KS_ERR_ARG naming the same row as the cpu. The checks run
+ * without their own syncs now; what they report must not change. */
+static void check_bad_inputs(ks_backend *be, ks_backend *cpu)
+{
+    ks_csr Ah, Ph, Gh, Bad[2][3];
+    random_csr(&Ah, 200, 200, 6, 0, 71);
+    aggregation_p(200, 4, &Ph);
+    ks_sparse A, P, R, G, Ac, Pc, Rc, Gc, X, Y, Z, Xc, Yc, Zc, out;
+    KS_CHECK(ks_sparse_from_csr(be, &Ah, 0, &A));
+    KS_CHECK(ks_sparse_from_csr(be, &Ph, 0, &P));
+    KS_CHECK(ks_sparse_transpose(&P, &R));
+    KS_CHECK(ks_sparse_rap(&R, &A, &P, &G));
+    KS_CHECK(ks_sparse_from_csr(cpu, &Ah, 0, &Ac));
+    KS_CHECK(ks_sparse_from_csr(cpu, &Ph, 0, &Pc));
+    KS_CHECK(ks_sparse_transpose(&Pc, &Rc));
+    KS_CHECK(ks_sparse_spgemm(&Ac, &Ac, &Gc)); /* a pattern for the numeric pass */
+    host_of(&Gc, &Gh);
+    ks_sparse_free(&Gc);
+    ks_csr Rh;
+    host_of(&Rc, &Rh);
+    const ks_csr *good[3] = {&Ah, &Rh, &Gh};
+    for (int kind = 0; kind < 2; kind++)
+        for (int t = 0; t < 3; t++)
+            malformed(good[t], kind, &Bad[kind][t]);
+    char want[256], what[300];
+    for (int kind = 0; kind < 2; kind++) {
+        const char *how = kind ? "rowptr decreasing" : "column out of range";
+        /* products: A bad, B bad, both (A's reported) */
+        for (int which = 1; which <= 3; which++) {
+            KS_CHECK(ks_sparse_from_csr(be, which & 1 ? &Bad[kind][0] : &Ah, 0, &X));
+            KS_CHECK(ks_sparse_from_csr(be, which & 2 ? &Bad[kind][0] : &Ah, 0, &Y));
+            KS_CHECK(ks_sparse_from_csr(cpu, which & 1 ? &Bad[kind][0] : &Ah, 0, &Xc));
+            KS_CHECK(ks_sparse_from_csr(cpu, which & 2 ? &Bad[kind][0] : &Ah, 0, &Yc));
+            ck_assert_int_eq(ks_sparse_spgemm(&Xc, &Yc, &out), KS_ERR_ARG);
+            row_part(want, sizeof want);
+            ck_assert_int_eq(ks_sparse_spgemm(&X, &Y, &out), KS_ERR_ARG);
+            snprintf(what, sizeof what, "%s: ", which & 1 ? "A" : "B");
+            ck_assert_msg(strstr(ks_last_error(), want) && (ks_backend_host_memory(be) ||
+                                                           strstr(ks_last_error(), what)),
+                          "product, %s (%d): \"%s\", the cpu says \"%s\"", how, which,
+                          ks_last_error(), want);
+            /* numeric passes: also C bad */
+            KS_CHECK(ks_sparse_from_csr(be, &Gh, 0, &Z));
+            KS_CHECK(ks_sparse_from_csr(cpu, &Gh, 0, &Zc));
+            ck_assert_int_eq(ks_sparse_spgemm_numeric(&Xc, &Yc, &Zc), KS_ERR_ARG);
+            row_part(want, sizeof want);
+            ck_assert_int_eq(ks_sparse_spgemm_numeric(&X, &Y, &Z), KS_ERR_ARG);
+            ck_assert_msg(strstr(ks_last_error(), want), "numeric product, %s (%d): \"%s\", "
+                          "the cpu says \"%s\"", how, which, ks_last_error(), want);
+            ks_sparse_free(&Z);
+            ks_sparse_free(&Zc);
+            ks_sparse_free(&X);
+            ks_sparse_free(&Y);
+            ks_sparse_free(&Xc);
+            ks_sparse_free(&Yc);
+        }
+        KS_CHECK(ks_sparse_from_csr(be, &Ah, 0, &X));
+        KS_CHECK(ks_sparse_from_csr(be, &Bad[kind][2], 0, &Z));
+        KS_CHECK(ks_sparse_from_csr(cpu, &Bad[kind][2], 0, &Zc));
+        ck_assert_int_eq(ks_sparse_spgemm_numeric(&Ac, &Ac, &Zc), KS_ERR_ARG);
+        row_part(want, sizeof want);
+        ck_assert_int_eq(ks_sparse_spgemm_numeric(&X, &X, &Z), KS_ERR_ARG);
+        ck_assert_msg(strstr(ks_last_error(), want), "numeric product, %s in C: \"%s\", the "
+                      "cpu says \"%s\"", how, ks_last_error(), want);
+        ks_sparse_free(&X);
+        ks_sparse_free(&Z);
+        ks_sparse_free(&Zc);
+        /* Galerkin products: R bad, A bad */
+        for (int t = 0; t < 2; t++) {
+            const ks_csr *rh = t == 0 ? &Bad[kind][1] : &Rh, *ah = t == 1 ? &Bad[kind][0] : &Ah;
+            KS_CHECK(ks_sparse_from_csr(be, rh, 0, &X));
+            KS_CHECK(ks_sparse_from_csr(be, ah, 0, &Y));
+            KS_CHECK(ks_sparse_from_csr(cpu, rh, 0, &Xc));
+            KS_CHECK(ks_sparse_from_csr(cpu, ah, 0, &Yc));
+            ck_assert_int_eq(ks_sparse_rap(&Xc, &Yc, &Pc, &out), KS_ERR_ARG);
+            row_part(want, sizeof want);
+            ck_assert_int_eq(ks_sparse_rap(&X, &Y, &P, &out), KS_ERR_ARG);
+            ck_assert_msg(strstr(ks_last_error(), want), "R A P, %s in %s: \"%s\", the cpu "
+                          "says \"%s\"", how, t ? "A" : "R", ks_last_error(), want);
+            if (!ks_backend_host_memory(be)) {
+                /* the cpu's numeric R A P does not check its inputs */
+                int outside = -1;
+                snprintf(what, sizeof what, "%s: %s", t ? "A" : "R", want);
+                ck_assert_int_eq(ks_sparse_rap_numeric(&X, &Y, &P, &G, &outside), KS_ERR_ARG);
+                ck_assert_msg(strstr(ks_last_error(), what), "numeric R A P, %s: \"%s\", "
+                              "expected \"%s\"", how, ks_last_error(), what);
+            }
+            ks_sparse_free(&X);
+            ks_sparse_free(&Y);
+            ks_sparse_free(&Xc);
+            ks_sparse_free(&Yc);
+        }
+    }
+    for (int kind = 0; kind < 2; kind++)
+        for (int t = 0; t < 3; t++)
+            ks_csr_free(&Bad[kind][t]);
+    ks_csr_free(&Ah);
+    ks_csr_free(&Ph);
+    ks_csr_free(&Gh);
+    ks_csr_free(&Rh);
+    ks_sparse_free(&A);
+    ks_sparse_free(&P);
+    ks_sparse_free(&R);
+    ks_sparse_free(&G);
+    ks_sparse_free(&Ac);
+    ks_sparse_free(&Pc);
+    ks_sparse_free(&Rc);
+}
+
 static void check_products(const char *name)
 {
     ks_backend *be, *cpu;
@@ -997,6 +1128,9 @@ static void check_products(const char *name)
     ks_sparse_free(&Xd);
     ks_sparse_free(&Xc);
     ks_csr_free(&Bad);
+
+    check_bad_inputs(be, cpu);
+    printf("sparse ops on %s vs cpu: malformed inputs: the same errors\n", be->ops->name);
 
     /* a Galerkin product whose numeric pass meets a pattern with an entry
      * less, and shapes that do not fit: outside = 1 */

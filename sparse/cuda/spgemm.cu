@@ -42,8 +42,9 @@
  *   group whose lowest lane adds the group's products in lane order, so
  *   every sum is sequential: batches in order, lanes in order. A slot
  *   created in the batch starts at 0.0.
- * Syncs: two downloads (the bins, then the sizes); the rows are binned on
- * the device (each fill kernel turns the counts into bin offsets itself).
+ * Syncs: two downloads (the bins, then the sizes), and the segmented
+ * sort's where rows of over 512 entries exist; the rows are binned on the
+ * device (each fill kernel turns the counts into bin offsets itself).
  * The public operations' input checks (ks_cu_check's tests and messages)
  * set a flag that comes with the first download instead of syncing on
  * their own; the row pass before it reads only within the arrays, so a

@@ -1053,7 +1053,7 @@ static void check_products(const char *name)
     compare_ops(be, cpu, &A, "bins A (rows of 0 to 400)");
 
     /* rows on the bins' edges times the identity (L products, L entries)
-     * and times 2 diagonals (2 L products, 2 L entries) */
+     * and times 2 diagonals (2 L products, 2 L entries up to L = 857) */
     {
         ks_csr E, I, D;
         edge_rows(&E, 6000, 51);

@@ -1,8 +1,11 @@
 /* Sparse product benchmark: our device SpGEMM against cuSPARSE's
  * (KS_SPGEMM=cusparse) on A*A and the Galerkin product R A P, for the
  * 7-point Poisson matrix on an n^3 grid with P aggregating 2x2x2 blocks
- * (R = P^T); also the numeric passes (re-setup, ours only), the transpose
- * of P and the input check every product makes. Each time is the median of
+ * (R = P^T), and R4 A P4 with an interpolation-like P4 of 4 entries a row
+ * onto the same coarse grid (R4 = P4^T: about 32 entries a row, the shape
+ * of an aggressive-coarsening stage of the AMG setup); also the numeric
+ * passes (re-setup, ours only), the transpose of P and the input check
+ * every product makes. Each time is the median of
  * --reps synchronised calls after --warmup calls; the two results are
  * compared (same pattern, values to rounding).
  *
@@ -20,14 +23,25 @@
 #define MAX_SIZES 16
 #define MAX_REPS 101
 
-typedef enum { OP_AA, OP_RAP, OP_AA_NUMERIC, OP_RAP_NUMERIC, OP_TRANSPOSE, OP_VALIDATE } op_kind;
+typedef enum {
+    OP_AA,
+    OP_RAP,
+    OP_RAP4,
+    OP_AA_NUMERIC,
+    OP_RAP_NUMERIC,
+    OP_RAP4_NUMERIC,
+    OP_TRANSPOSE,
+    OP_VALIDATE
+} op_kind;
 
-static const char *const op_names[] = {"A*A", "R*A*P", "A*A numeric", "R*A*P numeric",
-                                       "P^T", "validate A"};
+static const char *const op_names[] = {"A*A",           "R*A*P",         "R4*A*P4",
+                                       "A*A numeric",   "R*A*P numeric", "R4*A*P4 numeric",
+                                       "P^T",           "validate A"};
 
 typedef struct {
     ks_backend *be;
-    ks_sparse A, P, R, C, G; /* C, G: A*A and R A P patterns for the numeric passes */
+    ks_sparse A, P, R, P4, R4;
+    ks_sparse C, G, G4; /* A*A, R A P and R4 A P4: the patterns the numeric passes fill */
 } problem;
 
 static int cmp_double(const void *a, const void *b)
@@ -52,10 +66,15 @@ static ks_error run_op(problem *p, op_kind op, ks_sparse *out)
         return ks_sparse_spgemm(&p->A, &p->A, out);
     case OP_RAP:
         return ks_sparse_rap(&p->R, &p->A, &p->P, out);
+    case OP_RAP4:
+        return ks_sparse_rap(&p->R4, &p->A, &p->P4, out);
     case OP_AA_NUMERIC:
         return ks_sparse_spgemm_numeric(&p->A, &p->A, &p->C);
-    case OP_RAP_NUMERIC: {
-        ks_error e = ks_sparse_rap_numeric(&p->R, &p->A, &p->P, &p->G, &outside);
+    case OP_RAP_NUMERIC:
+    case OP_RAP4_NUMERIC: {
+        ks_error e = op == OP_RAP_NUMERIC
+                         ? ks_sparse_rap_numeric(&p->R, &p->A, &p->P, &p->G, &outside)
+                         : ks_sparse_rap_numeric(&p->R4, &p->A, &p->P4, &p->G4, &outside);
         return e == KS_OK && outside ? ks_seterr(KS_ERR_ARG, "R A P outside its pattern") : e;
     }
     case OP_TRANSPOSE:
@@ -104,6 +123,36 @@ static void aggregation(ks_int n, ks_csr *P)
                 P->val[i] = 1.0;
             }
     P->rowptr[rows] = rows;
+}
+
+/* P4(i, c) = 1/4 for the coarse points c = (x/2 + a, y/2 + b, z/2), a, b
+ * in {0, 1} (clamped to the coarse grid, so boundary rows have fewer):
+ * grid point i = (x, y, z) of an n^3 grid. */
+static void interpolation4(ks_int n, ks_csr *P)
+{
+    const ks_int nc = (n + 1) / 2, rows = n * n * n;
+    ks_int *r = malloc(sizeof *r * 4 * (size_t)rows), *c = malloc(sizeof *c * 4 * (size_t)rows);
+    double *v = malloc(sizeof *v * 4 * (size_t)rows);
+    if (!r || !c || !v)
+        die(KS_ERR_MEMORY, "interpolation P4");
+    int64_t ne = 0;
+    for (ks_int z = 0; z < n; z++)
+        for (ks_int y = 0; y < n; y++)
+            for (ks_int x = 0; x < n; x++)
+                for (int ab = 0; ab < 4; ab++) {
+                    ks_int cx = x / 2 + (ab & 1), cy = y / 2 + (ab >> 1);
+                    cx = cx < nc ? cx : nc - 1;
+                    cy = cy < nc ? cy : nc - 1;
+                    r[ne] = x + n * (y + n * z);
+                    c[ne] = cx + nc * (cy + nc * (z / 2));
+                    v[ne++] = 0.25;
+                }
+    ks_error e = ks_csr_from_coo(rows, nc * nc * nc, ne, r, c, v, P, NULL);
+    free(r);
+    free(c);
+    free(v);
+    if (e != KS_OK)
+        die(e, "interpolation P4");
 }
 
 /* Max relative difference of two products with the same pattern, or -1
@@ -164,7 +213,7 @@ int main(int argc, char **argv)
     const int gpu = !ks_backend_host_memory(be);
     printf("# bench_spgemm on %s: %s; median of %d after %d warm-up\n", backend,
            ks_backend_description(be), reps, warmup);
-    printf("%-6s %-14s %12s %12s %14s %10s %12s\n", "n", "op", "nnz", "ours ms",
+    printf("%-6s %-16s %12s %12s %14s %10s %12s\n", "n", "op", "nnz", "ours ms",
            "cusparse ms", "cus/ours", "max rel diff");
     for (int s = 0; s < nsizes; s++) {
         const ks_int n = sizes[s];
@@ -172,26 +221,31 @@ int main(int argc, char **argv)
         ks_gen_params_default(&gp);
         gp.kind = KS_GEN_POISSON3D_7;
         gp.nx = gp.ny = gp.nz = n;
-        ks_csr Ah, Ph;
+        ks_csr Ah, Ph, P4h;
         if ((e = ks_generate(&gp, &Ah)) != KS_OK)
             die(e, "generating A");
         aggregation(n, &Ph);
+        interpolation4(n, &P4h);
         problem p;
         memset(&p, 0, sizeof p);
         p.be = be;
         if ((e = ks_sparse_from_csr(be, &Ah, 0, &p.A)) != KS_OK ||
             (e = ks_sparse_from_csr(be, &Ph, 0, &p.P)) != KS_OK ||
-            (e = ks_sparse_transpose(&p.P, &p.R)) != KS_OK)
+            (e = ks_sparse_transpose(&p.P, &p.R)) != KS_OK ||
+            (e = ks_sparse_from_csr(be, &P4h, 0, &p.P4)) != KS_OK ||
+            (e = ks_sparse_transpose(&p.P4, &p.R4)) != KS_OK)
             die(e, "uploading");
         ks_csr_free(&Ah);
         ks_csr_free(&Ph);
+        ks_csr_free(&P4h);
         for (int op = OP_AA; op <= OP_VALIDATE; op++) {
-            const int both = gpu && (op == OP_AA || op == OP_RAP);
+            const int fresh = op == OP_AA || op == OP_RAP || op == OP_RAP4;
+            const int both = gpu && fresh;
             unsetenv("KS_SPGEMM");
             double t_ours = time_op(&p, (op_kind)op, reps, warmup), t_cus = 0.0, err = 0.0;
             ks_sparse ours, cus;
             ks_int nnz = 0;
-            if (op == OP_AA || op == OP_RAP) {
+            if (fresh) {
                 if ((e = run_op(&p, (op_kind)op, &ours)) != KS_OK)
                     die(e, op_names[op]);
                 nnz = ours.nnz;
@@ -209,22 +263,27 @@ int main(int argc, char **argv)
                 p.C = ours; /* the patterns the numeric passes fill */
             else if (op == OP_RAP)
                 p.G = ours;
+            else if (op == OP_RAP4)
+                p.G4 = ours;
             if (both)
-                printf("%-6d %-14s %12d %12.3f %14.3f %10.2f %12.2g%s\n", (int)n, op_names[op],
+                printf("%-6d %-16s %12d %12.3f %14.3f %10.2f %12.2g%s\n", (int)n, op_names[op],
                        (int)nnz, 1e3 * t_ours, 1e3 * t_cus, t_cus / t_ours, err,
                        err < 0 ? " (PATTERNS DIFFER)" : "");
             else if (nnz > 0)
-                printf("%-6d %-14s %12d %12.3f %14s %10s %12s\n", (int)n, op_names[op], (int)nnz,
+                printf("%-6d %-16s %12d %12.3f %14s %10s %12s\n", (int)n, op_names[op], (int)nnz,
                        1e3 * t_ours, "-", "-", "-");
             else
-                printf("%-6d %-14s %12s %12.3f %14s %10s %12s\n", (int)n, op_names[op], "-",
+                printf("%-6d %-16s %12s %12.3f %14s %10s %12s\n", (int)n, op_names[op], "-",
                        1e3 * t_ours, "-", "-", "-");
         }
         ks_sparse_free(&p.A);
         ks_sparse_free(&p.P);
         ks_sparse_free(&p.R);
+        ks_sparse_free(&p.P4);
+        ks_sparse_free(&p.R4);
         ks_sparse_free(&p.C);
         ks_sparse_free(&p.G);
+        ks_sparse_free(&p.G4);
     }
     ks_backend_destroy(be);
     return 0;

@@ -772,6 +772,259 @@ static void arrow_matrix(ks_int n, ks_csr *A)
     free(v);
 }
 
+/* The numeric pass of A*B into its pattern less the second entry of row
+ * `row`: KS_ERR_ARG on be naming the same first entry outside it as the
+ * cpu (the row's bin decides which kernel finds it). */
+static void check_outside(ks_backend *be, ks_backend *cpu, const ks_csr *A, const ks_csr *B,
+                          ks_int row)
+{
+    ks_sparse Ad, Bd, Ac, Bc, Cc, Cs, Css;
+    KS_CHECK(ks_sparse_from_csr(be, A, 0, &Ad));
+    KS_CHECK(ks_sparse_from_csr(be, B, 0, &Bd));
+    KS_CHECK(ks_sparse_from_csr(cpu, A, 0, &Ac));
+    KS_CHECK(ks_sparse_from_csr(cpu, B, 0, &Bc));
+    KS_CHECK(ks_sparse_spgemm(&Ac, &Bc, &Cc));
+    ks_csr Ch;
+    host_of(&Cc, &Ch);
+    ck_assert_msg(Ch.rowptr[row + 1] - Ch.rowptr[row] >= 2, "row %d: too short", (int)row);
+    /* drop the row's second entry */
+    ks_int k = Ch.rowptr[row] + 1;
+    memmove(Ch.colind + k, Ch.colind + k + 1, sizeof(ks_int) * (size_t)(Ch.nnz - k - 1));
+    memmove(Ch.val + k, Ch.val + k + 1, sizeof(double) * (size_t)(Ch.nnz - k - 1));
+    for (ks_int i = row + 1; i <= Ch.nrows; i++)
+        Ch.rowptr[i]--;
+    Ch.nnz--;
+    KS_CHECK(ks_sparse_from_csr(be, &Ch, 0, &Cs));
+    KS_CHECK(ks_sparse_from_csr(cpu, &Ch, 0, &Css));
+    ck_assert_int_eq(ks_sparse_spgemm_numeric(&Ac, &Bc, &Css), KS_ERR_ARG);
+    char want[256];
+    const char *m = strstr(ks_last_error(), "entry (");
+    ck_assert_ptr_nonnull(m);
+    snprintf(want, sizeof want, "%.*s", (int)(strchr(m, ')') - m + 1), m);
+    ck_assert_int_eq(ks_sparse_spgemm_numeric(&Ad, &Bd, &Cs), KS_ERR_ARG);
+    ck_assert_msg(strstr(ks_last_error(), want), "numeric product outside the pattern in "
+                  "row %d: \"%s\", the cpu names %s", (int)row, ks_last_error(), want);
+    ks_sparse_free(&Cs);
+    ks_sparse_free(&Css);
+    ks_csr_free(&Ch);
+    ks_sparse_free(&Cc);
+    ks_sparse_free(&Ad);
+    ks_sparse_free(&Bd);
+    ks_sparse_free(&Ac);
+    ks_sparse_free(&Bc);
+}
+
+/* Row lengths at the edges of the products' bins: products per row around
+ * 32 (one thread or a warp), entries per row around 32, 128 and 512 (the
+ * value pass's warp tables, then the long rows), bounds around 512 and
+ * 4096 (the count pass's warp, block and global tables). */
+static const int edge_lens[] = {0,   1,   2,   5,   15,  16,   17,   31,   32,   33,   63,  64,
+                                65,  100, 127, 128, 129, 255,  256,  257,  511,  512,  513, 600,
+                                1023, 1024, 2047, 2048, 2049, 4095, 4096, 4097, 5000};
+#define N_EDGE_LENS ((ks_int)(sizeof edge_lens / sizeof edge_lens[0]))
+
+/* 3 * N_EDGE_LENS x m: row i has edge_lens[i % N_EDGE_LENS] entries at
+ * distinct columns (a random start, then every 7th column; m = 6000). */
+static void edge_rows(ks_csr *A, ks_int m, uint64_t seed)
+{
+    ks_test_rng_seed(seed);
+    int64_t cap = 1, ne = 0;
+    for (ks_int i = 0; i < 3 * N_EDGE_LENS; i++)
+        cap += edge_lens[i % N_EDGE_LENS];
+    ks_int *r = malloc(sizeof *r * (size_t)cap), *c = malloc(sizeof *c * (size_t)cap);
+    double *v = malloc(sizeof *v * (size_t)cap);
+    ck_assert(r && c && v);
+    for (ks_int i = 0; i < 3 * N_EDGE_LENS; i++) {
+        const ks_int base = (ks_int)(ks_test_rng_next() % (uint64_t)m);
+        for (int e = 0; e < edge_lens[i % N_EDGE_LENS]; e++) {
+            r[ne] = i;
+            c[ne] = (ks_int)((base + 7 * (int64_t)e) % m);
+            v[ne++] = (ks_test_rng_next() & 1 ? 1.0 : -1.0) * (0.5 + ks_test_urand());
+        }
+    }
+    KS_CHECK(ks_csr_from_coo(3 * N_EDGE_LENS, m, ne, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+/* m x m with `diags` diagonals (columns i, i + 1, ... mod m), random
+ * values. */
+static void band(ks_csr *B, ks_int m, int diags, uint64_t seed)
+{
+    ks_test_rng_seed(seed);
+    KS_CHECK(ks_csr_alloc(B, m, m, m * diags));
+    for (ks_int i = 0; i < m; i++) {
+        ks_int *c = B->colind + (size_t)i * diags;
+        B->rowptr[i] = i * diags;
+        for (int d = 0; d < diags; d++) { /* sorted: wrapped columns first */
+            c[d] = (i + d) % m;
+            for (int a = d; a > 0 && c[a - 1] > c[a]; a--) {
+                const ks_int x = c[a];
+                c[a] = c[a - 1];
+                c[a - 1] = x;
+            }
+        }
+        for (int d = 0; d < diags; d++)
+            B->val[i * diags + d] = (ks_test_rng_next() & 1 ? 1.0 : -1.0) * (0.5 + ks_test_urand());
+    }
+    B->rowptr[m] = m * diags;
+}
+
+/* n x m whose rows take their columns from `few` columns (spread over m):
+ * a row's products hit the same columns over and over, so the warp's
+ * batches hold large groups of lanes adding into one sum. Row i has
+ * 1 + i % 25 draws (duplicates summed). */
+static void few_columns(ks_csr *B, ks_int n, ks_int m, int few, uint64_t seed)
+{
+    ks_test_rng_seed(seed);
+    int64_t cap = 25 * (int64_t)n + 1, ne = 0;
+    ks_int *r = malloc(sizeof *r * (size_t)cap), *c = malloc(sizeof *c * (size_t)cap);
+    double *v = malloc(sizeof *v * (size_t)cap);
+    ck_assert(r && c && v);
+    for (ks_int i = 0; i < n; i++)
+        for (int e = 0; e < 1 + i % 25; e++) {
+            r[ne] = i;
+            c[ne] = (ks_int)((ks_test_rng_next() % (uint64_t)few) * (m / few));
+            v[ne++] = (ks_test_rng_next() & 1 ? 1.0 : -1.0) * (0.5 + ks_test_urand());
+        }
+    KS_CHECK(ks_csr_from_coo(n, m, ne, r, c, v, B, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+/* ks_last_error() from "row " on (the part naming the bad entry). */
+static void row_part(char *buf, size_t size)
+{
+    const char *m = strstr(ks_last_error(), "row ");
+    ck_assert_msg(m, "no row named: \"%s\"", ks_last_error());
+    snprintf(buf, size, "%s", m);
+}
+
+/* H with a column out of range in row 3/8 n (kind 0) or rowptr decreasing
+ * at row n/4 (kind 1). */
+static void malformed(const ks_csr *H, int kind, ks_csr *Bad)
+{
+    const ks_int r = kind ? H->nrows / 4 : H->nrows * 3 / 8;
+    KS_CHECK(ks_csr_copy(H, Bad));
+    ck_assert(Bad->rowptr[r + 1] > Bad->rowptr[r]);
+    if (kind == 0)
+        Bad->colind[Bad->rowptr[r]] = Bad->ncols;
+    else
+        Bad->rowptr[r + 1] = Bad->rowptr[r] - 1;
+}
+
+/* Every product with malformed inputs (one, or two: the first in order
+ * is reported): KS_ERR_ARG naming the same row as the cpu. The checks run
+ * without their own syncs now; what they report must not change. */
+static void check_bad_inputs(ks_backend *be, ks_backend *cpu)
+{
+    ks_csr Ah, Ph, Gh, Bad[2][3];
+    random_csr(&Ah, 200, 200, 6, 0, 71);
+    aggregation_p(200, 4, &Ph);
+    ks_sparse A, P, R, G, Ac, Pc, Rc, Gc, X, Y, Z, Xc, Yc, Zc, out;
+    KS_CHECK(ks_sparse_from_csr(be, &Ah, 0, &A));
+    KS_CHECK(ks_sparse_from_csr(be, &Ph, 0, &P));
+    KS_CHECK(ks_sparse_transpose(&P, &R));
+    KS_CHECK(ks_sparse_rap(&R, &A, &P, &G));
+    KS_CHECK(ks_sparse_from_csr(cpu, &Ah, 0, &Ac));
+    KS_CHECK(ks_sparse_from_csr(cpu, &Ph, 0, &Pc));
+    KS_CHECK(ks_sparse_transpose(&Pc, &Rc));
+    KS_CHECK(ks_sparse_spgemm(&Ac, &Ac, &Gc)); /* a pattern for the numeric pass */
+    host_of(&Gc, &Gh);
+    ks_sparse_free(&Gc);
+    ks_csr Rh;
+    host_of(&Rc, &Rh);
+    const ks_csr *good[3] = {&Ah, &Rh, &Gh};
+    for (int kind = 0; kind < 2; kind++)
+        for (int t = 0; t < 3; t++)
+            malformed(good[t], kind, &Bad[kind][t]);
+    char want[256], what[300];
+    for (int kind = 0; kind < 2; kind++) {
+        const char *how = kind ? "rowptr decreasing" : "column out of range";
+        /* products: A bad, B bad, both (A's reported) */
+        for (int which = 1; which <= 3; which++) {
+            KS_CHECK(ks_sparse_from_csr(be, which & 1 ? &Bad[kind][0] : &Ah, 0, &X));
+            KS_CHECK(ks_sparse_from_csr(be, which & 2 ? &Bad[kind][0] : &Ah, 0, &Y));
+            KS_CHECK(ks_sparse_from_csr(cpu, which & 1 ? &Bad[kind][0] : &Ah, 0, &Xc));
+            KS_CHECK(ks_sparse_from_csr(cpu, which & 2 ? &Bad[kind][0] : &Ah, 0, &Yc));
+            ck_assert_int_eq(ks_sparse_spgemm(&Xc, &Yc, &out), KS_ERR_ARG);
+            row_part(want, sizeof want);
+            ck_assert_int_eq(ks_sparse_spgemm(&X, &Y, &out), KS_ERR_ARG);
+            snprintf(what, sizeof what, "%s: ", which & 1 ? "A" : "B");
+            ck_assert_msg(strstr(ks_last_error(), want) && (ks_backend_host_memory(be) ||
+                                                           strstr(ks_last_error(), what)),
+                          "product, %s (%d): \"%s\", the cpu says \"%s\"", how, which,
+                          ks_last_error(), want);
+            /* numeric passes: also C bad */
+            KS_CHECK(ks_sparse_from_csr(be, &Gh, 0, &Z));
+            KS_CHECK(ks_sparse_from_csr(cpu, &Gh, 0, &Zc));
+            ck_assert_int_eq(ks_sparse_spgemm_numeric(&Xc, &Yc, &Zc), KS_ERR_ARG);
+            row_part(want, sizeof want);
+            ck_assert_int_eq(ks_sparse_spgemm_numeric(&X, &Y, &Z), KS_ERR_ARG);
+            ck_assert_msg(strstr(ks_last_error(), want), "numeric product, %s (%d): \"%s\", "
+                          "the cpu says \"%s\"", how, which, ks_last_error(), want);
+            ks_sparse_free(&Z);
+            ks_sparse_free(&Zc);
+            ks_sparse_free(&X);
+            ks_sparse_free(&Y);
+            ks_sparse_free(&Xc);
+            ks_sparse_free(&Yc);
+        }
+        KS_CHECK(ks_sparse_from_csr(be, &Ah, 0, &X));
+        KS_CHECK(ks_sparse_from_csr(be, &Bad[kind][2], 0, &Z));
+        KS_CHECK(ks_sparse_from_csr(cpu, &Bad[kind][2], 0, &Zc));
+        ck_assert_int_eq(ks_sparse_spgemm_numeric(&Ac, &Ac, &Zc), KS_ERR_ARG);
+        row_part(want, sizeof want);
+        ck_assert_int_eq(ks_sparse_spgemm_numeric(&X, &X, &Z), KS_ERR_ARG);
+        ck_assert_msg(strstr(ks_last_error(), want), "numeric product, %s in C: \"%s\", the "
+                      "cpu says \"%s\"", how, ks_last_error(), want);
+        ks_sparse_free(&X);
+        ks_sparse_free(&Z);
+        ks_sparse_free(&Zc);
+        /* Galerkin products: R bad, A bad */
+        for (int t = 0; t < 2; t++) {
+            const ks_csr *rh = t == 0 ? &Bad[kind][1] : &Rh, *ah = t == 1 ? &Bad[kind][0] : &Ah;
+            KS_CHECK(ks_sparse_from_csr(be, rh, 0, &X));
+            KS_CHECK(ks_sparse_from_csr(be, ah, 0, &Y));
+            KS_CHECK(ks_sparse_from_csr(cpu, rh, 0, &Xc));
+            KS_CHECK(ks_sparse_from_csr(cpu, ah, 0, &Yc));
+            ck_assert_int_eq(ks_sparse_rap(&Xc, &Yc, &Pc, &out), KS_ERR_ARG);
+            row_part(want, sizeof want);
+            ck_assert_int_eq(ks_sparse_rap(&X, &Y, &P, &out), KS_ERR_ARG);
+            ck_assert_msg(strstr(ks_last_error(), want), "R A P, %s in %s: \"%s\", the cpu "
+                          "says \"%s\"", how, t ? "A" : "R", ks_last_error(), want);
+            if (!ks_backend_host_memory(be)) {
+                /* the cpu's numeric R A P does not check its inputs */
+                int outside = -1;
+                snprintf(what, sizeof what, "%s: %s", t ? "A" : "R", want);
+                ck_assert_int_eq(ks_sparse_rap_numeric(&X, &Y, &P, &G, &outside), KS_ERR_ARG);
+                ck_assert_msg(strstr(ks_last_error(), what), "numeric R A P, %s: \"%s\", "
+                              "expected \"%s\"", how, ks_last_error(), what);
+            }
+            ks_sparse_free(&X);
+            ks_sparse_free(&Y);
+            ks_sparse_free(&Xc);
+            ks_sparse_free(&Yc);
+        }
+    }
+    for (int kind = 0; kind < 2; kind++)
+        for (int t = 0; t < 3; t++)
+            ks_csr_free(&Bad[kind][t]);
+    ks_csr_free(&Ah);
+    ks_csr_free(&Ph);
+    ks_csr_free(&Gh);
+    ks_csr_free(&Rh);
+    ks_sparse_free(&A);
+    ks_sparse_free(&P);
+    ks_sparse_free(&R);
+    ks_sparse_free(&G);
+    ks_sparse_free(&Ac);
+    ks_sparse_free(&Pc);
+    ks_sparse_free(&Rc);
+}
+
 static void check_products(const char *name)
 {
     ks_backend *be, *cpu;
@@ -799,47 +1052,64 @@ static void check_products(const char *name)
            be->ops->name, (int)A.nnz, (int)B.nnz, (int)nnz);
     compare_ops(be, cpu, &A, "bins A (rows of 0 to 400)");
 
+    /* rows on the bins' edges times the identity (L products, L entries)
+     * and times 2 diagonals (2 L products, 2 L entries up to L = 857) */
+    {
+        ks_csr E, I, D;
+        edge_rows(&E, 6000, 51);
+        band(&I, 6000, 1, 52);
+        band(&D, 6000, 2, 53);
+        compare_product(be, cpu, &E, &I, "bin edges x identity");
+        compare_product(be, cpu, &E, &D, "bin edges x 2 diagonals");
+        /* entries outside the pattern in rows of each value bin: 2 L = 10
+         * (thread), 34, 200 (warp tables), 1200 (long) */
+        static const int lens[] = {5, 17, 100, 600};
+        for (int t = 0; t < 4; t++) {
+            ks_int row = 0;
+            while (edge_lens[row] != lens[t])
+                row++;
+            check_outside(be, cpu, &E, &D, row);
+        }
+        ks_csr_free(&E);
+        ks_csr_free(&I);
+        ks_csr_free(&D);
+        printf("sparse ops on %s vs cpu: bin edges: identical\n", be->ops->name);
+    }
+
+    /* many products into few columns (lanes of a batch grouped by column),
+     * with rows of up to 600 x 25 products: bounds of the count pass's
+     * warp, block and global tables, rows of the value pass's smallest
+     * table */
+    {
+        static const int flens[] = {3, 10, 40, 100, 300, 600, 2, 7};
+        static const int fews[] = {1, 3, 40};
+        ks_csr F, G;
+        random_lens(&F, 200, 1000, flens, 8, 61);
+        for (int t = 0; t < 3; t++) {
+            char what[64];
+            few_columns(&G, 1000, 9000, fews[t], 62 + (uint64_t)t);
+            snprintf(what, sizeof what, "products into %d columns", fews[t]);
+            compare_product(be, cpu, &F, &G, what);
+            if (fews[t] == 40)
+                check_outside(be, cpu, &F, &G, 2); /* 40 x 13 products, <= 40 entries */
+            ks_csr_free(&G);
+        }
+        ks_csr_free(&F);
+        printf("sparse ops on %s vs cpu: products into few columns: identical\n",
+               be->ops->name);
+    }
+
     /* numeric pass into a pattern missing entries of rows in different
-     * bins: KS_ERR_ARG naming the same first entry as the cpu */
-    ks_sparse Ad, Bd, Ac, Bc, C, Cc;
+     * bins (the rows of A with 400, 40, 2 and 8 entries): KS_ERR_ARG
+     * naming the same first entry as the cpu */
+    ks_sparse Ad, Bd, Ac, Bc, C;
     KS_CHECK(ks_sparse_from_csr(be, &A, 0, &Ad));
     KS_CHECK(ks_sparse_from_csr(be, &B, 0, &Bd));
     KS_CHECK(ks_sparse_from_csr(cpu, &A, 0, &Ac));
     KS_CHECK(ks_sparse_from_csr(cpu, &B, 0, &Bc));
-    KS_CHECK(ks_sparse_spgemm(&Ac, &Bc, &Cc));
-    /* rows of A with 400, 40, 2 and 8 entries: the global, block, thread
-     * or warp bins */
     static const int residues[] = {6, 4, 2, 3};
-    for (int t = 0; t < 4; t++) {
-        ks_csr Ch;
-        host_of(&Cc, &Ch);
-        ks_int row = residues[t];
-        while (Ch.rowptr[row + 1] - Ch.rowptr[row] < 2)
-            row += 7;
-        ck_assert(row < Ch.nrows);
-        /* drop the row's second entry */
-        ks_int k = Ch.rowptr[row] + 1;
-        memmove(Ch.colind + k, Ch.colind + k + 1, sizeof(ks_int) * (size_t)(Ch.nnz - k - 1));
-        memmove(Ch.val + k, Ch.val + k + 1, sizeof(double) * (size_t)(Ch.nnz - k - 1));
-        for (ks_int i = row + 1; i <= Ch.nrows; i++)
-            Ch.rowptr[i]--;
-        Ch.nnz--;
-        ks_sparse Cs, Css;
-        KS_CHECK(ks_sparse_from_csr(be, &Ch, 0, &Cs));
-        KS_CHECK(ks_sparse_from_csr(cpu, &Ch, 0, &Css));
-        ck_assert_int_eq(ks_sparse_spgemm_numeric(&Ac, &Bc, &Css), KS_ERR_ARG);
-        char want[256];
-        const char *m = strstr(ks_last_error(), "entry (");
-        ck_assert_ptr_nonnull(m);
-        snprintf(want, sizeof want, "%.*s", (int)(strchr(m, ')') - m + 1), m);
-        ck_assert_int_eq(ks_sparse_spgemm_numeric(&Ad, &Bd, &Cs), KS_ERR_ARG);
-        ck_assert_msg(strstr(ks_last_error(), want), "numeric product outside the pattern in "
-                      "row %d: \"%s\", the cpu names %s", (int)row, ks_last_error(), want);
-        ks_sparse_free(&Cs);
-        ks_sparse_free(&Css);
-        ks_csr_free(&Ch);
-    }
-    ks_sparse_free(&Cc);
+    for (int t = 0; t < 4; t++)
+        check_outside(be, cpu, &A, &B, residues[t]);
 
     /* an input with a column out of range: KS_ERR_ARG naming the same
      * entry as the cpu, not a fault */
@@ -858,6 +1128,9 @@ static void check_products(const char *name)
     ks_sparse_free(&Xd);
     ks_sparse_free(&Xc);
     ks_csr_free(&Bad);
+
+    check_bad_inputs(be, cpu);
+    printf("sparse ops on %s vs cpu: malformed inputs: the same errors\n", be->ops->name);
 
     /* a Galerkin product whose numeric pass meets a pattern with an entry
      * less, and shapes that do not fit: outside = 1 */

@@ -1,9 +1,11 @@
 /* Per-row helpers of the cuda sparse table: binning rows by a size class,
- * the segmented sort of rows (sort_rows, and the step that makes the
- * transpose and the products deterministic), and the structure check
- * (validate, and the input checks of the other operations).
+ * the segmented sort of rows (sort_rows, the step that makes the
+ * transpose deterministic, and the sort of the products' longest rows),
+ * and the structure check (validate, and the input checks of the other
+ * operations).
  *
- * Segmented sort, by segment length:
+ * Segmented sort (of all segments, or of a list of them), by segment
+ * length:
  *   <= 1       nothing to do;
  *   2..32      one thread per row, insertion sort in registers/local memory;
  *   33..2048   one block per row, bitonic sort of (key, position) pairs in
@@ -97,13 +99,22 @@ __device__ void bitonic_pairs(ks_int *sk, ks_int *sp, int P)
         }
 }
 
-__global__ void seg_bins(ks_int n, const ks_int *__restrict__ segptr, unsigned char *bin)
+/* bin[t] for segment list ? list[t] : t. */
+__global__ void seg_bins(ks_int n, const ks_int *__restrict__ list,
+                         const ks_int *__restrict__ segptr, unsigned char *bin)
 {
-    KS_CU_FOR(i, n)
+    KS_CU_FOR(t, n)
     {
-        const ks_int len = segptr[i + 1] - segptr[i];
-        bin[i] = len <= 1 ? 0 : len <= 32 ? 1 : len <= kTile ? 2 : 3;
+        const ks_int i = list ? list[t] : (ks_int)t, len = segptr[i + 1] - segptr[i];
+        bin[t] = len <= 1 ? 0 : len <= 32 ? 1 : len <= kTile ? 2 : 3;
     }
+}
+
+/* rows[u] = list[rows[u]]: binned list positions to segments. */
+__global__ void list_rows(ks_int n, const ks_int *__restrict__ list, ks_int *rows)
+{
+    KS_CU_FOR(u, n)
+    rows[u] = list[rows[u]];
 }
 
 /* Rows of 2..32 entries: one thread, stable insertion sort. */
@@ -311,6 +322,29 @@ __global__ void check_rows(ks_int n, ks_int ncols, ks_int nnz, const ks_int *__r
     }
 }
 
+/* *flag |= bit when check_rows (full = 0) would report anything: rowptr[0]
+ * or rowptr[n] wrong, a row whose bounds decrease, leave [0, nnz], or a
+ * column out of range. One thread per row: no sync, no result to set up. */
+__global__ void check_flag(ks_int n, ks_int ncols, ks_int nnz, const ks_int *__restrict__ rp,
+                           const ks_int *__restrict__ ci, int *flag, int bit)
+{
+    bool bad = false;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        bad = rp[0] != 0 || rp[n] != nnz;
+    KS_CU_FOR(i, n)
+    {
+        const ks_int a = rp[i], b = rp[i + 1];
+        if (a < 0 || b < a || b > nnz) {
+            bad = true;
+            continue;
+        }
+        for (ks_int k = a; k < b && !bad; k++)
+            bad = ci[k] < 0 || ci[k] >= ncols;
+    }
+    if (bad)
+        atomicOr(flag, bit);
+}
+
 /* matrices/csr.c's describe_bad_row, word for word, for row i whose
  * columns c (and values v, may be NULL) came from the device. */
 ks_error describe_row(const ks_sparse *A, ks_int i, ks_int len, const ks_int *c,
@@ -391,8 +425,9 @@ extern "C" ks_error ks_cu_bin_rows(ks_cu_tmp *tmp, ks_int n, const unsigned char
     return ks_cu_launched("bin_fill");
 }
 
-extern "C" ks_error ks_cu_seg_sort(ks_backend *be, ks_int nseg, const ks_int *segptr,
-                                   ks_int *key, double *val)
+/* ks_cu_seg_sort of the nseg segments list[0 .. nseg) (list NULL: all). */
+static ks_error seg_sort(ks_backend *be, ks_int nseg, const ks_int *list, const ks_int *segptr,
+                         ks_int *key, double *val)
 {
     if (nseg <= 0)
         return KS_OK;
@@ -403,11 +438,15 @@ extern "C" ks_error ks_cu_seg_sort(ks_backend *be, ks_int nseg, const ks_int *se
     ks_cu_bins bins;
     ks_error e = ks_cu_tmp_alloc(&tmp, (size_t)nseg, (void **)&bin, "row sort bins");
     if (e == KS_OK) {
-        seg_bins<<<ks_cu_blocks(nseg), KS_CU_BLOCK, 0, st>>>(nseg, segptr, bin);
+        seg_bins<<<ks_cu_blocks(nseg), KS_CU_BLOCK, 0, st>>>(nseg, list, segptr, bin);
         e = ks_cu_launched("seg_bins");
     }
     if (e == KS_OK)
         e = ks_cu_bin_rows(&tmp, nseg, bin, 4, &bins);
+    if (e == KS_OK && list) {
+        list_rows<<<ks_cu_blocks(nseg), KS_CU_BLOCK, 0, st>>>(nseg, list, bins.rows);
+        e = ks_cu_launched("list_rows");
+    }
     ks_int nb = e == KS_OK ? bins.start[2] - bins.start[1] : 0;
     if (nb > 0) {
         sort_small<<<ks_cu_blocks(nb), KS_CU_BLOCK, 0, st>>>(bins.rows + bins.start[1], nb,
@@ -454,7 +493,20 @@ extern "C" ks_error ks_cu_seg_sort(ks_backend *be, ks_int nseg, const ks_int *se
     return e;
 }
 
-extern "C" ks_error ks_cu_check(const ks_sparse *A, const char *who, int full)
+extern "C" ks_error ks_cu_seg_sort(ks_backend *be, ks_int nseg, const ks_int *segptr,
+                                   ks_int *key, double *val)
+{
+    return seg_sort(be, nseg, NULL, segptr, key, val);
+}
+
+extern "C" ks_error ks_cu_seg_sort_rows(ks_backend *be, const ks_int *rows, ks_int count,
+                                        const ks_int *segptr, ks_int *key, double *val)
+{
+    return seg_sort(be, count, rows, segptr, key, val);
+}
+
+/* ks_cu_check's tests of the sizes and pointers (on the host). */
+static ks_error check_host(const ks_sparse *A, const char *who, int full)
 {
     if (A->nrows < 0 || A->ncols < 0 || A->nnz < 0)
         return ks_seterr(KS_ERR_ARG, "%s: negative size (%" PRId32 " x %" PRId32
@@ -464,6 +516,20 @@ extern "C" ks_error ks_cu_check(const ks_sparse *A, const char *who, int full)
     if (A->nnz > 0 && (!A->colind || (full && !A->val)))
         return ks_seterr(KS_ERR_ARG, "%s: colind or val is NULL with nnz = %" PRId32, who,
                          A->nnz);
+    return KS_OK;
+}
+
+extern "C" ks_error ks_cu_check_async(const ks_sparse *A, const char *who, int *flag, int bit)
+{
+    KS_TRY(check_host(A, who, 0));
+    check_flag<<<ks_cu_blocks(A->nrows), KS_CU_BLOCK, 0, ks_cu_stream(A->be)>>>(
+        A->nrows, A->ncols, A->nnz, A->rowptr, A->colind, flag, bit);
+    return ks_cu_launched("check_flag");
+}
+
+extern "C" ks_error ks_cu_check(const ks_sparse *A, const char *who, int full)
+{
+    KS_TRY(check_host(A, who, full));
     ks_backend *be = A->be;
     cudaStream_t st = ks_cu_stream(be);
     check_result *d = NULL, r;

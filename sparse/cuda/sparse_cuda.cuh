@@ -45,6 +45,18 @@ static inline void ks_cu_tmp_free(ks_cu_tmp *t)
         t->be->ops->free(t->be, t->p[--t->n]);
 }
 
+/* Free temporary p (of t; NULL or unknown: nothing) before the others, so
+ * that later allocations can reuse its memory. */
+static inline void ks_cu_tmp_release(ks_cu_tmp *t, void *p)
+{
+    for (int k = 0; p && k < t->n; k++)
+        if (t->p[k] == p) {
+            t->be->ops->free(t->be, p);
+            t->p[k] = t->p[--t->n];
+            return;
+        }
+}
+
 /* After a launch: KS_OK, or the configuration error naming the kernel
  * (faults inside a kernel surface at the next synchronising call). */
 static inline ks_error ks_cu_launched(const char *kernel)
@@ -105,12 +117,22 @@ ks_error ks_cu_bin_rows(ks_cu_tmp *tmp, ks_int n, const unsigned char *bin, int 
  * row pointer array (monotone, within the arrays). */
 ks_error ks_cu_seg_sort(ks_backend *be, ks_int nseg, const ks_int *segptr, ks_int *key,
                         double *val);
+/* The same for the segments rows[0 .. count) only (a device list of
+ * distinct segment indices; count on the host). */
+ks_error ks_cu_seg_sort_rows(ks_backend *be, const ks_int *rows, ks_int count,
+                             const ks_int *segptr, ks_int *key, double *val);
 
 /* ----------------------------------------------------- structure check */
 /* ks_csr_check (matrices/csr_check.h) for a matrix on a cuda backend: the
  * same tests, the same first bad row, the same message (starting with
  * `who`); full = 1 also wants sorted unique columns and finite values. */
 ks_error ks_cu_check(const ks_sparse *A, const char *who, int full);
+/* The same tests (full = 0) without a sync: those of the sizes and
+ * pointers return their error now; the others set `bit` in *flag (device
+ * memory) when A fails any of them, for the caller to read with its next
+ * download and then call ks_cu_check for the message. Kernels that run
+ * before the flag is known clear must not trust A's indices. */
+ks_error ks_cu_check_async(const ks_sparse *A, const char *who, int *flag, int bit);
 
 /* ----------------------------------------- the operations of the table */
 ks_error ks_cu_transpose(const ks_sparse *A, ks_sparse *AT);

@@ -50,6 +50,7 @@
  * "Internals" below and nowhere else: each level's matrix
  * (--level-formats). */
 #include "ksolve.h"
+#include "bench_util.h"
 #include "../cli/problem.h"
 #include "../solver/config_scope.h"
 #include "../solver/params.h"
@@ -94,7 +95,8 @@ static void usage(FILE *f)
             "  --gen NAME          generator (poisson3d_7, poisson3d_27, aniso3d, ...) [poisson3d_7]\n"
             "  --n N               grid points per axis [128]\n"
             "  --mtx FILE          Matrix Market matrix instead of a generator\n"
-            "  --backend LIST      cpu, cuda or cpu,cuda (comparison table, cuda/cpu speedups) [cpu]\n"
+            "  --backend LIST      cpu, cuda or cpu,cuda (comparison table, cuda/cpu speedups\n"
+            "                      beside the ratio of the backends' copy bandwidths) [cpu]\n"
             "  --config FILE       JSON config (its \"solver\" scope is used as given)\n"
             "  --algorithm A       CLASSICAL or AGGREGATION, without --config [CLASSICAL]\n"
             "  --solver S          PCG, PBICGSTAB or AMG (cycles alone), without --config [PCG]\n"
@@ -267,19 +269,6 @@ static ks_error make_config(const opts *o, const char *level_format, ks_config *
     return KS_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Host memory of this process in bytes: the resident set now (VmRSS) and
  * its peak so far (VmHWM), from /proc/self/status. Without /proc the peak
  * comes from getrusage (ru_maxrss, kB on Linux) and the current RSS is
@@ -351,6 +340,7 @@ typedef struct result {
     int profiled_solves;
     char step_names[KS_NSTEPS][16]; /* the summary's step_names */
     double profile_sum_s; /* sum over the levels, per cycle */
+    double copy_gbs;      /* the backend's copy bandwidth (several backends only; 0: not run) */
 } result;
 
 #define FAIL(call)                                                                       \
@@ -386,7 +376,7 @@ static ks_error time_op(ks_backend *be, op_fn f, void *ctx, double *sec)
         KS_TRY(ks_backend_sync(be));
         blocks[k] = (ks_wtime() - t0) / reps;
     }
-    *sec = median(blocks, 3);
+    *sec = bench_median(blocks, 3);
     return KS_OK;
 }
 
@@ -706,11 +696,11 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
         if (nsetups) {
             for (int k = 0; k < nsetups; k++)
                 tv[k] = tph[k][p]; /* tv: scratch until the solves */
-            res->phase_s[p] = median(tv, nsetups);
+            res->phase_s[p] = bench_median(tv, nsetups);
         }
     }
     if (nsetups)
-        res->setup_s = median(ts, nsetups);
+        res->setup_s = bench_median(ts, nsetups);
     copy_summary(&h, A->nrows, res);
 
     FAIL(ks_vec_fill(r->x, 0.0)); /* warm-up solve */
@@ -721,7 +711,7 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
         tv[k] = st->solve_seconds;
         res->iterations = st->iterations;
     }
-    res->solve_s = median(tv, o->repeat);
+    res->solve_s = bench_median(tv, o->repeat);
     res->per_it_s = res->iterations > 0 ? res->solve_s / res->iterations : NAN;
     res->tts_s = res->setup_s + res->solve_s;
     res->status = st->status;
@@ -978,6 +968,15 @@ static int bench_one(const char *backend, const ks_csr *A, const double *bh, con
         snprintf(head, sizeof head, "\n%s: %s", backend, ks_backend_description(be));
         rc = run_solver(be, A, bh, o, o->format, NULL, head, &r, res);
     }
+    /* Beside a cpu-vs-cuda speedup, the bound it has for equally good
+     * memory-bound code: the ratio of the backends' copy bandwidths. */
+    if (rc == 0 && strchr(o->backends, ',')) {
+        double mib = 0.0;
+        int samples = 0;
+        res->copy_gbs = bench_copy_bandwidth(be, csr_bytes(A), &mib, &samples);
+        printf("  copy bandwidth %.1f GB/s (%.0f MiB copies, median of %d)\n", res->copy_gbs, mib,
+               samples);
+    }
 done:
     run_close(&r);
     ks_backend_destroy(be);
@@ -1174,6 +1173,8 @@ static int write_json(const char *path, const opts *o, const char *desc, const k
                     json_pack("{s:o, s:o, s:o}", "setup", jnum(c->setup_s / g->setup_s), "solve",
                               jnum(c->solve_s / g->solve_s), "time_to_solution",
                               jnum(c->tts_s / g->tts_s)));
+        if (c->copy_gbs > 0.0 && g->copy_gbs > 0.0)
+            bad |= jset(root, "copy_bandwidth_cuda_over_cpu", jnum(g->copy_gbs / c->copy_gbs));
     }
     if (bad) {
         fprintf(stderr, "bench_amg: out of memory building %s\n", path);
@@ -1206,6 +1207,10 @@ static void print_comparison(const result *res, int nb, int ic, int ig, const op
         printf("  %-10s %11.2fx %11.2fx %21.2fx\n", "cuda/cpu", c->setup_s / g->setup_s,
                c->solve_s / g->solve_s, c->tts_s / g->tts_s);
         printf("  (speedup cuda/cpu = cpu time / cuda time; above 1: the GPU is faster)\n");
+        if (c->copy_gbs > 0.0 && g->copy_gbs > 0.0)
+            printf("  copy bandwidth cuda/cpu %.2fx (%.1f / %.1f GB/s): the bound of a "
+                   "memory-bound speedup for equally good code\n",
+                   g->copy_gbs / c->copy_gbs, g->copy_gbs, c->copy_gbs);
     }
 }
 

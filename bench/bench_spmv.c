@@ -9,6 +9,7 @@
  */
 #include "ksolve.h"
 #include "../spmv/format.h"
+#include "bench_util.h"
 
 #include <float.h>
 #include <math.h>
@@ -60,18 +61,6 @@ static void usage(FILE *f)
             "  apply on an idle device, launch latency included; 20: as in a solver loop)\n"
             "  KIND: poisson2d_5 poisson2d_9 poisson3d_7 poisson3d_27 aniso3d convdiff3d\n"
             "  Several --gen/--mtx may be given; each --n applies to the --gen before it.\n");
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
 static int parse_int(const char *s, int *v)
@@ -209,102 +198,6 @@ static int select_formats(const options *o, ks_backend_kind kind, const char **o
     return n;
 }
 
-/* --------------------------------------------------- copy bandwidth */
-/* GB/s of a device-to-device (or host) copy, read + write bytes counted. */
-static double copy_bandwidth(ks_backend *be, double matrix_bytes, double *mib, int *samples)
-{
-    double want = fmax(1024.0 * 1024 * 1024, 4.0 * matrix_bytes);
-#ifdef KS_HAVE_CUDA
-    if (be->ops->kind == KS_BACKEND_CUDA) {
-        size_t freeb = 0, total = 0;
-        if (cudaMemGetInfo(&freeb, &total) == cudaSuccess && want > 0.4 * (double)freeb)
-            want = 0.4 * (double)freeb;
-        size_t bytes = (size_t)want & ~(size_t)255;
-        void *src = NULL, *dst = NULL;
-        cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
-        cudaEvent_t e0, e1;
-        const int nrep = 30;
-        double t[30];
-        double gbs = NAN;
-        if (cudaMalloc(&src, bytes) != cudaSuccess || cudaMalloc(&dst, bytes) != cudaSuccess ||
-            cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) {
-            fprintf(stderr, "bench_spmv: copy bandwidth: %s\n",
-                    cudaGetErrorString(cudaGetLastError()));
-        } else {
-            cudaMemsetAsync(src, 1, bytes, st);
-            cudaMemsetAsync(dst, 0, bytes, st);
-            for (int r = 0; r < 3; r++)
-                cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st);
-            int ok = 1;
-            for (int r = 0; r < nrep && ok; r++) {
-                float ms = 0.0f;
-                ok = cudaEventRecord(e0, st) == cudaSuccess &&
-                     cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st) ==
-                         cudaSuccess &&
-                     cudaEventRecord(e1, st) == cudaSuccess &&
-                     cudaEventSynchronize(e1) == cudaSuccess &&
-                     cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
-                t[r] = 1e-3 * ms;
-            }
-            if (ok)
-                gbs = 2.0 * (double)bytes / median(t, nrep) * 1e-9;
-            else
-                fprintf(stderr, "bench_spmv: copy bandwidth: %s\n",
-                        cudaGetErrorString(cudaGetLastError()));
-            cudaEventDestroy(e0);
-            cudaEventDestroy(e1);
-        }
-        cudaFree(src);
-        cudaFree(dst);
-        *mib = (double)bytes / (1024.0 * 1024.0);
-        *samples = nrep;
-        return gbs;
-    }
-#endif
-    (void)be;
-    /* Host: a quarter of physical memory at most, threads copy slices. */
-    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    want = fmin(fmax(256.0 * 1024 * 1024, 4.0 * matrix_bytes), phys > 0 ? 0.25 * phys : want);
-    size_t bytes = (size_t)want & ~(size_t)4095;
-    char *src = malloc(bytes), *dst = malloc(bytes);
-    const int nrep = 10;
-    double t[10];
-    double gbs = NAN;
-    if (src && dst) {
-        for (int r = -1; r < nrep; r++) { /* r = -1: first touch, untimed */
-            double t0 = ks_wtime();
-#ifdef _OPENMP
-#pragma omp parallel
-#endif
-            {
-                int nt = 1, id = 0;
-#ifdef _OPENMP
-                nt = omp_get_num_threads();
-                id = omp_get_thread_num();
-#endif
-                size_t chunk = (bytes / (size_t)nt) & ~(size_t)63;
-                size_t b0 = chunk * (size_t)id, b1 = id == nt - 1 ? bytes : b0 + chunk;
-                if (r < 0) {
-                    memset(src + b0, 1, b1 - b0);
-                    memset(dst + b0, 0, b1 - b0);
-                } else {
-                    memcpy(dst + b0, src + b0, b1 - b0);
-                }
-            }
-            if (r >= 0)
-                t[r] = ks_wtime() - t0;
-        }
-        gbs = 2.0 * (double)bytes / median(t, nrep) * 1e-9;
-    } else {
-        fprintf(stderr, "bench_spmv: copy bandwidth: cannot allocate %zu bytes\n", bytes);
-    }
-    free(src);
-    free(dst);
-    *mib = (double)bytes / (1024.0 * 1024.0);
-    *samples = nrep;
-    return gbs;
-}
-
 /* ------------------------------------------------------ one format */
 /* Max over rows of |y - ref| / (|A||x|)_i, the dot product's natural scale. */
 static double max_rel_err(const ks_csr *A, const double *x, const double *y, const double *ref)
@@ -398,7 +291,7 @@ static void run_format(ks_backend *be, const options *o, const ks_csr *A, const 
              ks_matrix_format(M));
     res->setup_s = ks_matrix_setup_seconds(M);
     res->bytes_fmt = ks_matrix_bytes_per_apply(M);
-    res->apply_s = median(t, o->reps);
+    res->apply_s = bench_median(t, o->reps);
     res->err = max_rel_err(A, x, y, ref);
     ks_matrix_destroy(M);
 }
@@ -444,7 +337,7 @@ static int bench_matrix(ks_backend *be, const options *o, const matrix_spec *m,
                        8.0 * A.nrows;
     double mib = 0.0;
     int samples = 0;
-    double copy_gbs = copy_bandwidth(be, min_bytes, &mib, &samples);
+    double copy_gbs = bench_copy_bandwidth(be, min_bytes, &mib, &samples);
     printf("\n%s: %d x %d, %d nonzeros (%.1f per row), loaded in %.2f s\n", name,
            (int)A.nrows, (int)A.ncols, (int)A.nnz, A.nrows ? (double)A.nnz / A.nrows : 0.0,
            tl);

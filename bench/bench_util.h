@@ -1,0 +1,16 @@
+/* Helpers shared by the benchmark programs (bench_util.c). */
+#ifndef KS_BENCH_UTIL_H
+#define KS_BENCH_UTIL_H
+
+#include "ksolve.h"
+#include "../vec/backend.h"
+
+/* Median of v[0..n) (sorts v). */
+double bench_median(double *v, int n);
+/* GB/s of one copy on be's memory (device to device, or host with all
+ * threads), read + write bytes counted, median of repeated copies of at
+ * least 1 GiB (device) / 256 MiB (host) and 4x matrix_bytes; *mib and
+ * *samples say how much was copied how often. NAN when it cannot run. */
+double bench_copy_bandwidth(ks_backend *be, double matrix_bytes, double *mib, int *samples);
+
+#endif

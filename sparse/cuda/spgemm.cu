@@ -18,7 +18,8 @@
  *            can have), the rows per bin, the total (the flop count R A P
  *            chooses its association by) -> one download;
  *   count:   exact row sizes of C, by bin (hash tables of keys only):
- *     ub <= 32          one thread, the distinct columns in a local list;
+ *     ub <= 32          one thread, the distinct columns in a list in
+ *                       registers;
  *     bound <= 512      one warp, a table of 2 bound slots in shared memory;
  *     bound <= 4096     one block, up to 8192 slots in shared memory;
  *     larger            one block, a table in global memory (a pool of at
@@ -28,7 +29,8 @@
  *   one download, and C's exact allocation;
  *   values:  each row summed into a hash table (key = column, value = the
  *            sum so far), sorted by column and written once:
- *     ub <= 32          one thread, local list, insertion sort;
+ *     ub <= 32          one thread, the columns in registers, the sums
+ *                       in shared memory, each entry written at its rank;
  *     len <= 32, 128, 512   one warp, a table of 2 len .. 4 len slots in
  *                       shared memory (three kernels by table size, so
  *                       small rows do not pay for the largest table), the
@@ -87,6 +89,7 @@
 namespace {
 
 const int kThreadMax = 32;     /* products a thread handles */
+const int kThreadRows = 128;   /* threads per block of values_thread */
 const int kWarpBound = 512;    /* count pass: distinct columns a warp's table takes */
 const int kWarpLg = 10;        /* its largest size: 1024 */
 const int kBlockBound = 4096;  /* count pass: distinct columns a block's shared table takes */
@@ -534,6 +537,53 @@ __device__ __forceinline__ void warp_products(ks_int x0, ks_int x1, const ks_int
     }
 }
 
+/* ======================================================= thread lists */
+/* The thread kernels' lists (the distinct columns of a row of at most
+ * kThreadMax products, and their sums) live in registers: every index
+ * below is a constant once the loops are unrolled. Indexed by a variable,
+ * the arrays went to local memory, 384 bytes a thread in the value pass:
+ * with a full SM's threads that is several times L1, so a search over the
+ * list went to L2 (or DRAM) once per element, on the path products like
+ * A*P of millions of rows (28 products each) take. The loops stop at
+ * cnt (a branch per element, as the loads of the local version). */
+
+/* Position of j in cols[0 .. cnt), or -1. */
+__device__ __forceinline__ int list_find(const ks_int (&cols)[kThreadMax], int cnt, ks_int j)
+{
+    int at = -1;
+#pragma unroll
+    for (int u = 0; u < kThreadMax; u++) {
+        if (u >= cnt)
+            break;
+        if (cols[u] == j) {
+            at = u;
+            break;
+        }
+    }
+    return at;
+}
+
+/* The number of columns below j in cols[0 .. cnt). */
+__device__ __forceinline__ int list_rank(const ks_int (&cols)[kThreadMax], int cnt, ks_int j)
+{
+    int r = 0;
+#pragma unroll
+    for (int u = 0; u < kThreadMax; u++) {
+        if (u >= cnt)
+            break;
+        r += cols[u] < j;
+    }
+    return r;
+}
+
+/* cols[at] = j (at < kThreadMax): a select per element (see values_thread). */
+__device__ __forceinline__ void list_put(ks_int (&cols)[kThreadMax], int at, ks_int j)
+{
+#pragma unroll
+    for (int u = 0; u < kThreadMax; u++)
+        cols[u] = u == at ? j : cols[u];
+}
+
 /* ========================================================== count pass */
 /* crp[i] = the number of distinct columns of row i (before the scan). */
 
@@ -545,17 +595,17 @@ __global__ void count_thread(const ks_int *__restrict__ rows, ks_int count,
     KS_CU_FOR(t, count)
     {
         const ks_int i = rows[t];
-        ks_int cols[kThreadMax];
-        int cnt = 0; /* <= ub <= kThreadMax */
+        ks_int cols[kThreadMax]; /* registers: see list_find */
+        int cnt = 0;             /* <= ub <= kThreadMax */
+#pragma unroll
+        for (int u = 0; u < kThreadMax; u++) /* defined: the selects read every element */
+            cols[u] = -1;
         for (ks_int k = xrp[i]; k < xrp[i + 1]; k++) {
             const ks_int b = xci[k];
             for (ks_int q = yrp[b]; q < yrp[b + 1]; q++) {
                 const ks_int j = yci[q];
-                int seen = 0;
-                for (int u = 0; u < cnt; u++)
-                    seen |= cols[u] == j;
-                if (!seen && cnt < kThreadMax)
-                    cols[cnt++] = j;
+                if (list_find(cols, cnt, j) < 0 && cnt < kThreadMax)
+                    list_put(cols, cnt++, j);
             }
         }
         crp[i] = cnt;
@@ -791,54 +841,57 @@ __device__ __forceinline__ void write_sorted(ks_int *keys, double *vals, int lg,
 }
 
 /* Rows of at most kThreadMax products: one thread, the distinct columns
- * and their sums in a local list (new columns start at 0.0), then an
- * insertion sort. */
-__global__ void values_thread(const ks_int *__restrict__ rows, ks_int count,
-                              const ks_int *__restrict__ xrp, const ks_int *__restrict__ xci,
-                              const double *__restrict__ xval, const ks_int *__restrict__ yrp,
-                              const ks_int *__restrict__ yci, const double *__restrict__ yval,
-                              const ks_int *__restrict__ crp, ks_int *cci, double *cval)
+ * in a list in registers, their sums (new columns start at 0.0) in shared
+ * memory by the list's position (a variable index: registers would need a
+ * select per element and product, and 64 more registers a thread, a
+ * third of the occupancy), each entry written at its rank among the
+ * row's columns (the sorted order). kThreadRows threads a block: 32 KB of
+ * sums. */
+__global__ void __launch_bounds__(kThreadRows)
+    values_thread(const ks_int *__restrict__ rows, ks_int count, const ks_int *__restrict__ xrp,
+                  const ks_int *__restrict__ xci, const double *__restrict__ xval,
+                  const ks_int *__restrict__ yrp, const ks_int *__restrict__ yci,
+                  const double *__restrict__ yval, const ks_int *__restrict__ crp, ks_int *cci,
+                  double *cval)
 {
+    __shared__ double sums[kThreadMax][kThreadRows]; /* a thread's in a column: no bank conflicts */
+    double *my = &sums[0][threadIdx.x];              /* element u at my[u * kThreadRows] */
     KS_CU_FOR(t, count)
     {
         const ks_int i = rows[t];
         ks_int cols[kThreadMax];
-        double sums[kThreadMax];
         int cnt = 0; /* <= ub <= kThreadMax */
+#pragma unroll
+        for (int u = 0; u < kThreadMax; u++) /* defined: the selects read every element */
+            cols[u] = -1;
         for (ks_int k = xrp[i]; k < xrp[i + 1]; k++) {
             const ks_int b = xci[k];
             const double xv = xval[k];
             for (ks_int q = yrp[b]; q < yrp[b + 1]; q++) {
                 const ks_int j = yci[q];
                 const double p = __dmul_rn(xv, yval[q]);
-                int u = 0;
-                while (u < cnt && cols[u] != j)
-                    u++;
-                if (u == cnt) {
-                    if (cnt == kThreadMax)
-                        continue; /* cannot happen: cnt <= products <= kThreadMax */
-                    cols[cnt] = j;
-                    sums[cnt++] = 0.0;
+                const int at = list_find(cols, cnt, j);
+                if (at >= 0) {
+                    my[at * kThreadRows] = __dadd_rn(my[at * kThreadRows], p);
+                } else if (cnt < kThreadMax) { /* always: cnt <= products <= kThreadMax */
+                    /* as the cpu: the sum starts at 0.0 (0.0 + -0.0 is 0.0) */
+                    my[cnt * kThreadRows] = __dadd_rn(0.0, p);
+                    list_put(cols, cnt++, j);
                 }
-                sums[u] = __dadd_rn(sums[u], p);
             }
         }
-        for (int a = 1; a < cnt; a++) {
-            const ks_int c = cols[a];
-            const double v = sums[a];
-            int b = a;
-            for (; b > 0 && cols[b - 1] > c; b--) {
-                cols[b] = cols[b - 1];
-                sums[b] = sums[b - 1];
-            }
-            cols[b] = c;
-            sums[b] = v;
-        }
+        /* the entry of rank r goes to place r; never write past the row
+         * (cnt == len: the count pass counted the same columns) */
         const ks_int c0 = crp[i], len = crp[i + 1] - c0;
-        const int w = cnt < len ? cnt : (int)len;
-        for (int u = 0; u < w; u++) {
-            cci[c0 + u] = cols[u];
-            cval[c0 + u] = sums[u];
+#pragma unroll
+        for (int u = 0; u < kThreadMax; u++) {
+            if (u >= cnt)
+                break;
+            const int r = list_rank(cols, cnt, cols[u]);
+            if (r < len) {
+                cci[c0 + r] = cols[u];
+                cval[c0 + r] = my[u * kThreadRows];
+            }
         }
     }
 }
@@ -1300,8 +1353,8 @@ ks_error value_pass(ks_cu_tmp *tmp, const ks_sparse *X, const ks_sparse *Y, cons
     bin_starts(p->h.val, V_BINS, start);
     ks_int n = p->h.val[V_THREAD];
     if (n > 0) {
-        values_thread<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(rows + start[V_THREAD], n, xrp, xci,
-                                                               xv, yrp, yci, yv, crp, cci, cv);
+        values_thread<<<ks_cu_grid(n, kThreadRows), kThreadRows, 0, st>>>(
+            rows + start[V_THREAD], n, xrp, xci, xv, yrp, yci, yv, crp, cci, cv);
         KS_TRY(ks_cu_launched("values_thread"));
     }
     n = p->h.val[V_W64];

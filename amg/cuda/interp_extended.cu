@@ -9,7 +9,12 @@
  * strong F neighbours, by fine index). Rows are binned by the hash size
  * they need, H = max(32, the power of two >= 2 |set|) (load <= 1/2: short
  * probes, and never full); sets of more than 2048 points get their region
- * in global memory instead (EXT_FB), with the same code.
+ * in global memory instead (EXT_FB), with the same code. On levels whose
+ * rows of A are short (at most EXT_TPR_MEAN entries on average: the fine
+ * levels of stencil matrices, where rows are tiny and numerous) the
+ * smallest sets are built one thread a row instead (ext_*_row_thread: a
+ * sorted array in shared memory and the cpu's loops as they are), so that
+ * a warp works on 32 rows with no collective between its lanes.
  *
  *   sizes   one thread a row: a bound of |Chat_i| (the C points of S_i
  *           and of the S rows of its strong F neighbours, repeats

@@ -9,7 +9,12 @@
  * strong F neighbours, by fine index). Rows are binned by the hash size
  * they need, H = max(32, the power of two >= 2 |set|) (load <= 1/2: short
  * probes, and never full); sets of more than 2048 points get their region
- * in global memory instead (EXT_FB), with the same code.
+ * in global memory instead (EXT_FB), with the same code. On levels whose
+ * rows of A are short (at most EXT_TPR_MEAN entries on average: the fine
+ * levels of stencil matrices, where rows are tiny and numerous) the
+ * smallest sets are built one thread a row instead (ext_*_row_thread: a
+ * sorted array in shared memory and the cpu's loops as they are), so that
+ * a warp works on 32 rows with no collective between its lanes.
  *
  *   sizes   one thread a row: a bound of |Chat_i| (the C points of S_i
  *           and of the S rows of its strong F neighbours, repeats
@@ -451,6 +456,174 @@ __device__ __forceinline__ void ext_fill_row(const ext_group<G> &g, ks_int i, co
         p.pva[p0 + t] = -vals[t] / atil;
 }
 
+/* One thread a row, for the small sets of levels with short rows (a
+ * group's lanes would mostly idle there, and the group's serial steps, a
+ * broadcast, a ballot and a sync for each strong F neighbour and each
+ * kept entry, cost more than the thread's own loop over the same few
+ * entries; without collectives the lanes of a warp stay independent, so a
+ * warp keeps 32 rows' loads in flight instead of 32 / G). The set is a
+ * sorted array of fine indices in shared memory, interleaved with the
+ * other threads' (element s of a thread at s * stride: a warp's lanes hit
+ * distinct banks), the weights next to it; the walk is the cpu's plain
+ * one, step for step (extended_i_row). */
+#define EXT_TPR_CAP 16
+/* The count pass keeps no weights: a thread's set may be twice as large
+ * for the same shared memory a block (the first two bins). */
+#define EXT_TPR_CAP_COUNT 32
+
+/* Position of key in the sorted keys[0, len) (element s at s * stride),
+ * or -1. */
+__device__ __forceinline__ int ext_tfind(const int *keys, int stride, int len, int key)
+{
+    int lo = 0, hi = len;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (keys[mid * stride] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < len && keys[lo * stride] == key ? lo : -1;
+}
+
+/* key into the sorted set keys[0, *len): 1 when new, 0 when there
+ * already, -1 when the set holds CAP points already. */
+template <int CAP>
+__device__ __forceinline__ int ext_tinsert(int *keys, int stride, int *len, int key)
+{
+    int lo = 0, hi = *len;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (keys[mid * stride] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < *len && keys[lo * stride] == key)
+        return 0;
+    if (*len == CAP)
+        return -1;
+    for (int t = *len; t > lo; t--)
+        keys[t * stride] = keys[(t - 1) * stride];
+    keys[lo * stride] = key;
+    (*len)++;
+    return 1;
+}
+
+/* Chat_i, sorted, into keys: |Chat_i|, or -1 when it has more than CAP
+ * points. */
+template <int CAP>
+__device__ __forceinline__ int ext_tset(ks_int i, const ext_args &p, int *keys, int stride)
+{
+    const ks_int *srp = p.srp, *sci = p.sci, *cmap = p.cmap;
+    int len = 0;
+    for (ks_int s = srp[i]; s < srp[i + 1]; s++) {
+        const ks_int k = sci[s];
+        if (cmap[k] >= 0) {
+            if (ext_tinsert<CAP>(keys, stride, &len, k) < 0)
+                return -1;
+            continue;
+        }
+        for (ks_int u = srp[k]; u < srp[k + 1]; u++) {
+            const ks_int l = sci[u];
+            if (cmap[l] >= 0 && ext_tinsert<CAP>(keys, stride, &len, l) < 0)
+                return -1;
+        }
+    }
+    return len;
+}
+
+/* Count pass, row i (a bound p.size[i] <= EXT_TPR_CAP_COUNT), one
+ * thread. */
+__device__ __forceinline__ void ext_count_row_thread(ks_int i, const ext_args &p, int *keys,
+                                                     int stride)
+{
+    const int c = ext_tset<EXT_TPR_CAP_COUNT>(i, p, keys, stride);
+    p.cnt[i] = c < 0 ? 0 : c;
+    if (c < 0)
+        atomicOr(&p.flags[1], EXT_ERR_FULL);
+}
+
+/* Fill pass, row i (len = p.keep[i] <= EXT_TPR_CAP), one thread: the
+ * cpu's walk of row i. The strong test merges S's row with A's (both
+ * sorted: the inputs were checked), as the cpu does. */
+__device__ __forceinline__ void ext_fill_row_thread(ks_int i, const ext_args &p, int *keys,
+                                                    double *vals, int stride)
+{
+    const ks_int p0 = p.prp[i];
+    const int len = (int)(p.prp[i + 1] - p0);
+    const int c = ext_tset<EXT_TPR_CAP>(i, p, keys, stride);
+    if (c != len) {
+        p.keep[i] = 0;
+        atomicOr(&p.flags[1], c < 0 ? EXT_ERR_FULL : EXT_ERR_COUNT);
+        return;
+    }
+    for (int t = 0; t < len; t++)
+        vals[t * stride] = 0.0;
+    const ks_int *arp = p.arp, *aci = p.aci, *sci = p.sci;
+    const double *ava = p.ava;
+    double atil = p.diag[i];
+    ks_int s = p.srp[i];
+    const ks_int se = p.srp[i + 1];
+    for (ks_int q = arp[i]; q < arp[i + 1]; q++) {
+        const ks_int j = aci[q];
+        const double a = ava[q];
+        if (j == i)
+            continue;
+        while (s < se && sci[s] < j)
+            s++;
+        const int pj = ext_tfind(keys, stride, len, j);
+        if (pj >= 0) { /* i's own coupling to a point of Chat_i */
+            vals[pj * stride] = __dadd_rn(vals[pj * stride], a);
+            continue;
+        }
+        if (!(s < se && sci[s] == j) || p.cmap[j] >= 0) { /* weak, outside Chat_i: lumped */
+            atil = __dadd_rn(atil, a);
+            continue;
+        }
+        /* strong F neighbour k = j: D_k over Chat_i U {i}, in row order */
+        const ks_int k0 = arp[j], k1 = arp[j + 1];
+        const double dk = p.diag[j];
+        double D = 0.0;
+        for (ks_int m = k0; m < k1; m++) {
+            const double v = ava[m];
+            const ks_int l = aci[m];
+            if (ahat_sign(dk, v) && (l == i || ext_tfind(keys, stride, len, l) >= 0))
+                D = __dadd_rn(D, v);
+        }
+        if (D == 0.0) { /* nothing to spread over: a_ik lumped */
+            atil = __dadd_rn(atil, a);
+            continue;
+        }
+        const double dist = a / D;
+        double own = -0.0; /* the cpu's spare slot */
+        for (ks_int m = k0; m < k1; m++) {
+            const double v = ava[m];
+            const ks_int l = aci[m];
+            if (!ahat_sign(dk, v))
+                continue;
+            const double term = __dmul_rn(dist, v);
+            if (l == i) {
+                own = __dadd_rn(own, term);
+                continue;
+            }
+            const int x = ext_tfind(keys, stride, len, l);
+            if (x >= 0)
+                vals[x * stride] = __dadd_rn(vals[x * stride], term);
+        }
+        atil = __dadd_rn(atil, own);
+    }
+    if (atil == 0.0) {
+        p.keep[i] = 0;
+        p.flags[0] = 1; /* every writer stores the same value */
+        return;
+    }
+    for (int t = 0; t < len; t++) {
+        p.pci[p0 + t] = p.cmap[keys[t * stride]];
+        p.pva[p0 + t] = -vals[t * stride] / atil;
+    }
+}
+
 /* ------------------------------------------------------------- kernels */
 
 /* Bins (ext_bin_rows): rows per bin, the scatter cursors, and the largest
@@ -479,6 +652,26 @@ __global__ void ext_rows(const ks_int *__restrict__ list, ks_int nrows, long lon
             ext_fill_row(g, list[t], p, reg);
         else
             ext_count_row(g, list[t], p, reg);
+    }
+}
+
+/* One thread a row (ext_*_row_thread): the rows list[0, nrows), each
+ * thread's set (and, filling, its weights before it) interleaved in
+ * dynamic shared memory, EXT_TPR_CAP (count: EXT_TPR_CAP_COUNT) elements a
+ * thread. */
+template <bool FILL>
+__global__ void ext_rows_thread(const ks_int *__restrict__ list, ks_int nrows, ext_args p)
+{
+    extern __shared__ double ext_smem[];
+    const int T = (int)blockDim.x;
+    double *vals = ext_smem + threadIdx.x;
+    int *keys = (int *)(ext_smem + (FILL ? EXT_TPR_CAP * T : 0)) + threadIdx.x;
+    for (long long t = (long long)blockIdx.x * T + threadIdx.x; t < nrows;
+         t += (long long)gridDim.x * T) {
+        if (FILL)
+            ext_fill_row_thread(list[t], p, keys, vals, T);
+        else
+            ext_count_row_thread(list[t], p, keys, T);
     }
 }
 
@@ -677,12 +870,38 @@ int ext_group_size(ks_int n, ks_int nnz)
     return G;
 }
 
-/* One pass (count or fill) over the binned rows. */
+/* Levels whose rows of A are this long or shorter on average build the
+ * small sets one thread a row (ext_rows_thread). */
+#define EXT_TPR_MEAN 8
+#define EXT_TPR_BLOCK 128
+static_assert((1 << EXT_LG_MIN) / 2 == EXT_TPR_CAP && EXT_TPR_CAP_COUNT == 2 * EXT_TPR_CAP,
+              "the thread rows are the first bin's (fill) or the first two bins' (count)");
+
+/* One pass (count or fill) over the binned rows; tpr: bin 0 (fill) or
+ * bins 0 and 1 (count; the list holds them one after the other) one
+ * thread a row. */
 ks_error ext_pass(ks_backend *be, cudaStream_t st, bool fill, const ext_bins *h,
-                  const ks_int *list, int gsmall, const ext_args &p)
+                  const ks_int *list, int gsmall, bool tpr, const ext_args &p)
 {
     const long long words = fill ? 3 : 1; /* region ints a hash slot */
-    for (int b = 0; b < EXT_NSHARED; b++) {
+    const int b0 = tpr ? (fill ? 1 : 2) : 0; /* the group kernels' first bin */
+    const ks_int trows = tpr ? (fill ? h->count[0] : h->count[0] + h->count[1]) : 0;
+    if (trows > 0) {
+        long long blocks = ((long long)trows + EXT_TPR_BLOCK - 1) / EXT_TPR_BLOCK;
+        if (blocks > EXT_MAX_BLOCKS)
+            blocks = EXT_MAX_BLOCKS;
+        const size_t per = fill ? EXT_TPR_CAP * (sizeof(double) + sizeof(int))
+                                : EXT_TPR_CAP_COUNT * sizeof(int); /* bytes a thread */
+        const size_t smem = (size_t)EXT_TPR_BLOCK * per;
+        if (fill)
+            ext_rows_thread<true><<<(unsigned)blocks, EXT_TPR_BLOCK, smem, st>>>(
+                list + h->next[0], trows, p);
+        else
+            ext_rows_thread<false><<<(unsigned)blocks, EXT_TPR_BLOCK, smem, st>>>(
+                list + h->next[0], trows, p);
+        KS_TRY(ks_cu_launched(fill ? "ext_rows_thread (fill)" : "ext_rows_thread (count)"));
+    }
+    for (int b = b0; b < EXT_NSHARED; b++) {
         const ks_int rows = h->count[b];
         if (rows == 0)
             continue;
@@ -775,6 +994,7 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
         ar.flags = flags;
     }
     const int gsmall = ext_group_size(n, A->nnz);
+    const bool tpr = (long long)A->nnz <= (long long)EXT_TPR_MEAN * n;
     if (e == KS_OK) { /* list holds the C counts until the rows are binned */
         ext_cstrong<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, S->rowptr, S->colind, cmap, list);
         e = ks_cu_launched("ext_cstrong");
@@ -787,7 +1007,7 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
     if (e == KS_OK)
         e = ext_bin_rows(be, st, n, size, dbins, list, &hbins);
     if (e == KS_OK)
-        e = ext_pass(be, st, false, &hbins, list, gsmall, ar);
+        e = ext_pass(be, st, false, &hbins, list, gsmall, tpr, ar);
     if (e == KS_OK)
         e = ks_cu_scan(be, Q.rowptr, n, Q.rowptr, &Q.nnz, "interpolation entries");
     Q.colind = (ks_int *)ks_cu_alloc_if(be, &e, (size_t)Q.nnz * sizeof(ks_int) + 1,
@@ -808,7 +1028,7 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
     if (e == KS_OK)
         e = ext_bin_rows(be, st, n, size, dbins, list, &hbins);
     if (e == KS_OK)
-        e = ext_pass(be, st, true, &hbins, list, gsmall, ar);
+        e = ext_pass(be, st, true, &hbins, list, gsmall, tpr, ar);
     if (e == KS_OK) /* synchronises: kernel faults show here */
         e = be->ops->download(be, hflags, flags, sizeof hflags);
     if (e == KS_OK && hflags[1])

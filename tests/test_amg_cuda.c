@@ -14,8 +14,10 @@
  * problems (Poisson 5/9/7/27-point, anisotropic, convection-diffusion,
  * sign variants), edge cases (0 and 1 rows, diagonal, zero / missing /
  * non-finite diagonals, positive off-diagonals, dominant rows for
- * max_row_sum), hand-made strength patterns (one-way cycles that need the
- * PMIS fix-up, random directed graphs, a complete graph) and the real
+ * max_row_sum), rows of 1 to 3000 entries around the device's lane-group
+ * sizes (strength and the estimate run lanes a row), hand-made strength
+ * patterns (one-way cycles that need the PMIS fix-up, random directed
+ * graphs, a complete graph) and the real
  * matrices of ../shared/matrices when present. Last, the whole AMG setup on
  * both backends (PMIS): the same levels and the same splittings, and the
  * implemented steps not staged on the host.
@@ -193,6 +195,72 @@ static void random_matrix(const char *name, ks_int n, int deg, double pos_frac, 
     free(v);
 }
 
+/* Rows of given lengths (lens, cycled; columns distinct, random), for the
+ * device's lanes a row: lengths at and around the lane-group sizes (1, 4,
+ * 8, 16, 32 and their multiples) and long ones (100-3000). Off-diagonals
+ * +-[0.5, 1.5), a few of them 1e8 times larger (so a row sum taken in
+ * another order would round differently); the diagonal is minus their
+ * sum times 0.96..1.16, its sign flipped in one row of nine, so the
+ * max_row_sum test cuts some rows and keeps others. With sym, A + A^T
+ * (symmetric, for the Lanczos estimate; rows get longer). */
+static void long_rows(const char *name, ks_int n, const int *lens, int nlens, int sym,
+                      uint64_t seed)
+{
+    ks_test_rng_seed(seed);
+    int64_t cap = 0;
+    for (ks_int i = 0; i < n; i++)
+        cap += lens[i % nlens] < n ? lens[i % nlens] : n;
+    cap = 2 * cap + 1;
+    ks_int *r = malloc(sizeof *r * (size_t)cap), *c = malloc(sizeof *c * (size_t)cap);
+    double *v = malloc(sizeof *v * (size_t)cap);
+    unsigned char *used = calloc((size_t)n, 1);
+    MUST_TRUE(r && c && v && used);
+    int64_t ne = 0;
+    for (ks_int i = 0; i < n; i++) {
+        const ks_int len = lens[i % nlens] < n ? lens[i % nlens] : n;
+        const int64_t first = ne;
+        double off = 0.0;
+        used[i] = 1;
+        for (ks_int e = 1; e < len;) {
+            const ks_int j = (ks_int)(ks_test_rng_next() % (uint64_t)n);
+            if (used[j])
+                continue;
+            used[j] = 1;
+            double mag = (0.5 + ks_test_urand()) * (ks_test_rng_next() % 7 == 0 ? 1e8 : 1.0);
+            r[ne] = i;
+            c[ne] = j;
+            v[ne] = ks_test_rng_next() % 5 == 0 ? mag : -mag;
+            off += v[ne++];
+            e++;
+        }
+        for (int64_t q = first; q < ne; q++)
+            used[c[q]] = 0;
+        used[i] = 0;
+        double d = -off * (0.96 + 0.2 * ks_test_urand());
+        if (ks_test_rng_next() % 9 == 0 || d == 0.0)
+            d = d == 0.0 ? 1.0 : -d;
+        r[ne] = i;
+        c[ne] = i;
+        v[ne++] = d;
+    }
+    if (sym) {
+        const int64_t m = ne;
+        for (int64_t q = 0; q < m; q++) {
+            r[ne] = c[q];
+            c[ne] = r[q];
+            v[ne++] = r[q] == c[q] ? fabs(v[q]) : v[q];
+            if (r[q] == c[q])
+                v[q] = fabs(v[q]);
+        }
+    }
+    ks_csr *A = add_mat(name);
+    MUST(ks_csr_from_coo(n, n, ne, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+    free(used);
+}
+
 /* A copy of the last matrix added, renamed, for a variant. */
 static ks_csr *variant_of_last(const char *name)
 {
@@ -240,6 +308,21 @@ static void build_matrices(int *nreal_missing)
     random_matrix("random mixed signs 3000", 3000, 6, 0.3, 0.2, 0, 5);
     random_matrix("random +offdiag -diag 1500", 1500, 4, 1.0, 1.0, 0, 6);
     random_matrix("random with empty rows 2000", 2000, 5, 0.1, 0.0, 5, 7);
+
+    /* Long rows for the device's lanes a row: mixed lengths, mostly long
+     * (32 lanes a row), mostly short with some long ones (8 or 16), and a
+     * symmetric one for the Lanczos estimate with long rows. */
+    {
+        static const int mixed[] = {100, 3000, 31, 32, 33, 64, 65, 1,  2,    7,  8,
+                                    9,   256,  257, 1000, 15, 16, 17, 4, 5, 3, 96, 97};
+        static const int shortish[] = {7, 8, 9, 6, 5, 1, 300, 12, 11, 16, 17, 4};
+        static const int wide[] = {40, 48, 64, 80, 33, 129};
+        long_rows("long rows 1500", 1500, mixed, (int)(sizeof mixed / sizeof mixed[0]), 0, 21);
+        long_rows("short and long rows 3000", 3000, shortish,
+                  (int)(sizeof shortish / sizeof shortish[0]), 0, 22);
+        long_rows("long rows symmetric 2000", 2000, wide, (int)(sizeof wide / sizeof wide[0]), 1,
+                  23);
+    }
 
     /* Bad diagonals: zero stored (row 7, with zero off-diagonals: a zero
      * row), NaN, +-Inf, -0.0; several bad rows (the first must be named). */

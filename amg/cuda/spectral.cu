@@ -15,14 +15,22 @@
  *              recurrences and stopping rules, the tridiagonal's
  *              eigenvalue by the cpu's own function on the host.
  *
- * The dot products are the backend's (deterministic, but summed in
- * another order than the cpu's blocks), so the estimate agrees with the
- * cpu's to rounding only (test_amg_cuda allows 1e-10 relative). Its SpMVs
- * therefore use several lanes a row where rows are long (a row's partial
- * sums meet by shuffles), which made the estimate of a 45-entries-a-row
- * level several times faster than one thread a row; rows of fewer than
+ * The sums (v.v, w.v, w.w, y.y) are formed by the kernels that make their
+ * terms, deterministic but in another order than the cpu's blocks, so the
+ * estimate agrees with the cpu's to rounding only (test_amg_cuda allows
+ * 1e-10 relative). Its SpMVs therefore use several lanes a row where rows
+ * are long (a row's partial sums meet by shuffles); rows of fewer than
  * three entries keep one thread, summing in column order with
- * __dmul_rn / __dadd_rn like the cpu. */
+ * __dmul_rn / __dadd_rn like the cpu.
+ *
+ * Waits: the structure check, one download after the diagonal and the
+ * symmetry test (both launched back to back), and one at the end. The
+ * iteration in between is launched whole; what the cpu decides between
+ * steps (square roots, the breakdown test, the divisors) is decided on the
+ * device (see spec_state), and kernels after the cpu's stop do nothing.
+ * Each SpMV forms its input x = u / scal and, for Lanczos, the scaled
+ * values a_ij dsc_j as it reads them, so no pass divides a vector and no
+ * nnz-sized array of scaled values is made. */
 #include "amg_cuda.h"
 #include "../spectral_common.h"
 
@@ -72,17 +80,20 @@ __global__ void spec_diagonal(ks_int n, const ks_int *__restrict__ rp,
 
 /* spectral.c's is_symmetric: every strictly upper entry has a lower
  * partner within the tolerance (else flags[3] = 1), and ul[0] (upper) ==
- * ul[1] (lower) entries. */
+ * ul[1] (lower) entries. TPR lanes a row, each taking every TPR-th entry
+ * (its own search into row j): the counts are integers and the verdict an
+ * or, the same in any order. */
+template <int TPR>
 __global__ void spec_symmetry(ks_int n, const ks_int *__restrict__ rp,
                               const ks_int *__restrict__ ci, const double *__restrict__ val,
                               const double *__restrict__ d, int *flags, unsigned long long *ul)
 {
     unsigned long long upper = 0, lower = 0;
     int asym = 0;
-    KS_CU_FOR(t, n)
+    KS_CU_FOR(t, (long long)n * TPR)
     {
-        const ks_int i = (ks_int)t;
-        for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
+        const ks_int i = (ks_int)(t / TPR);
+        for (ks_int k = rp[i] + (ks_int)(t % TPR); k < rp[i + 1]; k += TPR) {
             const ks_int j = ci[k];
             if (j < i) {
                 lower++;
@@ -102,12 +113,93 @@ __global__ void spec_symmetry(ks_int n, const ks_int *__restrict__ rp,
     ks_cu_warp_add_u64(&ul[1], lower);
 }
 
+/* ------------------------------------------------- sync-free reductions */
+
+/* The sums of the estimate (v.v, w.v, w.w, y.y) are formed inside the
+ * kernels that produce their terms, and what the cpu does with them next
+ * (the square root, the breakdown test, the next divisor) is done on the
+ * device by the block that finishes the sum, into a spec_state: the host
+ * launches the whole iteration without waiting and downloads the state
+ * and the tridiagonal once at the end (the host used to wait for two dot
+ * products a Lanczos step). A sum is a fixed tree over a grid of fixed
+ * size (the block totals summed in block order by the last block to
+ * finish), so it is deterministic; its order is not the cpu's, as the
+ * backend's dot products' was not. */
+struct spec_state {
+    unsigned long long bound_bits; /* max_i sum_j |a_ij| / |a_ii|: nonnegative doubles
+                                    * order as their bits, so an atomicMax of the bits */
+    unsigned ticket;               /* blocks done with the sum being formed */
+    int m;                         /* Lanczos: alphas so far; power: steps so far */
+    int done;                      /* the cpu's loop would have stopped */
+    int pad;
+    double scal;                   /* the next SpMV's input is u / scal */
+    double a, bprev, x2;           /* alpha; the last beta; power: |start|^2 */
+};
+
+/* Grids of the reducing kernels: at most this many blocks (grid-stride
+ * loops do the rest), so the last block sums few totals. */
+const unsigned kRedBlocks = 1024;
+
+unsigned red_blocks(long long threads)
+{
+    const unsigned b = ks_cu_blocks(threads);
+    return b < kRedBlocks ? b : kRedBlocks;
+}
+
+/* Sum of v over the grid: a fixed tree in the block, the block's total in
+ * part[blockIdx.x], and the block that finishes last sums the totals in
+ * block order and calls fin(sum) in its thread 0. Every thread of every
+ * block must call it, once, after its grid-stride loop. */
+template <class Fin>
+__device__ void grid_sum(double v, double *part, unsigned *ticket, Fin fin)
+{
+    __shared__ double wsum[KS_CU_BLOCK / 32];
+    __shared__ bool last;
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    if ((threadIdx.x & 31) == 0)
+        wsum[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0.0;
+        for (unsigned w = 0; w < blockDim.x / 32; w++)
+            s += wsum[w];
+        part[blockIdx.x] = s;
+        __threadfence(); /* the total is visible before the ticket counts it */
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    double s = 0.0;
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+        s += __ldcg(&part[b]); /* written by other blocks: not from L1 */
+    for (int off = 16; off > 0; off >>= 1)
+        s += __shfl_down_sync(0xffffffffu, s, off);
+    __syncthreads(); /* everyone has read wsum above */
+    if ((threadIdx.x & 31) == 0)
+        wsum[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0.0;
+        for (unsigned w = 0; w < blockDim.x / 32; w++)
+            t += wsum[w];
+        *ticket = 0; /* for the next sum (kernels on one stream run in order) */
+        fin(t);
+    }
+}
+
 /* dsc[i] (in place of the diagonal): |a_ii|^-1/2 (Lanczos) or 1/a_ii
- * (power); rb[i] = sum_j |a_ij| / |a_ii| (the bound's rows); v = start. */
+ * (power); the bound's rows sum_j |a_ij| / |a_ii| (in row order, as on the
+ * cpu) folded into st->bound_bits; u = the start vector, and its squared
+ * norm: the Lanczos start's divisor (sqrt) or the power method's |x|^2
+ * (whose first SpMV takes the start as it is: x / 1 is x). */
 __global__ void spec_scaling(ks_int n, const ks_int *__restrict__ rp,
                              const double *__restrict__ val, int symmetric, double *dsc,
-                             double *__restrict__ rb, double *__restrict__ v)
+                             double *__restrict__ u, double *part, spec_state *st)
 {
+    double mx = 0.0, sq = 0.0;
     KS_CU_FOR(t, n)
     {
         const ks_int i = (ks_int)t;
@@ -116,96 +208,141 @@ __global__ void spec_scaling(ks_int n, const ks_int *__restrict__ rp,
         for (ks_int k = rp[i]; k < rp[i + 1]; k++)
             r += fabs(val[k]);
         dsc[i] = symmetric ? 1.0 / sqrt(fabs(d)) : 1.0 / d;
-        rb[i] = r / fabs(d);
-        v[i] = ks_spectral_start((uint64_t)i);
+        mx = fmax(mx, r / fabs(d));
+        const double x = ks_spectral_start((uint64_t)i);
+        u[i] = x;
+        sq = __dadd_rn(sq, __dmul_rn(x, x));
     }
+    for (int off = 16; off > 0; off >>= 1)
+        mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    if ((threadIdx.x & 31) == 0 && mx > 0.0)
+        atomicMax(&st->bound_bits, (unsigned long long)__double_as_longlong(mx));
+    grid_sum(sq, part, &st->ticket, [=](double s) {
+        if (symmetric)
+            st->scal = sqrt(s);
+        else {
+            st->scal = 1.0;
+            st->x2 = s;
+        }
+    });
 }
 
-/* Lanczos: aval[k] = a_ij * dsc[j], formed once. */
-__global__ void spec_scale_values(ks_int n, const ks_int *__restrict__ rp,
-                                  const ks_int *__restrict__ ci, const double *__restrict__ val,
-                                  const double *__restrict__ dsc, double *__restrict__ aval)
+/* One SpMV of the iteration with TPR lanes a row (TPR divides 32; 1: one
+ * thread a row, summing in column order like the cpu), its input x = u /
+ * st->scal formed on the fly (the division the cpu does in a pass of its
+ * own, same bits):
+ *   Lanczos (LZ)  w_i = (sign dsc_i) sum_j (a_ij dsc_j) x_j, the scaled
+ *                 values formed per entry (the cpu forms them once into
+ *                 an array; the products are the same, and not storing
+ *                 nnz doubles saves a pass over A); x_i is stored (xo:
+ *                 the step's v) and alpha = w.v summed;
+ *   power         y_i = dsc_i sum_j a_ij x_j and |y|^2 summed.
+ * A row's lanes meet by shuffles (another order than the cpu's: the
+ * estimate agrees to rounding only, as its sums do). The row loop is
+ * warp-uniform (the shuffles need every lane). */
+template <int TPR, bool LZ>
+__global__ void spec_step(ks_int n, const ks_int *__restrict__ rp, const ks_int *__restrict__ ci,
+                          const double *__restrict__ val, const double *__restrict__ dsc,
+                          double pre, const double *__restrict__ u, double *__restrict__ xo,
+                          double *__restrict__ y, double *part, spec_state *st, int step,
+                          int iters)
 {
-    KS_CU_FOR(t, n)
-    {
-        const ks_int i = (ks_int)t;
-        for (ks_int k = rp[i]; k < rp[i + 1]; k++)
-            aval[k] = __dmul_rn(val[k], dsc[ci[k]]);
-    }
-}
-
-/* y[i] = (pre * rs[i]) * sum_k av[k] x[col k], the sum in column order:
- * Lanczos w = sign dsc (aval v) with pre = sign, power y = dinv (A x) with
- * pre = 1 (1 * d is d exactly). */
-__global__ void spec_apply(ks_int n, const ks_int *__restrict__ rp, const ks_int *__restrict__ ci,
-                           const double *__restrict__ av, const double *__restrict__ rs,
-                           double pre, const double *__restrict__ x, double *__restrict__ y)
-{
-    KS_CU_FOR(t, n)
-    {
-        const ks_int i = (ks_int)t;
-        double s = 0.0;
-        for (ks_int k = rp[i]; k < rp[i + 1]; k++)
-            s = __dadd_rn(s, __dmul_rn(av[k], x[ci[k]]));
-        y[i] = __dmul_rn(__dmul_rn(pre, rs[i]), s);
-    }
-}
-
-/* spec_apply with TPR lanes a row (TPR divides 32), for longer rows: the
- * lanes' partial sums meet by shuffles, so a row's sum is in another order
- * than the cpu's (the estimate already agrees only to rounding: the dot
- * products differ too). The loop is warp-uniform (every lane runs every
- * round, the shuffles need them all). */
-template <int TPR>
-__global__ void spec_apply_v(ks_int n, const ks_int *__restrict__ rp,
-                             const ks_int *__restrict__ ci, const double *__restrict__ av,
-                             const double *__restrict__ rs, double pre,
-                             const double *__restrict__ x, double *__restrict__ y)
-{
+    if (st->done) /* set by an earlier kernel: the same for the whole grid */
+        return;
+    const double scal = st->scal;
     const long long total = (long long)n * TPR, stride = (long long)gridDim.x * blockDim.x;
     const int lane = threadIdx.x % TPR;
-    for (long long base = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31);
+    double acc = 0.0;
+    for (long long base = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31u);
          base < total; base += stride) {
         const long long t = base + (threadIdx.x & 31);
         const ks_int i = (ks_int)(t / TPR);
         double s = 0.0;
         if (t < total)
-            for (ks_int k = rp[i] + lane; k < rp[i + 1]; k += TPR)
-                s += av[k] * x[ci[k]];
+            for (ks_int k = rp[i] + lane; k < rp[i + 1]; k += TPR) {
+                const ks_int c = ci[k];
+                const double av = LZ ? __dmul_rn(val[k], dsc[c]) : val[k];
+                const double x = u[c] / scal;
+                if (TPR == 1)
+                    s = __dadd_rn(s, __dmul_rn(av, x));
+                else
+                    s += av * x;
+            }
         for (int off = TPR / 2; off > 0; off >>= 1)
             s += __shfl_xor_sync(0xffffffffu, s, off);
-        if (t < total && lane == 0)
-            y[i] = pre * rs[i] * s;
+        if (t < total && lane == 0) {
+            const double yi = __dmul_rn(__dmul_rn(pre, dsc[i]), s);
+            y[i] = yi;
+            if (LZ) {
+                const double xi = u[i] / scal;
+                xo[i] = xi;
+                acc = __dadd_rn(acc, __dmul_rn(yi, xi));
+            } else {
+                acc = __dadd_rn(acc, __dmul_rn(yi, yi));
+            }
+        }
     }
+    grid_sum(acc, part, &st->ticket, [=](double sum) {
+        if (LZ) {
+            /* hist: the alphas, then the betas */
+            part[kRedBlocks + st->m] = sum;
+            st->a = sum;
+            st->m++;
+        } else {
+            /* spectral.c's power(): |y|, stop at a zero one, else y / |y| next */
+            part[kRedBlocks + step] = sum;
+            st->m = step + 1;
+            const double ny = sqrt(sum);
+            if (!(ny > 0.0) || step + 1 == iters)
+                st->done = 1;
+            else
+                st->scal = ny;
+        }
+    });
 }
 
-/* w -= a v + bprev vprev (spectral.c's update_norm2 before its sum). */
-__global__ void spec_update(ks_int n, double a, const double *__restrict__ v, double bprev,
-                            const double *__restrict__ vprev, double *__restrict__ w)
+/* w -= a v + bprev vprev and w.w (spectral.c's update_norm2; vprev NULL:
+ * the first step's zero vector), then the cpu's test: b = |w|, stop at
+ * the last step or a breakdown, else beta = b and the next v is w / b. */
+__global__ void spec_update(ks_int n, const double *__restrict__ v,
+                            const double *__restrict__ vprev, double *__restrict__ w, double *part,
+                            spec_state *st, int step, int iters)
 {
-    KS_CU_FOR(i, n)
-    w[i] = __dsub_rn(w[i], __dadd_rn(__dmul_rn(a, v[i]), __dmul_rn(bprev, vprev[i])));
-}
-
-/* y = x / s (y may be x); z, when not NULL, is cleared (the Lanczos
- * start's vprev). */
-__global__ void spec_divide(ks_int n, const double *x, double s, double *y, double *z)
-{
+    if (st->done)
+        return;
+    const double a = st->a, bprev = st->bprev;
+    double acc = 0.0;
     KS_CU_FOR(i, n)
     {
-        y[i] = x[i] / s;
-        if (z)
-            z[i] = 0.0;
+        const double vp = vprev ? vprev[i] : 0.0;
+        const double x =
+            __dsub_rn(w[i], __dadd_rn(__dmul_rn(a, v[i]), __dmul_rn(bprev, vp)));
+        w[i] = x;
+        acc = __dadd_rn(acc, __dmul_rn(x, x));
     }
+    grid_sum(acc, part, &st->ticket, [=](double bb) {
+        const double b = sqrt(bb);
+        /* b ~ 0: the Krylov space is invariant, T's eigenvalues are exact */
+        if (step + 1 == iters ||
+            !(b > __dmul_rn(KS_SPEC_BREAKDOWN, __dadd_rn(fabs(a), bprev)))) {
+            st->done = 1;
+            return;
+        }
+        part[kRedBlocks + iters + st->m - 1] = b;
+        st->scal = b;
+        st->bprev = b;
+    });
 }
 
 /* ------------------------------------------------------------- the host */
 
 struct spec_work {
-    double *dsc, *rb, *v, *aval, *tri; /* tri on the host (alpha, beta) */
-    int *flags;
-    unsigned long long *ul;
-    int tpr; /* lanes a row of the SpMV (1: the cpu's row sums bit for bit) */
+    double *dsc, *vec; /* vec: 4 n-vectors (Lanczos), 2 (power) */
+    double *part;      /* kRedBlocks block totals, then the history: alphas and
+                        * betas (Lanczos) or |y|^2 a step (power), 2 iters */
+    spec_state *st;
+    int *flags;        /* [0..3] as spec_diagonal / spec_symmetry, then 2 u64 */
+    int tpr;           /* lanes a row of the SpMV (1: the cpu's row sums bit for bit) */
 };
 
 #define SPEC_LAUNCH(kernel, ...)                                                             \
@@ -214,34 +351,27 @@ struct spec_work {
         KS_CUDA_LAUNCH_CHECK(#kernel);                                                       \
     } while (0)
 
-ks_error dot(ks_backend *be, ks_int n, const double *x, const double *y, double *r)
-{
-    return be->ops->dot(be, n, x, y, r);
-}
-
-/* y = (pre * rs) .* (av-valued A) x with wk->tpr lanes a row. */
-ks_error spec_spmv(const ks_sparse *A, const spec_work *wk, const double *av, double pre,
-                   const double *x, double *y)
+/* One spec_step with wk->tpr lanes a row. */
+template <bool LZ>
+ks_error spec_spmv(const ks_sparse *A, const spec_work *wk, double pre, const double *u,
+                   double *xo, double *y, int step, int iters)
 {
     ks_backend *be = A->be;
     const ks_int n = A->nrows;
     const int tpr = wk->tpr;
-    const unsigned nb = ks_cu_blocks((long long)n * tpr);
+    const unsigned nb = red_blocks((long long)n * tpr);
     cudaStream_t st = ks_cu_stream(be);
+#define SPEC_STEP(T)                                                                          \
+    spec_step<T, LZ><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, A->val, wk->dsc, pre, \
+                                                 u, xo, y, wk->part, wk->st, step, iters)
     switch (tpr) {
-    case 32:
-        spec_apply_v<32><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, av, wk->dsc, pre, x, y);
-        break;
-    case 8:
-        spec_apply_v<8><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, av, wk->dsc, pre, x, y);
-        break;
-    case 4:
-        spec_apply_v<4><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, av, wk->dsc, pre, x, y);
-        break;
-    default:
-        spec_apply<<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, av, wk->dsc, pre, x, y);
+    case 32: SPEC_STEP(32); break;
+    case 8: SPEC_STEP(8); break;
+    case 4: SPEC_STEP(4); break;
+    default: SPEC_STEP(1);
     }
-    KS_CUDA_LAUNCH_CHECK("spec_apply");
+#undef SPEC_STEP
+    KS_CUDA_LAUNCH_CHECK("spec_step");
     return KS_OK;
 }
 
@@ -252,67 +382,45 @@ int spec_lanes(const ks_sparse *A)
     return m >= 24.0 ? 32 : m >= 6.0 ? 8 : m >= 3.0 ? 4 : 1;
 }
 
-/* spectral.c's lanczos(): v holds the start, vprev and w scratch. */
-ks_error lanczos(const ks_sparse *A, spec_work *wk, int iters, double sign, double *est)
+/* spectral.c's lanczos(), launched whole (the device stops it where the
+ * cpu would): vec[0] holds the start. Step k reads u (the start, then the
+ * last w), writes v = u / scal and the new w; the four vectors rotate so
+ * that nothing a step reads is overwritten. */
+ks_error lanczos(const ks_sparse *A, spec_work *wk, int iters, double sign)
 {
     ks_backend *be = A->be;
     const ks_int n = A->nrows;
-    double *v = wk->v, *vprev = v + n, *w = v + 2 * (size_t)n;
-    double *alpha = wk->tri, *beta = wk->tri + iters;
-    double nrm2;
-    KS_TRY(dot(be, n, v, v, &nrm2));
-    SPEC_LAUNCH(spec_divide, n, v, sqrt(nrm2), v, vprev);
-    int m = 0;
-    double bprev = 0.0;
+    double *b[4];
+    for (int q = 0; q < 4; q++)
+        b[q] = wk->vec + (size_t)q * n;
+    double *u = b[0], *vprev = NULL, *fa = b[1], *fb = b[2], *spare = b[3];
     for (int k = 0; k < iters; k++) {
-        double a, bb;
-        KS_TRY(spec_spmv(A, wk, wk->aval, sign, v, w));
-        KS_TRY(dot(be, n, w, v, &a));
-        alpha[m++] = a;
-        SPEC_LAUNCH(spec_update, n, a, v, bprev, vprev, w);
-        KS_TRY(dot(be, n, w, w, &bb));
-        const double b = sqrt(bb);
-        /* b ~ 0: the Krylov space is invariant, T's eigenvalues are exact */
-        if (k + 1 == iters || !(b > KS_SPEC_BREAKDOWN * (fabs(a) + bprev)))
-            break;
-        beta[m - 1] = b;
-        double *t = vprev;
+        double *v = fa, *w = fb;
+        KS_TRY(spec_spmv<true>(A, wk, sign, u, v, w, k, iters));
+        spec_update<<<red_blocks(n), KS_CU_BLOCK, 0, ks_cu_stream(be)>>>(n, v, vprev, w, wk->part,
+                                                                        wk->st, k, iters);
+        KS_CUDA_LAUNCH_CHECK("spec_update");
+        /* next: u = w, vprev = v; this step's u and vprev become free */
+        fa = u;
+        fb = vprev ? vprev : spare;
+        u = w;
         vprev = v;
-        v = t;
-        SPEC_LAUNCH(spec_divide, n, w, b, v, (double *)NULL);
-        bprev = b;
     }
-    *est = ks_spectral_tridiag_max_abs(alpha, beta, m);
     return KS_OK;
 }
 
-/* spectral.c's power(): x holds the start, y scratch. */
-ks_error power(const ks_sparse *A, spec_work *wk, int iters, double *est)
+/* spectral.c's power(), launched whole: vec[0] holds the start, and the
+ * steps alternate between the two vectors. */
+ks_error power(const ks_sparse *A, spec_work *wk, int iters)
 {
-    ks_backend *be = A->be;
     const ks_int n = A->nrows;
-    double *x = wk->v, *y = wk->v + n;
-    double nx2, logsum = 0.0;
-    KS_TRY(dot(be, n, x, x, &nx2));
-    double nx = sqrt(nx2);
-    int kept = 0, first_kept = iters - (iters + 1) / 2;
+    double *x = wk->vec, *y = wk->vec + n;
     for (int k = 0; k < iters; k++) {
-        double ny2;
-        KS_TRY(spec_spmv(A, wk, A->val, 1.0, x, y));
-        KS_TRY(dot(be, n, y, y, &ny2));
-        const double ny = sqrt(ny2);
-        if (!(ny > 0.0)) {
-            *est = 0.0; /* x in the null space; the caller's floor applies */
-            return KS_OK;
-        }
-        if (k >= first_kept) {
-            logsum += log(ny / nx);
-            kept++;
-        }
-        SPEC_LAUNCH(spec_divide, n, y, ny, x, (double *)NULL);
-        nx = 1.0;
+        KS_TRY(spec_spmv<false>(A, wk, 1.0, x, NULL, y, k, iters));
+        double *t = x;
+        x = y;
+        y = t;
     }
-    *est = KS_SPEC_POWER_SAFETY * exp(logsum / kept);
     return KS_OK;
 }
 
@@ -323,39 +431,88 @@ ks_error spectral_run(const ks_sparse *A, int iters, spec_work *wk, double *rho)
     ks_backend *be = A->be;
     cudaStream_t st = ks_cu_stream(be);
     const ks_int n = A->nrows;
-    int hf[4] = {n, 0, 0, 0};
-    unsigned long long hul[2] = {0, 0};
-    KS_TRY(be->ops->upload(be, wk->flags, hf, sizeof hf));
-    KS_CUDA_CHECK(cudaMemsetAsync(wk->ul, 0, 2 * sizeof(unsigned long long), st));
+    unsigned long long *ul = (unsigned long long *)(wk->flags + 4);
+    /* diagonal and symmetry in a row, one wait for both: the symmetry pass
+     * is wasted only for a diagonal of both signs (the cpu skips it then) */
+    KS_CUDA_CHECK(cudaMemsetAsync(wk->flags, 0, 4 * sizeof(int) + 2 * sizeof(unsigned long long),
+                                  st));
+    KS_TRY(ks_amg_cu_fill_int(be, wk->flags, 1, n));
+    KS_CUDA_CHECK(cudaMemsetAsync(wk->st, 0, sizeof(spec_state), st));
     SPEC_LAUNCH(spec_diagonal, n, A->rowptr, A->colind, A->val, wk->dsc, wk->flags);
-    KS_TRY(be->ops->download(be, hf, wk->flags, sizeof hf));
-    if (hf[0] < n) {
+    const unsigned sb = ks_cu_blocks((long long)n * wk->tpr);
+    switch (wk->tpr) {
+#define SPEC_SYM(T)                                                                           \
+    case T:                                                                                   \
+        spec_symmetry<T><<<sb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, A->val, wk->dsc, \
+                                                     wk->flags, ul);                          \
+        break;
+        SPEC_SYM(32)
+        SPEC_SYM(8)
+        SPEC_SYM(4)
+        SPEC_SYM(1)
+#undef SPEC_SYM
+    }
+    KS_CUDA_LAUNCH_CHECK("spec_symmetry");
+    struct {
+        int f[4];
+        unsigned long long ul[2];
+    } h;
+    static_assert(sizeof h == 4 * sizeof(int) + 2 * sizeof(unsigned long long), "flag layout");
+    KS_TRY(be->ops->download(be, &h, wk->flags, sizeof h));
+    if (h.f[0] < n) {
         double d;
         int stored;
-        KS_TRY(ks_amg_cu_row_diagonal(A, hf[0], &d, &stored));
+        KS_TRY(ks_amg_cu_row_diagonal(A, h.f[0], &d, &stored));
         return ks_seterr(KS_ERR_NUMERIC, "%s: row %" PRId32 " has a %s diagonal (D^-1 A "
-                         "undefined)", who, (ks_int)hf[0], stored ? "zero" : "missing");
+                         "undefined)", who, (ks_int)h.f[0], stored ? "zero" : "missing");
     }
-    const int npos = hf[1], nneg = hf[2];
-    int symmetric = 0;
-    if (!(npos && nneg)) {
-        SPEC_LAUNCH(spec_symmetry, n, A->rowptr, A->colind, A->val, wk->dsc, wk->flags, wk->ul);
-        KS_TRY(be->ops->download(be, hf, wk->flags, sizeof hf));
-        KS_TRY(be->ops->download(be, hul, wk->ul, sizeof hul));
-        symmetric = !hf[3] && hul[0] == hul[1];
+    const int npos = h.f[1], nneg = h.f[2];
+    const int symmetric = !(npos && nneg) && !h.f[3] && h.ul[0] == h.ul[1];
+    spec_scaling<<<red_blocks(n), KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->val, symmetric, wk->dsc,
+                                                        wk->vec, wk->part, wk->st);
+    KS_CUDA_LAUNCH_CHECK("spec_scaling");
+    if (symmetric)
+        KS_TRY(lanczos(A, wk, iters, nneg ? -1.0 : 1.0));
+    else
+        KS_TRY(power(A, wk, iters));
+    /* the one wait of the iteration: its state and history */
+    spec_state hs;
+    double *hist = (double *)ks_malloc(2 * (size_t)iters * sizeof(double), "spectral history");
+    if (!hist)
+        return KS_ERR_MEMORY;
+    ks_error e = be->ops->download(be, &hs, wk->st, sizeof hs);
+    if (e == KS_OK)
+        e = be->ops->download(be, hist, wk->part + kRedBlocks, 2 * (size_t)iters * sizeof(double));
+    if (e != KS_OK) {
+        free(hist);
+        return e;
     }
-    SPEC_LAUNCH(spec_scaling, n, A->rowptr, A->val, symmetric, wk->dsc, wk->rb, wk->v);
-    double bound; /* ||D^-1 A||_inf >= rho: a max, the cpu's value exactly */
-    KS_TRY(be->ops->norminf(be, n, wk->rb, &bound));
     double est;
     if (symmetric) {
-        KS_TRY(ks_be_alloc(be, (size_t)A->nnz * sizeof(double) + 1, (void **)&wk->aval,
-                           "Lanczos scaled values"));
-        SPEC_LAUNCH(spec_scale_values, n, A->rowptr, A->colind, A->val, wk->dsc, wk->aval);
-        KS_TRY(lanczos(A, wk, iters, nneg ? -1.0 : 1.0, &est));
+        est = ks_spectral_tridiag_max_abs(hist, hist + iters, hs.m);
     } else {
-        KS_TRY(power(A, wk, iters, &est));
+        /* the cpu's bookkeeping on the |y|^2 of the steps taken */
+        double nx = sqrt(hs.x2), logsum = 0.0;
+        int kept = 0, first_kept = iters - (iters + 1) / 2;
+        est = -1.0;
+        for (int k = 0; k < hs.m && est < 0.0; k++) {
+            const double ny = sqrt(hist[k]);
+            if (!(ny > 0.0)) {
+                est = 0.0; /* x in the null space; the floor below applies */
+                break;
+            }
+            if (k >= first_kept) {
+                logsum += log(ny / nx);
+                kept++;
+            }
+            nx = 1.0;
+        }
+        if (est < 0.0)
+            est = KS_SPEC_POWER_SAFETY * exp(logsum / kept);
     }
+    free(hist);
+    double bound; /* ||D^-1 A||_inf >= rho: a max, the cpu's value exactly */
+    memcpy(&bound, &hs.bound_bits, sizeof bound);
     est = fmin(est, bound);
     *rho = fmax(est, 1.0);
     return KS_OK;
@@ -397,28 +554,23 @@ extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, d
     const ks_int n = A->nrows;
     spec_work wk;
     memset(&wk, 0, sizeof wk);
+    wk.tpr = spec_lanes(A);
     ks_error e = ks_be_alloc(be, (size_t)n * sizeof(double), (void **)&wk.dsc, "diagonal");
     if (e == KS_OK)
-        e = ks_be_alloc(be, (size_t)n * sizeof(double), (void **)&wk.rb, "spectral row bounds");
+        e = ks_be_alloc(be, 4 * (size_t)n * sizeof(double), (void **)&wk.vec, "spectral vectors");
     if (e == KS_OK)
-        e = ks_be_alloc(be, 3 * (size_t)n * sizeof(double), (void **)&wk.v, "spectral vectors");
+        e = ks_be_alloc(be, (kRedBlocks + 2 * (size_t)iters) * sizeof(double), (void **)&wk.part,
+                        "spectral sums");
     if (e == KS_OK)
-        e = ks_be_alloc(be, 4 * sizeof(int), (void **)&wk.flags, "spectral flags");
+        e = ks_be_alloc(be, sizeof(spec_state), (void **)&wk.st, "spectral state");
     if (e == KS_OK)
-        e = ks_be_alloc(be, 2 * sizeof(unsigned long long), (void **)&wk.ul,
-                        "spectral symmetry counts");
-    if (e == KS_OK) {
-        wk.tri = (double *)ks_malloc(2 * (size_t)iters * sizeof(double), "Lanczos tridiagonal");
-        if (!wk.tri)
-            e = KS_ERR_MEMORY;
-    }
-    wk.tpr = spec_lanes(A);
+        e = ks_be_alloc(be, 4 * sizeof(int) + 2 * sizeof(unsigned long long), (void **)&wk.flags,
+                        "spectral flags");
     if (e == KS_OK)
         e = spectral_run(A, iters, &wk, rho);
-    void *dev[] = {wk.dsc, wk.rb, wk.v, wk.aval, wk.flags, wk.ul};
+    void *dev[] = {wk.dsc, wk.vec, wk.part, wk.st, wk.flags};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             be->ops->free(be, dev[i]);
-    free(wk.tri);
     return e;
 }

@@ -1,12 +1,12 @@
 /* Strength of connection on the device: the classical (hypre sign
  * convention, theta, max_row_sum) and the symmetric (aggregation) measures
  * of amg/cpu/strength.c, with its two passes: count the strong entries of
- * each row, scan the counts into row pointers, fill. One thread a row runs
- * the cpu's loops with the cpu's expressions in the cpu's order (the row
- * sum and the diagonal accumulate in column order; the thresholds are plain
- * products, which nvcc cannot fuse with anything), so every comparison sees
- * the same doubles and the patterns are the cpu's exactly. Rows come out
- * sorted because A's are. */
+ * each row, scan the counts into row pointers, fill. Every comparison sees
+ * the cpu's doubles (the row sum and the diagonal accumulate in column
+ * order; the thresholds are plain products, which nvcc cannot fuse with
+ * anything), so the patterns are the cpu's exactly. The classical measure
+ * runs a group of lanes a row (see below); the symmetric one a thread a
+ * row. Rows come out sorted because A's are. */
 #include "amg_cuda.h"
 #include "../cpu/amg_cpu.h"
 
@@ -18,70 +18,156 @@ namespace {
 
 /* ------------------------------------------------------------ classical */
 
-/* Strong entries of row i for sign s and threshold cut, written to out
- * when non-NULL; returns their count (strength.c's classical_pick). */
-__device__ ks_int classical_pick(const ks_int *__restrict__ rp, const ks_int *__restrict__ ci,
-                                 const double *__restrict__ val, ks_int i, double s, double cut,
-                                 ks_int *out)
+/* G lanes a row (G divides 32; G = 1 is one thread a row), chosen by the
+ * mean row length (classical_lanes): the lanes load a chunk of G entries
+ * at a time, coalesced, instead of one thread walking a whole row (a
+ * 45-80 entries a row Galerkin operator spent 18 ms that way). What the
+ * cpu sums in order stays in order:
+ *   row sum   each chunk's values are broadcast lane by lane (shuffles of
+ *             width G) and every lane of the group adds them in column
+ *             order: the cpu's sequential sum, bit for bit;
+ *   diagonal  the chunk's diagonal entries (a ballot) are broadcast in
+ *             lane order, i.e. column order, and added the same way;
+ *   scale     a max (exact in any order): both signs' candidates are
+ *             kept, max(-a_ij) for a positive diagonal and max(a_ij) for
+ *             a negative one (-s * a is exact negation or identity), so
+ *             one read gives the sums and the scale;
+ *   picks     counted per lane and added (integers); the fill writes them
+ *             in column order (ballot, popc of the lower lanes).
+ * Every loop holding a shuffle or ballot runs the same number of times on
+ * all 32 lanes (the warp's longest row sets it; lanes past their row's end
+ * contribute nothing), as the full-mask intrinsics require. */
+
+/* Up to 32 lanes: the largest of v over the warp. */
+__device__ __forceinline__ ks_int warp_max_int(ks_int v)
 {
-    ks_int cnt = 0;
-    for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
-        const double v = -s * val[k];
-        if (ci[k] != i && v > 0.0 && v >= cut) {
-            if (out)
-                out[cnt] = ci[k];
-            cnt++;
-        }
+    for (int off = 16; off > 0; off >>= 1) {
+        const ks_int o = __shfl_xor_sync(0xffffffffu, v, off);
+        v = o > v ? o : v;
     }
-    return cnt;
+    return v;
 }
 
 /* Pass 1: each row's sign and threshold (strength.c's classical_cut) and
  * its count of strong entries, into cnt[i] (the scan input). */
+template <int G>
 __global__ void classical_count(ks_int n, const ks_int *__restrict__ rp,
                                 const ks_int *__restrict__ ci, const double *__restrict__ val,
                                 double theta, double max_row_sum, double *__restrict__ rs,
                                 ks_int *__restrict__ cnt)
 {
-    KS_CU_FOR(t, n)
-    {
-        const ks_int i = (ks_int)t, k0 = rp[i], k1 = rp[i + 1];
-        double diag = 0.0, rowsum = 0.0, scale = 0.0;
-        for (ks_int k = k0; k < k1; k++) {
-            rowsum += val[k];
-            if (ci[k] == i)
-                diag += val[k];
+    const long long total = (long long)n * G, stride = (long long)gridDim.x * blockDim.x;
+    const int wl = (int)(threadIdx.x & 31), lane = wl & (G - 1), first = wl - lane;
+    const bool need_sum = max_row_sum < 1.0; /* the row sum feeds only that test */
+    for (long long wb = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31u); wb < total;
+         wb += stride) {
+        const long long t = wb + wl;
+        const bool live = t < total;
+        const ks_int i = live ? (ks_int)(t / G) : 0;
+        const ks_int k0 = live ? rp[i] : 0, k1 = live ? rp[i + 1] : 0;
+        const ks_int chunks = warp_max_int((k1 - k0 + G - 1) / G);
+        double rowsum = 0.0, diag = 0.0, spos = 0.0, sneg = 0.0;
+        for (ks_int ch = 0; ch < chunks; ch++) {
+            const long long base = k0 + (long long)ch * G;
+            const long long left = k1 - base; /* entries of the row from base on */
+            const bool in = lane < left;
+            const ks_int col = in ? ci[base + lane] : -1;
+            const double v = in ? val[base + lane] : 0.0;
+            if (need_sum)
+                for (int j = 0; j < G; j++) {
+                    const double x = __shfl_sync(0xffffffffu, v, j, G);
+                    if (j < left)
+                        rowsum += x;
+                }
+            /* diagonal entries, in lane (= column) order over the warp;
+             * each group adds its own */
+            for (unsigned dm = __ballot_sync(0xffffffffu, in && col == i); dm; dm &= dm - 1) {
+                const int src = __ffs(dm) - 1;
+                const double x = __shfl_sync(0xffffffffu, v, src);
+                if (src - first >= 0 && src - first < G)
+                    diag += x;
+            }
+            if (in && col != i) {
+                if (-v > spos)
+                    spos = -v;
+                if (v > sneg)
+                    sneg = v;
+            }
         }
-        const double s = diag < 0.0 ? -1.0 : 1.0;
-        for (ks_int k = k0; k < k1; k++)
-            if (ci[k] != i && -s * val[k] > scale)
-                scale = -s * val[k];
+        for (int off = G / 2; off > 0; off >>= 1) {
+            const double op = __shfl_xor_sync(0xffffffffu, spos, off);
+            const double on = __shfl_xor_sync(0xffffffffu, sneg, off);
+            if (op > spos)
+                spos = op;
+            if (on > sneg)
+                sneg = on;
+        }
+        const double s = diag < 0.0 ? -1.0 : 1.0, scale = s < 0.0 ? sneg : spos;
         double sg = 1.0, cut = 0.0;
         ks_int c = 0;
         /* nothing of the right sign, or a row far from a zero row sum */
-        if (!(!(scale > 0.0) || (max_row_sum < 1.0 && fabs(rowsum) > max_row_sum * fabs(diag)))) {
+        const bool any = live && !(!(scale > 0.0) ||
+                                   (need_sum && fabs(rowsum) > max_row_sum * fabs(diag)));
+        if (any) {
             sg = s;
             cut = theta * scale;
-            c = classical_pick(rp, ci, val, i, sg, cut, NULL);
+            /* the row again (just loaded: cached), each lane its entries */
+            for (long long k = k0 + lane; k < k1; k += G) {
+                const double v = -sg * val[k];
+                c += ci[k] != i && v > 0.0 && v >= cut;
+            }
         }
-        rs[2 * (size_t)i] = sg;
-        rs[2 * (size_t)i + 1] = cut;
-        cnt[i] = c;
+        for (int off = G / 2; off > 0; off >>= 1)
+            c += __shfl_xor_sync(0xffffffffu, c, off);
+        if (live && lane == 0) {
+            rs[2 * (size_t)i] = sg;
+            rs[2 * (size_t)i + 1] = cut;
+            cnt[i] = c;
+        }
     }
 }
 
+/* Pass 2: the strong entries of each row, in column order, at srp[i]. */
+template <int G>
 __global__ void classical_fill(ks_int n, const ks_int *__restrict__ rp,
                                const ks_int *__restrict__ ci, const double *__restrict__ val,
                                const double *__restrict__ rs, const ks_int *__restrict__ srp,
                                ks_int *__restrict__ sci)
 {
-    KS_CU_FOR(t, n)
-    {
-        const ks_int i = (ks_int)t;
-        if (srp[i + 1] > srp[i])
-            classical_pick(rp, ci, val, i, rs[2 * (size_t)i], rs[2 * (size_t)i + 1],
-                           sci + srp[i]);
+    const long long total = (long long)n * G, stride = (long long)gridDim.x * blockDim.x;
+    const int wl = (int)(threadIdx.x & 31), lane = wl & (G - 1), first = wl - lane;
+    const unsigned below = (1u << lane) - 1u; /* the group's lanes before this one */
+    for (long long wb = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31u); wb < total;
+         wb += stride) {
+        const long long t = wb + wl;
+        const ks_int i = t < total ? (ks_int)(t / G) : 0;
+        /* rows without strong entries take no rounds */
+        const bool any = t < total && srp[i + 1] > srp[i];
+        const ks_int k0 = any ? rp[i] : 0, k1 = any ? rp[i + 1] : 0;
+        const double sg = any ? rs[2 * (size_t)i] : 1.0, cut = any ? rs[2 * (size_t)i + 1] : 0.0;
+        const ks_int chunks = warp_max_int((k1 - k0 + G - 1) / G);
+        ks_int *out = any ? sci + srp[i] : sci;
+        for (ks_int ch = 0; ch < chunks; ch++) {
+            const long long base = k0 + (long long)ch * G;
+            const bool in = lane < k1 - base;
+            const ks_int col = in ? ci[base + lane] : -1;
+            const double v = in ? -sg * val[base + lane] : 0.0;
+            const bool pick = in && col != i && v > 0.0 && v >= cut;
+            const unsigned gm = (__ballot_sync(0xffffffffu, pick) >> first) &
+                                (G == 32 ? 0xffffffffu : (1u << G) - 1u);
+            if (pick)
+                out[__popc(gm & below)] = col;
+            out += __popc(gm);
+        }
     }
+}
+
+/* Lanes a row for the mean row length: about a chunk a row, so short rows
+ * waste few lanes and long ones are read 32 entries at a time. */
+int classical_lanes(const ks_sparse *A)
+{
+    const double m = A->nrows ? (double)A->nnz / A->nrows : 0.0;
+    return m >= 24.0 ? 32 : m >= 12.0 ? 16 : m >= 6.0 ? 8 : m >= 3.0 ? 4 : 1;
 }
 
 /* ------------------------------------------------------------ symmetric */
@@ -225,6 +311,7 @@ extern "C" ks_error ks_amg_cuda_strength_classical(const ks_sparse *A, double th
     ks_backend *be = A->be;
     cudaStream_t st = ks_cu_stream(be);
     const ks_int n = A->nrows;
+    const int lanes = classical_lanes(A);
     ks_int *rowptr = NULL, *colind = NULL;
     double *rs = NULL; /* sign and threshold of each row, so pass 2 only filters */
     ks_error e = ks_be_alloc(be, ((size_t)n + 1) * sizeof(ks_int), (void **)&rowptr,
@@ -233,15 +320,39 @@ extern "C" ks_error ks_amg_cuda_strength_classical(const ks_sparse *A, double th
         e = ks_be_alloc(be, 2 * (size_t)n * sizeof(double) + 1, (void **)&rs,
                         "strength row thresholds");
     if (e == KS_OK) {
-        classical_count<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, A->val,
-                                                                theta, max_row_sum, rs, rowptr);
+        const unsigned nb = ks_cu_blocks((long long)n * lanes);
+        switch (lanes) {
+#define KS_COUNT_G(G)                                                                         \
+    case G:                                                                                   \
+        classical_count<G><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, A->val, theta, \
+                                                       max_row_sum, rs, rowptr);              \
+        break;
+            KS_COUNT_G(32)
+            KS_COUNT_G(16)
+            KS_COUNT_G(8)
+            KS_COUNT_G(4)
+            KS_COUNT_G(1)
+#undef KS_COUNT_G
+        }
         KS_CU_LAUNCHED(e, "classical_count");
     }
     if (e == KS_OK)
         e = finish_pattern(be, n, rowptr, S, &colind);
     if (e == KS_OK) {
-        classical_fill<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, A->val,
-                                                               rs, rowptr, colind);
+        const unsigned nb = ks_cu_blocks((long long)n * lanes);
+        switch (lanes) {
+#define KS_FILL_G(G)                                                                          \
+    case G:                                                                                   \
+        classical_fill<G><<<nb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, A->val, rs,     \
+                                                      rowptr, colind);                        \
+        break;
+            KS_FILL_G(32)
+            KS_FILL_G(16)
+            KS_FILL_G(8)
+            KS_FILL_G(4)
+            KS_FILL_G(1)
+#undef KS_FILL_G
+        }
         KS_CU_LAUNCHED(e, "classical_fill");
     }
     if (rs)

@@ -146,6 +146,22 @@ unsigned red_blocks(long long threads)
     return b < kRedBlocks ? b : kRedBlocks;
 }
 
+/* The block's total of v, in thread 0, in a fixed order (each warp's
+ * tree, then the warps in order); wsum: shared scratch, a value a warp. */
+__device__ __forceinline__ double block_total(double v, double *wsum)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    if ((threadIdx.x & 31) == 0)
+        wsum[threadIdx.x / 32] = v;
+    __syncthreads();
+    double s = 0.0;
+    if (threadIdx.x == 0)
+        for (unsigned w = 0; w < blockDim.x / 32; w++)
+            s += wsum[w];
+    return s;
+}
+
 /* Sum of v over the grid: a fixed tree in the block, the block's total in
  * part[blockIdx.x], and the block that finishes last sums the totals in
  * block order and calls fin(sum) in its thread 0. Every thread of every
@@ -155,16 +171,9 @@ __device__ void grid_sum(double v, double *part, unsigned *ticket, Fin fin)
 {
     __shared__ double wsum[KS_CU_BLOCK / 32];
     __shared__ bool last;
-    for (int off = 16; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off);
-    if ((threadIdx.x & 31) == 0)
-        wsum[threadIdx.x / 32] = v;
-    __syncthreads();
+    const double bs = block_total(v, wsum);
     if (threadIdx.x == 0) {
-        double s = 0.0;
-        for (unsigned w = 0; w < blockDim.x / 32; w++)
-            s += wsum[w];
-        part[blockIdx.x] = s;
+        part[blockIdx.x] = bs;
         __threadfence(); /* the total is visible before the ticket counts it */
         last = atomicAdd(ticket, 1u) == gridDim.x - 1;
     }
@@ -175,16 +184,9 @@ __device__ void grid_sum(double v, double *part, unsigned *ticket, Fin fin)
     double s = 0.0;
     for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
         s += __ldcg(&part[b]); /* written by other blocks: not from L1 */
-    for (int off = 16; off > 0; off >>= 1)
-        s += __shfl_down_sync(0xffffffffu, s, off);
-    __syncthreads(); /* everyone has read wsum above */
-    if ((threadIdx.x & 31) == 0)
-        wsum[threadIdx.x / 32] = s;
-    __syncthreads();
+    __syncthreads(); /* thread 0 has read wsum above */
+    const double t = block_total(s, wsum);
     if (threadIdx.x == 0) {
-        double t = 0.0;
-        for (unsigned w = 0; w < blockDim.x / 32; w++)
-            t += wsum[w];
         *ticket = 0; /* for the next sum (kernels on one stream run in order) */
         fin(t);
     }

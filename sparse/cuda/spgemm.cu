@@ -1003,6 +1003,35 @@ __device__ __forceinline__ ks_int hash_find(const ks_int *keys, const ks_int *po
     }
 }
 
+/* One batch of 32 products of a numeric pass. The first product outside
+ * C's pattern (slot < 0) is recorded and true returned (the row stops;
+ * C's values are then unspecified, as on the cpu); otherwise each group of
+ * lanes with the same slot adds its products into sums[slot] in lane
+ * order (the cpu's order), by its lowest lane. Every lane calls it. */
+__device__ __forceinline__ bool num_batch(bool act, ks_int i, ks_int j, double prod, ks_int slot,
+                                          double *sums, wp_smem *s, prod_stats *st)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned badm = __ballot_sync(KS_CU_FULL_MASK, act && slot < 0);
+    if (badm) { /* the first in order is the lowest lane */
+        const ks_int bj = __shfl_sync(KS_CU_FULL_MASK, j, __ffs(badm) - 1);
+        if (lane == 0)
+            atomicMax(&st->bad, ~bad_key(i, bj));
+        return true;
+    }
+    const unsigned grp = __match_any_sync(KS_CU_FULL_MASK, act ? slot : -1 - lane);
+    s->prod[lane] = prod;
+    __syncwarp();
+    if (act && (grp & lanes_below()) == 0) {
+        double a = sums[slot];
+        for (unsigned g = grp; g; g &= g - 1u)
+            a = __dadd_rn(a, s->prod[__ffs(g) - 1]);
+        sums[slot] = a;
+    }
+    __syncwarp(); /* sums and s->prod: this batch before the next */
+    return false;
+}
+
 /* Rows of up to 2^(LG-1) entries in C: one warp each. C's row goes into a
  * shared table (column -> position; a repeated column, which no valid
  * pattern has, keeps its last position as the cpu's dense map does), the
@@ -1049,25 +1078,8 @@ __global__ void __launch_bounds__(WARPS * 32)
                 prod = __dmul_rn(xv, yval[q]);
                 p = hash_find(kt, pt, lg, j);
             }
-            const unsigned badm = __ballot_sync(KS_CU_FULL_MASK, act && p < 0);
-            if (badm) { /* the first in order is the lowest lane */
-                const ks_int bj = __shfl_sync(KS_CU_FULL_MASK, j, __ffs(badm) - 1);
-                if (lane == 0)
-                    atomicMax(&st->bad, ~bad_key(i, bj));
-                bad = true;
-                return true;
-            }
-            const unsigned grp = __match_any_sync(KS_CU_FULL_MASK, act ? p : -1 - lane);
-            s->prod[lane] = prod;
-            __syncwarp();
-            if (act && (grp & lanes_below()) == 0) {
-                double a = acc[p];
-                for (unsigned g = grp; g; g &= g - 1u)
-                    a = __dadd_rn(a, s->prod[__ffs(g) - 1]);
-                acc[p] = a;
-            }
-            __syncwarp(); /* acc and s->prod: this batch before the next */
-            return false;
+            bad = num_batch(act, i, j, prod, p, acc, s, st);
+            return bad;
         };
         warp_products<true>(xrp[i], xrp[i + 1], xci, xval, yrp, s, body);
         __syncwarp();
@@ -1104,24 +1116,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                 prod = __dmul_rn(xv, yval[q]);
                 slot = find_slot(cci, c0, c1, j);
             }
-            const unsigned badm = __ballot_sync(KS_CU_FULL_MASK, act && slot < 0);
-            if (badm) { /* the first in order is the lowest lane */
-                const ks_int bj = __shfl_sync(KS_CU_FULL_MASK, j, __ffs(badm) - 1);
-                if (lane == 0)
-                    atomicMax(&st->bad, ~bad_key(i, bj));
-                return true;
-            }
-            const unsigned grp = __match_any_sync(KS_CU_FULL_MASK, act ? slot : -1 - lane);
-            s->prod[lane] = prod;
-            __syncwarp();
-            if (act && (grp & lanes_below()) == 0) {
-                double acc = cval[slot];
-                for (unsigned g = grp; g; g &= g - 1u)
-                    acc = __dadd_rn(acc, s->prod[__ffs(g) - 1]);
-                cval[slot] = acc;
-            }
-            __syncwarp(); /* cval and s->prod: this batch before the next */
-            return false;
+            return num_batch(act, i, j, prod, slot, cval, s, st);
         };
         warp_products<true>(xrp[i], xrp[i + 1], xci, xval, yrp, s, body);
         __syncwarp();

@@ -83,9 +83,12 @@ static ks_error in_array(ks_backend *be, const void *p, size_t n, void **h)
     return e;
 }
 
-static ks_error out_array(ks_backend *be, void *p, void *h, size_t n)
+/* A staged step's host array h (n bytes) into p on be when the step
+ * succeeded (e); h is freed either way. */
+static ks_error out_array(ks_error e, ks_backend *be, void *p, void *h, size_t n)
 {
-    ks_error e = n ? be->ops->upload(be, p, h, n) : KS_OK;
+    if (e == KS_OK && n)
+        e = be->ops->upload(be, p, h, n);
     free(h);
     return e;
 }
@@ -146,11 +149,7 @@ static ks_error split(ks_amg_exec *x, const ks_sparse *S, unsigned long long see
     if (e == KS_OK)
         e = pmis ? CPU->pmis(&Sh, seed, cfh, nc) : CPU->hmis(&Sh, seed, block_rows, cfh, nc);
     ks_sparse_free(&Sh);
-    if (e != KS_OK) {
-        free(cfh);
-        return e;
-    }
-    return out_array(S->be, cf, cfh, (size_t)S->nrows * sizeof(int));
+    return out_array(e, S->be, cf, cfh, (size_t)S->nrows * sizeof(int));
 }
 
 ks_error ks_amgk_pmis(ks_amg_exec *x, const ks_sparse *S, unsigned long long seed, int *cf,
@@ -238,11 +237,7 @@ ks_error ks_amgk_aggregate(ks_amg_exec *x, const ks_sparse *S, unsigned long lon
     void *ah = ks_malloc((size_t)S->nrows * sizeof(ks_int) + 1, "staged aggregates");
     ks_error e = ah ? CPU->aggregate(&Sh, seed, ah, na) : KS_ERR_MEMORY;
     ks_sparse_free(&Sh);
-    if (e != KS_OK) {
-        free(ah);
-        return e;
-    }
-    return out_array(S->be, agg, ah, (size_t)S->nrows * sizeof(ks_int));
+    return out_array(e, S->be, agg, ah, (size_t)S->nrows * sizeof(ks_int));
 }
 
 ks_error ks_amgk_tentative(ks_amg_exec *x, ks_backend *be, ks_int n, const ks_int *agg,
@@ -316,11 +311,7 @@ ks_error ks_amgk_smoother_weights(ks_amg_exec *x, const ks_sparse *A, ks_amg_smo
     void *wh = ks_malloc((size_t)A->nrows * sizeof(double) + 1, "staged smoother weights");
     ks_error e = wh ? CPU->smoother_weights(&Ah, kind, omega, wh) : KS_ERR_MEMORY;
     ks_sparse_free(&Ah);
-    if (e != KS_OK) {
-        free(wh);
-        return e;
-    }
-    return out_array(A->be, w, wh, (size_t)A->nrows * sizeof(double));
+    return out_array(e, A->be, w, wh, (size_t)A->nrows * sizeof(double));
 }
 
 /* ---------------------------------------------- sparse products, staged */

@@ -18,6 +18,10 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
                 ks_name_of(ks_amg_selector_names, p->selector), ks_amg_hmis_blocks_label(p, blk, sizeof blk),
                 ks_name_of(ks_amg_interp_names, p->interpolator),
                 p->strength_threshold, p->max_row_sum, p->interp_max_elements);
+    if (!agg && p->aggressive_levels > 0)
+        fprintf(out, ", aggressive on %d level%s (second stage %s)", p->aggressive_levels,
+                p->aggressive_levels == 1 ? "" : "s",
+                ks_name_of(ks_amg_interp_names, p->aggressive_interpolator));
     fprintf(out, ", smoother %s", ks_name_of(ks_amg_smoother_names, amg->smoother));
     if (amg->smoother == KS_SMOOTHER_CHEBYSHEV)
         fprintf(out, " (degree %d)", p->smoother.chebyshev_degree);

@@ -18,11 +18,15 @@
 #include <string.h>
 
 /* A trailing update with fewer multiply-adds than this runs serially: one
- * fork/join per pivot must stay small next to the work it shares. */
+ * fork/join per pivot must stay small next to the work it shares (after a
+ * GPU setup the team sleeps, and waking it hundreds of times cost more
+ * than a 300-row factor serially). */
 #define KS_LU_PAR_WORK ((int64_t)1 << 20)
-/* Columns of the inverse per task: a block of n x 128 right-hand sides
- * reuses each factor entry 128 times. */
-#define KS_LU_INV_BLOCK 128
+/* Columns of the inverse per task: a block of n x 32 right-hand sides
+ * reuses each factor entry 32 times, and a few hundred rows still make
+ * enough tasks for the cores (128 columns a task left 287 rows to three
+ * threads: 6.2 ms). */
+#define KS_LU_INV_BLOCK 32
 
 ks_error ks_dense_lu_factor(const ks_csr *A, ks_dense_lu *F)
 {
@@ -205,7 +209,7 @@ ks_error ks_dense_lu_inverse_csr(const ks_dense_lu *F, ks_csr *Ainv)
     }
     const double *lu = F->lu;
     const ks_int nblk = (n + KS_LU_INV_BLOCK - 1) / KS_LU_INV_BLOCK;
-#pragma omp parallel for schedule(dynamic, 1) if ((int64_t)n * n * n > KS_LU_PAR_WORK)
+#pragma omp parallel for schedule(dynamic, 1) if ((int64_t)n * n * KS_LU_INV_BLOCK > KS_LU_PAR_WORK)
     for (ks_int b = 0; b < nblk; b++) {
         const ks_int c0 = b * KS_LU_INV_BLOCK;
         const ks_int c1 = c0 + KS_LU_INV_BLOCK < n ? c0 + KS_LU_INV_BLOCK : n;

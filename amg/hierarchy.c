@@ -72,18 +72,34 @@ static int is_aggregation(const ks_amg *amg) { return amg->prm.algorithm == KS_A
             return ks_adderr(ph_e_, "AMG level %d", l);       \
     } while (0)
 
-void ks_amg_trace(int level, const char *what, double seconds)
+int ks_amg_tracing(void)
 {
     static int on = -1;
     if (on < 0) {
         const char *v = getenv("KS_AMG_TRACE");
         on = v && v[0] && strcmp(v, "0") != 0;
     }
-    if (!on)
+    return on;
+}
+
+void ks_amg_trace(int level, const char *what, double seconds)
+{
+    if (!ks_amg_tracing())
         return;
     /* the step's function name: what comes before its argument list */
     int len = (int)strcspn(what, "(");
     fprintf(stderr, "ksolve AMG level %d: %.*s %.3f ms\n", level, len, what, 1e3 * seconds);
+}
+
+/* Under KS_AMG_TRACE, the time since *t0 of a level's step (the backend
+ * finished first), and *t0 moved on. */
+static void trace_since(ks_amg *amg, int l, const char *what, double *t0)
+{
+    if (!ks_amg_tracing() || ks_backend_sync(amg->be) != KS_OK)
+        return;
+    double t = ks_wtime();
+    ks_amg_trace(l, what, t - *t0);
+    *t0 = t;
 }
 
 /* Classical coarsening of A: strength and C/F splitting. */
@@ -115,11 +131,11 @@ static int truncating(const ks_amg_params *p)
 }
 
 /* Classical interpolation (D1 or D2), truncated. */
-ks_error ks_amg_classical_interp(ks_amg *amg, int l, const ks_sparse *A, const ks_sparse *S,
-                                 const int *cf, int truncate, ks_sparse *P)
+ks_error ks_amg_classical_interp(ks_amg *amg, int l, ks_amg_interp kind, const ks_sparse *A,
+                                 const ks_sparse *S, const int *cf, int truncate, ks_sparse *P)
 {
     const ks_amg_params *p = &amg->prm;
-    PHASE(amg, KS_AMG_PHASE_INTERP, ks_amgk_interp(&amg->exec, p->interpolator, A, S, cf, P));
+    PHASE(amg, KS_AMG_PHASE_INTERP, ks_amgk_interp(&amg->exec, kind, A, S, cf, P));
     if (truncate && truncating(p))
         PHASE(amg, KS_AMG_PHASE_TRUNCATION,
               ks_amgk_truncate(&amg->exec, P, p->interp_max_elements,
@@ -145,7 +161,8 @@ static ks_error build_aggressive(ks_amg *amg, int l, ks_int n1, ks_int *nc)
     ks_sparse R1, A1;
     memset(&R1, 0, sizeof R1);
     memset(&A1, 0, sizeof A1);
-    ks_error e = ks_amg_classical_interp(amg, l, &L->A, &L->S, L->cf, 1, &L->P1);
+    ks_error e = ks_amg_classical_interp(amg, l, p->interpolator, &L->A, &L->S, L->cf, 1,
+                                         &L->P1);
     double t0 = ks_wtime();
     if (e == KS_OK)
         e = ks_amgk_transpose(&amg->exec, &L->P1, &R1);
@@ -171,7 +188,8 @@ static ks_error build_aggressive(ks_amg *amg, int l, ks_int n1, ks_int *nc)
         return KS_OK;
     }
     if (e == KS_OK)
-        e = ks_amg_classical_interp(amg, l, &A1, &L->S2, L->cf2, 1, &L->P2);
+        e = ks_amg_classical_interp(amg, l, p->aggressive_interpolator, &A1, &L->S2, L->cf2, 1,
+                                    &L->P2);
     ks_sparse_free(&A1);
     if (e != KS_OK)
         return e;
@@ -250,7 +268,8 @@ static ks_error build_transfer(ks_amg *amg, int l, int *stalled)
         if (l < p->aggressive_levels)
             KS_TRY(build_aggressive(amg, l, nc, &nc));
         else
-            KS_TRY(ks_amg_classical_interp(amg, l, &L->A, &L->S, L->cf, 1, &L->P));
+            KS_TRY(ks_amg_classical_interp(amg, l, p->interpolator, &L->A, &L->S, L->cf, 1,
+                                           &L->P));
     }
     PHASE(amg, KS_AMG_PHASE_RAP, ks_amgk_transpose(&amg->exec, &L->P, &L->R));
     PHASE(amg, KS_AMG_PHASE_RAP, ks_amgk_rap(&amg->exec, &L->R, &L->A, &L->P, &C->A));
@@ -309,14 +328,18 @@ ks_error ks_amg_coarse_setup(ks_amg *amg)
     const double t_coarse = t0;
     memset(&inv, 0, sizeof inv);
     ks_dense_lu_free(&amg->lu);
+    double t1 = t0;
     ks_error e = ks_sparse_to_csr(A, &H);
+    trace_since(amg, l, "coarsest matrix to the host", &t1);
     if (e == KS_OK) {
         e = ks_dense_lu_factor(&H, &amg->lu);
         ks_csr_free(&H);
+        trace_since(amg, l, "dense LU", &t1);
     }
     if (e != KS_OK)
         return ks_adderr(e, "AMG coarsest level %d (%ld rows)", l, (long)A->nrows);
     e = ks_dense_lu_inverse_csr(&amg->lu, &inv);
+    trace_since(amg, l, "explicit inverse", &t1);
     amg->phase_seconds[KS_AMG_PHASE_COARSE] += ks_wtime() - t0;
     if (e != KS_OK)
         return ks_adderr(e, "AMG coarsest level %d: explicit inverse", l);
@@ -354,14 +377,17 @@ static int gs_smoother(const ks_amg *amg)
 }
 
 /* M made from X (which it takes) in format fmt; X then views M's CSR. */
-static ks_error level_matrix(ks_amg *amg, ks_sparse *X, unsigned char *view, const char *fmt,
-                             const ks_spmv_params *sp, ks_matrix **M)
+static ks_error level_matrix(ks_amg *amg, int l, const char *what, ks_sparse *X,
+                             unsigned char *view, const char *fmt, const ks_spmv_params *sp,
+                             ks_matrix **M)
 {
     if (*M)
         return KS_OK;
+    double t0 = ks_wtime();
     KS_TRY(ks_matrix_create_sparse(amg->be, X, fmt, sp, M));
     *X = *ks_matrix_sparse(*M);
     *view = 1;
+    trace_since(amg, l, what, &t0);
     return KS_OK;
 }
 
@@ -404,23 +430,31 @@ static ks_error upload_level(ks_amg *amg, int l)
     /* Gauss-Seidel sweeps the caller's level-0 matrix in place of a copy,
      * and needs a format with the sweep, which "auto" might not pick. */
     const char *gs_fmt = gs_smoother(amg) ? ks_spmv_format_with_gs(amg->be->ops->kind) : NULL;
-    if (l == 0 && sp.float_values && !gs_fmt && !amg->A0f)
+    double t0 = ks_wtime();
+    if (l == 0 && sp.float_values && !gs_fmt && !amg->A0f) {
         KS_TRY(ks_matrix_create_view(amg->be, &L->A, fmt, &sp, &amg->A0f));
+        trace_since(amg, l, "float32 view of level 0's matrix", &t0);
+    }
     if (l > 0) {
-        KS_TRY(level_matrix(amg, &L->A, &L->A_view, gs_fmt ? gs_fmt : fmt, &sp, &L->Am));
+        KS_TRY(level_matrix(amg, l, "level matrix", &L->A, &L->A_view, gs_fmt ? gs_fmt : fmt,
+                            &sp, &L->Am));
         L->own_Am = 1;
     }
     if (l < amg->nlevels - 1) {
-        KS_TRY(level_matrix(amg, &L->P, &L->P_view, fmt, &sp, &L->Pm));
-        KS_TRY(level_matrix(amg, &L->R, &L->R_view, fmt, &sp, &L->Rm));
+        KS_TRY(level_matrix(amg, l, "P", &L->P, &L->P_view, fmt, &sp, &L->Pm));
+        KS_TRY(level_matrix(amg, l, "R", &L->R, &L->R_view, fmt, &sp, &L->Rm));
+        t0 = ks_wtime();
         KS_TRY(ks_amg_transfer_values(L, 0));
+        trace_since(amg, l, "P and R float64 values released", &t0);
     }
+    t0 = ks_wtime();
     if (l > 0) {
         KS_TRY(make_vec(amg, n, &L->x));
         KS_TRY(make_vec(amg, n, &L->b));
     }
     KS_TRY(make_vec(amg, n, &L->r));
     KS_TRY(make_vec(amg, n, &L->w));
+    trace_since(amg, l, "work vectors", &t0);
     return KS_OK;
 }
 

@@ -150,10 +150,11 @@ ks_error ks_amg_coarse_setup(ks_amg *amg);
 ks_error ks_amg_transfer_values(ks_amg_level *L, int keep);
 /* Classical strength of A (prm's threshold and max_row_sum), timed. */
 ks_error ks_amg_classical_strength(ks_amg *amg, int level, const ks_sparse *A, ks_sparse *S);
-/* Classical interpolation (prm.interpolator) of A with S / cf, truncated
- * by the prm settings when `truncate`; timed into the phases. */
-ks_error ks_amg_classical_interp(ks_amg *amg, int level, const ks_sparse *A, const ks_sparse *S,
-                                 const int *cf, int truncate, ks_sparse *P);
+/* Classical interpolation `kind` (prm.interpolator, or on an aggressive
+ * level's second stage prm.aggressive_interpolator) of A with S / cf,
+ * truncated by the prm settings when `truncate`; timed into the phases. */
+ks_error ks_amg_classical_interp(ks_amg *amg, int level, ks_amg_interp kind, const ks_sparse *A,
+                                 const ks_sparse *S, const int *cf, int truncate, ks_sparse *P);
 /* Level l's strength, splitting or aggregates, interpolation arrays on
  * amg->be (n entries of `size` bytes). */
 ks_error ks_amg_alloc_array(ks_amg *amg, ks_int n, size_t size, void **p, const char *what);
@@ -161,6 +162,8 @@ void ks_amg_free_array(ks_amg *amg, void *p);
 /* SpMV parameters of the hierarchy's own matrices (float_values from
  * hierarchy_precision). */
 void ks_amg_level_spmv_params(const ks_amg *amg, ks_spmv_params *sp);
+/* 1 when KS_AMG_TRACE is set (and not "0"). */
+int ks_amg_tracing(void);
 /* With KS_AMG_TRACE set: one line on stderr per setup step (level, the
  * step's call, milliseconds). */
 void ks_amg_trace(int level, const char *what, double seconds);

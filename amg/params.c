@@ -40,6 +40,7 @@ void ks_amg_params_default(ks_amg_params *p)
     p->interp_max_elements = 4;
     p->interp_truncation_factor = 0.0;
     p->aggressive_levels = 0;
+    p->aggressive_interpolator = KS_AMG_D2;
     p->smoother.solver = KS_SMOOTHER_CHEBYSHEV;
     p->smoother.relaxation_factor = 1.0;
     p->smoother.chebyshev_degree = 2;
@@ -88,6 +89,8 @@ ks_error ks_amg_params_check(const ks_amg_params *p, const char *scope)
     KS_TRY(check_enum(ks_amg_algorithm_names, (int)p->algorithm, sc, "algorithm"));
     KS_TRY(check_enum(ks_amg_selector_names, (int)p->selector, sc, "selector"));
     KS_TRY(check_enum(ks_amg_interp_names, (int)p->interpolator, sc, "interpolator"));
+    KS_TRY(check_enum(ks_amg_interp_names, (int)p->aggressive_interpolator, sc,
+                      "aggressive_interpolator"));
     KS_TRY(check_enum(ks_amg_cycle_names, (int)p->cycle, sc, "cycle"));
     KS_TRY(check_enum(ks_amg_precision_names, (int)p->hierarchy_precision, sc,
                       "hierarchy_precision"));

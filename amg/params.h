@@ -62,6 +62,9 @@ typedef struct ks_amg_params {
     int interp_max_elements;        /* default 4; 0 = no limit */
     double interp_truncation_factor;/* default 0.0 (off) */
     int aggressive_levels;          /* default 0 */
+    ks_amg_interp aggressive_interpolator; /* second stage of an aggressive level: default
+                                     * D2; D1 skips extended+i's distance-two walk on the
+                                     * first stage's (long-row) Galerkin operator */
     ks_smoother_params smoother;
     int presweeps;                  /* default 1 */
     int postsweeps;                 /* default 1 */

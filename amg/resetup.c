@@ -60,7 +60,7 @@ static ks_error reinterp(ks_amg *amg, int l, const ks_sparse *A, const ks_sparse
 {
     ks_sparse Pn;
     memset(&Pn, 0, sizeof Pn);
-    KS_TRY(ks_amg_classical_interp(amg, l, A, S, cf, 0, &Pn));
+    KS_TRY(ks_amg_classical_interp(amg, l, amg->prm.interpolator, A, S, cf, 0, &Pn));
     ks_error e = project(amg, &Pn, P, changed);
     ks_sparse_free(&Pn);
     return e;
@@ -79,7 +79,8 @@ static ks_error reinterp_aggressive(ks_amg *amg, int l, int *changed)
     memset(&S2, 0, sizeof S2);
     memset(&P2, 0, sizeof P2);
     memset(&Pn, 0, sizeof Pn);
-    ks_error e = ks_amg_classical_interp(amg, l, &L->A, &L->S, L->cf, 1, &P1);
+    ks_error e =
+        ks_amg_classical_interp(amg, l, amg->prm.interpolator, &L->A, &L->S, L->cf, 1, &P1);
     double t0 = ks_wtime();
     if (e == KS_OK)
         e = ks_amgk_transpose(&amg->exec, &P1, &R1);
@@ -90,7 +91,8 @@ static ks_error reinterp_aggressive(ks_amg *amg, int l, int *changed)
     if (e == KS_OK)
         e = ks_amg_classical_strength(amg, l, &A1, &S2);
     if (e == KS_OK)
-        e = ks_amg_classical_interp(amg, l, &A1, &S2, L->cf2, 1, &P2);
+        e = ks_amg_classical_interp(amg, l, amg->prm.aggressive_interpolator, &A1, &S2, L->cf2,
+                                    1, &P2);
     ks_sparse_free(&S2);
     ks_sparse_free(&A1);
     if (e == KS_OK) {

@@ -156,12 +156,18 @@ static void print_amg_params(FILE *out, const ks_amg_params *a)
     if (a->algorithm == KS_AMG_AGGREGATION)
         fprintf(out, "AGGREGATION, strength threshold %g\n", a->strength_threshold);
     else
+    {
         fprintf(out, "CLASSICAL, %s%s, %s interpolation, strength threshold %g, max_row_sum %g, "
-                     "interp_max_elements %d\n",
+                     "interp_max_elements %d",
                 ks_name_of(ks_amg_selector_names, a->selector),
                 ks_amg_hmis_blocks_label(a, blk, sizeof blk),
                 ks_name_of(ks_amg_interp_names, a->interpolator),
                 a->strength_threshold, a->max_row_sum, a->interp_max_elements);
+        if (a->aggressive_levels > 0)
+            fprintf(out, ", aggressive_levels %d (second stage %s)", a->aggressive_levels,
+                    ks_name_of(ks_amg_interp_names, a->aggressive_interpolator));
+        fprintf(out, "\n");
+    }
     row_label(out, "amg cycle");
     fprintf(out, "%s(%d,%d), smoother %s", ks_name_of(ks_amg_cycle_names, a->cycle),
             a->presweeps, a->postsweeps, ks_name_of(ks_amg_smoother_names, a->smoother.solver));
@@ -450,14 +456,16 @@ static json_t *run_json(const ks_run_result *r)
 /* The AMG settings, as in the config. */
 static json_t *amg_params_json(const ks_amg_params *a)
 {
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:o, s:i, s:{s:s, s:o, s:i, s:o}, s:i, s:i, "
-                     "s:s, s:i, s:i, s:i, s:s, s:I, s:s, s:s, s:i}",
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:o, s:i, s:s, s:{s:s, s:o, s:i, s:o}, s:i, "
+                     "s:i, s:s, s:i, s:i, s:i, s:s, s:I, s:s, s:s, s:i}",
                      "algorithm", ks_name_of(ks_amg_algorithm_names, a->algorithm), "selector",
                      ks_name_of(ks_amg_selector_names, a->selector), "interpolator",
                      ks_name_of(ks_amg_interp_names, a->interpolator), "strength_threshold", jnum(a->strength_threshold),
                      "max_row_sum", jnum(a->max_row_sum), "interp_max_elements",
                      a->interp_max_elements, "interp_truncation_factor",
                      jnum(a->interp_truncation_factor), "aggressive_levels", a->aggressive_levels,
+                     "aggressive_interpolator",
+                     ks_name_of(ks_amg_interp_names, a->aggressive_interpolator),
                      "smoother", "solver", ks_name_of(ks_amg_smoother_names, a->smoother.solver), "relaxation_factor",
                      jnum(a->smoother.relaxation_factor), "chebyshev_degree",
                      a->smoother.chebyshev_degree, "chebyshev_lower",

@@ -73,6 +73,8 @@ enum cond {
         NULL, NULL, ST_DOUBLE, A_(interp_truncation_factor), NULL, C),                             \
     KEY(P ".aggressive_levels", KT_INT, 0, 100, 0, 0,                                              \
         NULL, NULL, ST_INT, A_(aggressive_levels), NULL, C),                                       \
+    KEY(P ".aggressive_interpolator", KT_ENUM, 0, 0, 0, 0,                                         \
+        NULL, interp_choices, ST_ENUM_INT, A_(aggressive_interpolator), NULL, C),                  \
     KEY(P ".smoother", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", C),             \
     KEY(P ".smoother.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, C),         \
     KEY(P ".smoother.solver", KT_ENUM, 0, 0, 0, 0,                                                 \

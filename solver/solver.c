@@ -175,6 +175,7 @@ ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
     ks_error e = s->pc->ops->setup(s->pc, A);
     if (e != KS_OK) {
         s->pc->ops->destroy(s->pc);
+        (void)ks_backend_trim(s->be); /* the message is the setup's */
         return ks_adderr(e, "%s setup", s->prm.solver);
     }
     /* One extra vector for the true residual after the solve. */
@@ -188,6 +189,7 @@ ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
         }
         s->nwork = i + 1;
     }
+    KS_TRY(ks_backend_trim(s->be));
     KS_TRY(ks_backend_sync(s->be));
     s->stats.setup_seconds = ks_wtime() - t0;
     s->A = A;
@@ -211,6 +213,7 @@ ks_error ks_solver_resetup(ks_solver *s, ks_matrix *A)
     ks_error e = s->pc->ops->resetup(s->pc, A);
     if (e != KS_OK)
         return ks_adderr(e, "%s re-setup", s->prm.solver);
+    KS_TRY(ks_backend_trim(s->be));
     KS_TRY(ks_backend_sync(s->be));
     s->stats.setup_seconds = ks_wtime() - t0;
     s->A = A;

@@ -1064,8 +1064,10 @@ END_TEST
 
 /* ----------------------------------------------- the whole AMG setup */
 
+/* aggressive: 0 none; else aggressive coarsening on level 0 with this
+ * second-stage interpolator (KS_AMG_D1 + 1 or KS_AMG_D2 + 1). */
 static const ks_amg *setup_amg(ks_backend *be, const ks_csr *A, ks_amg_algorithm alg,
-                               ks_matrix **M, ks_solver **s)
+                               int aggressive, ks_matrix **M, ks_solver **s)
 {
     ks_solver_params prm;
     ks_solver_params_default(&prm);
@@ -1075,6 +1077,10 @@ static const ks_amg *setup_amg(ks_backend *be, const ks_csr *A, ks_amg_algorithm
     prm.pc.amg.selector = KS_AMG_PMIS;
     if (alg == KS_AMG_AGGREGATION)
         prm.pc.amg.strength_threshold = 0.08;
+    if (aggressive) {
+        prm.pc.amg.aggressive_levels = 1;
+        prm.pc.amg.aggressive_interpolator = (ks_amg_interp)(aggressive - 1);
+    }
     KS_CHECK(ks_matrix_create(be, A, "auto", NULL, M));
     KS_CHECK(ks_solver_create_params(be, &prm, s));
     KS_CHECK(ks_solver_setup(*s, *M));
@@ -1098,7 +1104,8 @@ static void *level_array(const ks_amg *amg, const void *p, ks_int n, size_t size
  * on level 0 (deeper levels see smoothed prolongators whose values differ
  * by the spectral radius's rounding). The device must not have staged the
  * steps it implements. */
-static void compare_setups(const char *name, const ks_csr *A, ks_amg_algorithm alg)
+static void compare_setups(const char *name, const ks_csr *A, ks_amg_algorithm alg,
+                           int aggressive)
 {
     notes_reset();
     ks_backend *hb, *db;
@@ -1106,8 +1113,8 @@ static void compare_setups(const char *name, const ks_csr *A, ks_amg_algorithm a
     KS_CHECK(ks_backend_create(DEV_NAME, &db));
     ks_matrix *Mh, *Md;
     ks_solver *sh, *sd;
-    const ks_amg *ah = setup_amg(hb, A, alg, &Mh, &sh);
-    const ks_amg *ad = setup_amg(db, A, alg, &Md, &sd);
+    const ks_amg *ah = setup_amg(hb, A, alg, aggressive, &Mh, &sh);
+    const ks_amg *ad = setup_amg(db, A, alg, aggressive, &Md, &sd);
     const int agg = alg == KS_AMG_AGGREGATION;
     EXPECT(agg || ah->nlevels == ad->nlevels, "%s: %d levels (cpu) vs %d", name, ah->nlevels,
            ad->nlevels);
@@ -1130,6 +1137,9 @@ static void compare_setups(const char *name, const ks_csr *A, ks_amg_algorithm a
             EXPECT(first < 0, "%s: level %d splittings differ first at point %d", name, l, first);
             free(ch);
             free(cd);
+            EXPECT(Lh->aggressive == Ld->aggressive && Lh->P.nnz == Ld->P.nnz,
+                   "%s: level %d: aggressive %d, P with %d nonzeros (cpu) vs %d, %d", name, l,
+                   Lh->aggressive, Lh->P.nnz, Ld->aggressive, Ld->P.nnz);
         } else if (agg && l == 0 && Lh->agg && Ld->agg) {
             EXPECT(Lh->nagg == Ld->nagg, "%s: level 0 has %d aggregates (cpu) vs %d", name,
                    Lh->nagg, Ld->nagg);
@@ -1170,8 +1180,12 @@ START_TEST(amg_setup_poisson3d)
     p.nx = p.ny = p.nz = 20;
     ks_csr A;
     KS_CHECK(ks_generate(&p, &A));
-    compare_setups("AMG setup, PMIS, 3D Poisson 20^3", &A, KS_AMG_CLASSICAL);
-    compare_setups("AMG setup, aggregation, 3D Poisson 20^3", &A, KS_AMG_AGGREGATION);
+    compare_setups("AMG setup, PMIS, 3D Poisson 20^3", &A, KS_AMG_CLASSICAL, 0);
+    compare_setups("AMG setup, aggregation, 3D Poisson 20^3", &A, KS_AMG_AGGREGATION, 0);
+    compare_setups("AMG setup, PMIS, aggressive (D2 D2), 3D Poisson 20^3", &A, KS_AMG_CLASSICAL,
+                   KS_AMG_D2 + 1);
+    compare_setups("AMG setup, PMIS, aggressive (D2 D1), 3D Poisson 20^3", &A, KS_AMG_CLASSICAL,
+                   KS_AMG_D1 + 1);
     ks_csr_free(&A);
 }
 END_TEST
@@ -1187,7 +1201,9 @@ START_TEST(amg_setup_convdiff)
     p.vz = 5;
     ks_csr A;
     KS_CHECK(ks_generate(&p, &A));
-    compare_setups("AMG setup, PMIS, convdiff3d 16^3", &A, KS_AMG_CLASSICAL);
+    compare_setups("AMG setup, PMIS, convdiff3d 16^3", &A, KS_AMG_CLASSICAL, 0);
+    compare_setups("AMG setup, PMIS, aggressive (D2 D1), convdiff3d 16^3", &A, KS_AMG_CLASSICAL,
+                   KS_AMG_D1 + 1);
     ks_csr_free(&A);
 }
 END_TEST
@@ -1201,7 +1217,7 @@ START_TEST(amg_setup_real)
     const tmat *m = &mats[setup_mats[_i]];
     char name[96];
     snprintf(name, sizeof name, "AMG setup, PMIS, %s", m->name);
-    compare_setups(name, &m->A, KS_AMG_CLASSICAL);
+    compare_setups(name, &m->A, KS_AMG_CLASSICAL, 0);
 }
 END_TEST
 

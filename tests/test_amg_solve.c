@@ -380,10 +380,27 @@ START_TEST(test_aggressive)
     ck_assert_msg(a1->operator_complexity < 0.7 * a0->operator_complexity,
                   "operator complexity %g with aggressive coarsening, %g without",
                   a1->operator_complexity, a0->operator_complexity);
+    /* direct interpolation in the second stage: the same splittings (they
+     * come from the first stage's P), a P of no more entries, and still a
+     * convergent solve */
+    result r2;
+    ks_solver *s2;
+    prm.pc.amg.aggressive_interpolator = KS_AMG_D1;
+    run(&p, &prm, &r2, &s2);
+    assert_converged(&r2, 13, "PCG + AMG, aggressive coarsening, D1 second stage");
+    const ks_amg *a2 = ks_precond_amg(s2->pc);
+    ck_assert(a2->levels[0].aggressive);
+    ck_assert_int_eq(a2->levels[1].A.nrows, a1->levels[1].A.nrows);
+    ck_assert_int_le(a2->levels[0].P.nnz, a1->levels[0].P.nnz);
+    ck_assert_msg(a2->levels[1].A.nnz != a1->levels[1].A.nnz || r2.iters != r1.iters ||
+                      r2.true_rel != r1.true_rel,
+                  "the D1 second stage gave the D2 hierarchy and solve");
     ks_solver_destroy(s0);
     ks_solver_destroy(s1);
+    ks_solver_destroy(s2);
     free(r0.x);
     free(r1.x);
+    free(r2.x);
     prob_free(&p);
 }
 END_TEST
@@ -516,6 +533,9 @@ START_TEST(test_resetup_scaled)
     /* with aggressive coarsening (both stages recomputed from the saved splittings) */
     prm.pc.amg.aggressive_levels = 1;
     resetup_case(&A, v, &prm, 1e-10, 1);
+    prm.pc.amg.aggressive_interpolator = KS_AMG_D1;
+    resetup_case(&A, v, &prm, 1e-10, 1);
+    prm.pc.amg.aggressive_interpolator = KS_AMG_D2;
     prm.pc.amg.aggressive_levels = 0;
     /* and for smoothed aggregation */
     prm.pc.amg.algorithm = enum_of(ks_amg_algorithm_names, "AGGREGATION");

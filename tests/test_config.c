@@ -82,6 +82,9 @@ START_TEST(test_defaults)
               a->interp_truncation_factor);
     ck_assert_int_eq(json_integer_value(at(t, "solver", "preconditioner", "aggressive_levels")),
                      a->aggressive_levels);
+    ck_assert_str_eq(
+        json_string_value(at(t, "solver", "preconditioner", "aggressive_interpolator")),
+        ks_name_of(ks_amg_interp_names, a->aggressive_interpolator));
     json_t *sm = at(t, "solver", "preconditioner", "smoother");
     ck_assert_str_eq(json_string_value(json_object_get(sm, "solver")), ks_name_of(ks_amg_smoother_names, a->smoother.solver));
     ck_assert(json_number_value(json_object_get(sm, "relaxation_factor")) ==
@@ -486,8 +489,9 @@ START_TEST(test_amg_keys)
     ck_assert_str_eq(ks_name_of(ks_amg_selector_names, a->selector), "HMIS");
     ck_assert_str_eq(ks_name_of(ks_amg_interp_names, a->interpolator), "D2");
     ks_config_destroy(cfg);
-    cfg = load(SOLVER_AMG("\"aggressive_levels\": 2"));
+    cfg = load(SOLVER_AMG("\"aggressive_levels\": 2, \"aggressive_interpolator\": \"D1\""));
     ck_assert_int_eq(ks_config_solver_params(cfg)->pc.amg.aggressive_levels, 2);
+    ck_assert_int_eq(ks_config_solver_params(cfg)->pc.amg.aggressive_interpolator, KS_AMG_D1);
     ks_config_destroy(cfg);
 }
 END_TEST

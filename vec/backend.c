@@ -95,6 +95,11 @@ ks_error ks_backend_sync(ks_backend *be)
     return be->ops->sync(be);
 }
 
+ks_error ks_backend_trim(ks_backend *be)
+{
+    return be && be->ops->trim ? be->ops->trim(be) : KS_OK;
+}
+
 const char *ks_backend_description(const ks_backend *be) { return be ? be->desc : "(null)"; }
 
 const char *ks_backend_kind_name(ks_backend_kind k)

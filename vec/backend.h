@@ -66,6 +66,9 @@ typedef struct ks_backend_ops {
     ks_error (*capture_end)(ks_backend *be, int ok, void **graph);
     ks_error (*graph_launch)(ks_backend *be, void *graph);
     void (*graph_destroy)(ks_backend *be, void *graph);
+    /* Optional: give memory the backend keeps cached for reuse back to
+     * the system (called when a setup ends). */
+    ks_error (*trim)(ks_backend *be);
 
     /* Capabilities, for code outside vec/ (which never compares kinds):
      * host_memory = 1 when the backend's memory is ordinary host memory
@@ -99,6 +102,8 @@ void *ks_cuda_cusparse(ks_backend *be);
 int ks_cuda_device_count(void);
 #endif
 
+/* ops->trim where the backend has one. */
+ks_error ks_backend_trim(ks_backend *be);
 /* "cpu", "cuda" (also for a kind this build lacks). */
 const char *ks_backend_kind_name(ks_backend_kind k);
 /* 1 when be's memory is host memory (see ks_backend_ops.host_memory). */

@@ -102,19 +102,28 @@ static void free_all(ks_sparse *a, ks_sparse *b, ks_sparse *c)
 
 #define CPU (&ks_amg_cpu_kernels)
 
+/* A step's output X: a structure the library built, which the next steps
+ * need not check again (ks_sparse.valid). */
+static ks_error produced(ks_error e, ks_sparse *X)
+{
+    if (e == KS_OK && X)
+        X->valid = 1;
+    return e;
+}
+
 /* ------------------------------------------------------------ the calls */
 ks_error ks_amgk_strength_classical(ks_amg_exec *x, const ks_sparse *A, double theta,
                                     double max_row_sum, ks_sparse *S)
 {
     const ks_amg_kernels *K = table_of(A->be);
     if (K && K->strength_classical)
-        return K->strength_classical(A, theta, max_row_sum, S);
+        return produced(K->strength_classical(A, theta, max_row_sum, S), S);
     ks_sparse Ah, Sh;
     KS_TRY(stage(x, KS_OP_STRENGTH));
     KS_TRY(in(x, A, &Ah));
     ks_error e = CPU->strength_classical(&Ah, theta, max_row_sum, &Sh);
     ks_sparse_free(&Ah);
-    return e == KS_OK ? out(&Sh, A->be, S) : e;
+    return produced(e == KS_OK ? out(&Sh, A->be, S) : e, S);
 }
 
 ks_error ks_amgk_strength_symmetric(ks_amg_exec *x, const ks_sparse *A, double theta,
@@ -122,13 +131,13 @@ ks_error ks_amgk_strength_symmetric(ks_amg_exec *x, const ks_sparse *A, double t
 {
     const ks_amg_kernels *K = table_of(A->be);
     if (K && K->strength_symmetric)
-        return K->strength_symmetric(A, theta, S);
+        return produced(K->strength_symmetric(A, theta, S), S);
     ks_sparse Ah, Sh;
     KS_TRY(stage(x, KS_OP_STRENGTH));
     KS_TRY(in(x, A, &Ah));
     ks_error e = CPU->strength_symmetric(&Ah, theta, &Sh);
     ks_sparse_free(&Ah);
-    return e == KS_OK ? out(&Sh, A->be, S) : e;
+    return produced(e == KS_OK ? out(&Sh, A->be, S) : e, S);
 }
 
 /* PMIS or HMIS on S; block_rows < -1 means PMIS. */
@@ -171,7 +180,7 @@ ks_error ks_amgk_interp(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
     ks_error (*f)(const ks_sparse *, const ks_sparse *, const int *, ks_sparse *) =
         K ? (kind == KS_AMG_D1 ? K->interp_direct : K->interp_extended_i) : NULL;
     if (f)
-        return f(A, S, cf, P);
+        return produced(f(A, S, cf, P), P);
     ks_sparse Ah, Sh, Ph;
     void *cfh = NULL;
     KS_TRY(stage(x, KS_OP_INTERP));
@@ -185,14 +194,14 @@ ks_error ks_amgk_interp(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
                                                                              &Ph);
     free(cfh);
     free_all(&Ah, &Sh, NULL);
-    return e == KS_OK ? out(&Ph, A->be, P) : e;
+    return produced(e == KS_OK ? out(&Ph, A->be, P) : e, P);
 }
 
 ks_error ks_amgk_truncate(ks_amg_exec *x, ks_sparse *P, int max_elements, double factor)
 {
     const ks_amg_kernels *K = table_of(P->be);
     if (K && K->interp_truncate)
-        return K->interp_truncate(P, max_elements, factor);
+        return produced(K->interp_truncate(P, max_elements, factor), P);
     ks_sparse Ph;
     KS_TRY(stage(x, KS_OP_TRUNCATE));
     KS_TRY(in(x, P, &Ph));
@@ -203,7 +212,7 @@ ks_error ks_amgk_truncate(ks_amg_exec *x, ks_sparse *P, int max_elements, double
     }
     ks_backend *be = P->be;
     ks_sparse_free(P);
-    return out(&Ph, be, P);
+    return produced(out(&Ph, be, P), P);
 }
 
 ks_error ks_amgk_project(ks_amg_exec *x, const ks_sparse *Pn, ks_sparse *P, int truncated,
@@ -245,14 +254,14 @@ ks_error ks_amgk_tentative(ks_amg_exec *x, ks_backend *be, ks_int n, const ks_in
 {
     const ks_amg_kernels *K = table_of(be);
     if (K && K->tentative_prolongator)
-        return K->tentative_prolongator(be, n, agg, na, P0);
+        return produced(K->tentative_prolongator(be, n, agg, na, P0), P0);
     void *ah = NULL;
     ks_sparse Ph;
     KS_TRY(stage(x, KS_OP_TENTATIVE));
     KS_TRY(in_array(be, agg, (size_t)n * sizeof(ks_int), &ah));
     ks_error e = CPU->tentative_prolongator(x->host, n, ah, na, &Ph);
     free(ah);
-    return e == KS_OK ? out(&Ph, be, P0) : e;
+    return produced(e == KS_OK ? out(&Ph, be, P0) : e, P0);
 }
 
 ks_error ks_amgk_smooth_prolongator(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *P0,
@@ -260,7 +269,7 @@ ks_error ks_amgk_smooth_prolongator(ks_amg_exec *x, const ks_sparse *A, const ks
 {
     const ks_amg_kernels *K = table_of(A->be);
     if (K && K->smooth_prolongator)
-        return K->smooth_prolongator(A, P0, rho, P);
+        return produced(K->smooth_prolongator(A, P0, rho, P), P);
     ks_sparse Ah, Qh, Ph;
     KS_TRY(stage(x, KS_OP_SMOOTH_P));
     ks_error e = in(x, A, &Ah);
@@ -269,7 +278,7 @@ ks_error ks_amgk_smooth_prolongator(ks_amg_exec *x, const ks_sparse *A, const ks
     if (e == KS_OK)
         e = CPU->smooth_prolongator(&Ah, &Qh, rho, &Ph);
     free_all(&Ah, &Qh, NULL);
-    return e == KS_OK ? out(&Ph, A->be, P) : e;
+    return produced(e == KS_OK ? out(&Ph, A->be, P) : e, P);
 }
 
 ks_error ks_amgk_spectral_radius(ks_amg_exec *x, const ks_sparse *A, int iters, double *rho)
@@ -321,19 +330,19 @@ ks_error ks_amgk_smoother_weights(ks_amg_exec *x, const ks_sparse *A, ks_amg_smo
 ks_error ks_amgk_transpose(ks_amg_exec *x, const ks_sparse *A, ks_sparse *AT)
 {
     if (HAS_SPARSE(A->be, transpose))
-        return ks_sparse_transpose(A, AT);
+        return produced(ks_sparse_transpose(A, AT), AT);
     ks_sparse Ah, Th;
     KS_TRY(stage(x, KS_OP_TRANSPOSE));
     KS_TRY(in(x, A, &Ah));
     ks_error e = ks_sparse_transpose(&Ah, &Th);
     ks_sparse_free(&Ah);
-    return e == KS_OK ? out(&Th, A->be, AT) : e;
+    return produced(e == KS_OK ? out(&Th, A->be, AT) : e, AT);
 }
 
 ks_error ks_amgk_spgemm(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
 {
     if (HAS_SPARSE(A->be, spgemm))
-        return ks_sparse_spgemm(A, B, C);
+        return produced(ks_sparse_spgemm(A, B, C), C);
     ks_sparse Ah, Bh, Ch;
     KS_TRY(stage(x, KS_OP_SPGEMM));
     ks_error e = in(x, A, &Ah);
@@ -342,14 +351,14 @@ ks_error ks_amgk_spgemm(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *B, 
     if (e == KS_OK)
         e = ks_sparse_spgemm(&Ah, &Bh, &Ch);
     free_all(&Ah, &Bh, NULL);
-    return e == KS_OK ? out(&Ch, A->be, C) : e;
+    return produced(e == KS_OK ? out(&Ch, A->be, C) : e, C);
 }
 
 ks_error ks_amgk_rap(ks_amg_exec *x, const ks_sparse *R, const ks_sparse *A, const ks_sparse *P,
                      ks_sparse *Ac)
 {
     if (HAS_SPARSE(A->be, rap))
-        return ks_sparse_rap(R, A, P, Ac);
+        return produced(ks_sparse_rap(R, A, P, Ac), Ac);
     ks_sparse Rh, Ah, Ph, Ch;
     KS_TRY(stage(x, KS_OP_RAP));
     ks_error e = in(x, R, &Rh);
@@ -360,7 +369,7 @@ ks_error ks_amgk_rap(ks_amg_exec *x, const ks_sparse *R, const ks_sparse *A, con
     if (e == KS_OK)
         e = ks_sparse_rap(&Rh, &Ah, &Ph, &Ch);
     free_all(&Rh, &Ah, &Ph);
-    return e == KS_OK ? out(&Ch, A->be, Ac) : e;
+    return produced(e == KS_OK ? out(&Ch, A->be, Ac) : e, Ac);
 }
 
 ks_error ks_amgk_rap_numeric(ks_amg_exec *x, const ks_sparse *R, const ks_sparse *A,

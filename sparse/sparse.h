@@ -22,6 +22,9 @@ typedef struct ks_sparse {
     ks_int *rowptr;  /* nrows + 1 */
     ks_int *colind;  /* nnz; sorted and unique within each row */
     double *val;     /* nnz; NULL for a pattern (a strength graph) */
+    unsigned char valid; /* 1: the structure is known good (checked by ks_matrix_create,
+                          * or made by an AMG setup step), so the device steps skip their
+                          * structure checks of it; 0 (any new or hand-made CSR): checked */
 } ks_sparse;
 
 /* The operations, one table per backend kind. An entry may be NULL where

@@ -242,6 +242,7 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
     m->be = be;
     m->id = new_id();
     e = ks_sparse_from_csr(be, A, 0, &m->A);
+    m->A.valid = e == KS_OK; /* ks_csr_validate passed above */
     if (e == KS_OK)
         e = finish_create(m, A, format, params);
     if (e != KS_OK) {

@@ -1,5 +1,6 @@
 /* Direct interpolation (D1) on the device: amg/cpu/interp_direct.c's rule
- * (see there for the formula), one thread per row.
+ * (see there for the formula), one thread a row on levels of short rows, a
+ * warp a row where rows are long (direct_rows_warp).
  *
  * Pass 1 counts each row: an F row walks A's row merged with S's (both
  * sorted) exactly as the cpu's direct_row does, so it knows the strong C
@@ -85,6 +86,133 @@ __global__ void direct_rows(ks_int n, const ks_int *__restrict__ arp, const ks_i
     }
 }
 
+/* j in the sorted c[lo, end) */
+__device__ __forceinline__ bool direct_member(const ks_int *c, ks_int lo, ks_int end, ks_int j)
+{
+    ks_int hi = end;
+    while (lo < hi) {
+        const ks_int mid = lo + (hi - lo) / 2;
+        if (c[mid] < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < end && c[lo] == j;
+}
+
+/* direct_rows with a warp a row, for long rows (a thread walking a row of
+ * 40 entries alone reads a cache line an entry: at 7-point 256^3 the
+ * second aggressive stage's D1 took 17 ms that way). The lanes load and
+ * classify a chunk of 32 entries at once and write the strong C ones in
+ * row order (ballot); the sums then take the chunk's values one by one in
+ * row order by broadcast: the thread kernel's additions in its order, the
+ * same bits. */
+template <bool FILL>
+__global__ void direct_rows_warp(ks_int n, const ks_int *__restrict__ arp,
+                                 const ks_int *__restrict__ aci, const double *__restrict__ ava,
+                                 const ks_int *__restrict__ srp, const ks_int *__restrict__ sci,
+                                 const ks_int *__restrict__ cmap, ks_int *cnt,
+                                 const ks_int *__restrict__ prp, ks_int *__restrict__ pci,
+                                 double *__restrict__ pva)
+{
+    const unsigned full = 0xffffffffu;
+    const int lane = (int)(threadIdx.x & 31);
+    const long long nw = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long ii = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; ii < n;
+         ii += nw) {
+        const ks_int i = (ks_int)ii;
+        if (cmap[i] >= 0) { /* C point: identity row */
+            if (lane == 0) {
+                if (FILL) {
+                    pci[prp[i]] = cmap[i];
+                    pva[prp[i]] = 1.0;
+                } else {
+                    cnt[i] = 1;
+                }
+            }
+            continue;
+        }
+        const ks_int w = FILL ? prp[i] : 0;
+        if (FILL && prp[i + 1] == w)
+            continue;
+        double diag = 0.0, n_neg = 0.0, n_pos = 0.0, p_neg = 0.0, p_pos = 0.0;
+        ks_int m = 0;
+        const ks_int a1 = arp[i + 1], s0 = srp[i], s1 = srp[i + 1];
+        for (ks_int q0 = arp[i]; q0 < a1; q0 += 32) {
+            const ks_int q = q0 + lane;
+            int kind = 0; /* 0 none, 1 the diagonal, 2 other, 3 strong C */
+            double a = 0.0;
+            ks_int j = 0;
+            if (q < a1) {
+                j = aci[q];
+                a = ava[q];
+                kind = j == i ? 1 : cmap[j] >= 0 && direct_member(sci, s0, s1, j) ? 3 : 2;
+            }
+            const unsigned strong = __ballot_sync(full, kind == 3);
+            if (FILL && kind == 3) {
+                const ks_int at = w + m + __popc(strong & ((1u << lane) - 1));
+                pci[at] = cmap[j];
+                pva[at] = a;
+            }
+            m += __popc(strong);
+            const int nq = a1 - q0 < 32 ? (int)(a1 - q0) : 32;
+            for (int t = 0; t < nq; t++) {
+                const int kt = __shfl_sync(full, kind, t);
+                const double at = __shfl_sync(full, a, t);
+                if (kt == 1) {
+                    diag = at;
+                    continue;
+                }
+                if (at < 0)
+                    n_neg += at;
+                else
+                    n_pos += at;
+                if (kt == 3) {
+                    if (at < 0)
+                        p_neg += at;
+                    else
+                        p_pos += at;
+                }
+            }
+        }
+        double d = diag;
+        if (p_neg == 0.0)
+            d += n_neg;
+        if (p_pos == 0.0)
+            d += n_pos;
+        if (!FILL) {
+            if (lane == 0)
+                cnt[i] = m == 0 || d == 0.0 ? 0 : m;
+            continue;
+        }
+        __syncwarp(); /* the couplings written above are read by other lanes */
+        const double alpha = p_neg != 0.0 ? n_neg / p_neg : 0.0;
+        const double beta = p_pos != 0.0 ? n_pos / p_pos : 0.0;
+        for (ks_int t = lane; t < m; t += 32) {
+            const double a = pva[w + t];
+            pva[w + t] = a < 0 ? -alpha * a / d : (a > 0 ? -beta * a / d : 0.0);
+        }
+        __syncwarp();
+    }
+}
+
+/* Mean row length from which rows get a warp each. */
+#define DIRECT_WARP_MEAN 16
+
+template <bool FILL>
+ks_error direct_launch(const ks_sparse *A, const ks_sparse *S, const ks_int *cmap, ks_int *cnt,
+                       const ks_int *prp, ks_int *pci, double *pva, cudaStream_t st)
+{
+    const ks_int n = A->nrows;
+    if (n > 0 && (long long)A->nnz >= (long long)DIRECT_WARP_MEAN * n)
+        direct_rows_warp<FILL><<<ks_cu_blocks(32LL * n), KS_CU_BLOCK, 0, st>>>(
+            n, A->rowptr, A->colind, A->val, S->rowptr, S->colind, cmap, cnt, prp, pci, pva);
+    else
+        direct_rows<FILL><<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(
+            n, A->rowptr, A->colind, A->val, S->rowptr, S->colind, cmap, cnt, prp, pci, pva);
+    return ks_cu_launched(FILL ? "direct_rows (fill)" : "direct_rows (count)");
+}
+
 } // namespace
 
 extern "C" ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, const int *cf,
@@ -103,27 +231,19 @@ extern "C" ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, 
     ks_error e = ks_cu_interp_inputs(who, A, S, cf, cmap, NULL, &nc);
     cudaStream_t st = e == KS_OK ? ks_cu_stream(be) : 0;
     /* Row counts go straight into the row pointers, scanned in place. */
-    ks_sparse Q = {be, n, nc, 0, NULL, NULL, NULL};
+    ks_sparse Q = {be, n, nc, 0, NULL, NULL, NULL, 0};
     Q.rowptr = (ks_int *)ks_cu_alloc_if(be, &e, ((size_t)n + 1) * sizeof(ks_int),
                                         "interpolation row pointers");
-    if (e == KS_OK) {
-        direct_rows<false><<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(
-            n, A->rowptr, A->colind, A->val, S->rowptr, S->colind, cmap, Q.rowptr, NULL, NULL,
-            NULL);
-        e = ks_cu_launched("direct_rows (count)");
-    }
+    if (e == KS_OK)
+        e = direct_launch<false>(A, S, cmap, Q.rowptr, NULL, NULL, NULL, st);
     if (e == KS_OK)
         e = ks_cu_scan(be, Q.rowptr, n, Q.rowptr, &Q.nnz, "interpolation entries");
     Q.colind = (ks_int *)ks_cu_alloc_if(be, &e, (size_t)Q.nnz * sizeof(ks_int) + 1,
                                         "interpolation columns");
     Q.val = (double *)ks_cu_alloc_if(be, &e, (size_t)Q.nnz * sizeof(double) + 1,
                                      "interpolation values");
-    if (e == KS_OK) {
-        direct_rows<true><<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(
-            n, A->rowptr, A->colind, A->val, S->rowptr, S->colind, cmap, NULL, Q.rowptr,
-            Q.colind, Q.val);
-        e = ks_cu_launched("direct_rows (fill)");
-    }
+    if (e == KS_OK)
+        e = direct_launch<true>(A, S, cmap, NULL, Q.rowptr, Q.colind, Q.val, st);
     if (e == KS_OK) /* a fault inside the kernels shows here, in this step */
         e = be->ops->sync(be);
     if (be)

@@ -71,6 +71,10 @@ extern "C" ks_error ks_amg_cu_first_bad_row(const ks_sparse *A, unsigned flags, 
     ks_backend *be = A->be;
     if (!A->val)
         flags &= ~(unsigned)KS_CU_ROWS_FINITE; /* a pattern has no values to check */
+    if (A->valid && (flags & ~(unsigned)KS_CU_ROWS_SORTED) == 0) {
+        *bad = A->nrows; /* a structure the library made or checked */
+        return KS_OK;
+    }
     int *d = NULL;
     KS_TRY(ks_be_alloc(be, sizeof(int), (void **)&d, "row check result"));
     ks_error e = ks_amg_cu_fill_int(be, d, 1, A->nrows);

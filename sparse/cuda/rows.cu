@@ -522,6 +522,8 @@ static ks_error check_host(const ks_sparse *A, const char *who, int full)
 extern "C" ks_error ks_cu_check_async(const ks_sparse *A, const char *who, int *flag, int bit)
 {
     KS_TRY(check_host(A, who, 0));
+    if (A->valid) /* made or checked by the library already */
+        return KS_OK;
     check_flag<<<ks_cu_blocks(A->nrows), KS_CU_BLOCK, 0, ks_cu_stream(A->be)>>>(
         A->nrows, A->ncols, A->nnz, A->rowptr, A->colind, flag, bit);
     return ks_cu_launched("check_flag");
@@ -530,6 +532,10 @@ extern "C" ks_error ks_cu_check_async(const ks_sparse *A, const char *who, int *
 extern "C" ks_error ks_cu_check(const ks_sparse *A, const char *who, int full)
 {
     KS_TRY(check_host(A, who, full));
+    /* made or checked by the library already (a full check also reads the
+     * values, which a structure known good does not vouch for) */
+    if (A->valid && !full)
+        return KS_OK;
     ks_backend *be = A->be;
     cudaStream_t st = ks_cu_stream(be);
     check_result *d = NULL, r;
@@ -570,7 +576,9 @@ extern "C" ks_error ks_cu_check(const ks_sparse *A, const char *who, int full)
 extern "C" ks_error ks_cu_validate(const ks_sparse *A)
 {
     /* as the cpu table: a pattern gets the structural checks only */
-    return ks_cu_check(A, "invalid CSR", A->val != NULL);
+    ks_sparse B = *A; /* the explicit check reads everything, known good or not */
+    B.valid = 0;
+    return ks_cu_check(&B, "invalid CSR", A->val != NULL);
 }
 
 extern "C" ks_error ks_cu_sort_rows(ks_sparse *A)

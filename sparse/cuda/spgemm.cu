@@ -21,7 +21,10 @@
  *     ub <= 32          one thread, the distinct columns in a list in
  *                       registers;
  *     bound <= 512      one warp, a table of 2 bound slots in shared memory;
- *     bound <= 4096     one block, up to 8192 slots in shared memory;
+ *     bound <= 4096     a warp with 1024 slots first (most such rows have
+ *                       many products but few columns), then one block,
+ *                       up to 8192 slots in shared memory, for the rows
+ *                       with more than 512 columns;
  *     larger            one block, a table in global memory (a pool of at
  *                       most 256 MB, blocks loop over rows);
  *   then each row's value bin by ub and its exact size len, the 64-bit
@@ -613,7 +616,15 @@ __global__ void count_thread(const ks_int *__restrict__ rows, ks_int count,
 }
 
 /* One warp per row, its products 32 at a time (all lanes busy however
- * short Y's rows), a shared table of 2 bound slots (at least 32). */
+ * short Y's rows), a shared table of 2 bound slots (at least 32).
+ * TRY: the block bin's rows (bound > kWarpBound), first tried in the
+ * warp's largest table: a row whose distinct columns pass kWarpBound stops
+ * (checked every batch of 32 products, so the table is never over 544 /
+ * 1024 full) and gets crp[i] = -1, for count_block to redo. The Galerkin
+ * products' rows have many products but few columns (R (AP) at 7-point
+ * 256^3: about 1500 products, 45 columns), and a block's table of 2 ub
+ * slots cleared and scanned per row cost more than the products. */
+template <bool TRY>
 __global__ void __launch_bounds__(kWarps * 32)
     count_warp(const ks_int *__restrict__ rows, ks_int count, const ks_int *__restrict__ ub,
                ks_int ycols, const ks_int *__restrict__ xrp, const ks_int *__restrict__ xci,
@@ -626,7 +637,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (long long t = (long long)blockIdx.x * kWarps + w; t < count;
          t += (long long)gridDim.x * kWarps) {
         const ks_int i = rows[t], u = ub[i], bound = u < ycols ? u : ycols;
-        const int lg = warp_lg(bound); /* bound <= kWarpBound: lg <= kWarpLg */
+        /* bound <= kWarpBound (TRY: any): lg <= kWarpLg */
+        const int lg = TRY ? kWarpLg : warp_lg(bound);
         for (int s = lane; s < (1 << lg); s += 32)
             tab[s] = -1;
         __syncwarp();
@@ -634,12 +646,12 @@ __global__ void __launch_bounds__(kWarps * 32)
         auto body = [&](long long, bool act, double, ks_int q) -> bool {
             if (act)
                 cnt += hash_insert(tab, lg, yci[q]);
-            return false;
+            return TRY && warp_sum(cnt) > kWarpBound;
         };
         warp_products<false>(xrp[i], xrp[i + 1], xci, NULL, yrp, &sm[w], body);
         cnt = warp_sum(cnt);
         if (lane == 0)
-            crp[i] = cnt;
+            crp[i] = TRY && cnt > kWarpBound ? -1 : cnt;
         __syncwarp(); /* the table and the staging are reused by the next row */
     }
 }
@@ -673,6 +685,7 @@ __device__ void count_block_row(ks_int i, ks_int *tab, int lg, ks_int *s_cnt,
     __syncthreads(); /* the table and the counter are reused by the next row */
 }
 
+/* The rows count_warp<true> gave up on (crp[i] < 0). */
 __global__ void __launch_bounds__(kThreads)
     count_block(const ks_int *__restrict__ rows, ks_int count, const ks_int *__restrict__ ub,
                 ks_int ycols, const ks_int *__restrict__ xrp, const ks_int *__restrict__ xci,
@@ -682,6 +695,8 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ ks_int s_cnt;
     for (ks_int t = blockIdx.x; t < count; t += gridDim.x) {
         const ks_int i = rows[t], u = ub[i], bound = u < ycols ? u : ycols;
+        if (crp[i] >= 0) /* the same value in every thread: uniform */
+            continue;
         int lg = lg_for(2LL * bound);
         lg = lg < kBlockMinLg ? kBlockMinLg : lg;
         count_block_row(i, tab, lg, &s_cnt, xrp, xci, yrp, yci, crp);
@@ -1308,14 +1323,19 @@ ks_error count_pass(ks_cu_tmp *tmp, const ks_sparse *X, const ks_sparse *Y, cons
     }
     n = p->h.sym[S_WARP];
     if (n > 0) {
-        count_warp<<<ks_cu_grid(n, kWarps), kWarps * 32, 0, st>>>(
+        count_warp<false><<<ks_cu_grid(n, kWarps), kWarps * 32, 0, st>>>(
             rows + start[S_WARP], n, p->ub, ycols, xrp, xci, yrp, yci, crp);
         KS_TRY(ks_cu_launched("count_warp"));
     }
     n = p->h.sym[S_BLOCK];
     if (n > 0) {
-        count_block<<<ks_cu_grid(n, 1), kThreads, 0, st>>>(rows + start[S_BLOCK], n, p->ub, ycols,
-                                                            xrp, xci, yrp, yci, crp);
+        /* a warp first, a block for the rows that need more (no download:
+         * count_block skips the rows the warps counted) */
+        count_warp<true><<<ks_cu_grid(n, kWarps), kWarps * 32, 0, st>>>(
+            rows + start[S_BLOCK], n, p->ub, ycols, xrp, xci, yrp, yci, crp);
+        KS_TRY(ks_cu_launched("count_warp (block bin)"));
+        count_block<<<ks_cu_grid(n, 1) < 8192u ? ks_cu_grid(n, 1) : 8192u, kThreads, 0, st>>>(
+            rows + start[S_BLOCK], n, p->ub, ycols, xrp, xci, yrp, yci, crp);
         KS_TRY(ks_cu_launched("count_block"));
     }
     n = p->h.sym[S_GLOBAL];

@@ -41,7 +41,8 @@ typedef enum ks_error {
     KS_ERR_UNSUPPORTED, /* backend, format or feature not available */
     KS_ERR_DEVICE,      /* CUDA / cuBLAS / cuSPARSE failure */
     KS_ERR_NUMERIC,     /* NaN/Inf in data, zero diagonal, ... */
-    KS_ERR_SIZE         /* dimension mismatch or index overflow */
+    KS_ERR_SIZE,        /* dimension mismatch or index overflow */
+    KS_ERR_MPI          /* an MPI call failed (the message names it and MPI's reason) */
 } ks_error;
 
 /* Short name of an error code, e.g. "KS_ERR_FORMAT". */

@@ -39,6 +39,12 @@ ks_error ks_comm_create(MPI_Comm comm, ks_comm **c);
 void ks_comm_destroy(ks_comm *c);
 int ks_comm_rank(const ks_comm *c);
 int ks_comm_size(const ks_comm *c);
+/* Collective. The outcome of a step that may have failed on some ranks
+ * only: e on the ranks where it failed; on the others the failure of the
+ * lowest failing rank (its code, and its message prefixed "rank N: "), so
+ * every rank can stop before the next collective call instead of waiting
+ * there alone. KS_OK when every rank succeeded. */
+ks_error ks_comm_agree(const ks_comm *c, ks_error e);
 
 /* ----------------------------------------------------------------- vectors */
 /* Collective. A vector with nlocal entries on this rank, the ranks' parts

@@ -25,8 +25,6 @@ typedef struct ks_comm_mpi {
 MPI_Comm ks_comm_mpi_of(const ks_comm *c);
 /* KS_OK for MPI_SUCCESS; else KS_ERR_MPI naming `call` and MPI's reason. */
 ks_error ks_mpi_check(int rc, const char *call);
-/* The agree step of the seam (vec/comm.h) for use inside mpi/. */
-ks_error ks_comm_agree(const ks_comm *c, ks_error e);
 
 /* ----------------------------------------------------------- layout.c */
 /* Collective: (*offsets)[0..size] from each rank's count (malloc'ed; the

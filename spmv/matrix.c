@@ -342,7 +342,9 @@ ks_error ks_matrix_wrap_dist(ks_matrix_dist *d, ks_matrix **M)
     m->A = L->A;
     m->A_borrowed = 1;
     m->id = new_id();
-    m->host = *ks_matrix_host_csr(L);
+    const ks_csr *H = ks_matrix_host_csr(L); /* a view: host-memory backends only */
+    if (H)
+        m->host = *H;
     m->bytes_per_apply = L->bytes_per_apply + (d->ghost ? d->ghost->bytes_per_apply : 0.0);
     m->setup_seconds = L->setup_seconds + (d->ghost ? d->ghost->setup_seconds : 0.0);
     memcpy(m->format_reason, L->format_reason, sizeof m->format_reason);

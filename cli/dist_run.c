@@ -171,12 +171,13 @@ static ks_error build_matrix(const ks_comm *comm, const ks_problem_params *pp, d
                                  R->val, pp->spmv_format, &spmv, &d->M));
     ks_dist_csr_free(&d->rows); /* the matrix has its copy */
     /* The whole problem's sizes; the report's counters are 32-bit. */
-    double sums[2] = {(double)ks_matrix_nnz(d->M), ks_matrix_bytes_per_apply(d->M)};
-    if (MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return ks_seterr(KS_ERR_MPI, "MPI_Allreduce of the matrix sizes failed");
+    ks_gint nnz = ks_matrix_nnz(d->M);
+    double bytes = ks_matrix_bytes_per_apply(d->M);
+    KS_TRY(ks_comm_sum_gint(comm, &nnz, 1));
+    KS_TRY(ks_comm_sum(comm, &bytes, 1));
     const ks_gint n = ks_matrix_global_rows(d->M);
     d->pi.nrows = d->pi.ncols = n > INT32_MAX ? INT32_MAX : (ks_int)n;
-    d->pi.nnz = sums[0] > INT32_MAX ? INT32_MAX : (ks_int)sums[0];
+    d->pi.nnz = nnz > INT32_MAX ? INT32_MAX : (ks_int)nnz;
     ks_run_result *r = &d->r;
     snprintf(r->backend, sizeof r->backend, "%s", ks_backend_name(d->be));
     snprintf(r->backend_desc, sizeof r->backend_desc, "%s x %d ranks",
@@ -184,7 +185,7 @@ static ks_error build_matrix(const ks_comm *comm, const ks_problem_params *pp, d
     snprintf(r->format, sizeof r->format, "%s", ks_matrix_format(d->M));
     snprintf(r->format_reason, sizeof r->format_reason, "%s", ks_matrix_format_reason(d->M));
     r->format_setup_seconds = ks_matrix_setup_seconds(d->M);
-    r->bytes_per_apply = sums[1];
+    r->bytes_per_apply = bytes;
     return KS_OK;
 }
 

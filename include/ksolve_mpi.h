@@ -45,6 +45,14 @@ int ks_comm_size(const ks_comm *c);
  * every rank can stop before the next collective call instead of waiting
  * there alone. KS_OK when every rank succeeded. */
 ks_error ks_comm_agree(const ks_comm *c, ks_error e);
+/* Collective. v[0..k) = the sum over the ranks of each rank's v[0..k),
+ * added in rank order: the same bits on every rank and in every run with
+ * the same rank count (what the distributed vectors' reductions use). */
+ks_error ks_comm_sum(const ks_comm *c, double *v, int k);
+/* Collective. v[0..k) = the maximum over the ranks (NaN when any is NaN). */
+ks_error ks_comm_max(const ks_comm *c, double *v, int k);
+/* Collective. v[0..k) = the exact sum over the ranks. */
+ks_error ks_comm_sum_gint(const ks_comm *c, ks_gint *v, int k);
 
 /* ----------------------------------------------------------------- vectors */
 /* Collective. A vector with nlocal entries on this rank, the ranks' parts

@@ -100,6 +100,30 @@ ks_error ks_comm_agree(const ks_comm *c, ks_error e)
 
 static ks_error comm_agree(const ks_comm *c, ks_error e) { return ks_comm_agree(c, e); }
 
+ks_error ks_comm_sum(const ks_comm *c, double *v, int k)
+{
+    if (!c || (!v && k > 0) || k < 0)
+        return ks_seterr(KS_ERR_ARG, "ks_comm_sum: NULL comm or values, or k < 0");
+    return comm_sum(c, v, k);
+}
+
+ks_error ks_comm_max(const ks_comm *c, double *v, int k)
+{
+    if (!c || (!v && k > 0) || k < 0)
+        return ks_seterr(KS_ERR_ARG, "ks_comm_max: NULL comm or values, or k < 0");
+    return comm_max(c, v, k);
+}
+
+ks_error ks_comm_sum_gint(const ks_comm *c, ks_gint *v, int k)
+{
+    if (!c || (!v && k > 0) || k < 0)
+        return ks_seterr(KS_ERR_ARG, "ks_comm_sum_gint: NULL comm or values, or k < 0");
+    /* Integer sums are exact in any order: MPI's own reduction. */
+    return ks_mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, k, MPI_INT64_T, MPI_SUM,
+                                      ks_comm_mpi_of(c)),
+                        "MPI_Allreduce (integer sum)");
+}
+
 static const ks_comm_ops mpi_comm_ops = {
     .sum = comm_sum,
     .max = comm_max,

@@ -550,6 +550,19 @@ START_TEST(test_reductions)
     KS_ALL(ks_vec_dot(u, v, &got));
     ALL(got == want && (nranks < 3 || got == 0.0), "sum of the parts %.17g, in rank order %.17g",
         got, want);
+    /* The comm's own sums: the same order; integers exact beyond 2^53;
+     * the maximum lets NaN through. */
+    double both[2] = {mine, -mine};
+    KS_ALL(ks_comm_sum(comm, both, 2));
+    ALL(both[0] == want && both[1] == -want, "ks_comm_sum %.17g %.17g", both[0], both[1]);
+    ks_gint big[2] = {((ks_gint)1 << 60) + rank, -rank};
+    KS_ALL(ks_comm_sum_gint(comm, big, 2));
+    const ks_gint tri = (ks_gint)nranks * (nranks - 1) / 2;
+    ALL(big[0] == ((ks_gint)nranks << 60) + tri && big[1] == -tri, "ks_comm_sum_gint %lld %lld",
+        (long long)big[0], (long long)big[1]);
+    double mx[2] = {(double)rank, rank == nranks - 1 ? NAN : 0.0};
+    KS_ALL(ks_comm_max(comm, mx, 2));
+    ALL(mx[0] == nranks - 1 && isnan(mx[1]), "ks_comm_max %g %g", mx[0], mx[1]);
     ks_vec_destroy(u);
     ks_vec_destroy(v);
 }

@@ -70,9 +70,15 @@ ks_error ks_comm_agree(const ks_comm *c, ks_error e)
     const ks_comm_mpi *m = (const ks_comm_mpi *)c;
     const int p = c->size;
     int code = (int)e;
-    int *codes = ks_malloc((size_t)p * sizeof *codes, "error codes of the ranks");
-    if (!codes)
+    /* The ranks' codes fit in the reductions' scratch (size x 4 doubles):
+     * no allocation that could fail on one rank only. A ks_comm being
+     * created has no scratch yet: a small comm's codes fit on the stack. */
+    int stack[64], *codes = m->scratch ? (int *)m->scratch : p <= 64 ? stack : NULL;
+    int *heap = codes ? NULL : ks_malloc((size_t)p * sizeof *heap, "error codes of the ranks");
+    if (!codes && !heap)
         return KS_ERR_MEMORY; /* the others then wait: nothing better is possible */
+    if (!codes)
+        codes = heap;
     ks_error em = ks_mpi_check(MPI_Allgather(&code, 1, MPI_INT, codes, 1, MPI_INT, m->comm),
                                "MPI_Allgather (error codes)");
     int first = -1;
@@ -80,7 +86,7 @@ ks_error ks_comm_agree(const ks_comm *c, ks_error e)
         if (codes[q] != KS_OK)
             first = q;
     ks_error failed = first >= 0 ? (ks_error)codes[first] : KS_OK;
-    free(codes);
+    free(heap);
     if (em != KS_OK)
         return e != KS_OK ? e : em;
     if (first < 0)

@@ -56,7 +56,11 @@ ks_error ks_comm_sum_gint(const ks_comm *c, ks_gint *v, int k);
 
 /* ----------------------------------------------------------------- vectors */
 /* Collective. A vector with nlocal entries on this rank, the ranks' parts
- * following each other in rank order. */
+ * following each other in rank order. ks_vec_size, ks_vec_set_host and
+ * ks_vec_get_host see this rank's part; the reductions (ks_vec_dot, the
+ * norms) are over all ranks and collective. Vectors of one operation must
+ * be laid out alike over one ks_comm (KS_ERR_SIZE or KS_ERR_ARG on every
+ * rank otherwise). */
 ks_error ks_vec_create_dist(ks_backend *be, const ks_comm *comm, ks_int nlocal, ks_vec **v);
 /* The comm v is distributed over (NULL for a local vector). */
 const ks_comm *ks_vec_comm(const ks_vec *v);

@@ -54,6 +54,10 @@ typedef struct ks_problem_info {
     double load_seconds;           /* reading or generating A */
 } ks_problem_info;
 
+/* "poisson3d_7 64x64x64 (generated)", with the coefficients and velocity
+ * where the generator uses them, into src. */
+void ks_problem_describe_generated(const ks_gen_params *g, char *src, size_t len);
+
 /* Human-readable report: one column per run (1 or 2), with the GPU/CPU
  * speedups when both a cpu and a cuda run are given. */
 void ks_report_print(FILE *out, const ks_problem_info *pi, const ks_solver_params *sp,

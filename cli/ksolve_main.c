@@ -8,6 +8,9 @@
  * input or runtime error (message on stderr). */
 #include "cli.h"
 #include "cli_setup.h"
+#ifdef KS_HAVE_MPI
+#include "cli_dist.h"
+#endif
 
 #include <math.h>
 #include <stdlib.h>
@@ -32,28 +35,8 @@ static ks_error load_matrix(const ks_problem_params *pp, ks_csr *A, ks_problem_i
         pi->duplicates_summed = info.duplicates_summed;
         snprintf(pi->source, sizeof pi->source, "%s", pp->matrix_file);
     } else {
-        const ks_gen_params *g = &pp->gen;
-        KS_TRY(ks_generate(g, A));
-        int is2d = g->kind == KS_GEN_POISSON2D_5 || g->kind == KS_GEN_POISSON2D_9;
-        int n = is2d ? snprintf(pi->source, sizeof pi->source, "%s %dx%d (generated)",
-                                ks_gen_kind_name(g->kind), (int)g->nx, (int)g->ny)
-                     : snprintf(pi->source, sizeof pi->source, "%s %dx%dx%d (generated)",
-                                ks_gen_kind_name(g->kind), (int)g->nx, (int)g->ny, (int)g->nz);
-        size_t used = n > 0 ? (size_t)n : 0;
-        /* Coefficients and velocity only where the generator uses them. */
-        int uses_c = g->kind == KS_GEN_POISSON2D_5 || g->kind == KS_GEN_POISSON3D_7 ||
-                     g->kind == KS_GEN_ANISO3D || g->kind == KS_GEN_CONVDIFF3D;
-        if (uses_c && (g->cx != 1.0 || g->cy != 1.0 || (!is2d && g->cz != 1.0) ||
-                       g->kind == KS_GEN_ANISO3D)) {
-            n = is2d ? snprintf(pi->source + used, sizeof pi->source - used,
-                                ", coefficients [%g, %g]", g->cx, g->cy)
-                     : snprintf(pi->source + used, sizeof pi->source - used,
-                                ", coefficients [%g, %g, %g]", g->cx, g->cy, g->cz);
-            used += n > 0 ? (size_t)n : 0;
-        }
-        if (g->kind == KS_GEN_CONVDIFF3D && used < sizeof pi->source)
-            snprintf(pi->source + used, sizeof pi->source - used, ", velocity [%g, %g, %g]",
-                     g->vx, g->vy, g->vz);
+        KS_TRY(ks_generate(&pp->gen, A));
+        ks_problem_describe_generated(&pp->gen, pi->source, sizeof pi->source);
     }
     pi->load_seconds = ks_wtime() - t0;
     pi->nrows = A->nrows;
@@ -209,6 +192,7 @@ typedef struct ks_cli_state {
     ks_run_setup setups[MAX_RUNS];
     int nruns;
     ks_problem_info pi;
+    struct ks_comm *comm; /* under mpirun with more than one rank (cli/dist_run.c) */
 } ks_cli_state;
 
 static void state_free(ks_cli_state *st)
@@ -260,6 +244,14 @@ static int run(int argc, char **argv, ks_cli_state *st)
     }
     const ks_problem_params *pp = ks_problem_params_of(st->cfg);
     const ks_solver_params *sp = ks_config_solver_params(st->cfg);
+#ifdef KS_HAVE_MPI
+    if (st->comm) { /* each rank solves its rows; rank 0 reports */
+        int converged = 0;
+        if (ks_cli_dist_solve(st->comm, st->cfg, a->json_file, &converged) != KS_OK)
+            return fail();
+        return converged ? EXIT_CONVERGED : EXIT_NOT_CONVERGED;
+    }
+#endif
 
     /* Backends first: a missing GPU fails before any expensive work. */
     char names[MAX_RUNS][16];
@@ -309,7 +301,19 @@ int main(int argc, char **argv)
 {
     ks_cli_state st;
     memset(&st, 0, sizeof st);
+#ifdef KS_HAVE_MPI
+    /* Started by mpirun as one of several ranks: a distributed solve. */
+    if (ks_cli_dist_launched() && ks_cli_dist_init(&argc, &argv, &st.comm) != KS_OK) {
+        int rc = fail();
+        ks_cli_dist_finish(st.comm);
+        return rc;
+    }
+#endif
     int rc = run(argc, argv, &st);
     state_free(&st);
+#ifdef KS_HAVE_MPI
+    if (st.comm || ks_cli_dist_launched())
+        ks_cli_dist_finish(st.comm);
+#endif
     return rc;
 }

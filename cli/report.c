@@ -552,3 +552,25 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
         return ks_seterr(KS_ERR_IO, "cannot write JSON statistics to '%s'", path);
     return KS_OK;
 }
+
+void ks_problem_describe_generated(const ks_gen_params *g, char *src, size_t len)
+{
+    int is2d = g->kind == KS_GEN_POISSON2D_5 || g->kind == KS_GEN_POISSON2D_9;
+    int n = is2d ? snprintf(src, len, "%s %dx%d (generated)", ks_gen_kind_name(g->kind),
+                            (int)g->nx, (int)g->ny)
+                 : snprintf(src, len, "%s %dx%dx%d (generated)", ks_gen_kind_name(g->kind),
+                            (int)g->nx, (int)g->ny, (int)g->nz);
+    size_t used = n > 0 ? (size_t)n : 0;
+    /* Coefficients and velocity only where the generator uses them. */
+    int uses_c = g->kind == KS_GEN_POISSON2D_5 || g->kind == KS_GEN_POISSON3D_7 ||
+                 g->kind == KS_GEN_ANISO3D || g->kind == KS_GEN_CONVDIFF3D;
+    if (uses_c && used < len &&
+        (g->cx != 1.0 || g->cy != 1.0 || (!is2d && g->cz != 1.0) || g->kind == KS_GEN_ANISO3D)) {
+        n = is2d ? snprintf(src + used, len - used, ", coefficients [%g, %g]", g->cx, g->cy)
+                 : snprintf(src + used, len - used, ", coefficients [%g, %g, %g]", g->cx, g->cy,
+                            g->cz);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (g->kind == KS_GEN_CONVDIFF3D && used < len)
+        snprintf(src + used, len - used, ", velocity [%g, %g, %g]", g->vx, g->vy, g->vz);
+}

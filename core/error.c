@@ -50,6 +50,7 @@ const char *ks_error_name(ks_error e)
     case KS_ERR_DEVICE: return "KS_ERR_DEVICE";
     case KS_ERR_NUMERIC: return "KS_ERR_NUMERIC";
     case KS_ERR_SIZE: return "KS_ERR_SIZE";
+    case KS_ERR_MPI: return "KS_ERR_MPI";
     }
     return "KS_ERR_UNKNOWN";
 }

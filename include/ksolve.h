@@ -41,7 +41,8 @@ typedef enum ks_error {
     KS_ERR_UNSUPPORTED, /* backend, format or feature not available */
     KS_ERR_DEVICE,      /* CUDA / cuBLAS / cuSPARSE failure */
     KS_ERR_NUMERIC,     /* NaN/Inf in data, zero diagonal, ... */
-    KS_ERR_SIZE         /* dimension mismatch or index overflow */
+    KS_ERR_SIZE,        /* dimension mismatch or index overflow */
+    KS_ERR_MPI          /* an MPI call failed (the message names it and MPI's reason) */
 } ks_error;
 
 /* Short name of an error code, e.g. "KS_ERR_FORMAT". */
@@ -199,16 +200,26 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
 void ks_matrix_destroy(ks_matrix *M);
 /* y = alpha*A*x + beta*y; x and y on the matrix's backend, distinct. */
 ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta, ks_vec *y);
+/* Sizes; of a distributed matrix (ksolve_mpi.h) this rank's part: its
+ * rows, the columns it owns (the length of its part of x), the nonzeros of
+ * its rows. */
 ks_int ks_matrix_rows(const ks_matrix *M);
 ks_int ks_matrix_cols(const ks_matrix *M);
 ks_int ks_matrix_nnz(const ks_matrix *M);
+/* Rows of the whole matrix: ks_matrix_rows for a local matrix, the sum over
+ * the ranks for a distributed one. */
+ks_gint ks_matrix_global_rows(const ks_matrix *M);
+/* A new vector shaped like M's rows, on M's backend (distributed like them
+ * when M is distributed): the vectors a solve with M needs. */
+ks_error ks_matrix_vec_create(const ks_matrix *M, ks_vec **v);
 const char *ks_matrix_format(const ks_matrix *M);
 /* Why "auto" chose that format (the matrix statistics behind the choice,
  * e.g. "banded: 7 occupied diagonals, fill 1.02, 125000 rows"); "" when the
  * format was named explicitly. */
 const char *ks_matrix_format_reason(const ks_matrix *M);
 ks_backend *ks_matrix_backend(const ks_matrix *M);
-/* Host copy of the matrix in CSR (owned by M). */
+/* Host copy of the matrix in CSR (owned by M); of a distributed matrix its
+ * local block (this rank's rows, the columns it owns, numbered from 0). */
 const ks_csr *ks_matrix_host_csr(const ks_matrix *M);
 /* Bytes one apply moves through memory (format's own layout). */
 double ks_matrix_bytes_per_apply(const ks_matrix *M);

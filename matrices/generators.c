@@ -2,7 +2,10 @@
  * Laplacians (5/9-point 2D, 7/27-point 3D), anisotropic diffusion and
  * upwind convection-diffusion, Dirichlet boundaries (a boundary row simply
  * omits the neighbours outside the grid). Row r = i + nx*(j + ny*k); the
- * stencil is walked in (dk, dj, di) order so columns come out sorted. */
+ * stencil is walked in (dk, dj, di) order so columns come out sorted. Any
+ * row range can be generated on its own (gen_rows.h): the whole matrix is
+ * the range [0, n), a rank of a distributed run takes its row block. */
+#include "gen_rows.h"
 #include "mmio_internal.h"
 
 #include <inttypes.h>
@@ -164,14 +167,96 @@ static void build_stencil(const ks_gen_params *p, stencil *s)
 /* Number of grid points that have a neighbour at offset d along an axis of n. */
 static int64_t axis_pairs(int d, int64_t n) { return d == 0 ? n : n - 1; }
 
+/* The grid a generator's rows live on (nz = 1 in 2D). */
+static void grid_dims(const ks_gen_params *p, int64_t *nx, int64_t *ny, int64_t *nz)
+{
+    *nx = p->nx;
+    *ny = p->ny;
+    *nz = is3d(p->kind) ? p->nz : 1;
+}
+
+ks_error ks_gen_rows_global(const ks_gen_params *p, int64_t *nrows)
+{
+    KS_TRY(check_params(p));
+    int64_t nx, ny, nz;
+    grid_dims(p, &nx, &ny, &nz);
+    *nrows = nx * ny * nz;
+    return KS_OK;
+}
+
+/* Rows [r0, r1) of p's matrix, grid line by grid line (a line: fixed j
+ * and k), each line clipped to the range, so a row needs no divisions.
+ * val == NULL: each row's length into rp[row - r0 + 1]; else its columns
+ * (into ci32, or ci64 when ci32 is NULL) and values from rp[row - r0] on. */
+static void walk_rows(const ks_gen_params *p, int64_t r0, int64_t r1, ks_int *rp, ks_int *ci32,
+                      ks_gint *ci64, double *val)
+{
+    stencil s;
+    build_stencil(p, &s);
+    int64_t nx, ny, nz;
+    grid_dims(p, &nx, &ny, &nz);
+    const int count = val == NULL;
+    const int64_t l0 = r0 / nx, l1 = (r1 + nx - 1) / nx;
+    KS_OMP_FOR
+    for (int64_t l = l0; l < l1; l++) {
+        const int64_t j = l % ny, k = l / ny;
+        const int64_t i0 = r0 > l * nx ? r0 - l * nx : 0;
+        const int64_t i1 = r1 < (l + 1) * nx ? r1 - l * nx : nx;
+        for (int64_t i = i0; i < i1; i++) {
+            const int64_t row = l * nx + i;
+            int64_t q = count ? 0 : rp[row - r0];
+            for (int e = 0; e < s.n; e++) {
+                int64_t ii = i + s.d[e][0], jj = j + s.d[e][1], kk = k + s.d[e][2];
+                if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz)
+                    continue;
+                if (!count) {
+                    int64_t col = ii + nx * (jj + ny * kk);
+                    if (ci32)
+                        ci32[q] = (ks_int)col;
+                    else
+                        ci64[q] = col;
+                    val[q] = s.c[e];
+                }
+                q++;
+            }
+            if (count)
+                rp[row - r0 + 1] = (ks_int)q;
+        }
+    }
+}
+
+ks_error ks_gen_rows_count(const ks_gen_params *p, int64_t r0, int64_t r1, ks_int *rp)
+{
+    /* Row lengths, then a serial prefix sum. */
+    walk_rows(p, r0, r1, rp, NULL, NULL, NULL);
+    rp[0] = 0;
+    int64_t sum = 0;
+    for (int64_t r = 0; r < r1 - r0; r++) {
+        sum += rp[r + 1];
+        if (sum > INT32_MAX)
+            return ks_seterr(KS_ERR_SIZE, "generator %s: rows %" PRId64 "..%" PRId64 " hold more "
+                             "than the 32-bit index limit %" PRId32 " (ks_int) of nonzeros",
+                             gen_names[p->kind], r0, r1 - 1, INT32_MAX);
+        rp[r + 1] = (ks_int)sum;
+    }
+    return KS_OK;
+}
+
+void ks_gen_rows_fill(const ks_gen_params *p, int64_t r0, int64_t r1, const ks_int *rp,
+                      ks_int *ci32, ks_gint *ci64, double *val)
+{
+    walk_rows(p, r0, r1, (ks_int *)rp, ci32, ci64, val);
+}
+
 ks_error ks_generate(const ks_gen_params *p, ks_csr *A)
 {
     if (!p || !A)
         return ks_seterr(KS_ERR_ARG, "ks_generate: NULL %s", p ? "matrix" : "parameters");
     memset(A, 0, sizeof *A);
-    KS_TRY(check_params(p));
-    const int64_t nx = p->nx, ny = p->ny, nz = is3d(p->kind) ? p->nz : 1;
-    const int64_t nrows = nx * ny * nz;
+    int64_t nrows;
+    KS_TRY(ks_gen_rows_global(p, &nrows));
+    int64_t nx, ny, nz;
+    grid_dims(p, &nx, &ny, &nz);
     stencil s;
     build_stencil(p, &s);
     int64_t nnz = 0;
@@ -183,40 +268,12 @@ ks_error ks_generate(const ks_gen_params *p, ks_csr *A)
                          "32-bit index limit %" PRId32 " (ks_int)", gen_names[p->kind], nx, ny, nz,
                          nrows, nnz, INT32_MAX);
     KS_TRY(ks_csr_alloc(A, (ks_int)nrows, (ks_int)nrows, (ks_int)nnz));
-    ks_int *rp = A->rowptr, *ci = A->colind;
-    double *v = A->val;
-    const int64_t nlines = ny * nz;
-
-    /* Row lengths, then a serial prefix sum, then the parallel fill. */
-    KS_OMP_FOR
-    for (int64_t l = 0; l < nlines; l++) {
-        int64_t j = l % ny, k = l / ny;
-        for (int64_t i = 0; i < nx; i++) {
-            ks_int len = 0;
-            for (int e = 0; e < s.n; e++) {
-                int64_t ii = i + s.d[e][0], jj = j + s.d[e][1], kk = k + s.d[e][2];
-                len += ii >= 0 && ii < nx && jj >= 0 && jj < ny && kk >= 0 && kk < nz;
-            }
-            rp[l * nx + i + 1] = len;
-        }
+    /* The whole matrix is the row range [0, n). */
+    ks_error e = ks_gen_rows_count(p, 0, nrows, A->rowptr);
+    if (e != KS_OK) {
+        ks_csr_free(A);
+        return e;
     }
-    rp[0] = 0;
-    for (int64_t r = 0; r < nrows; r++)
-        rp[r + 1] += rp[r];
-
-    KS_OMP_FOR
-    for (int64_t l = 0; l < nlines; l++) {
-        int64_t j = l % ny, k = l / ny;
-        for (int64_t i = 0; i < nx; i++) {
-            int64_t row = l * nx + i, q = rp[row];
-            for (int e = 0; e < s.n; e++) {
-                int64_t ii = i + s.d[e][0], jj = j + s.d[e][1], kk = k + s.d[e][2];
-                if (ii >= 0 && ii < nx && jj >= 0 && jj < ny && kk >= 0 && kk < nz) {
-                    ci[q] = (ks_int)(ii + nx * (jj + ny * kk));
-                    v[q++] = s.c[e];
-                }
-            }
-        }
-    }
+    ks_gen_rows_fill(p, 0, nrows, A->rowptr, A->colind, NULL, A->val);
     return KS_OK;
 }

@@ -4,7 +4,8 @@
  *              which makes D - A diagonally dominant so smoothing with it
  *              converges without tuning omega for symmetric M-matrices).
  * The inverse is made once at setup; apply is one pointwise multiply on the
- * backend. */
+ * backend. On a distributed matrix each rank inverts its rows' diagonal
+ * (the l1 sums take the ghost columns too). */
 #include "krylov.h"
 
 #include <math.h>
@@ -26,13 +27,13 @@ static ks_error jacobi_build(ks_precond *pc, ks_matrix *A, int l1)
         return KS_ERR_MEMORY;
     double *off = diag + n;
     ks_vec *v = NULL;
-    ks_error e = ks_vec_create(pc->be, n, &v);
+    ks_error e = ks_matrix_vec_create(A, &v);
     if (e == KS_OK)
         e = ks_sparse_diagonal(S, v->data);
     if (e == KS_OK)
         e = ks_vec_get_host(v, diag);
     if (e == KS_OK && l1)
-        e = ks_sparse_offdiag_abs_sums(S, v->data);
+        e = ks_matrix_offdiag_abs_sums(A, v);
     if (e == KS_OK && l1)
         e = ks_vec_get_host(v, off);
     for (ks_int i = 0; i < n && e == KS_OK; i++) {
@@ -53,6 +54,8 @@ static ks_error jacobi_build(ks_precond *pc, ks_matrix *A, int l1)
         else
             diag[i] = omega / d;
     }
+    /* A distributed matrix: a bad row on one rank fails every rank's setup. */
+    e = ks_matrix_agree(A, e);
     if (e == KS_OK)
         e = ks_vec_set_host(v, diag);
     if (e == KS_OK) {

@@ -3,8 +3,20 @@
  * (amg/resetup.c). */
 #include "precond_amg.h"
 
+/* AMG's setup reads one process's whole matrix: on a distributed one every
+ * rank refuses alike (the matrix is distributed on every rank). */
+static ks_error refuse_distributed(const ks_matrix *A)
+{
+    if (!ks_matrix_distributed(A))
+        return KS_OK;
+    return ks_seterr(KS_ERR_UNSUPPORTED,
+                     "AMG on a distributed matrix: distributed AMG is not done yet (use PCG or "
+                     "PBICGSTAB with JACOBI or JACOBI_L1 across ranks)");
+}
+
 static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
 {
+    KS_TRY(refuse_distributed(A));
     /* The old hierarchy goes first: building the new one beside it would
      * double the peak memory (host and device) of every repeated setup. A
      * failed setup leaves no preconditioner (include/ksolve.h says so). */
@@ -18,6 +30,7 @@ static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
 
 static ks_error amg_pc_resetup(ks_precond *pc, ks_matrix *A)
 {
+    KS_TRY(refuse_distributed(A));
     if (!pc->data)
         return amg_pc_setup(pc, A);
     return ks_amg_resetup(pc->data, A);

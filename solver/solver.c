@@ -180,7 +180,7 @@ ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
     }
     /* One extra vector for the true residual after the solve. */
     for (int i = 0; i < s->ops->work_vectors + 1; i++) {
-        e = ks_vec_create(s->be, n, &s->work[i]);
+        e = ks_matrix_vec_create(A, &s->work[i]);
         if (e != KS_OK) {
             free_work(s);
             s->pc->ops->destroy(s->pc);

@@ -120,12 +120,38 @@ ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, dou
                                         double c, const ks_vec *w, int wkind, double wscale,
                                         ks_vec *x1, int keep_x1, ks_vec *r, ks_vec *xo);
 
+/* A distributed matrix's own part (mpi/ builds it, ksolve_mpi.h): this
+ * rank's row block as a local block (the columns this rank owns, numbered
+ * 0..nloc-1) and a ghost block (other ranks' columns, numbered 0..nghost-1
+ * in ascending global order), each a ks_matrix of its own. The ks_matrix
+ * holding it views the local block's CSR, so its rows, columns, sparse
+ * CSR, host CSR and diagonal are the local block's; it has no format state
+ * of its own, and ks_matrix_apply checks the vectors' layouts, then hands
+ * over to ops->apply. */
+typedef struct ks_matrix_dist ks_matrix_dist;
+typedef struct ks_dist_ops {
+    /* y = alpha A x + beta y over the ranks (collective): the halo exchange
+     * overlapped with the local block's SpMV, then the ghost block's. x and
+     * y are checked: M's layout, distinct. */
+    ks_error (*apply)(ks_matrix_dist *d, double alpha, const ks_vec *x, double beta, ks_vec *y);
+    void (*destroy)(ks_matrix_dist *d);
+} ks_dist_ops;
+
+struct ks_matrix_dist {
+    const ks_dist_ops *ops;
+    const ks_comm *comm;
+    ks_gint *offsets;   /* comm->size + 1: where each rank's rows start, the same on
+                         * every rank; the columns are split alike (square) */
+    ks_matrix *local;   /* owned columns */
+    ks_matrix *ghost;   /* ghost columns; NULL when this rank's rows have none */
+    double halo_bytes;  /* the halo exchange's buffers */
+};
+
 /* Matrix object: the matrix as CSR in its backend's memory (a ks_sparse,
  * what setup code reads and re-setup writes) and the format's state built
  * from it. No host copy is kept on a backend without host memory; one is
- * made on demand (ks_matrix_host_csr) and then owned. The MPI work extends
- * this to a row block with a local "diag" part and an "offd" part with a
- * 64-bit global column map. */
+ * made on demand (ks_matrix_host_csr) and then owned. A distributed matrix
+ * has dist set (see ks_matrix_dist above); NULL for every local one. */
 struct ks_matrix {
     ks_backend *be;
     const ks_spmv_format_ops *ops;
@@ -143,7 +169,24 @@ struct ks_matrix {
                             * use grew by this much when it was built */
     double setup_seconds;
     char format_reason[160]; /* why "auto" chose ops; "" when the format was named */
+    ks_matrix_dist *dist;  /* NULL: a local matrix */
 };
+
+/* The matrix holding distributed part d (M takes d: on failure d is
+ * destroyed). d's blocks must be built. */
+ks_error ks_matrix_wrap_dist(ks_matrix_dist *d, ks_matrix **M);
+/* 1 when M is distributed over ranks. */
+int ks_matrix_distributed(const ks_matrix *M);
+/* ks_matrix_apply of a distributed matrix (spmv/matrix_dist.c). */
+ks_error ks_matrix_dist_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta,
+                              ks_vec *y);
+/* The outcome of a step that may fail on some ranks only (see
+ * ks_comm_ops.agree): e itself for a local matrix. Collective for a
+ * distributed one. */
+ks_error ks_matrix_agree(const ks_matrix *M, ks_error e);
+/* s[i] = sum_{j != i} |a_ij| over the whole row i (a distributed matrix's
+ * ghost entries included); s shaped like M's rows (ks_matrix_vec_create). */
+ks_error ks_matrix_offdiag_abs_sums(const ks_matrix *M, ks_vec *s);
 
 /* M from a CSR already on be: M takes A's arrays (A is left empty, also on
  * failure, when they are freed). A must be valid (ks_sparse_validate). */

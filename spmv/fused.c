@@ -25,6 +25,9 @@ static ks_error check_square(const ks_matrix *M)
 {
     if (!M)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: NULL matrix");
+    if (ks_matrix_distributed(M))
+        return ks_seterr(KS_ERR_UNSUPPORTED,
+                         "ks_matrix_fused_step: not yet for a distributed matrix");
     if (M->A.nrows != M->A.ncols)
         return ks_seterr(KS_ERR_SIZE, "ks_matrix_fused_step: matrix is %ld x %ld, not square",
                          (long)M->A.nrows, (long)M->A.ncols);

@@ -321,7 +321,37 @@ void ks_matrix_destroy(ks_matrix *M)
         ks_csr_free(&M->host);
     if (!M->A_borrowed)
         ks_sparse_free(&M->A);
+    if (M->dist)
+        M->dist->ops->destroy(M->dist);
     free(M);
+}
+
+ks_error ks_matrix_wrap_dist(ks_matrix_dist *d, ks_matrix **M)
+{
+    *M = NULL;
+    ks_matrix *m = ks_calloc(1, sizeof *m, "ks_matrix");
+    if (!m) {
+        d->ops->destroy(d);
+        return KS_ERR_MEMORY;
+    }
+    const ks_matrix *L = d->local;
+    /* A view of the local block: what reads the matrix's CSR (Jacobi's
+     * diagonal) sees this rank's rows and owned columns. */
+    m->be = L->be;
+    m->ops = L->ops;
+    m->params = L->params;
+    m->A = L->A;
+    m->A_borrowed = 1;
+    m->id = new_id();
+    const ks_csr *H = ks_matrix_host_csr(L); /* a view: host-memory backends only */
+    if (H)
+        m->host = *H;
+    m->bytes_per_apply = L->bytes_per_apply + (d->ghost ? d->ghost->bytes_per_apply : 0.0);
+    m->setup_seconds = L->setup_seconds + (d->ghost ? d->ghost->setup_seconds : 0.0);
+    memcpy(m->format_reason, L->format_reason, sizeof m->format_reason);
+    m->dist = d;
+    *M = m;
+    return KS_OK;
 }
 
 ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta, ks_vec *y)
@@ -329,6 +359,8 @@ ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double bet
     if (!M || !x || !y)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_apply: NULL %s",
                          !M ? "matrix" : !x ? "x" : "y");
+    if (M->dist)
+        return ks_matrix_dist_apply(M, alpha, x, beta, y);
     if (x->be != M->be || y->be != M->be)
         return ks_seterr(KS_ERR_ARG,
                          "ks_matrix_apply: %s is on another backend object than the matrix",
@@ -384,6 +416,13 @@ static ks_int first_nonfinite(const double *val, ks_int nnz)
     return nnz;
 }
 
+/* What changes values in place is not there yet for distributed matrices
+ * (their values sit in two blocks in another order than the caller's). */
+static ks_error not_dist(const char *fn)
+{
+    return ks_seterr(KS_ERR_UNSUPPORTED, "%s: not yet for a distributed matrix", fn);
+}
+
 static ks_error released(const char *fn)
 {
     return ks_seterr(KS_ERR_ARG, "%s: the matrix's values were released "
@@ -394,6 +433,8 @@ ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
 {
     if (!M || (!val && M->A.nnz > 0))
         return ks_seterr(KS_ERR_ARG, "ks_matrix_set_values: NULL %s", M ? "values" : "matrix");
+    if (M->dist)
+        return not_dist("ks_matrix_set_values");
     if (M->values_released)
         return released("ks_matrix_set_values");
     const ks_int nnz = M->A.nnz;
@@ -449,7 +490,7 @@ ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
     return e;
 }
 
-double *ks_matrix_values(ks_matrix *M) { return M ? M->A.val : NULL; }
+double *ks_matrix_values(ks_matrix *M) { return M && !M->dist ? M->A.val : NULL; }
 
 ks_error ks_matrix_release_values(ks_matrix *M, int *rel)
 {
@@ -489,6 +530,8 @@ ks_error ks_matrix_values_changed(ks_matrix *M)
 {
     if (!M)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_values_changed: NULL matrix");
+    if (M->dist)
+        return not_dist("ks_matrix_values_changed");
     if (M->values_released)
         return released("ks_matrix_values_changed");
     if (M->host_owned && M->A.nnz > 0)
@@ -505,17 +548,32 @@ ks_error ks_matrix_values_changed(ks_matrix *M)
 
 ks_int ks_matrix_rows(const ks_matrix *M) { return M ? M->A.nrows : 0; }
 ks_int ks_matrix_cols(const ks_matrix *M) { return M ? M->A.ncols : 0; }
-ks_int ks_matrix_nnz(const ks_matrix *M) { return M ? M->A.nnz : 0; }
+ks_int ks_matrix_nnz(const ks_matrix *M)
+{
+    if (M && M->dist && M->dist->ghost)
+        return M->A.nnz + M->dist->ghost->A.nnz;
+    return M ? M->A.nnz : 0;
+}
 const char *ks_matrix_format(const ks_matrix *M) { return M ? M->ops->name : NULL; }
 const char *ks_matrix_format_reason(const ks_matrix *M) { return M ? M->format_reason : ""; }
 ks_backend *ks_matrix_backend(const ks_matrix *M) { return M ? M->be : NULL; }
 double ks_matrix_bytes_per_apply(const ks_matrix *M) { return M ? M->bytes_per_apply : 0.0; }
 double ks_matrix_setup_seconds(const ks_matrix *M) { return M ? M->setup_seconds : 0.0; }
 const ks_sparse *ks_matrix_sparse(const ks_matrix *M) { return M ? &M->A : NULL; }
-int ks_matrix_has_gs_sweep(const ks_matrix *M) { return M && M->ops->gs_sweep != NULL; }
-int ks_matrix_has_fused_step(const ks_matrix *M) { return M && M->ops->fused_step != NULL; }
+/* A distributed matrix has neither: its passes would need the halo. */
+int ks_matrix_has_gs_sweep(const ks_matrix *M)
+{
+    return M && !M->dist && M->ops->gs_sweep != NULL;
+}
+int ks_matrix_has_fused_step(const ks_matrix *M)
+{
+    return M && !M->dist && M->ops->fused_step != NULL;
+}
 int ks_matrix_float_values(const ks_matrix *M) { return M && M->params.float_values; }
-const void *ks_matrix_storage_id(const ks_matrix *M) { return M ? M->state : NULL; }
+const void *ks_matrix_storage_id(const ks_matrix *M)
+{
+    return !M ? NULL : M->dist ? (const void *)M->dist : M->state;
+}
 unsigned long long ks_matrix_id(const ks_matrix *M) { return M ? M->id : 0; }
 
 const ks_csr *ks_matrix_host_csr(const ks_matrix *M)
@@ -541,6 +599,8 @@ ks_error ks_matrix_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int 
 {
     if (!M || !b || !x)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_gs_sweep: NULL argument");
+    if (M->dist)
+        return not_dist("ks_matrix_gs_sweep");
     if (!M->ops->gs_sweep)
         return ks_seterr(KS_ERR_UNSUPPORTED, "SpMV format '%s' has no Gauss-Seidel sweep",
                          M->ops->name);
@@ -555,6 +615,9 @@ double ks_matrix_memory_bytes(const ks_matrix *M)
 {
     if (!M)
         return 0.0;
+    if (M->dist)
+        return ks_matrix_memory_bytes(M->dist->local) + ks_matrix_memory_bytes(M->dist->ghost) +
+               M->dist->halo_bytes;
     double b = M->A_borrowed ? 0.0 : ks_sparse_bytes(&M->A);
     if (!M->state)
         return b;

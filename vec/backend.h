@@ -5,6 +5,7 @@
 
 #include "../core/ks_internal.h"
 #include "alloc_track.h"
+#include "comm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -90,6 +91,13 @@ struct ks_vec {
     ks_backend *be;
     ks_int n;
     double *data;      /* in the backend's memory space */
+    /* A distributed vector (mpi/): n is this rank's part; reductions
+     * combine the ranks' partial results through comm. offsets (owned,
+     * comm->size + 1 entries, the same on every rank) say where each
+     * rank's part starts, so operations compare layouts and refuse a
+     * mismatch on every rank alike. Both NULL for a local vector. */
+    const ks_comm *comm;
+    ks_gint *offsets;
 };
 
 extern const ks_backend_ops ks_backend_cpu_ops;

@@ -1,9 +1,13 @@
 /* Public vector API: argument checks, then the backend's kernel. Every
  * vector of one operation must live on the same backend object (a cuda
- * backend orders its work on its own stream) and have the same size. */
+ * backend orders its work on its own stream) and have the same size.
+ * Distributed vectors (comm set) must share the comm and the layout, and
+ * their reductions end with the comm's combination of the ranks' partial
+ * results. */
 #include "vec_fused.h"
 
 #include <math.h>
+#include <string.h>
 
 /* ---------------------------------------------------------- checks */
 
@@ -21,12 +25,35 @@ static ks_error need_out(const void *p, const char *fn, const char *name)
     return KS_OK;
 }
 
-/* x and y both present, on one backend, of one size. */
+/* x and y both local, or both spread over one comm in one layout. Every
+ * rank holds the same offsets, so a mismatch is refused on every rank
+ * alike (no rank goes on to a reduction the others never join). */
+static ks_error same_layout(const ks_vec *x, const ks_vec *y, const char *fn, const char *xn,
+                            const char *yn)
+{
+    if (x->comm != y->comm)
+        return ks_seterr(KS_ERR_ARG, "%s: %s is %s, %s is %s", fn, xn,
+                         x->comm ? "distributed" : "local", yn,
+                         !y->comm ? "local" : x->comm ? "distributed over another ks_comm"
+                                                      : "distributed");
+    if (!x->comm || x->offsets == y->offsets ||
+        !memcmp(x->offsets, y->offsets, ((size_t)x->comm->size + 1) * sizeof *x->offsets))
+        return KS_OK;
+    const int me = x->comm->rank;
+    return ks_seterr(KS_ERR_SIZE,
+                     "%s: %s and %s are distributed differently (%s: %lld entries in all, "
+                     "%lld on rank %d; %s: %lld in all, %lld on rank %d)",
+                     fn, xn, yn, xn, (long long)x->offsets[x->comm->size], (long long)x->n, me,
+                     yn, (long long)y->offsets[y->comm->size], (long long)y->n, me);
+}
+
+/* x and y both present, on one backend, of one size (and layout). */
 static ks_error same(const ks_vec *x, const ks_vec *y, const char *fn, const char *xn,
                      const char *yn)
 {
     KS_TRY(need(x, fn, xn));
     KS_TRY(need(y, fn, yn));
+    KS_TRY(same_layout(x, y, fn, xn, yn));
     if (x->be != y->be)
         return ks_seterr(KS_ERR_ARG,
                          "%s: vectors %s (backend %s at %p) and %s (backend %s at %p) live on "
@@ -40,6 +67,22 @@ static ks_error same(const ks_vec *x, const ks_vec *y, const char *fn, const cha
 }
 
 #define OPS(v) ((v)->be->ops)
+
+/* A reduction's last step: a distributed vector's partial results r[0..k)
+ * combined over the ranks (summed in rank order, or their maximum). Every
+ * rank gets here, a rank without entries too, and a rank whose local part
+ * failed with e brings NaN, so every rank sees NaN and stops instead of
+ * waiting alone in the next collective. */
+static ks_error combine(const ks_vec *v, ks_error e, double *r, int k, int max)
+{
+    if (!v->comm)
+        return e;
+    if (e != KS_OK)
+        for (int i = 0; i < k; i++)
+            r[i] = NAN;
+    ks_error ec = max ? v->comm->ops->max(v->comm, r, k) : v->comm->ops->sum(v->comm, r, k);
+    return e != KS_OK ? e : ec;
+}
 
 /* ------------------------------------------------------- life cycle */
 
@@ -75,6 +118,7 @@ void ks_vec_destroy(ks_vec *v)
         return;
     if (v->data)
         v->be->ops->free(v->be, v->data);
+    free(v->offsets);
     free(v);
 }
 
@@ -176,7 +220,8 @@ ks_error ks_vec_dot(const ks_vec *x, const ks_vec *y, double *r)
     KS_TRY(same(x, y, "ks_vec_dot", "x", "y"));
     KS_TRY(need_out(r, "ks_vec_dot", "r"));
     *r = 0.0;
-    return x->n ? OPS(x)->dot(x->be, x->n, x->data, y->data, r) : KS_OK;
+    ks_error e = x->n ? OPS(x)->dot(x->be, x->n, x->data, y->data, r) : KS_OK;
+    return combine(x, e, r, 1, 0);
 }
 
 ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks_vec *v,
@@ -187,7 +232,8 @@ ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks
     KS_TRY(same(u, v, "ks_vec_dot2", "u", "v"));
     KS_TRY(need_out(r, "ks_vec_dot2", "r"));
     r[0] = r[1] = 0.0;
-    return x->n ? OPS(x)->dot2(x->be, x->n, x->data, y->data, u->data, v->data, r) : KS_OK;
+    ks_error e = x->n ? OPS(x)->dot2(x->be, x->n, x->data, y->data, u->data, v->data, r) : KS_OK;
+    return combine(x, e, r, 2, 0);
 }
 
 ks_error ks_vec_norm2(const ks_vec *x, double *r)
@@ -195,10 +241,9 @@ ks_error ks_vec_norm2(const ks_vec *x, double *r)
     KS_TRY(need(x, "ks_vec_norm2", "x"));
     KS_TRY(need_out(r, "ks_vec_norm2", "r"));
     *r = 0.0;
-    if (x->n == 0)
-        return KS_OK;
-    double s;
-    KS_TRY(OPS(x)->dot(x->be, x->n, x->data, x->data, &s));
+    double s = 0.0;
+    ks_error e = x->n ? OPS(x)->dot(x->be, x->n, x->data, x->data, &s) : KS_OK;
+    KS_TRY(combine(x, e, &s, 1, 0)); /* the ranks' squared sums, then one root */
     *r = sqrt(s);
     return KS_OK;
 }
@@ -208,7 +253,8 @@ ks_error ks_vec_norm1(const ks_vec *x, double *r)
     KS_TRY(need(x, "ks_vec_norm1", "x"));
     KS_TRY(need_out(r, "ks_vec_norm1", "r"));
     *r = 0.0;
-    return x->n ? OPS(x)->norm1(x->be, x->n, x->data, r) : KS_OK;
+    ks_error e = x->n ? OPS(x)->norm1(x->be, x->n, x->data, r) : KS_OK;
+    return combine(x, e, r, 1, 0);
 }
 
 ks_error ks_vec_norminf(const ks_vec *x, double *r)
@@ -216,7 +262,8 @@ ks_error ks_vec_norminf(const ks_vec *x, double *r)
     KS_TRY(need(x, "ks_vec_norminf", "x"));
     KS_TRY(need_out(r, "ks_vec_norminf", "r"));
     *r = 0.0;
-    return x->n ? OPS(x)->norminf(x->be, x->n, x->data, r) : KS_OK;
+    ks_error e = x->n ? OPS(x)->norminf(x->be, x->n, x->data, r) : KS_OK;
+    return combine(x, e, r, 1, 1);
 }
 
 ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r)
@@ -224,5 +271,16 @@ ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r)
     KS_TRY(same(x, y, "ks_vec_axpy_norm2", "x", "y"));
     KS_TRY(need_out(r, "ks_vec_axpy_norm2", "r"));
     *r = 0.0;
-    return x->n ? OPS(x)->axpy_norm2(x->be, x->n, a, x->data, y->data, r) : KS_OK;
+    if (!y->comm)
+        return x->n ? OPS(x)->axpy_norm2(x->be, x->n, a, x->data, y->data, r) : KS_OK;
+    /* Distributed: the ranks' squared sums must be added before the square
+     * root, which the fused kernel takes locally; so the update, then the
+     * local squared sum (a second pass over y). */
+    double s = 0.0;
+    ks_error e = x->n ? OPS(x)->axpy(x->be, x->n, a, x->data, y->data) : KS_OK;
+    if (e == KS_OK && x->n)
+        e = OPS(x)->dot(x->be, x->n, y->data, y->data, &s);
+    KS_TRY(combine(y, e, &s, 1, 0));
+    *r = sqrt(s);
+    return KS_OK;
 }

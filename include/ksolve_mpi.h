@@ -1,0 +1,124 @@
+/* ksolve over MPI: matrices and vectors distributed in contiguous row
+ * blocks over the ranks of a communicator (docs/mpi.md). The Krylov
+ * methods run unchanged on them: ks_matrix_apply exchanges the ghost
+ * values of x with the neighbouring ranks, and every reduction of a
+ * distributed vector adds the ranks' partial results in rank order, so all
+ * ranks see the same bits, run after run with the same rank count.
+ *
+ * Collective calls (marked so) must be made by every rank of the
+ * communicator in the same order. A collective call that fails on one rank
+ * fails on every rank (the others get the failing rank's message, prefixed
+ * with its number), so no rank is left waiting. Every operation of a
+ * distributed solve (ks_matrix_apply, the reductions of ks_vec_dot and the
+ * norms, ks_solver_setup and ks_solver_solve on a distributed matrix) is
+ * collective too.
+ *
+ * Not done yet: AMG on a distributed matrix (ks_solver_setup fails with
+ * KS_ERR_UNSUPPORTED), distributed matrices on the cuda backend, reading a
+ * Matrix Market file into a distributed matrix. */
+#ifndef KSOLVE_MPI_H
+#define KSOLVE_MPI_H
+
+#include <mpi.h>
+
+#include "ksolve.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ communicator */
+typedef struct ks_comm ks_comm;
+
+/* Collective. A ks_comm over a duplicate of comm (ksolve's messages never
+ * meet the caller's) with MPI_ERRORS_RETURN, so a failing MPI call becomes
+ * KS_ERR_MPI naming the call and MPI's reason. MPI must be initialised. */
+ks_error ks_comm_create(MPI_Comm comm, ks_comm **c);
+/* Collective (frees the duplicate; after MPI_Finalize only the memory).
+ * Destroy the matrices and vectors made on c first. */
+void ks_comm_destroy(ks_comm *c);
+int ks_comm_rank(const ks_comm *c);
+int ks_comm_size(const ks_comm *c);
+/* Collective. The outcome of a step that may have failed on some ranks
+ * only: e on the ranks where it failed; on the others the failure of the
+ * lowest failing rank (its code, and its message prefixed "rank N: "), so
+ * every rank can stop before the next collective call instead of waiting
+ * there alone. KS_OK when every rank succeeded. */
+ks_error ks_comm_agree(const ks_comm *c, ks_error e);
+/* Collective. v[0..k) = the sum over the ranks of each rank's v[0..k),
+ * added in rank order: the same bits on every rank and in every run with
+ * the same rank count (what the distributed vectors' reductions use). */
+ks_error ks_comm_sum(const ks_comm *c, double *v, int k);
+/* Collective. v[0..k) = the maximum over the ranks (NaN when any is NaN). */
+ks_error ks_comm_max(const ks_comm *c, double *v, int k);
+/* Collective. v[0..k) = the exact sum over the ranks. */
+ks_error ks_comm_sum_gint(const ks_comm *c, ks_gint *v, int k);
+
+/* ----------------------------------------------------------------- vectors */
+/* Collective. A vector with nlocal entries on this rank, the ranks' parts
+ * following each other in rank order. ks_vec_size, ks_vec_set_host and
+ * ks_vec_get_host see this rank's part; the reductions (ks_vec_dot, the
+ * norms) are over all ranks and collective. Vectors of one operation must
+ * be laid out alike over one ks_comm (KS_ERR_SIZE or KS_ERR_ARG on every
+ * rank otherwise). */
+ks_error ks_vec_create_dist(ks_backend *be, const ks_comm *comm, ks_int nlocal, ks_vec **v);
+/* The comm v is distributed over (NULL for a local vector). */
+const ks_comm *ks_vec_comm(const ks_vec *v);
+/* Global index of this rank's first entry (0 for a local vector) and the
+ * entries of all ranks together (ks_vec_size for a local vector). */
+ks_gint ks_vec_row_begin(const ks_vec *v);
+ks_gint ks_vec_global_size(const ks_vec *v);
+
+/* ---------------------------------------------------------------- matrices */
+/* Collective. A square matrix of ncols_global rows and columns from each
+ * rank's rows: rank r holds rows offset_r .. offset_r + nlocal_rows - 1,
+ * offset_r being the sum of the lower ranks' nlocal_rows (a rank may have
+ * none); the ranks' nlocal_rows must add up to ncols_global. rowptr
+ * (nlocal_rows + 1, from 0), colind (global column numbers, 0-based) and
+ * val are this rank's CSR rows; they are copied. Each row's columns may
+ * come in any order (they are sorted); a column given twice in a row is
+ * refused (not summed), as are columns outside 0..ncols_global-1 and
+ * values that are not finite: KS_ERR_ARG naming the rank, the local and
+ * global row and the column. The columns x's ranks hold are split alike:
+ * x and y of an apply are laid out like the rows (ks_matrix_vec_create).
+ *
+ * Each rank keeps a local block (the columns it owns) in `format` (NULL or
+ * "auto": the backend's choice) and a ghost block (the other ranks'
+ * columns, compressed) in csr. The backend must have host memory (cpu):
+ * KS_ERR_UNSUPPORTED otherwise. ks_matrix_rows, ks_matrix_cols and
+ * ks_matrix_nnz are this rank's; ks_matrix_global_rows the whole. */
+ks_error ks_matrix_create_dist(ks_backend *be, const ks_comm *comm, ks_int nlocal_rows,
+                               ks_gint ncols_global, const ks_int *rowptr, const ks_gint *colind,
+                               const double *val, const char *format,
+                               const ks_spmv_params *params, ks_matrix **M);
+/* The comm M is distributed over (NULL for a local matrix). */
+const ks_comm *ks_matrix_comm(const ks_matrix *M);
+/* Global number of this rank's first row (0 for a local matrix). */
+ks_gint ks_matrix_row_begin(const ks_matrix *M);
+
+/* ------------------------------------------------------ parallel generation */
+/* One rank's rows of a matrix with global column numbers. */
+typedef struct ks_dist_csr {
+    ks_int nrows;       /* this rank's rows */
+    ks_int nnz;
+    ks_gint row_begin;  /* global number of the first of them */
+    ks_gint nrows_global, ncols_global;
+    ks_int *rowptr;     /* nrows + 1, from 0 */
+    ks_gint *colind;    /* nnz global columns, sorted within each row */
+    double *val;        /* nnz */
+} ks_dist_csr;
+
+void ks_dist_csr_free(ks_dist_csr *A);
+
+/* Collective. This rank's rows of the matrix ks_generate(p) makes (the
+ * same values, bit for bit), and nothing else: no rank ever holds the
+ * whole matrix. nlocal < 0: even row blocks (the first n mod p ranks one
+ * row more); else this rank's row count (the counts must add up to the
+ * grid's rows). Hand the result to ks_matrix_create_dist. */
+ks_error ks_generate_dist(const ks_comm *comm, const ks_gen_params *p, ks_int nlocal,
+                          ks_dist_csr *A);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KSOLVE_MPI_H */

@@ -1,0 +1,22 @@
+/* The distributed product y = alpha A x + beta y, overlapping the halo
+ * exchange with computation: post the exchange of x's ghost entries, apply
+ * the local block (which needs none of them) meanwhile, wait, then add the
+ * ghost block's product. Each row's sum is thus split in two (local
+ * columns, then ghost columns), so it may differ from a one-process
+ * product in the last bits. */
+#include "mpi_internal.h"
+
+ks_error ks_dist_apply(ks_matrix_dist *base, double alpha, const ks_vec *x, double beta,
+                       ks_vec *y)
+{
+    ks_dist_impl *d = (ks_dist_impl *)base;
+    ks_error e = ks_halo_begin(d->halo, x->data, d->xghost->data);
+    ks_error el = e == KS_OK ? ks_matrix_apply(base->local, alpha, x, beta, y) : KS_OK;
+    /* Waited for after a failure too: no request outlives the call. */
+    ks_error ew = ks_halo_end(d->halo);
+    if (e == KS_OK)
+        e = el != KS_OK ? el : ew;
+    if (e == KS_OK && base->ghost)
+        e = ks_matrix_apply(base->ghost, alpha, d->xghost, 1.0, y);
+    return e;
+}

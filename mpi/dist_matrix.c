@@ -1,0 +1,140 @@
+/* ks_matrix_create_dist: a rank's rows with global columns become a
+ * distributed ks_matrix. The steps that can fail on some ranks only (the
+ * arguments, the rows' checks, the blocks' formats) each end in an
+ * agreement over the ranks, so every rank returns the same error and the
+ * next collective runs only when every rank got there. */
+#include "mpi_internal.h"
+
+#include <string.h>
+
+static void dist_destroy(ks_matrix_dist *base)
+{
+    ks_dist_impl *d = (ks_dist_impl *)base;
+    ks_matrix_destroy(base->local);
+    ks_matrix_destroy(base->ghost);
+    free(base->offsets);
+    ks_halo_destroy(d->halo);
+    ks_vec_destroy(d->xghost);
+    free(d->ghost_gid);
+    free(d);
+}
+
+static const ks_dist_ops mpi_dist_ops = {
+    .apply = ks_dist_apply,
+    .destroy = dist_destroy,
+};
+
+static ks_error check_args(ks_backend *be, ks_int nloc, ks_gint ncols, const ks_int *rowptr,
+                           const ks_gint *colind, const double *val)
+{
+    if (!be)
+        return ks_seterr(KS_ERR_ARG, "NULL backend");
+    if (!ks_backend_host_memory(be))
+        return ks_seterr(KS_ERR_UNSUPPORTED,
+                         "distributed matrices on the %s backend: not yet (the halo exchange "
+                         "stages through host memory: cpu only for now)",
+                         ks_backend_name(be));
+    if (nloc < 0 || ncols < 0)
+        return ks_seterr(KS_ERR_ARG, "negative size (%ld local rows, %lld columns)", (long)nloc,
+                         (long long)ncols);
+    if (!rowptr)
+        return ks_seterr(KS_ERR_ARG, "NULL rowptr");
+    if (rowptr[nloc] > 0 && (!colind || !val))
+        return ks_seterr(KS_ERR_ARG, "NULL %s with %ld entries", colind ? "val" : "colind",
+                         (long)rowptr[nloc]);
+    return KS_OK;
+}
+
+/* The blocks, the ghost buffer and the halo plan from the split rows. */
+static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, const char *format,
+                      const ks_spmv_params *params, ks_dist_impl *d)
+{
+    d->ghost_gid = S->ghost_gid;
+    S->ghost_gid = NULL;
+    d->nghost = S->ghost.ncols;
+    ks_error e = ks_matrix_create(be, &S->local, format, params, &d->base.local);
+    if (e == KS_OK && d->nghost > 0)
+        e = ks_matrix_create(be, &S->ghost, "csr", NULL, &d->base.ghost);
+    if (e == KS_OK)
+        e = ks_vec_create(be, d->nghost, &d->xghost);
+    /* A format may refuse one rank's block and take another's. */
+    e = ks_comm_agree(comm, e);
+    if (e == KS_OK)
+        e = ks_halo_create(comm, d->base.offsets, d->ghost_gid, d->nghost, &d->halo);
+    if (e == KS_OK)
+        d->base.halo_bytes = ks_halo_bytes(d->halo) +
+                             (double)d->nghost * (sizeof(ks_gint) + sizeof(double)) +
+                             ((double)comm->size + 1) * sizeof(ks_gint);
+    return e;
+}
+
+ks_error ks_matrix_create_dist(ks_backend *be, const ks_comm *comm, ks_int nloc, ks_gint ncols,
+                               const ks_int *rowptr, const ks_gint *colind, const double *val,
+                               const char *format, const ks_spmv_params *params, ks_matrix **M)
+{
+    const char *fn = "ks_matrix_create_dist";
+    if (!M)
+        return ks_seterr(KS_ERR_ARG, "%s: NULL output pointer", fn);
+    *M = NULL;
+    if (!comm)
+        return ks_seterr(KS_ERR_ARG, "%s: NULL comm", fn);
+    const int p = comm->size, me = comm->rank;
+    ks_error e = check_args(be, nloc, ncols, rowptr, colind, val);
+    if (e != KS_OK)
+        ks_adderr(e, "rank %d", me);
+    e = ks_comm_agree(comm, e);
+    if (e != KS_OK)
+        return ks_adderr(e, "%s", fn);
+    ks_gint *offsets;
+    e = ks_layout_gather(comm, nloc, &offsets);
+    if (e != KS_OK)
+        return ks_adderr(e, "%s", fn);
+    if (offsets[p] != ncols) { /* the same offsets everywhere: every rank refuses */
+        ks_gint n = offsets[p];
+        free(offsets);
+        return ks_seterr(KS_ERR_SIZE,
+                         "%s: the ranks' rows add up to %lld but ncols_global is %lld (a "
+                         "distributed matrix is square: its columns are split like its rows)",
+                         fn, (long long)n, (long long)ncols);
+    }
+    ks_dist_split S;
+    e = ks_comm_agree(comm, ks_dist_csr_split(me, offsets[me], ncols, nloc, rowptr, colind,
+                                              val, &S));
+    ks_dist_impl *d = NULL;
+    if (e == KS_OK) {
+        d = ks_calloc(1, sizeof *d, "distributed matrix");
+        e = ks_comm_agree(comm, d ? KS_OK : KS_ERR_MEMORY);
+    }
+    if (e == KS_OK) {
+        d->base.ops = &mpi_dist_ops;
+        d->base.comm = comm;
+        d->base.offsets = offsets;
+        offsets = NULL;
+        e = build(be, comm, &S, format, params, d);
+    }
+    ks_dist_split_free(&S);
+    free(offsets);
+    if (e == KS_OK) {
+        e = ks_matrix_wrap_dist(&d->base, M); /* takes d, also on failure */
+        d = NULL;
+        e = ks_comm_agree(comm, e);
+    }
+    if (e != KS_OK) {
+        if (d)
+            dist_destroy(&d->base);
+        ks_matrix_destroy(*M);
+        *M = NULL;
+        return ks_adderr(e, "%s", fn);
+    }
+    return KS_OK;
+}
+
+const ks_comm *ks_matrix_comm(const ks_matrix *M)
+{
+    return M && M->dist ? M->dist->comm : NULL;
+}
+
+ks_gint ks_matrix_row_begin(const ks_matrix *M)
+{
+    return M && M->dist ? M->dist->offsets[M->dist->comm->rank] : 0;
+}

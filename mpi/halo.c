@@ -1,0 +1,189 @@
+/* The halo exchange of a distributed matrix: each rank receives the x
+ * entries of its ghost columns from their owners and sends its own entries
+ * that other ranks' rows reference.
+ *
+ * The plan is built once per matrix. The ghosts are sorted by global id and
+ * the layout is contiguous, so each owner's ghosts form one slice of the
+ * ghost buffer: the receive counts come from one pass. The owners learn
+ * what to send by receiving the ids themselves: MPI_Alltoall of the
+ * counts, then MPI_Alltoallv of the id lists. (Both cost O(ranks) memory
+ * per rank; a sparse exchange of the ids would not.)
+ *
+ * Each apply posts the receives straight into the ghost buffer, packs and
+ * sends (begin), and waits (end), so the caller can compute the local
+ * block's product meanwhile. Host buffers: the cpu backend's memory. */
+#include "mpi_internal.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* One tag for every exchange: ksolve's comm is a duplicate of its own, and
+ * an apply's messages are all received before the next apply sends. */
+#define HALO_TAG 0x6b73
+
+/* The plan's arrays from the per-rank counts (p entries each). */
+static ks_error plan_neighbours(ks_halo *h, int p, const int *rcount, const int *scount)
+{
+    for (int q = 0; q < p; q++) {
+        h->nrecv += rcount[q] > 0;
+        h->nsend += scount[q] > 0;
+    }
+    h->recv_rank = ks_malloc((size_t)h->nrecv * sizeof *h->recv_rank, "halo sources");
+    h->send_rank = ks_malloc((size_t)h->nsend * sizeof *h->send_rank, "halo destinations");
+    h->recv_start = ks_malloc(((size_t)h->nrecv + 1) * sizeof *h->recv_start, "halo slices");
+    h->send_start = ks_malloc(((size_t)h->nsend + 1) * sizeof *h->send_start, "halo slices");
+    h->req = ks_malloc(((size_t)h->nrecv + (size_t)h->nsend) * sizeof *h->req, "halo requests");
+    if (!h->recv_rank || !h->send_rank || !h->recv_start || !h->send_start || !h->req)
+        return KS_ERR_MEMORY;
+    int a = 0, b = 0;
+    h->recv_start[0] = h->send_start[0] = 0;
+    for (int q = 0; q < p; q++) {
+        if (rcount[q] > 0) {
+            h->recv_rank[a] = q;
+            h->recv_start[a + 1] = h->recv_start[a] + rcount[q];
+            a++;
+        }
+        if (scount[q] > 0) {
+            h->send_rank[b] = q;
+            h->send_start[b + 1] = h->send_start[b] + scount[q];
+            b++;
+        }
+    }
+    for (int r = 0; r < h->nrecv + h->nsend; r++)
+        h->req[r] = MPI_REQUEST_NULL;
+    return KS_OK;
+}
+
+/* Each step that can fail on some ranks only ends in an agreement, and
+ * the next collective runs only when every rank succeeded. */
+ks_error ks_halo_create(const ks_comm *c, const ks_gint *offsets, const ks_gint *ghost_gid,
+                        ks_int nghost, ks_halo **out)
+{
+    *out = NULL;
+    const int p = c->size, me = c->rank;
+    const MPI_Comm comm = ks_comm_mpi_of(c);
+    ks_halo *h = ks_calloc(1, sizeof *h, "halo plan");
+    int *cnt = ks_calloc(4 * (size_t)p, sizeof *cnt, "halo counts");
+    ks_gint *want = NULL;
+    long long nsend_all = 0;
+    ks_error e = h && cnt ? KS_OK : KS_ERR_MEMORY;
+    int *rcount = cnt, *scount = cnt + p, *rdispl = cnt + 2 * p, *sdispl = cnt + 3 * p;
+    if (e == KS_OK) {
+        h->comm = comm;
+        /* Ghosts ascend, layout blocks ascend: one walk finds the owners. */
+        int q = 0;
+        for (ks_int g = 0; g < nghost && e == KS_OK; g++) {
+            while (q < p && ghost_gid[g] >= offsets[q + 1])
+                q++;
+            if (q >= p || q == me)
+                e = ks_seterr(KS_ERR_ARG, "halo plan: ghost column %lld is %s",
+                              (long long)ghost_gid[g],
+                              q == me ? "owned by this rank" : "out of range");
+            else
+                rcount[q]++;
+        }
+    }
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK) {
+        e = ks_mpi_check(MPI_Alltoall(rcount, 1, MPI_INT, scount, 1, MPI_INT, comm),
+                         "MPI_Alltoall (halo counts)");
+        for (int q = 0; q < p && e == KS_OK; q++) {
+            rdispl[q] = q ? rdispl[q - 1] + rcount[q - 1] : 0;
+            sdispl[q] = (int)nsend_all;
+            nsend_all += scount[q];
+            if (nsend_all > INT_MAX)
+                e = ks_seterr(KS_ERR_SIZE, "halo plan: rank %d sends more than %d values", me,
+                              INT_MAX);
+        }
+        if (e == KS_OK)
+            e = plan_neighbours(h, p, rcount, scount);
+        if (e == KS_OK) {
+            want = ks_malloc((size_t)nsend_all * sizeof *want, "halo ids");
+            h->send_idx = ks_malloc((size_t)nsend_all * sizeof *h->send_idx, "halo send list");
+            h->send_buf = ks_malloc((size_t)nsend_all * sizeof *h->send_buf, "halo send buffer");
+            if (!want || !h->send_idx || !h->send_buf)
+                e = KS_ERR_MEMORY;
+        }
+        e = ks_comm_agree(c, e);
+    }
+    if (e == KS_OK) {
+        static const ks_gint none = 0; /* MPI wants a buffer even for 0 entries */
+        e = ks_mpi_check(MPI_Alltoallv(nghost ? ghost_gid : &none, rcount, rdispl, MPI_INT64_T,
+                                       want, scount, sdispl, MPI_INT64_T, comm),
+                         "MPI_Alltoallv (halo ids)");
+        /* What the others ask for must be this rank's: a check of the plan. */
+        const ks_gint lo = offsets[me], hi = offsets[me + 1];
+        for (long long k = 0; k < nsend_all && e == KS_OK; k++) {
+            if (want[k] < lo || want[k] >= hi)
+                e = ks_seterr(KS_ERR_ARG, "halo plan: rank %d was asked for row %lld, not its own",
+                              me, (long long)want[k]);
+            else
+                h->send_idx[k] = (ks_int)(want[k] - lo);
+        }
+        e = ks_comm_agree(c, e);
+    }
+    free(want);
+    free(cnt);
+    if (e != KS_OK) {
+        ks_halo_destroy(h);
+        return ks_adderr(e, "halo plan");
+    }
+    *out = h;
+    return KS_OK;
+}
+
+ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
+{
+    for (int r = 0; r < h->nrecv; r++) {
+        const ks_int s = h->recv_start[r], n = h->recv_start[r + 1] - s;
+        KS_TRY(ks_mpi_check(MPI_Irecv(ghost + s, n, MPI_DOUBLE, h->recv_rank[r], HALO_TAG,
+                                      h->comm, &h->req[r]),
+                            "MPI_Irecv (halo)"));
+    }
+    const ks_int nout = h->nsend ? h->send_start[h->nsend] : 0;
+    const ks_int *idx = h->send_idx;
+    double *buf = h->send_buf;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (nout > 16384)
+#endif
+    for (ks_int k = 0; k < nout; k++)
+        buf[k] = x[idx[k]];
+    for (int r = 0; r < h->nsend; r++) {
+        const ks_int s = h->send_start[r], n = h->send_start[r + 1] - s;
+        KS_TRY(ks_mpi_check(MPI_Isend(buf + s, n, MPI_DOUBLE, h->send_rank[r], HALO_TAG, h->comm,
+                                      &h->req[h->nrecv + r]),
+                            "MPI_Isend (halo)"));
+    }
+    return KS_OK;
+}
+
+ks_error ks_halo_end(ks_halo *h)
+{
+    const int n = h->nrecv + h->nsend;
+    if (n == 0)
+        return KS_OK;
+    return ks_mpi_check(MPI_Waitall(n, h->req, MPI_STATUSES_IGNORE), "MPI_Waitall (halo)");
+}
+
+double ks_halo_bytes(const ks_halo *h)
+{
+    if (!h)
+        return 0.0;
+    const double nout = h->nsend ? h->send_start[h->nsend] : 0;
+    return nout * (sizeof(ks_int) + sizeof(double)) +
+           (h->nrecv + h->nsend) * (2.0 * sizeof(int) + sizeof(ks_int) + sizeof(MPI_Request));
+}
+
+void ks_halo_destroy(ks_halo *h)
+{
+    if (!h)
+        return;
+    free(h->recv_rank);
+    free(h->send_rank);
+    free(h->recv_start);
+    free(h->send_start);
+    free(h->send_idx);
+    free(h->send_buf);
+    free(h->req);
+    free(h);
+}

@@ -1,0 +1,37 @@
+/* Row layouts: contiguous row blocks in rank order, described by offsets
+ * (size + 1 global row numbers, the same on every rank), from each rank's
+ * own count (a user's partition is just those counts) or even blocks. */
+#include "mpi_internal.h"
+
+ks_error ks_layout_gather(const ks_comm *c, ks_int nlocal, ks_gint **out)
+{
+    *out = NULL;
+    const int p = c->size;
+    ks_gint *off = ks_malloc(((size_t)p + 1) * sizeof *off, "row layout");
+    /* A rank without memory must not leave the others in the gather. */
+    ks_error e = ks_comm_agree(c, off ? KS_OK : KS_ERR_MEMORY);
+    if (e != KS_OK) {
+        free(off);
+        return e;
+    }
+    const ks_gint mine = nlocal;
+    e = ks_mpi_check(MPI_Allgather(&mine, 1, MPI_INT64_T, off + 1, 1, MPI_INT64_T,
+                                            ks_comm_mpi_of(c)),
+                              "MPI_Allgather (row counts)");
+    if (e != KS_OK) {
+        free(off);
+        return ks_adderr(e, "row layout");
+    }
+    off[0] = 0;
+    for (int q = 0; q < p; q++)
+        off[q + 1] += off[q];
+    *out = off;
+    return KS_OK;
+}
+
+void ks_layout_even(ks_gint n, int p, int r, ks_gint *begin, ks_gint *count)
+{
+    const ks_gint base = n / p, extra = n % p;
+    *count = base + (r < extra);
+    *begin = (ks_gint)r * base + (r < extra ? r : extra);
+}

@@ -1,0 +1,99 @@
+/* Private pieces of mpi/: the MPI side of ks_comm, row layouts, the split
+ * of a rank's rows into local and ghost blocks, the halo exchange, and the
+ * distributed part of a matrix. Only mpi/ includes mpi.h. Not installed. */
+#ifndef KS_MPI_INTERNAL_H
+#define KS_MPI_INTERNAL_H
+
+#include "ksolve_mpi.h"
+#include "../spmv/format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------- comm.c */
+/* Reductions of up to this many values gather into the comm's scratch. */
+#define KS_COMM_SCRATCH_K 4
+
+typedef struct ks_comm_mpi {
+    ks_comm base;     /* first: what vec/ sees (vec/comm.h) */
+    MPI_Comm comm;    /* the duplicate, MPI_ERRORS_RETURN */
+    double *scratch;  /* size * KS_COMM_SCRATCH_K doubles */
+} ks_comm_mpi;
+
+/* The MPI communicator under c. */
+MPI_Comm ks_comm_mpi_of(const ks_comm *c);
+/* KS_OK for MPI_SUCCESS; else KS_ERR_MPI naming `call` and MPI's reason. */
+ks_error ks_mpi_check(int rc, const char *call);
+
+/* ----------------------------------------------------------- layout.c */
+/* Collective: (*offsets)[0..size] from each rank's count (malloc'ed; the
+ * same on every rank): rank r holds offsets[r] .. offsets[r+1]-1. */
+ks_error ks_layout_gather(const ks_comm *c, ks_int nlocal, ks_gint **offsets);
+/* Even row blocks of n rows over p ranks, the first n mod p one row more:
+ * rank r's first row and count. */
+void ks_layout_even(ks_gint n, int p, int r, ks_gint *begin, ks_gint *count);
+
+/* --------------------------------------------------------- dist_csr.c */
+/* A rank's rows split by column owner. */
+typedef struct ks_dist_split {
+    ks_csr local;       /* nloc x nloc: owned columns, minus the first row */
+    ks_csr ghost;       /* nloc x nghost: other ranks' columns, by ghost number */
+    ks_gint *ghost_gid; /* nghost (= ghost.ncols) global columns, ascending */
+} ks_dist_split;
+
+/* Local (no communication): rows row_begin .. row_begin+nloc-1 of a
+ * matrix with ncols columns from the caller's CSR with global columns.
+ * Checks rowptr, column ranges, finite values; sorts each row; refuses a
+ * column given twice. Messages name the rank, the local and global row. */
+ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nloc,
+                           const ks_int *rowptr, const ks_gint *colind, const double *val,
+                           ks_dist_split *S);
+void ks_dist_split_free(ks_dist_split *S);
+
+/* ------------------------------------------------------------- halo.c */
+/* The communication plan of one matrix: which ranks send this rank which
+ * of their x entries (its ghosts), and which of its own entries it sends
+ * to which ranks. Built once; every apply runs begin, then end. */
+typedef struct ks_halo {
+    MPI_Comm comm;
+    int nrecv, nsend;     /* neighbour ranks */
+    int *recv_rank, *send_rank;
+    ks_int *recv_start;   /* nrecv + 1: each source's slice of the ghost buffer */
+    ks_int *send_start;   /* nsend + 1: each destination's slice of send_idx */
+    ks_int *send_idx;     /* local rows whose x values go out, by destination */
+    double *send_buf;
+    MPI_Request *req;     /* nrecv receives, then nsend sends */
+} ks_halo;
+
+/* Collective: the plan for a rank whose rows reference the nghost global
+ * columns ghost_gid (ascending, none owned by this rank) in layout
+ * offsets. */
+ks_error ks_halo_create(const ks_comm *c, const ks_gint *offsets, const ks_gint *ghost_gid,
+                        ks_int nghost, ks_halo **h);
+/* Post the receives into ghost (nghost doubles), pack x's entries the
+ * neighbours need and send them; returns at once. */
+ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost);
+/* Wait until ghost holds the neighbours' values and the sends are done. */
+ks_error ks_halo_end(ks_halo *h);
+/* Host bytes the plan holds. */
+double ks_halo_bytes(const ks_halo *h);
+void ks_halo_destroy(ks_halo *h);
+
+/* ------------------------------------------------------ dist_matrix.c */
+typedef struct ks_dist_impl {
+    ks_matrix_dist base;  /* first: what spmv/ sees (spmv/format.h) */
+    ks_halo *halo;
+    ks_vec *xghost;       /* x's ghost entries, filled by the halo exchange */
+    ks_gint *ghost_gid;   /* global column of each ghost */
+    ks_int nghost;
+} ks_dist_impl;
+
+/* y = alpha A x + beta y: the halo exchange around the local block's
+ * product, then the ghost block's (dist_apply.c; ks_dist_ops.apply). */
+ks_error ks_dist_apply(ks_matrix_dist *d, double alpha, const ks_vec *x, double beta, ks_vec *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

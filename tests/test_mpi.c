@@ -1,0 +1,1036 @@
+/* MPI distribution, run under mpirun with 1 to 4 ranks (tests/meson.build):
+ * row layouts and the ghost map and halo plan of a hand-made matrix,
+ * distributed SpMV against the serial reference on random matrices (empty
+ * rows, rows with only ghost entries, a rank without rows, unsorted input,
+ * nonsymmetric patterns), reductions (rank-order sums: the same bits on
+ * every rank and in every call), parallel generation against ks_generate,
+ * CG and BiCGStab against one-process solves, the same solve twice, input
+ * errors failing on every rank without a hang, and AMG's refusal.
+ *
+ * Check runs without fork (forking after MPI_Init is unsafe), so every
+ * assertion is first combined over the ranks: all ranks fail together and
+ * none is left waiting in a collective. Only rank 0 prints Check's summary;
+ * a failing rank prints its reason on stderr. Every rank builds the whole
+ * of the small test matrices to compute references; the library's
+ * distributed path never sees them. */
+#include "ks_test.h"
+#include "ksolve_mpi.h"
+#include "mpi/mpi_internal.h"
+#include "vec/vec_fused.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ks_comm *comm;
+static ks_backend *be;
+static int rank, nranks;
+
+/* ------------------------------------------------- collective assertions */
+
+/* 1 when ok holds on every rank. Otherwise 0 on every rank, with why: the
+ * first failing rank's reason there (also on its stderr, since only rank 0
+ * prints Check's messages), a pointer to that rank elsewhere. */
+static int all_ranks(int ok, char *why, size_t len, const char *fmt, ...) KS_PRINTF(4, 5);
+static int all_ranks(int ok, char *why, size_t len, const char *fmt, ...)
+{
+    int mine = ok ? nranks : rank, first = nranks;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == nranks)
+        return 1;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!ok)
+        fprintf(stderr, "rank %d: %s\n", rank, msg);
+    if (rank == first)
+        snprintf(why, len, "rank %d: %s", rank, msg);
+    else
+        snprintf(why, len, "failed on rank %d (its stderr says why)", first);
+    return 0;
+}
+
+#define ALL(cond, ...)                                                              \
+    do {                                                                            \
+        char why_[640];                                                             \
+        int ok_ = all_ranks((cond) ? 1 : 0, why_, sizeof why_, __VA_ARGS__);        \
+        ck_assert_msg(ok_, "%s", why_);                                             \
+    } while (0)
+
+#define KS_ALL(call)                                                                \
+    do {                                                                            \
+        ks_error e_ = (call);                                                       \
+        ALL(e_ == KS_OK, "%s: %s: %s", #call, ks_error_name(e_), ks_last_error());  \
+    } while (0)
+
+/* e is `want` on every rank and the message contains `part`. */
+#define EXPECT_ERR(call, want, part)                                                \
+    do {                                                                            \
+        ks_error e_ = (call);                                                       \
+        ALL(e_ == (want) && strstr(ks_last_error(), (part)) != NULL,                \
+            "%s: got %s (%s), expected %s mentioning '%s'", #call, ks_error_name(e_), \
+            ks_last_error(), ks_error_name(want), (part));                          \
+    } while (0)
+
+/* The same bits on every rank. */
+static int same_on_all(const double *v, int k)
+{
+    double *all = malloc((size_t)k * (size_t)nranks * sizeof *all);
+    MPI_Allgather(v, k, MPI_DOUBLE, all, k, MPI_DOUBLE, MPI_COMM_WORLD);
+    int same = 1;
+    for (int q = 1; q < nranks; q++)
+        same &= memcmp(all, all + (size_t)q * (size_t)k, (size_t)k * sizeof *v) == 0;
+    free(all);
+    return same;
+}
+
+/* --------------------------------------------------------------- layouts */
+
+/* Offsets from counts. */
+static void offsets_of(const ks_int *count, ks_gint *off)
+{
+    off[0] = 0;
+    for (int q = 0; q < nranks; q++)
+        off[q + 1] = off[q] + count[q];
+}
+
+/* Counts for a layout where rank 1 (of 3 or more) has no rows. */
+static void counts_with_empty_rank(ks_int base, ks_int *count)
+{
+    for (int q = 0; q < nranks; q++)
+        count[q] = nranks >= 3 && q == 1 ? 0 : base + (q % 2);
+}
+
+/* This rank's rows of the global CSR A in layout off, with global columns;
+ * rows of odd global number reversed, so the input is not sorted. */
+static void rows_of(const ks_csr *A, const ks_gint *off, ks_int *nloc, ks_int **rp,
+                    ks_gint **ci, double **val)
+{
+    const ks_gint lo = off[rank], hi = off[rank + 1];
+    *nloc = (ks_int)(hi - lo);
+    const ks_int nnz = A->rowptr[hi] - A->rowptr[lo];
+    *rp = malloc(((size_t)*nloc + 1) * sizeof **rp);
+    *ci = malloc(((size_t)nnz + 1) * sizeof **ci);
+    *val = malloc(((size_t)nnz + 1) * sizeof **val);
+    ck_assert(*rp && *ci && *val);
+    for (ks_int i = 0; i <= *nloc; i++)
+        (*rp)[i] = A->rowptr[lo + i] - A->rowptr[lo];
+    for (ks_int i = 0; i < *nloc; i++) {
+        const ks_int b = A->rowptr[lo + i], len = A->rowptr[lo + i + 1] - b;
+        for (ks_int k = 0; k < len; k++) {
+            const ks_int src = (lo + i) % 2 ? b + len - 1 - k : b + k;
+            (*ci)[(*rp)[i] + k] = A->colind[src];
+            (*val)[(*rp)[i] + k] = A->val[src];
+        }
+    }
+}
+
+START_TEST(test_vec_layout)
+{
+    ks_int count[8];
+    counts_with_empty_rank(3, count);
+    ks_gint off[9];
+    offsets_of(count, off);
+    ks_vec *v = NULL;
+    KS_ALL(ks_vec_create_dist(be, comm, count[rank], &v));
+    ALL(ks_vec_size(v) == count[rank] && ks_vec_row_begin(v) == off[rank] &&
+            ks_vec_global_size(v) == off[nranks] && ks_vec_comm(v) == comm,
+        "size %ld, begin %lld, global %lld", (long)ks_vec_size(v),
+        (long long)ks_vec_row_begin(v), (long long)ks_vec_global_size(v));
+    /* ones everywhere: the global sum counts every rank's entries once */
+    KS_ALL(ks_vec_fill(v, 1.0));
+    double s = 0;
+    KS_ALL(ks_vec_norm1(v, &s));
+    ALL(s == (double)off[nranks], "norm1 of ones %g, expected %lld", s, (long long)off[nranks]);
+    ks_vec_destroy(v);
+    /* a local vector: begin 0, global = local */
+    KS_ALL(ks_vec_create(be, 5, &v));
+    ALL(ks_vec_row_begin(v) == 0 && ks_vec_global_size(v) == 5 && !ks_vec_comm(v), "local");
+    ks_vec_destroy(v);
+    ALL(ks_comm_rank(comm) == rank && ks_comm_size(comm) == nranks, "comm rank/size");
+}
+END_TEST
+
+/* ------------------------------------------------ hand-made ghost map */
+
+/* Counts of the hand-made matrix: every third rank from 1 has no rows. */
+static ks_int hand_count(int q) { return q % 3 == 1 ? 0 : 2 + q % 2; }
+
+/* Row i's columns of the hand-made N x N matrix, in the order given
+ * (unsorted, duplicates dropped); returns how many. */
+static int hand_cols(ks_gint i, ks_gint N, ks_gint *c)
+{
+    const ks_gint cand[4] = {i, (i + 3) % N, (2 * i + 1) % N, N - 1 - i};
+    int m = 0;
+    for (int a = 0; a < 4; a++) {
+        int dup = 0;
+        for (int b = 0; b < m; b++)
+            dup |= c[b] == cand[a];
+        if (!dup)
+            c[m++] = cand[a];
+    }
+    return m;
+}
+
+static double hand_val(ks_gint i, ks_gint j) { return 1.0 + (double)i + 0.01 * (double)j; }
+
+static int cmp_g(const void *a, const void *b)
+{
+    ks_gint x = *(const ks_gint *)a, y = *(const ks_gint *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(test_ghost_map)
+{
+    ks_int count[8];
+    for (int q = 0; q < nranks; q++)
+        count[q] = hand_count(q);
+    ks_gint off[9];
+    offsets_of(count, off);
+    const ks_gint N = off[nranks], lo = off[rank], hi = off[rank + 1];
+    const ks_int nloc = count[rank];
+    ks_int *rp = malloc(((size_t)nloc + 1) * sizeof *rp);
+    ks_gint *ci = malloc(4 * ((size_t)nloc + 1) * sizeof *ci);
+    double *val = malloc(4 * ((size_t)nloc + 1) * sizeof *val);
+    ks_gint ghosts[64];
+    int ng = 0;
+    rp[0] = 0;
+    for (ks_int i = 0; i < nloc; i++) {
+        int m = hand_cols(lo + i, N, ci + rp[i]);
+        for (int k = 0; k < m; k++) {
+            ks_gint c = ci[rp[i] + k];
+            val[rp[i] + k] = hand_val(lo + i, c);
+            if (c < lo || c >= hi)
+                ghosts[ng++] = c;
+        }
+        rp[i + 1] = rp[i] + m;
+    }
+    qsort(ghosts, (size_t)ng, sizeof *ghosts, cmp_g);
+    int nu = 0;
+    for (int k = 0; k < ng; k++)
+        if (nu == 0 || ghosts[k] != ghosts[nu - 1])
+            ghosts[nu++] = ghosts[k];
+
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(be, comm, nloc, N, rp, ci, val, "csr", NULL, &M));
+    ALL(ks_matrix_rows(M) == nloc && ks_matrix_cols(M) == nloc && ks_matrix_nnz(M) == rp[nloc] &&
+            ks_matrix_global_rows(M) == N && ks_matrix_row_begin(M) == lo &&
+            ks_matrix_comm(M) == comm && !strcmp(ks_matrix_format(M), "csr"),
+        "sizes: rows %ld cols %ld nnz %ld global %lld begin %lld", (long)ks_matrix_rows(M),
+        (long)ks_matrix_cols(M), (long)ks_matrix_nnz(M), (long long)ks_matrix_global_rows(M),
+        (long long)ks_matrix_row_begin(M));
+    const ks_dist_impl *d = (const ks_dist_impl *)M->dist;
+    int ok = d->nghost == nu && (nu == 0) == (d->base.ghost == NULL);
+    for (int g = 0; ok && g < nu; g++)
+        ok = d->ghost_gid[g] == ghosts[g];
+    ALL(ok, "ghost ids: %ld, expected %d", (long)d->nghost, nu);
+
+    /* Both blocks: every entry where it belongs, rows sorted. */
+    const ks_csr *L = ks_matrix_host_csr(M);
+    const ks_csr *G = d->base.ghost ? ks_matrix_host_csr(d->base.ghost) : NULL;
+    ok = L && L->nrows == nloc && L->ncols == nloc;
+    for (ks_int i = 0; ok && i < nloc; i++) {
+        ks_gint want[4];
+        int m = hand_cols(lo + i, N, want);
+        qsort(want, (size_t)m, sizeof *want, cmp_g);
+        ks_int kl = L->rowptr[i], kg = G ? G->rowptr[i] : 0;
+        for (int k = 0; ok && k < m; k++) {
+            const ks_gint c = want[k];
+            if (c >= lo && c < hi) {
+                ok = kl < L->rowptr[i + 1] && L->colind[kl] == c - lo &&
+                     L->val[kl] == hand_val(lo + i, c);
+                kl++;
+            } else {
+                ok = G && kg < G->rowptr[i + 1] && d->ghost_gid[G->colind[kg]] == c &&
+                     G->val[kg] == hand_val(lo + i, c);
+                kg++;
+            }
+        }
+        ok = ok && kl == L->rowptr[i + 1] && (!G || kg == G->rowptr[i + 1]);
+    }
+    ALL(ok, "local / ghost blocks differ from the hand-made rows");
+
+    /* The plan: receive each owner's ghosts; send each rank what its rows
+     * reference among ours, in ascending order. */
+    const ks_halo *h = d->halo;
+    int nrecv = 0, q = 0;
+    ok = 1;
+    for (int g = 0; g < nu;) {
+        while (ghosts[g] >= off[q + 1])
+            q++;
+        int c = 0;
+        while (g < nu && ghosts[g] < off[q + 1])
+            g++, c++;
+        ok = ok && nrecv < h->nrecv && h->recv_rank[nrecv] == q &&
+             h->recv_start[nrecv + 1] - h->recv_start[nrecv] == c;
+        nrecv++;
+    }
+    ok = ok && nrecv == h->nrecv;
+    int nsend = 0;
+    for (int r = 0; r < nranks; r++) {
+        if (r == rank)
+            continue;
+        ks_gint want[64];
+        int nw = 0;
+        for (ks_gint i = off[r]; i < off[r + 1]; i++) {
+            ks_gint c[4];
+            int m = hand_cols(i, N, c);
+            for (int k = 0; k < m; k++)
+                if (c[k] >= lo && c[k] < hi)
+                    want[nw++] = c[k];
+        }
+        qsort(want, (size_t)nw, sizeof *want, cmp_g);
+        int u = 0;
+        for (int k = 0; k < nw; k++)
+            if (u == 0 || want[k] != want[u - 1])
+                want[u++] = want[k];
+        if (u == 0)
+            continue;
+        ok = ok && nsend < h->nsend && h->send_rank[nsend] == r &&
+             h->send_start[nsend + 1] - h->send_start[nsend] == u;
+        for (int k = 0; ok && k < u; k++)
+            ok = h->send_idx[h->send_start[nsend] + k] == want[k] - lo;
+        nsend++;
+    }
+    ALL(ok && nsend == h->nsend, "halo plan: %d receives, %d sends", h->nrecv, h->nsend);
+
+    /* And the product with it. */
+    ks_vec *x = NULL, *y = NULL;
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    KS_ALL(ks_matrix_vec_create(M, &y));
+    double xs[8], ys[8];
+    for (ks_int i = 0; i < nloc; i++)
+        xs[i] = 1.0 + 0.5 * (double)(lo + i);
+    KS_ALL(ks_vec_set_host(x, xs));
+    KS_ALL(ks_matrix_apply(M, 1.0, x, 0.0, y));
+    KS_ALL(ks_vec_get_host(y, ys));
+    ok = 1;
+    for (ks_int i = 0; i < nloc; i++) {
+        ks_gint c[4];
+        int m = hand_cols(lo + i, N, c);
+        double want = 0.0;
+        for (int k = 0; k < m; k++)
+            want += hand_val(lo + i, c[k]) * (1.0 + 0.5 * (double)c[k]);
+        ok = ok && fabs(ys[i] - want) <= 1e-14 * fabs(want);
+    }
+    ALL(ok, "hand-made product");
+    ks_vec_destroy(x);
+    ks_vec_destroy(y);
+    ks_matrix_destroy(M);
+    free(rp);
+    free(ci);
+    free(val);
+}
+END_TEST
+
+/* ------------------------------------------------- random matrices, SpMV */
+
+/* A random N x N matrix in layout off, the same on every rank (seeded):
+ * nonsymmetric, some rows empty, and each rank's first row (when another
+ * rank has rows) holding only other ranks' columns. */
+static void random_global(uint64_t seed, const ks_gint *off, ks_csr *A)
+{
+    const ks_int N = (ks_int)off[nranks];
+    ks_test_rng_seed(seed);
+    const int64_t cap = (int64_t)N * 8 + 8;
+    ks_int *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+    double *v = malloc((size_t)cap * sizeof *v);
+    int64_t m = 0;
+    for (ks_int i = 0; i < N; i++) {
+        int q = 0;
+        while (i >= off[q + 1])
+            q++;
+        const ks_gint lo = off[q], hi = off[q + 1];
+        const int only_ghost = i == lo && hi - lo < N;
+        const int len = (int)(ks_test_rng_next() % 6); /* 0: an empty row */
+        for (int k = 0; k < len; k++) {
+            ks_int j = (ks_int)(ks_test_rng_next() % (uint64_t)N);
+            if (only_ghost && j >= lo && j < hi)
+                j = (ks_int)((hi + ks_test_rng_next() % (uint64_t)(N - (hi - lo))) % N);
+            r[m] = i;
+            c[m] = j;
+            v[m++] = ks_test_urand() - 0.5;
+        }
+    }
+    KS_CHECK(ks_csr_from_coo(N, N, m, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+START_TEST(test_spmv_random)
+{
+    for (int trial = 0; trial < 6; trial++) {
+        /* Layouts: random counts (the same seed on every rank), rank 1 of
+         * 3 or more without rows in every other trial. */
+        ks_test_rng_seed(100 + (uint64_t)trial);
+        ks_int count[8];
+        for (int q = 0; q < nranks; q++)
+            count[q] = (ks_int)(ks_test_rng_next() % 9) + 1;
+        if (trial % 2 && nranks >= 3)
+            count[1] = 0;
+        ks_gint off[9];
+        offsets_of(count, off);
+        ks_csr A;
+        random_global(7 + (uint64_t)trial, off, &A);
+        ks_int nloc, *rp;
+        ks_gint *ci;
+        double *val;
+        rows_of(&A, off, &nloc, &rp, &ci, &val);
+        ks_matrix *M = NULL;
+        KS_ALL(ks_matrix_create_dist(be, comm, nloc, A.ncols, rp, ci, val, "auto", NULL, &M));
+
+        const ks_int N = A.nrows;
+        double *xg = malloc((size_t)N * sizeof *xg), *yg = malloc((size_t)N * sizeof *yg);
+        double *y0 = malloc((size_t)N * sizeof *y0), *yl = malloc(((size_t)nloc + 1) * sizeof *yl);
+        for (ks_int i = 0; i < N; i++) {
+            xg[i] = sin(0.3 * i + trial) + 2.0;
+            y0[i] = yg[i] = cos(0.7 * i);
+        }
+        const double alpha = trial % 3 ? 1.5 : 1.0, beta = trial % 3 == 2 ? -0.5 : 0.0;
+        ks_csr_spmv_ref(&A, alpha, xg, beta, yg);
+        ks_vec *x = NULL, *y = NULL;
+        KS_ALL(ks_matrix_vec_create(M, &x));
+        KS_ALL(ks_matrix_vec_create(M, &y));
+        KS_ALL(ks_vec_set_host(x, xg + off[rank]));
+        KS_ALL(ks_vec_set_host(y, y0 + off[rank]));
+        KS_ALL(ks_matrix_apply(M, alpha, x, beta, y));
+        KS_ALL(ks_vec_get_host(y, yl));
+        double err = ks_test_max_relerr(yl, yg + off[rank], nloc);
+        ALL(err <= 1e-14, "trial %d: distributed SpMV differs from the reference by %g", trial,
+            err);
+        ks_vec_destroy(x);
+        ks_vec_destroy(y);
+        ks_matrix_destroy(M);
+        ks_csr_free(&A);
+        free(rp);
+        free(ci);
+        free(val);
+        free(xg);
+        free(yg);
+        free(y0);
+        free(yl);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------ reductions */
+
+/* A local vector holding v[0..n). */
+static ks_vec *local_vec(const double *v, ks_int n)
+{
+    ks_vec *w = NULL;
+    KS_CHECK(ks_vec_create(be, n, &w));
+    KS_CHECK(ks_vec_set_host(w, v));
+    return w;
+}
+
+/* The reductions of vectors in layout count against the partial results
+ * of each rank's slice added in rank order. */
+static void check_reductions(const ks_int *count)
+{
+    ks_gint off[9];
+    offsets_of(count, off);
+    const ks_int N = (ks_int)off[nranks], nloc = count[rank];
+    double *xg = malloc((size_t)N * sizeof *xg), *yg = malloc((size_t)N * sizeof *yg);
+    ks_test_rng_seed(3);
+    /* Each rank's part of another magnitude, so the order of the ranks'
+     * partial sums shows in the last bits. */
+    for (int q = 0; q < nranks; q++)
+        for (ks_gint i = off[q]; i < off[q + 1]; i++) {
+            xg[i] = (ks_test_urand() - 0.3) * (1.0 + 0.37 * q);
+            yg[i] = (ks_test_urand() * 1e3 - 1.0) * pow(3.1, q);
+        }
+    /* Expected bits: each rank's partial result (a local vector over its
+     * slice: the backend's own blocked sum), then the ranks in order. */
+    double e_dot = 0, e_xx = 0, e_n1 = 0, e_inf = 0, e_yy2 = 0, e_d2[2] = {0, 0};
+    const double a = -0.75;
+    for (int q = 0; q < nranks; q++) {
+        const ks_int n = count[q];
+        double d = 0, xx = 0, n1 = 0, inf = 0, yy2 = 0, d2[2] = {0, 0};
+        if (n > 0) {
+            ks_vec *xq = local_vec(xg + off[q], n), *yq = local_vec(yg + off[q], n);
+            KS_CHECK(ks_vec_dot(xq, yq, &d));
+            KS_CHECK(ks_vec_dot(xq, xq, &xx));
+            KS_CHECK(ks_vec_norm1(xq, &n1));
+            KS_CHECK(ks_vec_norminf(xq, &inf));
+            KS_CHECK(ks_vec_dot2(xq, yq, xq, xq, d2));
+            KS_CHECK(ks_vec_axpy(a, xq, yq));
+            KS_CHECK(ks_vec_dot(yq, yq, &yy2));
+            ks_vec_destroy(xq);
+            ks_vec_destroy(yq);
+        }
+        e_dot += d;
+        e_xx += xx;
+        e_n1 += n1;
+        e_yy2 += yy2;
+        e_d2[0] += d2[0];
+        e_d2[1] += d2[1];
+        e_inf = inf > e_inf ? inf : e_inf;
+    }
+    ks_vec *x = NULL, *y = NULL;
+    KS_ALL(ks_vec_create_dist(be, comm, nloc, &x));
+    KS_ALL(ks_vec_create_dist(be, comm, nloc, &y));
+    KS_ALL(ks_vec_set_host(x, xg + off[rank]));
+    KS_ALL(ks_vec_set_host(y, yg + off[rank]));
+    for (int call = 0; call < 2; call++) {
+        double r[8], d2[2];
+        KS_ALL(ks_vec_dot(x, y, &r[0]));
+        KS_ALL(ks_vec_norm2(x, &r[1]));
+        KS_ALL(ks_vec_norm1(x, &r[2]));
+        KS_ALL(ks_vec_norminf(x, &r[3]));
+        KS_ALL(ks_vec_dot2(x, y, x, x, d2));
+        r[4] = d2[0];
+        r[5] = d2[1];
+        KS_ALL(ks_vec_axpy_norm2(a, x, y, &r[6]));
+        KS_ALL(ks_vec_set_host(y, yg + off[rank])); /* undo the update */
+        const double want[7] = {e_dot, sqrt(e_xx), e_n1, e_inf, e_d2[0], e_d2[1], sqrt(e_yy2)};
+        ALL(!memcmp(r, want, sizeof want), "call %d: dot %.17g/%.17g norm2 %.17g/%.17g norm1 "
+            "%.17g/%.17g inf %g/%g dot2 %.17g %.17g axpy_norm2 %.17g/%.17g", call, r[0], want[0],
+            r[1], want[1], r[2], want[2], r[3], want[3], r[4], r[5], r[6], want[6]);
+        ALL(same_on_all(r, 7), "call %d: ranks disagree", call);
+    }
+    /* And the value: the one-process dot to rounding. */
+    double sd = 0;
+    for (ks_int i = 0; i < N; i++)
+        sd += xg[i] * yg[i];
+    ALL(fabs(e_dot - sd) <= 1e-12 * fabs(sd) + 1e-9, "dot %.17g, plain sum %.17g", e_dot, sd);
+
+    /* Vectors of different layouts are refused on every rank. */
+    ks_int other[8];
+    for (int q = 0; q < nranks; q++)
+        other[q] = count[q];
+    other[nranks - 1] += 1;
+    ks_vec *z = NULL;
+    KS_ALL(ks_vec_create_dist(be, comm, other[rank], &z));
+    double s;
+    EXPECT_ERR(ks_vec_dot(x, z, &s), KS_ERR_SIZE, "distributed differently");
+    EXPECT_ERR(ks_vec_axpy(1.0, x, z), KS_ERR_SIZE, "distributed differently");
+    ks_vec *loc = NULL;
+    KS_ALL(ks_vec_create(be, nloc, &loc));
+    EXPECT_ERR(ks_vec_copy(x, loc), KS_ERR_ARG, "local");
+    ks_vec_destroy(loc);
+    ks_vec_destroy(z);
+    ks_vec_destroy(x);
+    ks_vec_destroy(y);
+    free(xg);
+    free(yg);
+}
+
+START_TEST(test_reductions)
+{
+    /* Several of the cpu backend's 8192-entry blocks a rank; every rank
+     * with entries (three or more partial sums: their order shows), then
+     * rank 1 without. */
+    ks_int count[8];
+    for (int q = 0; q < nranks; q++)
+        count[q] = 30000 + 1000 * q;
+    check_reductions(count);
+    counts_with_empty_rank(40000, count);
+    check_reductions(count);
+
+    /* Partial sums whose order decides the result: 1, 2^-53, -1, 0, ...
+     * added in rank order give (1 + 2^-53) - 1 = 0 (the tie rounds to 1),
+     * where 1 + (2^-53 - 1), as a reduction tree may add them, gives 2^-53. */
+    const double part[4] = {1.0, ldexp(1.0, -53), -1.0, 0.0};
+    double mine = part[rank < 3 ? rank : 3], want = part[0];
+    for (int q = 1; q < nranks; q++)
+        want += part[q < 3 ? q : 3];
+    ks_vec *v = NULL;
+    KS_ALL(ks_vec_create_dist(be, comm, 1, &v));
+    KS_ALL(ks_vec_set_host(v, &mine));
+    double got = -1.0, ones = 1.0;
+    ks_vec *u = NULL;
+    KS_ALL(ks_vec_create_dist(be, comm, 1, &u));
+    KS_ALL(ks_vec_set_host(u, &ones));
+    KS_ALL(ks_vec_dot(u, v, &got));
+    ALL(got == want && (nranks < 3 || got == 0.0), "sum of the parts %.17g, in rank order %.17g",
+        got, want);
+    /* The comm's own sums: the same order; integers exact beyond 2^53;
+     * the maximum lets NaN through. */
+    double both[2] = {mine, -mine};
+    KS_ALL(ks_comm_sum(comm, both, 2));
+    ALL(both[0] == want && both[1] == -want, "ks_comm_sum %.17g %.17g", both[0], both[1]);
+    ks_gint big[2] = {((ks_gint)1 << 60) + rank, -rank};
+    KS_ALL(ks_comm_sum_gint(comm, big, 2));
+    const ks_gint tri = (ks_gint)nranks * (nranks - 1) / 2;
+    ALL(big[0] == ((ks_gint)nranks << 60) + tri && big[1] == -tri, "ks_comm_sum_gint %lld %lld",
+        (long long)big[0], (long long)big[1]);
+    double mx[2] = {(double)rank, rank == nranks - 1 ? NAN : 0.0};
+    KS_ALL(ks_comm_max(comm, mx, 2));
+    ALL(mx[0] == nranks - 1 && isnan(mx[1]), "ks_comm_max %g %g", mx[0], mx[1]);
+    ks_vec_destroy(u);
+    ks_vec_destroy(v);
+}
+END_TEST
+
+/* ------------------------------------------------------ parallel generation */
+
+START_TEST(test_generate_dist)
+{
+    for (int kind = 0; kind <= KS_GEN_CONVDIFF3D; kind++) {
+        ks_gen_params g;
+        ks_gen_params_default(&g);
+        g.kind = (ks_gen_kind)kind;
+        g.nx = 5;
+        g.ny = 4;
+        g.nz = 3;
+        g.vx = -0.6;
+        ks_csr A;
+        KS_CHECK(ks_generate(&g, &A));
+        for (int split = 0; split < 2; split++) {
+            /* split 0: even blocks; 1: rank 0 takes half, the others the
+             * rest as evenly as they can (rank 1 none with 3 or more). */
+            ks_int nl = -1;
+            if (split) {
+                ks_int rest = A.nrows - A.nrows / 2, others = nranks >= 3 ? nranks - 2 : nranks - 1;
+                if (rank == 0)
+                    nl = nranks == 1 ? A.nrows : A.nrows / 2;
+                else if (nranks >= 3 && rank == 1)
+                    nl = 0;
+                else {
+                    int idx = nranks >= 3 ? rank - 2 : rank - 1;
+                    nl = rest / others + (idx < rest % others);
+                }
+            }
+            ks_dist_csr D;
+            KS_ALL(ks_generate_dist(comm, &g, nl, &D));
+            int ok = D.nrows_global == A.nrows && D.ncols_global == A.ncols &&
+                     D.row_begin + D.nrows <= A.nrows && (nl < 0 || D.nrows == nl);
+            long long total = D.nrows;
+            MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+            ok = ok && total == A.nrows;
+            const ks_int base = ok ? A.rowptr[D.row_begin] : 0;
+            for (ks_int i = 0; ok && i <= D.nrows; i++)
+                ok = D.rowptr[i] == A.rowptr[D.row_begin + i] - base;
+            for (ks_int k = 0; ok && k < D.nnz; k++)
+                ok = D.colind[k] == A.colind[base + k] &&
+                     !memcmp(&D.val[k], &A.val[base + k], sizeof(double));
+            ALL(ok, "%s split %d: rows %lld.. (%ld) differ from ks_generate's",
+                ks_gen_kind_name(g.kind), split, (long long)D.row_begin, (long)D.nrows);
+            ks_dist_csr_free(&D);
+        }
+        /* counts that do not add up: every rank refuses */
+        ks_dist_csr D;
+        EXPECT_ERR(ks_generate_dist(comm, &g, rank == 0 ? 1 : 0, &D), KS_ERR_SIZE, "add up");
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
+/* --------------------------------------------------------------- solves */
+
+typedef struct solve_out {
+    ks_solve_status status;
+    int iterations;
+    double *x;      /* this rank's part (distributed) or all (serial) */
+    double *hist;
+    int hist_len;
+} solve_out;
+
+static void out_free(solve_out *o)
+{
+    free(o->x);
+    free(o->hist);
+}
+
+static double rhs_value(ks_gint i) { return 1.0 + sin(0.37 * (double)i); }
+
+static ks_config *config_for(const char *solver, const char *pc)
+{
+    ks_config *cfg = NULL;
+    KS_CHECK(ks_config_create_default(&cfg));
+    KS_CHECK(ks_config_set(cfg, "solver.solver", solver));
+    if (pc) /* the standalone AMG solver takes none */
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.solver", pc));
+    KS_CHECK(ks_config_set(cfg, "solver.tolerance", "1e-12"));
+    KS_CHECK(ks_config_set(cfg, "solver.max_iters", "2000"));
+    return cfg;
+}
+
+/* Solve with M and fill o (x: M's rows on this rank). */
+static void solve_with(ks_matrix *M, const char *solver, const char *pc, solve_out *o)
+{
+    memset(o, 0, sizeof *o);
+    ks_config *cfg = config_for(solver, pc);
+    ks_solver *s = NULL;
+    ks_vec *b = NULL, *x = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    const ks_int n = ks_matrix_rows(M);
+    const ks_gint r0 = ks_matrix_row_begin(M);
+    double *bh = malloc(((size_t)n + 1) * sizeof *bh);
+    for (ks_int i = 0; i < n; i++)
+        bh[i] = rhs_value(r0 + i);
+    KS_ALL(ks_vec_set_host(b, bh));
+    KS_ALL(ks_vec_fill(x, 0.0));
+    KS_ALL(ks_solver_solve(s, b, x));
+    const ks_solve_stats *st = ks_solver_stats(s);
+    o->status = st->status;
+    o->iterations = st->iterations;
+    o->x = malloc(((size_t)n + 1) * sizeof *o->x);
+    KS_ALL(ks_vec_get_host(x, o->x));
+    o->hist_len = st->history_len;
+    o->hist = malloc(((size_t)o->hist_len + 1) * sizeof *o->hist);
+    memcpy(o->hist, st->history, (size_t)o->hist_len * sizeof *o->hist);
+    free(bh);
+    ks_vec_destroy(b);
+    ks_vec_destroy(x);
+    ks_solver_destroy(s);
+    ks_config_destroy(cfg);
+}
+
+/* The distributed matrix of g in even blocks, or with rank 1 (of 3 or
+ * more) holding no rows. */
+static ks_matrix *dist_matrix(const ks_gen_params *g, int empty_rank)
+{
+    ks_int nl = -1;
+    if (empty_rank) {
+        int64_t n = (int64_t)g->nx * g->ny * g->nz;
+        ks_gint b, c;
+        int holders = nranks >= 3 ? nranks - 1 : nranks;
+        int idx = nranks >= 3 ? (rank == 0 ? 0 : rank - 1) : rank;
+        ks_layout_even(n, holders, idx, &b, &c);
+        nl = nranks >= 3 && rank == 1 ? 0 : (ks_int)c;
+    }
+    ks_dist_csr D;
+    KS_ALL(ks_generate_dist(comm, g, nl, &D));
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &M));
+    ks_dist_csr_free(&D);
+    return M;
+}
+
+/* Distributed vs one-process solve of g: iterations within 1, x to 1e-8. */
+static void compare_solves(const ks_gen_params *g, const char *solver, const char *pc,
+                           int empty_rank)
+{
+    ks_csr A;
+    KS_CHECK(ks_generate(g, &A));
+    ks_matrix *S = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &S));
+    solve_out ser, dis;
+    solve_with(S, solver, pc, &ser);
+    ks_matrix *M = dist_matrix(g, empty_rank);
+    solve_with(M, solver, pc, &dis);
+    const ks_gint r0 = ks_matrix_row_begin(M);
+    const ks_int n = ks_matrix_rows(M);
+    double err = ks_test_max_relerr(dis.x, ser.x + r0, n);
+    ALL(ser.status == KS_SOLVE_CONVERGED && dis.status == KS_SOLVE_CONVERGED &&
+            abs(ser.iterations - dis.iterations) <= 1 && err <= 1e-8,
+        "%s %s+%s: serial %s in %d, distributed %s in %d, max error %g",
+        ks_gen_kind_name(g->kind), solver, pc, ks_solve_status_name(ser.status), ser.iterations,
+        ks_solve_status_name(dis.status), dis.iterations, err);
+    out_free(&ser);
+    out_free(&dis);
+    ks_matrix_destroy(M);
+    ks_matrix_destroy(S);
+    ks_csr_free(&A);
+}
+
+static void grid(ks_gen_params *g, ks_gen_kind kind, int n)
+{
+    ks_gen_params_default(g);
+    g->kind = kind;
+    g->nx = g->ny = g->nz = n;
+}
+
+START_TEST(test_cg_poisson)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_POISSON3D_7, 12);
+    compare_solves(&g, "PCG", "JACOBI", 0);
+    compare_solves(&g, "CG", "NOSOLVER", 1);
+    compare_solves(&g, "PCG", "JACOBI_L1", 1);
+}
+END_TEST
+
+START_TEST(test_bicgstab_convdiff)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_CONVDIFF3D, 10);
+    g.vx = 8.0;
+    g.vy = -4.0;
+    g.vz = 2.0;
+    compare_solves(&g, "PBICGSTAB", "JACOBI", 0);
+    compare_solves(&g, "BICGSTAB", "NOSOLVER", 1);
+}
+END_TEST
+
+START_TEST(test_same_bits_twice)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_CONVDIFF3D, 9);
+    ks_matrix *M = dist_matrix(&g, 1);
+    const ks_int n = ks_matrix_rows(M);
+    const char *solvers[2][2] = {{"PCG", "JACOBI_L1"}, {"PBICGSTAB", "JACOBI"}};
+    for (int k = 0; k < 2; k++) {
+        solve_out a, b;
+        solve_with(M, solvers[k][0], solvers[k][1], &a);
+        solve_with(M, solvers[k][0], solvers[k][1], &b);
+        ALL(a.iterations == b.iterations && a.hist_len == b.hist_len &&
+                !memcmp(a.x, b.x, (size_t)n * sizeof *a.x) &&
+                !memcmp(a.hist, b.hist, (size_t)a.hist_len * sizeof *a.hist),
+            "%s: two runs differ (%d and %d iterations)", solvers[k][0], a.iterations,
+            b.iterations);
+        /* every rank saw the same residuals */
+        ALL(same_on_all(a.hist, a.hist_len), "%s: residual history differs between ranks",
+            solvers[k][0]);
+        out_free(&a);
+        out_free(&b);
+    }
+    ks_matrix_destroy(M);
+}
+END_TEST
+
+/* ------------------------------------------------------------ bad input */
+
+/* This rank's rows of a 7-point Poisson problem (even blocks). */
+static void poisson_rows(ks_dist_csr *D)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_POISSON3D_7, 5);
+    KS_ALL(ks_generate_dist(comm, &g, -1, D));
+}
+
+START_TEST(test_bad_rows)
+{
+    ks_dist_csr D;
+    poisson_rows(&D);
+    ks_matrix *M = NULL;
+    const int last = nranks - 1;
+    char who[32];
+    snprintf(who, sizeof who, "rank %d", last);
+    /* a column out of range on the last rank only */
+    ks_gint keep = D.colind[1];
+    if (rank == last)
+        D.colind[1] = D.ncols_global + 7;
+    EXPECT_ERR(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                     "auto", NULL, &M),
+               KS_ERR_ARG, who);
+    ALL(M == NULL && strstr(ks_last_error(), "outside"), "%s", ks_last_error());
+    D.colind[1] = keep;
+    /* a duplicate on rank 0 */
+    if (rank == 0)
+        D.colind[1] = D.colind[0];
+    EXPECT_ERR(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                     "auto", NULL, &M),
+               KS_ERR_ARG, "given twice");
+    D.colind[1] = keep;
+    /* a NaN on the last rank */
+    double kv = D.val[0];
+    if (rank == last)
+        D.val[0] = NAN;
+    EXPECT_ERR(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                     "auto", NULL, &M),
+               KS_ERR_ARG, "nan");
+    D.val[0] = kv;
+    /* rows that do not add up to the columns */
+    EXPECT_ERR(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global + 1, D.rowptr, D.colind,
+                                     D.val, "auto", NULL, &M),
+               KS_ERR_SIZE, "add up");
+    /* an unknown format on one rank only */
+    EXPECT_ERR(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                     rank == last ? "no_such_format" : "csr", NULL, &M),
+               KS_ERR_ARG, "no_such_format");
+    /* and the good rows still work */
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &M));
+    ks_matrix_destroy(M);
+    ks_dist_csr_free(&D);
+}
+END_TEST
+
+START_TEST(test_bad_vectors)
+{
+    ks_dist_csr D;
+    poisson_rows(&D);
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &M));
+    /* x laid out otherwise: one row moves from rank 0 to the last rank (or,
+     * on one rank, one more) */
+    ks_int nl = D.nrows + (nranks == 1 ? 1 : rank == 0 ? -1 : rank == nranks - 1 ? 1 : 0);
+    ks_vec *bad = NULL, *y = NULL, *b = NULL, *loc = NULL;
+    KS_ALL(ks_vec_create_dist(be, comm, nl, &bad));
+    KS_ALL(ks_matrix_vec_create(M, &y));
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_vec_fill(bad, 1.0));
+    KS_ALL(ks_vec_fill(b, 1.0));
+    EXPECT_ERR(ks_matrix_apply(M, 1.0, bad, 0.0, y), KS_ERR_SIZE, "rank 0 holds");
+    EXPECT_ERR(ks_matrix_apply(M, 1.0, y, 0.0, bad), KS_ERR_SIZE, "distributed differently");
+    KS_ALL(ks_vec_create(be, D.nrows, &loc));
+    EXPECT_ERR(ks_matrix_apply(M, 1.0, loc, 0.0, y), KS_ERR_ARG, "local");
+    /* a solve with the misfit: every rank fails (one in the solver's size
+     * check, the others at the first vector operation) */
+    ks_config *cfg = config_for("PCG", "JACOBI");
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    ks_error e = ks_solver_solve(s, b, bad);
+    ALL(e == KS_ERR_SIZE, "solve with a misfit x: %s (%s)", ks_error_name(e), ks_last_error());
+    e = ks_solver_solve(s, bad, y);
+    ALL(e == KS_ERR_SIZE, "solve with a misfit b: %s (%s)", ks_error_name(e), ks_last_error());
+    /* and a fitting one still solves */
+    KS_ALL(ks_vec_fill(y, 0.0));
+    KS_ALL(ks_solver_solve(s, b, y));
+    ALL(ks_solver_stats(s)->status == KS_SOLVE_CONVERGED, "the fitting solve");
+    ks_solver_destroy(s);
+    ks_config_destroy(cfg);
+    ks_vec_destroy(loc);
+    ks_vec_destroy(bad);
+    ks_vec_destroy(y);
+    ks_vec_destroy(b);
+    ks_matrix_destroy(M);
+    ks_dist_csr_free(&D);
+}
+END_TEST
+
+START_TEST(test_device_backend)
+{
+    ks_dist_csr D;
+    poisson_rows(&D);
+    /* The cpu backend as a backend without host memory (as cuda is): the
+     * capability distributed matrices check, testable without a GPU. */
+    ks_backend_ops dev_ops = *be->ops;
+    dev_ops.host_memory = 0;
+    ks_backend dev = *be;
+    dev.ops = &dev_ops;
+    ks_matrix *M = NULL;
+    EXPECT_ERR(ks_matrix_create_dist(&dev, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
+                                     D.val, "auto", NULL, &M),
+               KS_ERR_UNSUPPORTED, "not yet");
+    /* on one rank only: every rank fails */
+    const int last = nranks - 1;
+    EXPECT_ERR(ks_matrix_create_dist(rank == last ? &dev : be, comm, D.nrows, D.ncols_global,
+                                     D.rowptr, D.colind, D.val, "auto", NULL, &M),
+               KS_ERR_UNSUPPORTED, "not yet");
+    ALL(M == NULL, "no matrix after a failure");
+    /* a real cuda backend where there is a device */
+    ks_backend *cuda = NULL;
+    int have = ks_backend_available("cuda");
+    MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (have) {
+        KS_ALL(ks_backend_create("cuda", &cuda));
+        EXPECT_ERR(ks_matrix_create_dist(cuda, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
+                                         D.val, "auto", NULL, &M),
+                   KS_ERR_UNSUPPORTED, "cuda backend: not yet");
+        ks_backend_destroy(cuda);
+    }
+    ks_dist_csr_free(&D);
+}
+END_TEST
+
+START_TEST(test_amg_refused)
+{
+    ks_dist_csr D;
+    poisson_rows(&D);
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &M));
+    const char *combos[2][2] = {{"PCG", "AMG"}, {"AMG", NULL}};
+    for (int k = 0; k < 2; k++) {
+        ks_config *cfg = config_for(combos[k][0], combos[k][1]);
+        ks_solver *s = NULL;
+        KS_ALL(ks_solver_create(be, cfg, &s));
+        EXPECT_ERR(ks_solver_setup(s, M), KS_ERR_UNSUPPORTED, "distributed AMG is not done yet");
+        ks_solver_destroy(s);
+        ks_config_destroy(cfg);
+    }
+    ks_matrix_destroy(M);
+    ks_dist_csr_free(&D);
+}
+END_TEST
+
+START_TEST(test_jacobi_zero_diagonal)
+{
+    ks_dist_csr D;
+    poisson_rows(&D);
+    const int last = nranks - 1;
+    /* the last rank's first row loses its diagonal value */
+    if (rank == last)
+        for (ks_int k = D.rowptr[0]; k < D.rowptr[1]; k++)
+            if (D.colind[k] == D.row_begin)
+                D.val[k] = 0.0;
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &M));
+    ks_config *cfg = config_for("PCG", "JACOBI");
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    char who[32];
+    snprintf(who, sizeof who, "%s", rank == last ? "zero diagonal" : "rank ");
+    if (rank != last)
+        snprintf(who, sizeof who, "rank %d: ", last);
+    EXPECT_ERR(ks_solver_setup(s, M), KS_ERR_NUMERIC, who);
+    ks_solver_destroy(s);
+    ks_config_destroy(cfg);
+    ks_matrix_destroy(M);
+    ks_dist_csr_free(&D);
+}
+END_TEST
+
+static Suite *mpi_suite(void)
+{
+    Suite *s = suite_create("mpi");
+    TCase *t = tcase_create("layout");
+    tcase_add_test(t, test_vec_layout);
+    tcase_add_test(t, test_ghost_map);
+    tcase_add_test(t, test_generate_dist);
+    suite_add_tcase(s, t);
+    t = tcase_create("spmv");
+    tcase_add_test(t, test_spmv_random);
+    tcase_add_test(t, test_reductions);
+    suite_add_tcase(s, t);
+    t = tcase_create("solve");
+    tcase_add_test(t, test_cg_poisson);
+    tcase_add_test(t, test_bicgstab_convdiff);
+    tcase_add_test(t, test_same_bits_twice);
+    suite_add_tcase(s, t);
+    t = tcase_create("errors");
+    tcase_add_test(t, test_bad_rows);
+    tcase_add_test(t, test_bad_vectors);
+    tcase_add_test(t, test_device_backend);
+    tcase_add_test(t, test_amg_refused);
+    tcase_add_test(t, test_jacobi_zero_diagonal);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (nranks > 8) {
+        if (rank == 0)
+            fprintf(stderr, "test_mpi: at most 8 ranks\n");
+        MPI_Finalize();
+        return EXIT_FAILURE;
+    }
+    if (ks_comm_create(MPI_COMM_WORLD, &comm) != KS_OK ||
+        ks_backend_create("cpu", &be) != KS_OK) {
+        fprintf(stderr, "rank %d: setup failed: %s\n", rank, ks_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    SRunner *sr = srunner_create(mpi_suite());
+    srunner_set_fork_status(sr, CK_NOFORK);
+    if (rank == 0)
+        printf("test_mpi on %d rank%s\n", nranks, nranks == 1 ? "" : "s");
+    srunner_run_all(sr, rank == 0 ? CK_NORMAL : CK_SILENT);
+    int failed = srunner_ntests_failed(sr), any = 0;
+    srunner_free(sr);
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    ks_backend_destroy(be);
+    ks_comm_destroy(comm);
+    fflush(stdout);
+    MPI_Finalize();
+    return any ? EXIT_FAILURE : EXIT_SUCCESS;
+}

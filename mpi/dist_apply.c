@@ -13,7 +13,7 @@ ks_error ks_dist_apply(ks_matrix_dist *base, double alpha, const ks_vec *x, doub
     ks_error e = ks_halo_begin(d->halo, x->data, d->xghost->data);
     ks_error el = e == KS_OK ? ks_matrix_apply(base->local, alpha, x, beta, y) : KS_OK;
     /* Waited for after a failure too: no request outlives the call. */
-    ks_error ew = ks_halo_end(d->halo);
+    ks_error ew = ks_halo_end(d->halo, d->xghost->data);
     if (e == KS_OK)
         e = el != KS_OK ? el : ew;
     if (e == KS_OK && base->ghost)

@@ -29,11 +29,10 @@ static ks_error check_args(ks_backend *be, ks_int nloc, ks_gint ncols, const ks_
 {
     if (!be)
         return ks_seterr(KS_ERR_ARG, "NULL backend");
-    if (!ks_backend_host_memory(be))
+    if (!be->ops->gather)
         return ks_seterr(KS_ERR_UNSUPPORTED,
-                         "distributed matrices on the %s backend: not yet (the halo exchange "
-                         "stages through host memory: cpu only for now)",
-                         ks_backend_name(be));
+                         "distributed matrices on the %s backend: it has no gather for the halo "
+                         "exchange", ks_backend_name(be));
     if (nloc < 0 || ncols < 0)
         return ks_seterr(KS_ERR_ARG, "negative size (%ld local rows, %lld columns)", (long)nloc,
                          (long long)ncols);
@@ -61,6 +60,8 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     e = ks_comm_agree(comm, e);
     if (e == KS_OK)
         e = ks_halo_create(comm, d->base.offsets, d->ghost_gid, d->nghost, &d->halo);
+    if (e == KS_OK)
+        e = ks_comm_agree(comm, ks_halo_attach(d->halo, be, d->nghost));
     if (e == KS_OK)
         d->base.halo_bytes = ks_halo_bytes(d->halo) +
                              (double)d->nghost * (sizeof(ks_gint) + sizeof(double)) +

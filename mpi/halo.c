@@ -11,7 +11,12 @@
  *
  * Each apply posts the receives straight into the ghost buffer, packs and
  * sends (begin), and waits (end), so the caller can compute the local
- * block's product meanwhile. Host buffers: the cpu backend's memory. */
+ * block's product meanwhile. The packing is the backend's gather. On a
+ * backend without host memory (cuda; the MPI library is not assumed to
+ * read device memory) the exchange stages through page-locked host
+ * buffers: gather on the device, one copy to the host, the messages, one
+ * copy of what arrived into the ghost vector; the local product queued
+ * on the device runs while the messages travel. */
 #include "mpi_internal.h"
 
 #include <limits.h>
@@ -132,22 +137,63 @@ ks_error ks_halo_create(const ks_comm *c, const ks_gint *offsets, const ks_gint 
     return KS_OK;
 }
 
+static ks_int halo_nout(const ks_halo *h)
+{
+    return h->nsend ? h->send_start[h->nsend] : 0;
+}
+
+int ks_halo_stage_always = 0;
+
+ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
+{
+    h->be = be;
+    h->nghost = nghost;
+    h->staged = !ks_backend_host_memory(be) || ks_halo_stage_always;
+    const ks_int nout = halo_nout(h);
+    if (!be->ops->gather)
+        return ks_seterr(KS_ERR_UNSUPPORTED, "halo exchange: the %s backend has no gather",
+                         ks_backend_name(be));
+    if (!h->staged) { /* the host arrays serve as they are */
+        h->idx_be = h->send_idx;
+        h->send_be = h->send_buf;
+        return KS_OK;
+    }
+    KS_TRY(ks_be_upload_new(be, h->send_idx, (size_t)nout * sizeof *h->send_idx,
+                            (void **)&h->idx_be, "halo send list"));
+    KS_TRY(ks_be_alloc(be, (size_t)nout * sizeof(double) + 1, (void **)&h->send_be,
+                       "halo send buffer"));
+    const size_t sb = (size_t)nout * sizeof(double) + 1, rb = (size_t)nghost * sizeof(double) + 1;
+    if (be->ops->host_alloc) {
+        KS_TRY(be->ops->host_alloc(be, sb, (void **)&h->send_host));
+        KS_TRY(be->ops->host_alloc(be, rb, (void **)&h->recv_host));
+    } else {
+        h->send_host = ks_malloc(sb, "halo staging");
+        h->recv_host = ks_malloc(rb, "halo staging");
+        if (!h->send_host || !h->recv_host)
+            return KS_ERR_MEMORY;
+    }
+    return KS_OK;
+}
+
 ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
 {
+    ks_backend *be = h->be;
+    double *rbuf = h->staged ? h->recv_host : ghost;
     for (int r = 0; r < h->nrecv; r++) {
         const ks_int s = h->recv_start[r], n = h->recv_start[r + 1] - s;
-        KS_TRY(ks_mpi_check(MPI_Irecv(ghost + s, n, MPI_DOUBLE, h->recv_rank[r], HALO_TAG,
+        KS_TRY(ks_mpi_check(MPI_Irecv(rbuf + s, n, MPI_DOUBLE, h->recv_rank[r], HALO_TAG,
                                       h->comm, &h->req[r]),
                             "MPI_Irecv (halo)"));
     }
-    const ks_int nout = h->nsend ? h->send_start[h->nsend] : 0;
-    const ks_int *idx = h->send_idx;
+    const ks_int nout = halo_nout(h);
     double *buf = h->send_buf;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (nout > 16384)
-#endif
-    for (ks_int k = 0; k < nout; k++)
-        buf[k] = x[idx[k]];
+    if (nout > 0) {
+        KS_TRY(be->ops->gather(be, nout, h->idx_be, x, h->send_be));
+        if (h->staged) { /* the download waits for the gather */
+            KS_TRY(be->ops->download(be, h->send_host, h->send_be, (size_t)nout * sizeof *buf));
+            buf = h->send_host;
+        }
+    }
     for (int r = 0; r < h->nsend; r++) {
         const ks_int s = h->send_start[r], n = h->send_start[r + 1] - s;
         KS_TRY(ks_mpi_check(MPI_Isend(buf + s, n, MPI_DOUBLE, h->send_rank[r], HALO_TAG, h->comm,
@@ -157,20 +203,25 @@ ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
     return KS_OK;
 }
 
-ks_error ks_halo_end(ks_halo *h)
+ks_error ks_halo_end(ks_halo *h, double *ghost)
 {
     const int n = h->nrecv + h->nsend;
     if (n == 0)
         return KS_OK;
-    return ks_mpi_check(MPI_Waitall(n, h->req, MPI_STATUSES_IGNORE), "MPI_Waitall (halo)");
+    KS_TRY(ks_mpi_check(MPI_Waitall(n, h->req, MPI_STATUSES_IGNORE), "MPI_Waitall (halo)"));
+    if (h->staged && h->nghost > 0) /* queued after the local product: it waits for it */
+        KS_TRY(h->be->ops->upload(h->be, ghost, h->recv_host,
+                                  (size_t)h->nghost * sizeof *h->recv_host));
+    return KS_OK;
 }
 
 double ks_halo_bytes(const ks_halo *h)
 {
     if (!h)
         return 0.0;
-    const double nout = h->nsend ? h->send_start[h->nsend] : 0;
-    return nout * (sizeof(ks_int) + sizeof(double)) +
+    const double nout = halo_nout(h);
+    return nout * (sizeof(ks_int) + sizeof(double)) * (h->staged ? 3 : 1) +
+           (h->staged ? (double)h->nghost * sizeof(double) : 0.0) +
            (h->nrecv + h->nsend) * (2.0 * sizeof(int) + sizeof(ks_int) + sizeof(MPI_Request));
 }
 
@@ -182,6 +233,17 @@ void ks_halo_destroy(ks_halo *h)
     free(h->send_rank);
     free(h->recv_start);
     free(h->send_start);
+    if (h->staged && h->be) {
+        h->be->ops->free(h->be, h->idx_be);
+        h->be->ops->free(h->be, h->send_be);
+        if (h->be->ops->host_free) {
+            h->be->ops->host_free(h->be, h->send_host);
+            h->be->ops->host_free(h->be, h->recv_host);
+        } else {
+            free(h->send_host);
+            free(h->recv_host);
+        }
+    }
     free(h->send_idx);
     free(h->send_buf);
     free(h->req);

@@ -64,6 +64,17 @@ typedef struct ks_halo {
     ks_int *send_idx;     /* local rows whose x values go out, by destination */
     double *send_buf;
     MPI_Request *req;     /* nrecv receives, then nsend sends */
+    /* The vectors' backend (ks_halo_attach). Without host memory (cuda)
+     * the exchange stages: the entries are gathered on the backend
+     * (idx_be -> send_be), copied to host buffers, sent; what arrives lands
+     * in recv_host and is copied into the ghost vector. */
+    ks_backend *be;
+    int staged;
+    ks_int nghost;
+    ks_int *idx_be;       /* send_idx on be */
+    double *send_be;      /* the packed entries on be */
+    double *send_host;    /* staged: be's host buffers (host_alloc) */
+    double *recv_host;
 } ks_halo;
 
 /* Collective: the plan for a rank whose rows reference the nghost global
@@ -71,11 +82,20 @@ typedef struct ks_halo {
  * offsets. */
 ks_error ks_halo_create(const ks_comm *c, const ks_gint *offsets, const ks_gint *ghost_gid,
                         ks_int nghost, ks_halo **h);
+/* The backend of the vectors the plan exchanges (local to each rank: no
+ * communication); where it has no host memory, the staging buffers. */
+ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost);
+/* Tests: plans attached while this is set stage on any backend (the cpu
+ * then runs the path cuda takes, with copies that are memcpy). */
+extern int ks_halo_stage_always;
 /* Post the receives into ghost (nghost doubles), pack x's entries the
- * neighbours need and send them; returns at once. */
+ * neighbours need and send them; returns once the sends are posted (a
+ * staged exchange waits for its copy to the host first). x and ghost are
+ * in the attached backend's memory. */
 ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost);
-/* Wait until ghost holds the neighbours' values and the sends are done. */
-ks_error ks_halo_end(ks_halo *h);
+/* Wait until ghost holds the neighbours' values and the sends are done
+ * (staged: the copy into ghost included). */
+ks_error ks_halo_end(ks_halo *h, double *ghost);
 /* Host bytes the plan holds. */
 double ks_halo_bytes(const ks_halo *h);
 void ks_halo_destroy(ks_halo *h);

@@ -362,59 +362,65 @@ static void random_global(uint64_t seed, const ks_gint *off, ks_csr *A)
     free(v);
 }
 
+/* Trial `trial` of the distributed SpMV on backend b against the host
+ * reference. */
+static void spmv_trial(ks_backend *b, int trial)
+{
+    /* Layouts: random counts (the same seed on every rank), rank 1 of
+     * 3 or more without rows in every other trial. */
+    ks_test_rng_seed(100 + (uint64_t)trial);
+    ks_int count[8];
+    for (int q = 0; q < nranks; q++)
+        count[q] = (ks_int)(ks_test_rng_next() % 9) + 1;
+    if (trial % 2 && nranks >= 3)
+        count[1] = 0;
+    ks_gint off[9];
+    offsets_of(count, off);
+    ks_csr A;
+    random_global(7 + (uint64_t)trial, off, &A);
+    ks_int nloc, *rp;
+    ks_gint *ci;
+    double *val;
+    rows_of(&A, off, &nloc, &rp, &ci, &val);
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(b, comm, nloc, A.ncols, rp, ci, val, "auto", NULL, &M));
+
+    const ks_int N = A.nrows;
+    double *xg = malloc((size_t)N * sizeof *xg), *yg = malloc((size_t)N * sizeof *yg);
+    double *y0 = malloc((size_t)N * sizeof *y0), *yl = malloc(((size_t)nloc + 1) * sizeof *yl);
+    for (ks_int i = 0; i < N; i++) {
+        xg[i] = sin(0.3 * i + trial) + 2.0;
+        y0[i] = yg[i] = cos(0.7 * i);
+    }
+    const double alpha = trial % 3 ? 1.5 : 1.0, beta = trial % 3 == 2 ? -0.5 : 0.0;
+    ks_csr_spmv_ref(&A, alpha, xg, beta, yg);
+    ks_vec *x = NULL, *y = NULL;
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    KS_ALL(ks_matrix_vec_create(M, &y));
+    KS_ALL(ks_vec_set_host(x, xg + off[rank]));
+    KS_ALL(ks_vec_set_host(y, y0 + off[rank]));
+    KS_ALL(ks_matrix_apply(M, alpha, x, beta, y));
+    KS_ALL(ks_vec_get_host(y, yl));
+    double err = ks_test_max_relerr(yl, yg + off[rank], nloc);
+    ALL(err <= 1e-14, "%s, trial %d: distributed SpMV differs from the reference by %g",
+        ks_backend_name(b), trial, err);
+    ks_vec_destroy(x);
+    ks_vec_destroy(y);
+    ks_matrix_destroy(M);
+    ks_csr_free(&A);
+    free(rp);
+    free(ci);
+    free(val);
+    free(xg);
+    free(yg);
+    free(y0);
+    free(yl);
+}
+
 START_TEST(test_spmv_random)
 {
-    for (int trial = 0; trial < 6; trial++) {
-        /* Layouts: random counts (the same seed on every rank), rank 1 of
-         * 3 or more without rows in every other trial. */
-        ks_test_rng_seed(100 + (uint64_t)trial);
-        ks_int count[8];
-        for (int q = 0; q < nranks; q++)
-            count[q] = (ks_int)(ks_test_rng_next() % 9) + 1;
-        if (trial % 2 && nranks >= 3)
-            count[1] = 0;
-        ks_gint off[9];
-        offsets_of(count, off);
-        ks_csr A;
-        random_global(7 + (uint64_t)trial, off, &A);
-        ks_int nloc, *rp;
-        ks_gint *ci;
-        double *val;
-        rows_of(&A, off, &nloc, &rp, &ci, &val);
-        ks_matrix *M = NULL;
-        KS_ALL(ks_matrix_create_dist(be, comm, nloc, A.ncols, rp, ci, val, "auto", NULL, &M));
-
-        const ks_int N = A.nrows;
-        double *xg = malloc((size_t)N * sizeof *xg), *yg = malloc((size_t)N * sizeof *yg);
-        double *y0 = malloc((size_t)N * sizeof *y0), *yl = malloc(((size_t)nloc + 1) * sizeof *yl);
-        for (ks_int i = 0; i < N; i++) {
-            xg[i] = sin(0.3 * i + trial) + 2.0;
-            y0[i] = yg[i] = cos(0.7 * i);
-        }
-        const double alpha = trial % 3 ? 1.5 : 1.0, beta = trial % 3 == 2 ? -0.5 : 0.0;
-        ks_csr_spmv_ref(&A, alpha, xg, beta, yg);
-        ks_vec *x = NULL, *y = NULL;
-        KS_ALL(ks_matrix_vec_create(M, &x));
-        KS_ALL(ks_matrix_vec_create(M, &y));
-        KS_ALL(ks_vec_set_host(x, xg + off[rank]));
-        KS_ALL(ks_vec_set_host(y, y0 + off[rank]));
-        KS_ALL(ks_matrix_apply(M, alpha, x, beta, y));
-        KS_ALL(ks_vec_get_host(y, yl));
-        double err = ks_test_max_relerr(yl, yg + off[rank], nloc);
-        ALL(err <= 1e-14, "trial %d: distributed SpMV differs from the reference by %g", trial,
-            err);
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
-        ks_matrix_destroy(M);
-        ks_csr_free(&A);
-        free(rp);
-        free(ci);
-        free(val);
-        free(xg);
-        free(yg);
-        free(y0);
-        free(yl);
-    }
+    for (int trial = 0; trial < 6; trial++)
+        spmv_trial(be, trial);
 }
 END_TEST
 
@@ -659,7 +665,7 @@ static void solve_with(ks_matrix *M, const char *solver, const char *pc, solve_o
     ks_config *cfg = config_for(solver, pc);
     ks_solver *s = NULL;
     ks_vec *b = NULL, *x = NULL;
-    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_solver_create(ks_matrix_backend(M), cfg, &s));
     KS_ALL(ks_solver_setup(s, M));
     KS_ALL(ks_matrix_vec_create(M, &b));
     KS_ALL(ks_matrix_vec_create(M, &x));
@@ -686,9 +692,9 @@ static void solve_with(ks_matrix *M, const char *solver, const char *pc, solve_o
     ks_config_destroy(cfg);
 }
 
-/* The distributed matrix of g in even blocks, or with rank 1 (of 3 or
- * more) holding no rows. */
-static ks_matrix *dist_matrix(const ks_gen_params *g, int empty_rank)
+/* The distributed matrix of g on backend b in even blocks, or with rank 1
+ * (of 3 or more) holding no rows. */
+static ks_matrix *dist_matrix(ks_backend *b, const ks_gen_params *g, int empty_rank)
 {
     ks_int nl = -1;
     if (empty_rank) {
@@ -702,15 +708,16 @@ static ks_matrix *dist_matrix(const ks_gen_params *g, int empty_rank)
     ks_dist_csr D;
     KS_ALL(ks_generate_dist(comm, g, nl, &D));
     ks_matrix *M = NULL;
-    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+    KS_ALL(ks_matrix_create_dist(b, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
                                  "auto", NULL, &M));
     ks_dist_csr_free(&D);
     return M;
 }
 
-/* Distributed vs one-process solve of g: iterations within 1, x to 1e-8. */
-static void compare_solves(const ks_gen_params *g, const char *solver, const char *pc,
-                           int empty_rank)
+/* Distributed (on backend b) vs one-process (cpu) solve of g: iterations
+ * within 1, x to 1e-8. */
+static void compare_solves_on(ks_backend *b, const ks_gen_params *g, const char *solver,
+                              const char *pc, int empty_rank)
 {
     ks_csr A;
     KS_CHECK(ks_generate(g, &A));
@@ -718,21 +725,28 @@ static void compare_solves(const ks_gen_params *g, const char *solver, const cha
     KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &S));
     solve_out ser, dis;
     solve_with(S, solver, pc, &ser);
-    ks_matrix *M = dist_matrix(g, empty_rank);
+    ks_matrix *M = dist_matrix(b, g, empty_rank);
     solve_with(M, solver, pc, &dis);
     const ks_gint r0 = ks_matrix_row_begin(M);
     const ks_int n = ks_matrix_rows(M);
     double err = ks_test_max_relerr(dis.x, ser.x + r0, n);
     ALL(ser.status == KS_SOLVE_CONVERGED && dis.status == KS_SOLVE_CONVERGED &&
             abs(ser.iterations - dis.iterations) <= 1 && err <= 1e-8,
-        "%s %s+%s: serial %s in %d, distributed %s in %d, max error %g",
-        ks_gen_kind_name(g->kind), solver, pc, ks_solve_status_name(ser.status), ser.iterations,
+        "%s %s+%s on %s: serial %s in %d, distributed %s in %d, max error %g",
+        ks_gen_kind_name(g->kind), solver, pc, ks_backend_name(b),
+        ks_solve_status_name(ser.status), ser.iterations,
         ks_solve_status_name(dis.status), dis.iterations, err);
     out_free(&ser);
     out_free(&dis);
     ks_matrix_destroy(M);
     ks_matrix_destroy(S);
     ks_csr_free(&A);
+}
+
+static void compare_solves(const ks_gen_params *g, const char *solver, const char *pc,
+                           int empty_rank)
+{
+    compare_solves_on(be, g, solver, pc, empty_rank);
 }
 
 static void grid(ks_gen_params *g, ks_gen_kind kind, int n)
@@ -768,7 +782,7 @@ START_TEST(test_same_bits_twice)
 {
     ks_gen_params g;
     grid(&g, KS_GEN_CONVDIFF3D, 9);
-    ks_matrix *M = dist_matrix(&g, 1);
+    ks_matrix *M = dist_matrix(be, &g, 1);
     const ks_int n = ks_matrix_rows(M);
     const char *solvers[2][2] = {{"PCG", "JACOBI_L1"}, {"PBICGSTAB", "JACOBI"}};
     for (int k = 0; k < 2; k++) {
@@ -895,36 +909,55 @@ END_TEST
 
 START_TEST(test_device_backend)
 {
+    /* the staged exchange (gather, copy out, messages, copy into the ghost
+     * vector: the path of a backend without host memory) on the cpu gives
+     * the host path's products and solves */
+    ks_halo_stage_always = 1;
+    for (int trial = 0; trial < 6; trial++)
+        spmv_trial(be, trial);
+    ks_gen_params g;
+    grid(&g, KS_GEN_POISSON3D_7, 10);
+    compare_solves_on(be, &g, "PCG", "JACOBI", 1);
+    ks_halo_stage_always = 0;
+    /* a backend without a gather cannot exchange: every rank refuses,
+     * also when only one rank's backend lacks it */
+    ks_backend *nog = NULL;
+    KS_ALL(ks_backend_create("cpu", &nog));
+    ks_backend_ops ops = *nog->ops;
+    const ks_backend_ops *orig = nog->ops;
+    ops.gather = NULL;
+    nog->ops = &ops;
     ks_dist_csr D;
     poisson_rows(&D);
-    /* The cpu backend as a backend without host memory (as cuda is): the
-     * capability distributed matrices check, testable without a GPU. */
-    ks_backend_ops dev_ops = *be->ops;
-    dev_ops.host_memory = 0;
-    ks_backend dev = *be;
-    dev.ops = &dev_ops;
     ks_matrix *M = NULL;
-    EXPECT_ERR(ks_matrix_create_dist(&dev, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
+    EXPECT_ERR(ks_matrix_create_dist(nog, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
                                      D.val, "auto", NULL, &M),
-               KS_ERR_UNSUPPORTED, "not yet");
-    /* on one rank only: every rank fails */
+               KS_ERR_UNSUPPORTED, "no gather");
     const int last = nranks - 1;
-    EXPECT_ERR(ks_matrix_create_dist(rank == last ? &dev : be, comm, D.nrows, D.ncols_global,
+    EXPECT_ERR(ks_matrix_create_dist(rank == last ? nog : be, comm, D.nrows, D.ncols_global,
                                      D.rowptr, D.colind, D.val, "auto", NULL, &M),
-               KS_ERR_UNSUPPORTED, "not yet");
+               KS_ERR_UNSUPPORTED, "no gather");
     ALL(M == NULL, "no matrix after a failure");
-    /* a real cuda backend where there is a device */
-    ks_backend *cuda = NULL;
+    nog->ops = orig;
+    ks_backend_destroy(nog);
+    ks_dist_csr_free(&D);
+    /* a real cuda backend where every rank has a device: staged for real */
     int have = ks_backend_available("cuda");
     MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (have) {
+        ks_backend *cuda = NULL;
         KS_ALL(ks_backend_create("cuda", &cuda));
-        EXPECT_ERR(ks_matrix_create_dist(cuda, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
-                                         D.val, "auto", NULL, &M),
-                   KS_ERR_UNSUPPORTED, "cuda backend: not yet");
+        for (int trial = 0; trial < 6; trial++)
+            spmv_trial(cuda, trial);
+        grid(&g, KS_GEN_POISSON3D_7, 12);
+        compare_solves_on(cuda, &g, "PCG", "JACOBI", 1);
+        compare_solves_on(cuda, &g, "CG", "NOSOLVER", 0);
+        grid(&g, KS_GEN_CONVDIFF3D, 10);
+        g.vx = 8.0;
+        g.vy = -4.0;
+        compare_solves_on(cuda, &g, "PBICGSTAB", "JACOBI_L1", 1);
         ks_backend_destroy(cuda);
     }
-    ks_dist_csr_free(&D);
 }
 END_TEST
 

@@ -70,6 +70,14 @@ typedef struct ks_backend_ops {
     /* Optional: give memory the backend keeps cached for reuse back to
      * the system (called when a setup ends). */
     ks_error (*trim)(ks_backend *be);
+    /* y[k] = x[idx[k]] for k < n, idx and both vectors in be's memory (a
+     * distributed matrix packs the x entries its neighbours need).
+     * Required for distributed matrices on a backend without host memory. */
+    ks_error (*gather)(ks_backend *be, ks_int n, const ks_int *idx, const double *x, double *y);
+    /* Optional: host memory the backend copies to and from fastest (cuda:
+     * page-locked), for staging; NULL: malloc and free. */
+    ks_error (*host_alloc)(ks_backend *be, size_t bytes, void **p);
+    void (*host_free)(ks_backend *be, void *p);
 
     /* Capabilities, for code outside vec/ (which never compares kinds):
      * host_memory = 1 when the backend's memory is ordinary host memory

@@ -189,6 +189,16 @@ static ks_error cpu_pmul(ks_backend *be, ks_int n, const double *w, const double
     return KS_OK;
 }
 
+static ks_error cpu_gather(ks_backend *be, ks_int n, const ks_int *idx, const double *x,
+                           double *y)
+{
+    (void)be;
+#pragma omp parallel for schedule(static) if (n > KS_CPU_PAR_MIN)
+    for (ks_int k = 0; k < n; k++)
+        y[k] = x[idx[k]];
+    return KS_OK;
+}
+
 /* ------------------------------------------------------- reductions */
 
 /* Block partial sums use eight interleaved accumulators a0..a7 (entry i of
@@ -429,6 +439,7 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .axpbypcz = cpu_axpbypcz,
     .smooth_update = cpu_smooth_update,
     .pmul = cpu_pmul,
+    .gather = cpu_gather,
     .dot = cpu_dot,
     .dot2 = cpu_dot2,
     .norm1 = cpu_norm1,

@@ -435,6 +435,51 @@ static ks_error cuda_sync(ks_backend *be)
     return KS_OK;
 }
 
+__global__ void k_gather(ks_int n, const ks_int *__restrict__ idx, const double *__restrict__ x,
+                         double *__restrict__ y)
+{
+    for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n;
+         k += (long long)gridDim.x * blockDim.x)
+        y[k] = x[idx[k]];
+}
+
+static ks_error cuda_gather(ks_backend *be, ks_int n, const ks_int *idx, const double *x,
+                            double *y)
+{
+    if (n <= 0)
+        return KS_OK;
+    long long b = ((long long)n + KS_CU_THREADS - 1) / KS_CU_THREADS;
+    k_gather<<<(unsigned)(b < KS_CU_MAX_BLOCKS ? b : KS_CU_MAX_BLOCKS), KS_CU_THREADS, 0,
+               impl_of(be)->stream>>>(n, idx, x, y);
+    KS_CUDA_CHECK(cudaGetLastError());
+    return KS_OK;
+}
+
+/* Page-locked host memory: copies to and from it run at full PCIe speed
+ * and never stage through the driver's own buffer. */
+static ks_error cuda_host_alloc(ks_backend *be, size_t bytes, void **p)
+{
+    (void)be;
+    *p = NULL;
+    cudaError_t e = cudaHostAlloc(p, bytes ? bytes : 1, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *p = NULL;
+        return ks_seterr(KS_ERR_MEMORY, "cudaHostAlloc(%zu bytes): %s", bytes,
+                         cudaGetErrorString(e));
+    }
+    return KS_OK;
+}
+
+static void cuda_host_free(ks_backend *be, void *p)
+{
+    (void)be;
+    if (p) {
+        (void)cudaFreeHost(p);
+        (void)cudaGetLastError();
+    }
+}
+
 /* The blocks a setup freed go back to the device (beyond KS_CU_POOL_KEEP
  * reserved), so that other code in the process may use them. */
 static ks_error cuda_trim(ks_backend *be)
@@ -643,6 +688,9 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_graph_launch,  /* graph_launch */
     cuda_graph_destroy, /* graph_destroy */
     cuda_trim,          /* trim */
+    cuda_gather,        /* gather */
+    cuda_host_alloc,    /* host_alloc */
+    cuda_host_free,     /* host_free */
     0,                  /* host_memory: device memory */
 };
 

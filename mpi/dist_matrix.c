@@ -53,7 +53,9 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     d->nghost = S->ghost.ncols;
     ks_error e = ks_matrix_create(be, &S->local, format, params, &d->base.local);
     if (e == KS_OK && d->nghost > 0)
-        e = ks_matrix_create(be, &S->ghost, "csr", NULL, &d->base.ghost);
+        /* narrow and irregular: the backend's own choice ("csr" is the
+         * cpu's only; cuda has none of that name) */
+        e = ks_matrix_create(be, &S->ghost, "auto", NULL, &d->base.ghost);
     if (e == KS_OK)
         e = ks_vec_create(be, d->nghost, &d->xghost);
     /* A format may refuse one rank's block and take another's. */

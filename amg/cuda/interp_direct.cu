@@ -15,6 +15,20 @@
 
 namespace {
 
+/* A C point's row: the identity (its own coarse number, weight 1). */
+template <bool FILL>
+__device__ __forceinline__ void direct_identity(ks_int i, const ks_int *__restrict__ cmap,
+                                                ks_int *cnt, const ks_int *__restrict__ prp,
+                                                ks_int *__restrict__ pci, double *__restrict__ pva)
+{
+    if (FILL) {
+        pci[prp[i]] = cmap[i];
+        pva[prp[i]] = 1.0;
+    } else {
+        cnt[i] = 1;
+    }
+}
+
 /* FILL = false: cnt[i] = the length of row i. FILL = true: row i written
  * at prp[i] (rows counted empty are skipped: the walk would find entries
  * only to drop them). */
@@ -28,12 +42,7 @@ __global__ void direct_rows(ks_int n, const ks_int *__restrict__ arp, const ks_i
     KS_CU_FOR(ii, n) {
         const ks_int i = (ks_int)ii;
         if (cmap[i] >= 0) { /* C point: identity row */
-            if (FILL) {
-                pci[prp[i]] = cmap[i];
-                pva[prp[i]] = 1.0;
-            } else {
-                cnt[i] = 1;
-            }
+            direct_identity<FILL>(i, cmap, cnt, prp, pci, pva);
             continue;
         }
         const ks_int w = FILL ? prp[i] : 0;
@@ -86,20 +95,6 @@ __global__ void direct_rows(ks_int n, const ks_int *__restrict__ arp, const ks_i
     }
 }
 
-/* j in the sorted c[lo, end) */
-__device__ __forceinline__ bool direct_member(const ks_int *c, ks_int lo, ks_int end, ks_int j)
-{
-    ks_int hi = end;
-    while (lo < hi) {
-        const ks_int mid = lo + (hi - lo) / 2;
-        if (c[mid] < j)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < end && c[lo] == j;
-}
-
 /* direct_rows with a warp a row, for long rows (a thread walking a row of
  * 40 entries alone reads a cache line an entry: at 7-point 256^3 the
  * second aggressive stage's D1 took 17 ms that way). The lanes load and
@@ -122,14 +117,8 @@ __global__ void direct_rows_warp(ks_int n, const ks_int *__restrict__ arp,
          ii += nw) {
         const ks_int i = (ks_int)ii;
         if (cmap[i] >= 0) { /* C point: identity row */
-            if (lane == 0) {
-                if (FILL) {
-                    pci[prp[i]] = cmap[i];
-                    pva[prp[i]] = 1.0;
-                } else {
-                    cnt[i] = 1;
-                }
-            }
+            if (lane == 0)
+                direct_identity<FILL>(i, cmap, cnt, prp, pci, pva);
             continue;
         }
         const ks_int w = FILL ? prp[i] : 0;
@@ -146,7 +135,7 @@ __global__ void direct_rows_warp(ks_int n, const ks_int *__restrict__ arp,
             if (q < a1) {
                 j = aci[q];
                 a = ava[q];
-                kind = j == i ? 1 : cmap[j] >= 0 && direct_member(sci, s0, s1, j) ? 3 : 2;
+                kind = j == i ? 1 : cmap[j] >= 0 && (ks_cu_find(sci + s0, s1 - s0, j) >= 0) ? 3 : 2;
             }
             const unsigned strong = __ballot_sync(full, kind == 3);
             if (FILL && kind == 3) {

@@ -174,20 +174,6 @@ __device__ __forceinline__ int ext_slot(const int *keys, int lg, ks_int key)
     return -1;
 }
 
-/* j in the sorted c[lo, end) */
-__device__ __forceinline__ bool ext_member(const ks_int *c, ks_int lo, ks_int end, ks_int j)
-{
-    ks_int hi = end;
-    while (lo < hi) {
-        const ks_int mid = lo + (hi - lo) / 2;
-        if (c[mid] < j)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < end && c[lo] == j;
-}
-
 /* Chat_i into the group's set keys[0, 2^lg): the C points of S's row i and
  * of the S rows of its F entries (fine indices). Returns |Chat_i| in every
  * lane, or -1 when the set ran full. */
@@ -378,7 +364,7 @@ __device__ __forceinline__ double ext_weights(const ext_group<G> &g, ks_int i, c
                 if (sl >= 0) {
                     pj = pos[sl];
                     kind = EXT_OWN; /* i's own coupling to a point of Chat_i */
-                } else if (p.cmap[j] < 0 && ext_member(p.sci, ss, se, j)) {
+                } else if (p.cmap[j] < 0 && (ks_cu_find(p.sci + ss, se - ss, j) >= 0)) {
                     kind = EXT_SPREAD; /* strong F neighbour */
                     k0 = p.arp[j];
                     k1 = p.arp[j + 1];

@@ -1,7 +1,8 @@
 /* Private seams of the matrices/ folder: the CSR builder shared by
  * ks_csr_from_coo and the Matrix Market reader, the buffered (gzip or plain)
- * line reader and the number parser. Not installed; tests include it to
- * check the parser directly. */
+ * line reader, the number parser, and the reader's header and entry loop
+ * (also used by mpi/mm_dist.c). Not installed; tests include it to check
+ * the parser directly. */
 #ifndef KS_MMIO_INTERNAL_H
 #define KS_MMIO_INTERNAL_H
 

@@ -1,9 +1,10 @@
-/* ksolve under mpirun: each rank generates its own rows of the configured
- * problem (ks_generate_dist, even row blocks), the matrix and vectors are
- * distributed, every rank runs the solve, and rank 0 prints the report and
- * writes the files. Generated problems and one backend for now (a matrix
- * file would need a Matrix Market scatter). Every step that can fail on
- * some ranks only is agreed over the ranks, so all stop together. */
+/* ksolve under mpirun: each rank gets its rows of the configured problem,
+ * generated (ks_generate_dist) or read from the matrix file (rank 0 reads
+ * it once and sends the rows: ks_mm_read_dist), in even row blocks; b from
+ * its file is split alike. The matrix and vectors are distributed, every
+ * rank runs the solve, and rank 0 prints the report and writes the files.
+ * One backend a run for now. Every step that can fail on some ranks only
+ * is agreed over the ranks, so all stop together. */
 #include "cli_dist.h"
 #include "cli_setup.h"
 #include "ksolve_mpi.h"
@@ -53,20 +54,35 @@ void ks_cli_dist_finish(ks_comm *comm)
  * rank, so every rank refuses alike. */
 static ks_error check_supported(const ks_problem_params *pp)
 {
-    const char *what = pp->matrix_file[0] ? "reading the matrix from a file (generate it: "
-                                            "matrix.generator)"
-                       : pp->rhs_file[0]  ? "reading b from a file (rhs.type)"
-                       : strchr(pp->backend, ',') ? "several backends in one run"
-                                                  : NULL;
-    if (!what)
+    if (!strchr(pp->backend, ','))
         return KS_OK;
-    return ks_seterr(KS_ERR_UNSUPPORTED, "ksolve under mpirun: %s is not done yet", what);
+    return ks_seterr(KS_ERR_UNSUPPORTED,
+                     "ksolve under mpirun: several backends in one run is not done yet");
+}
+
+/* b from its file, split like the matrix's rows. */
+static ks_error read_rhs(const char *path, ks_matrix *M, ks_vec *b, ks_problem_info *pi)
+{
+    double *v = NULL;
+    ks_int n = 0;
+    ks_error e = ks_mm_read_vector_dist(ks_matrix_comm(M), path, ks_matrix_rows(M), &v, &n);
+    if (e == KS_ERR_SIZE) /* the message names the file and both lengths */
+        return ks_adderr(e, "b does not fit A (%lld rows)", (long long)ks_matrix_global_rows(M));
+    KS_TRY(e);
+    snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s", path);
+    e = ks_comm_agree(ks_matrix_comm(M), ks_vec_set_host(b, v));
+    free(v);
+    return e;
 }
 
 /* The right-hand side as the one-process tool makes it (cli/ksolve_main.c),
  * with global row numbers. */
-static ks_error make_rhs(const char *kind, ks_matrix *M, ks_vec *b, ks_problem_info *pi)
+static ks_error make_rhs(const ks_problem_params *pp, ks_matrix *M, ks_vec *b,
+                         ks_problem_info *pi)
 {
+    if (pp->rhs_file[0])
+        return read_rhs(pp->rhs_file, M, b, pi);
+    const char *kind = pp->rhs_kind;
     if (!strcmp(kind, "ones") || !strcmp(kind, "zero")) {
         double v = kind[0] == 'o' ? 1.0 : 0.0;
         snprintf(pi->rhs_source, sizeof pi->rhs_source, "b = %g", v);
@@ -97,33 +113,12 @@ static ks_error make_rhs(const char *kind, ks_matrix *M, ks_vec *b, ks_problem_i
 /* x's parts gathered on rank 0, which writes the file. */
 static ks_error write_solution(const ks_comm *comm, const ks_vec *x, const char *path)
 {
-    const int p = ks_comm_size(comm), me = ks_comm_rank(comm);
-    const ks_gint n_all = ks_vec_global_size(x);
-    if (n_all > INT32_MAX)
-        return ks_seterr(KS_ERR_SIZE, "%s: %lld entries: more than one vector file holds",
-                         path, (long long)n_all);
-    const int n = (int)ks_vec_size(x);
-    int *counts = me == 0 ? ks_malloc(2 * (size_t)p * sizeof *counts, "gather counts") : NULL;
-    double *all = me == 0 ? ks_malloc((size_t)n_all * sizeof *all + 1, "solution") : NULL;
-    double *mine = ks_malloc((size_t)n * sizeof *mine + 1, "solution part");
-    ks_error e = mine && (me > 0 || (counts && all)) ? ks_vec_get_host(x, mine) : KS_ERR_MEMORY;
+    const ks_int n = ks_vec_size(x);
+    double *mine = ks_malloc((size_t)n * sizeof *mine, "solution part");
+    ks_error e = mine ? ks_vec_get_host(x, mine) : KS_ERR_MEMORY;
     e = ks_comm_agree(comm, e);
-    int rc = MPI_SUCCESS;
     if (e == KS_OK)
-        rc = MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (e == KS_OK && rc == MPI_SUCCESS && me == 0)
-        for (int q = 0; q < p; q++)
-            counts[p + q] = q ? counts[p + q - 1] + counts[q - 1] : 0;
-    if (e == KS_OK && rc == MPI_SUCCESS)
-        rc = MPI_Gatherv(mine, n, MPI_DOUBLE, all, counts, counts ? counts + p : NULL,
-                         MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (e == KS_OK && rc != MPI_SUCCESS)
-        e = ks_seterr(KS_ERR_MPI, "gathering the solution failed (MPI error code %d)", rc);
-    if (e == KS_OK && me == 0)
-        e = ks_mm_write_vector(path, all, (ks_int)n_all);
-    e = ks_comm_agree(comm, e);
-    free(counts);
-    free(all);
+        e = ks_mm_write_vector_dist(comm, path, mine, n);
     free(mine);
     return e;
 }
@@ -152,14 +147,28 @@ static void run_free(dist_run *d)
     ks_run_setup_free(&d->su);
 }
 
-/* The matrix from this rank's generated rows, and the problem's numbers
- * over all ranks. */
+/* This rank's rows, read or generated; where they came from. */
+static ks_error load_rows(const ks_comm *comm, const ks_problem_params *pp, dist_run *d)
+{
+    if (pp->matrix_file[0]) {
+        ks_mm_info info;
+        KS_TRY(ks_mm_read_dist(comm, pp->matrix_file, -1, &d->rows, &info));
+        d->pi.duplicates_summed = info.duplicates_summed;
+        snprintf(d->pi.source, sizeof d->pi.source, "%s", pp->matrix_file);
+        return KS_OK;
+    }
+    KS_TRY(ks_generate_dist(comm, &pp->gen, -1, &d->rows));
+    ks_problem_describe_generated(&pp->gen, d->pi.source, sizeof d->pi.source);
+    return KS_OK;
+}
+
+/* The matrix from this rank's rows, and the problem's numbers over all
+ * ranks. */
 static ks_error build_matrix(const ks_comm *comm, const ks_problem_params *pp, dist_run *d)
 {
     double t0 = ks_wtime();
-    KS_TRY(ks_generate_dist(comm, &pp->gen, -1, &d->rows));
+    KS_TRY(load_rows(comm, pp, d));
     d->pi.load_seconds = ks_wtime() - t0;
-    ks_problem_describe_generated(&pp->gen, d->pi.source, sizeof d->pi.source);
     size_t used = strlen(d->pi.source);
     snprintf(d->pi.source + used, sizeof d->pi.source - used, ", %d MPI ranks",
              ks_comm_size(comm));
@@ -205,7 +214,7 @@ static ks_error solve(const ks_comm *comm, const ks_config *cfg, dist_run *d)
     if (e == KS_OK)
         e = ks_vec_fill(d->x, 0.0);
     KS_TRY(ks_comm_agree(comm, e));
-    KS_TRY(make_rhs(pp->rhs_kind, d->M, d->b, &d->pi));
+    KS_TRY(make_rhs(pp, d->M, d->b, &d->pi));
     if (sp->monitor_residual)
         printf("residual monitor: %s + %s on %s, %d MPI ranks\n", r->solver, r->precond,
                r->backend, ks_comm_size(comm));

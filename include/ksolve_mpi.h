@@ -14,8 +14,9 @@
  * collective too.
  *
  * Not done yet: AMG on a distributed matrix (ks_solver_setup fails with
- * KS_ERR_UNSUPPORTED), distributed matrices on the cuda backend, reading a
- * Matrix Market file into a distributed matrix. */
+ * KS_ERR_UNSUPPORTED), distributed matrices on the cuda backend, a
+ * parallel read of a Matrix Market file (rank 0 reads it and sends the
+ * rows). */
 #ifndef KSOLVE_MPI_H
 #define KSOLVE_MPI_H
 
@@ -117,6 +118,38 @@ void ks_dist_csr_free(ks_dist_csr *A);
  * grid's rows). Hand the result to ks_matrix_create_dist. */
 ks_error ks_generate_dist(const ks_comm *comm, const ks_gen_params *p, ks_int nlocal,
                           ks_dist_csr *A);
+
+/* ------------------------------------------------------------ Matrix Market */
+/* Collective. This rank's rows of the square matrix in the Matrix Market
+ * file path (.mtx, or .mtx.gz read directly): bit for bit the rows that
+ * ks_mm_read_csr gives one process (symmetric and skew files expanded,
+ * pattern values 1.0, duplicates summed in file order). Rank 0 reads the
+ * file once and sends each rank its rows in chunks as it reads: no rank
+ * holds the whole matrix (rank 0 holds its own rows and a chunk per rank).
+ * nlocal < 0: even row blocks (the first n mod p ranks one row more); else
+ * this rank's row count (a rank may have none; the counts must add up to
+ * the matrix's rows: KS_ERR_SIZE on every rank otherwise). Every rank
+ * returns the same outcome: a missing file (KS_ERR_IO), a malformed line
+ * (KS_ERR_FORMAT, "path:LINE: what is wrong"), a matrix that is not square
+ * (KS_ERR_SIZE), the other ranks' messages prefixed "rank 0: ". info (may
+ * be NULL): the file's field and symmetry, its entries and the duplicates
+ * summed, over the whole file, the same on every rank. Hand the result to
+ * ks_matrix_create_dist; free it with ks_dist_csr_free. */
+ks_error ks_mm_read_dist(const ks_comm *comm, const char *path, ks_int nlocal, ks_dist_csr *A,
+                         ks_mm_info *info);
+/* Collective. This rank's part of the vector file path (what
+ * ks_mm_read_vector reads), split like rows: nlocal entries here (pass the
+ * matrix's rows, ks_dist_csr.nrows or ks_matrix_rows; nlocal < 0: even
+ * blocks); the counts must add up to the file's length (KS_ERR_SIZE on
+ * every rank otherwise). Rank 0 reads the file and scatters the parts.
+ * *v: malloc'ed, *n entries; free with free(). */
+ks_error ks_mm_read_vector_dist(const ks_comm *comm, const char *path, ks_int nlocal,
+                                double **v, ks_int *n);
+/* Collective. The ranks' parts (nlocal entries each, in rank order)
+ * gathered on rank 0, which writes them as ks_mm_write_vector does (array
+ * real general; ".gz" writes gzip); its outcome on every rank. */
+ks_error ks_mm_write_vector_dist(const ks_comm *comm, const char *path, const double *v,
+                                 ks_int nlocal);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /* Private seams of the matrices/ folder: the CSR builder shared by
  * ks_csr_from_coo and the Matrix Market reader, the buffered (gzip or plain)
- * line reader and the number parser. Not installed; tests include it to
- * check the parser directly. */
+ * line reader, the number parser, and the reader's header and entry loop
+ * (also used by mpi/mm_dist.c). Not installed; tests include it to check
+ * the parser directly. */
 #ifndef KS_MMIO_INTERNAL_H
 #define KS_MMIO_INTERNAL_H
 
@@ -62,6 +63,46 @@ int ks_gzr_run(ks_gzr *r, char **p, char **lim);
 /* Next line, NUL-terminated in place ('\n' and a trailing '\r' removed),
  * r->line incremented. Returns 1, 0 at end of file, -1 on error. */
 int ks_gzr_line(ks_gzr *r, char **line);
+
+/* ---------------------------------------------------------- mmio_read.c
+ * The reader's pieces, for readers that do not build one CSR (the
+ * distributed reader, mpi/mm_dist.c, streams the entries to their ranks). */
+typedef struct ks_mm_header {
+    int array;           /* 1: array (dense) format, 0: coordinate */
+    ks_mm_field field;
+    ks_mm_symmetry sym;
+    int64_t m, n, nnz;   /* nnz: declared entries (m * n for arrays) */
+    long banner_line;    /* line number of the %%MatrixMarket line */
+    long size_line;      /* line number of the size line */
+} ks_mm_header;
+
+/* Banner, comments and the size line; r stands at the first data line. */
+ks_error ks_mm_read_header(ks_gzr *r, ks_mm_header *h);
+/* The same, refusing the array format (a matrix must be coordinate). */
+ks_error ks_mm_read_matrix_header(ks_gzr *r, ks_mm_header *h);
+
+/* Coordinate entries, 0-based, in file order (not expanded). */
+typedef struct ks_mm_coo {
+    ks_int *row, *col;
+    double *val;   /* NULL for pattern */
+    int64_t n;     /* entries in the buffer */
+    int64_t cap;   /* the buffer's room */
+    int64_t total; /* entries read from the file so far */
+} ks_mm_coo;
+
+void ks_mm_coo_free(ks_mm_coo *c);
+
+/* Takes the c->n entries of a full buffer (file order) and sets c->n = 0. */
+typedef ks_error (*ks_mm_flush_fn)(void *ctx, ks_mm_coo *c);
+
+/* The data lines of a coordinate file after ks_mm_read_header, checked as
+ * ks_mm_read_csr checks them (indices in range, the triangle of a
+ * symmetric file, finite values; errors name path:line). flush NULL: c
+ * grows to hold every entry. Else c is the caller's buffer (cap > 0, val
+ * allocated unless pattern), handed to flush whenever it is full; at the
+ * end c holds the last c->n entries, not yet flushed. */
+ks_error ks_mm_read_entries(ks_gzr *r, const ks_mm_header *h, ks_mm_coo *c,
+                            ks_mm_flush_fn flush, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -16,14 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef struct mm_header {
-    int array;           /* 1: array (dense) format, 0: coordinate */
-    ks_mm_field field;
-    ks_mm_symmetry sym;
-    int64_t m, n, nnz;   /* nnz: declared entries (m * n for arrays) */
-    long banner_line;    /* line number of the %%MatrixMarket line */
-    long size_line;      /* line number of the size line */
-} mm_header;
+typedef ks_mm_header mm_header;
 
 static ks_error fmt_err(const ks_gzr *r, long line, const char *fmt, ...) KS_PRINTF(3, 4);
 static ks_error fmt_err(const ks_gzr *r, long line, const char *fmt, ...)
@@ -142,7 +135,7 @@ static ks_error parse_banner(ks_gzr *r, char *line, mm_header *h)
 }
 
 /* Banner, comments and the size line. */
-static ks_error read_header(ks_gzr *r, mm_header *h)
+ks_error ks_mm_read_header(ks_gzr *r, ks_mm_header *h)
 {
     char *line;
     int st;
@@ -207,13 +200,9 @@ static ks_error read_header(ks_gzr *r, mm_header *h)
 
 /* ------------------------------------------------------------ coordinate */
 
-typedef struct coo {
-    ks_int *row, *col;
-    double *val; /* NULL for pattern */
-    int64_t n, cap;
-} coo;
+typedef ks_mm_coo coo;
 
-static void coo_free(coo *c)
+void ks_mm_coo_free(ks_mm_coo *c)
 {
     free(c->row);
     free(c->col);
@@ -280,15 +269,19 @@ static const char *parse_value(ks_gzr *r, long ln, const char *p, ks_mm_field fi
     return e;
 }
 
-static ks_error read_coordinate(ks_gzr *r, const mm_header *h, coo *c)
+ks_error ks_mm_read_entries(ks_gzr *r, const ks_mm_header *h, ks_mm_coo *c,
+                            ks_mm_flush_fn flush, void *ctx)
 {
     const int pattern = h->field == KS_MM_PATTERN;
     const int64_t m = h->m, n = h->n, nnz = h->nnz;
     const char *need = pattern ? "'row col'" : "'row col value'";
     char buf[64];
-    memset(c, 0, sizeof *c);
+    if (!flush)
+        memset(c, 0, sizeof *c);
+    c->n = c->total = 0;
     long ln = r->line;
-    int64_t k = 0;
+    int64_t k = 0; /* entries read so far; b of them are in the buffer */
+    int64_t b = 0;
     for (;;) {
         char *run, *lim;
         r->line = ln;
@@ -308,8 +301,16 @@ static ks_error read_coordinate(ks_gzr *r, const mm_header *h, coo *c)
             if (k == nnz)
                 return fmt_err(r, ln, "more entries than the %" PRId64 " declared on line %ld "
                                "(expected end of data)", nnz, h->size_line);
-            if (k == c->cap)
-                KS_TRY(coo_grow(c, nnz, !pattern));
+            if (b == c->cap) {
+                if (flush) { /* the caller takes the full buffer and empties it */
+                    c->n = b;
+                    c->total = k;
+                    KS_TRY(flush(ctx, c));
+                    b = c->n;
+                } else {
+                    KS_TRY(coo_grow(c, nnz, !pattern));
+                }
+            }
             int64_t i, j;
             const char *t = parse_uint(q, &i);
             if (!t || !is_sep(*t)) {
@@ -343,7 +344,7 @@ static ks_error read_coordinate(ks_gzr *r, const mm_header *h, coo *c)
             if (!pattern) {
                 if (is_end(*t))
                     return fmt_err(r, ln, "missing value (expected %s)", need);
-                t = parse_value(r, ln, t, h->field, &c->val[k]);
+                t = parse_value(r, ln, t, h->field, &c->val[b]);
                 if (!t)
                     return KS_ERR_FORMAT;
                 t = skip_blank(t);
@@ -353,8 +354,9 @@ static ks_error read_coordinate(ks_gzr *r, const mm_header *h, coo *c)
                                token(t, buf, sizeof buf), pattern ? "column index" : "value");
             if (*t == '\0') /* a NUL byte inside the line */
                 return fmt_err(r, ln, "NUL byte in the data (expected text)");
-            c->row[k] = (ks_int)(i - 1);
-            c->col[k] = (ks_int)(j - 1);
+            c->row[b] = (ks_int)(i - 1);
+            c->col[b] = (ks_int)(j - 1);
+            b++;
             k++;
             p = t + 1;
         }
@@ -364,21 +366,28 @@ static ks_error read_coordinate(ks_gzr *r, const mm_header *h, coo *c)
     if (k < nnz)
         return fmt_err(r, ln + 1, "file ends after %" PRId64 " of the %" PRId64 " entries declared "
                        "on line %ld (expected %" PRId64 " entries)", k, nnz, h->size_line, nnz);
-    c->n = k;
+    c->n = b;
+    c->total = k;
     return KS_OK;
 }
 
 /* ----------------------------------------------------------------- public */
 
+ks_error ks_mm_read_matrix_header(ks_gzr *r, ks_mm_header *h)
+{
+    KS_TRY(ks_mm_read_header(r, h));
+    if (h->array)
+        return fmt_err(r, h->banner_line, "dense 'array' format is not supported for matrices "
+                       "(expected 'coordinate'; ks_mm_read_vector reads array vectors)");
+    return KS_OK;
+}
+
 static ks_error read_matrix(ks_gzr *r, ks_csr *A, ks_mm_info *info)
 {
     mm_header h;
-    KS_TRY(read_header(r, &h));
-    if (h.array)
-        return fmt_err(r, h.banner_line, "dense 'array' format is not supported for matrices "
-                       "(expected 'coordinate'; ks_mm_read_vector reads array vectors)");
+    KS_TRY(ks_mm_read_matrix_header(r, &h));
     coo c;
-    ks_error e = read_coordinate(r, &h, &c);
+    ks_error e = ks_mm_read_entries(r, &h, &c, NULL, NULL);
     if (e == KS_OK) {
         int mirror = h.sym == KS_MM_SYMMETRIC ? 1 : h.sym == KS_MM_SKEW ? -1 : 0;
         int64_t ndup = 0;
@@ -392,7 +401,7 @@ static ks_error read_matrix(ks_gzr *r, ks_csr *A, ks_mm_info *info)
             info->duplicates_summed = ndup;
         }
     }
-    coo_free(&c);
+    ks_mm_coo_free(&c);
     return e;
 }
 
@@ -456,7 +465,7 @@ static ks_error read_array_values(ks_gzr *r, const mm_header *h, double *v)
 static ks_error read_vector(ks_gzr *r, double **out, ks_int *nout)
 {
     mm_header h;
-    KS_TRY(read_header(r, &h));
+    KS_TRY(ks_mm_read_header(r, &h));
     if (h.m != 1 && h.n != 1)
         return fmt_err(r, h.size_line, "size %" PRId64 " x %" PRId64 " is not a vector "
                        "(expected n x 1 or 1 x n)", h.m, h.n);
@@ -471,11 +480,11 @@ static ks_error read_vector(ks_gzr *r, double **out, ks_int *nout)
         e = read_array_values(r, &h, v);
     } else {
         coo c;
-        e = read_coordinate(r, &h, &c);
+        e = ks_mm_read_entries(r, &h, &c, NULL, NULL);
         if (e == KS_OK) /* missing entries stay zero, duplicates add up */
             for (int64_t k = 0; k < c.n; k++)
                 v[h.n == 1 ? c.row[k] : c.col[k]] += c.val ? c.val[k] : 1.0;
-        coo_free(&c);
+        ks_mm_coo_free(&c);
     }
     if (e != KS_OK) {
         free(v);

@@ -35,3 +35,33 @@ void ks_layout_even(ks_gint n, int p, int r, ks_gint *begin, ks_gint *count)
     *count = base + (r < extra);
     *begin = (ks_gint)r * base + (r < extra ? r : extra);
 }
+
+ks_error ks_layout_make(const ks_comm *c, ks_int nlocal, ks_gint n, ks_gint **out)
+{
+    *out = NULL;
+    const int p = c->size;
+    if (nlocal >= 0) {
+        KS_TRY(ks_layout_gather(c, nlocal, out));
+        const ks_gint total = (*out)[p];
+        if (total != n) { /* the offsets are the same everywhere: every rank refuses */
+            free(*out);
+            *out = NULL;
+            return ks_seterr(KS_ERR_SIZE, "the ranks' counts add up to %lld, not %lld",
+                             (long long)total, (long long)n);
+        }
+        return KS_OK;
+    }
+    ks_gint *off = ks_malloc(((size_t)p + 1) * sizeof *off, "row layout");
+    ks_error e = ks_comm_agree(c, off ? KS_OK : KS_ERR_MEMORY);
+    if (e != KS_OK) {
+        free(off);
+        return e;
+    }
+    for (int q = 0; q < p; q++) {
+        ks_gint count;
+        ks_layout_even(n, p, q, &off[q], &count);
+    }
+    off[p] = n;
+    *out = off;
+    return KS_OK;
+}

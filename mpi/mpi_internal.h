@@ -33,6 +33,10 @@ ks_error ks_layout_gather(const ks_comm *c, ks_int nlocal, ks_gint **offsets);
 /* Even row blocks of n rows over p ranks, the first n mod p one row more:
  * rank r's first row and count. */
 void ks_layout_even(ks_gint n, int p, int r, ks_gint *begin, ks_gint *count);
+/* Collective: the offsets of n rows, from each rank's count (nlocal >= 0;
+ * KS_ERR_SIZE on every rank when they do not add up to n) or even blocks
+ * (nlocal < 0). */
+ks_error ks_layout_make(const ks_comm *c, ks_int nlocal, ks_gint n, ks_gint **offsets);
 
 /* --------------------------------------------------------- dist_csr.c */
 /* A rank's rows split by column owner. */
@@ -99,6 +103,11 @@ ks_error ks_halo_end(ks_halo *h, double *ghost);
 /* Host bytes the plan holds. */
 double ks_halo_bytes(const ks_halo *h);
 void ks_halo_destroy(ks_halo *h);
+
+/* ---------------------------------------------------------- mm_dist.c */
+/* Tests: entries per message of ks_mm_read_dist, as rank 0 sets it (0:
+ * the default), so that small files travel in many messages. */
+extern int ks_mm_dist_chunk;
 
 /* ------------------------------------------------------ dist_matrix.c */
 typedef struct ks_dist_impl {

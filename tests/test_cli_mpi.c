@@ -1,9 +1,12 @@
 /* The ksolve tool under mpirun (KS_MPIRUN, KSOLVE_EXE): a generated problem
  * solved over 3 ranks reports the ranks, converges in the iterations of the
  * one-process run (within one) and writes the same solution to 1e-8; one
- * report, not one per rank; JSON from rank 0; what is not done yet (AMG,
- * a matrix file) fails with exit status 2 and says so. This program itself
- * never calls MPI: it starts mpirun as a child. */
+ * report, not one per rank; JSON from rank 0; a matrix file (symmetric, or
+ * gzip) with -b and -x, against the one-process run the same way; a bad
+ * file or b of the wrong length fails with exit status 2 and the file's
+ * name (and line); what is not done yet (AMG, several backends) fails with
+ * exit status 2 and says so. This program itself never calls MPI: it
+ * starts mpirun as a child. */
 #include "ks_test.h"
 
 #include <math.h>
@@ -121,16 +124,135 @@ START_TEST(test_not_done_yet)
     ck_assert_msg(strstr(err_buf, "distributed AMG is not done yet") &&
                       count_of(err_buf, "ksolve: error") == 1,
                   "%s", err_buf);
-    char args[1200];
-    snprintf(args, sizeof args, "-A '%s' -p solver.preconditioner.solver=JACOBI",
-             ks_test_sample("symmetric.mtx"));
-    EXPECT_RC(2, args, 2);
-    ck_assert_msg(strstr(err_buf, "reading the matrix from a file") &&
-                      strstr(err_buf, "not done yet"),
-                  "%s", err_buf);
+    EXPECT_RC(2, "--backend cpu,cuda -p solver.preconditioner.solver=JACOBI -p matrix.n=8", 2);
+    ck_assert_msg(strstr(err_buf, "several backends in one run is not done yet"), "%s", err_buf);
     /* not converged: status 1 on every rank */
     EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 -p solver.max_iters=3", 1);
     ck_assert_msg(strstr(out_buf, "MAX_ITERS"), "%s", out_buf);
+}
+END_TEST
+
+/* The lower triangle of a generated SPD matrix as a symmetric file (the
+ * tool then reads it expanded), and b[i] = cos(i) beside it. */
+static void write_symmetric(const char *apath, const char *bpath, int n)
+{
+    ks_gen_params g;
+    ks_gen_params_default(&g);
+    g.kind = KS_GEN_POISSON3D_7;
+    g.nx = g.ny = g.nz = n;
+    ks_csr A;
+    KS_CHECK(ks_generate(&g, &A));
+    FILE *f = fopen(apath, "w");
+    ck_assert_msg(f != NULL, "cannot create %s", apath);
+    int lower = 0;
+    for (ks_int i = 0; i < A.nrows; i++)
+        for (ks_int k = A.rowptr[i]; k < A.rowptr[i + 1]; k++)
+            lower += A.colind[k] <= i;
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real symmetric\n%d %d %d\n", (int)A.nrows,
+            (int)A.ncols, lower);
+    for (ks_int i = 0; i < A.nrows; i++)
+        for (ks_int k = A.rowptr[i]; k < A.rowptr[i + 1]; k++)
+            if (A.colind[k] <= i)
+                fprintf(f, "%d %d %.17g\n", (int)i + 1, (int)A.colind[k] + 1, A.val[k]);
+    ck_assert(fclose(f) == 0);
+    double *b = malloc((size_t)A.nrows * sizeof *b);
+    ck_assert(b != NULL);
+    for (ks_int i = 0; i < A.nrows; i++)
+        b[i] = cos((double)i);
+    KS_CHECK(ks_mm_write_vector(bpath, b, A.nrows));
+    free(b);
+    ks_csr_free(&A);
+}
+
+/* "ksolve ARGS -x FILE" on one process and on np ranks: both converge in
+ * iterations within one, the solutions agree to 1e-8, the report names the
+ * file (and the ranks). */
+static void compare_runs(int np, const char *args, const char *file, int n)
+{
+    const char *x1 = ks_test_tmpfile(".mtx"), *xn = ks_test_tmpfile(".mtx.gz");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s -x '%s'", args, x1);
+    EXPECT_RC(0, cmd, 0);
+    const int it1 = iterations();
+    snprintf(cmd, sizeof cmd, "%s -x '%s'", args, xn);
+    EXPECT_RC(np, cmd, 0);
+    const int itn = iterations();
+    char want[1200];
+    snprintf(want, sizeof want, "%s, %d MPI ranks", file, np);
+    ck_assert_msg(strstr(out_buf, want) && strstr(out_buf, "CONVERGED") &&
+                      count_of(out_buf, "ksolve 0.1.0") == 1,
+                  "expected one report naming '%s':\n%s", want, out_buf);
+    ck_assert_msg(abs(it1 - itn) <= 1, "iterations: 1 process %d, %d ranks %d", it1, np, itn);
+    int n1, nn;
+    double *a = read_vector(x1, &n1), *b = read_vector(xn, &nn);
+    ck_assert_int_eq(n1, n);
+    ck_assert_int_eq(nn, n);
+    const double err = ks_test_max_relerr(b, a, n);
+    ck_assert_msg(err <= 1e-8, "solutions differ by %g", err);
+    free(a);
+    free(b);
+    remove(x1);
+    remove(xn);
+}
+
+START_TEST(test_file_over_ranks)
+{
+    char apath[1100], bpath[1100], args[4096];
+    snprintf(apath, sizeof apath, "%s", ks_test_tmpfile(".mtx"));
+    snprintf(bpath, sizeof bpath, "%s", ks_test_tmpfile(".mtx"));
+    write_symmetric(apath, bpath, 9);
+    const char *solve = "-p solver.solver=PCG -p solver.preconditioner.solver=JACOBI "
+                        "-p solver.tolerance=1e-11";
+    snprintf(args, sizeof args, "-A '%s' -b '%s' %s", apath, bpath, solve);
+    compare_runs(3, args, apath, 729);
+    ck_assert_msg(strstr(out_buf, bpath), "the report names b's file:\n%s", out_buf);
+    /* gzip, general, b = A*1, on 4 ranks */
+    ks_csr A;
+    KS_CHECK(ks_mm_read_csr(apath, &A, NULL));
+    char gz[1100];
+    snprintf(gz, sizeof gz, "%s", ks_test_tmpfile(".mtx.gz"));
+    KS_CHECK(ks_mm_write_csr(gz, &A));
+    ks_csr_free(&A);
+    snprintf(args, sizeof args, "-A '%s' %s", gz, solve);
+    compare_runs(4, args, gz, 729);
+    /* b of the wrong length: the file and both sizes, from rank 0 only */
+    double b5[5] = {1, 2, 3, 4, 5};
+    KS_CHECK(ks_mm_write_vector(bpath, b5, 5));
+    snprintf(args, sizeof args, "-A '%s' -b '%s' %s", apath, bpath, solve);
+    EXPECT_RC(3, args, 2);
+    ck_assert_msg(strstr(err_buf, "b does not fit A (729 rows)") && strstr(err_buf, bpath) &&
+                      count_of(err_buf, "ksolve: error") == 1,
+                  "%s", err_buf);
+    remove(apath);
+    remove(bpath);
+    remove(gz);
+}
+END_TEST
+
+START_TEST(test_bad_file_over_ranks)
+{
+    const char *bad = ks_test_write_tmp(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                                "3 3 3\n1 1 1\n2 2 1\n3 3 one\n");
+    char args[1200], where[1200];
+    snprintf(args, sizeof args, "-A '%s' -p solver.preconditioner.solver=JACOBI", bad);
+    EXPECT_RC(3, args, 2);
+    snprintf(where, sizeof where, "%s:5: bad value 'one'", bad);
+    ck_assert_msg(strstr(err_buf, where) && count_of(err_buf, "ksolve: error") == 1, "%s",
+                  err_buf);
+    remove(bad);
+    EXPECT_RC(2, "-A /nonexistent/A.mtx -p solver.preconditioner.solver=JACOBI", 2);
+    ck_assert_msg(strstr(err_buf, "/nonexistent/A.mtx"), "%s", err_buf);
+}
+END_TEST
+
+/* ../shared/matrices/fv1 (not in CI): a real SPD file over 3 ranks. */
+START_TEST(test_shared_file_over_ranks)
+{
+    const char *fv1 = ks_test_shared_matrix("fv1.mtx.gz");
+    char args[2048];
+    snprintf(args, sizeof args, "-A '%s' -p solver.solver=PCG "
+             "-p solver.preconditioner.solver=JACOBI_L1 -p rhs.type=A_sin", fv1);
+    compare_runs(3, args, fv1, 9604);
 }
 END_TEST
 
@@ -141,6 +263,12 @@ int main(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_generated_over_ranks);
     tcase_add_test(t, test_not_done_yet);
+    tcase_add_test(t, test_file_over_ranks);
+    tcase_add_test(t, test_bad_file_over_ranks);
+    if (ks_test_shared_matrix("fv1.mtx.gz"))
+        tcase_add_test(t, test_shared_file_over_ranks);
+    else
+        ks_test_skip(1, "../shared/matrices/fv1.mtx.gz not found: the tool on a real file");
     suite_add_tcase(s, t);
     return ks_test_run(s);
 }

@@ -21,6 +21,9 @@
 
 #include <limits.h>
 #include <string.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
 
 /* One tag for every exchange: ksolve's comm is a duplicate of its own, and
  * an apply's messages are all received before the next apply sends. */
@@ -144,11 +147,25 @@ static ks_int halo_nout(const ks_halo *h)
 
 int ks_halo_stage_always = 0;
 
+int ks_mpi_cuda_aware(void)
+{
+    const char *v = getenv("KS_MPI_CUDA_AWARE");
+    if (v && !strcmp(v, "0"))
+        return 0;
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support() == 1;
+#else
+    return 0; /* no way to ask (or built without CUDA support): stage */
+#endif
+}
+
 ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
 {
     h->be = be;
     h->nghost = nghost;
-    h->staged = !ks_backend_host_memory(be) || ks_halo_stage_always;
+    const int host = ks_backend_host_memory(be);
+    h->direct = !host && !ks_halo_stage_always && ks_mpi_cuda_aware();
+    h->staged = (!host && !h->direct) || ks_halo_stage_always;
     const ks_int nout = halo_nout(h);
     if (!be->ops->gather)
         return ks_seterr(KS_ERR_UNSUPPORTED, "halo exchange: the %s backend has no gather",
@@ -162,6 +179,8 @@ ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
                             (void **)&h->idx_be, "halo send list"));
     KS_TRY(ks_be_alloc(be, (size_t)nout * sizeof(double) + 1, (void **)&h->send_be,
                        "halo send buffer"));
+    if (h->direct) /* MPI takes the device buffers themselves */
+        return KS_OK;
     const size_t sb = (size_t)nout * sizeof(double) + 1, rb = (size_t)nghost * sizeof(double) + 1;
     if (be->ops->host_alloc) {
         KS_TRY(be->ops->host_alloc(be, sb, (void **)&h->send_host));
@@ -192,6 +211,9 @@ ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
         if (h->staged) { /* the download waits for the gather */
             KS_TRY(be->ops->download(be, h->send_host, h->send_be, (size_t)nout * sizeof *buf));
             buf = h->send_host;
+        } else if (h->direct) { /* MPI reads the packed entries once they exist */
+            KS_TRY(be->ops->sync(be));
+            buf = h->send_be;
         }
     }
     for (int r = 0; r < h->nsend; r++) {
@@ -233,9 +255,11 @@ void ks_halo_destroy(ks_halo *h)
     free(h->send_rank);
     free(h->recv_start);
     free(h->send_start);
-    if (h->staged && h->be) {
+    if ((h->staged || h->direct) && h->be) {
         h->be->ops->free(h->be, h->idx_be);
         h->be->ops->free(h->be, h->send_be);
+    }
+    if (h->staged && h->be) {
         if (h->be->ops->host_free) {
             h->be->ops->host_free(h->be, h->send_host);
             h->be->ops->host_free(h->be, h->recv_host);

@@ -74,6 +74,7 @@ typedef struct ks_halo {
      * in recv_host and is copied into the ghost vector. */
     ks_backend *be;
     int staged;
+    int direct;           /* device buffers straight to a CUDA-aware MPI (no staging) */
     ks_int nghost;
     ks_int *idx_be;       /* send_idx on be */
     double *send_be;      /* the packed entries on be */
@@ -92,6 +93,10 @@ ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost);
 /* Tests: plans attached while this is set stage on any backend (the cpu
  * then runs the path cuda takes, with copies that are memcpy). */
 extern int ks_halo_stage_always;
+/* 1 when the MPI library reads and writes device memory (Open MPI's
+ * MPIX_Query_cuda_support at run time, where the library was built with
+ * the extension); KS_MPI_CUDA_AWARE=0 in the environment says 0 anyway. */
+int ks_mpi_cuda_aware(void);
 /* Post the receives into ghost (nghost doubles), pack x's entries the
  * neighbours need and send them; returns once the sends are posted (a
  * staged exchange waits for its copy to the host first). x and ghost are

@@ -17,6 +17,9 @@
 #include "ksolve_mpi.h"
 #include "mpi/mpi_internal.h"
 #include "vec/vec_fused.h"
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
 
 #include <math.h>
 #include <stdarg.h>
@@ -961,6 +964,28 @@ START_TEST(test_device_backend)
 }
 END_TEST
 
+/* The run-time question whether MPI takes device buffers: the environment
+ * can say no; without the Open MPI extension the answer is no. */
+START_TEST(test_cuda_aware_query)
+{
+    const char *old = getenv("KS_MPI_CUDA_AWARE");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("KS_MPI_CUDA_AWARE", "0", 1);
+    ALL(ks_mpi_cuda_aware() == 0, "KS_MPI_CUDA_AWARE=0 still reports a CUDA-aware MPI");
+    unsetenv("KS_MPI_CUDA_AWARE");
+    const int aware = ks_mpi_cuda_aware();
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    ALL(aware == (MPIX_Query_cuda_support() == 1), "the answer is not the library's");
+#else
+    ALL(aware == 0, "CUDA-aware without the extension to ask");
+#endif
+    if (saved) {
+        setenv("KS_MPI_CUDA_AWARE", saved, 1);
+        free(saved);
+    }
+}
+END_TEST
+
 START_TEST(test_amg_refused)
 {
     ks_dist_csr D;
@@ -1031,6 +1056,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(t, test_bad_rows);
     tcase_add_test(t, test_bad_vectors);
     tcase_add_test(t, test_device_backend);
+    tcase_add_test(t, test_cuda_aware_query);
     tcase_add_test(t, test_amg_refused);
     tcase_add_test(t, test_jacobi_zero_diagonal);
     suite_add_tcase(s, t);

@@ -1,0 +1,111 @@
+/* Private pieces of the distributed AMG setup (cpu backend): classical
+ * strength across rank boundaries, PMIS with ghost measures and states
+ * exchanged, and the global numbering of the C points. Internal building
+ * blocks for distributed interpolation and RAP (not written yet); AMG on a
+ * distributed matrix is still refused. Only mpi/ and the tests include
+ * this. Not installed. */
+#ifndef KS_AMG_DIST_H
+#define KS_AMG_DIST_H
+
+#include "mpi_internal.h"
+#include "../amg/kernels.h"
+#include "../amg/cpu/coarsen_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------- halo_typed.c */
+/* The neighbour exchange of a ks_halo plan for any element type (the
+ * plan's own buffers hold doubles): owners send the entries of their rows
+ * that other ranks ghost, in the plan's order. The buffers are allocated
+ * once (collective: agreed), so an exchange allocates nothing. */
+typedef struct ks_halo_typed {
+    const ks_halo *h;  /* borrowed */
+    MPI_Datatype type;
+    size_t size;       /* bytes of one element */
+    unsigned char *buf;
+    MPI_Request *req;
+} ks_halo_typed;
+
+/* Collective. Elements of `size` bytes, MPI type `type`. */
+ks_error ks_halo_typed_create(const ks_comm *c, const ks_halo *h, MPI_Datatype type, size_t size,
+                              ks_halo_typed *x);
+/* ghost[g] = the owner's own[row] for every ghost g of the plan. Not
+ * collective, but every neighbour must call it: callers agree on the
+ * outcome before their next collective. Waits for every request posted,
+ * also after a failure. */
+ks_error ks_halo_typed_forward(ks_halo_typed *x, const void *own, void *ghost);
+void ks_halo_typed_free(ks_halo_typed *x);
+
+/* ----------------------------------------------------- strength_dist.c */
+/* A distributed strength graph: this rank's rows i (local numbers), their
+ * strong columns split like the matrix (owned columns in `local`, local
+ * numbers; other ranks' columns in the ghost part, numbered as the
+ * matrix's ghost block). The layout, ghost ids and halo plan are the
+ * matrix's (borrowed: A outlives S). */
+typedef struct ks_dist_strength {
+    const ks_comm *comm;
+    const ks_gint *offsets;   /* size + 1, the matrix's */
+    ks_gint row_begin;
+    ks_int nloc, nghost;      /* nghost: the matrix's ghost count */
+    const ks_gint *ghost_gid; /* nghost, ascending */
+    const ks_halo *halo;      /* the matrix's plan */
+    ks_strength local;        /* nloc x nloc */
+    ks_int *grp, *gci;        /* ghost part: nloc + 1 row pointers, ghost numbers */
+} ks_dist_strength;
+
+/* Collective. The classical strength of a distributed cpu matrix A, row
+ * for row what ks_amg_strength_classical gives for the global matrix
+ * (theta, max_row_sum and the sign rule the same; each row's sum is taken
+ * in global column order, so the max_row_sum test sees the same bits). */
+ks_error ks_dist_strength_classical(const ks_matrix *A, double theta, double max_row_sum,
+                                    ks_dist_strength *S);
+void ks_dist_strength_free(ks_dist_strength *S);
+
+/* ---------------------------------------------------- pmis_graph_dist.c */
+/* S and S^T of this rank's points in one numbering: 0 .. nloc-1 the own
+ * points, nloc + e the external point ext_gid[e]: every other rank's
+ * point this rank's rows depend on (S's ghost part) or that depends on
+ * one of this rank's points (S^T across ranks, learnt from the owners of
+ * those rows). The plan `halo` fills values of the external points. */
+typedef struct ks_dist_graph {
+    ks_int nloc, next;
+    ks_gint row_begin;
+    ks_gint *ext_gid;       /* next, ascending */
+    ks_int *srp, *sci;      /* S: nloc rows, columns in the joint numbering */
+    ks_int *trp, *tci;      /* S^T: nloc rows, the same numbering */
+    ks_halo *halo;          /* over ext_gid */
+} ks_dist_graph;
+
+/* Collective. */
+ks_error ks_dist_graph_create(const ks_dist_strength *S, ks_dist_graph *G);
+void ks_dist_graph_free(ks_dist_graph *G);
+
+/* ---------------------------------------------------------- pmis_dist.c */
+/* Collective. cf[i] (nloc entries) for this rank's points: the splitting
+ * ks_amg_pmis gives for the global strength graph with the same seed,
+ * point for point (the serial fix-up included, reproduced in rounds). *nc:
+ * this rank's C points. */
+ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *cf, ks_int *nc);
+
+/* ------------------------------------------------------ coarse_ids_dist.c */
+/* The coarse grid's global numbering: each rank's C points consecutively
+ * in index order after those of the lower ranks (the serial order of the
+ * C points). */
+typedef struct ks_dist_coarse {
+    ks_gint nc_global, c_begin; /* this rank's C points: c_begin .. + nc - 1 */
+    ks_int nc;
+    ks_gint *cid;               /* nloc: coarse id of each own point, -1 for F */
+    int *ghost_cf;              /* nghost (S's ghost numbering): the owners' cf */
+    ks_gint *ghost_cid;         /* nghost: their coarse ids, -1 for F */
+} ks_dist_coarse;
+
+/* Collective. From this rank's splitting cf of S's points. */
+ks_error ks_dist_coarse_ids(const ks_dist_strength *S, const int *cf, ks_dist_coarse *C);
+void ks_dist_coarse_free(ks_dist_coarse *C);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,239 @@
+/* The graph distributed PMIS walks: S and S^T of this rank's points in
+ * one numbering, own points first, then the external points (other
+ * ranks' points adjacent in either direction).
+ *
+ * S^T across ranks: point j of rank q depends on point i here when i is
+ * in j's strength row, which only q holds (in its ghost part). So every
+ * rank sends each of its ghost entries (j depends on i) to i's owner, once,
+ * with MPI_Alltoall of the counts and MPI_Alltoallv of the pairs (as the
+ * halo plan learns its ids; O(ranks) memory a rank). A rank then knows
+ * |S^T_i| of its own points exactly and every external point that PMIS
+ * rounds must hear from; the halo plan over those points carries their
+ * measures and states. */
+#include "amg_dist.h"
+
+#include <limits.h>
+#include <string.h>
+
+void ks_dist_graph_free(ks_dist_graph *G)
+{
+    if (!G)
+        return;
+    free(G->ext_gid);
+    free(G->srp);
+    free(G->sci);
+    free(G->trp);
+    free(G->tci);
+    ks_halo_destroy(G->halo);
+    memset(G, 0, sizeof *G);
+}
+
+static int cmp_gint(const void *a, const void *b)
+{
+    const ks_gint x = *(const ks_gint *)a, y = *(const ks_gint *)b;
+    return (x > y) - (x < y);
+}
+
+/* Index of g in the ascending list v[0..n) (it is there). */
+static ks_int find(const ks_gint *v, ks_int n, ks_gint g)
+{
+    ks_int a = 0, b = n;
+    while (b - a > 1) {
+        const ks_int m = a + (b - a) / 2;
+        if (v[m] <= g)
+            a = m;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* The dependencies received: pairs (own point, dependent global id),
+ * grouped into rows of own points, each row ascending. */
+typedef struct ext_deps {
+    ks_int *rp;   /* nloc + 1 */
+    ks_gint *dep; /* rp[nloc] */
+} ext_deps;
+
+/* Send every ghost entry of S to the owner of its column (collective). */
+static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
+{
+    const ks_comm *c = S->comm;
+    const int p = c->size;
+    const MPI_Comm comm = ks_comm_mpi_of(c);
+    const ks_int n = S->nloc, ng = S->nghost, nent = S->grp[n];
+    int *cnt = ks_calloc(4 * (size_t)p, sizeof *cnt, "strength exchange counts");
+    int *owner = ks_malloc((size_t)ng * sizeof *owner + 1, "ghost owners");
+    ks_gint *out = ks_malloc(2 * (size_t)nent * sizeof *out + 1, "strength entries out");
+    ks_gint *in = NULL;
+    long long nin = 0;
+    ks_error e = cnt && owner && out ? KS_OK : KS_ERR_MEMORY;
+    int *scount = cnt, *rcount = cnt + p, *sdispl = cnt + 2 * p, *rdispl = cnt + 3 * p;
+    if (e == KS_OK) {
+        /* Ghost ids ascend, layout blocks ascend: one walk. */
+        for (ks_int g = 0, q = 0; g < ng; g++) {
+            while (S->ghost_gid[g] >= S->offsets[q + 1])
+                q++;
+            owner[g] = q;
+        }
+        for (ks_int k = 0; k < nent; k++)
+            scount[owner[S->gci[k]]] += 2;
+        long long at = 0;
+        for (int q = 0; q < p; q++) {
+            sdispl[q] = (int)at;
+            at += scount[q];
+        }
+        if (at > INT_MAX)
+            e = ks_seterr(KS_ERR_SIZE, "rank %d sends more than %d strength entries", c->rank,
+                          INT_MAX / 2);
+        /* Pairs (column = the owner's point, row = the dependent point). */
+        int *pos = rcount; /* scratch until the counts arrive */
+        memcpy(pos, sdispl, (size_t)p * sizeof *pos);
+        for (ks_int i = 0; i < n && e == KS_OK; i++)
+            for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++) {
+                const int q = owner[S->gci[k]];
+                out[pos[q]++] = S->ghost_gid[S->gci[k]];
+                out[pos[q]++] = S->row_begin + i;
+            }
+    }
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK) {
+        e = ks_mpi_check(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm),
+                         "MPI_Alltoall (strength entry counts)");
+        for (int q = 0; q < p && e == KS_OK; q++) {
+            rdispl[q] = (int)nin;
+            nin += rcount[q];
+            if (nin > INT_MAX)
+                e = ks_seterr(KS_ERR_SIZE, "rank %d receives more than %d strength entries",
+                              c->rank, INT_MAX / 2);
+        }
+        if (e == KS_OK) {
+            in = ks_malloc((size_t)nin * sizeof *in + 1, "strength entries in");
+            X->rp = ks_calloc((size_t)n + 1, sizeof *X->rp, "external dependencies");
+            X->dep = ks_malloc((size_t)nin / 2 * sizeof *X->dep + 1, "external dependencies");
+            if (!in || !X->rp || !X->dep)
+                e = KS_ERR_MEMORY;
+        }
+        e = ks_comm_agree(c, e);
+    }
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoallv(out, scount, sdispl, MPI_INT64_T, in,
+                                                        rcount, rdispl, MPI_INT64_T, comm),
+                                          "MPI_Alltoallv (strength entries)"));
+    if (e == KS_OK) {
+        /* Each pair names a point of this rank: checked, it is the plan. */
+        for (long long k = 0; k < nin && e == KS_OK; k += 2) {
+            const ks_gint i = in[k] - S->row_begin;
+            if (i < 0 || i >= n)
+                e = ks_seterr(KS_ERR_ARG, "rank %d got a strength entry of point %lld, not its "
+                              "own", c->rank, (long long)in[k]);
+            else
+                X->rp[i + 1]++;
+        }
+        for (ks_int i = 0; i < n && e == KS_OK; i++)
+            X->rp[i + 1] += X->rp[i];
+        /* From the ranks in order: a row's ids ascend by source rank; sort
+         * within each row all the same (a source's pairs follow its rows'
+         * ghost entries, not one column's dependents in order). */
+        ks_int *at = e == KS_OK ? ks_malloc((size_t)n * sizeof *at + 1, "fill") : NULL;
+        if (e == KS_OK && !at)
+            e = KS_ERR_MEMORY;
+        if (e == KS_OK) {
+            memcpy(at, X->rp, (size_t)n * sizeof *at);
+            for (long long k = 0; k < nin; k += 2)
+                X->dep[at[in[k] - S->row_begin]++] = in[k + 1];
+            for (ks_int i = 0; i < n; i++)
+                qsort(X->dep + X->rp[i], (size_t)(X->rp[i + 1] - X->rp[i]), sizeof *X->dep,
+                      cmp_gint);
+        }
+        free(at);
+        e = ks_comm_agree(c, e);
+    }
+    free(cnt);
+    free(owner);
+    free(out);
+    free(in);
+    return e;
+}
+
+/* The external points: S's ghost columns and the dependents learnt,
+ * ascending, each once. */
+static ks_error external_points(const ks_dist_strength *S, const ext_deps *X, ks_dist_graph *G)
+{
+    const ks_int n = S->nloc, ns = S->grp[n], nd = X->rp[n];
+    ks_gint *all = ks_malloc(((size_t)ns + (size_t)nd) * sizeof *all + 1, "external points");
+    if (!all)
+        return KS_ERR_MEMORY;
+    for (ks_int k = 0; k < ns; k++)
+        all[k] = S->ghost_gid[S->gci[k]];
+    memcpy(all + ns, X->dep, (size_t)nd * sizeof *all);
+    qsort(all, (size_t)ns + (size_t)nd, sizeof *all, cmp_gint);
+    ks_int m = 0;
+    for (ks_int k = 0; k < ns + nd; k++)
+        if (m == 0 || all[k] != all[m - 1])
+            all[m++] = all[k];
+    G->ext_gid = all; /* longer than needed: not worth a realloc */
+    G->next = m;
+    return KS_OK;
+}
+
+/* S and S^T rows in the joint numbering. */
+static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist_graph *G)
+{
+    const ks_int n = S->nloc, nx = G->next;
+    ks_strength LT = {0};
+    KS_TRY(ks_strength_transpose_unchecked(&S->local, &LT));
+    const ks_int ns = S->local.rowptr[n] + S->grp[n], nt = LT.rowptr[n] + X->rp[n];
+    G->srp = ks_malloc(((size_t)n + 1) * sizeof *G->srp, "joint strength rows");
+    G->sci = ks_malloc((size_t)ns * sizeof *G->sci + 1, "joint strength columns");
+    G->trp = ks_malloc(((size_t)n + 1) * sizeof *G->trp, "joint transposed rows");
+    G->tci = ks_malloc((size_t)nt * sizeof *G->tci + 1, "joint transposed columns");
+    ks_int *gmap = ks_malloc((size_t)S->nghost * sizeof *gmap + 1, "ghost to external");
+    if (!G->srp || !G->sci || !G->trp || !G->tci || !gmap) {
+        free(gmap);
+        ks_strength_free(&LT);
+        return KS_ERR_MEMORY;
+    }
+    for (ks_int g = 0; g < S->nghost; g++) /* unused ghosts map nowhere that is read */
+        gmap[g] = nx ? n + find(G->ext_gid, nx, S->ghost_gid[g]) : 0;
+    G->srp[0] = G->trp[0] = 0;
+    ks_int a = 0, b = 0;
+    for (ks_int i = 0; i < n; i++) {
+        for (ks_int k = S->local.rowptr[i]; k < S->local.rowptr[i + 1]; k++)
+            G->sci[a++] = S->local.colind[k];
+        for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++)
+            G->sci[a++] = gmap[S->gci[k]];
+        G->srp[i + 1] = a;
+        for (ks_int k = LT.rowptr[i]; k < LT.rowptr[i + 1]; k++)
+            G->tci[b++] = LT.colind[k];
+        for (ks_int k = X->rp[i]; k < X->rp[i + 1]; k++)
+            G->tci[b++] = n + find(G->ext_gid, nx, X->dep[k]);
+        G->trp[i + 1] = b;
+    }
+    free(gmap);
+    ks_strength_free(&LT);
+    return KS_OK;
+}
+
+ks_error ks_dist_graph_create(const ks_dist_strength *S, ks_dist_graph *G)
+{
+    memset(G, 0, sizeof *G);
+    const ks_comm *c = S->comm;
+    G->nloc = S->nloc;
+    G->row_begin = S->row_begin;
+    ext_deps X = {0};
+    ks_error e = exchange_deps(S, &X);
+    if (e == KS_OK)
+        e = ks_comm_agree(c, external_points(S, &X, G));
+    if (e == KS_OK)
+        e = ks_halo_create(c, S->offsets, G->ext_gid, G->next, &G->halo);
+    if (e == KS_OK)
+        e = ks_comm_agree(c, joint_rows(S, &X, G));
+    free(X.rp);
+    free(X.dep);
+    if (e != KS_OK) {
+        ks_dist_graph_free(G);
+        return ks_adderr(e, "distributed strength graph");
+    }
+    return KS_OK;
+}

@@ -1,0 +1,560 @@
+/* The distributed AMG setup's first steps, under mpirun on 1 to 4 ranks
+ * (tests/meson.build): classical strength, PMIS and the coarse numbering
+ * across rank boundaries against the serial cpu kernels on the global
+ * matrix (generated 7-point, 27-point, anisotropic and convection-diffusion
+ * problems, random nonsymmetric matrices whose splitting needs the serial
+ * fix-up), layouts with a rank without rows, several seeds; two runs the
+ * same; errors on one rank failing on all.
+ *
+ * As in test_mpi.c: Check runs without fork, every assertion is combined
+ * over the ranks first, only rank 0 prints Check's summary. Every rank
+ * builds the small global matrix for the reference; the distributed path
+ * only sees its own rows. */
+#include "ks_test.h"
+#include "ksolve_mpi.h"
+#include "mpi/amg_dist.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ks_comm *comm;
+static ks_backend *be;
+static int rank, nranks;
+
+/* ------------------------------------------------- collective assertions */
+
+/* 1 when ok holds on every rank; else 0 on every rank, with the first
+ * failing rank's reason (also on its stderr: only rank 0 prints). */
+static int all_ranks(int ok, char *why, size_t len, const char *fmt, ...) KS_PRINTF(4, 5);
+static int all_ranks(int ok, char *why, size_t len, const char *fmt, ...)
+{
+    int mine = ok ? nranks : rank, first = nranks;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == nranks)
+        return 1;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!ok)
+        fprintf(stderr, "rank %d: %s\n", rank, msg);
+    if (rank == first)
+        snprintf(why, len, "rank %d: %s", rank, msg);
+    else
+        snprintf(why, len, "failed on rank %d (its stderr says why)", first);
+    return 0;
+}
+
+#define ALL(cond, ...)                                                              \
+    do {                                                                            \
+        char why_[640];                                                             \
+        int ok_ = all_ranks((cond) ? 1 : 0, why_, sizeof why_, __VA_ARGS__);        \
+        ck_assert_msg(ok_, "%s", why_);                                             \
+    } while (0)
+
+#define KS_ALL(call)                                                                \
+    do {                                                                            \
+        ks_error e_ = (call);                                                       \
+        ALL(e_ == KS_OK, "%s: %s: %s", #call, ks_error_name(e_), ks_last_error());  \
+    } while (0)
+
+/* ---------------------------------------------------------- the problems */
+
+/* Layouts of N rows: 0 even blocks; 1 uneven, rank 1 without rows; 2
+ * uneven, the last rank without rows (rank 0 with 2 ranks). */
+#define NLAYOUTS 3
+static void layout(int kind, ks_int N, ks_gint *off)
+{
+    ks_int count[8] = {0};
+    if (kind == 0) {
+        for (int q = 0; q < nranks; q++)
+            count[q] = N / nranks + (q < N % nranks);
+    } else {
+        const int empty = nranks == 1 ? -1 : kind == 1 ? 1 : nranks == 2 ? 0 : nranks - 1;
+        int weight[8], wsum = 0;
+        for (int q = 0; q < nranks; q++) {
+            weight[q] = q == empty ? 0 : 1 + (q * 7 + kind) % 3;
+            wsum += weight[q];
+        }
+        ks_int given = 0;
+        for (int q = 0; q < nranks; q++) {
+            count[q] = (ks_int)((int64_t)N * weight[q] / wsum);
+            given += count[q];
+        }
+        count[empty == 0 ? 1 % nranks : 0] += N - given;
+    }
+    off[0] = 0;
+    for (int q = 0; q < nranks; q++)
+        off[q + 1] = off[q] + count[q];
+}
+
+/* Generated problems: 7-point, 27-point, anisotropic, convection-diffusion
+ * (strong upwinding: its strength graph is not symmetric). */
+#define NGEN 4
+static void generated(int which, ks_csr *A)
+{
+    ks_gen_params g;
+    ks_gen_params_default(&g);
+    static const ks_gen_kind kinds[NGEN] = {KS_GEN_POISSON3D_7, KS_GEN_POISSON3D_27,
+                                            KS_GEN_ANISO3D, KS_GEN_CONVDIFF3D};
+    g.kind = kinds[which];
+    g.nx = 7;
+    g.ny = 6;
+    g.nz = 5;
+    if (g.kind == KS_GEN_ANISO3D) {
+        g.cx = 1.0;
+        g.cy = 0.01;
+        g.cz = 100.0;
+    }
+    if (g.kind == KS_GEN_CONVDIFF3D) {
+        g.vx = 30.0;
+        g.vy = -12.0;
+        g.vz = 3.0;
+    }
+    KS_CHECK(ks_generate(&g, A));
+}
+
+/* A random nonsymmetric N x N matrix, the same on every rank: mostly
+ * negative off-diagonal entries (some positive), a positive diagonal in
+ * most rows (negative or missing in a few), some rows empty, columns near
+ * the row or anywhere (so rows reach other ranks and the strength graph
+ * has one-way dependencies: the serial fix-up has work). lower: the
+ * entries above the diagonal positive, so (with a positive diagonal) a
+ * point depends only on lower ones: many fix-up candidates depending on
+ * earlier candidates, also on other ranks. */
+static void random_matrix(uint64_t seed, ks_int N, int lower, ks_csr *A)
+{
+    ks_test_rng_seed(seed);
+    const int64_t cap = (int64_t)N * 8 + 8;
+    ks_int *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+    double *v = malloc((size_t)cap * sizeof *v);
+    ck_assert(r && c && v);
+    int64_t m = 0;
+    for (ks_int i = 0; i < N; i++) {
+        const uint64_t kind = ks_test_rng_next() % 20;
+        if (kind == 0)
+            continue; /* an empty row */
+        if (kind != 1) {
+            r[m] = c[m] = i;
+            v[m++] = (kind == 2 ? -1.0 : 1.0) * (2.0 + ks_test_urand());
+        }
+        const int len = (int)(ks_test_rng_next() % 6);
+        for (int k = 0; k < len; k++) {
+            ks_int j = ks_test_rng_next() % 2
+                           ? (ks_int)((i + N - 3 + (ks_int)(ks_test_rng_next() % 7)) % N)
+                           : (ks_int)(ks_test_rng_next() % (uint64_t)N);
+            r[m] = i;
+            c[m] = j;
+            const int neg = lower ? j < i : ks_test_rng_next() % 5 != 0;
+            v[m++] = neg ? -ks_test_urand() : 0.5 * ks_test_urand();
+        }
+    }
+    KS_CHECK(ks_csr_from_coo(N, N, m, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+/* The distributed matrix of this rank's rows of A in layout off. */
+static ks_matrix *distribute(const ks_csr *A, const ks_gint *off)
+{
+    const ks_gint lo = off[rank], hi = off[rank + 1];
+    const ks_int nloc = (ks_int)(hi - lo), base = A->rowptr[lo];
+    const ks_int nnz = A->rowptr[hi] - base;
+    ks_int *rp = malloc(((size_t)nloc + 1) * sizeof *rp);
+    ks_gint *ci = malloc(((size_t)nnz + 1) * sizeof *ci);
+    ck_assert(rp && ci);
+    for (ks_int i = 0; i <= nloc; i++)
+        rp[i] = A->rowptr[lo + i] - base;
+    for (ks_int k = 0; k < nnz; k++)
+        ci[k] = A->colind[base + k];
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(be, comm, nloc, A->ncols, rp, ci, A->val + base, "auto", NULL,
+                                 &M));
+    free(rp);
+    free(ci);
+    return M;
+}
+
+/* ------------------------------------------------------------- checks */
+
+static int cmp_g(const void *a, const void *b)
+{
+    const ks_gint x = *(const ks_gint *)a, y = *(const ks_gint *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distributed strength's rows (both parts, global ids) against the
+ * serial rows of the same global points; returns the first bad row or -1. */
+static ks_gint strength_mismatch(const ks_dist_strength *D, const ks_strength *S)
+{
+    ks_gint row[256];
+    for (ks_int i = 0; i < D->nloc; i++) {
+        const ks_gint g = D->row_begin + i;
+        ks_int m = 0;
+        for (ks_int k = D->local.rowptr[i]; k < D->local.rowptr[i + 1] && m < 256; k++)
+            row[m++] = D->row_begin + D->local.colind[k];
+        for (ks_int k = D->grp[i]; k < D->grp[i + 1] && m < 256; k++)
+            row[m++] = D->ghost_gid[D->gci[k]];
+        qsort(row, (size_t)m, sizeof *row, cmp_g);
+        const ks_int b = S->rowptr[g], len = S->rowptr[g + 1] - b;
+        if (len != m)
+            return g;
+        for (ks_int k = 0; k < m; k++)
+            if (row[k] != S->colind[b + k])
+                return g;
+    }
+    return -1;
+}
+
+static int owner(const ks_gint *off, ks_gint g)
+{
+    int q = 0;
+    while (g >= off[q + 1])
+        q++;
+    return q;
+}
+
+/* How often the serial fix-up decided a candidate by an earlier candidate
+ * on another rank (which the distributed fix-up must hear about). cf is
+ * the final splitting, prom the promotions. */
+static long cross_rank_fixups(const ks_strength *S, const int *cf, const unsigned char *prom,
+                              const ks_gint *off)
+{
+    const ks_int N = S->n;
+    int *pre = malloc((size_t)N * sizeof *pre + 1);
+    unsigned char *cand = malloc((size_t)N + 1);
+    ck_assert(pre && cand);
+    for (ks_int i = 0; i < N; i++)
+        pre[i] = prom[i] ? KS_FPT : cf[i];
+    for (ks_int i = 0; i < N; i++) {
+        int c = pre[i] == KS_FPT && S->rowptr[i] < S->rowptr[i + 1];
+        for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1] && c; k++)
+            c = pre[S->colind[k]] != KS_CPT;
+        cand[i] = (unsigned char)c;
+    }
+    long n = 0;
+    for (ks_int i = 0; i < N; i++)
+        for (ks_int k = S->rowptr[i]; cand[i] && k < S->rowptr[i + 1]; k++) {
+            const ks_int j = S->colind[k];
+            n += j < i && cand[j] && owner(off, j) != owner(off, i);
+        }
+    free(pre);
+    free(cand);
+    return n;
+}
+
+/* One problem in one layout: strength, PMIS (seeds) and the coarse ids
+ * against the serial ones. Adds to stats[0] the serial fix-up's
+ * promotions, to stats[1] its cross-rank decisions (the callers check the
+ * fix-up was exercised). */
+static void check_problem(const ks_csr *A, int lay, double theta, double mrs, const char *what,
+                          long *stats)
+{
+    ks_gint off[9];
+    layout(lay, A->nrows, off);
+    const ks_gint lo = off[rank];
+    ks_strength S;
+    KS_CHECK(ks_amg_strength_classical(A, theta, mrs, &S));
+    ks_matrix *M = distribute(A, off);
+    ks_dist_strength D;
+    KS_ALL(ks_dist_strength_classical(M, theta, mrs, &D));
+    const ks_gint bad = strength_mismatch(&D, &S);
+    ALL(bad < 0, "%s, layout %d, theta %g, max_row_sum %g: strength row %lld differs from the "
+        "serial one", what, lay, theta, mrs, (long long)bad);
+
+    const ks_int N = A->nrows, n = D.nloc;
+    int *cfs = malloc((size_t)N * sizeof *cfs + 1), *cf = malloc((size_t)n * sizeof *cf + 1);
+    int *cf2 = malloc((size_t)n * sizeof *cf2 + 1);
+    unsigned char *prom = malloc((size_t)N + 1);
+    ck_assert(cfs && cf && cf2 && prom);
+    static const unsigned long long seeds[] = {0, 1, 12345, 0x9E3779B97F4A7C15ULL};
+    for (size_t si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
+        const unsigned long long seed = seeds[si];
+        ks_int ncs = 0, nc = -1, nc2 = -1;
+        KS_CHECK(ks_amg_pmis_ex(&S, seed, cfs, &ncs, prom));
+        for (ks_int i = 0; i < N; i++)
+            stats[0] += prom[i];
+        stats[1] += cross_rank_fixups(&S, cfs, prom, off);
+        KS_ALL(ks_dist_pmis(&D, seed, cf, &nc));
+        ks_gint first = -1;
+        for (ks_int i = 0; i < n && first < 0; i++)
+            if (cf[i] != cfs[lo + i])
+                first = lo + i;
+        ALL(first < 0, "%s, layout %d, seed %llu: point %lld is %d, serially %d", what, lay,
+            seed, (long long)first, first < 0 ? 0 : cf[first - lo],
+            first < 0 ? 0 : cfs[first]);
+        /* Determinism: a second run, the same splitting. */
+        KS_ALL(ks_dist_pmis(&D, seed, cf2, &nc2));
+        ALL(nc2 == nc && !memcmp(cf, cf2, (size_t)n * sizeof *cf), "%s, seed %llu: two runs "
+            "differ", what, seed);
+
+        /* The coarse numbering: 0 .. nc-1 in the serial order, here and
+         * for the ghosts. */
+        ks_dist_coarse C;
+        KS_ALL(ks_dist_coarse_ids(&D, cf, &C));
+        ks_gint *sid = malloc((size_t)N * sizeof *sid + 1);
+        ck_assert(sid);
+        ks_gint next = 0;
+        for (ks_int i = 0; i < N; i++)
+            sid[i] = cfs[i] == KS_CPT ? next++ : -1;
+        int ok = C.nc_global == ncs && C.nc == nc;
+        for (ks_int i = 0; ok && i < n; i++)
+            ok = C.cid[i] == sid[lo + i];
+        for (ks_int g = 0; ok && g < D.nghost; g++)
+            ok = C.ghost_cid[g] == sid[D.ghost_gid[g]] && C.ghost_cf[g] == cfs[D.ghost_gid[g]];
+        ALL(ok, "%s, layout %d, seed %llu: coarse ids differ from the serial numbering (%lld "
+            "C points, serially %ld)", what, lay, seed, (long long)C.nc_global, (long)ncs);
+        /* What interpolation needs: every F point with strong connections
+         * has a C point among them (ghost columns' splitting included). */
+        ks_gint lonely = -1;
+        for (ks_int i = 0; i < n && lonely < 0; i++) {
+            if (cf[i] != KS_FPT || (D.local.rowptr[i] == D.local.rowptr[i + 1] &&
+                                    D.grp[i] == D.grp[i + 1]))
+                continue;
+            int has_c = 0;
+            for (ks_int k = D.local.rowptr[i]; k < D.local.rowptr[i + 1]; k++)
+                has_c |= cf[D.local.colind[k]] == KS_CPT;
+            for (ks_int k = D.grp[i]; k < D.grp[i + 1]; k++)
+                has_c |= C.ghost_cf[D.gci[k]] == KS_CPT;
+            if (!has_c)
+                lonely = lo + i;
+        }
+        ALL(lonely < 0, "%s, seed %llu: F point %lld has strong connections but no C point",
+            what, seed, (long long)lonely);
+        free(sid);
+        ks_dist_coarse_free(&C);
+    }
+    free(cfs);
+    free(cf);
+    free(cf2);
+    free(prom);
+    ks_dist_strength_free(&D);
+    ks_matrix_destroy(M);
+    ks_strength_free(&S);
+}
+
+/* ------------------------------------------------------------- the tests */
+
+START_TEST(test_generated)
+{
+    static const char *names[NGEN] = {"poisson3d_7", "poisson3d_27", "aniso3d", "convdiff3d"};
+    long stats[2] = {0, 0};
+    for (int w = 0; w < NGEN; w++) {
+        ks_csr A;
+        generated(w, &A);
+        for (int lay = 0; lay < NLAYOUTS; lay++) {
+            check_problem(&A, lay, 0.25, 1.0, names[w], stats);
+            check_problem(&A, lay, 0.5, 0.9, names[w], stats);
+        }
+        ks_csr_free(&A);
+    }
+    /* The upwinded problem's strength graph is one-way in places. */
+    ALL(stats[0] > 0, "no generated problem needed the serial fix-up: its distributed "
+        "reproduction went untested");
+}
+END_TEST
+
+START_TEST(test_random)
+{
+    long stats[2] = {0, 0};
+    for (int trial = 0; trial < 12; trial++) {
+        ks_csr A;
+        const int lower = trial >= 8;
+        random_matrix(40 + (uint64_t)trial, 37 + 23 * (trial % 8), lower, &A);
+        char what[64];
+        snprintf(what, sizeof what, "random %smatrix %d", lower ? "lower " : "", trial);
+        const int lay = trial % NLAYOUTS;
+        check_problem(&A, lay, trial % 2 ? 0.5 : 0.25, trial % 3 ? 1.0 : 0.8, what, stats);
+        ks_csr_free(&A);
+    }
+    ALL(stats[0] > 0, "no random matrix needed the serial fix-up");
+}
+END_TEST
+
+/* A strength graph whose serial fix-up decides a point by a candidate on
+ * the rank before: at every boundary between ranks, a = the last point of
+ * one rank, b = the first of the next, with S_b = {a}, S_a = {x}, S_x
+ * empty, and hubs H_a, H_b, H_x depending on a, b, x with 5 leaves each
+ * (the leaves depend on their hub). The hubs win round one whatever the
+ * random bits (5 dependents against at most 2), so a, b, x and the leaves
+ * are F; a and b are then candidates (all of S_a, S_b is F). The serial
+ * pass promotes a, which satisfies b: b stays F. A distributed fix-up
+ * that did not hear of a's promotion would promote b too. */
+static void boundary_fixup_matrix(const ks_gint *off, ks_csr *A)
+{
+    const ks_int N = (ks_int)off[nranks];
+    ks_int *r = malloc(4 * (size_t)N * sizeof *r), *c = malloc(4 * (size_t)N * sizeof *c);
+    double *v = malloc(4 * (size_t)N * sizeof *v);
+    unsigned char *used = calloc((size_t)N, 1);
+    ck_assert(r && c && v && used);
+    int64_t m = 0;
+    for (ks_int i = 0; i < N; i++) { /* every diagonal 1 */
+        r[m] = c[m] = i;
+        v[m++] = 1.0;
+    }
+#define DEP(i, j) (r[m] = (i), c[m] = (j), v[m++] = -1.0)
+    ks_int t_prev = 0, free_at = 0;
+    for (int q = 1; q < nranks; q++) {
+        const ks_int t = (ks_int)off[q];
+        if (t <= 0 || t >= N || t == t_prev)
+            continue; /* no boundary here (an empty rank) */
+        t_prev = t;
+        used[t - 1] = used[t] = 1;
+    }
+    /* Free points for the rest of each gadget, in index order. */
+    t_prev = 0;
+    for (int q = 1; q < nranks; q++) {
+        const ks_int t = (ks_int)off[q], a = t - 1, b = t;
+        if (t <= 0 || t >= N || t == t_prev)
+            continue;
+        t_prev = t;
+        ks_int pts[19], k = 0;
+        while (k < 19 && free_at < N) {
+            if (!used[free_at]) {
+                used[free_at] = 1;
+                pts[k++] = free_at;
+            }
+            free_at++;
+        }
+        ck_assert_msg(k == 19, "boundary_fixup_matrix: N too small");
+        const ks_int x = pts[0], ha = pts[1], hb = pts[2], hx = pts[3];
+        DEP(b, a);
+        DEP(a, x);
+        DEP(ha, a);
+        DEP(hb, b);
+        DEP(hx, x);
+        for (int l = 0; l < 5; l++) {
+            DEP(pts[4 + l], ha);
+            DEP(pts[9 + l], hb);
+            DEP(pts[14 + l], hx);
+        }
+    }
+#undef DEP
+    KS_CHECK(ks_csr_from_coo(N, N, m, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+    free(used);
+}
+
+START_TEST(test_fixup_across_ranks)
+{
+    long stats[2] = {0, 0};
+    for (int lay = 0; lay < NLAYOUTS; lay++) {
+        ks_gint off[9];
+        layout(lay, 25 * nranks + 10, off);
+        ks_csr A;
+        boundary_fixup_matrix(off, &A);
+        check_problem(&A, lay, 0.25, 1.0, "boundary fix-up", stats);
+        ks_csr_free(&A);
+    }
+    /* b was decided by a, across the boundary, in every layout with one. */
+    ALL(nranks == 1 || stats[1] > 0, "the serial fix-up never crossed a rank boundary");
+}
+END_TEST
+
+/* More ranks than rows: most ranks hold one row or none. */
+START_TEST(test_tiny)
+{
+    ks_csr A;
+    random_matrix(7, 3, 0, &A);
+    long stats[2] = {0, 0};
+    for (int lay = 0; lay < NLAYOUTS; lay++)
+        check_problem(&A, lay, 0.25, 1.0, "3 rows", stats);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* A bad parameter on one rank fails on every rank (no rank waits in a
+ * collective the others left); a local matrix is refused. */
+START_TEST(test_errors)
+{
+    ks_csr A;
+    generated(0, &A);
+    ks_gint off[9];
+    layout(0, A.nrows, off);
+    ks_matrix *M = distribute(&A, off);
+    ks_dist_strength D;
+    ks_error e = ks_dist_strength_classical(M, rank == nranks - 1 ? 1.5 : 0.25, 1.0, &D);
+    ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "strength_threshold"),
+        "theta 1.5 on rank %d: got %s (%s)", nranks - 1, ks_error_name(e), ks_last_error());
+    e = ks_dist_strength_classical(M, 0.25, rank == 0 ? 0.0 : 1.0, &D);
+    ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "max_row_sum"),
+        "max_row_sum 0 on rank 0: got %s (%s)", ks_error_name(e), ks_last_error());
+    /* PMIS with no cf on one rank that has points */
+    KS_ALL(ks_dist_strength_classical(M, 0.25, 1.0, &D));
+    int *cf = malloc((size_t)D.nloc * sizeof *cf + 1);
+    ks_int nc;
+    e = ks_dist_pmis(&D, 1, rank == nranks - 1 && D.nloc > 0 ? NULL : cf, &nc);
+    ALL(e == KS_ERR_ARG, "PMIS without cf on rank %d: got %s (%s)", nranks - 1,
+        ks_error_name(e), ks_last_error());
+    /* a splitting with an undecided point on one rank */
+    KS_ALL(ks_dist_pmis(&D, 1, cf, &nc));
+    if (rank == 0 && D.nloc > 0)
+        cf[0] = KS_UNDECIDED;
+    ks_dist_coarse C;
+    e = ks_dist_coarse_ids(&D, cf, &C);
+    ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "neither C nor F"),
+        "undecided point: got %s (%s)", ks_error_name(e), ks_last_error());
+    free(cf);
+    ks_dist_strength_free(&D);
+    ks_matrix_destroy(M);
+    ks_matrix *L = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &L));
+    e = ks_dist_strength_classical(L, 0.25, 1.0, &D);
+    ck_assert_msg(e == KS_ERR_ARG && strstr(ks_last_error(), "not distributed"), "%s",
+                  ks_last_error());
+    ks_matrix_destroy(L);
+    ks_csr_free(&A);
+}
+END_TEST
+
+static Suite *amg_suite(void)
+{
+    Suite *s = suite_create("mpi_amg");
+    TCase *t = tcase_create("coarsen");
+    tcase_add_test(t, test_generated);
+    tcase_add_test(t, test_random);
+    tcase_add_test(t, test_fixup_across_ranks);
+    tcase_add_test(t, test_tiny);
+    suite_add_tcase(s, t);
+    t = tcase_create("errors");
+    tcase_add_test(t, test_errors);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (nranks > 8) {
+        if (rank == 0)
+            fprintf(stderr, "test_mpi_amg: at most 8 ranks\n");
+        MPI_Finalize();
+        return EXIT_FAILURE;
+    }
+    if (ks_comm_create(MPI_COMM_WORLD, &comm) != KS_OK ||
+        ks_backend_create("cpu", &be) != KS_OK) {
+        fprintf(stderr, "rank %d: setup failed: %s\n", rank, ks_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    SRunner *sr = srunner_create(amg_suite());
+    srunner_set_fork_status(sr, CK_NOFORK);
+    if (rank == 0)
+        printf("test_mpi_amg on %d rank%s\n", nranks, nranks == 1 ? "" : "s");
+    srunner_run_all(sr, rank == 0 ? CK_NORMAL : CK_SILENT);
+    int failed = srunner_ntests_failed(sr), any = 0;
+    srunner_free(sr);
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    ks_backend_destroy(be);
+    ks_comm_destroy(comm);
+    fflush(stdout);
+    MPI_Finalize();
+    return any ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -139,6 +139,27 @@ ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double facto
  * points, numbered in ascending global order, ghost_gid). */
 ks_error ks_dist_prows_split(const ks_dist_prows *P, ks_dist_split *out);
 
+/* ---------------------------------------------------- rows_fetch_dist.c */
+/* What extended+i reads beyond this rank's rows: for every strong F
+ * neighbour k (on another rank) of one of this rank's F rows, row k of A
+ * with, for each column, whether S_k holds it and its coarse id (-1: F).
+ * Rows ascend by global id (gid), columns within a row too. */
+typedef struct ks_dist_ext_rows {
+    ks_int n;
+    ks_gint *gid;           /* n */
+    ks_int *rowptr;         /* n + 1 */
+    ks_gint *col;           /* global columns */
+    double *val;
+    unsigned char *strong;  /* 1 where S_k holds the column */
+    ks_gint *cid;           /* the column's coarse id, -1 for an F point */
+    ks_halo *halo;          /* the plan over gid (who sends which rows) */
+} ks_dist_ext_rows;
+
+/* Collective. A, S, cf, C as for ks_dist_interp_direct. */
+ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
+                                const ks_dist_coarse *C, ks_dist_ext_rows *R);
+void ks_dist_ext_rows_free(ks_dist_ext_rows *R);
+
 #ifdef __cplusplus
 }
 #endif

@@ -388,11 +388,51 @@ static void check_interp(const ks_csr *A, const ks_strength *S, const int *cfs,
     ks_csr_free(&P);
 }
 
+/* The fetched rows of strong F neighbours on other ranks: exactly those
+ * points (serial S and splitting), each with its row of A (bit for bit),
+ * S's flags and the serial coarse ids (sid) of its columns; 0 if not. */
+static int ext_rows_ok(const ks_csr *A, const ks_strength *S, const int *cfs,
+                       const ks_gint *sid, const ks_dist_strength *D, const ks_dist_ext_rows *R)
+{
+    const ks_int N = A->nrows;
+    const ks_gint lo = D->row_begin, hi = lo + D->nloc;
+    unsigned char *need = calloc((size_t)N + 1, 1);
+    ck_assert(need);
+    for (ks_gint i = lo; i < hi; i++)
+        for (ks_int k = S->rowptr[i]; cfs[i] != KS_CPT && k < S->rowptr[i + 1]; k++) {
+            const ks_int j = S->colind[k];
+            if (cfs[j] != KS_CPT && (j < lo || j >= hi))
+                need[j] = 1;
+        }
+    ks_int want = 0;
+    for (ks_int j = 0; j < N; j++)
+        want += need[j];
+    int ok = R->n == want;
+    for (ks_int r = 0; ok && r < R->n; r++) {
+        const ks_gint g = R->gid[r];
+        ok = g >= 0 && g < N && need[g] && (r == 0 || g > R->gid[r - 1]);
+        const ks_int b = ok ? A->rowptr[g] : 0, len = ok ? A->rowptr[g + 1] - b : 0;
+        ok = ok && R->rowptr[r + 1] - R->rowptr[r] == len;
+        ks_int s = ok ? S->rowptr[g] : 0;
+        for (ks_int k = 0; ok && k < len; k++) {
+            const ks_int q = R->rowptr[r] + k, j = A->colind[b + k];
+            while (s < S->rowptr[g + 1] && S->colind[s] < j)
+                s++;
+            const int strong = s < S->rowptr[g + 1] && S->colind[s] == j;
+            ok = R->col[q] == j && !memcmp(&R->val[q], &A->val[b + k], sizeof(double)) &&
+                 R->strong[q] == strong && R->cid[q] == sid[j];
+        }
+    }
+    free(need);
+    return ok;
+}
+
 /* One problem in one layout: strength, PMIS (seeds), the coarse ids and
  * direct interpolation (truncated too) against the serial ones. Adds to
  * stats[0] the serial fix-up's promotions, to stats[1] its cross-rank
  * decisions (the callers check the fix-up was exercised), to stats[2] the
- * interpolations compared row for row. */
+ * interpolations compared row for row, to stats[3] the rows of strong F
+ * neighbours fetched from other ranks. */
 static void check_problem(const ks_csr *A, int lay, double theta, double mrs, const char *what,
                           long *stats)
 {
@@ -468,6 +508,12 @@ static void check_problem(const ks_csr *A, int lay, double theta, double mrs, co
         ALL(lonely < 0, "%s, seed %llu: F point %lld has strong connections but no C point",
             what, seed, (long long)lonely);
         check_interp(A, &S, cfs, M, &D, cf, &C, what, stats);
+        ks_dist_ext_rows R;
+        KS_ALL(ks_dist_fetch_ext_rows(M, &D, cf, &C, &R));
+        stats[3] += R.n;
+        ALL(ext_rows_ok(A, &S, cfs, sid, &D, &R), "%s, layout %d, seed %llu: the fetched rows "
+            "of strong F neighbours differ from the global matrix's", what, lay, seed);
+        ks_dist_ext_rows_free(&R);
         free(sid);
         ks_dist_coarse_free(&C);
     }
@@ -485,7 +531,7 @@ static void check_problem(const ks_csr *A, int lay, double theta, double mrs, co
 START_TEST(test_generated)
 {
     static const char *names[NGEN] = {"poisson3d_7", "poisson3d_27", "aniso3d", "convdiff3d"};
-    long stats[3] = {0, 0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int w = 0; w < NGEN; w++) {
         ks_csr A;
         generated(w, &A);
@@ -498,6 +544,9 @@ START_TEST(test_generated)
     /* The upwinded problem's strength graph is one-way in places. */
     ALL(stats[0] > 0, "no generated problem needed the serial fix-up: its distributed "
         "reproduction went untested");
+    /* Rows were fetched across ranks (none on one rank). */
+    ALL(nranks == 1 ? stats[3] == 0 : stats[3] > 0, "%ld rows fetched on %d ranks", stats[3],
+        nranks);
     /* Nonzero diagonals: every interpolation (problems x layouts x
      * thresholds x seeds) was compared row for row. */
     ALL(stats[2] == NGEN * NLAYOUTS * 2 * 4, "%ld of %d interpolations compared", stats[2],
@@ -507,7 +556,7 @@ END_TEST
 
 START_TEST(test_random)
 {
-    long stats[3] = {0, 0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int trial = 0; trial < 12; trial++) {
         ks_csr A;
         const int lower = trial >= 8;
@@ -529,7 +578,7 @@ END_TEST
  * both signs of couplings, rows reaching other ranks, empty ranks. */
 START_TEST(test_random_interp)
 {
-    long stats[3] = {0, 0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int trial = 0; trial < 9; trial++) {
         ks_csr A;
         const int lower = trial % 3 == 2;
@@ -611,7 +660,7 @@ static void boundary_fixup_matrix(const ks_gint *off, ks_csr *A)
 
 START_TEST(test_fixup_across_ranks)
 {
-    long stats[3] = {0, 0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int lay = 0; lay < NLAYOUTS; lay++) {
         ks_gint off[9];
         layout(lay, 25 * nranks + 10, off);
@@ -630,7 +679,7 @@ START_TEST(test_tiny)
 {
     ks_csr A;
     random_matrix(7, 3, 0, &A);
-    long stats[3] = {0, 0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int lay = 0; lay < NLAYOUTS; lay++)
         check_problem(&A, lay, 0.25, 1.0, "3 rows", stats);
     ks_csr_free(&A);

@@ -1,8 +1,9 @@
 /* Private pieces of the distributed AMG setup (cpu backend): classical
  * strength across rank boundaries, PMIS with ghost measures and states
- * exchanged, and the global numbering of the C points. Internal building
- * blocks for distributed interpolation and RAP (not written yet); AMG on a
- * distributed matrix is still refused. Only mpi/ and the tests include
+ * exchanged, the global numbering of the C points, direct interpolation
+ * rows and their truncation. Internal building blocks for extended+i
+ * interpolation and RAP (not written yet); AMG on a distributed matrix is
+ * still refused. Only mpi/ and the tests include
  * this. Not installed. */
 #ifndef KS_AMG_DIST_H
 #define KS_AMG_DIST_H
@@ -104,6 +105,60 @@ typedef struct ks_dist_coarse {
 /* Collective. From this rank's splitting cf of S's points. */
 ks_error ks_dist_coarse_ids(const ks_dist_strength *S, const int *cf, ks_dist_coarse *C);
 void ks_dist_coarse_free(ks_dist_coarse *C);
+
+/* -------------------------------------------------------- interp_dist.c */
+/* This rank's rows of an interpolation P (fine rows row_begin .. + nloc
+ * - 1) with global coarse column ids, ascending in each row. The coarse
+ * layout is each rank's C count: this rank's coarse points are c_begin ..
+ * c_begin + nc - 1. */
+typedef struct ks_dist_prows {
+    const ks_comm *comm;
+    ks_int nloc;
+    ks_gint row_begin;
+    ks_gint c_begin, nc_global;
+    ks_int nc;
+    ks_int *rowptr;  /* nloc + 1 */
+    ks_gint *col;    /* rowptr[nloc] global coarse ids */
+    double *val;
+} ks_dist_prows;
+
+/* Collective. Direct interpolation (D1) of this rank's rows: row for row
+ * what ks_amg_interp_direct gives for the global matrix, strength and
+ * splitting (the same columns and the same bits). A is the matrix S was
+ * built from; cf and C this rank's splitting and coarse numbering. */
+ks_error ks_dist_interp_direct(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
+                               const ks_dist_coarse *C, ks_dist_prows *P);
+void ks_dist_prows_free(ks_dist_prows *P);
+
+/* --------------------------------------------------------- prows_dist.c */
+/* Collective. ks_amg_interp_truncate's rule on every row (in place): the
+ * rows equal the serial truncation of the global P's rows. */
+ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double factor);
+/* Collective. P's rows split by the coarse layout, what RAP reads: local
+ * (nloc x nc, columns minus c_begin) and ghost (other ranks' coarse
+ * points, numbered in ascending global order, ghost_gid). */
+ks_error ks_dist_prows_split(const ks_dist_prows *P, ks_dist_split *out);
+
+/* ---------------------------------------------------- rows_fetch_dist.c */
+/* What extended+i reads beyond this rank's rows: for every strong F
+ * neighbour k (on another rank) of one of this rank's F rows, row k of A
+ * with, for each column, whether S_k holds it and its coarse id (-1: F).
+ * Rows ascend by global id (gid), columns within a row too. */
+typedef struct ks_dist_ext_rows {
+    ks_int n;
+    ks_gint *gid;           /* n */
+    ks_int *rowptr;         /* n + 1 */
+    ks_gint *col;           /* global columns */
+    double *val;
+    unsigned char *strong;  /* 1 where S_k holds the column */
+    ks_gint *cid;           /* the column's coarse id, -1 for an F point */
+    ks_halo *halo;          /* the plan over gid (who sends which rows) */
+} ks_dist_ext_rows;
+
+/* Collective. A, S, cf, C as for ks_dist_interp_direct. */
+ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
+                                const ks_dist_coarse *C, ks_dist_ext_rows *R);
+void ks_dist_ext_rows_free(ks_dist_ext_rows *R);
 
 #ifdef __cplusplus
 }

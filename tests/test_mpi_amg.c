@@ -1,7 +1,7 @@
 /* The distributed AMG setup's first steps, under mpirun on 1 to 4 ranks
- * (tests/meson.build): classical strength, PMIS and the coarse numbering
- * across rank boundaries against the serial cpu kernels on the global
- * matrix (generated 7-point, 27-point, anisotropic and convection-diffusion
+ * (tests/meson.build): classical strength, PMIS, the coarse numbering,
+ * direct interpolation and its truncation across rank boundaries against
+ * the serial cpu kernels on the global matrix (bit for bit) (generated 7-point, 27-point, anisotropic and convection-diffusion
  * problems, random nonsymmetric matrices whose splitting needs the serial
  * fix-up), layouts with a rank without rows, several seeds; two runs the
  * same; errors on one rank failing on all.
@@ -125,7 +125,7 @@ static void generated(int which, ks_csr *A)
  * entries above the diagonal positive, so (with a positive diagonal) a
  * point depends only on lower ones: many fix-up candidates depending on
  * earlier candidates, also on other ranks. */
-static void random_matrix(uint64_t seed, ks_int N, int lower, ks_csr *A)
+static void random_matrix_ex(uint64_t seed, ks_int N, int lower, int full_diag, ks_csr *A)
 {
     ks_test_rng_seed(seed);
     const int64_t cap = (int64_t)N * 8 + 8;
@@ -135,9 +135,9 @@ static void random_matrix(uint64_t seed, ks_int N, int lower, ks_csr *A)
     int64_t m = 0;
     for (ks_int i = 0; i < N; i++) {
         const uint64_t kind = ks_test_rng_next() % 20;
-        if (kind == 0)
+        if (kind == 0 && !full_diag)
             continue; /* an empty row */
-        if (kind != 1) {
+        if (kind != 1 || full_diag) {
             r[m] = c[m] = i;
             v[m++] = (kind == 2 ? -1.0 : 1.0) * (2.0 + ks_test_urand());
         }
@@ -156,6 +156,13 @@ static void random_matrix(uint64_t seed, ks_int N, int lower, ks_csr *A)
     free(r);
     free(c);
     free(v);
+}
+
+/* full_diag: every row has a (nonzero) diagonal, so that direct
+ * interpolation is not refused for a zero one and its rows get compared. */
+static void random_matrix(uint64_t seed, ks_int N, int lower, ks_csr *A)
+{
+    random_matrix_ex(seed, N, lower, 0, A);
 }
 
 /* The distributed matrix of this rank's rows of A in layout off. */
@@ -247,10 +254,185 @@ static long cross_rank_fixups(const ks_strength *S, const int *cf, const unsigne
     return n;
 }
 
-/* One problem in one layout: strength, PMIS (seeds) and the coarse ids
- * against the serial ones. Adds to stats[0] the serial fix-up's
- * promotions, to stats[1] its cross-rank decisions (the callers check the
- * fix-up was exercised). */
+/* The first of this rank's rows of DP that differs from the serial P's
+ * row of the same point (columns, or values bit for bit), or -1. */
+static ks_gint prows_mismatch(const ks_dist_prows *DP, const ks_csr *P)
+{
+    for (ks_int i = 0; i < DP->nloc; i++) {
+        const ks_gint g = DP->row_begin + i;
+        const ks_int b = P->rowptr[g], len = P->rowptr[g + 1] - b;
+        const ks_int db = DP->rowptr[i];
+        if (DP->rowptr[i + 1] - db != len)
+            return g;
+        for (ks_int k = 0; k < len; k++)
+            if (DP->col[db + k] != P->colind[b + k] ||
+                memcmp(&DP->val[db + k], &P->val[b + k], sizeof(double)))
+                return g;
+    }
+    return -1;
+}
+
+/* The split by the coarse layout holds DP's rows: local columns inside
+ * this rank's coarse range, ghost ids ascending, outside it and each
+ * used, and the two parts merged give DP's row back. */
+static int split_ok(const ks_dist_prows *DP, const ks_dist_split *X)
+{
+    const ks_int ng = X->ghost.ncols;
+    if (X->local.nrows != DP->nloc || X->ghost.nrows != DP->nloc || X->local.ncols != DP->nc)
+        return 0;
+    unsigned char *used = calloc((size_t)ng + 1, 1);
+    ck_assert(used);
+    int ok = 1;
+    for (ks_int g = 0; ok && g < ng; g++)
+        ok = (g == 0 || X->ghost_gid[g] > X->ghost_gid[g - 1]) &&
+             (X->ghost_gid[g] < DP->c_begin || X->ghost_gid[g] >= DP->c_begin + DP->nc);
+    for (ks_int i = 0; ok && i < DP->nloc; i++) {
+        ks_int kl = X->local.rowptr[i], kg = X->ghost.rowptr[i];
+        for (ks_int k = DP->rowptr[i]; ok && k < DP->rowptr[i + 1]; k++) {
+            const ks_gint cl = kl < X->local.rowptr[i + 1]
+                                   ? DP->c_begin + X->local.colind[kl] : INT64_MAX;
+            const ks_gint cg = kg < X->ghost.rowptr[i + 1]
+                                   ? X->ghost_gid[X->ghost.colind[kg]] : INT64_MAX;
+            if (cl < cg) {
+                ok = cl == DP->col[k] && X->local.val[kl] == DP->val[k] &&
+                     X->local.colind[kl] < DP->nc;
+                kl++;
+            } else {
+                ok = cg == DP->col[k] && X->ghost.val[kg] == DP->val[k];
+                used[X->ghost.colind[kg]] = 1;
+                kg++;
+            }
+        }
+        ok = ok && kl == X->local.rowptr[i + 1] && kg == X->ghost.rowptr[i + 1];
+    }
+    for (ks_int g = 0; ok && g < ng; g++)
+        ok = used[g];
+    free(used);
+    return ok;
+}
+
+/* Direct interpolation, its truncation and split against the serial
+ * kernels on the global matrix. Adds to stats[2] the problems whose rows
+ * were compared (not refused for a zero diagonal). */
+static void check_interp(const ks_csr *A, const ks_strength *S, const int *cfs,
+                         const ks_matrix *M, const ks_dist_strength *D, const int *cf,
+                         const ks_dist_coarse *C, const char *what, long *stats)
+{
+    ks_csr P;
+    const ks_error es = ks_amg_interp_direct(A, S, cfs, &P);
+    /* The serial refusal's row (its message goes with the next call). */
+    long zrow = -1;
+    const char *z = es == KS_OK ? NULL : strstr(ks_last_error(), "zero diagonal at row ");
+    if (z)
+        zrow = strtol(z + strlen("zero diagonal at row "), NULL, 10);
+    ks_dist_prows DP;
+    const ks_error ed = ks_dist_interp_direct(M, D, cf, C, &DP);
+    if (es != KS_OK) {
+        /* Serially refused: the same refusal on every rank, naming the
+         * same (first) row. */
+        ALL(es == KS_ERR_NUMERIC && zrow >= 0, "%s: serial interpolation failed otherwise",
+            what);
+        /* A rank names its own first such row, the others the lowest
+         * failing rank's, which is the serial (global) first. */
+        long expect = -1;
+        for (ks_int i = 0; i < D->nloc && expect < 0; i++) {
+            const ks_int g = (ks_int)(D->row_begin + i);
+            double dg = 0.0;
+            for (ks_int k = A->rowptr[g]; k < A->rowptr[g + 1]; k++)
+                if (A->colind[k] == g)
+                    dg = A->val[k];
+            if (cfs[g] != KS_CPT && dg == 0.0)
+                expect = g;
+        }
+        if (expect < 0)
+            expect = zrow;
+        const char *dz = strstr(ks_last_error(), "zero diagonal at row ");
+        const long drow = dz ? strtol(dz + strlen("zero diagonal at row "), NULL, 10) : -1;
+        ALL(ed == KS_ERR_NUMERIC && drow == expect, "%s: serially refused at row %ld, here "
+            "expected at %ld, distributed %s (%s)", what, zrow, expect, ks_error_name(ed),
+            ks_last_error());
+        return;
+    }
+    ALL(ed == KS_OK, "%s: distributed direct interpolation: %s: %s", what, ks_error_name(ed),
+        ks_last_error());
+    stats[2]++;
+    ALL(DP.nc == C->nc && DP.c_begin == C->c_begin && DP.nc_global == P.ncols,
+        "%s: coarse layout of P", what);
+    ks_gint bad = prows_mismatch(&DP, &P);
+    ALL(bad < 0, "%s: direct interpolation row %lld differs from the serial one", what,
+        (long long)bad);
+    ks_dist_split X;
+    KS_ALL(ks_dist_prows_split(&DP, &X));
+    ALL(split_ok(&DP, &X), "%s: P's split by the coarse layout does not hold its rows", what);
+    ks_dist_split_free(&X);
+    /* Truncations of the same rows: a cap, a drop, both, one element. */
+    static const struct { int max; double factor; } tr[] = {{4, 0.0}, {0, 0.2}, {2, 0.3},
+                                                           {1, 0.0}};
+    for (size_t t = 0; t < sizeof tr / sizeof tr[0]; t++) {
+        ks_csr Pt;
+        KS_CHECK(ks_csr_copy(&P, &Pt));
+        KS_CHECK(ks_amg_interp_truncate(&Pt, tr[t].max, tr[t].factor));
+        ks_dist_prows DT;
+        KS_ALL(ks_dist_interp_direct(M, D, cf, C, &DT));
+        KS_ALL(ks_dist_prows_truncate(&DT, tr[t].max, tr[t].factor));
+        bad = prows_mismatch(&DT, &Pt);
+        ALL(bad < 0, "%s: truncation (%d, %g): row %lld differs from the serial one", what,
+            tr[t].max, tr[t].factor, (long long)bad);
+        KS_ALL(ks_dist_prows_split(&DT, &X));
+        ALL(split_ok(&DT, &X), "%s: truncated P's split does not hold its rows", what);
+        ks_dist_split_free(&X);
+        ks_dist_prows_free(&DT);
+        ks_csr_free(&Pt);
+    }
+    ks_dist_prows_free(&DP);
+    ks_csr_free(&P);
+}
+
+/* The fetched rows of strong F neighbours on other ranks: exactly those
+ * points (serial S and splitting), each with its row of A (bit for bit),
+ * S's flags and the serial coarse ids (sid) of its columns; 0 if not. */
+static int ext_rows_ok(const ks_csr *A, const ks_strength *S, const int *cfs,
+                       const ks_gint *sid, const ks_dist_strength *D, const ks_dist_ext_rows *R)
+{
+    const ks_int N = A->nrows;
+    const ks_gint lo = D->row_begin, hi = lo + D->nloc;
+    unsigned char *need = calloc((size_t)N + 1, 1);
+    ck_assert(need);
+    for (ks_gint i = lo; i < hi; i++)
+        for (ks_int k = S->rowptr[i]; cfs[i] != KS_CPT && k < S->rowptr[i + 1]; k++) {
+            const ks_int j = S->colind[k];
+            if (cfs[j] != KS_CPT && (j < lo || j >= hi))
+                need[j] = 1;
+        }
+    ks_int want = 0;
+    for (ks_int j = 0; j < N; j++)
+        want += need[j];
+    int ok = R->n == want;
+    for (ks_int r = 0; ok && r < R->n; r++) {
+        const ks_gint g = R->gid[r];
+        ok = g >= 0 && g < N && need[g] && (r == 0 || g > R->gid[r - 1]);
+        const ks_int b = ok ? A->rowptr[g] : 0, len = ok ? A->rowptr[g + 1] - b : 0;
+        ok = ok && R->rowptr[r + 1] - R->rowptr[r] == len;
+        ks_int s = ok ? S->rowptr[g] : 0;
+        for (ks_int k = 0; ok && k < len; k++) {
+            const ks_int q = R->rowptr[r] + k, j = A->colind[b + k];
+            while (s < S->rowptr[g + 1] && S->colind[s] < j)
+                s++;
+            const int strong = s < S->rowptr[g + 1] && S->colind[s] == j;
+            ok = R->col[q] == j && !memcmp(&R->val[q], &A->val[b + k], sizeof(double)) &&
+                 R->strong[q] == strong && R->cid[q] == sid[j];
+        }
+    }
+    free(need);
+    return ok;
+}
+
+/* One problem in one layout: strength, PMIS (seeds), the coarse ids and
+ * direct interpolation (truncated too) against the serial ones. Adds to
+ * stats[0] the serial fix-up's promotions, to stats[1] its cross-rank
+ * decisions (the callers check the fix-up was exercised), to stats[2] the
+ * interpolations compared row for row, to stats[3] the rows of strong F
+ * neighbours fetched from other ranks. */
 static void check_problem(const ks_csr *A, int lay, double theta, double mrs, const char *what,
                           long *stats)
 {
@@ -325,6 +507,13 @@ static void check_problem(const ks_csr *A, int lay, double theta, double mrs, co
         }
         ALL(lonely < 0, "%s, seed %llu: F point %lld has strong connections but no C point",
             what, seed, (long long)lonely);
+        check_interp(A, &S, cfs, M, &D, cf, &C, what, stats);
+        ks_dist_ext_rows R;
+        KS_ALL(ks_dist_fetch_ext_rows(M, &D, cf, &C, &R));
+        stats[3] += R.n;
+        ALL(ext_rows_ok(A, &S, cfs, sid, &D, &R), "%s, layout %d, seed %llu: the fetched rows "
+            "of strong F neighbours differ from the global matrix's", what, lay, seed);
+        ks_dist_ext_rows_free(&R);
         free(sid);
         ks_dist_coarse_free(&C);
     }
@@ -342,7 +531,7 @@ static void check_problem(const ks_csr *A, int lay, double theta, double mrs, co
 START_TEST(test_generated)
 {
     static const char *names[NGEN] = {"poisson3d_7", "poisson3d_27", "aniso3d", "convdiff3d"};
-    long stats[2] = {0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int w = 0; w < NGEN; w++) {
         ks_csr A;
         generated(w, &A);
@@ -355,12 +544,19 @@ START_TEST(test_generated)
     /* The upwinded problem's strength graph is one-way in places. */
     ALL(stats[0] > 0, "no generated problem needed the serial fix-up: its distributed "
         "reproduction went untested");
+    /* Rows were fetched across ranks (none on one rank). */
+    ALL(nranks == 1 ? stats[3] == 0 : stats[3] > 0, "%ld rows fetched on %d ranks", stats[3],
+        nranks);
+    /* Nonzero diagonals: every interpolation (problems x layouts x
+     * thresholds x seeds) was compared row for row. */
+    ALL(stats[2] == NGEN * NLAYOUTS * 2 * 4, "%ld of %d interpolations compared", stats[2],
+        NGEN * NLAYOUTS * 2 * 4);
 }
 END_TEST
 
 START_TEST(test_random)
 {
-    long stats[2] = {0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int trial = 0; trial < 12; trial++) {
         ks_csr A;
         const int lower = trial >= 8;
@@ -372,6 +568,27 @@ START_TEST(test_random)
         ks_csr_free(&A);
     }
     ALL(stats[0] > 0, "no random matrix needed the serial fix-up");
+    /* Empty rows and missing diagonals: the refusal path ran too. */
+    ALL(stats[2] < 12 * 4, "no random matrix had an F row with a zero diagonal");
+}
+END_TEST
+
+/* Random matrices with every diagonal present (negative in a few rows):
+ * direct interpolation and its truncation compared row for row, with
+ * both signs of couplings, rows reaching other ranks, empty ranks. */
+START_TEST(test_random_interp)
+{
+    long stats[4] = {0, 0, 0, 0};
+    for (int trial = 0; trial < 9; trial++) {
+        ks_csr A;
+        const int lower = trial % 3 == 2;
+        random_matrix_ex(90 + (uint64_t)trial, 41 + 19 * trial, lower, 1, &A);
+        char what[64];
+        snprintf(what, sizeof what, "random full-diagonal matrix %d", trial);
+        check_problem(&A, trial % NLAYOUTS, trial % 2 ? 0.5 : 0.25, 1.0, what, stats);
+        ks_csr_free(&A);
+    }
+    ALL(stats[2] > 9 * 4 / 2, "only %ld of %d interpolations compared", stats[2], 9 * 4);
 }
 END_TEST
 
@@ -443,7 +660,7 @@ static void boundary_fixup_matrix(const ks_gint *off, ks_csr *A)
 
 START_TEST(test_fixup_across_ranks)
 {
-    long stats[2] = {0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int lay = 0; lay < NLAYOUTS; lay++) {
         ks_gint off[9];
         layout(lay, 25 * nranks + 10, off);
@@ -462,7 +679,7 @@ START_TEST(test_tiny)
 {
     ks_csr A;
     random_matrix(7, 3, 0, &A);
-    long stats[2] = {0, 0};
+    long stats[4] = {0, 0, 0, 0};
     for (int lay = 0; lay < NLAYOUTS; lay++)
         check_problem(&A, lay, 0.25, 1.0, "3 rows", stats);
     ks_csr_free(&A);
@@ -500,6 +717,21 @@ START_TEST(test_errors)
     e = ks_dist_coarse_ids(&D, cf, &C);
     ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "neither C nor F"),
         "undecided point: got %s (%s)", ks_error_name(e), ks_last_error());
+    /* interpolation: no coarse ids on one rank; a bad truncation factor
+     * on one rank */
+    if (rank == 0 && D.nloc > 0)
+        cf[0] = KS_FPT;
+    KS_ALL(ks_dist_coarse_ids(&D, cf, &C));
+    ks_dist_prows DP;
+    e = ks_dist_interp_direct(M, &D, cf, rank == nranks - 1 ? NULL : &C, &DP);
+    ALL(e == KS_ERR_ARG, "interpolation without coarse ids on rank %d: got %s (%s)",
+        nranks - 1, ks_error_name(e), ks_last_error());
+    KS_ALL(ks_dist_interp_direct(M, &D, cf, &C, &DP));
+    e = ks_dist_prows_truncate(&DP, 2, rank == 0 ? 1.5 : 0.2);
+    ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "factor"),
+        "truncation factor 1.5 on rank 0: got %s (%s)", ks_error_name(e), ks_last_error());
+    ks_dist_prows_free(&DP);
+    ks_dist_coarse_free(&C);
     free(cf);
     ks_dist_strength_free(&D);
     ks_matrix_destroy(M);
@@ -519,6 +751,7 @@ static Suite *amg_suite(void)
     TCase *t = tcase_create("coarsen");
     tcase_add_test(t, test_generated);
     tcase_add_test(t, test_random);
+    tcase_add_test(t, test_random_interp);
     tcase_add_test(t, test_fixup_across_ranks);
     tcase_add_test(t, test_tiny);
     suite_add_tcase(s, t);

@@ -1,0 +1,139 @@
+/* Row-local work on distributed interpolation rows: truncation, and the
+ * split of the columns by the coarse layout that RAP reads.
+ *
+ * Truncation runs the serial ks_amg_interp_truncate itself on a copy of
+ * the rows whose columns are the entries' positions in their row: the
+ * rule only compares columns to break ties (lower first), positions order
+ * like the global coarse ids (the rows are sorted), and one code path
+ * keeps the distributed rows equal to the serial ones by construction. */
+#include "amg_dist.h"
+
+#include <string.h>
+
+static ks_error truncate_rows(ks_dist_prows *P, int max_elements, double factor)
+{
+    const ks_int n = P->nloc, nnz = P->rowptr[n];
+    ks_int maxlen = 0;
+    for (ks_int i = 0; i < n; i++)
+        if (P->rowptr[i + 1] - P->rowptr[i] > maxlen)
+            maxlen = P->rowptr[i + 1] - P->rowptr[i];
+    ks_csr T;
+    KS_TRY(ks_csr_alloc(&T, n, maxlen, nnz));
+    memcpy(T.rowptr, P->rowptr, ((size_t)n + 1) * sizeof *T.rowptr);
+    for (ks_int i = 0; i < n; i++)
+        for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
+            T.colind[k] = k - P->rowptr[i];
+    if (nnz > 0)
+        memcpy(T.val, P->val, (size_t)nnz * sizeof *T.val);
+    ks_error e = ks_amg_interp_truncate(&T, max_elements, factor);
+    ks_gint *col = NULL;
+    if (e == KS_OK) {
+        col = ks_malloc((size_t)T.nnz * sizeof *col + 1, "truncated interpolation columns");
+        if (!col)
+            e = KS_ERR_MEMORY;
+    }
+    if (e != KS_OK) {
+        ks_csr_free(&T);
+        return e;
+    }
+    /* Kept positions back to global coarse ids (P's old rows still hold
+     * them), then T's arrays become P's. */
+    for (ks_int i = 0; i < n; i++)
+        for (ks_int k = T.rowptr[i]; k < T.rowptr[i + 1]; k++)
+            col[k] = P->col[P->rowptr[i] + T.colind[k]];
+    free(P->col);
+    free(P->val);
+    P->col = col;
+    P->val = T.val;
+    memcpy(P->rowptr, T.rowptr, ((size_t)n + 1) * sizeof *P->rowptr);
+    T.val = NULL;
+    ks_csr_free(&T);
+    return KS_OK;
+}
+
+ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double factor)
+{
+    if (!P || !P->comm)
+        return ks_seterr(KS_ERR_ARG, "distributed truncation: NULL or empty rows");
+    /* The serial function checks the parameters; a bad one on some ranks
+     * only fails on all. */
+    ks_error e = ks_comm_agree(P->comm, truncate_rows(P, max_elements, factor));
+    return e == KS_OK ? KS_OK : ks_adderr(e, "distributed truncation");
+}
+
+static int cmp_gint(const void *a, const void *b)
+{
+    const ks_gint x = *(const ks_gint *)a, y = *(const ks_gint *)b;
+    return (x > y) - (x < y);
+}
+
+/* Index of g in the ascending ids[0..n) (present by construction). */
+static ks_int find_gid(const ks_gint *ids, ks_int n, ks_gint g)
+{
+    ks_int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const ks_int mid = lo + (hi - lo) / 2;
+        if (ids[mid] < g)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* ks_dist_csr_split's logic with the columns in the coarse layout (P is
+ * not square, and its rows are already sorted and checked). */
+static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
+{
+    const ks_int n = P->nloc, nnz = P->rowptr[n];
+    const ks_gint lo = P->c_begin, hi = P->c_begin + P->nc;
+    ks_int nl = 0, m = 0;
+    for (ks_int k = 0; k < nnz; k++)
+        nl += P->col[k] >= lo && P->col[k] < hi;
+    ks_gint *g = ks_malloc((size_t)(nnz - nl) * sizeof *g + 1, "coarse ghost columns");
+    if (!g)
+        return KS_ERR_MEMORY;
+    for (ks_int k = 0; k < nnz; k++)
+        if (P->col[k] < lo || P->col[k] >= hi)
+            g[m++] = P->col[k];
+    qsort(g, (size_t)m, sizeof *g, cmp_gint);
+    ks_int ng = 0;
+    for (ks_int k = 0; k < m; k++)
+        if (ng == 0 || g[k] != g[ng - 1])
+            g[ng++] = g[k];
+    S->ghost_gid = g;
+    KS_TRY(ks_csr_alloc(&S->local, n, P->nc, nl));
+    KS_TRY(ks_csr_alloc(&S->ghost, n, ng, nnz - nl));
+    ks_int ql = 0, qg = 0;
+    S->local.rowptr[0] = S->ghost.rowptr[0] = 0;
+    for (ks_int i = 0; i < n; i++) {
+        for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++) {
+            const ks_gint c = P->col[k];
+            if (c >= lo && c < hi) {
+                S->local.colind[ql] = (ks_int)(c - lo);
+                S->local.val[ql++] = P->val[k];
+            } else {
+                S->ghost.colind[qg] = find_gid(g, ng, c);
+                S->ghost.val[qg++] = P->val[k];
+            }
+        }
+        S->local.rowptr[i + 1] = ql;
+        S->ghost.rowptr[i + 1] = qg;
+    }
+    return KS_OK;
+}
+
+ks_error ks_dist_prows_split(const ks_dist_prows *P, ks_dist_split *out)
+{
+    if (!out)
+        return ks_seterr(KS_ERR_ARG, "distributed interpolation split: NULL output");
+    memset(out, 0, sizeof *out);
+    if (!P || !P->comm)
+        return ks_seterr(KS_ERR_ARG, "distributed interpolation split: NULL or empty rows");
+    ks_error e = ks_comm_agree(P->comm, split_rows(P, out));
+    if (e != KS_OK) {
+        ks_dist_split_free(out);
+        return ks_adderr(e, "distributed interpolation split");
+    }
+    return KS_OK;
+}

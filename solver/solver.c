@@ -5,6 +5,7 @@
 #include "krylov.h"
 #include "solver_create.h"
 #include "precond_amg.h"
+#include "../vec/vec_fused.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -334,6 +335,10 @@ ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
     ks_vec *w = s->work[s->nwork - 1];
     const ks_vec *bs = b;
     double bmax;
+    /* b's and x's layouts first: a misfit refuses on every rank before the
+     * reduction below, which a rank that refused would never join */
+    KS_TRY(ks_vec_check_same(b, w, "ks_solver_solve", "b", "the matrix's vectors"));
+    KS_TRY(ks_vec_check_same(x, w, "ks_solver_solve", "x", "the matrix's vectors"));
     KS_TRY(ks_vec_norminf(b, &bmax));
     s->scale = 1.0;
     if (isfinite(bmax) && bmax > 0.0 && (bmax > 0x1p300 || bmax < 0x1p-300)) {

@@ -73,6 +73,12 @@ static ks_error same(const ks_vec *x, const ks_vec *y, const char *fn, const cha
  * rank gets here, a rank without entries too, and a rank whose local part
  * failed with e brings NaN, so every rank sees NaN and stops instead of
  * waiting alone in the next collective. */
+ks_error ks_vec_check_same(const ks_vec *x, const ks_vec *y, const char *fn, const char *xn,
+                           const char *yn)
+{
+    return same(x, y, fn, xn, yn);
+}
+
 static ks_error combine(const ks_vec *v, ks_error e, double *r, int k, int max)
 {
     if (!v->comm)

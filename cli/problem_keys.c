@@ -124,7 +124,7 @@ static json_t *dump_vec3(const void *block, const ks_key_spec *k)
 static const ks_key_spec keys[] = {
     {.path = "backend", .type = KT_ENUM, .choices = backend_choices, .store = ST_STRING,
      P_(backend)},
-    {.path = "spmv_format", .type = KT_STR, .store = ST_STRING, P_(spmv_format)},
+    {.path = "spmv_format", .type = KT_FORMAT, .store = ST_STRING, P_(spmv_format)},
     {.path = "spmv", .type = KT_SCOPE},
     {.path = "spmv.threads_per_row", .type = KT_INT, .lo = 0, .hi = 32, .int_set = tpr_set,
      .store = ST_INT, P_(spmv.threads_per_row)},

@@ -180,6 +180,13 @@ ks_error ks_gen_rows_global(const ks_gen_params *p, int64_t *nrows)
     KS_TRY(check_params(p));
     int64_t nx, ny, nz;
     grid_dims(p, &nx, &ny, &nz);
+    /* Each axis is at most INT32_MAX, so nx*ny*nz can exceed int64: check
+     * the product by division before forming it (a wrapped count would pass
+     * the size checks of the callers and undersize their buffers). */
+    if (ny > INT64_MAX / nx || nz > INT64_MAX / (nx * ny))
+        return ks_seterr(KS_ERR_SIZE, "generator %s: %" PRId64 " x %" PRId64 " x %" PRId64
+                         " grid has more rows than a 64-bit count holds", gen_names[p->kind],
+                         nx, ny, nz);
     *nrows = nx * ny * nz;
     return KS_OK;
 }
@@ -257,6 +264,12 @@ ks_error ks_generate(const ks_gen_params *p, ks_csr *A)
     KS_TRY(ks_gen_rows_global(p, &nrows));
     int64_t nx, ny, nz;
     grid_dims(p, &nx, &ny, &nz);
+    /* Rows first: below INT32_MAX rows each stencil term is at most nrows,
+     * so the nonzero sum (27 terms at most) cannot overflow int64. */
+    if (nrows > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "generator %s: %" PRId64 " x %" PRId64 " x %" PRId64
+                         " grid gives %" PRId64 " rows, more than the 32-bit index limit %"
+                         PRId32 " (ks_int)", gen_names[p->kind], nx, ny, nz, nrows, INT32_MAX);
     stencil s;
     build_stencil(p, &s);
     int64_t nnz = 0;

@@ -12,11 +12,14 @@ ks_install_missing() {
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
+    # Another apt-get or unattended-upgrades may hold the dpkg lock: wait for it
+    # (up to 10 minutes) instead of failing at once.
+    local wait_lock=(-o DPkg::Lock::Timeout=600)
     if [ "$(id -u)" -eq 0 ]; then
         echo "ksolve: installing ${missing[*]}"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+        apt-get "${wait_lock[@]}" update -qq && DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" install -y -qq "${missing[@]}" >/dev/null
     elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+        sudo apt-get "${wait_lock[@]}" update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" install -y -qq "${missing[@]}" >/dev/null
     else
         echo "ksolve: missing packages: ${missing[*]}" >&2
         echo "ksolve: install them with:  sudo apt-get install ${missing[*]}" >&2

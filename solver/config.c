@@ -9,6 +9,7 @@
  * half-applied. */
 #include "config_scope.h"
 #include "params.h"
+#include "../spmv/format.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -356,6 +357,14 @@ static ks_error apply_leaf(void *block, const ks_key_spec *k, const char *path, 
             KS_TRY(store_string(block, k, path, k->choices[ch->value].name));
         return KS_OK;
     }
+    case KT_FORMAT:
+        if (json_is_string(v) && json_string_value(v)[0]) { /* checked at load, not at setup */
+            char list[512];
+            if (!ks_spmv_format_name_known(json_string_value(v), list, sizeof list))
+                return ks_seterr(KS_ERR_CONFIG, "%s: unknown SpMV format '%s' (allowed: %s)",
+                                 path, json_string_value(v), list);
+        }
+        /* fallthrough */
     case KT_STR:
     case KT_PATH:
         if (!json_is_string(v))
@@ -776,6 +785,7 @@ static json_t *dump_value(const void *block, const ks_key_spec *k)
         /* fallthrough */
     case KT_STR:
     case KT_PATH:
+    case KT_FORMAT:
         return base[0] ? json_string(base) : NULL; /* unset file: omitted */
     case KT_CUSTOM:
         return k->dump ? k->dump(block, k) : NULL;

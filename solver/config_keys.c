@@ -41,6 +41,11 @@ enum cond {
     C_PC_AMG,         /* AMG keys of the preconditioner scope */
     C_SOLVER_AMG      /* AMG keys of the solver scope */
 };
+/* Keys that only one choice of a component reads carry a flag beside their
+ * scope's condition, under the rule for every key that does not apply: given
+ * where it does not apply, an error naming the key and the choice. */
+#define C_BASE 0xff
+#define F_CHEB 0x100 /* the smoother is CHEBYSHEV */
 
 /* One entry: path, type, range (lo, hi, open ends), allowed values
  * (int_set, choices), storage, shorthand and cond; the library's keys
@@ -82,9 +87,9 @@ enum cond {
     KEY(P ".smoother.relaxation_factor", KT_NUM, 0, 2, 0, 1,                                       \
         NULL, NULL, ST_DOUBLE, SM_(relaxation_factor), NULL, C),                                   \
     KEY(P ".smoother.chebyshev_degree", KT_INT, 1, 10, 0, 0,                                       \
-        NULL, NULL, ST_INT, SM_(chebyshev_degree), NULL, C),                                       \
+        NULL, NULL, ST_INT, SM_(chebyshev_degree), NULL, C | F_CHEB),                              \
     KEY(P ".smoother.chebyshev_lower", KT_NUM, 0, 1, 1, 1,                                         \
-        NULL, NULL, ST_DOUBLE, SM_(chebyshev_lower), NULL, C),                                     \
+        NULL, NULL, ST_DOUBLE, SM_(chebyshev_lower), NULL, C | F_CHEB),                            \
     KEY(P ".presweeps", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT, A_(presweeps), NULL, C),         \
     KEY(P ".postsweeps", KT_INT, 0, 100, 0, 0, NULL, NULL, ST_INT, A_(postsweeps), NULL, C),       \
     KEY(P ".cycle", KT_ENUM, 0, 0, 0, 0, NULL, cycle_choices, ST_ENUM_INT, A_(cycle), NULL, C),    \
@@ -96,7 +101,8 @@ enum cond {
     KEY(P ".coarse_solver", KT_ENUM, 0, 0, 0, 0,                                                   \
         NULL, coarse_choices, ST_ENUM_INT, A_(coarse_solver), NULL, C),                            \
     KEY(P ".seed", KT_INT, 0, INFINITY, 0, 0, NULL, NULL, ST_ULL, A_(seed), NULL, C),              \
-    KEY(P ".spmv_format", KT_STR, 0, 0, 0, 0, NULL, NULL, ST_STRING, A_(level_format), NULL, C),   \
+    KEY(P ".spmv_format", KT_FORMAT, 0, 0, 0, 0,                                                   \
+        NULL, NULL, ST_STRING, A_(level_format), NULL, C),                                         \
     KEY(P ".hierarchy_precision", KT_ENUM, 0, 0, 0, 0,                                             \
         NULL, precision_choices, ST_ENUM_INT, A_(hierarchy_precision), NULL, C),
 
@@ -142,6 +148,9 @@ static int cond_holds(const ks_solver_params *s, int cond)
 {
     int samg = solver_is_amg(s);
     int pcamg = !samg && strcmp(s->pc.solver, "AMG") == 0;
+    if (cond & F_CHEB) /* the scope first: its message is the one that helps */
+        return cond_holds(s, cond & C_BASE) &&
+               s->pc.amg.smoother.solver == KS_SMOOTHER_CHEBYSHEV;
     switch (cond) {
     case C_NOT_SOLVER_AMG: return !samg;
     case C_PC_PLAIN: return !samg && !pcamg;
@@ -156,7 +165,15 @@ static int solver_applies(const void *block, int cond) { return cond_holds(block
 /* A key that was given but does not apply to the chosen method. */
 static ks_error cond_error(const ks_solver_params *s, const ks_key_spec *k)
 {
-    switch (k->cond) {
+    if ((k->cond & F_CHEB) && cond_holds(s, k->cond & C_BASE)) {
+        /* the scope applies, the smoother does not use the key: name the smoother */
+        const char *sm = ks_name_of(ks_amg_smoother_names, s->pc.amg.smoother.solver);
+        int n = (int)(strrchr(k->path, '.') - k->path);
+        return ks_seterr(KS_ERR_CONFIG, "%s: applies to the CHEBYSHEV smoother only, but "
+                         "%.*s.solver is %s (remove the key, or choose CHEBYSHEV)",
+                         k->path, n, k->path, sm);
+    }
+    switch (k->cond & C_BASE) {
     case C_NOT_SOLVER_AMG:
         return ks_seterr(KS_ERR_CONFIG,
                          "%s: the AMG solver takes no preconditioner (its AMG settings, e.g. "

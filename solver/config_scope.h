@@ -28,6 +28,7 @@ typedef enum ks_key_type {
     KT_ENUM,    /* one of `choices` (exact spelling) */
     KT_STR,     /* non-empty string */
     KT_PATH,    /* non-empty file path (relative to a config file's folder) */
+    KT_FORMAT,  /* SpMV format name: "auto" or a registered format (spmv/registry.c) */
     KT_IGNORED, /* accepted and ignored (AmgX's "scope" labels) */
     KT_CUSTOM   /* parsed and dumped by the key's own parse and dump */
 } ks_key_type;

@@ -42,7 +42,7 @@ ks_error ks_krylov_axpy_norm(ks_solver *s, double a, const ks_vec *x, ks_vec *y,
 static double conv_reference(const ks_solver *s)
 {
     switch (s->prm.convergence) {
-    case KS_CONV_ABSOLUTE: return 1.0;
+    case KS_CONV_ABSOLUTE: return s->scale; /* the tolerance in the scaled system */
     case KS_CONV_RELATIVE_INI: return s->stats.initial_residual;
     case KS_CONV_RELATIVE_RHS: break;
     }
@@ -92,9 +92,12 @@ ks_error ks_krylov_record(ks_solver *s, int it, double rnorm)
     st->relative_residual = ref > 0.0 ? rnorm / ref : rnorm;
     if (s->prm.monitor_residual) {
         if (it == 0)
-            printf("%8d  %14.6e\n", it, rnorm);
+            printf("%8d  %14.6e\n", it, rnorm / s->scale);
         else
-            printf("%8d  %14.6e  %8.4f\n", it, rnorm, prev > 0.0 ? rnorm / prev : NAN);
+            printf("%8d  %14.6e  %8.4f\n", it, rnorm / s->scale, prev > 0.0 ? rnorm / prev : NAN);
+        /* Each line as it comes: a pipe (| tee, a log) would otherwise get
+         * the table in bursts of a buffer's size. */
+        fflush(stdout);
     }
     return KS_OK;
 }
@@ -140,8 +143,10 @@ ks_error ks_krylov_start(ks_solver *s, const ks_vec *b, ks_vec *x, ks_vec *r, do
     *rnorm = NAN;
     KS_TRY(ks_krylov_norm(s, b, &bn));
     st->rhs_norm = bn;
-    if (s->prm.monitor_residual)
+    if (s->prm.monitor_residual) {
         printf("%8s  %14s  %8s\n", "iter", "residual", "rate");
+        fflush(stdout);
+    }
     if (!isfinite(bn)) {
         st->initial_residual = bn;
         KS_TRY(ks_krylov_record(s, 0, bn));

@@ -22,6 +22,11 @@ static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
      * failed setup leaves no preconditioner (include/ksolve.h says so). */
     ks_amg_destroy(pc->data);
     pc->data = NULL;
+    /* Said here, not by whichever level-0 step trips on it first (the
+     * Chebyshev estimate did, naming its own internals). */
+    if (ks_matrix_rows(A) == 0)
+        return ks_seterr(KS_ERR_SIZE, "AMG setup: the matrix is 0 x 0 (no unknowns): there is "
+                         "nothing to coarsen or smooth; AMG needs at least one row");
     ks_amg *amg = NULL;
     KS_TRY(ks_amg_setup(pc->be, &pc->prm.amg, A, &amg));
     pc->data = amg;

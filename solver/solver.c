@@ -5,6 +5,7 @@
 #include "krylov.h"
 #include "solver_create.h"
 #include "precond_amg.h"
+#include "../vec/vec_fused.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -107,6 +108,7 @@ ks_error ks_solver_create_params(ks_backend *be, const ks_solver_params *prm, ks
     s->ops = solver_table[k].ops;
     s->be = be;
     s->prm = *prm;
+    s->scale = 1.0;
     snprintf(s->prm.solver, sizeof s->prm.solver, "%s", solver_table[k].name);
     if (!solver_table[k].preconditioned)
         snprintf(s->prm.pc.solver, sizeof s->prm.pc.solver, "NOSOLVER");
@@ -151,10 +153,25 @@ static void free_work(ks_solver *s)
     s->nwork = 0;
 }
 
+/* Drop the current setup: the solver refuses to solve until a setup succeeds. */
+static void release_setup(ks_solver *s)
+{
+    s->A = NULL;
+    free_work(s);
+    s->pc->ops->destroy(s->pc);
+}
+
 ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
 {
-    if (!s || !A)
-        return ks_seterr(KS_ERR_ARG, "ks_solver_setup: NULL solver or matrix");
+    if (!s)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_setup: NULL solver");
+    /* The previous setup goes first, before any check: a failed setup (a
+     * NULL or unsuitable matrix included) must not leave the old matrix in
+     * use, where a later solve would silently solve the wrong system. Its
+     * memory is not held beside the new one's either. */
+    release_setup(s);
+    if (!A)
+        return ks_seterr(KS_ERR_ARG, "ks_solver_setup: NULL matrix");
     if (ks_matrix_backend(A) != s->be)
         return ks_seterr(KS_ERR_ARG,
                          "ks_solver_setup: matrix lives on backend %s, solver on %s (objects "
@@ -164,12 +181,6 @@ ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
     if (ks_matrix_cols(A) != n)
         return ks_seterr(KS_ERR_SIZE, "ks_solver_setup: matrix is %ld x %ld, must be square",
                          (long)n, (long)ks_matrix_cols(A));
-    /* The previous setup goes first (its memory is not held beside the
-     * new one's), and a failed setup leaves nothing behind: the solver is
-     * unusable until a setup succeeds. */
-    s->A = NULL;
-    free_work(s);
-    s->pc->ops->destroy(s->pc);
     KS_TRY(ks_backend_sync(s->be));
     double t0 = ks_wtime();
     ks_error e = s->pc->ops->setup(s->pc, A);
@@ -202,12 +213,12 @@ ks_error ks_solver_resetup(ks_solver *s, ks_matrix *A)
         return ks_seterr(KS_ERR_ARG, "ks_solver_resetup: NULL solver or matrix");
     if (!s->A || !s->pc->ops->resetup || ks_matrix_rows(A) != ks_matrix_rows(s->A))
         return ks_solver_setup(s, A); /* nothing to keep: a plain setup */
+    /* A failed re-setup leaves the solver unusable until a setup succeeds. */
+    s->A = NULL;
     if (ks_matrix_backend(A) != s->be)
         return ks_seterr(KS_ERR_ARG,
                          "ks_solver_resetup: matrix lives on backend %s, solver on %s",
                          ks_backend_name(ks_matrix_backend(A)), ks_backend_name(s->be));
-    /* A failed re-setup leaves the solver unusable until a setup succeeds. */
-    s->A = NULL;
     KS_TRY(ks_backend_sync(s->be));
     double t0 = ks_wtime();
     ks_error e = s->pc->ops->resetup(s->pc, A);
@@ -315,14 +326,49 @@ ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
 
     KS_TRY(ks_backend_sync(s->be));
     double t0 = ks_wtime();
-    ks_error e = s->ops->solve(s, b, x);
+    /* A right-hand side so large (or small) that the iteration's inner
+     * products (r'z, p'Ap: squares of the residual) overflow (or underflow)
+     * is solved as 2^-e b from 2^-e x0, and the answer scaled back. Powers
+     * of two scale exactly, so the iterates are the unscaled solve's, only
+     * without the overflow; b of ordinary size is not touched. The extra
+     * work vector (the true residual's, free during the solve) holds 2^-e b. */
+    ks_vec *w = s->work[s->nwork - 1];
+    const ks_vec *bs = b;
+    double bmax;
+    /* b's and x's layouts first: a misfit refuses on every rank before the
+     * reduction below, which a rank that refused would never join */
+    KS_TRY(ks_vec_check_same(b, w, "ks_solver_solve", "b", "the matrix's vectors"));
+    KS_TRY(ks_vec_check_same(x, w, "ks_solver_solve", "x", "the matrix's vectors"));
+    KS_TRY(ks_vec_norminf(b, &bmax));
+    s->scale = 1.0;
+    if (isfinite(bmax) && bmax > 0.0 && (bmax > 0x1p300 || bmax < 0x1p-300)) {
+        int ex;
+        frexp(bmax, &ex);
+        ex = ex > 1023 ? 1023 : ex < -1022 ? -1022 : ex; /* 2^ex and 2^-ex both normal */
+        s->scale = ldexp(1.0, -ex);
+        KS_TRY(ks_vec_copy(b, w));
+        KS_TRY(ks_vec_scale(w, s->scale));
+        KS_TRY(ks_vec_scale(x, s->scale));
+        bs = w;
+    }
+    ks_error e = s->ops->solve(s, bs, x);
+    if (s->scale != 1.0) {
+        ks_error eu = ks_vec_scale(x, 1.0 / s->scale);
+        e = e != KS_OK ? e : eu;
+        ks_solve_stats *st = &s->stats;
+        st->rhs_norm /= s->scale;
+        st->initial_residual /= s->scale;
+        st->final_residual /= s->scale;
+        for (int i = 0; st->history && i < st->history_len; i++)
+            s->history[i] /= s->scale;
+        s->scale = 1.0;
+    }
     if (e != KS_OK)
         return ks_adderr(e, "%s solve", s->prm.solver);
     KS_TRY(ks_backend_sync(s->be));
     s->stats.solve_seconds = ks_wtime() - t0;
 
     /* True residual with a fresh SpMV, in the 2-norm whatever the criterion. */
-    ks_vec *w = s->work[s->nwork - 1];
     double rn, bn;
     KS_TRY(ks_vec_copy(b, w));
     KS_TRY(ks_matrix_apply(s->A, -1.0, x, 1.0, w));

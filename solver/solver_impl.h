@@ -61,6 +61,10 @@ struct ks_solver {
     ks_solve_stats stats;
     double *history;
     int history_cap;
+    /* The power of two b (and x0) were multiplied by for this solve (1
+     * normally, see ks_solver_solve): residuals inside the iteration are
+     * scaled by it, everything reported is divided by it. */
+    double scale;
 };
 
 #ifdef __cplusplus

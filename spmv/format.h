@@ -77,6 +77,10 @@ typedef struct ks_spmv_format_ops {
 
 /* Registry (spmv/registry.c). */
 const ks_spmv_format_ops *ks_spmv_format_find(const char *name, ks_backend_kind backend);
+/* 1 when name is "auto" or a format of any backend, compiled in or not (a
+ * config names formats before a backend is chosen, and loads the same in
+ * every build); else 0 with the allowed names, comma separated, in list. */
+int ks_spmv_format_name_known(const char *name, char *list, size_t len);
 /* All registered formats, NULL-terminated (every backend). */
 const ks_spmv_format_ops *const *ks_spmv_format_all(void);
 /* A format of backend kind k that keeps float32 values: `prefer` when it

@@ -7,6 +7,7 @@
 #include "other_formats.h"
 #include "codsell.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <threads.h>
 
@@ -104,6 +105,30 @@ ks_backend_kind ks_spmv_format_missing_backend(const char *name)
         if (strcmp(optional_formats[i].name, name) == 0)
             return optional_formats[i].backend;
     return (ks_backend_kind)0;
+}
+
+int ks_spmv_format_name_known(const char *name, char *list, size_t len)
+{
+    if (name && (strcmp(name, "auto") == 0 || ks_spmv_format_missing_backend(name) != 0))
+        return 1;
+    for (int i = 0; name && formats[i]; i++)
+        if (strcmp(formats[i]->name, name) == 0)
+            return 1;
+    /* "auto", the compiled-in formats, then the optional ones this build lacks */
+    const size_t nopt = sizeof optional_formats / sizeof optional_formats[0];
+    const size_t nfmt = sizeof formats / sizeof formats[0] - 1;
+    size_t used = 0;
+    for (size_t i = 0; list && len > 0 && i < 1 + nfmt + nopt; i++) {
+        const char *nm = i == 0 ? "auto" : i <= nfmt ? formats[i - 1]->name
+                                                      : optional_formats[i - 1 - nfmt].name;
+        if (i > nfmt && ks_spmv_format_missing_backend(nm) == 0)
+            continue; /* compiled in: listed already */
+        int w = snprintf(list + used, len - used, "%s%s", used ? ", " : "", nm);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+    return 0;
 }
 
 const char *const *ks_spmv_format_names(const char *backend)

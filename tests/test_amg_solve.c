@@ -638,6 +638,36 @@ START_TEST(test_zero_diagonal)
 }
 END_TEST
 
+/* A 0 x 0 matrix: AMG refuses it saying so (not an internal Chebyshev
+ * message), with every smoother; a point preconditioner solves it. */
+START_TEST(test_empty_matrix)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cpu", &be));
+    ks_csr A;
+    KS_CHECK(ks_csr_alloc(&A, 0, 0, 0));
+    ks_matrix *M;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &M));
+    static const char *const smoothers[] = {"CHEBYSHEV", "JACOBI_L1", "GS"};
+    for (int k = 0; k < 3; k++) {
+        ks_config *cfg;
+        KS_CHECK(ks_config_create_default(&cfg));
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother", smoothers[k]));
+        ks_solver *s;
+        KS_CHECK(ks_solver_create(be, cfg, &s));
+        ck_assert_int_eq(ks_solver_setup(s, M), KS_ERR_SIZE);
+        ck_assert_msg(strstr(ks_last_error(), "AMG setup: the matrix is 0 x 0") &&
+                          !strstr(ks_last_error(), "Chebyshev"),
+                      "%s", ks_last_error());
+        ks_solver_destroy(s);
+        ks_config_destroy(cfg);
+    }
+    ks_matrix_destroy(M);
+    ks_csr_free(&A);
+    ks_backend_destroy(be);
+}
+END_TEST
+
 /* Repeated setups on one solver: after a failed one the solver refuses to
  * solve (the old hierarchy is gone: amg_pc_setup frees it before building
  * the new one, to halve the peak memory), and the next good setup gives
@@ -1284,6 +1314,7 @@ int main(void)
     tcase_add_test(tc, test_resetup_perturbed);
     tcase_add_test(tc, test_resetup_pattern_change);
     tcase_add_test(tc, test_zero_diagonal);
+    tcase_add_test(tc, test_empty_matrix);
     tcase_add_test(tc, test_resetup_zero_diagonal);
     tcase_add_test(tc, test_setup_again_after_failure);
     tcase_add_test(tc, test_out_of_memory);

@@ -661,6 +661,55 @@ START_TEST(test_amg_errors)
 END_TEST
 
 /* ks_config_set on AMG keys, and switching between preconditioners. */
+/* Choice keys are checked when the config loads: an SpMV format name must
+ * be registered (any backend's, so a config loads in every build), and a
+ * key the chosen smoother does not read is an error naming the smoother,
+ * like every other key that does not apply. */
+START_TEST(test_choices_checked_at_load)
+{
+    expect_fail(PC_AMG("\"spmv_format\": \"bogusfmt\""), KS_ERR_CONFIG,
+                "solver.preconditioner.spmv_format: unknown SpMV format 'bogusfmt' (allowed: auto, csr",
+                "dia");
+    expect_fail(SOLVER_AMG("\"spmv_format\": \"CSR\""), KS_ERR_CONFIG,
+                "solver.spmv_format: unknown SpMV format 'CSR'", NULL);
+    static const char *const good[] = {"auto", "csr", "dia", "codsell"};
+    for (int i = 0; i < 4; i++) {
+        char json[128];
+        snprintf(json, sizeof json, PC_AMG("\"spmv_format\": \"%s\""), good[i]);
+        ks_config_destroy(load(json));
+    }
+    expect_fail(PC_AMG("\"smoother\": {\"solver\": \"GS\", \"chebyshev_degree\": 3}"),
+                KS_ERR_CONFIG,
+                "solver.preconditioner.smoother.chebyshev_degree: applies to the CHEBYSHEV "
+                "smoother only, but solver.preconditioner.smoother.solver is GS",
+                "remove the key");
+    expect_fail(SOLVER_AMG("\"smoother\": {\"solver\": \"JACOBI_L1\", \"chebyshev_lower\": 0.2}"),
+                KS_ERR_CONFIG, "solver.smoother.chebyshev_lower: applies to the CHEBYSHEV",
+                "solver.smoother.solver is JACOBI_L1");
+    /* the scope's own rule comes first */
+    expect_fail("{\"config_version\": 2, \"solver\": {\"solver\": \"PCG\", \"preconditioner\": "
+                "{\"solver\": \"JACOBI\", \"smoother\": {\"chebyshev_degree\": 3}}}}",
+                KS_ERR_CONFIG, "an AMG setting, but solver.preconditioner.solver is JACOBI", NULL);
+    ks_config *cfg = load(PC_AMG("\"smoother\": {\"solver\": \"CHEBYSHEV\", \"chebyshev_degree\": 3}"));
+    /* through ks_config_set, whichever order the keys come in (a string
+     * for the whole smoother replaces its object, degree included) */
+    ck_assert_int_eq(ks_config_set(cfg, "solver.preconditioner.smoother.solver", "GS"),
+                     KS_ERR_CONFIG);
+    ck_assert_msg(strstr(ks_last_error(), "chebyshev_degree"), "%s", ks_last_error());
+    ck_assert_int_eq(ks_config_set(cfg, "solver.preconditioner.spmv_format", "bogusfmt"),
+                     KS_ERR_CONFIG);
+    ks_config_destroy(cfg);
+    KS_CHECK(ks_config_create_default(&cfg));
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother", "GS"));
+    ck_assert_int_eq(ks_config_set(cfg, "solver.preconditioner.smoother.chebyshev_degree", "3"),
+                     KS_ERR_CONFIG);
+    char *d = ks_config_dump(cfg); /* keys that do not apply are not dumped */
+    ck_assert_ptr_null(strstr(d, "chebyshev_degree"));
+    free(d);
+    ks_config_destroy(cfg);
+}
+END_TEST
+
 START_TEST(test_amg_set)
 {
     ks_config *cfg = NULL;
@@ -839,6 +888,7 @@ int main(void)
     tcase_add_test(tc, test_amg_aggregation_theta);
     tcase_add_test(tc, test_amg_errors);
     tcase_add_test(tc, test_amg_set);
+    tcase_add_test(tc, test_choices_checked_at_load);
     tcase_add_test(tc, test_example_configs);
     tcase_add_test(tc, test_tool_keys_unknown);
     tcase_add_test(tc, test_docs_cover_keys);

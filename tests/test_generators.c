@@ -2,6 +2,7 @@
  * sizes and nnz, symmetry, zero interior row sums, diagonal dominance,
  * convection nonsymmetry, parameter validation, 32-bit limits. */
 #include "ks_test.h"
+#include "matrices/gen_rows.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -347,6 +348,42 @@ START_TEST(bad_params)
 }
 END_TEST
 
+/* Grids whose row or nonzero counts overflow 64-bit or 32-bit products are
+ * refused before any count is formed (they used to wrap, pass the size check
+ * and undersize the buffers). */
+START_TEST(overflowing_grids)
+{
+    ks_gen_params p;
+    ks_gen_params_default(&p);
+    p.nx = p.ny = 4194304; /* 2^22 * 2^22 * 2^20 = 2^64 rows: wraps to 0 */
+    p.nz = 1048576;
+    expect_bad(&p, KS_ERR_SIZE, "64-bit");
+    ks_gen_params_default(&p);
+    p.nx = p.ny = p.nz = INT32_MAX;
+    expect_bad(&p, KS_ERR_SIZE, "64-bit");
+    ks_gen_params_default(&p);
+    p.kind = KS_GEN_CONVDIFF3D;
+    p.nx = p.ny = p.nz = 2097152; /* 2^63 rows: one past int64 */
+    expect_bad(&p, KS_ERR_SIZE, "64-bit");
+    int64_t rows = 0;
+    ck_assert_int_eq(ks_gen_rows_global(&p, &rows), KS_ERR_SIZE);
+    /* Just below: (2^21 - 1)^3 rows fit a 64-bit count (the distributed
+     * generator may use them) but not ks_int. */
+    p.nx = p.ny = p.nz = 2097151;
+    KS_CHECK(ks_gen_rows_global(&p, &rows));
+    ck_assert(rows == (int64_t)2097151 * 2097151 * 2097151);
+    expect_bad(&p, KS_ERR_SIZE, "32-bit");
+    /* INT32_MAX rows fit ks_int, their 3*INT32_MAX - 2 nonzeros do not. */
+    ks_gen_params_default(&p);
+    p.kind = KS_GEN_POISSON2D_5;
+    p.nx = INT32_MAX;
+    p.ny = 1;
+    expect_bad(&p, KS_ERR_SIZE, "nonzeros");
+    p.ny = 2;
+    expect_bad(&p, KS_ERR_SIZE, "rows, more than the 32-bit");
+}
+END_TEST
+
 START_TEST(larger_grid_parallel_fill)
 {
     /* Big enough for every OpenMP thread to fill a share; compare a few
@@ -385,6 +422,7 @@ int main(void)
     tcase_add_test(tc, symmetry_row_sums_dominance);
     tcase_add_test(tc, defaults_and_names);
     tcase_add_test(tc, bad_params);
+    tcase_add_test(tc, overflowing_grids);
     tcase_add_test(tc, larger_grid_parallel_fill);
     suite_add_tcase(s, tc);
     return ks_test_run(s);

@@ -10,6 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -468,6 +473,98 @@ START_TEST(write_errors)
 }
 END_TEST
 
+/* Entries of a folder other than . and .. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static void assert_file_text(const char *path, const char *text)
+{
+    char buf[256] = {0};
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s is gone", path);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    ck_assert_str_eq(buf, text);
+}
+
+/* The writer writes beside the target and renames on success: a failed
+ * write leaves an existing file as it was and no temporary file; a
+ * special file (here a FIFO) is written in place and never removed. */
+START_TEST(write_never_removes_what_it_did_not_create)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/kswrite_XXXXXX", getenv("KS_TEST_TMP") ? getenv("KS_TEST_TMP") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char keep[1100], fifo[1100];
+    snprintf(keep, sizeof keep, "%s/keep.mtx", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo.mtx", dir);
+    FILE *f = fopen(keep, "w");
+    fputs("precious\n", f);
+    fclose(f);
+    ck_assert_int_eq(chmod(keep, 0640), 0);
+
+    /* A write that fails half way (file size limit: EFBIG, as a full disk
+     * would give ENOSPC). */
+    ks_csr A;
+    random_csr(&A, 400, 400, 5); /* ~2000 lines, well over 4 KiB */
+    struct rlimit old, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = 4096;
+    signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    ks_error e = ks_mm_write_csr(keep, &A);
+    ks_error ev = ks_mm_write_vector(keep, A.val, A.nnz);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    ck_assert_int_eq(e, KS_ERR_IO);
+    ck_assert_int_eq(ev, KS_ERR_IO);
+    ck_assert_msg(strstr(ks_last_error(), "keep.mtx") != NULL, "%s", ks_last_error());
+    assert_file_text(keep, "precious\n");
+    ck_assert_int_eq(count_entries(dir), 1);
+
+    /* A FIFO with no reader: an error at once, the FIFO stays. */
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(ks_mm_write_vector(fifo, (double[]){1, 2}, 2), KS_ERR_IO);
+    ck_assert_msg(strstr(ks_last_error(), "no reader") != NULL, "%s", ks_last_error());
+    struct stat st;
+    ck_assert_int_eq(stat(fifo, &st), 0);
+    ck_assert(S_ISFIFO(st.st_mode));
+    /* With a reader it is written in place (not replaced by a regular file). */
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+    ck_assert_int_ge(rd, 0);
+    KS_CHECK(ks_mm_write_vector(fifo, (double[]){1, 2}, 2));
+    char buf[256] = {0};
+    ck_assert_int_gt(read(rd, buf, sizeof buf - 1), 0);
+    close(rd);
+    ck_assert_ptr_nonnull(strstr(buf, "2 1\n1\n2\n"));
+    ck_assert_int_eq(stat(fifo, &st), 0);
+    ck_assert(S_ISFIFO(st.st_mode));
+    unlink(fifo);
+
+    /* A successful write replaces the file, keeping its permissions. */
+    KS_CHECK(ks_mm_write_csr(keep, &A));
+    ks_csr B;
+    KS_CHECK(ks_mm_read_csr(keep, &B, NULL));
+    assert_same_bits(&A, &B);
+    ck_assert_int_eq(stat(keep, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0640);
+    ck_assert_int_eq(count_entries(dir), 1);
+    ks_csr_free(&A);
+    ks_csr_free(&B);
+    unlink(keep);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(gzip_truncated_or_corrupt)
 {
     /* A gzip file cut in half must fail, not read as a shorter matrix. */
@@ -766,6 +863,7 @@ int main(void)
     tcase_add_test(tc, long_comment_and_large_valid_file);
     tcase_add_test(tc, round_trip_bitwise);
     tcase_add_test(tc, write_errors);
+    tcase_add_test(tc, write_never_removes_what_it_did_not_create);
     tcase_add_test(tc, gzip_truncated_or_corrupt);
     tcase_add_test(tc, vector_reads);
     tcase_add_loop_test(tc, malformed_vector, 0, (int)(sizeof bad_vectors / sizeof bad_vectors[0]));

@@ -518,6 +518,51 @@ START_TEST(overflow_gives_nan_status)
 }
 END_TEST
 
+/* b scaled by 1e200 (its squares overflow) or 1e-200 (they underflow)
+ * solves: x scales by the same factor, the iteration count is the one of the
+ * unscaled b, and the reported norms are the true (unscaled) ones. */
+START_TEST(huge_and_tiny_rhs_solve)
+{
+    static const double factors[] = {1e200, 1e-200};
+    static const char *const krylov[] = {"PCG", "PBICGSTAB"};
+    for (int m = 0; m < 2; m++) {
+        for (int f = 0; f < 2; f++) {
+            prob p;
+            ks_solver *s;
+            ks_solver_params prm;
+            prob_gen(&p, backend_names[_i], KS_GEN_POISSON3D_7, 8, 8, 8);
+            params(&prm, krylov[m], "JACOBI");
+            const ks_solve_stats *st = run(&p, &prm, &s);
+            ck_assert_int_eq(st->status, KS_SOLVE_CONVERGED);
+            int its = st->iterations;
+            double rhs = st->rhs_norm, fin = st->final_residual;
+            double *x1 = get_x(&p);
+            for (ks_int i = 0; i < p.n; i++)
+                p.bh[i] *= factors[f];
+            KS_CHECK(ks_vec_set_host(p.b, p.bh));
+            KS_CHECK(ks_vec_fill(p.x, 0.0));
+            KS_CHECK(ks_solver_solve(s, p.b, p.x));
+            ck_assert_msg(st->status == KS_SOLVE_CONVERGED, "%s b*%g: status %s (%s)", krylov[m],
+                          factors[f], ks_solve_status_name(st->status), st->breakdown);
+            ck_assert_int_eq(st->iterations, its);
+            ck_assert_msg(fabs(st->rhs_norm / (rhs * factors[f]) - 1) < 1e-12, "||b|| %g",
+                          st->rhs_norm);
+            ck_assert(fabs(st->final_residual / (fin * factors[f]) - 1) < 1e-6);
+            ck_assert(st->history[0] == st->initial_residual);
+            ck_assert(st->true_relative_residual < 1e-7);
+            double *x2 = get_x(&p);
+            for (ks_int i = 0; i < p.n; i++)
+                ck_assert_msg(fabs(x2[i] / factors[f] - x1[i]) <= 1e-12 * fabs(x1[i]),
+                              "x[%d] = %g, unscaled %g", (int)i, x2[i], x1[i]);
+            free(x1);
+            free(x2);
+            ks_solver_destroy(s);
+            prob_free(&p);
+        }
+    }
+}
+END_TEST
+
 START_TEST(divergence_status)
 {
     prob p;
@@ -666,6 +711,55 @@ START_TEST(size_and_argument_errors)
     ks_solver_destroy(s);
     ks_matrix_destroy(MR);
     ks_csr_free(&R);
+    prob_free(&p);
+}
+END_TEST
+
+/* A failed setup of any kind drops the previous one: the solve that follows
+ * fails, naming the missing setup, instead of solving the old system. */
+START_TEST(failed_setup_clears_previous)
+{
+    prob p;
+    ks_solver_params prm;
+    prob_gen(&p, backend_names[_i], KS_GEN_POISSON2D_5, 6, 6, 1);
+    ks_int r[] = {0, 1}, c[] = {0, 3};
+    double v[] = {1, 1};
+    ks_csr R, Z = small_csr(0);
+    ks_matrix *MR, *MZ, *Mother;
+    ks_backend *other;
+    KS_CHECK(ks_csr_from_coo(2, 4, 2, r, c, v, &R, NULL));
+    KS_CHECK(ks_matrix_create(p.be, &R, "auto", NULL, &MR));
+    KS_CHECK(ks_matrix_create(p.be, &Z, "auto", NULL, &MZ));
+    KS_CHECK(ks_backend_create(backend_names[_i], &other));
+    KS_CHECK(ks_matrix_create(other, &p.A, "auto", NULL, &Mother));
+    for (int pcs = 0; pcs < 2; pcs++) {
+        params(&prm, "PCG", pcs ? "AMG" : "JACOBI");
+        /* a zero diagonal fails JACOBI's setup (AMG may solve a 3x3 directly) */
+        for (int how = 0; how < (pcs ? 3 : 4); how++) {
+            ks_solver *s;
+            KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+            KS_CHECK(ks_solver_setup(s, p.M));
+            KS_CHECK(ks_solver_solve(s, p.b, p.x));
+            ks_error e = ks_solver_setup(s, how == 0 ? MR : how == 1 ? Mother
+                                                 : how == 2 ? NULL : MZ);
+            ck_assert_int_eq(e, how == 0 ? KS_ERR_SIZE : how == 3 ? KS_ERR_NUMERIC : KS_ERR_ARG);
+            ck_assert_int_eq(ks_solver_solve(s, p.b, p.x), KS_ERR_ARG);
+            ck_assert_msg(strstr(ks_last_error(), "no matrix"), "%s", ks_last_error());
+            ck_assert_int_eq(ks_solver_precondition(s, p.b, p.x), KS_ERR_ARG);
+            /* A setup that succeeds makes it usable again. */
+            KS_CHECK(ks_solver_setup(s, p.M));
+            KS_CHECK(ks_vec_fill(p.x, 0.0));
+            KS_CHECK(ks_solver_solve(s, p.b, p.x));
+            ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_CONVERGED);
+            ks_solver_destroy(s);
+        }
+    }
+    ks_matrix_destroy(Mother);
+    ks_backend_destroy(other);
+    ks_matrix_destroy(MR);
+    ks_matrix_destroy(MZ);
+    ks_csr_free(&R);
+    ks_csr_free(&Z);
     prob_free(&p);
 }
 END_TEST
@@ -868,10 +962,12 @@ int main(void)
     LOOP(nan_in_rhs);
     LOOP(overflow_gives_nan_status);
     LOOP(divergence_status);
+    LOOP(huge_and_tiny_rhs_solve);
     LOOP(zero_rhs_gives_zero_solution);
     LOOP(resolve_from_solution);
     LOOP(zero_diagonal_is_setup_error);
     LOOP(size_and_argument_errors);
+    LOOP(failed_setup_clears_previous);
     LOOP(history_cg_spd);
     LOOP(monitor_and_stats_output);
     tcase_add_test(tc, config_errors);

@@ -525,6 +525,60 @@ START_TEST(test_axpy_norm2)
 }
 END_TEST
 
+/* Entries whose squares overflow (1e200) or underflow (1e-200, subnormal
+ * 1e-310) still give the norm, as LAPACK's dnrm2 does, the same bits on
+ * repeated calls; the fused axpy_norm2 too. Ordinary vectors keep the
+ * plain sqrt(x.x) (bitwise, so the fast path is unchanged). */
+START_TEST(test_norm2_scaled)
+{
+    static const double scales[] = {1e200, -1e300, 1e-200, 1e-310, 1.7e308};
+    for (int k = 1; k < NSIZES; k++) {
+        ks_int n = sizes[k];
+        double *h = host_rand(n, -1, 1), *hs = malloc((size_t)n * sizeof *hs);
+        ck_assert_ptr_nonnull(hs);
+        long double s2 = 0;
+        for (ks_int i = 0; i < n; i++)
+            s2 += (long double)h[i] * h[i];
+        ks_vec *x = vec_from(h, n);
+        double r = NAN, dot = NAN;
+        KS_CHECK(ks_vec_norm2(x, &r));
+        KS_CHECK(ks_vec_dot(x, x, &dot));
+        ck_assert(r == sqrt(dot));
+        for (int j = 0; j < 5; j++) {
+            double c = scales[j] / (n > 1 ? sqrt((double)n) : 1.0); /* norm ~ |scale| / 1.7 */
+            for (ks_int i = 0; i < n; i++)
+                hs[i] = h[i] * c;
+            KS_CHECK(ks_vec_set_host(x, hs));
+            double r1 = NAN, r2 = NAN;
+            KS_CHECK(ks_vec_norm2(x, &r1));
+            KS_CHECK(ks_vec_norm2(x, &r2));
+            ck_assert_msg(r1 == r2, "norm2 not deterministic on %s", g_name);
+            long double want = sqrtl(s2) * fabsl((long double)c);
+            double tol = fabs(scales[j]) < 1e-300 ? 1e-6 : 1e-13; /* subnormals hold fewer bits */
+            expect_rel(r1, want, tol, "norm2 (scaled)", n);
+            /* fused: y = 0 + 1 x */
+            ks_vec *y;
+            KS_CHECK(ks_vec_create(g_be, n, &y));
+            KS_CHECK(ks_vec_fill(y, 0.0));
+            KS_CHECK(ks_vec_axpy_norm2(1.0, x, y, &r2));
+            expect_rel(r2, want, tol, "axpy_norm2 (scaled)", n);
+            ks_vec_destroy(y);
+        }
+        /* Inf stays Inf, zero stays zero */
+        hs[n - 1] = INFINITY;
+        KS_CHECK(ks_vec_set_host(x, hs));
+        KS_CHECK(ks_vec_norm2(x, &r));
+        ck_assert(isinf(r));
+        KS_CHECK(ks_vec_fill(x, 0.0));
+        KS_CHECK(ks_vec_norm2(x, &r));
+        ck_assert(r == 0.0);
+        ks_vec_destroy(x);
+        free(h);
+        free(hs);
+    }
+}
+END_TEST
+
 /* Same inputs, same bits: two calls, and the fused kernels against the
  * single ones where the backend's blocking makes them identical. */
 START_TEST(test_reduction_determinism)
@@ -648,6 +702,7 @@ END_TEST
     X(test_dot2)                                                                              \
     X(test_norms)                                                                             \
     X(test_axpy_norm2)                                                                        \
+    X(test_norm2_scaled)                                                                      \
     X(test_reduction_determinism)                                                             \
     X(test_large_reduction)                                                                   \
     X(test_vec_errors)

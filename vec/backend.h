@@ -111,7 +111,7 @@ struct ks_vec {
 extern const ks_backend_ops ks_backend_cpu_ops;
 #ifdef KS_HAVE_CUDA
 extern const ks_backend_ops ks_backend_cuda_ops;
-/* The cuda backend's stream, cuBLAS and cuSPARSE handles, for formats. */
+/* The cuda backend's stream and cuSPARSE handle, for formats. */
 void *ks_cuda_stream(ks_backend *be);
 void *ks_cuda_cusparse(ks_backend *be);
 /* Number of usable devices; 0 (and no error) when there is no driver. */

@@ -1,4 +1,4 @@
-/* Turning CUDA / cuSPARSE / cuBLAS return codes into ks_seterr messages that
+/* Turning CUDA / cuSPARSE return codes into ks_seterr messages that
  * name the failing call, for .cu files. Each macro returns the ks_error from
  * the enclosing function on failure. Not installed. */
 #ifndef KS_CUDA_CHECK_H
@@ -6,7 +6,6 @@
 
 #include "../core/ks_internal.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -39,14 +38,6 @@
         if (ks_cs_ != CUSPARSE_STATUS_SUCCESS)                                                \
             return ks_seterr(KS_ERR_DEVICE, "%s failed: %s (%s:%d)", #call,                   \
                              cusparseGetErrorString(ks_cs_), __FILE__, __LINE__);             \
-    } while (0)
-
-#define KS_CUBLAS_CHECK(call)                                                                 \
-    do {                                                                                      \
-        cublasStatus_t ks_cb_ = (call);                                                       \
-        if (ks_cb_ != CUBLAS_STATUS_SUCCESS)                                                  \
-            return ks_seterr(KS_ERR_DEVICE, "%s failed: %s (%s:%d)", #call,                   \
-                             cublasGetStatusString(ks_cb_), __FILE__, __LINE__);              \
     } while (0)
 
 #endif

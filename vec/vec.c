@@ -73,6 +73,12 @@ static ks_error same(const ks_vec *x, const ks_vec *y, const char *fn, const cha
  * rank gets here, a rank without entries too, and a rank whose local part
  * failed with e brings NaN, so every rank sees NaN and stops instead of
  * waiting alone in the next collective. */
+ks_error ks_vec_check_same(const ks_vec *x, const ks_vec *y, const char *fn, const char *xn,
+                           const char *yn)
+{
+    return same(x, y, fn, xn, yn);
+}
+
 static ks_error combine(const ks_vec *v, ks_error e, double *r, int k, int max)
 {
     if (!v->comm)
@@ -236,6 +242,36 @@ ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks
     return combine(x, e, r, 2, 0);
 }
 
+/* ||x||_2 when sqrt(x.x) overflowed to Inf or underflowed to 0 (the fast
+ * path costs nothing more otherwise), as LAPACK's dnrm2 avoids both: the
+ * entries scaled by 2^-e near 1/max|x_i| (exact), squared and summed, then
+ * 2^e sqrt(sum). A copy, so x is untouched; deterministic like the dot. */
+static ks_error norm2_rescaled(const ks_vec *x, double *r)
+{
+    double m = 0.0;
+    ks_error e = x->n ? OPS(x)->norminf(x->be, x->n, x->data, &m) : KS_OK;
+    KS_TRY(combine(x, e, &m, 1, 1));
+    if (!(m > 0.0) || !isfinite(m))
+        return KS_OK; /* a zero vector's 0, or Inf / NaN entries: *r stands */
+    int ex;
+    frexp(m, &ex);
+    ex = ex > 1023 ? 1023 : ex < -1022 ? -1022 : ex; /* 2^ex and 2^-ex both normal */
+    double s = 0.0, *t = NULL;
+    size_t bytes = (size_t)x->n * sizeof(double);
+    e = x->n ? ks_be_alloc(x->be, bytes, (void **)&t, "norm scaling vector") : KS_OK;
+    if (e == KS_OK && x->n)
+        e = OPS(x)->copy(x->be, t, x->data, bytes);
+    if (e == KS_OK && x->n)
+        e = OPS(x)->scale(x->be, x->n, ldexp(1.0, -ex), t);
+    if (e == KS_OK && x->n)
+        e = OPS(x)->dot(x->be, x->n, t, t, &s);
+    if (t)
+        OPS(x)->free(x->be, t);
+    KS_TRY(combine(x, e, &s, 1, 0)); /* every rank takes part, as in norm2 */
+    *r = ldexp(sqrt(s), ex);
+    return KS_OK;
+}
+
 ks_error ks_vec_norm2(const ks_vec *x, double *r)
 {
     KS_TRY(need(x, "ks_vec_norm2", "x"));
@@ -245,6 +281,8 @@ ks_error ks_vec_norm2(const ks_vec *x, double *r)
     ks_error e = x->n ? OPS(x)->dot(x->be, x->n, x->data, x->data, &s) : KS_OK;
     KS_TRY(combine(x, e, &s, 1, 0)); /* the ranks' squared sums, then one root */
     *r = sqrt(s);
+    if (*r == 0.0 || isinf(*r)) /* the same on every rank: s is the combined sum */
+        return norm2_rescaled(x, r);
     return KS_OK;
 }
 
@@ -271,8 +309,11 @@ ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r)
     KS_TRY(same(x, y, "ks_vec_axpy_norm2", "x", "y"));
     KS_TRY(need_out(r, "ks_vec_axpy_norm2", "r"));
     *r = 0.0;
-    if (!y->comm)
-        return x->n ? OPS(x)->axpy_norm2(x->be, x->n, a, x->data, y->data, r) : KS_OK;
+    if (!y->comm) {
+        KS_TRY(x->n ? OPS(x)->axpy_norm2(x->be, x->n, a, x->data, y->data, r) : KS_OK);
+        /* the fused squares overflowed or underflowed: the careful norm of y */
+        return *r == 0.0 || isinf(*r) ? ks_vec_norm2(y, r) : KS_OK;
+    }
     /* Distributed: the ranks' squared sums must be added before the square
      * root, which the fused kernel takes locally; so the update, then the
      * local squared sum (a second pass over y). */
@@ -282,5 +323,5 @@ ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r)
         e = OPS(x)->dot(x->be, x->n, y->data, y->data, &s);
     KS_TRY(combine(y, e, &s, 1, 0));
     *r = sqrt(s);
-    return KS_OK;
+    return *r == 0.0 || isinf(*r) ? norm2_rescaled(y, r) : KS_OK;
 }

@@ -10,6 +10,11 @@
 extern "C" {
 #endif
 
+/* The checks every operation on x and y makes (present, one backend, one
+ * size and layout), alone: for callers that must refuse on every rank alike
+ * before a collective reduction. */
+ks_error ks_vec_check_same(const ks_vec *x, const ks_vec *y, const char *fn, const char *xn,
+                           const char *yn);
 /* r[0] = x.y and r[1] = u.v */
 ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks_vec *v,
                      double r[2]);

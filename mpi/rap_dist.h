@@ -38,6 +38,18 @@ void ks_dist_ghost_prows_free(ks_dist_ghost_prows *G);
  * pattern, as the serial product). */
 ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP);
 
+/* ---------------------------------------------------------- rap_dist.c */
+/* Collective. Ac = P^T (AP): this rank's rows of the coarse matrix (its C
+ * points, P's coarse layout) with global columns ascending, ready for
+ * ks_matrix_create_dist. Each rank forms P(i,J) * AP(i,:) for its fine
+ * rows i and sends the rows J to their owners; an owner adds, into 0.0,
+ * in the order of the sending rank, then its fine row (that is, global
+ * fine row order), which is ks_csr_spgemm(P^T, A*P)'s order: the same
+ * bits every run with any rank count, equal to that serial product. */
+ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr *Ac);
+/* Collective. Both steps: Ac = P^T A P. */
+ks_error ks_dist_rap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *Ac);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,6 @@
 /* The Galerkin product across ranks, under mpirun on 1 to 4 ranks
  * (tests/meson.build): P's rows of A's ghost columns fetched from their
- * owners, A P against ks_csr_spgemm(A, P) bit for bit, and P^T A P against
+ * owners (against the global P's rows), A P against ks_csr_spgemm(A, P) bit for bit, and P^T A P against
  * the serial spgemm(P^T, A P) bit for bit and ks_csr_rap to 1e-13
  * relative; two runs the same; the coarse rows accepted by
  * ks_matrix_create_dist and its product equal to the serial one's. P comes
@@ -331,6 +331,33 @@ static void check_coarse_matrix(const ks_dist_csr *Dc, const ks_csr *Ac, const c
     ks_matrix_destroy(M);
 }
 
+/* P's rows fetched for M's ghost columns: row g is the global P's row of
+ * ghost_gid[g], the same columns and bits. Returns their count (ghost
+ * rows seen across ranks). */
+static long check_fetch(const ks_matrix *M, const ks_csr *P, const ks_dist_prows *DP,
+                        const char *what)
+{
+    const ks_dist_impl *d = (const ks_dist_impl *)M->dist;
+    ks_dist_ghost_prows G;
+    KS_ALL(ks_dist_fetch_prows(M, DP, &G));
+    int ok = G.n == d->nghost;
+    for (ks_int g = 0; ok && g < G.n; g++) {
+        const ks_gint k = d->ghost_gid[g];
+        const ks_int b = P->rowptr[k], len = P->rowptr[k + 1] - b, gb = G.rowptr[g];
+        ok = G.rowptr[g + 1] - gb == len;
+        for (ks_int q = 0; ok && q < len; q++)
+            ok = G.col[gb + q] == P->colind[b + q] &&
+                 !memcmp(&G.val[gb + q], &P->val[b + q], sizeof(double));
+    }
+    ALL(ok, "%s: the fetched rows of P differ from the global P's", what);
+    const long n = G.n;
+    ks_dist_ghost_prows_free(&G);
+    return n;
+}
+
+/* Ghost rows of P fetched over all checks (np > 1: some must be). */
+static long fetched;
+
 /* A P and P^T A P for distributed M (global A) and this rank's rows DP of
  * the global P, against the serial products; two runs the same. */
 static void check_rap(const ks_csr *A, const ks_matrix *M, const ks_csr *P,
@@ -342,6 +369,7 @@ static void check_rap(const ks_csr *A, const ks_matrix *M, const ks_csr *P,
     KS_CHECK(ks_csr_spgemm(&PT, &AP, &Ac));
     KS_CHECK(ks_csr_rap(&PT, A, P, &Ac2));
 
+    fetched += check_fetch(M, P, DP, what);
     ks_dist_csr DAP;
     KS_ALL(ks_dist_ap(M, DP, &DAP));
     ALL(DAP.nrows == DP->nloc && DAP.ncols_global == P->ncols && DAP.nrows_global == A->nrows,
@@ -489,6 +517,9 @@ START_TEST(test_random_splitting)
         ks_csr_free(&P);
         ks_csr_free(&A);
     }
+    long all = 0;
+    MPI_Allreduce(&fetched, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    ALL(nranks == 1 || all > 0, "no rank fetched a row of P from another");
 }
 END_TEST
 

@@ -1,8 +1,8 @@
 /* The Galerkin product across ranks, under mpirun on 1 to 4 ranks
  * (tests/meson.build): P's rows of A's ghost columns fetched from their
- * owners (against the global P's rows), A P against ks_csr_spgemm(A, P) bit for bit, and P^T A P against
- * the serial spgemm(P^T, A P) bit for bit and ks_csr_rap to 1e-13
- * relative; two runs the same; the coarse rows accepted by
+ * owners (against the global P's rows), A P against ks_csr_spgemm(A, P)
+ * bit for bit, and P^T A P against the serial spgemm(P^T, A P) bit for
+ * bit and ks_csr_rap to 1e-13 relative; two runs the same; the coarse rows accepted by
  * ks_matrix_create_dist and its product equal to the serial one's. P comes
  * from the distributed PMIS and direct interpolation (generated and random
  * matrices, truncated too) or from a test splitting with random rows that

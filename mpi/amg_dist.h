@@ -160,6 +160,16 @@ ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, c
                                 const ks_dist_coarse *C, ks_dist_ext_rows *R);
 void ks_dist_ext_rows_free(ks_dist_ext_rows *R);
 
+/* ---------------------------------------------------- interp_ext_dist.c */
+/* Collective. Extended+i interpolation of this rank's rows: row for row
+ * what ks_amg_interp_extended_i gives for the global matrix, strength and
+ * splitting (the same columns, the same bits). A, S, cf, C as for
+ * ks_dist_interp_direct; the rows of strong F neighbours on other ranks
+ * are fetched inside (ks_dist_fetch_ext_rows). A zero diagonal on an F
+ * row fails on every rank (each names its first such row). */
+ks_error ks_dist_interp_extended_i(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
+                                   const ks_dist_coarse *C, ks_dist_prows *P);
+
 #ifdef __cplusplus
 }
 #endif

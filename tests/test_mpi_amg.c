@@ -902,6 +902,47 @@ START_TEST(test_extended_interp)
 }
 END_TEST
 
+/* Extended+i: no coarse ids on one rank, or a matrix that is not
+ * distributed, fails on every rank (before the fetch's messages); the
+ * next call then runs as usual. */
+START_TEST(test_extended_errors)
+{
+    ks_csr A;
+    generated(1, &A);
+    ks_gint off[9];
+    layout(1, A.nrows, off);
+    ks_matrix *M = distribute(&A, off);
+    ks_dist_strength D;
+    KS_ALL(ks_dist_strength_classical(M, 0.25, 1.0, &D));
+    int *cf = malloc((size_t)D.nloc * sizeof *cf + 1);
+    ck_assert(cf);
+    ks_int nc;
+    KS_ALL(ks_dist_pmis(&D, 3, cf, &nc));
+    ks_dist_coarse C;
+    KS_ALL(ks_dist_coarse_ids(&D, cf, &C));
+    ks_dist_prows DP;
+    ks_error e = ks_dist_interp_extended_i(M, &D, cf, rank == nranks - 1 ? NULL : &C, &DP);
+    ALL(e == KS_ERR_ARG, "extended+i without coarse ids on rank %d: got %s (%s)", nranks - 1,
+        ks_error_name(e), ks_last_error());
+    ks_matrix *L = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &L));
+    e = ks_dist_interp_extended_i(rank == 0 ? L : M, &D, cf, &C, &DP);
+    ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "extended+i"),
+        "extended+i with a local matrix on rank 0: got %s (%s)", ks_error_name(e),
+        ks_last_error());
+    ks_matrix_destroy(L);
+    KS_ALL(ks_dist_interp_extended_i(M, &D, cf, &C, &DP));
+    ALL(DP.nloc == D.nloc && DP.rowptr[DP.nloc] >= C.nc,
+        "extended+i rows after the errors");
+    ks_dist_prows_free(&DP);
+    ks_dist_coarse_free(&C);
+    free(cf);
+    ks_dist_strength_free(&D);
+    ks_matrix_destroy(M);
+    ks_csr_free(&A);
+}
+END_TEST
+
 static Suite *amg_suite(void)
 {
     Suite *s = suite_create("mpi_amg");
@@ -915,6 +956,7 @@ static Suite *amg_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_errors);
+    tcase_add_test(t, test_extended_errors);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,9 +1,9 @@
 /* Private pieces of the distributed AMG setup (cpu backend): classical
  * strength across rank boundaries, PMIS with ghost measures and states
- * exchanged, the global numbering of the C points, direct interpolation
- * rows and their truncation. Internal building blocks for extended+i
- * interpolation and RAP (not written yet); AMG on a distributed matrix is
- * still refused. Only mpi/ and the tests include
+ * exchanged, the global numbering of the C points, direct and extended+i
+ * interpolation rows and their truncation (the Galerkin product is in
+ * rap_dist.h). The level loop and the cycle are not written yet, so AMG on
+ * a distributed matrix is still refused. Only mpi/ and the tests include
  * this. Not installed. */
 #ifndef KS_AMG_DIST_H
 #define KS_AMG_DIST_H
@@ -159,6 +159,16 @@ typedef struct ks_dist_ext_rows {
 ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
                                 const ks_dist_coarse *C, ks_dist_ext_rows *R);
 void ks_dist_ext_rows_free(ks_dist_ext_rows *R);
+
+/* ---------------------------------------------------- interp_ext_dist.c */
+/* Collective. Extended+i interpolation of this rank's rows: row for row
+ * what ks_amg_interp_extended_i gives for the global matrix, strength and
+ * splitting (the same columns, the same bits). A, S, cf, C as for
+ * ks_dist_interp_direct; the rows of strong F neighbours on other ranks
+ * are fetched inside (ks_dist_fetch_ext_rows). A zero diagonal on an F
+ * row fails on every rank (each names its first such row). */
+ks_error ks_dist_interp_extended_i(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
+                                   const ks_dist_coarse *C, ks_dist_prows *P);
 
 #ifdef __cplusplus
 }

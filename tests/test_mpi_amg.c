@@ -745,6 +745,204 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* ------------------------------------------------ extended+i interpolation */
+
+/* Extended+i rows of one splitting against ks_amg_interp_extended_i on
+ * the global matrix (columns, values bit for bit), and their truncations
+ * against the serial truncation; a serial refusal (zero diagonal on an F
+ * row) must fail on every rank, each naming its own first such row or
+ * else the lowest failing rank's. Adds to stats[0] the interpolations
+ * compared, to stats[1] the rows of strong F neighbours read from other
+ * ranks, to stats[2] the refusals. */
+static void check_ext(const ks_csr *A, const ks_strength *S, const int *cfs,
+                      const ks_matrix *M, const ks_dist_strength *D, const int *cf,
+                      const ks_dist_coarse *C, const char *what, long *stats)
+{
+    ks_csr P;
+    const ks_error es = ks_amg_interp_extended_i(A, S, cfs, &P);
+    long zrow = -1;
+    const char *z = es == KS_OK ? NULL : strstr(ks_last_error(), "zero diagonal at row ");
+    if (z)
+        zrow = strtol(z + strlen("zero diagonal at row "), NULL, 10);
+    ks_dist_prows DP;
+    const ks_error ed = ks_dist_interp_extended_i(M, D, cf, C, &DP);
+    if (es != KS_OK) {
+        ALL(es == KS_ERR_NUMERIC && zrow >= 0, "%s: serial extended+i failed otherwise",
+            what);
+        long expect = -1;
+        for (ks_int i = 0; i < D->nloc && expect < 0; i++) {
+            const ks_int g = (ks_int)(D->row_begin + i);
+            double dg = 0.0;
+            for (ks_int k = A->rowptr[g]; k < A->rowptr[g + 1]; k++)
+                if (A->colind[k] == g)
+                    dg = A->val[k];
+            if (cfs[g] != KS_CPT && dg == 0.0)
+                expect = g;
+        }
+        if (expect < 0)
+            expect = zrow;
+        const char *dz = strstr(ks_last_error(), "zero diagonal at row ");
+        const long drow = dz ? strtol(dz + strlen("zero diagonal at row "), NULL, 10) : -1;
+        ALL(ed == KS_ERR_NUMERIC && drow == expect, "%s: extended+i serially refused at row "
+            "%ld, here expected at %ld, distributed %s (%s)", what, zrow, expect,
+            ks_error_name(ed), ks_last_error());
+        stats[2]++;
+        return;
+    }
+    ALL(ed == KS_OK, "%s: distributed extended+i: %s: %s", what, ks_error_name(ed),
+        ks_last_error());
+    stats[0]++;
+    ALL(DP.nc == C->nc && DP.c_begin == C->c_begin && DP.nc_global == P.ncols,
+        "%s: coarse layout of extended+i P", what);
+    ks_gint bad = prows_mismatch(&DP, &P);
+    ALL(bad < 0, "%s: extended+i row %lld differs from the serial one", what, (long long)bad);
+    ks_dist_ext_rows R;
+    KS_ALL(ks_dist_fetch_ext_rows(M, D, cf, C, &R));
+    stats[1] += R.n;
+    ks_dist_ext_rows_free(&R);
+    static const struct { int max; double factor; } tr[] = {{4, 0.0}, {0, 0.2}, {3, 0.1},
+                                                           {1, 0.0}};
+    for (size_t t = 0; t < sizeof tr / sizeof tr[0]; t++) {
+        ks_csr Pt;
+        KS_CHECK(ks_csr_copy(&P, &Pt));
+        KS_CHECK(ks_amg_interp_truncate(&Pt, tr[t].max, tr[t].factor));
+        ks_dist_prows DT;
+        KS_ALL(ks_dist_interp_extended_i(M, D, cf, C, &DT));
+        KS_ALL(ks_dist_prows_truncate(&DT, tr[t].max, tr[t].factor));
+        bad = prows_mismatch(&DT, &Pt);
+        ALL(bad < 0, "%s: extended+i truncated (%d, %g): row %lld differs from the serial "
+            "one", what, tr[t].max, tr[t].factor, (long long)bad);
+        ks_dist_prows_free(&DT);
+        ks_csr_free(&Pt);
+    }
+    ks_dist_prows_free(&DP);
+    ks_csr_free(&P);
+}
+
+/* One problem in one layout: strength, PMIS and coarse ids as in
+ * check_problem (checked there), then extended+i for several seeds. */
+static void check_ext_problem(const ks_csr *A, int lay, double theta, double mrs,
+                              const char *what, long *stats)
+{
+    ks_gint off[9];
+    layout(lay, A->nrows, off);
+    ks_strength S;
+    KS_CHECK(ks_amg_strength_classical(A, theta, mrs, &S));
+    ks_matrix *M = distribute(A, off);
+    ks_dist_strength D;
+    KS_ALL(ks_dist_strength_classical(M, theta, mrs, &D));
+    const ks_int N = A->nrows, n = D.nloc;
+    int *cfs = malloc((size_t)N * sizeof *cfs + 1), *cf = malloc((size_t)n * sizeof *cf + 1);
+    unsigned char *prom = malloc((size_t)N + 1);
+    ck_assert(cfs && cf && prom);
+    static const unsigned long long seeds[] = {0, 7, 0x9E3779B97F4A7C15ULL};
+    for (size_t si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
+        ks_int ncs = 0, nc = -1;
+        KS_CHECK(ks_amg_pmis_ex(&S, seeds[si], cfs, &ncs, prom));
+        KS_ALL(ks_dist_pmis(&D, seeds[si], cf, &nc));
+        int same = 1;
+        for (ks_int i = 0; i < n; i++)
+            same &= cf[i] == cfs[D.row_begin + i];
+        ALL(same, "%s, layout %d, seed %llu: splitting differs", what, lay, seeds[si]);
+        ks_dist_coarse C;
+        KS_ALL(ks_dist_coarse_ids(&D, cf, &C));
+        char w[160];
+        snprintf(w, sizeof w, "%s, layout %d, theta %g, seed %llu", what, lay, theta, seeds[si]);
+        check_ext(A, &S, cfs, M, &D, cf, &C, w, stats);
+        ks_dist_coarse_free(&C);
+    }
+    free(cfs);
+    free(cf);
+    free(prom);
+    ks_dist_strength_free(&D);
+    ks_matrix_destroy(M);
+    ks_strength_free(&S);
+}
+
+/* Generated problems and random matrices (full diagonals of both signs;
+ * some with zero diagonals, for the refusal), every layout, several seeds
+ * and thresholds; rows read across ranks on more than one rank. */
+START_TEST(test_extended_interp)
+{
+    static const char *names[NGEN] = {"poisson3d_7", "poisson3d_27", "aniso3d", "convdiff3d"};
+    long stats[3] = {0, 0, 0};
+    for (int w = 0; w < NGEN; w++) {
+        ks_csr A;
+        generated(w, &A);
+        for (int lay = 0; lay < NLAYOUTS; lay++) {
+            check_ext_problem(&A, lay, 0.25, 1.0, names[w], stats);
+            check_ext_problem(&A, lay, 0.5, 0.9, names[w], stats);
+        }
+        ks_csr_free(&A);
+    }
+    ALL(stats[0] == NGEN * NLAYOUTS * 2 * 3, "%ld of %d generated extended+i compared",
+        stats[0], NGEN * NLAYOUTS * 2 * 3);
+    for (int trial = 0; trial < 12; trial++) {
+        ks_csr A;
+        char what[64];
+        if (trial < 9) {
+            random_matrix_ex(190 + (uint64_t)trial, 41 + 19 * trial, trial % 3 == 2, 1, &A);
+            snprintf(what, sizeof what, "random full-diagonal matrix %d", trial);
+        } else {
+            random_matrix(240 + (uint64_t)trial, 60 + 17 * trial, 0, &A);
+            snprintf(what, sizeof what, "random matrix %d", trial);
+        }
+        check_ext_problem(&A, trial % NLAYOUTS, trial % 2 ? 0.5 : 0.25, 1.0, what, stats);
+        ks_csr_free(&A);
+    }
+    ALL(nranks == 1 ? stats[1] == 0 : stats[1] > 0, "%ld rows read across %d ranks",
+        stats[1], nranks);
+    ALL(stats[2] > 0, "no matrix had the zero-diagonal refusal");
+    /* 3 rows: most ranks hold one row or none. */
+    ks_csr A;
+    random_matrix_ex(11, 3, 0, 1, &A);
+    for (int lay = 0; lay < NLAYOUTS; lay++)
+        check_ext_problem(&A, lay, 0.25, 1.0, "3 rows", stats);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* Extended+i: no coarse ids on one rank, or a matrix that is not
+ * distributed, fails on every rank (before the fetch's messages); the
+ * next call then runs as usual. */
+START_TEST(test_extended_errors)
+{
+    ks_csr A;
+    generated(1, &A);
+    ks_gint off[9];
+    layout(1, A.nrows, off);
+    ks_matrix *M = distribute(&A, off);
+    ks_dist_strength D;
+    KS_ALL(ks_dist_strength_classical(M, 0.25, 1.0, &D));
+    int *cf = malloc((size_t)D.nloc * sizeof *cf + 1);
+    ck_assert(cf);
+    ks_int nc;
+    KS_ALL(ks_dist_pmis(&D, 3, cf, &nc));
+    ks_dist_coarse C;
+    KS_ALL(ks_dist_coarse_ids(&D, cf, &C));
+    ks_dist_prows DP;
+    ks_error e = ks_dist_interp_extended_i(M, &D, cf, rank == nranks - 1 ? NULL : &C, &DP);
+    ALL(e == KS_ERR_ARG, "extended+i without coarse ids on rank %d: got %s (%s)", nranks - 1,
+        ks_error_name(e), ks_last_error());
+    ks_matrix *L = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &L));
+    e = ks_dist_interp_extended_i(rank == 0 ? L : M, &D, cf, &C, &DP);
+    ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "extended+i"),
+        "extended+i with a local matrix on rank 0: got %s (%s)", ks_error_name(e),
+        ks_last_error());
+    ks_matrix_destroy(L);
+    KS_ALL(ks_dist_interp_extended_i(M, &D, cf, &C, &DP));
+    ALL(DP.nloc == D.nloc && DP.rowptr[DP.nloc] >= C.nc,
+        "extended+i rows after the errors");
+    ks_dist_prows_free(&DP);
+    ks_dist_coarse_free(&C);
+    free(cf);
+    ks_dist_strength_free(&D);
+    ks_matrix_destroy(M);
+    ks_csr_free(&A);
+}
+END_TEST
+
 static Suite *amg_suite(void)
 {
     Suite *s = suite_create("mpi_amg");
@@ -754,9 +952,11 @@ static Suite *amg_suite(void)
     tcase_add_test(t, test_random_interp);
     tcase_add_test(t, test_fixup_across_ranks);
     tcase_add_test(t, test_tiny);
+    tcase_add_test(t, test_extended_interp);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_errors);
+    tcase_add_test(t, test_extended_errors);
     suite_add_tcase(s, t);
     return s;
 }

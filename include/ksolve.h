@@ -25,6 +25,10 @@ extern "C" {
 #define KS_VERSION_PATCH 0
 #define KS_VERSION_STRING "0.1.0"
 
+/* The version of the library linked at run time (KS_VERSION_STRING of the
+ * headers it was built with), to compare with the headers compiled against. */
+const char *ks_version(void);
+
 /* Local (per-process) index type. Row-block distributed matrices (MPI) keep
  * local indices 32-bit and use ks_gint for global row/column numbers. */
 typedef int32_t ks_int;

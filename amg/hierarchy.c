@@ -72,7 +72,7 @@ static int is_aggregation(const ks_amg *amg) { return amg->prm.algorithm == KS_A
             return ks_adderr(ph_e_, "AMG level %d", l);       \
     } while (0)
 
-int ks_amg_tracing(void)
+static int trace_env(void)
 {
     static int on = -1;
     if (on < 0) {
@@ -82,13 +82,18 @@ int ks_amg_tracing(void)
     return on;
 }
 
+int ks_amg_tracing(void) { return trace_env() || ks_log_level() >= KS_LOG_DEBUG; }
+
 void ks_amg_trace(int level, const char *what, double seconds)
 {
     if (!ks_amg_tracing())
         return;
     /* the step's function name: what comes before its argument list */
     int len = (int)strcspn(what, "(");
-    fprintf(stderr, "ksolve AMG level %d: %.*s %.3f ms\n", level, len, what, 1e3 * seconds);
+    /* Debug level, but shown at the default level when the environment
+     * asks for it, as before the log levels existed. */
+    ks_log((trace_env() ? KS_LOG_INFO : KS_LOG_DEBUG) | KS_LOG_STDERR,
+           "ksolve AMG level %d: %.*s %.3f ms\n", level, len, what, 1e3 * seconds);
 }
 
 /* Under KS_AMG_TRACE, the time since *t0 of a level's step (the backend

@@ -162,10 +162,10 @@ void ks_amg_free_array(ks_amg *amg, void *p);
 /* SpMV parameters of the hierarchy's own matrices (float_values from
  * hierarchy_precision). */
 void ks_amg_level_spmv_params(const ks_amg *amg, ks_spmv_params *sp);
-/* 1 when KS_AMG_TRACE is set (and not "0"). */
+/* 1 when KS_AMG_TRACE is set (and not "0") or the log level is KS_LOG_DEBUG. */
 int ks_amg_tracing(void);
-/* With KS_AMG_TRACE set: one line on stderr per setup step (level, the
- * step's call, milliseconds). */
+/* When tracing: one line per setup step (level, the step's call,
+ * milliseconds) through ks_log, on stderr by default. */
 void ks_amg_trace(int level, const char *what, double seconds);
 /* Every row of level l's A has a nonzero finite diagonal, else
  * KS_ERR_NUMERIC naming the level and row (`who`: what needs it). */

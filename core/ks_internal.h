@@ -26,6 +26,17 @@ ks_error ks_seterr(ks_error code, const char *fmt, ...) KS_PRINTF(2, 3);
  * return code unchanged. */
 ks_error ks_adderr(ks_error code, const char *fmt, ...) KS_PRINTF(2, 3);
 
+/* Every message the library prints goes through here: formatted and handed
+ * to the callback of ks_set_print_callback, or written as before (level
+ * KS_LOG_INFO to stdout, the others to stderr) when none is set; dropped
+ * when level is above ks_set_log_level's. OR KS_LOG_STDERR into level for
+ * an information line that belongs on stderr by default (progress, traces:
+ * output a pipe of the results should not get). */
+#define KS_LOG_STDERR 0x100
+void ks_log(int level, const char *fmt, ...) KS_PRINTF(2, 3);
+/* The level set by ks_set_log_level (KS_LOG_INFO by default). */
+int ks_log_level(void);
+
 /* malloc/calloc that record KS_ERR_MEMORY with the size and a label. */
 void *ks_malloc(size_t bytes, const char *what);
 void *ks_calloc(size_t n, size_t size, const char *what);

@@ -56,6 +56,28 @@ const char *ks_last_error(void);
 /* Clear the last-error message of this thread. */
 void ks_clear_error(void);
 
+/* ---------------------------------------------------------------- logging */
+/* Levels of the library's own messages (ks_set_log_level shows those at or
+ * below the level): */
+#define KS_LOG_ERROR 0 /* errors only */
+#define KS_LOG_WARN 1  /* and warnings */
+#define KS_LOG_INFO 2  /* and information asked for in the config: the residual
+                        * monitor, solve summaries, setup progress (default) */
+#define KS_LOG_DEBUG 3 /* and debugging traces (the AMG setup steps) */
+
+/* Receives each message, formatted, newline included: msg[len] == '\0'.
+ * Modelled on AmgX's AMGX_register_print_callback. */
+typedef void (*ks_print_fn)(const char *msg, int len, void *ctx);
+/* Send the library's messages to fn (with ctx) instead of stdout/stderr;
+ * fn NULL restores those (information on stdout, the rest on stderr).
+ * Functions that take a FILE * (ks_solver_print_setup) still write there.
+ * The callback and the level are process-wide: set them before other
+ * threads call into the library, not while they do; the callback may be
+ * called from any thread that calls the library. */
+void ks_set_print_callback(ks_print_fn fn, void *ctx);
+/* KS_LOG_ERROR .. KS_LOG_DEBUG (clamped to that range). */
+void ks_set_log_level(int level);
+
 /* --------------------------------------------------------------- host CSR */
 /* Compressed sparse row matrix in host memory, 0-based, column indices
  * sorted and unique within each row. The struct is transparent so callers

@@ -91,13 +91,13 @@ ks_error ks_krylov_record(ks_solver *s, int it, double rnorm)
     double ref = conv_reference(s);
     st->relative_residual = ref > 0.0 ? rnorm / ref : rnorm;
     if (s->prm.monitor_residual) {
+        /* ks_log flushes each line: a pipe (| tee, a log) would otherwise
+         * get the table in bursts of a buffer's size. */
         if (it == 0)
-            printf("%8d  %14.6e\n", it, rnorm / s->scale);
+            ks_log(KS_LOG_INFO, "%8d  %14.6e\n", it, rnorm / s->scale);
         else
-            printf("%8d  %14.6e  %8.4f\n", it, rnorm / s->scale, prev > 0.0 ? rnorm / prev : NAN);
-        /* Each line as it comes: a pipe (| tee, a log) would otherwise get
-         * the table in bursts of a buffer's size. */
-        fflush(stdout);
+            ks_log(KS_LOG_INFO, "%8d  %14.6e  %8.4f\n", it, rnorm / s->scale,
+                   prev > 0.0 ? rnorm / prev : NAN);
     }
     return KS_OK;
 }
@@ -143,10 +143,8 @@ ks_error ks_krylov_start(ks_solver *s, const ks_vec *b, ks_vec *x, ks_vec *r, do
     *rnorm = NAN;
     KS_TRY(ks_krylov_norm(s, b, &bn));
     st->rhs_norm = bn;
-    if (s->prm.monitor_residual) {
-        printf("%8s  %14s  %8s\n", "iter", "residual", "rate");
-        fflush(stdout);
-    }
+    if (s->prm.monitor_residual)
+        ks_log(KS_LOG_INFO, "%8s  %14s  %8s\n", "iter", "residual", "rate");
     if (!isfinite(bn)) {
         st->initial_residual = bn;
         KS_TRY(ks_krylov_record(s, 0, bn));

@@ -281,22 +281,26 @@ static void print_stats(const ks_solver *s)
 {
     const ks_solve_stats *st = &s->stats;
     if (s->ops == &amg_stationary_ops)
-        printf("AMG on %s: %s after %d iteration%s\n", ks_backend_name(s->be),
+        ks_log(KS_LOG_INFO, "AMG on %s: %s after %d iteration%s\n", ks_backend_name(s->be),
                ks_solve_status_name(st->status), st->iterations, st->iterations == 1 ? "" : "s");
     else
-        printf("%s + %s on %s: %s after %d iteration%s\n", s->prm.solver, s->pc->ops->name,
-               ks_backend_name(s->be), ks_solve_status_name(st->status), st->iterations,
-               st->iterations == 1 ? "" : "s");
-    printf("  residual (%s) %.3e -> %.3e, relative %.3e (%s, tolerance %.1e)\n",
+        ks_log(KS_LOG_INFO, "%s + %s on %s: %s after %d iteration%s\n", s->prm.solver,
+               s->pc->ops->name, ks_backend_name(s->be), ks_solve_status_name(st->status),
+               st->iterations, st->iterations == 1 ? "" : "s");
+    ks_log(KS_LOG_INFO, "  residual (%s) %.3e -> %.3e, relative %.3e (%s, tolerance %.1e)\n",
            ks_name_of(ks_norm_names, s->prm.norm), st->initial_residual, st->final_residual,
            st->relative_residual, ks_name_of(ks_conv_names, s->prm.convergence), s->prm.tolerance);
-    printf("  true relative residual ||b-Ax||/||b|| = %.3e\n", st->true_relative_residual);
-    printf("  setup %.4f s, solve %.4f s", st->setup_seconds, st->solve_seconds);
+    ks_log(KS_LOG_INFO, "  true relative residual ||b-Ax||/||b|| = %.3e\n",
+           st->true_relative_residual);
+    /* One message per line, so a callback gets whole lines. */
+    char per_it[48] = "";
     if (st->iterations > 0)
-        printf(" (%.4f ms/iteration)", 1e3 * st->solve_seconds / st->iterations);
-    printf("\n");
+        snprintf(per_it, sizeof per_it, " (%.4f ms/iteration)",
+                 1e3 * st->solve_seconds / st->iterations);
+    ks_log(KS_LOG_INFO, "  setup %.4f s, solve %.4f s%s\n", st->setup_seconds, st->solve_seconds,
+           per_it);
     if (st->breakdown[0])
-        printf("  reason: %s\n", st->breakdown);
+        ks_log(KS_LOG_INFO, "  reason: %s\n", st->breakdown);
 }
 
 ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
@@ -377,8 +381,6 @@ ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
     s->stats.true_relative_residual = bn > 0.0 ? rn / bn : rn;
     if (s->prm.print_solve_stats)
         print_stats(s);
-    if (s->prm.monitor_residual || s->prm.print_solve_stats)
-        fflush(stdout);
     return KS_OK;
 }
 

@@ -493,10 +493,17 @@ static void complexities(ks_amg *amg)
 ks_error ks_amg_build(ks_amg *amg)
 {
     const ks_amg_params *p = &amg->prm;
+    /* Progress for a long setup, which otherwise prints nothing for
+     * minutes: each level as its operator exists (host sizes, no sync). */
+    double t_start = ks_wtime();
     int l = 0;
     amg->nlevels = 1;
     for (;; l++) {
         ks_amg_level *L = &amg->levels[l];
+        if (p->print_setup_progress)
+            ks_log(KS_LOG_INFO | KS_LOG_STDERR,
+                   "AMG setup: level %d: %ld rows, %ld nonzeros, %.3f s\n", l, (long)L->A.nrows,
+                   (long)L->A.nnz, ks_wtime() - t_start);
         KS_TRY(ks_amg_check_diagonal(amg, &L->A, l, "AMG needs a nonzero diagonal"));
         ks_int n = L->A.nrows;
         if (n <= p->coarse_max_rows || n <= p->min_coarse_rows || l >= p->max_levels - 1)
@@ -534,6 +541,10 @@ ks_error ks_amg_build(ks_amg *amg)
     }
     amg->phase_seconds[KS_AMG_PHASE_SMOOTHER] += ks_wtime() - t0;
     complexities(amg);
+    if (p->print_setup_progress)
+        ks_log(KS_LOG_INFO | KS_LOG_STDERR,
+               "AMG setup: %d level%s, coarse solve and smoothers ready, %.3f s\n",
+               amg->nlevels, amg->nlevels == 1 ? "" : "s", ks_wtime() - t_start);
     return KS_OK;
 }
 

@@ -70,6 +70,7 @@ typedef struct ks_amg_params {
     int postsweeps;                 /* default 1 */
     ks_amg_cycle_kind cycle;        /* default V */
     int max_levels;                 /* default 25 */
+    int print_setup_progress;       /* 1: a line per level as setup builds it (default 0) */
     int min_coarse_rows;            /* stop coarsening at or below this many rows (default 2) */
     int coarse_max_rows;            /* dense direct solve when rows <= this (default 300) */
     ks_amg_coarse_solver coarse_solver; /* default DENSE_LU */

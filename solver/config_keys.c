@@ -104,7 +104,9 @@ enum cond {
     KEY(P ".spmv_format", KT_FORMAT, 0, 0, 0, 0,                                                   \
         NULL, NULL, ST_STRING, A_(level_format), NULL, C),                                         \
     KEY(P ".hierarchy_precision", KT_ENUM, 0, 0, 0, 0,                                             \
-        NULL, precision_choices, ST_ENUM_INT, A_(hierarchy_precision), NULL, C),
+        NULL, precision_choices, ST_ENUM_INT, A_(hierarchy_precision), NULL, C),                    \
+    KEY(P ".print_setup_progress", KT_BOOL, 0, 0, 0, 0,                                            \
+        NULL, NULL, ST_INT, A_(print_setup_progress), NULL, C),
 
 /* Order = dump order. Parents precede their children. */
 static const ks_key_spec keys[] = {

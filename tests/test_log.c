@@ -193,6 +193,60 @@ START_TEST(test_default_streams)
 }
 END_TEST
 
+START_TEST(test_setup_progress)
+{
+    static sink k;
+    memset(&k, 0, sizeof k);
+    ks_set_print_callback(collect, &k);
+    /* Off by default: no progress lines. */
+    solve("AMG");
+    ck_assert_ptr_null(strstr(k.text, "AMG setup:"));
+    /* On: a line per level, in order, with its size, then one at the end. */
+    memset(&k, 0, sizeof k);
+    extra_keys[0] = "solver.preconditioner.print_setup_progress=1";
+    /* 6^3 = 216 rows would stop at level 0 (coarse_max_rows 300). */
+    solve("AMG");
+    ck_assert_int_eq(k.bad, 0);
+    const char *l0 = strstr(k.text, "AMG setup: level 0: 216 rows, 1296 nonzeros, ");
+    ck_assert_msg(l0, "%s", k.text);
+    ck_assert_msg(strstr(k.text, "AMG setup: 1 level, coarse solve and smoothers ready, "),
+                  "%s", k.text);
+    /* Information: silenced below KS_LOG_INFO. */
+    memset(&k, 0, sizeof k);
+    ks_set_log_level(KS_LOG_WARN);
+    solve("AMG");
+    ks_set_log_level(KS_LOG_INFO);
+    ck_assert_int_eq(k.calls, 0);
+    extra_keys[0] = NULL;
+    ks_set_print_callback(NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_setup_progress_levels)
+{
+    /* More levels (coarse_max_rows low enough that the hierarchy grows):
+     * each level's line once, in order, on stderr by default (stdout keeps
+     * the results a pipe wants). */
+    static char out[1 << 16], err[1 << 16];
+    extra_keys[0] = "solver.preconditioner.print_setup_progress=1";
+    extra_keys[1] = "solver.preconditioner.coarse_max_rows=10";
+    capture("AMG", out, err, sizeof out);
+    extra_keys[0] = extra_keys[1] = NULL;
+    ck_assert_ptr_null(strstr(out, "AMG setup:"));
+    const char *l0 = strstr(err, "AMG setup: level 0: 216 rows, 1296 nonzeros, ");
+    const char *l1 = strstr(err, "AMG setup: level 1: ");
+    ck_assert_msg(l0 && l1 && l0 < l1, "%s", err);
+    ck_assert_ptr_null(strstr(l1 + 1, "AMG setup: level 1: "));
+    /* The last line counts the levels the lines named. */
+    int nlev = 0;
+    for (const char *p = err; (p = strstr(p, "AMG setup: level ")); p++)
+        nlev++;
+    char done[96];
+    snprintf(done, sizeof done, "AMG setup: %d levels, coarse solve and smoothers ready, ", nlev);
+    ck_assert_msg(nlev >= 2 && strstr(err, done), "%s", err);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("log");
@@ -201,6 +255,8 @@ int main(void)
     tcase_add_test(tc, test_callback_gets_monitor_and_summary);
     tcase_add_test(tc, test_levels_filter);
     tcase_add_test(tc, test_default_streams);
+    tcase_add_test(tc, test_setup_progress);
+    tcase_add_test(tc, test_setup_progress_levels);
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

@@ -487,6 +487,20 @@ START_TEST(test_override_conflicts)
 }
 END_TEST
 
+/* Coefficients that are each finite but overflow the stencil's diagonal
+ * are refused naming the key, not later as a non-finite matrix entry. */
+START_TEST(test_coefficients_overflow)
+{
+    EXPECT_RC("-p matrix.n=4 -p 'matrix.coefficients=[1e308,1e308,1e308]'", 2);
+    EXPECT_ERR("matrix.coefficients: [1e+308, 1e+308, 1e+308] overflow");
+    EXPECT_RC("-p matrix.n=4 -p matrix.generator=convdiff3d "
+              "-p 'matrix.velocity=[1.7e308,1.7e308,1]'",
+              2);
+    EXPECT_ERR("matrix.velocity:");
+    EXPECT_RC("-p matrix.n=4 -p 'matrix.coefficients=[1e307,1e307,1e307]'", 0);
+}
+END_TEST
+
 /* Output paths are checked before the solve; --json - is standard output. */
 START_TEST(test_output_paths)
 {
@@ -575,6 +589,7 @@ int main(void)
     tcase_add_test(tc, test_usage);
     tcase_add_test(tc, test_override_conflicts);
     tcase_add_test(tc, test_output_paths);
+    tcase_add_test(tc, test_coefficients_overflow);
     tcase_add_test(tc, test_matrix_as_config_and_paths);
     if (ks_test_have_cuda()) {
         tcase_add_test(tc, test_cpu_and_cuda);

@@ -626,6 +626,33 @@ START_TEST(vector_reads)
 }
 END_TEST
 
+/* Running out of memory while reading a vector names the file (address
+ * space limited in this forked test process; ASan reserves more address
+ * space than any useful limit, so it is skipped there). */
+START_TEST(vector_out_of_memory_names_file)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return;
+#endif
+    const char *path = ks_test_tmpfile(".mtx");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%%%%MatrixMarket matrix array real general\n1000000000 1\n1\n");
+    fclose(f);
+    struct rlimit lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &lim), 0);
+    lim.rlim_cur = (rlim_t)1 << 30; /* 1 GiB: less than the 8 GB asked */
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    double *v = NULL;
+    ks_int n = 0;
+    ks_error e = ks_mm_read_vector(path, &v, &n);
+    ck_assert_msg(e == KS_ERR_MEMORY, "got %s: %s", ks_error_name(e), ks_last_error());
+    ck_assert_msg(strstr(ks_last_error(), path) != NULL, "%s", ks_last_error());
+    ck_assert_ptr_null(v);
+    unlink(path);
+}
+END_TEST
+
 static const bad_case bad_vectors[] = {
     {"not a vector", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", 2, "not a vector"},
     {"too few values", "%%MatrixMarket matrix array real general\n% c\n3 1\n1\n2\n", 6,
@@ -871,6 +898,7 @@ int main(void)
     tcase_add_test(tc, write_never_removes_what_it_did_not_create);
     tcase_add_test(tc, gzip_truncated_or_corrupt);
     tcase_add_test(tc, vector_reads);
+    tcase_add_test(tc, vector_out_of_memory_names_file);
     tcase_add_loop_test(tc, malformed_vector, 0, (int)(sizeof bad_vectors / sizeof bad_vectors[0]));
     tcase_add_test(tc, vector_round_trip);
     tcase_add_test(tc, number_parser_matches_strtod);

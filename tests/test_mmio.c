@@ -588,6 +588,51 @@ START_TEST(gzip_truncated_or_corrupt)
 }
 END_TEST
 
+/* Append raw bytes to a file. */
+static void append_bytes(const char *path, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "ab");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+START_TEST(gzip_trailing_bytes)
+{
+    /* Two gzip members one after the other are one file (as gzip -d reads
+     * them); anything else after the stream's end is refused, naming the
+     * file, instead of being ignored. */
+    const char *path = ks_test_tmpfile(".mtx.gz");
+    gzFile g = gzopen(path, "wb");
+    ck_assert_ptr_nonnull(g);
+    gzputs(g, HDR "2 2 2\n1 1 4\n");
+    gzclose(g);
+    g = gzopen(path, "ab");
+    ck_assert_ptr_nonnull(g);
+    gzputs(g, "2 2 5\n");
+    gzclose(g);
+    ks_csr A;
+    KS_CHECK(ks_mm_read_csr(path, &A, NULL));
+    ck_assert_int_eq(A.nnz, 2);
+    ck_assert(at(&A, 1, 1) == 5.0);
+    ks_csr_free(&A);
+    append_bytes(path, "junk\n", 5);
+    ks_error e = ks_mm_read_csr(path, &A, NULL);
+    ck_assert_msg(e == KS_ERR_FORMAT, "got %s: %s", ks_error_name(e), ks_last_error());
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), path));
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "bytes after the end of the gzip stream"));
+    ck_assert_ptr_null(A.rowptr);
+    /* Zero padding counts as bytes after the end too. */
+    unlink(path);
+    g = gzopen(path, "wb");
+    gzputs(g, HDR "1 1 1\n1 1 3\n");
+    gzclose(g);
+    append_bytes(path, (const char[4]){0, 0, 0, 0}, 4);
+    ck_assert_int_eq(ks_mm_read_csr(path, &A, NULL), KS_ERR_FORMAT);
+    unlink(path);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- vectors */
 
 START_TEST(vector_reads)
@@ -897,6 +942,7 @@ int main(void)
     tcase_add_test(tc, write_errors);
     tcase_add_test(tc, write_never_removes_what_it_did_not_create);
     tcase_add_test(tc, gzip_truncated_or_corrupt);
+    tcase_add_test(tc, gzip_trailing_bytes);
     tcase_add_test(tc, vector_reads);
     tcase_add_test(tc, vector_out_of_memory_names_file);
     tcase_add_loop_test(tc, malformed_vector, 0, (int)(sizeof bad_vectors / sizeof bad_vectors[0]));

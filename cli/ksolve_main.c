@@ -12,9 +12,13 @@
 #include "cli_dist.h"
 #endif
 
+#include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum { EXIT_CONVERGED = 0, EXIT_NOT_CONVERGED = 1, EXIT_ERROR = 2 };
 #define MAX_RUNS 2
@@ -180,6 +184,75 @@ static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *
     return KS_OK;
 }
 
+/* 1 when path names a Matrix Market file: by its name, or by its first
+ * line. A matrix given where the config goes would otherwise fail with a
+ * JSON syntax error that does not say what to do. */
+static int looks_like_matrix_market(const char *path)
+{
+    size_t n = strlen(path);
+    if ((n > 4 && strcmp(path + n - 4, ".mtx") == 0) ||
+        (n > 7 && strcmp(path + n - 7, ".mtx.gz") == 0))
+        return 1;
+    char head[15] = "";
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[got] = '\0';
+    return strcmp(head, "%%MatrixMarket") == 0;
+}
+
+/* Open an output path for writing before any expensive work, so that a
+ * typo fails in a second and not after the solve. A file this check
+ * creates is removed again (a later error must not leave an empty file);
+ * an existing one is opened for appending, which changes nothing. */
+static ks_error check_output_path(const char *path, const char *what)
+{
+    struct stat sb;
+    int existed = stat(path, &sb) == 0;
+    FILE *f = fopen(path, existed ? "a" : "w");
+    if (!f)
+        return ks_seterr(KS_ERR_IO, "cannot write the %s to '%s': %s", what, path,
+                         strerror(errno));
+    fclose(f);
+    if (!existed)
+        remove(path);
+    return KS_OK;
+}
+
+/* Turn the relative file keys into absolute ones, so that the config
+ * --print-config writes works from any folder. */
+static ks_error absolute_file_keys(ks_config *cfg)
+{
+    static const char *const keys[] = {"matrix.file", "rhs.file", "solution.file"};
+    const ks_problem_params *pp = ks_problem_params_of(cfg);
+    const char *vals[] = {pp->matrix_file, pp->rhs_file, pp->solution_file};
+    char cwd[KS_PATH_MAX];
+    for (int i = 0; i < 3; i++) {
+        if (!vals[i][0] || vals[i][0] == '/')
+            continue;
+        if (!getcwd(cwd, sizeof cwd))
+            return ks_seterr(KS_ERR_IO, "cannot find the working folder: %s", strerror(errno));
+        char full[2 * KS_PATH_MAX];
+        snprintf(full, sizeof full, "%s/%s", cwd, vals[i]);
+        /* As a JSON string: a name like "123" must stay a string. */
+        json_t *js = json_string(full);
+        char *text = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+        json_decref(js);
+        if (!text)
+            return ks_seterr(KS_ERR_MEMORY, "out of memory writing %s", keys[i]);
+        ks_error e = ks_config_set(cfg, keys[i], text);
+        free(text);
+        KS_TRY(e);
+        pp = ks_problem_params_of(cfg); /* the set replaced the block */
+        vals[0] = pp->matrix_file;
+        vals[1] = pp->rhs_file;
+        vals[2] = pp->solution_file;
+    }
+    return KS_OK;
+}
+
 /* Everything main() owns, so that one function frees it on every path. */
 typedef struct ks_cli_state {
     ks_cli_args args;
@@ -225,6 +298,13 @@ static int run(int argc, char **argv, ks_cli_state *st)
         printf("ksolve %s\n", KS_VERSION_STRING);
         return EXIT_CONVERGED;
     }
+    if (a->config_file && looks_like_matrix_market(a->config_file)) {
+        fprintf(stderr,
+                "ksolve: error: '%s' is a Matrix Market file, not a config: give a matrix "
+                "with -A %s\n",
+                a->config_file, a->config_file);
+        return EXIT_ERROR;
+    }
     /* The library parses; the tool's own keys come as a scope of it. */
     ks_error e = a->config_file
                      ? ks_config_create_from_file_scoped(a->config_file, &ks_problem_scope, &st->cfg)
@@ -235,6 +315,8 @@ static int run(int argc, char **argv, ks_cli_state *st)
                            (const char *const *)a->set_value) != KS_OK)
         return fail();
     if (a->print_config) {
+        if (absolute_file_keys(st->cfg) != KS_OK)
+            return fail();
         char *text = ks_config_dump(st->cfg);
         if (!text)
             return fail();
@@ -253,13 +335,22 @@ static int run(int argc, char **argv, ks_cli_state *st)
     }
 #endif
 
-    /* Backends first: a missing GPU fails before any expensive work. */
+    /* Output paths and backends first: a typo or a missing GPU fails
+     * before any expensive work. */
+    if (pp->solution_file[0] && check_output_path(pp->solution_file, "solution") != KS_OK)
+        return fail();
+    if (a->json_file && strcmp(a->json_file, "-") != 0 &&
+        check_output_path(a->json_file, "JSON statistics") != KS_OK)
+        return fail();
     char names[MAX_RUNS][16];
     int nb = split_backends(pp->backend, names);
     for (int i = 0; i < nb; i++) {
         if (ks_backend_create(names[i], &st->be[i]) != KS_OK) {
             ks_adderr(KS_ERR_UNSUPPORTED, "backend '%s'", names[i]);
-            return fail();
+            int rc = fail();
+            if (strcmp(names[i], "cuda") == 0) /* no GPU or driver: say what still works */
+                fprintf(stderr, "ksolve: --backend cpu solves on the CPU without a GPU\n");
+            return rc;
         }
         st->nbe++;
     }
@@ -279,17 +370,23 @@ static int run(int argc, char **argv, ks_cli_state *st)
                         &st->runs[i], &st->setups[i]) != KS_OK)
             return fail();
     }
-    ks_report_print_setup(stdout, &st->pi, sp, st->runs, st->setups, st->nruns);
+    /* With --json - standard output carries the JSON alone, so the
+     * report goes to standard error. */
+    int json_stdout = a->json_file && strcmp(a->json_file, "-") == 0;
+    FILE *rep = json_stdout ? stderr : stdout;
+    ks_report_print_setup(rep, &st->pi, sp, st->runs, st->setups, st->nruns);
     if (pp->solution_file[0]) {
         if (ks_mm_write_vector(pp->solution_file, st->x, st->A.nrows) != KS_OK)
             return fail();
-        printf("  solution (%s) written to %s\n", st->runs[0].backend, pp->solution_file);
+        fprintf(rep, "  solution (%s) written to %s\n", st->runs[0].backend,
+                pp->solution_file);
     }
     if (a->json_file) {
         if (ks_report_write_json_setup(a->json_file, &st->pi, sp, st->runs, st->setups,
                                        st->nruns) != KS_OK)
             return fail();
-        printf("  statistics written to %s\n", a->json_file);
+        if (!json_stdout)
+            printf("  statistics written to %s\n", a->json_file);
     }
     for (int i = 0; i < st->nruns; i++)
         if (st->runs[i].stats.status != KS_SOLVE_CONVERGED)

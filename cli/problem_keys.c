@@ -228,6 +228,25 @@ static ks_error problem_check(void *block, const unsigned char *g)
                              "matrix.n: the grid has %.0f rows, more than ks_int holds (%d)", rows,
                              INT32_MAX);
     }
+    int uses_c = gp->kind == KS_GEN_POISSON2D_5 || gp->kind == KS_GEN_POISSON3D_7 ||
+                 gp->kind == KS_GEN_ANISO3D || gp->kind == KS_GEN_CONVDIFF3D;
+    if (!p->matrix_file[0] && uses_c) {
+        /* Each value is finite, but the stencil's diagonal sums them: with
+         * values near DBL_MAX it overflows, and the generated matrix would
+         * be refused later as "not finite" without naming the key. */
+        double c = 2.0 * (gp->cx + gp->cy + (is2d ? 0.0 : gp->cz));
+        if (!isfinite(c))
+            return ks_seterr(KS_ERR_CONFIG,
+                             "matrix.coefficients: [%g, %g, %g] overflow: the diagonal "
+                             "2*(cx+cy%s) is not a finite number",
+                             gp->cx, gp->cy, gp->cz, is2d ? "" : "+cz");
+        if (gp->kind == KS_GEN_CONVDIFF3D &&
+            !isfinite(c + fabs(gp->vx) + fabs(gp->vy) + fabs(gp->vz)))
+            return ks_seterr(KS_ERR_CONFIG,
+                             "matrix.velocity: [%g, %g, %g] with the coefficients overflow "
+                             "the diagonal (not a finite number)",
+                             gp->vx, gp->vy, gp->vz);
+    }
     if (p->rhs_file[0])
         p->rhs_kind[0] = '\0';
     return KS_OK;

@@ -546,7 +546,15 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
                       jnum(c->stats.solve_seconds / g->stats.solve_seconds), "total",
                       jnum(c->total_seconds / g->total_seconds)));
     }
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    /* "-" is standard output, as in most tools. */
+    int rc;
+    if (strcmp(path, "-") == 0) {
+        rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        if (rc == 0 && (fputc('\n', stdout) == EOF || fflush(stdout) != 0))
+            rc = -1;
+    } else {
+        rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    }
     json_decref(root);
     if (rc != 0)
         return ks_seterr(KS_ERR_IO, "cannot write JSON statistics to '%s'", path);

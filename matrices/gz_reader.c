@@ -1,6 +1,6 @@
-/* Chunked line reader for plain and gzip text. gzread reads plain files
- * transparently and, for requests larger than its own buffer, straight into
- * ours, so one code path serves both at full speed. */
+/* Chunked line reader for plain and gzip text: inflate writes straight
+ * into our buffer, and plain files are copied from the raw input buffer, so
+ * one code path serves both. */
 #include "mmio_internal.h"
 
 #include <errno.h>
@@ -8,46 +8,128 @@
 #include <string.h>
 
 #define KS_GZR_CHUNK ((size_t)4 << 20)
+#define KS_GZR_IN ((size_t)1 << 18)
 
 ks_error ks_gzr_open(ks_gzr *r, const char *path)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
     errno = 0;
-    r->gz = gzopen(path, "rb");
-    if (!r->gz)
+    r->f = fopen(path, "rb");
+    if (!r->f)
         return ks_seterr(KS_ERR_IO, "cannot open %s: %s", path,
                          errno ? strerror(errno) : "out of memory");
-    gzbuffer(r->gz, 1u << 18);
     r->cap = KS_GZR_CHUNK;
     r->buf = ks_malloc(r->cap + 1, "file read buffer");
-    if (!r->buf) {
-        gzclose(r->gz);
-        r->gz = NULL;
+    r->in = ks_malloc(KS_GZR_IN, "file read buffer");
+    if (!r->buf || !r->in) {
+        ks_gzr_close(r);
         return KS_ERR_MEMORY;
+    }
+    /* gzip when the file starts with its magic bytes, else plain text (the
+     * bytes read to look stay in the input buffer). */
+    size_t got = fread(r->in, 1, 2, r->f);
+    r->z.next_in = r->in;
+    r->z.avail_in = (uInt)got;
+    if (got == 2 && r->in[0] == 0x1f && r->in[1] == 0x8b) {
+        r->gzip = 1;
+        if (inflateInit2(&r->z, 15 + 16) != Z_OK) {
+            ks_gzr_close(r);
+            return ks_seterr(KS_ERR_MEMORY, "%s: out of memory starting decompression", path);
+        }
+        r->zinit = 1;
     }
     return KS_OK;
 }
 
 void ks_gzr_close(ks_gzr *r)
 {
-    if (r->gz)
-        gzclose(r->gz);
+    if (r->zinit)
+        inflateEnd(&r->z);
+    if (r->f)
+        fclose(r->f);
     free(r->buf);
-    r->gz = NULL;
+    free(r->in);
+    r->f = NULL;
     r->buf = NULL;
+    r->in = NULL;
+    r->zinit = 0;
 }
 
-static int read_error(ks_gzr *r)
+static int corrupt(ks_gzr *r, const char *what)
 {
-    int zerr = Z_OK;
-    const char *msg = gzerror(r->gz, &zerr);
-    if (zerr == Z_ERRNO)
-        r->err = ks_seterr(KS_ERR_IO, "%s:%ld: read error: %s", r->path, r->line + 1, strerror(errno));
-    else
-        r->err = ks_seterr(KS_ERR_FORMAT, "%s:%ld: compressed data is truncated or corrupt (zlib: %s)",
-                  r->path, r->line + 1, msg ? msg : "unknown error");
+    r->err = ks_seterr(KS_ERR_FORMAT, "%s:%ld: compressed data is truncated or corrupt (zlib: %s)",
+                       r->path, r->line + 1, what);
     return -1;
+}
+
+/* Refill the raw input buffer: 1, 0 at end of file, -1 on a read error. */
+static int read_raw(ks_gzr *r)
+{
+    size_t got = fread(r->in, 1, KS_GZR_IN, r->f);
+    if (got == 0 && ferror(r->f)) {
+        r->err = ks_seterr(KS_ERR_IO, "%s:%ld: read error: %s", r->path, r->line + 1,
+                           strerror(errno));
+        return -1;
+    }
+    r->z.next_in = r->in;
+    r->z.avail_in = (uInt)got;
+    return got > 0;
+}
+
+/* Up to want bytes of text into dst: the count, 0 at the end, -1 on error.
+ * Inflate is driven here rather than through gzread, which ignores bytes
+ * after a gzip stream's end: a file with anything there but another gzip
+ * member is damaged or not what it claims, and is refused. */
+static long read_text(ks_gzr *r, char *dst, size_t want)
+{
+    if (!r->gzip) {
+        if (r->z.avail_in == 0) { /* straight into dst: no copy */
+            size_t got = fread(dst, 1, want, r->f);
+            if (got == 0 && ferror(r->f)) {
+                r->err = ks_seterr(KS_ERR_IO, "%s:%ld: read error: %s", r->path, r->line + 1,
+                                   strerror(errno));
+                return -1;
+            }
+            return (long)got;
+        }
+        size_t n = r->z.avail_in < want ? r->z.avail_in : want;
+        memcpy(dst, r->z.next_in, n);
+        r->z.next_in += n;
+        r->z.avail_in -= (uInt)n;
+        return (long)n;
+    }
+    r->z.next_out = (Bytef *)dst;
+    r->z.avail_out = (uInt)want;
+    while (r->z.avail_out == want) {
+        if (r->z.avail_in == 0) {
+            int st = read_raw(r);
+            if (st < 0)
+                return -1;
+            if (st == 0)
+                return r->member_done ? 0 : corrupt(r, "unexpected end of file");
+        }
+        if (r->member_done) { /* more bytes: only another member may follow */
+            if (r->z.next_in[0] != 0x1f) {
+                r->err = ks_seterr(KS_ERR_FORMAT,
+                                   "%s: bytes after the end of the gzip stream (the file is "
+                                   "damaged, or not one gzip file)",
+                                   r->path);
+                return -1;
+            }
+            inflateReset(&r->z);
+            r->member_done = 0;
+        }
+        int ret = inflate(&r->z, Z_NO_FLUSH);
+        if (ret == Z_STREAM_END)
+            r->member_done = 1;
+        else if (ret == Z_MEM_ERROR) {
+            r->err = ks_seterr(KS_ERR_MEMORY, "%s: out of memory decompressing", r->path);
+            return -1;
+        } else if (ret != Z_OK && ret != Z_BUF_ERROR)
+            return corrupt(r, r->z.msg ? r->z.msg : "invalid data");
+    }
+    return (long)(want - r->z.avail_out);
 }
 
 int ks_gzr_run(ks_gzr *r, char **p, char **lim)
@@ -83,14 +165,10 @@ int ks_gzr_run(ks_gzr *r, char **p, char **lim)
             r->cap = ncap;
         }
         size_t old = r->len;
-        int n = gzread(r->gz, r->buf + old, (unsigned)(r->cap - old));
+        long n = read_text(r, r->buf + old, r->cap - old);
         if (n < 0)
-            return read_error(r);
+            return -1;
         if (n == 0) {
-            int zerr = Z_OK;
-            gzerror(r->gz, &zerr);
-            if (zerr != Z_OK)
-                return read_error(r);
             r->eof = 1;
             continue;
         }

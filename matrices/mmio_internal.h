@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <zlib.h>
 
 #ifdef __cplusplus
@@ -37,10 +38,16 @@ ks_error ks_csr_build_coo(ks_int nrows, ks_int ncols, int64_t nent, const ks_int
  * strtod. The caller checks what follows the token and isfinite(). */
 int ks_num_parse_double(const char *p, const char **end, double *out);
 
-/* Chunked reader over gzread (which reads plain files transparently).
- * Hands out whole lines; a missing final newline is supplied. */
+/* Chunked reader of plain or gzip text (gzip by its magic bytes; bytes
+ * after the last gzip member are an error). Hands out whole lines; a
+ * missing final newline is supplied. */
 typedef struct ks_gzr {
-    gzFile gz;
+    FILE *f;
+    z_stream z;          /* gzip: inflate's state; plain: next_in/avail_in hold bytes read ahead */
+    unsigned char *in;   /* raw input buffer */
+    int gzip;            /* 1: gzip members, 0: plain text */
+    int zinit;           /* inflateInit2 done (inflateEnd due) */
+    int member_done;     /* the last member ended: only another member may follow */
     const char *path;
     char *buf;
     size_t cap; /* allocated bytes (one spare for a supplied '\n') */

@@ -416,6 +416,8 @@ ks_error ks_mm_read_csr(const char *path, ks_csr *A, ks_mm_info *info)
     KS_TRY(ks_gzr_open(&r, path));
     ks_error e = read_matrix(&r, A, info);
     ks_gzr_close(&r);
+    if (e == KS_ERR_MEMORY) /* as in ks_mm_read_vector: name the file */
+        return ks_adderr(e, "%s", path);
     return e;
 }
 
@@ -507,5 +509,9 @@ ks_error ks_mm_read_vector(const char *path, double **v, ks_int *n)
     KS_TRY(ks_gzr_open(&r, path));
     ks_error e = read_vector(&r, v, n);
     ks_gzr_close(&r);
+    /* Format errors name file:line already; running out of memory names
+     * only the size, and the user needs to know which file asked for it. */
+    if (e == KS_ERR_MEMORY)
+        return ks_adderr(e, "%s", path);
     return e;
 }

@@ -68,6 +68,11 @@ static int round_to_double(u128 q, int sticky, int bexp, double *out)
 
 static int fallback(const char *p, const char **end, double *out)
 {
+    /* strtod also reads C99 hexadecimal ("0x10" = 16), which Matrix Market
+     * does not allow: a file that has it was not written for this format. */
+    const char *q = p + (*p == '-' || *p == '+');
+    if (q[0] == '0' && (q[1] == 'x' || q[1] == 'X'))
+        return 0;
     char *e;
     double v = strtod(p, &e);
     if (e == p)

@@ -711,6 +711,44 @@ static json_t *parse_value(const char *value)
     return v ? v : json_string(value);
 }
 
+/* 1 when path is inside (or is) the subtree at top: "a.b.c" in "a.b". */
+static int path_within(const char *path, const char *top)
+{
+    size_t n = strlen(top);
+    return strncmp(path, top, n) == 0 && (path[n] == '\0' || path[n] == '.');
+}
+
+/* One batch of overrides (the command line) applies in order, but a value
+ * one of them sets may not be dropped by a later one: then the result
+ * would depend on the order, silently. Refuse, naming both keys: the same
+ * key twice, a key whose subtree holds an earlier key, and two sides of an
+ * exclusive group (a matrix file and a generator key). */
+static ks_error batch_conflicts(const schema *sch, int n, const char *const *keys)
+{
+    for (int j = 1; j < n; j++) {
+        int s;
+        const ks_key_spec *k = find_key(sch, keys[j], &s, NULL);
+        for (int i = 0; i < j; i++) {
+            if (strcmp(keys[i], keys[j]) == 0)
+                return ks_seterr(KS_ERR_CONFIG, "'%s' is given twice", keys[j]);
+            if (path_within(keys[i], keys[j]))
+                return ks_seterr(KS_ERR_CONFIG,
+                                 "'%s' would replace '%s', given before it: give one of them "
+                                 "(or '%s' first)",
+                                 keys[j], keys[i], keys[j]);
+            if (!k || k->xgroup == 0)
+                continue;
+            const ks_config_scope *sc = sch->sc[s];
+            for (int t = 0; t < sc->nkeys; t++)
+                if (sc->keys[t].xgroup == k->xgroup && sc->keys[t].xside != k->xside &&
+                    path_within(keys[i], sc->keys[t].path))
+                    return ks_seterr(KS_ERR_CONFIG, "'%s' and '%s' exclude each other: give one",
+                                     keys[i], keys[j]);
+        }
+    }
+    return KS_OK;
+}
+
 ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
                             const char *const *values)
 {
@@ -719,6 +757,7 @@ ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
     for (int i = 0; i < n; i++)
         if (!keys[i] || !values[i])
             return ks_seterr(KS_ERR_ARG, "ks_config_set: NULL key or value");
+    KS_TRY(batch_conflicts(&cfg->sch, n, keys));
     json_t *copy = json_deep_copy(cfg->root);
     if (!copy)
         return ks_seterr(KS_ERR_MEMORY, "out of memory copying the config");

@@ -92,8 +92,11 @@ const void *ks_config_scope_block(const ks_config *cfg, const ks_config_scope *s
 
 /* Apply n (keypath, value) pairs like ks_config_set, then validate once, so
  * the order of command-line overrides does not matter (e.g. setting
- * "solver.solver" to CG before "solver.preconditioner" to NOSOLVER). On
- * error the config is unchanged. */
+ * "solver.solver" to CG before "solver.preconditioner" to NOSOLVER). Pairs
+ * that would drop one another's value (the same key twice, a key after one
+ * inside it, both sides of an exclusive group) are an error naming both;
+ * a pair may still replace what the config already held. On error the
+ * config is unchanged. */
 ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
                             const char *const *values);
 

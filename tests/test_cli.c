@@ -452,11 +452,103 @@ START_TEST(test_usage)
 }
 END_TEST
 
+/* Overrides that would drop one another are an error naming both, in
+ * either order; a parent before its child merges. */
+START_TEST(test_override_conflicts)
+{
+    const char *A = write_laplace1d(8);
+    char args[2048];
+    snprintf(args, sizeof args, "-A '%s' -p matrix.n=16", A);
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("'matrix.file' and 'matrix.n' exclude each other");
+    snprintf(args, sizeof args, "-p matrix.n=16 -A '%s'", A);
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("'matrix.n' and 'matrix.file' exclude each other");
+    snprintf(args, sizeof args, "-A '%s' -A '%s'", A, A);
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("'matrix.file' is given twice");
+    EXPECT_RC("-p solver.preconditioner.selector=PMIS -p solver.preconditioner=JACOBI", 2);
+    EXPECT_ERR("'solver.preconditioner' would replace 'solver.preconditioner.selector'");
+    EXPECT_RC("-p solver.preconditioner=JACOBI -p solver.preconditioner.selector=PMIS", 2);
+    EXPECT_ERR("solver.preconditioner.selector");
+    EXPECT_RC("-p matrix.n=8 -p solver.preconditioner=AMG -p solver.preconditioner.selector=PMIS",
+              0);
+    /* The command line still replaces what a config file chose. */
+    const char *cfg = ks_test_tmpfile(".json");
+    FILE *f = fopen(cfg, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"matrix\": {\"file\": \"%s\"}}\n", A);
+    fclose(f);
+    snprintf(args, sizeof args, "'%s' -p matrix.n=6", cfg);
+    EXPECT_RC(args, 0);
+    EXPECT_OUT("6x6x6");
+    remove(cfg);
+    remove(A);
+}
+END_TEST
+
+/* Coefficients that are each finite but overflow the stencil's diagonal
+ * are refused naming the key, not later as a non-finite matrix entry. */
+START_TEST(test_coefficients_overflow)
+{
+    EXPECT_RC("-p matrix.n=4 -p 'matrix.coefficients=[1e308,1e308,1e308]'", 2);
+    EXPECT_ERR("matrix.coefficients: [1e+308, 1e+308, 1e+308] overflow");
+    EXPECT_RC("-p matrix.n=4 -p matrix.generator=convdiff3d "
+              "-p 'matrix.velocity=[1.7e308,1.7e308,1]'",
+              2);
+    EXPECT_ERR("matrix.velocity:");
+    EXPECT_RC("-p matrix.n=4 -p 'matrix.coefficients=[1e307,1e307,1e307]'", 0);
+}
+END_TEST
+
+/* Output paths are checked before the solve; --json - is standard output. */
+START_TEST(test_output_paths)
+{
+    EXPECT_RC("-p matrix.n=8 -x /nonexistent/x.mtx", 2);
+    EXPECT_ERR("cannot write the solution to '/nonexistent/x.mtx'");
+    ck_assert_str_eq(out_buf, ""); /* nothing solved */
+    EXPECT_RC("-p matrix.n=8 --json /nonexistent/s.json", 2);
+    EXPECT_ERR("'/nonexistent/s.json'");
+    ck_assert_str_eq(out_buf, "");
+    EXPECT_RC("-p matrix.n=8 --json -", 0);
+    json_error_t jerr;
+    json_t *root = json_loads(out_buf, 0, &jerr);
+    ck_assert_msg(root != NULL, "stdout is not JSON (%s):\n%s", jerr.text, out_buf);
+    ck_assert_ptr_nonnull(json_object_get(root, "runs"));
+    json_decref(root);
+    EXPECT_ERR("CONVERGED"); /* the report moved to stderr */
+    struct stat sb;
+    ck_assert_msg(stat("-", &sb) != 0, "a file named '-' was written");
+}
+END_TEST
+
+/* A matrix where the config goes; --print-config's file keys are absolute. */
+START_TEST(test_matrix_as_config_and_paths)
+{
+    EXPECT_RC("some/A.mtx.gz", 2);
+    EXPECT_ERR("'some/A.mtx.gz' is a Matrix Market file, not a config: give a matrix with -A");
+    const char *A = write_laplace1d(4);
+    char args[2048];
+    snprintf(args, sizeof args, "'%s'", A); /* a temporary name: found by its first line */
+    EXPECT_RC(args, 2);
+    EXPECT_ERR("is a Matrix Market file");
+    remove(A);
+    EXPECT_RC("-A rel_dir/A.mtx -x x.mtx --print-config", 0);
+    char cwd[1024], want[1200];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(want, sizeof want, "\"%s/rel_dir/A.mtx\"", cwd);
+    EXPECT_OUT(want);
+    snprintf(want, sizeof want, "\"%s/x.mtx\"", cwd);
+    EXPECT_OUT(want);
+}
+END_TEST
+
 START_TEST(test_cuda_missing)
 {
     EXPECT_RC("--backend cuda -p matrix.n=4", 2);
     EXPECT_ERR("ksolve: error:");
     EXPECT_ERR("cuda");
+    EXPECT_ERR("--backend cpu solves on the CPU");
     EXPECT_RC("--backend cpu,cuda -p matrix.n=4", 2);
     EXPECT_ERR("cuda");
     ck_assert_str_eq(out_buf, ""); /* fails before any solve */
@@ -495,6 +587,10 @@ int main(void)
     tcase_add_test(tc, test_example_configs);
     tcase_add_test(tc, test_amg_options);
     tcase_add_test(tc, test_usage);
+    tcase_add_test(tc, test_override_conflicts);
+    tcase_add_test(tc, test_output_paths);
+    tcase_add_test(tc, test_coefficients_overflow);
+    tcase_add_test(tc, test_matrix_as_config_and_paths);
     if (ks_test_have_cuda()) {
         tcase_add_test(tc, test_cpu_and_cuda);
         ks_test_skip(1, "CUDA device present: the missing-device error is not testable");

@@ -219,6 +219,8 @@ static const bad_case bad_cases[] = {
     {"word as value", HDR "2 2 1\n1 1 abc\n", 3, "bad value 'abc'"},
     {"dangling exponent", HDR "2 2 1\n1 1 1e\n", 3, "bad value '1e'"},
     {"Fortran exponent", HDR "2 2 1\n1 1 1.5d0\n", 3, "bad value '1.5d0'"},
+    {"hexadecimal value", HDR "2 2 1\n1 1 0x10\n", 3, "bad value '0x10'"},
+    {"hexadecimal float", HDR "2 2 1\n1 1 -0X1p3\n", 3, "bad value '-0X1p3'"},
     {"missing value", HDR "2 2 2\n1 1\n2 2 1\n", 3, "missing value (expected 'row col value')"},
     {"truncated last line", HDR "2 2 2\n1 1 1\n2 2", 4, "missing value"},
     {"truncated after row index", HDR "2 2 2\n1 1 1\n2", 4, "missing column index"},
@@ -586,6 +588,51 @@ START_TEST(gzip_truncated_or_corrupt)
 }
 END_TEST
 
+/* Append raw bytes to a file. */
+static void append_bytes(const char *path, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "ab");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+START_TEST(gzip_trailing_bytes)
+{
+    /* Two gzip members one after the other are one file (as gzip -d reads
+     * them); anything else after the stream's end is refused, naming the
+     * file, instead of being ignored. */
+    const char *path = ks_test_tmpfile(".mtx.gz");
+    gzFile g = gzopen(path, "wb");
+    ck_assert_ptr_nonnull(g);
+    gzputs(g, HDR "2 2 2\n1 1 4\n");
+    gzclose(g);
+    g = gzopen(path, "ab");
+    ck_assert_ptr_nonnull(g);
+    gzputs(g, "2 2 5\n");
+    gzclose(g);
+    ks_csr A;
+    KS_CHECK(ks_mm_read_csr(path, &A, NULL));
+    ck_assert_int_eq(A.nnz, 2);
+    ck_assert(at(&A, 1, 1) == 5.0);
+    ks_csr_free(&A);
+    append_bytes(path, "junk\n", 5);
+    ks_error e = ks_mm_read_csr(path, &A, NULL);
+    ck_assert_msg(e == KS_ERR_FORMAT, "got %s: %s", ks_error_name(e), ks_last_error());
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), path));
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "bytes after the end of the gzip stream"));
+    ck_assert_ptr_null(A.rowptr);
+    /* Zero padding counts as bytes after the end too. */
+    unlink(path);
+    g = gzopen(path, "wb");
+    gzputs(g, HDR "1 1 1\n1 1 3\n");
+    gzclose(g);
+    append_bytes(path, (const char[4]){0, 0, 0, 0}, 4);
+    ck_assert_int_eq(ks_mm_read_csr(path, &A, NULL), KS_ERR_FORMAT);
+    unlink(path);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- vectors */
 
 START_TEST(vector_reads)
@@ -624,6 +671,33 @@ START_TEST(vector_reads)
 }
 END_TEST
 
+/* Running out of memory while reading a vector names the file (address
+ * space limited in this forked test process; ASan reserves more address
+ * space than any useful limit, so it is skipped there). */
+START_TEST(vector_out_of_memory_names_file)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return;
+#endif
+    const char *path = ks_test_tmpfile(".mtx");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%%%%MatrixMarket matrix array real general\n1000000000 1\n1\n");
+    fclose(f);
+    struct rlimit lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &lim), 0);
+    lim.rlim_cur = (rlim_t)1 << 30; /* 1 GiB: less than the 8 GB asked */
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    double *v = NULL;
+    ks_int n = 0;
+    ks_error e = ks_mm_read_vector(path, &v, &n);
+    ck_assert_msg(e == KS_ERR_MEMORY, "got %s: %s", ks_error_name(e), ks_last_error());
+    ck_assert_msg(strstr(ks_last_error(), path) != NULL, "%s", ks_last_error());
+    ck_assert_ptr_null(v);
+    unlink(path);
+}
+END_TEST
+
 static const bad_case bad_vectors[] = {
     {"not a vector", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", 2, "not a vector"},
     {"too few values", "%%MatrixMarket matrix array real general\n% c\n3 1\n1\n2\n", 6,
@@ -634,6 +708,8 @@ static const bad_case bad_vectors[] = {
      "one value per line"},
     {"NaN in array", "%%MatrixMarket matrix array real general\n2 1\n1\nNaN\n", 4, "NaN"},
     {"bad number in array", "%%MatrixMarket matrix array real general\n2 1\n1\n0x\n", 4, "bad value"},
+    {"hexadecimal in array", "%%MatrixMarket matrix array real general\n2 1\n1\n0x1A\n", 4,
+     "bad value '0x1A'"},
     {"symmetric vector", "%%MatrixMarket matrix coordinate real symmetric\n1 1 1\n1 1 1\n", 1,
      "must be 'general'"},
     {"coordinate index out of range", HDR "3 1 1\n4 1 1\n", 3, "row index 4 out of range"},
@@ -709,11 +785,12 @@ START_TEST(number_parser_matches_strtod)
         "277281165.183", "-1.2345678901234567e-27", "9.9999999999999999e22", "1e23", "8.5e-28",
         "1.00000000000000011102230246251565404236316680908203125", "7.450580596923828125e-9",
         "000000000000000000000000000001.5", "1.5000000000000000000000000", "inf", "-Infinity",
-        "nan", "0x1p3", "4e", "1e-", "2.e+",
+        "nan", "4e", "1e-", "2.e+",
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         check_parse(fixed[i]);
-    const char *none[] = {"", "e5", ".", "-", "+.e1", "abc"};
+    /* Hexadecimal, which strtod reads, is not a Matrix Market number. */
+    const char *none[] = {"", "e5", ".", "-", "+.e1", "abc", "0x1p3", "-0X10"};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
         double v;
         const char *e;
@@ -865,7 +942,9 @@ int main(void)
     tcase_add_test(tc, write_errors);
     tcase_add_test(tc, write_never_removes_what_it_did_not_create);
     tcase_add_test(tc, gzip_truncated_or_corrupt);
+    tcase_add_test(tc, gzip_trailing_bytes);
     tcase_add_test(tc, vector_reads);
+    tcase_add_test(tc, vector_out_of_memory_names_file);
     tcase_add_loop_test(tc, malformed_vector, 0, (int)(sizeof bad_vectors / sizeof bad_vectors[0]));
     tcase_add_test(tc, vector_round_trip);
     tcase_add_test(tc, number_parser_matches_strtod);

@@ -13,7 +13,7 @@
  * a failing rank prints its reason on stderr. Every rank builds the whole
  * of the small test matrices to compute references; the library's
  * distributed path never sees them. */
-#include "ks_test.h"
+#include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
 #include "mpi/mpi_internal.h"
 #include "vec/vec_fused.h"
@@ -27,57 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ks_comm *comm;
-static ks_backend *be;
-static int rank, nranks;
 
-/* ------------------------------------------------- collective assertions */
-
-/* 1 when ok holds on every rank. Otherwise 0 on every rank, with why: the
- * first failing rank's reason there (also on its stderr, since only rank 0
- * prints Check's messages), a pointer to that rank elsewhere. */
-static int all_ranks(int ok, char *why, size_t len, const char *fmt, ...) KS_PRINTF(4, 5);
-static int all_ranks(int ok, char *why, size_t len, const char *fmt, ...)
-{
-    int mine = ok ? nranks : rank, first = nranks;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first == nranks)
-        return 1;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!ok)
-        fprintf(stderr, "rank %d: %s\n", rank, msg);
-    if (rank == first)
-        snprintf(why, len, "rank %d: %s", rank, msg);
-    else
-        snprintf(why, len, "failed on rank %d (its stderr says why)", first);
-    return 0;
-}
-
-#define ALL(cond, ...)                                                              \
-    do {                                                                            \
-        char why_[640];                                                             \
-        int ok_ = all_ranks((cond) ? 1 : 0, why_, sizeof why_, __VA_ARGS__);        \
-        ck_assert_msg(ok_, "%s", why_);                                             \
-    } while (0)
-
-#define KS_ALL(call)                                                                \
-    do {                                                                            \
-        ks_error e_ = (call);                                                       \
-        ALL(e_ == KS_OK, "%s: %s: %s", #call, ks_error_name(e_), ks_last_error());  \
-    } while (0)
-
-/* e is `want` on every rank and the message contains `part`. */
-#define EXPECT_ERR(call, want, part)                                                \
-    do {                                                                            \
-        ks_error e_ = (call);                                                       \
-        ALL(e_ == (want) && strstr(ks_last_error(), (part)) != NULL,                \
-            "%s: got %s (%s), expected %s mentioning '%s'", #call, ks_error_name(e_), \
-            ks_last_error(), ks_error_name(want), (part));                          \
-    } while (0)
 
 /* The same bits on every rank. */
 static int same_on_all(const double *v, int k)
@@ -1065,31 +1015,5 @@ static Suite *mpi_suite(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (nranks > 8) {
-        if (rank == 0)
-            fprintf(stderr, "test_mpi: at most 8 ranks\n");
-        MPI_Finalize();
-        return EXIT_FAILURE;
-    }
-    if (ks_comm_create(MPI_COMM_WORLD, &comm) != KS_OK ||
-        ks_backend_create("cpu", &be) != KS_OK) {
-        fprintf(stderr, "rank %d: setup failed: %s\n", rank, ks_last_error());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    SRunner *sr = srunner_create(mpi_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    if (rank == 0)
-        printf("test_mpi on %d rank%s\n", nranks, nranks == 1 ? "" : "s");
-    srunner_run_all(sr, rank == 0 ? CK_NORMAL : CK_SILENT);
-    int failed = srunner_ntests_failed(sr), any = 0;
-    srunner_free(sr);
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    ks_backend_destroy(be);
-    ks_comm_destroy(comm);
-    fflush(stdout);
-    MPI_Finalize();
-    return any ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ks_test_mpi_run(&argc, &argv, "test_mpi", mpi_suite, NULL);
 }

@@ -11,7 +11,7 @@
  * assertion is combined over the ranks first (as in test_mpi.c), so all
  * ranks fail together and none waits in a collective. Every rank also
  * reads the small files serially for the reference. */
-#include "ks_test.h"
+#include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
 #include "mpi/mpi_internal.h"
 
@@ -22,56 +22,8 @@
 #include <string.h>
 #include <zlib.h>
 
-static ks_comm *comm;
-static int rank, nranks;
 static int shared_skips;
 
-/* ------------------------------------------------- collective assertions */
-
-/* 1 when ok holds on every rank; else 0 everywhere, with the first failing
- * rank's reason there (and on its stderr), a pointer to it elsewhere. */
-static int all_ranks(int ok, char *why, size_t len, const char *fmt, ...) KS_PRINTF(4, 5);
-static int all_ranks(int ok, char *why, size_t len, const char *fmt, ...)
-{
-    int mine = ok ? nranks : rank, first = nranks;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first == nranks)
-        return 1;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!ok)
-        fprintf(stderr, "rank %d: %s\n", rank, msg);
-    if (rank == first)
-        snprintf(why, len, "rank %d: %s", rank, msg);
-    else
-        snprintf(why, len, "failed on rank %d (its stderr says why)", first);
-    return 0;
-}
-
-#define ALL(cond, ...)                                                              \
-    do {                                                                            \
-        char why_[640];                                                             \
-        int ok_ = all_ranks((cond) ? 1 : 0, why_, sizeof why_, __VA_ARGS__);        \
-        ck_assert_msg(ok_, "%s", why_);                                             \
-    } while (0)
-
-#define KS_ALL(call)                                                                \
-    do {                                                                            \
-        ks_error e_ = (call);                                                       \
-        ALL(e_ == KS_OK, "%s: %s: %s", #call, ks_error_name(e_), ks_last_error());  \
-    } while (0)
-
-/* e is `want` on every rank and the message contains `part`. */
-#define EXPECT_ERR(call, want, part)                                                \
-    do {                                                                            \
-        ks_error e_ = (call);                                                       \
-        ALL(e_ == (want) && strstr(ks_last_error(), (part)) != NULL,                \
-            "%s: got %s (%s), expected %s mentioning '%s'", #call, ks_error_name(e_), \
-            ks_last_error(), ks_error_name(want), (part));                          \
-    } while (0)
 
 /* ------------------------------------------------------------ temp files */
 
@@ -553,28 +505,15 @@ static Suite *io_suite(void)
     return s;
 }
 
-int main(int argc, char **argv)
+/* After the run, on every rank: the real-matrix cases left out. */
+static void report_skips(void)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (ks_comm_create(MPI_COMM_WORLD, &comm) != KS_OK) {
-        fprintf(stderr, "rank %d: setup failed: %s\n", rank, ks_last_error());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    SRunner *sr = srunner_create(io_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    if (rank == 0)
-        printf("test_mpi_io on %d rank%s\n", nranks, nranks == 1 ? "" : "s");
-    srunner_run_all(sr, rank == 0 ? CK_NORMAL : CK_SILENT);
-    int failed = srunner_ntests_failed(sr), any = 0;
-    srunner_free(sr);
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0 && shared_skips)
         printf("SKIPPED: %d (../shared/matrices not found: the real-matrix reads)\n",
                shared_skips);
-    ks_comm_destroy(comm);
-    fflush(stdout);
-    MPI_Finalize();
-    return any ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+    return ks_test_mpi_run(&argc, &argv, "test_mpi_io", io_suite, report_skips);
 }

@@ -1,0 +1,64 @@
+/* The mpirun test harness (ks_test_mpi.h). */
+#include "ks_test_mpi.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+ks_comm *comm;
+ks_backend *be;
+int rank, nranks;
+
+int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...)
+{
+    int mine = ok ? nranks : rank, first = nranks;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == nranks)
+        return 1;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!ok)
+        fprintf(stderr, "rank %d: %s\n", rank, msg);
+    if (rank == first)
+        snprintf(why, len, "rank %d: %s", rank, msg);
+    else
+        snprintf(why, len, "failed on rank %d (its stderr says why)", first);
+    return 0;
+}
+
+int ks_test_mpi_run(int *argc, char ***argv, const char *name, Suite *(*make)(void),
+                    void (*after)(void))
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (nranks > 8) {
+        if (rank == 0)
+            fprintf(stderr, "%s: at most 8 ranks\n", name);
+        MPI_Finalize();
+        return EXIT_FAILURE;
+    }
+    if (ks_comm_create(MPI_COMM_WORLD, &comm) != KS_OK ||
+        ks_backend_create("cpu", &be) != KS_OK) {
+        fprintf(stderr, "rank %d: setup failed: %s\n", rank, ks_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    SRunner *sr = srunner_create(make());
+    srunner_set_fork_status(sr, CK_NOFORK);
+    if (rank == 0)
+        printf("%s on %d rank%s\n", name, nranks, nranks == 1 ? "" : "s");
+    srunner_run_all(sr, rank == 0 ? CK_NORMAL : CK_SILENT);
+    int failed = srunner_ntests_failed(sr), any = 0;
+    srunner_free(sr);
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (after)
+        after();
+    ks_backend_destroy(be);
+    ks_comm_destroy(comm);
+    fflush(stdout);
+    MPI_Finalize();
+    return any ? EXIT_FAILURE : EXIT_SUCCESS;
+}

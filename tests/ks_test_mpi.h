@@ -1,0 +1,55 @@
+/* The harness of the test programs run under mpirun (test_mpi*.c): every
+ * rank runs the same Check suite without fork (forking after MPI_Init is
+ * unsafe), only rank 0 prints Check's summary (so scripts/test counts each
+ * test once), and each assertion is combined over the ranks first, so all
+ * ranks fail together and none is left waiting in a collective. */
+#ifndef KS_TEST_MPI_H
+#define KS_TEST_MPI_H
+
+#include "ks_test.h"
+#include "ksolve_mpi.h"
+#include "core/ks_internal.h" /* KS_PRINTF */
+
+#include <string.h>
+
+/* Set by ks_test_mpi_run: MPI_COMM_WORLD as a ks_comm, a cpu backend, this
+ * rank and the rank count. */
+extern ks_comm *comm;
+extern ks_backend *be;
+extern int rank, nranks;
+
+/* 1 when ok holds on every rank. Otherwise 0 on every rank, with why: the
+ * first failing rank's reason there (also on its stderr, since only rank 0
+ * prints Check's messages), a pointer to that rank elsewhere. */
+int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...) KS_PRINTF(4, 5);
+
+#define ALL(cond, ...)                                                              \
+    do {                                                                            \
+        char why_[640];                                                             \
+        int ok_ = ks_test_mpi_all((cond) ? 1 : 0, why_, sizeof why_, __VA_ARGS__);  \
+        ck_assert_msg(ok_, "%s", why_);                                             \
+    } while (0)
+
+#define KS_ALL(call)                                                                \
+    do {                                                                            \
+        ks_error e_ = (call);                                                       \
+        ALL(e_ == KS_OK, "%s: %s: %s", #call, ks_error_name(e_), ks_last_error());  \
+    } while (0)
+
+/* e is `want` on every rank and the message contains `part`. */
+#define EXPECT_ERR(call, want, part)                                                \
+    do {                                                                            \
+        ks_error e_ = (call);                                                       \
+        ALL(e_ == (want) && strstr(ks_last_error(), (part)) != NULL,                \
+            "%s: got %s (%s), expected %s mentioning '%s'", #call, ks_error_name(e_), \
+            ks_last_error(), ks_error_name(want), (part));                          \
+    } while (0)
+
+/* The whole program: MPI_Init, the globals above, make()'s suite run as
+ * described, the ranks' failures combined, after() (may be NULL: extra
+ * output, on every rank), the teardown. Returns the exit status. At most
+ * 8 ranks (the tests' layouts hold 8). */
+int ks_test_mpi_run(int *argc, char ***argv, const char *name, Suite *(*make)(void),
+                    void (*after)(void));
+
+#endif

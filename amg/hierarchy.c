@@ -553,14 +553,14 @@ static void free_level(ks_amg *amg, ks_amg_level *L)
     drop_transfer(amg, L);
     drop_sparse(&L->A, &L->A_view); /* before the matrices that may own it */
     if (L->own_Am)
-        ks_matrix_destroy(L->Am);
-    ks_matrix_destroy(L->Pm);
-    ks_matrix_destroy(L->Rm);
+        ks_matrix_destroy(&L->Am);
+    ks_matrix_destroy(&L->Pm);
+    ks_matrix_destroy(&L->Rm);
     ks_amg_smoother_free(L);
-    ks_vec_destroy(L->x);
-    ks_vec_destroy(L->b);
-    ks_vec_destroy(L->r);
-    ks_vec_destroy(L->w);
+    ks_vec_destroy(&L->x);
+    ks_vec_destroy(&L->b);
+    ks_vec_destroy(&L->r);
+    ks_vec_destroy(&L->w);
     memset(L, 0, sizeof *L);
 }
 
@@ -575,9 +575,9 @@ void ks_amg_clear(ks_amg *amg)
     for (int l = 0; l < amg->prm.max_levels; l++)
         free_level(amg, &amg->levels[l]);
     ks_dense_lu_free(&amg->lu);
-    ks_matrix_destroy(amg->coarse_inv);
+    ks_matrix_destroy(&amg->coarse_inv);
     amg->coarse_inv = NULL;
-    ks_matrix_destroy(amg->A0f);
+    ks_matrix_destroy(&amg->A0f);
     amg->A0f = NULL;
     amg->nlevels = 0;
     memset(amg->phase_seconds, 0, sizeof amg->phase_seconds);

@@ -31,7 +31,7 @@ void ks_amg_exec_free(ks_amg_exec *x)
 {
     if (!x)
         return;
-    ks_backend_destroy(x->host);
+    ks_backend_destroy(&x->host);
     memset(x, 0, sizeof *x);
 }
 

@@ -85,7 +85,7 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
 
 void ks_amg_smoother_free(ks_amg_level *L)
 {
-    ks_vec_destroy(L->dinv);
+    ks_vec_destroy(&L->dinv);
     L->dinv = NULL;
 }
 

@@ -412,8 +412,8 @@ static ks_error time_spmv(ks_backend *be, ks_matrix *M, double *sec)
         op_ctx c = {NULL, M, in, out};
         e = time_op(be, op_spmv, &c, sec);
     }
-    ks_vec_destroy(in);
-    ks_vec_destroy(out);
+    ks_vec_destroy(&in);
+    ks_vec_destroy(&out);
     return e;
 }
 
@@ -507,11 +507,11 @@ typedef struct run {
 
 static void run_close(run *r)
 {
-    ks_solver_destroy(r->s);
-    ks_vec_destroy(r->b);
-    ks_vec_destroy(r->x);
-    ks_matrix_destroy(r->M);
-    ks_config_destroy(r->cfg);
+    ks_solver_destroy(&r->s);
+    ks_vec_destroy(&r->b);
+    ks_vec_destroy(&r->x);
+    ks_matrix_destroy(&r->M);
+    ks_config_destroy(&r->cfg);
     memset(r, 0, sizeof *r);
 }
 
@@ -620,8 +620,8 @@ static int vcycle_breakdown(ks_backend *be, run *r, const opts *o, const char *c
 done:
     if (profiling) /* already failing: the first error is the one reported */
         (void)ks_solver_profile_cycles(r->s, 0);
-    ks_vec_destroy(fx);
-    ks_vec_destroy(fy);
+    ks_vec_destroy(&fx);
+    ks_vec_destroy(&fy);
     return rc;
 }
 
@@ -863,7 +863,7 @@ static int level_table(ks_backend *be, const ks_solver *s, const result *res,
         for (int k = 0; k < nb; k++) {
             FAIL(ks_matrix_create(be, ks_matrix_host_csr(Am), base[k], NULL, &B));
             FAIL(time_spmv(be, B, &t_base[k]));
-            ks_matrix_destroy(B);
+            ks_matrix_destroy(&B);
             B = NULL;
         }
         printf("  %5d %11ld %11lld  %-12s %12.1f", l, L->rows, (long long)L->nnz, L->format,
@@ -886,7 +886,7 @@ static int level_table(ks_backend *be, const ks_solver *s, const result *res,
     fflush(stdout);
     rc = 0;
 done:
-    ks_matrix_destroy(B);
+    ks_matrix_destroy(&B);
     return rc;
 }
 
@@ -979,7 +979,7 @@ static int bench_one(const char *backend, const ks_csr *A, const double *bh, con
     }
 done:
     run_close(&r);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     return rc;
 }
 

@@ -162,11 +162,11 @@ static int bench_one(const char *backend, const ks_csr *A, const opts *o, result
     fflush(stdout);
     rc = 0;
 done:
-    ks_solver_destroy(s);
-    ks_vec_destroy(b);
-    ks_vec_destroy(x);
-    ks_matrix_destroy(M);
-    ks_backend_destroy(be);
+    ks_solver_destroy(&s);
+    ks_vec_destroy(&b);
+    ks_vec_destroy(&x);
+    ks_matrix_destroy(&M);
+    ks_backend_destroy(&be);
     free(t);
     free(per);
     return rc;

@@ -285,6 +285,6 @@ int main(int argc, char **argv)
         ks_sparse_free(&p.G);
         ks_sparse_free(&p.G4);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     return 0;
 }

@@ -283,7 +283,7 @@ static void run_format(ks_backend *be, const options *o, const ks_csr *A, const 
         e = ks_vec_get_host(vy, y);
     if (e != KS_OK) {
         snprintf(res->why, sizeof res->why, "%s: %s", ks_error_name(e), ks_last_error());
-        ks_matrix_destroy(M);
+        ks_matrix_destroy(&M);
         return;
     }
     res->ok = 1;
@@ -293,7 +293,7 @@ static void run_format(ks_backend *be, const options *o, const ks_csr *A, const 
     res->bytes_fmt = ks_matrix_bytes_per_apply(M);
     res->apply_s = bench_median(t, o->reps);
     res->err = max_rel_err(A, x, y, ref);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
 }
 
 /* ------------------------------------------------------- one matrix */
@@ -406,8 +406,8 @@ static int bench_matrix(ks_backend *be, const options *o, const matrix_spec *m,
         if (csv)
             fflush(csv);
     }
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
     free(x);
     free(ref);
     free(y);
@@ -432,7 +432,7 @@ int main(int argc, char **argv)
     if (nf <= 0) {
         if (nf == 0)
             fprintf(stderr, "bench_spmv: no formats selected\n");
-        ks_backend_destroy(be);
+        ks_backend_destroy(&be);
         return 2;
     }
     FILE *csv = NULL;
@@ -440,7 +440,7 @@ int main(int argc, char **argv)
         csv = fopen(o.csv, "w");
         if (!csv) {
             perror(o.csv);
-            ks_backend_destroy(be);
+            ks_backend_destroy(&be);
             return 1;
         }
         fprintf(csv, "matrix,backend,format,nrows,ncols,nnz,setup_s,apply_s,bytes_format,"
@@ -458,6 +458,6 @@ int main(int argc, char **argv)
         failures += !bench_matrix(be, &o, &o.m[i], formats, nf, csv);
     if (csv)
         fclose(csv);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     return failures ? 1 : 0;
 }

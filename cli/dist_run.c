@@ -43,7 +43,7 @@ ks_error ks_cli_dist_init(int *argc, char ***argv, ks_comm **comm)
 
 void ks_cli_dist_finish(ks_comm *comm)
 {
-    ks_comm_destroy(comm);
+    ks_comm_destroy(&comm);
     int up = 0, down = 0;
     if (MPI_Initialized(&up) == MPI_SUCCESS && up && MPI_Finalized(&down) == MPI_SUCCESS &&
         !down)
@@ -106,7 +106,7 @@ static ks_error make_rhs(const ks_problem_params *pp, ks_matrix *M, ks_vec *b,
     if (e == KS_OK)
         e = ks_matrix_apply(M, 1.0, x, 0.0, b);
     free(h);
-    ks_vec_destroy(x);
+    ks_vec_destroy(&x);
     return e;
 }
 
@@ -137,12 +137,12 @@ typedef struct dist_run {
 
 static void run_free(dist_run *d)
 {
-    ks_vec_destroy(d->b);
-    ks_vec_destroy(d->x);
-    ks_solver_destroy(d->s);
-    ks_matrix_destroy(d->M);
+    ks_vec_destroy(&d->b);
+    ks_vec_destroy(&d->x);
+    ks_solver_destroy(&d->s);
+    ks_matrix_destroy(&d->M);
     ks_dist_csr_free(&d->rows);
-    ks_backend_destroy(d->be);
+    ks_backend_destroy(&d->be);
     free(d->r.history);
     ks_run_setup_free(&d->su);
 }

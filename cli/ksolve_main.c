@@ -175,10 +175,10 @@ static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *
     }
     if (e == KS_OK && x_out)
         e = ks_vec_get_host(xv, x_out);
-    ks_vec_destroy(bv);
-    ks_vec_destroy(xv);
-    ks_solver_destroy(s);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&bv);
+    ks_vec_destroy(&xv);
+    ks_solver_destroy(&s);
+    ks_matrix_destroy(&M);
     if (e != KS_OK)
         return ks_adderr(e, "%s backend", r->backend);
     return KS_OK;
@@ -275,11 +275,11 @@ static void state_free(ks_cli_state *st)
         ks_run_setup_free(&st->setups[i]);
     }
     for (int i = 0; i < st->nbe; i++)
-        ks_backend_destroy(st->be[i]);
+        ks_backend_destroy(&st->be[i]);
     ks_csr_free(&st->A);
     free(st->b);
     free(st->x);
-    ks_config_destroy(st->cfg);
+    ks_config_destroy(&st->cfg);
     ks_cli_args_free(&st->args);
 }
 

@@ -72,13 +72,13 @@ int main(int argc, char **argv)
     rc = st->status == KS_SOLVE_CONVERGED ? 0 : 1;
 
 done:
-    ks_vec_destroy(ones);
-    ks_vec_destroy(x);
-    ks_vec_destroy(b);
-    ks_solver_destroy(solver);
-    ks_matrix_destroy(M);
-    ks_backend_destroy(be);
-    ks_config_destroy(cfg);
+    ks_vec_destroy(&ones);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&b);
+    ks_solver_destroy(&solver);
+    ks_matrix_destroy(&M);
+    ks_backend_destroy(&be);
+    ks_config_destroy(&cfg);
     ks_csr_free(&A);
     return rc;
 }

@@ -74,15 +74,15 @@ int main(int argc, char **argv)
     rc = st->status == KS_SOLVE_CONVERGED ? 0 : 1;
 
 done:
-    ks_solver_destroy(solver);
-    ks_config_destroy(cfg);
-    ks_vec_destroy(ones);
-    ks_vec_destroy(x);
-    ks_vec_destroy(b);
-    ks_matrix_destroy(A);
+    ks_solver_destroy(&solver);
+    ks_config_destroy(&cfg);
+    ks_vec_destroy(&ones);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&b);
+    ks_matrix_destroy(&A);
     ks_dist_csr_free(&rows);
-    ks_backend_destroy(be);
-    ks_comm_destroy(comm);
+    ks_backend_destroy(&be);
+    ks_comm_destroy(&comm);
     MPI_Finalize();
     return rc;
 }

@@ -155,12 +155,15 @@ const char *ks_gen_kind_name(ks_gen_kind kind);
 ks_error ks_generate(const ks_gen_params *p, ks_csr *A);
 
 /* --------------------------------------------------------------- backends */
+/* Every ks_<object>_destroy takes the handle's address, frees the object and
+ * sets the handle to NULL, so destroying twice (or destroying NULL) is a
+ * no-op rather than a double free. */
 typedef struct ks_backend ks_backend;
 
 /* name: "cpu" or "cuda". Fails with KS_ERR_UNSUPPORTED when the backend was
  * not compiled in or no device is present (the message says which). */
 ks_error ks_backend_create(const char *name, ks_backend **be);
-void ks_backend_destroy(ks_backend *be);
+void ks_backend_destroy(ks_backend **be);
 const char *ks_backend_name(const ks_backend *be);
 /* 1 if ks_backend_create(name) would succeed, else 0 (no error is set). */
 int ks_backend_available(const char *name);
@@ -183,7 +186,7 @@ ks_error ks_backend_set_memory_limit(ks_backend *be, size_t limit);
 typedef struct ks_vec ks_vec;
 
 ks_error ks_vec_create(ks_backend *be, ks_int n, ks_vec **v);
-void ks_vec_destroy(ks_vec *v);
+void ks_vec_destroy(ks_vec **v);
 ks_int ks_vec_size(const ks_vec *v);
 ks_backend *ks_vec_backend(const ks_vec *v);
 ks_error ks_vec_set_host(ks_vec *v, const double *host); /* upload n values */
@@ -223,7 +226,7 @@ typedef struct ks_spmv_params {
  * params may be NULL. */
 ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
                           const ks_spmv_params *params, ks_matrix **M);
-void ks_matrix_destroy(ks_matrix *M);
+void ks_matrix_destroy(ks_matrix **M);
 /* y = alpha*A*x + beta*y; x and y on the matrix's backend, distinct. */
 ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta, ks_vec *y);
 /* Sizes; of a distributed matrix (ksolve_mpi.h) this rank's part: its
@@ -277,7 +280,7 @@ ks_error ks_config_create_default(ks_config **cfg);
 ks_error ks_config_set(ks_config *cfg, const char *keypath, const char *value);
 /* Pretty JSON of the full config with defaults filled in (free() it). */
 char *ks_config_dump(const ks_config *cfg);
-void ks_config_destroy(ks_config *cfg);
+void ks_config_destroy(ks_config **cfg);
 
 /* ----------------------------------------------------------------- solver */
 typedef enum ks_solve_status {
@@ -391,7 +394,7 @@ ks_error ks_solver_hierarchy(const ks_solver *s, ks_hierarchy_info *info);
  * without graph replay) into ks_hierarchy_level.step_seconds. Turning it on
  * clears the sums. */
 ks_error ks_solver_profile_cycles(ks_solver *s, int on);
-void ks_solver_destroy(ks_solver *s);
+void ks_solver_destroy(ks_solver **s);
 
 /* ------------------------------------------------------------------ misc */
 /* Wall-clock seconds (monotonic). */

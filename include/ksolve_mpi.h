@@ -37,7 +37,7 @@ typedef struct ks_comm ks_comm;
 ks_error ks_comm_create(MPI_Comm comm, ks_comm **c);
 /* Collective (frees the duplicate; after MPI_Finalize only the memory).
  * Destroy the matrices and vectors made on c first. */
-void ks_comm_destroy(ks_comm *c);
+void ks_comm_destroy(ks_comm **c);
 int ks_comm_rank(const ks_comm *c);
 int ks_comm_size(const ks_comm *c);
 /* Collective. The outcome of a step that may have failed on some ranks

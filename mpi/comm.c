@@ -184,10 +184,12 @@ ks_error ks_comm_create(MPI_Comm comm, ks_comm **out)
     return KS_OK;
 }
 
-void ks_comm_destroy(ks_comm *c)
+void ks_comm_destroy(ks_comm **cp)
 {
+    ks_comm *c = cp ? *cp : NULL;
     if (!c)
         return;
+    *cp = NULL; /* a second destroy of the same handle is a no-op */
     ks_comm_mpi *m = (ks_comm_mpi *)c;
     int finalized = 1;
     if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)

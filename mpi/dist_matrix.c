@@ -10,11 +10,11 @@
 static void dist_destroy(ks_matrix_dist *base)
 {
     ks_dist_impl *d = (ks_dist_impl *)base;
-    ks_matrix_destroy(base->local);
-    ks_matrix_destroy(base->ghost);
+    ks_matrix_destroy(&base->local);
+    ks_matrix_destroy(&base->ghost);
     free(base->offsets);
     ks_halo_destroy(d->halo);
-    ks_vec_destroy(d->xghost);
+    ks_vec_destroy(&d->xghost);
     free(d->ghost_gid);
     free(d);
 }
@@ -125,8 +125,7 @@ ks_error ks_matrix_create_dist(ks_backend *be, const ks_comm *comm, ks_int nloc,
     if (e != KS_OK) {
         if (d)
             dist_destroy(&d->base);
-        ks_matrix_destroy(*M);
-        *M = NULL;
+        ks_matrix_destroy(M);
         return ks_adderr(e, "%s", fn);
     }
     return KS_OK;

@@ -20,7 +20,7 @@ ks_error ks_vec_create_dist(ks_backend *be, const ks_comm *comm, ks_int nlocal, 
     ks_vec *w = NULL;
     e = ks_comm_agree(comm, ks_vec_create(be, nlocal, &w));
     if (e != KS_OK) {
-        ks_vec_destroy(w);
+        ks_vec_destroy(&w);
         free(offsets);
         return ks_adderr(e, "%s", fn);
     }

@@ -539,7 +539,7 @@ static ks_error config_from_tree(json_t *root, const schema *sch, ks_config **cf
     void *blocks[MAX_SCOPES] = {NULL};
     ks_error e = validate(sch, root, blocks);
     if (e != KS_OK) {
-        ks_config_destroy(c);
+        ks_config_destroy(&c);
         return e;
     }
     replace_blocks(c, blocks);
@@ -619,10 +619,12 @@ ks_error ks_config_create_default(ks_config **cfg)
     return ks_config_create_default_scoped(NULL, cfg);
 }
 
-void ks_config_destroy(ks_config *cfg)
+void ks_config_destroy(ks_config **cfgp)
 {
+    ks_config *cfg = cfgp ? *cfgp : NULL;
     if (!cfg)
         return;
+    *cfgp = NULL; /* a second destroy of the same handle is a no-op */
     json_decref(cfg->root);
     for (int s = 0; s < MAX_SCOPES; s++)
         free(cfg->block[s]);

@@ -59,10 +59,11 @@ static ks_error jacobi_build(ks_precond *pc, ks_matrix *A, int l1)
     if (e == KS_OK)
         e = ks_vec_set_host(v, diag);
     if (e == KS_OK) {
-        ks_vec_destroy(pc->data);
+        ks_vec *old = pc->data;
+        ks_vec_destroy(&old);
         pc->data = v;
     } else {
-        ks_vec_destroy(v);
+        ks_vec_destroy(&v);
     }
     free(diag);
     return e;
@@ -81,7 +82,8 @@ static ks_error jacobi_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)
 
 static void jacobi_destroy(ks_precond *pc)
 {
-    ks_vec_destroy(pc->data);
+    ks_vec *d = pc->data;
+    ks_vec_destroy(&d);
     pc->data = NULL;
 }
 

@@ -147,7 +147,7 @@ ks_error ks_solver_create(ks_backend *be, const ks_config *cfg, ks_solver **s)
 static void free_work(ks_solver *s)
 {
     for (int i = 0; i < s->nwork; i++) {
-        ks_vec_destroy(s->work[i]);
+        ks_vec_destroy(&s->work[i]);
         s->work[i] = NULL;
     }
     s->nwork = 0;
@@ -393,10 +393,12 @@ const char *ks_solver_preconditioner_name(const ks_solver *s)
     return s && s->pc ? s->pc->ops->name : "";
 }
 
-void ks_solver_destroy(ks_solver *s)
+void ks_solver_destroy(ks_solver **sp)
 {
+    ks_solver *s = sp ? *sp : NULL;
     if (!s)
         return;
+    *sp = NULL; /* a second destroy of the same handle is a no-op */
     free_work(s);
     ks_precond_destroy(s->pc);
     free(s->history);

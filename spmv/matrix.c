@@ -246,7 +246,7 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
     if (e == KS_OK)
         e = finish_create(m, A, format, params);
     if (e != KS_OK) {
-        ks_matrix_destroy(m);
+        ks_matrix_destroy(&m);
         return ks_adderr(e, "ks_matrix_create");
     }
     *M = m;
@@ -277,7 +277,7 @@ ks_error ks_matrix_create_sparse(ks_backend *be, ks_sparse *A, const char *forma
     memset(A, 0, sizeof *A);
     ks_error e = finish_create(m, NULL, format, params);
     if (e != KS_OK) {
-        ks_matrix_destroy(m);
+        ks_matrix_destroy(&m);
         return e;
     }
     *M = m;
@@ -304,17 +304,19 @@ ks_error ks_matrix_create_view(ks_backend *be, const ks_sparse *A, const char *f
     m->A_borrowed = 1;
     ks_error e = finish_create(m, NULL, format, params);
     if (e != KS_OK) {
-        ks_matrix_destroy(m);
+        ks_matrix_destroy(&m);
         return e;
     }
     *M = m;
     return KS_OK;
 }
 
-void ks_matrix_destroy(ks_matrix *M)
+void ks_matrix_destroy(ks_matrix **Mp)
 {
+    ks_matrix *M = Mp ? *Mp : NULL;
     if (!M)
         return;
+    *Mp = NULL; /* a second destroy of the same handle is a no-op */
     if (M->state)
         M->ops->destroy(M->be, M->state);
     if (M->host_owned)

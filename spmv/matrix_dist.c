@@ -80,7 +80,7 @@ ks_error ks_matrix_vec_create(const ks_matrix *M, ks_vec **v)
         const size_t bytes = ((size_t)M->dist->comm->size + 1) * sizeof(ks_gint);
         w->offsets = ks_malloc(bytes, "vector layout");
         if (!w->offsets) {
-            ks_vec_destroy(w);
+            ks_vec_destroy(&w);
             return KS_ERR_MEMORY;
         }
         memcpy(w->offsets, M->dist->offsets, bytes);

@@ -56,8 +56,8 @@ int ks_test_mpi_run(int *argc, char ***argv, const char *name, Suite *(*make)(vo
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (after)
         after();
-    ks_backend_destroy(be);
-    ks_comm_destroy(comm);
+    ks_backend_destroy(&be);
+    ks_comm_destroy(&comm);
     fflush(stdout);
     MPI_Finalize();
     return any ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -409,8 +409,8 @@ static void ctx_init(ctx *c)
 
 static void ctx_free(ctx *c)
 {
-    ks_backend_destroy(c->hb);
-    ks_backend_destroy(c->db);
+    ks_backend_destroy(&c->hb);
+    ks_backend_destroy(&c->db);
 }
 
 static size_t in_use(const ctx *c) { return ks_backend_memory_in_use(c->db); }
@@ -1163,12 +1163,12 @@ static void compare_setups(const char *name, const ks_csr *A, ks_amg_algorithm a
             EXPECT(!(staged & (1u << op)), "%s: step '%s' ran staged on the host", name,
                    ks_amg_op_names[op]);
     }
-    ks_solver_destroy(sh);
-    ks_solver_destroy(sd);
-    ks_matrix_destroy(Mh);
-    ks_matrix_destroy(Md);
-    ks_backend_destroy(hb);
-    ks_backend_destroy(db);
+    ks_solver_destroy(&sh);
+    ks_solver_destroy(&sd);
+    ks_matrix_destroy(&Mh);
+    ks_matrix_destroy(&Md);
+    ks_backend_destroy(&hb);
+    ks_backend_destroy(&db);
     notes_check(name);
 }
 

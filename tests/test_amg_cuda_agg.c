@@ -97,8 +97,8 @@ START_TEST(aggregates_generated)
     }
     compare(cpu, cu, &D, 0.0, 0, "diagonal");
     ks_csr_free(&D);
-    ks_backend_destroy(cpu);
-    ks_backend_destroy(cu);
+    ks_backend_destroy(&cpu);
+    ks_backend_destroy(&cu);
 }
 END_TEST
 
@@ -119,8 +119,8 @@ START_TEST(aggregates_real)
         compare(cpu, cu, &A, 0.0, 0, names[k]);
         ks_csr_free(&A);
     }
-    ks_backend_destroy(cpu);
-    ks_backend_destroy(cu);
+    ks_backend_destroy(&cpu);
+    ks_backend_destroy(&cu);
 }
 END_TEST
 

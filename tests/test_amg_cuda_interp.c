@@ -48,8 +48,8 @@ static void ctx_init(ctx *x)
 
 static void ctx_free(ctx *x)
 {
-    ks_backend_destroy(x->cpu);
-    ks_backend_destroy(x->cu);
+    ks_backend_destroy(&x->cpu);
+    ks_backend_destroy(&x->cu);
 }
 
 /* A problem on the host and on both backends. */

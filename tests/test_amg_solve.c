@@ -74,10 +74,10 @@ static void prob_gen(prob *p, const char *backend, ks_gen_kind kind, int nx, int
 
 static void prob_free(prob *p)
 {
-    ks_vec_destroy(p->b);
-    ks_vec_destroy(p->x);
-    ks_matrix_destroy(p->M);
-    ks_backend_destroy(p->be);
+    ks_vec_destroy(&p->b);
+    ks_vec_destroy(&p->x);
+    ks_matrix_destroy(&p->M);
+    ks_backend_destroy(&p->be);
     ks_csr_free(&p->A);
     free(p->bh);
 }
@@ -115,7 +115,7 @@ static void run(prob *p, const ks_solver_params *prm, result *r, ks_solver **kee
     if (keep)
         *keep = s;
     else
-        ks_solver_destroy(s);
+        ks_solver_destroy(&s);
 }
 
 static void assert_converged(const result *r, int max_iters, const char *what)
@@ -158,7 +158,7 @@ START_TEST(test_pcg_amg_3d)
     ck_assert_int_ge(amg->nlevels, 3);
     ck_assert(amg->operator_complexity > 1.0 && amg->operator_complexity < 4.0);
     ck_assert(amg->grid_complexity > 1.0 && amg->grid_complexity < 2.0);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     free(r.x);
     prob_free(&p);
 }
@@ -177,7 +177,7 @@ START_TEST(test_single_level)
     run(&p, &prm, &r, &s);
     ck_assert_int_eq(ks_precond_amg(s->pc)->nlevels, 1);
     assert_converged(&r, 1, "PCG + one-level AMG");
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     free(r.x);
     params(&prm, "AMG");
     run(&p, &prm, &r, NULL);
@@ -205,7 +205,7 @@ static double amg_factor(ks_gen_kind kind, int nx, int ny, int nz, const char *c
     ck_assert_int_eq(st->history_len, r.iters + 1);
     double f = pow(st->history[r.iters] / st->history[0], 1.0 / r.iters);
     *iters = r.iters;
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     free(r.x);
     prob_free(&p);
     return f;
@@ -355,7 +355,7 @@ START_TEST(test_aggregation)
     const ks_amg *amg = ks_precond_amg(s->pc);
     ck_assert_int_ge(amg->nlevels, 2);
     ck_assert(amg->operator_complexity < 2.0);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     free(r.x);
     prob_free(&p);
 }
@@ -395,9 +395,9 @@ START_TEST(test_aggressive)
     ck_assert_msg(a2->levels[1].A.nnz != a1->levels[1].A.nnz || r2.iters != r1.iters ||
                       r2.true_rel != r1.true_rel,
                   "the D1 second stage gave the D2 hierarchy and solve");
-    ks_solver_destroy(s0);
-    ks_solver_destroy(s1);
-    ks_solver_destroy(s2);
+    ks_solver_destroy(&s0);
+    ks_solver_destroy(&s1);
+    ks_solver_destroy(&s2);
     free(r0.x);
     free(r1.x);
     free(r2.x);
@@ -430,8 +430,8 @@ START_TEST(test_hmis_block_rows)
     run(&p, &prm, &r2, NULL);
     ck_assert_int_eq(r2.iters, r0.iters);
     ck_assert(memcmp(r2.x, r0.x, sizeof(double) * (size_t)p.n) == 0);
-    ks_solver_destroy(s0);
-    ks_solver_destroy(s1);
+    ks_solver_destroy(&s0);
+    ks_solver_destroy(&s1);
     free(r0.x);
     free(r1.x);
     free(r2.x);
@@ -514,7 +514,7 @@ static void resetup_case(const ks_csr *A, const double *v, ks_solver_params *prm
     free(r0.x);
     free(rf.x);
     free(rr.x);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     ks_csr_free(&B);
     prob_free(&p);
     prob_free(&q);
@@ -603,8 +603,8 @@ START_TEST(test_resetup_pattern_change)
     KS_CHECK(ks_solver_solve(s, p.b, p.x));
     ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_CONVERGED);
     ck_assert(ks_solver_stats(s)->true_relative_residual < 1e-7);
-    ks_solver_destroy(s);
-    ks_matrix_destroy(MB);
+    ks_solver_destroy(&s);
+    ks_matrix_destroy(&MB);
     ks_csr_free(&B);
     prob_free(&p);
 }
@@ -633,7 +633,7 @@ START_TEST(test_zero_diagonal)
                   "message: %s", ks_last_error());
     /* the failed setup leaves the solver unusable, not crashing */
     ck_assert_int_eq(ks_solver_solve(s, p.b, p.x), KS_ERR_ARG);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -659,12 +659,12 @@ START_TEST(test_empty_matrix)
         ck_assert_msg(strstr(ks_last_error(), "AMG setup: the matrix is 0 x 0") &&
                           !strstr(ks_last_error(), "Chebyshev"),
                       "%s", ks_last_error());
-        ks_solver_destroy(s);
-        ks_config_destroy(cfg);
+        ks_solver_destroy(&s);
+        ks_config_destroy(&cfg);
     }
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_csr_free(&A);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -704,8 +704,8 @@ START_TEST(test_setup_again_after_failure)
     ck_assert(memcmp(x1, x2, (size_t)good.n * sizeof(double)) == 0);
     free(x1);
     free(x2);
-    ks_solver_destroy(s);
-    ks_matrix_destroy(Mbad);
+    ks_solver_destroy(&s);
+    ks_matrix_destroy(&Mbad);
     prob_free(&good);
 }
 END_TEST
@@ -733,7 +733,7 @@ static void oom_case(const char *backend)
     KS_CHECK(ks_solver_solve(s, p.b, p.x));
     const int iters = ks_solver_stats(s)->iterations;
     const size_t need = ks_backend_memory_peak(p.be) - base;
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     ck_assert_uint_eq(ks_backend_memory_in_use(p.be), base);
     ck_assert(need > 0);
     int failures = 0;
@@ -757,7 +757,7 @@ static void oom_case(const char *backend)
         KS_CHECK(ks_vec_fill(p.x, 0.0));
         KS_CHECK(ks_solver_solve(s, p.b, p.x));
         ck_assert_int_eq(ks_solver_stats(s)->iterations, iters);
-        ks_solver_destroy(s);
+        ks_solver_destroy(&s);
         ck_assert_uint_eq(ks_backend_memory_in_use(p.be), before);
     }
     ck_assert_msg(failures >= 3, "only %d limits made the setup fail", failures);
@@ -798,7 +798,7 @@ START_TEST(test_resetup_zero_diagonal)
     ck_assert_int_eq(ks_solver_stats(s)->iterations, r.iters);
     free(v);
     free(r.x);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -855,7 +855,7 @@ START_TEST(test_print)
         snprintf(row, sizeof row, "%12ld", (long)amg->levels[l].A.nrows);
         ck_assert_msg(strstr(buf, row) != NULL, "level %d (%s rows) missing:\n%s", l, row, buf);
     }
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     free(r.x);
     prob_free(&p);
 }
@@ -885,7 +885,7 @@ START_TEST(test_matrix_set_values)
     v[3] = NAN;
     ck_assert_int_eq(ks_matrix_set_values(p.M, v), KS_ERR_NUMERIC);
     ck_assert(ks_matrix_host_csr(p.M)->val[3] == p.A.val[3] * 1.03);
-    ks_vec_destroy(yv);
+    ks_vec_destroy(&yv);
     free(v);
     free(y);
     free(ref);
@@ -929,7 +929,7 @@ START_TEST(test_cuda_gs_unsupported)
     KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
     ck_assert_int_eq(ks_solver_setup(s, p.M), KS_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(ks_last_error(), "cpu backend") != NULL, "%s", ks_last_error());
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -1012,7 +1012,7 @@ START_TEST(test_cuda_resetup)
     free(x);
     free(v);
     free(r0.x);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     ks_csr_free(&A);
     prob_free(&p);
 }
@@ -1093,8 +1093,8 @@ START_TEST(test_float_hierarchy)
         double extra = 4.0 * ((double)L1->A.nnz - L1->P.nnz - L1->R.nnz);
         ck_assert_msg(bf == bd + extra, "%s: level 1 %g bytes (float) vs %g + %g", algs[a], bf,
                       bd, extra);
-        ks_solver_destroy(s);
-        ks_solver_destroy(sd);
+        ks_solver_destroy(&s);
+        ks_solver_destroy(&sd);
         free(rd.x);
         free(rf.x);
         prob_free(&p);
@@ -1179,8 +1179,8 @@ static void graph_case(const char *alg, const char *smoother, const char *cycle,
     ck_assert_ptr_eq(amg->graph_A, p.M->state);
     solve_into(&p, s, y, x2, 0);
     ck_assert_msg(memcmp(x1, x2, bytes) == 0, "graph after new values differs from direct");
-    ks_vec_destroy(y);
-    ks_solver_destroy(s);
+    ks_vec_destroy(&y);
+    ks_solver_destroy(&s);
     free(v);
     free(x0);
     free(x1);
@@ -1278,7 +1278,7 @@ START_TEST(test_hierarchy_info_profile)
     KS_CHECK(ks_solver_profile_cycles(s, 1));
     KS_CHECK(ks_solver_hierarchy(s, &hi));
     ck_assert_int_eq(hi.levels[0].step_calls[KS_STEP_SMOOTH], 0);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
 
     /* Not AMG: no hierarchy, no profile. */
     prm.pc.solver[0] = '\0';
@@ -1289,7 +1289,7 @@ START_TEST(test_hierarchy_info_profile)
     ck_assert_int_eq(hi.nlevels, 0);
     ck_assert_int_eq(ks_solver_profile_cycles(s, 1), KS_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "JACOBI"));
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST

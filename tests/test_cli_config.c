@@ -68,7 +68,7 @@ START_TEST(test_defaults)
         ck_assert_str_eq(key, order[i++]);
     }
     json_decref(t);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -103,8 +103,8 @@ START_TEST(test_dump_roundtrip)
         ck_assert(ks_config_solver_params(a)->tolerance == ks_config_solver_params(b)->tolerance);
         free(d1);
         free(d2);
-        ks_config_destroy(a);
-        ks_config_destroy(b);
+        ks_config_destroy(&a);
+        ks_config_destroy(&b);
     }
 }
 END_TEST
@@ -118,7 +118,7 @@ START_TEST(test_problem_keys)
         snprintf(json, sizeof json, "{\"backend\": \"%s\"}", backends[i]);
         ks_config *cfg = load(json);
         ck_assert_str_eq(ks_problem_params_of(cfg)->backend, backends[i]);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
     static const int tpr[] = {0, 1, 2, 4, 8, 16, 32};
     for (int i = 0; i < 7; i++) {
@@ -126,7 +126,7 @@ START_TEST(test_problem_keys)
         snprintf(json, sizeof json, "{\"spmv\": {\"threads_per_row\": %d}}", tpr[i]);
         ks_config *cfg = load(json);
         ck_assert_int_eq(ks_problem_params_of(cfg)->spmv.threads_per_row, tpr[i]);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
     static const char *const rhs[] = {"A_ones", "ones", "A_sin", "zero"};
     for (int i = 0; i < 4; i++) {
@@ -135,7 +135,7 @@ START_TEST(test_problem_keys)
         ks_config *cfg = load(json);
         ck_assert_str_eq(ks_problem_params_of(cfg)->rhs_kind, rhs[i]);
         ck_assert_str_eq(ks_problem_params_of(cfg)->rhs_file, "");
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
     for (int g = 0; g <= (int)KS_GEN_CONVDIFF3D; g++) {
         char json[128];
@@ -147,7 +147,7 @@ START_TEST(test_problem_keys)
         ck_assert_int_eq(p->gen.nx, 5);
         ck_assert_int_eq(p->gen.ny, 5);
         ck_assert_int_eq(p->gen.nz, g <= (int)KS_GEN_POISSON2D_9 ? 1 : 5);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
 
     ks_config *cfg = load("{\"spmv_format\": \"csr\", \"matrix\": {\"generator\": \"aniso3d\","
@@ -165,21 +165,21 @@ START_TEST(test_problem_keys)
     ck_assert_str_eq(p->rhs_file, "b.mtx"); /* from a string: not resolved */
     ck_assert_str_eq(p->rhs_kind, "");
     ck_assert_str_eq(p->solution_file, "out/x.mtx");
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 
     cfg = load("{\"matrix\": {\"generator\": \"poisson2d_5\", \"n\": [7, 3]}}");
     p = ks_problem_params_of(cfg);
     ck_assert_int_eq(p->gen.nx, 7);
     ck_assert_int_eq(p->gen.ny, 3);
     ck_assert_int_eq(p->gen.nz, 1);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 
     cfg = load("{\"matrix\": {\"file\": \"/abs/A.mtx\"}}");
     ck_assert_str_eq(ks_problem_params_of(cfg)->matrix_file, "/abs/A.mtx");
     json_t *t = dump_tree(cfg);
     ck_assert_ptr_null(json_object_get(json_object_get(t, "matrix"), "generator"));
     json_decref(t);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -320,7 +320,7 @@ START_TEST(test_set)
     ck_assert_str_eq(ks_config_solver_params(cfg)->solver, sp.solver);
     free(before);
     free(after);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -341,7 +341,7 @@ START_TEST(test_set_exclusive)
     KS_CHECK(ks_config_set(cfg, "matrix.n", "12"));
     ck_assert_str_eq(ks_problem_params_of(cfg)->matrix_file, "");
     ck_assert_int_eq(ks_problem_params_of(cfg)->gen.nx, 12);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -363,7 +363,7 @@ START_TEST(test_set_many)
     ck_assert_int_eq(ks_config_set_many(cfg, 2, keys2, vals2), KS_ERR_CONFIG);
     ck_assert(strstr(ks_last_error(), "solver.max_iters"));
     ck_assert_str_eq(ks_problem_params_of(cfg)->rhs_kind, "A_ones");
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -379,8 +379,8 @@ START_TEST(test_scope_block)
     ck_assert_ptr_nonnull(ks_problem_params_of(tool));
     ck_assert_ptr_eq(ks_config_scope_block(tool, &ks_problem_scope), ks_problem_params_of(tool));
     ck_assert_ptr_null(ks_problem_params_of(NULL));
-    ks_config_destroy(lib);
-    ks_config_destroy(tool);
+    ks_config_destroy(&lib);
+    ks_config_destroy(&tool);
 
     /* A scope may not redefine a key of the library's. */
     static const ks_key_spec clash_keys[] = {{.path = "solver", .type = KT_SCOPE}};
@@ -430,8 +430,8 @@ START_TEST(test_example_configs)
         char *d = ks_config_dump(cfg);
         ks_config *back = load(d);
         free(d);
-        ks_config_destroy(back);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&back);
+        ks_config_destroy(&cfg);
     }
 }
 END_TEST
@@ -465,7 +465,7 @@ START_TEST(test_relative_paths)
     snprintf(want, sizeof want, "\"%s/A.mtx\"", dir);
     ck_assert_msg(strstr(d, want), "%s", d);
     free(d);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
     remove(path);
     rmdir(dir);
 }
@@ -493,14 +493,14 @@ START_TEST(test_docs_cover_keys)
         json_t *t = dump_tree(cfg);
         cfgtest_check_documented(doc, t, "");
         json_decref(t);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
     /* And the documented defaults are the defaults. */
     ks_config *cfg = load("{}");
     json_t *t = dump_tree(cfg);
     cfgtest_check_defaults(doc, t, "");
     json_decref(t);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 

@@ -114,7 +114,7 @@ START_TEST(test_defaults)
     /* The library's keys only: config_version and the solver tree. */
     ck_assert_int_eq(json_object_size(t), 2);
     json_decref(t);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -144,8 +144,8 @@ START_TEST(test_dump_roundtrip)
         ck_assert(ks_config_solver_params(a)->tolerance == ks_config_solver_params(b)->tolerance);
         free(d1);
         free(d2);
-        ks_config_destroy(a);
-        ks_config_destroy(b);
+        ks_config_destroy(&a);
+        ks_config_destroy(&b);
     }
 }
 END_TEST
@@ -165,7 +165,7 @@ START_TEST(test_solver_keys)
         /* Unpreconditioned methods drop the default AMG; the AMG solver
          * keeps its settings in pc.amg. */
         ck_assert_str_eq(s->pc.solver, pcs[i]);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
 
     ks_config *cfg = load("{\"solver\": {\"scope\": \"main\", \"max_iters\": 7, \"tolerance\": 0,"
@@ -185,7 +185,7 @@ START_TEST(test_solver_keys)
     ck_assert(s->divergence_factor == 1e3);
     ck_assert_str_eq(s->pc.solver, "JACOBI"); /* BLOCK_JACOBI is an alias */
     ck_assert(s->pc.relaxation_factor == 2.0);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 
     cfg = load("{\"solver\": {\"convergence\": \"RELATIVE_INI_CORE\", \"norm\": \"LMAX\","
                " \"tolerance\": 1e-12, \"monitor_residual\": false, \"store_res_history\": 1,"
@@ -197,7 +197,7 @@ START_TEST(test_solver_keys)
     ck_assert_int_eq(s->monitor_residual, 0);
     ck_assert_int_eq(s->store_res_history, 1);
     ck_assert_str_eq(s->pc.solver, "NOSOLVER");
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 
     cfg = load("{\"solver\": {\"convergence\": \"RELATIVE_INI\", \"norm\": \"L2\","
                " \"preconditioner\": {\"solver\": \"JACOBI_L1\", \"relaxation_factor\": 0.5}}}");
@@ -206,12 +206,12 @@ START_TEST(test_solver_keys)
     ck_assert_int_eq(s->norm, KS_NORM_L2);
     ck_assert_str_eq(s->pc.solver, "JACOBI_L1");
     ck_assert(s->pc.relaxation_factor == 0.5);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 
     /* CG with an explicit NOSOLVER is fine. */
     cfg = load("{\"solver\": {\"solver\": \"CG\", \"preconditioner\": \"NOSOLVER\"}}");
     ck_assert_str_eq(ks_config_solver_params(cfg)->pc.solver, "NOSOLVER");
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -379,7 +379,7 @@ START_TEST(test_set)
     ck_assert_str_eq(ks_config_solver_params(cfg)->solver, sp.solver);
     free(before);
     free(after);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -397,7 +397,7 @@ START_TEST(test_set_many)
     ck_assert_int_eq(ks_config_set_many(cfg, 2, keys2, vals2), KS_ERR_CONFIG);
     ck_assert(strstr(ks_last_error(), "solver.norm"));
     ck_assert_int_eq(ks_config_solver_params(cfg)->max_iters, 1000);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -462,7 +462,7 @@ START_TEST(test_amg_keys)
         else
             ck_assert_ptr_null(json_object_get(at(t, "solver", NULL, NULL), "selector"));
         json_decref(t);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
 
     /* The string shorthand of the smoother, AmgX's spellings, other values. */
@@ -475,7 +475,7 @@ START_TEST(test_amg_keys)
                  smoothers[i], i % 3 == 0 ? "V" : i % 3 == 1 ? "W" : "F");
         ks_config *cfg = load(json);
         ck_assert_str_eq(ks_name_of(ks_amg_smoother_names, ks_config_solver_params(cfg)->pc.amg.smoother.solver), smoothers[i]);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
     ks_config *cfg = load("{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\","
                           " \"smoother\": {\"solver\": \"BLOCK_JACOBI\", \"relaxation_factor\": 0},"
@@ -488,11 +488,11 @@ START_TEST(test_amg_keys)
     ck_assert(a->smoother.relaxation_factor == 0.0); /* 0: the smoother's own default */
     ck_assert_str_eq(ks_name_of(ks_amg_selector_names, a->selector), "HMIS");
     ck_assert_str_eq(ks_name_of(ks_amg_interp_names, a->interpolator), "D2");
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
     cfg = load(SOLVER_AMG("\"aggressive_levels\": 2, \"aggressive_interpolator\": \"D1\""));
     ck_assert_int_eq(ks_config_solver_params(cfg)->pc.amg.aggressive_levels, 2);
     ck_assert_int_eq(ks_config_solver_params(cfg)->pc.amg.aggressive_interpolator, KS_AMG_D1);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -507,20 +507,20 @@ START_TEST(test_amg_aggregation_theta)
     ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == 0.08);
     KS_CHECK(ks_config_set(cfg, "solver.preconditioner.algorithm", "CLASSICAL"));
     ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == 0.08);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
     cfg = load(SOLVER_AMG("\"algorithm\": \"AGGREGATION\""));
     ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == 0.0);
     char *d = ks_config_dump(cfg);
     ks_config *back = load(d);
     ck_assert(ks_config_solver_params(back)->pc.amg.strength_threshold == 0.0);
     free(d);
-    ks_config_destroy(back);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&back);
+    ks_config_destroy(&cfg);
     ks_amg_params a;
     ks_amg_params_default(&a);
     cfg = load(PC_AMG("\"algorithm\": \"CLASSICAL\""));
     ck_assert(ks_config_solver_params(cfg)->pc.amg.strength_threshold == a.strength_threshold);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -545,7 +545,7 @@ START_TEST(test_amgx_example)
     ck_assert_int_eq(s->pc.amg.postsweeps, 1);
     ck_assert_str_eq(ks_name_of(ks_amg_cycle_names, s->pc.amg.cycle), "V");
     ck_assert_int_eq(s->pc.amg.max_levels, 25);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -676,7 +676,8 @@ START_TEST(test_choices_checked_at_load)
     for (int i = 0; i < 4; i++) {
         char json[128];
         snprintf(json, sizeof json, PC_AMG("\"spmv_format\": \"%s\""), good[i]);
-        ks_config_destroy(load(json));
+        ks_config *c = load(json);
+        ks_config_destroy(&c);
     }
     expect_fail(PC_AMG("\"smoother\": {\"solver\": \"GS\", \"chebyshev_degree\": 3}"),
                 KS_ERR_CONFIG,
@@ -698,7 +699,7 @@ START_TEST(test_choices_checked_at_load)
     ck_assert_msg(strstr(ks_last_error(), "chebyshev_degree"), "%s", ks_last_error());
     ck_assert_int_eq(ks_config_set(cfg, "solver.preconditioner.spmv_format", "bogusfmt"),
                      KS_ERR_CONFIG);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
     KS_CHECK(ks_config_create_default(&cfg));
     KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother", "GS"));
     ck_assert_int_eq(ks_config_set(cfg, "solver.preconditioner.smoother.chebyshev_degree", "3"),
@@ -706,7 +707,7 @@ START_TEST(test_choices_checked_at_load)
     char *d = ks_config_dump(cfg); /* keys that do not apply are not dumped */
     ck_assert_ptr_null(strstr(d, "chebyshev_degree"));
     free(d);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -752,7 +753,7 @@ START_TEST(test_amg_set)
     ck_assert_str_eq(ks_config_solver_params(cfg)->solver, "AMG");
     ck_assert_str_eq(ks_config_solver_params(cfg)->pc.solver, "AMG");
     ck_assert_str_eq(ks_name_of(ks_amg_cycle_names, ks_config_solver_params(cfg)->pc.amg.cycle), "W");
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 
@@ -790,8 +791,8 @@ START_TEST(test_example_configs)
         char *d = ks_config_dump(cfg);
         ks_config *back = load(d);
         free(d);
-        ks_config_destroy(back);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&back);
+        ks_config_destroy(&cfg);
     }
     ks_config *cfg = (ks_config *)0x1;
     ck_assert_int_eq(ks_config_create_from_file(source_path("examples/configs/bicgstab_amg.json"),
@@ -830,7 +831,7 @@ START_TEST(test_tool_keys_unknown)
     /* The library's own block is reachable as a scope; no other is. */
     ck_assert_ptr_eq(ks_config_scope_block(cfg, &ks_config_solver_scope),
                      ks_config_solver_params(cfg));
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 
     /* A config file's tool keys fail the same way, naming the file. */
     const char *path = ks_test_write_tmp(".json", "{\"matrix\": {\"file\": \"A.mtx\"}}");
@@ -857,14 +858,14 @@ START_TEST(test_docs_cover_keys)
         json_t *t = dump_tree(cfg);
         cfgtest_check_documented(doc, t, "");
         json_decref(t);
-        ks_config_destroy(cfg);
+        ks_config_destroy(&cfg);
     }
     /* And the documented defaults are the defaults. */
     ks_config *cfg = load("{}");
     json_t *t = dump_tree(cfg);
     cfgtest_check_defaults(doc, t, "");
     json_decref(t);
-    ks_config_destroy(cfg);
+    ks_config_destroy(&cfg);
 }
 END_TEST
 

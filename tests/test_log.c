@@ -79,13 +79,13 @@ static void solve(const char *pc)
     ck_assert_int_eq(ks_vec_fill(x, 0.0), KS_OK);
     ck_assert_int_eq(ks_solver_solve(s, b, x), KS_OK);
     ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_CONVERGED);
-    ks_vec_destroy(x);
-    ks_vec_destroy(b);
-    ks_solver_destroy(s);
-    ks_config_destroy(cfg);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&b);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+    ks_matrix_destroy(&M);
     ks_csr_free(&A);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 
 START_TEST(test_callback_gets_monitor_and_summary)

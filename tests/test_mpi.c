@@ -99,11 +99,11 @@ START_TEST(test_vec_layout)
     double s = 0;
     KS_ALL(ks_vec_norm1(v, &s));
     ALL(s == (double)off[nranks], "norm1 of ones %g, expected %lld", s, (long long)off[nranks]);
-    ks_vec_destroy(v);
+    ks_vec_destroy(&v);
     /* a local vector: begin 0, global = local */
     KS_ALL(ks_vec_create(be, 5, &v));
     ALL(ks_vec_row_begin(v) == 0 && ks_vec_global_size(v) == 5 && !ks_vec_comm(v), "local");
-    ks_vec_destroy(v);
+    ks_vec_destroy(&v);
     ALL(ks_comm_rank(comm) == rank && ks_comm_size(comm) == nranks, "comm rank/size");
 }
 END_TEST
@@ -271,9 +271,9 @@ START_TEST(test_ghost_map)
         ok = ok && fabs(ys[i] - want) <= 1e-14 * fabs(want);
     }
     ALL(ok, "hand-made product");
-    ks_vec_destroy(x);
-    ks_vec_destroy(y);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
+    ks_matrix_destroy(&M);
     free(rp);
     free(ci);
     free(val);
@@ -357,9 +357,9 @@ static void spmv_trial(ks_backend *b, int trial)
     double err = ks_test_max_relerr(yl, yg + off[rank], nloc);
     ALL(err <= 1e-14, "%s, trial %d: distributed SpMV differs from the reference by %g",
         ks_backend_name(b), trial, err);
-    ks_vec_destroy(x);
-    ks_vec_destroy(y);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
+    ks_matrix_destroy(&M);
     ks_csr_free(&A);
     free(rp);
     free(ci);
@@ -420,8 +420,8 @@ static void check_reductions(const ks_int *count)
             KS_CHECK(ks_vec_dot2(xq, yq, xq, xq, d2));
             KS_CHECK(ks_vec_axpy(a, xq, yq));
             KS_CHECK(ks_vec_dot(yq, yq, &yy2));
-            ks_vec_destroy(xq);
-            ks_vec_destroy(yq);
+            ks_vec_destroy(&xq);
+            ks_vec_destroy(&yq);
         }
         e_dot += d;
         e_xx += xx;
@@ -472,10 +472,10 @@ static void check_reductions(const ks_int *count)
     ks_vec *loc = NULL;
     KS_ALL(ks_vec_create(be, nloc, &loc));
     EXPECT_ERR(ks_vec_copy(x, loc), KS_ERR_ARG, "local");
-    ks_vec_destroy(loc);
-    ks_vec_destroy(z);
-    ks_vec_destroy(x);
-    ks_vec_destroy(y);
+    ks_vec_destroy(&loc);
+    ks_vec_destroy(&z);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
     free(xg);
     free(yg);
 }
@@ -522,8 +522,8 @@ START_TEST(test_reductions)
     double mx[2] = {(double)rank, rank == nranks - 1 ? NAN : 0.0};
     KS_ALL(ks_comm_max(comm, mx, 2));
     ALL(mx[0] == nranks - 1 && isnan(mx[1]), "ks_comm_max %g %g", mx[0], mx[1]);
-    ks_vec_destroy(u);
-    ks_vec_destroy(v);
+    ks_vec_destroy(&u);
+    ks_vec_destroy(&v);
 }
 END_TEST
 
@@ -639,10 +639,10 @@ static void solve_with(ks_matrix *M, const char *solver, const char *pc, solve_o
     o->hist = malloc(((size_t)o->hist_len + 1) * sizeof *o->hist);
     memcpy(o->hist, st->history, (size_t)o->hist_len * sizeof *o->hist);
     free(bh);
-    ks_vec_destroy(b);
-    ks_vec_destroy(x);
-    ks_solver_destroy(s);
-    ks_config_destroy(cfg);
+    ks_vec_destroy(&b);
+    ks_vec_destroy(&x);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
 }
 
 /* The distributed matrix of g on backend b in even blocks, or with rank 1
@@ -691,8 +691,8 @@ static void compare_solves_on(ks_backend *b, const ks_gen_params *g, const char 
         ks_solve_status_name(dis.status), dis.iterations, err);
     out_free(&ser);
     out_free(&dis);
-    ks_matrix_destroy(M);
-    ks_matrix_destroy(S);
+    ks_matrix_destroy(&M);
+    ks_matrix_destroy(&S);
     ks_csr_free(&A);
 }
 
@@ -753,7 +753,7 @@ START_TEST(test_same_bits_twice)
         out_free(&a);
         out_free(&b);
     }
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
 }
 END_TEST
 
@@ -810,7 +810,7 @@ START_TEST(test_bad_rows)
     /* and the good rows still work */
     KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
                                  "auto", NULL, &M));
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_dist_csr_free(&D);
 }
 END_TEST
@@ -849,13 +849,13 @@ START_TEST(test_bad_vectors)
     KS_ALL(ks_vec_fill(y, 0.0));
     KS_ALL(ks_solver_solve(s, b, y));
     ALL(ks_solver_stats(s)->status == KS_SOLVE_CONVERGED, "the fitting solve");
-    ks_solver_destroy(s);
-    ks_config_destroy(cfg);
-    ks_vec_destroy(loc);
-    ks_vec_destroy(bad);
-    ks_vec_destroy(y);
-    ks_vec_destroy(b);
-    ks_matrix_destroy(M);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+    ks_vec_destroy(&loc);
+    ks_vec_destroy(&bad);
+    ks_vec_destroy(&y);
+    ks_vec_destroy(&b);
+    ks_matrix_destroy(&M);
     ks_dist_csr_free(&D);
 }
 END_TEST
@@ -892,7 +892,7 @@ START_TEST(test_device_backend)
                KS_ERR_UNSUPPORTED, "no gather");
     ALL(M == NULL, "no matrix after a failure");
     nog->ops = orig;
-    ks_backend_destroy(nog);
+    ks_backend_destroy(&nog);
     ks_dist_csr_free(&D);
     /* a real cuda backend where every rank has a device: staged for real */
     int have = ks_backend_available("cuda");
@@ -909,7 +909,7 @@ START_TEST(test_device_backend)
         g.vx = 8.0;
         g.vy = -4.0;
         compare_solves_on(cuda, &g, "PBICGSTAB", "JACOBI_L1", 1);
-        ks_backend_destroy(cuda);
+        ks_backend_destroy(&cuda);
     }
 }
 END_TEST
@@ -949,10 +949,10 @@ START_TEST(test_amg_refused)
         ks_solver *s = NULL;
         KS_ALL(ks_solver_create(be, cfg, &s));
         EXPECT_ERR(ks_solver_setup(s, M), KS_ERR_UNSUPPORTED, "distributed AMG is not done yet");
-        ks_solver_destroy(s);
-        ks_config_destroy(cfg);
+        ks_solver_destroy(&s);
+        ks_config_destroy(&cfg);
     }
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_dist_csr_free(&D);
 }
 END_TEST
@@ -978,9 +978,9 @@ START_TEST(test_jacobi_zero_diagonal)
     if (rank != last)
         snprintf(who, sizeof who, "rank %d: ", last);
     EXPECT_ERR(ks_solver_setup(s, M), KS_ERR_NUMERIC, who);
-    ks_solver_destroy(s);
-    ks_config_destroy(cfg);
-    ks_matrix_destroy(M);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+    ks_matrix_destroy(&M);
     ks_dist_csr_free(&D);
 }
 END_TEST

@@ -482,7 +482,7 @@ static void check_problem(const ks_csr *A, int lay, double theta, double mrs, co
     free(cf2);
     free(prom);
     ks_dist_strength_free(&D);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_strength_free(&S);
 }
 
@@ -694,13 +694,13 @@ START_TEST(test_errors)
     ks_dist_coarse_free(&C);
     free(cf);
     ks_dist_strength_free(&D);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_matrix *L = NULL;
     KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &L));
     e = ks_dist_strength_classical(L, 0.25, 1.0, &D);
     ck_assert_msg(e == KS_ERR_ARG && strstr(ks_last_error(), "not distributed"), "%s",
                   ks_last_error());
-    ks_matrix_destroy(L);
+    ks_matrix_destroy(&L);
     ks_csr_free(&A);
 }
 END_TEST
@@ -815,7 +815,7 @@ static void check_ext_problem(const ks_csr *A, int lay, double theta, double mrs
     free(cf);
     free(prom);
     ks_dist_strength_free(&D);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_strength_free(&S);
 }
 
@@ -890,7 +890,7 @@ START_TEST(test_extended_errors)
     ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "extended+i"),
         "extended+i with a local matrix on rank 0: got %s (%s)", ks_error_name(e),
         ks_last_error());
-    ks_matrix_destroy(L);
+    ks_matrix_destroy(&L);
     KS_ALL(ks_dist_interp_extended_i(M, &D, cf, &C, &DP));
     ALL(DP.nloc == D.nloc && DP.rowptr[DP.nloc] >= C.nc,
         "extended+i rows after the errors");
@@ -898,7 +898,7 @@ START_TEST(test_extended_errors)
     ks_dist_coarse_free(&C);
     free(cf);
     ks_dist_strength_free(&D);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_csr_free(&A);
 }
 END_TEST

@@ -305,10 +305,10 @@ START_TEST(test_read_then_apply)
     free(mine);
     free(x);
     free(y);
-    ks_vec_destroy(xv);
-    ks_vec_destroy(yv);
-    ks_matrix_destroy(M);
-    ks_backend_destroy(be);
+    ks_vec_destroy(&xv);
+    ks_vec_destroy(&yv);
+    ks_matrix_destroy(&M);
+    ks_backend_destroy(&be);
     ks_csr_free(&G);
     ks_dist_csr_free(&D);
     remove_shared(p);

@@ -286,9 +286,9 @@ static void check_coarse_matrix(const ks_dist_csr *Dc, const ks_csr *Ac, const c
     free(yl);
     free(x);
     free(y);
-    ks_vec_destroy(xv);
-    ks_vec_destroy(yv);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&xv);
+    ks_vec_destroy(&yv);
+    ks_matrix_destroy(&M);
 }
 
 /* P's rows fetched for M's ghost columns: row g is the global P's row of
@@ -413,7 +413,7 @@ static int check_amg_p(const ks_csr *A, int lay, double theta, unsigned long lon
     ks_dist_strength_free(&D);
     free(cfs);
     ks_strength_free(&S);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     return es == KS_OK;
 }
 
@@ -473,7 +473,7 @@ START_TEST(test_random_splitting)
                  trial % 2 ? " (rank 1 without C points)" : "", lay);
         check_rap(&A, M, &P, &DP, what);
         ks_dist_prows_free(&DP);
-        ks_matrix_destroy(M);
+        ks_matrix_destroy(&M);
         ks_csr_free(&P);
         ks_csr_free(&A);
     }
@@ -499,7 +499,7 @@ START_TEST(test_tiny)
         prows_of(&P, off, c_begin, nc, &DP);
         check_rap(&A, M, &P, &DP, "3 rows");
         ks_dist_prows_free(&DP);
-        ks_matrix_destroy(M);
+        ks_matrix_destroy(&M);
         ks_csr_free(&P);
         ks_csr_free(&A);
     }
@@ -552,7 +552,7 @@ START_TEST(test_errors)
     KS_ALL(ks_dist_rap(M, &DP, &X));
     ks_dist_csr_free(&X);
     ks_dist_prows_free(&DP);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_csr_free(&P);
     ks_csr_free(&A);
 }

@@ -65,10 +65,10 @@ static void prob_gen(prob *p, const char *backend, ks_gen_kind kind, int nx, int
 
 static void prob_free(prob *p)
 {
-    ks_vec_destroy(p->b);
-    ks_vec_destroy(p->x);
-    ks_matrix_destroy(p->M);
-    ks_backend_destroy(p->be);
+    ks_vec_destroy(&p->b);
+    ks_vec_destroy(&p->x);
+    ks_matrix_destroy(&p->M);
+    ks_backend_destroy(&p->be);
     ks_csr_free(&p->A);
     free(p->xk);
     free(p->bh);
@@ -163,7 +163,7 @@ START_TEST(cg_poisson3d)
     ck_assert_str_eq(ks_solver_name(s), "CG");
     ck_assert_str_eq(ks_solver_preconditioner_name(s), "NOSOLVER");
     ck_assert(st->setup_seconds >= 0.0 && st->solve_seconds > 0.0);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -185,8 +185,8 @@ START_TEST(pcg_jacobi_poisson2d)
     const ks_solve_stats *st2 = run(&p, &prm, &s2);
     ck_assert_msg(abs(st2->iterations - its) <= 1, "CG %d vs PCG+Jacobi %d its",
                   st2->iterations, its);
-    ks_solver_destroy(s);
-    ks_solver_destroy(s2);
+    ks_solver_destroy(&s);
+    ks_solver_destroy(&s2);
     prob_free(&p);
 }
 END_TEST
@@ -201,7 +201,7 @@ START_TEST(pcg_jacobi_l1_poisson3d)
     const ks_solve_stats *st = run(&p, &prm, &s);
     check_converged(&p, st, 1e-5);
     ck_assert_str_eq(ks_solver_preconditioner_name(s), "JACOBI_L1");
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -233,9 +233,9 @@ START_TEST(precondition_alone)
     ck_assert_int_eq(ks_solver_precondition(s, p.b, p.b), KS_ERR_ARG);
     ck_assert_int_eq(ks_solver_precondition(NULL, p.b, z), KS_ERR_ARG);
     free(zh);
-    ks_vec_destroy(z);
-    ks_vec_destroy(small);
-    ks_solver_destroy(s);
+    ks_vec_destroy(&z);
+    ks_vec_destroy(&small);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -260,9 +260,9 @@ START_TEST(pcg_block_jacobi_alias_and_damping)
     st = run(&p, &prm, &s3);
     check_converged(&p, st, 1e-5);
     ck_assert_msg(abs(st->iterations - its) <= 1, "damped %d vs %d", st->iterations, its);
-    ks_solver_destroy(s1);
-    ks_solver_destroy(s2);
-    ks_solver_destroy(s3);
+    ks_solver_destroy(&s1);
+    ks_solver_destroy(&s2);
+    ks_solver_destroy(&s3);
     prob_free(&p);
 }
 END_TEST
@@ -282,7 +282,7 @@ START_TEST(bicgstab_convdiff3d)
         check_converged(&p, st, 1e-5);
         ck_assert_str_eq(ks_solver_name(s), pcs[k][0]);
         ck_assert_str_eq(ks_solver_preconditioner_name(s), k == 2 ? "NOSOLVER" : pcs[k][1]);
-        ks_solver_destroy(s);
+        ks_solver_destroy(&s);
         prob_free(&p);
     }
 }
@@ -319,7 +319,7 @@ START_TEST(criterion_absolute)
         ck_assert_msg(hr < 2 * prm.tolerance, "host residual %g, tol %g", hr, prm.tolerance);
         free(x);
         free(r);
-        ks_solver_destroy(s);
+        ks_solver_destroy(&s);
         prob_free(&p);
     }
 }
@@ -348,7 +348,7 @@ START_TEST(criterion_relative_ini)
               1e-10 * st->relative_residual);
     free(x0);
     free(r0);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -378,7 +378,7 @@ START_TEST(criterion_relative_rhs_norms)
                           "norm %d: recurrence %g vs true %g", k, st->final_residual, hr);
             free(x);
             free(r);
-            ks_solver_destroy(s);
+            ks_solver_destroy(&s);
             prob_free(&p);
         }
     }
@@ -402,7 +402,7 @@ START_TEST(max_iters_status)
         ck_assert_int_eq(st->history_len, 6);
         ck_assert(st->final_residual < st->initial_residual);
         ck_assert(st->final_residual == st->history[5]);
-        ks_solver_destroy(s);
+        ks_solver_destroy(&s);
         /* max_iters 0: nothing moves. */
         prm.max_iters = 0;
         KS_CHECK(ks_vec_fill(p.x, 0.0));
@@ -410,7 +410,7 @@ START_TEST(max_iters_status)
         ck_assert_int_eq(st->status, KS_SOLVE_MAX_ITERS);
         ck_assert_int_eq(st->iterations, 0);
         ck_assert(fabs(st->true_relative_residual - 1.0) < 1e-12);
-        ks_solver_destroy(s);
+        ks_solver_destroy(&s);
         prob_free(&p);
     }
 }
@@ -444,7 +444,7 @@ START_TEST(cg_breakdown_indefinite)
                   "breakdown text: %s", st->breakdown);
     ck_assert_int_eq(st->iterations, 0);
     ck_assert_int_eq(st->history_len, 1);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -465,7 +465,7 @@ START_TEST(pcg_breakdown_preconditioner)
     const ks_solve_stats *st = run(&p, &prm, &s);
     ck_assert_int_eq(st->status, KS_SOLVE_BREAKDOWN);
     ck_assert_msg(strstr(st->breakdown, "r'z"), "breakdown text: %s", st->breakdown);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -486,7 +486,7 @@ START_TEST(nan_in_rhs)
         ck_assert_int_eq(st->status, KS_SOLVE_NAN);
         ck_assert_int_eq(st->iterations, 0);
         ck_assert_msg(strstr(st->breakdown, "||b||"), "reason: %s", st->breakdown);
-        ks_solver_destroy(s);
+        ks_solver_destroy(&s);
         prob_free(&p);
     }
 }
@@ -512,7 +512,7 @@ START_TEST(overflow_gives_nan_status)
         ck_assert_msg(st->status == KS_SOLVE_NAN, "status %s (%s)",
                       ks_solve_status_name(st->status), st->breakdown);
         ck_assert(st->breakdown[0] != '\0');
-        ks_solver_destroy(s);
+        ks_solver_destroy(&s);
         prob_free(&p);
     }
 }
@@ -556,7 +556,7 @@ START_TEST(huge_and_tiny_rhs_solve)
                               "x[%d] = %g, unscaled %g", (int)i, x2[i], x1[i]);
             free(x1);
             free(x2);
-            ks_solver_destroy(s);
+            ks_solver_destroy(&s);
             prob_free(&p);
         }
     }
@@ -576,7 +576,7 @@ START_TEST(divergence_status)
     const ks_solve_stats *st = run(&p, &prm, &s);
     ck_assert_int_eq(st->status, KS_SOLVE_DIVERGED);
     ck_assert_int_eq(st->iterations, 1);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -604,7 +604,7 @@ START_TEST(zero_rhs_gives_zero_solution)
             for (ks_int i = 0; i < p.n; i++)
                 ck_assert(x[i] == 0.0);
             free(x);
-            ks_solver_destroy(s);
+            ks_solver_destroy(&s);
             prob_free(&p);
         }
     }
@@ -628,7 +628,7 @@ START_TEST(resolve_from_solution)
     ck_assert_int_eq(st->iterations, 0);
     ck_assert_int_eq(st->history_len, 1);
     ck_assert(st->breakdown[0] == '\0');
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -652,6 +652,42 @@ static ks_csr small_csr(int missing_diag)
     return A;
 }
 
+/* Every destroy nulls the handle, so a second destroy is a no-op (a double
+ * free here would crash the forked test). */
+START_TEST(destroy_twice_is_noop)
+{
+    ks_backend *be = NULL;
+    KS_CHECK(ks_backend_create("cpu", &be));
+    ks_csr A;
+    gen_csr(KS_GEN_POISSON3D_7, 4, 4, 4, &A);
+    ks_matrix *M = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
+    ks_csr_free(&A);
+    ks_vec *v = NULL;
+    KS_CHECK(ks_vec_create(be, 64, &v));
+    ks_config *cfg = NULL;
+    KS_CHECK(ks_config_create_default(&cfg));
+    ks_solver *sv = NULL;
+    KS_CHECK(ks_solver_create(be, cfg, &sv));
+    KS_CHECK(ks_solver_setup(sv, M));
+    for (int round = 0; round < 2; round++) {
+        ks_solver_destroy(&sv);
+        ks_config_destroy(&cfg);
+        ks_vec_destroy(&v);
+        ks_matrix_destroy(&M);
+        ck_assert_ptr_null(sv);
+        ck_assert_ptr_null(cfg);
+        ck_assert_ptr_null(v);
+        ck_assert_ptr_null(M);
+    }
+    ks_backend_destroy(&be);
+    ks_backend_destroy(&be);
+    ck_assert_ptr_null(be);
+    ks_solver_destroy(NULL);
+    ks_matrix_destroy(NULL);
+}
+END_TEST
+
 START_TEST(zero_diagonal_is_setup_error)
 {
     static const char *const pcs[] = {"JACOBI", "JACOBI_L1"};
@@ -670,7 +706,7 @@ START_TEST(zero_diagonal_is_setup_error)
                           ks_last_error());
             /* Unusable until a setup succeeds. */
             ck_assert_int_eq(ks_solver_solve(s, p.b, p.x), KS_ERR_ARG);
-            ks_solver_destroy(s);
+            ks_solver_destroy(&s);
             prob_free(&p);
         }
     }
@@ -695,9 +731,9 @@ START_TEST(size_and_argument_errors)
     ck_assert_int_eq(ks_solver_solve(s, p.b, small), KS_ERR_SIZE);
     ck_assert_int_eq(ks_solver_solve(s, p.b, p.b), KS_ERR_ARG);
     ck_assert_int_eq(ks_solver_solve(s, NULL, p.x), KS_ERR_ARG);
-    ks_vec_destroy(big);
-    ks_vec_destroy(small);
-    ks_solver_destroy(s);
+    ks_vec_destroy(&big);
+    ks_vec_destroy(&small);
+    ks_solver_destroy(&s);
 
     /* A rectangular matrix cannot be set up. */
     ks_int r[] = {0, 1}, c[] = {0, 3};
@@ -708,8 +744,8 @@ START_TEST(size_and_argument_errors)
     KS_CHECK(ks_matrix_create(p.be, &R, "auto", NULL, &MR));
     KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
     ck_assert_int_eq(ks_solver_setup(s, MR), KS_ERR_SIZE);
-    ks_solver_destroy(s);
-    ks_matrix_destroy(MR);
+    ks_solver_destroy(&s);
+    ks_matrix_destroy(&MR);
     ks_csr_free(&R);
     prob_free(&p);
 }
@@ -751,13 +787,13 @@ START_TEST(failed_setup_clears_previous)
             KS_CHECK(ks_vec_fill(p.x, 0.0));
             KS_CHECK(ks_solver_solve(s, p.b, p.x));
             ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_CONVERGED);
-            ks_solver_destroy(s);
+            ks_solver_destroy(&s);
         }
     }
-    ks_matrix_destroy(Mother);
-    ks_backend_destroy(other);
-    ks_matrix_destroy(MR);
-    ks_matrix_destroy(MZ);
+    ks_matrix_destroy(&Mother);
+    ks_backend_destroy(&other);
+    ks_matrix_destroy(&MR);
+    ks_matrix_destroy(&MZ);
     ks_csr_free(&R);
     ks_csr_free(&Z);
     prob_free(&p);
@@ -792,8 +828,8 @@ START_TEST(config_errors)
     KS_CHECK(ks_solver_create_params(be, &prm, &s));
     ck_assert_str_eq(ks_solver_preconditioner_name(s), "NOSOLVER");
     ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_NOT_RUN);
-    ks_solver_destroy(s);
-    ks_backend_destroy(be);
+    ks_solver_destroy(&s);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -829,7 +865,7 @@ START_TEST(history_cg_spd)
             best = st->history[k];
     }
     ck_assert(st->history[st->iterations] < 1e-8 * st->history[0]);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
 
     /* store_res_history off: no history. */
     prm.store_res_history = 0;
@@ -837,7 +873,7 @@ START_TEST(history_cg_spd)
     st = run(&p, &prm, &s);
     ck_assert(st->history == NULL && st->history_len == 0);
     ck_assert_int_eq(st->status, KS_SOLVE_CONVERGED);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -885,7 +921,7 @@ START_TEST(monitor_and_stats_output)
     ck_assert_int_eq(header, 1);
     ck_assert_int_eq(rows, st->iterations + 1);
     ck_assert_int_eq(summary, 1);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -907,7 +943,7 @@ START_TEST(cpu_cuda_agree)
             const ks_solve_stats *st = run(&p, &prm, &s);
             ck_assert_int_eq(st->status, KS_SOLVE_CONVERGED);
             its[b] = st->iterations;
-            ks_solver_destroy(s);
+            ks_solver_destroy(&s);
             prob_free(&p);
         }
         ck_assert_msg(abs(its[0] - its[1]) <= 1, "%s: cpu %d its, cuda %d its", sv[m], its[0],
@@ -931,7 +967,7 @@ START_TEST(fv1_pcg_jacobi)
     check_converged(&p, st, 1e-4);
     printf("fv1 (%s): PCG + JACOBI converged in %d iterations, true relative residual %.2e\n",
            backend_names[_i], st->iterations, st->true_relative_residual);
-    ks_solver_destroy(s);
+    ks_solver_destroy(&s);
     prob_free(&p);
 }
 END_TEST
@@ -972,6 +1008,7 @@ int main(void)
     LOOP(monitor_and_stats_output);
     tcase_add_test(tc, config_errors);
     tcase_add_test(tc, status_names);
+    tcase_add_test(tc, destroy_twice_is_noop);
     int have_fv1 = ks_test_shared_matrix("fv1.mtx.gz") != NULL;
     if (have_fv1)
         LOOP(fv1_pcg_jacobi);

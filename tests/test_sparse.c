@@ -136,8 +136,8 @@ START_TEST(copies_roundtrip)
     ks_sparse_free(&P);
     ks_sparse_free(&P); /* a freed matrix frees nothing twice */
     ks_csr_free(&H);
-    ks_backend_destroy(cpu);
-    ks_backend_destroy(cpu2);
+    ks_backend_destroy(&cpu);
+    ks_backend_destroy(&cpu2);
 }
 END_TEST
 
@@ -403,7 +403,7 @@ static void check_ops(const char *name)
     ck_assert_int_eq(ks_sparse_spgemm(&A, &Y, &C), KS_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "different backend"));
     ks_sparse_free(&Y);
-    ks_backend_destroy(other);
+    ks_backend_destroy(&other);
     ck_assert_int_eq(ks_sparse_spgemm(&B, &A, &C), KS_ERR_SIZE);
     ck_assert_int_eq(ks_sparse_spgemm(&A, &B, &A), KS_ERR_ARG);
 
@@ -423,8 +423,8 @@ static void check_ops(const char *name)
     ks_csr_free(&Ah);
     ks_csr_free(&Bh);
     ks_csr_free(&Ph);
-    ks_backend_destroy(be);
-    ks_backend_destroy(cpu);
+    ks_backend_destroy(&be);
+    ks_backend_destroy(&cpu);
 }
 
 START_TEST(ops_cpu) { check_ops("cpu"); }
@@ -458,8 +458,8 @@ START_TEST(copies_cuda)
     ks_sparse_free(&D);
     ks_sparse_free(&C);
     ks_csr_free(&H);
-    ks_backend_destroy(cu);
-    ks_backend_destroy(cpu);
+    ks_backend_destroy(&cu);
+    ks_backend_destroy(&cpu);
 }
 END_TEST
 
@@ -1176,8 +1176,8 @@ static void check_products(const char *name)
     ks_sparse_free(&Bc);
     ks_csr_free(&A);
     ks_csr_free(&B);
-    ks_backend_destroy(be);
-    ks_backend_destroy(cpu);
+    ks_backend_destroy(&be);
+    ks_backend_destroy(&cpu);
 }
 
 /* Empty and tiny shapes: 0 x 0, no rows, no columns, an empty inner
@@ -1237,8 +1237,8 @@ static void check_shapes(const char *name)
         ks_csr_free(&Bh);
     }
     assert_no_leak(be, mem0, "shapes");
-    ks_backend_destroy(be);
-    ks_backend_destroy(cpu);
+    ks_backend_destroy(&be);
+    ks_backend_destroy(&cpu);
 }
 
 /* Validation of broken matrices: the same code and the same message as
@@ -1336,8 +1336,8 @@ static void check_validate(const char *name)
         ks_csr_free(&Bad);
     }
     ks_csr_free(&H);
-    ks_backend_destroy(be);
-    ks_backend_destroy(cpu);
+    ks_backend_destroy(&be);
+    ks_backend_destroy(&cpu);
 }
 
 /* The matrices of ../shared/matrices, each on be against the cpu. */
@@ -1365,8 +1365,8 @@ static void check_real(const char *name)
         found++;
     }
     printf("sparse ops on %s: %d real matrices compared\n", name, found);
-    ks_backend_destroy(be);
-    ks_backend_destroy(cpu);
+    ks_backend_destroy(&be);
+    ks_backend_destroy(&cpu);
 }
 
 START_TEST(products_cpu) { check_products("cpu"); }
@@ -1445,7 +1445,7 @@ START_TEST(scan_cuda)
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "huge product"));
     cu->ops->free(cu, d);
     cu->ops->free(cu, o);
-    ks_backend_destroy(cu);
+    ks_backend_destroy(&cu);
 }
 END_TEST
 
@@ -1543,7 +1543,7 @@ START_TEST(memory_cuda)
     host_of(&S, &Xh);
     assert_bitwise(&Xh, &Ah, "row sort after the sweep");
     ks_csr_free(&Xh);
-    ks_backend_destroy(cpu);
+    ks_backend_destroy(&cpu);
     ks_sparse_free(&A);
     ks_sparse_free(&P);
     ks_sparse_free(&R);
@@ -1553,7 +1553,7 @@ START_TEST(memory_cuda)
     ks_csr_free(&Ah);
     ks_csr_free(&Ph);
     ks_csr_free(&Sh);
-    ks_backend_destroy(cu);
+    ks_backend_destroy(&cu);
 }
 END_TEST
 
@@ -1594,7 +1594,7 @@ START_TEST(overflow_cuda)
     ks_sparse_free(&B);
     ks_csr_free(&Ah);
     ks_csr_free(&Bh);
-    ks_backend_destroy(cu);
+    ks_backend_destroy(&cu);
 }
 END_TEST
 
@@ -1709,7 +1709,7 @@ START_TEST(cusparse_cuda)
     ks_csr_free(&A);
     KS_CHECK(ks_backend_sync(cu));
     ck_assert_int_eq(ks_backend_memory_in_use(cu), mem0);
-    ks_backend_destroy(cu);
+    ks_backend_destroy(&cu);
 }
 END_TEST
 #endif

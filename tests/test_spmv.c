@@ -177,17 +177,17 @@ static void check_fused_from_zero(ks_backend *be, ks_matrix *M, const ks_csr *A,
         ck_assert_int_eq(ks_matrix_fused_step_from_zero(M, vb, c0, a, c, vw, wkind, 0.8, vr,
                                                         keep, vr, vxo),
                          KS_ERR_ARG);
-        ks_vec_destroy(vt);
-        ks_vec_destroy(vr);
-        ks_vec_destroy(vxo);
+        ks_vec_destroy(&vt);
+        ks_vec_destroy(&vr);
+        ks_vec_destroy(&vxo);
     }
     for (ks_int i = 0; i < n; i++) {
         ref[i] = b[i];
         sc[i] = 1.0;
     }
     fused_expect(vb, ref, sc, n, "b (input)", fmt, "two steps from zero");
-    ks_vec_destroy(vb);
-    ks_vec_destroy(vw);
+    ks_vec_destroy(&vb);
+    ks_vec_destroy(&vw);
     free(ref);
     free(ref1);
     free(sc);
@@ -247,11 +247,11 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
         const int wkind = v == 3 ? KS_W_DIAG : v == 4 ? KS_W_L1 : KS_W_VECTOR;
         const double *wv = v == 3 ? wd : v == 4 ? wl : w;
         if (v >= 3) {
-            ks_vec_destroy(vw);
+            ks_vec_destroy(&vw);
             vw = fused_vec(be, n, wv);
         }
         ks_vec *vxo = fused_vec(be, n, v == 1 ? xp : NULL);
-        ks_vec_destroy(vr);
+        ks_vec_destroy(&vr);
         vr = fused_vec(be, n, NULL); /* scratch of the generic path */
         for (ks_int i = 0; i < n; i++) {
             long double old = v == 1 ? xp[i] : 0.0;
@@ -261,7 +261,7 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
         KS_CHECK(ks_matrix_fused_step(M, vb, vx, vr, a, c, vw, wkind, 0.8, v == 1 ? vxo : NULL,
                                       vxo));
         fused_expect(vxo, ref, sc, n, "xo", fmt, label);
-        ks_vec_destroy(vxo);
+        ks_vec_destroy(&vxo);
     }
     check_fused_from_zero(be, M, A, fmt, label, b, w, KS_W_VECTOR);
     if (diag_ok) {
@@ -281,10 +281,10 @@ static void check_fused(ks_backend *be, ks_matrix *M, const ks_csr *A, const cha
                      KS_ERR_ARG);
     ck_assert_int_eq(ks_matrix_fused_step(M, vb, vx, vr, 0.5, 1.0, vw, 0, 0.0, NULL, vx),
                      KS_ERR_ARG);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vb);
-    ks_vec_destroy(vw);
-    ks_vec_destroy(vr);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vb);
+    ks_vec_destroy(&vw);
+    ks_vec_destroy(&vr);
     free(x);
     free(b);
     free(xp);
@@ -368,9 +368,9 @@ static void check_on_backend(ks_backend *be, const char *fmt, const ks_spmv_para
     free(y0);
     free(y);
     free(poison);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_matrix_destroy(&M);
 }
 
 static ks_backend *make_backend(const char *name)
@@ -388,7 +388,7 @@ static void check_all_formats_on(const char *bename, const ks_csr *A, const char
     ck_assert_ptr_nonnull(names[0]);
     for (int i = 0; names[i]; i++)
         check_on_backend(be, names[i], NULL, A, label);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 
 static int count_in(const char *const *list, const char *name)
@@ -458,9 +458,9 @@ START_TEST(test_auto)
         ks_matrix *M = NULL;
         KS_CHECK(ks_matrix_create(be, &A, fmts[i], NULL, &M));
         ck_assert_str_eq(ks_matrix_format(M), "csr");
-        ks_matrix_destroy(M);
+        ks_matrix_destroy(&M);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     ks_csr_free(&A);
 }
 END_TEST
@@ -581,14 +581,14 @@ START_TEST(test_cpu_threads)
         free(x);
         free(y0);
         free(y);
-        ks_vec_destroy(vx);
-        ks_vec_destroy(vy);
+        ks_vec_destroy(&vx);
+        ks_vec_destroy(&vy);
     }
 #ifdef _OPENMP
     omp_set_num_threads(saved);
 #endif
-    ks_matrix_destroy(M);
-    ks_backend_destroy(be);
+    ks_matrix_destroy(&M);
+    ks_backend_destroy(&be);
     ks_csr_free(&A);
 }
 END_TEST
@@ -625,10 +625,10 @@ START_TEST(test_cpu_copy)
     ck_assert(sc_spmv_error(&B, 1.0, x, 0.0, NULL, y) <= TOL);
     free(x);
     free(y);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
-    ks_matrix_destroy(M);
-    ks_backend_destroy(be);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_matrix_destroy(&M);
+    ks_backend_destroy(&be);
     ks_csr_free(&B);
 }
 END_TEST
@@ -657,7 +657,7 @@ START_TEST(test_errors_apply)
     ck_assert_int_eq(ks_matrix_apply(NULL, 1.0, x, 0.0, y), KS_ERR_ARG);
     ck_assert_int_eq(ks_matrix_apply(M, 1.0, NULL, 0.0, y), KS_ERR_ARG);
     ck_assert_int_eq(ks_matrix_apply(M, 1.0, x, 0.0, NULL), KS_ERR_ARG);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
 
     /* x == y on a square matrix */
     ks_csr S;
@@ -669,18 +669,18 @@ START_TEST(test_errors_apply)
     ck_assert_int_eq(ks_matrix_apply(M, 1.0, sq1, 0.0, sq1), KS_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "distinct"));
     KS_CHECK(ks_matrix_apply(M, 1.0, sq1, 0.0, sq2));
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_matrix_destroy(NULL);
 
-    ks_vec_destroy(x);
-    ks_vec_destroy(y);
-    ks_vec_destroy(xs);
-    ks_vec_destroy(ys);
-    ks_vec_destroy(x2);
-    ks_vec_destroy(sq1);
-    ks_vec_destroy(sq2);
-    ks_backend_destroy(be);
-    ks_backend_destroy(be2);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
+    ks_vec_destroy(&xs);
+    ks_vec_destroy(&ys);
+    ks_vec_destroy(&x2);
+    ks_vec_destroy(&sq1);
+    ks_vec_destroy(&sq2);
+    ks_backend_destroy(&be);
+    ks_backend_destroy(&be2);
     ks_csr_free(&A);
     ks_csr_free(&S);
 }
@@ -723,7 +723,7 @@ START_TEST(test_errors_create)
     A.colind[j0 + 1] = A.colind[j0];
     A.colind[j0] = t;
     KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M)); /* repaired */
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
 
     ks_int last = A.rowptr[A.nrows] - 1, saved = A.colind[last];
     A.colind[last] = A.ncols;
@@ -739,7 +739,7 @@ START_TEST(test_errors_create)
     ck_assert_ptr_null(M);
     A.rowptr[3] = rp;
 
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     ks_csr_free(&A);
 }
 END_TEST
@@ -836,9 +836,9 @@ static void check_float_values(const char *bename, const char *fmt, const char *
     ck_assert(ks_matrix_bytes_per_apply(M) < ks_csr_bytes_per_apply(A.nrows, A.nnz));
     check_fused(be, M, &Af, fmt, "float32 values");
     check_release(M, &A, vx, vy, y, strcmp(want, "dia") != 0);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_matrix_destroy(&M);
     /* a finite value beyond float's range is refused, not turned into inf */
     A.val[3] = 1e300;
     ck_assert_int_eq(ks_matrix_create(be, &A, fmt, &prm, &M), KS_ERR_UNSUPPORTED);
@@ -849,7 +849,7 @@ static void check_float_values(const char *bename, const char *fmt, const char *
     free(ref);
     ks_csr_free(&A);
     ks_csr_free(&Af);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 
 START_TEST(test_cpu_float_values)
@@ -911,13 +911,13 @@ START_TEST(test_cuda_float_values)
     ks_matrix *Md = NULL;
     KS_CHECK(ks_matrix_create(be, &A, "dia", NULL, &Md));
     ck_assert(ks_matrix_bytes_per_apply(M) < 0.8 * ks_matrix_bytes_per_apply(Md));
-    ks_matrix_destroy(Md);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&Md);
+    ks_matrix_destroy(&M);
     M = NULL;
     ck_assert_int_eq(ks_matrix_create(be, &A, "ell", &prm, &M), KS_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "float64 values only"));
     ks_csr_free(&A);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -955,7 +955,7 @@ START_TEST(test_cuda_threads_per_row)
         ck_assert_ptr_nonnull(strstr(ks_last_error(), "threads_per_row"));
         ks_csr_free(&A);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -970,14 +970,14 @@ START_TEST(test_cuda_errors)
     KS_CHECK(ks_vec_create(cpu, A.ncols, &xc));
     KS_CHECK(ks_vec_create(gpu, A.nrows, &yg));
     ck_assert_int_eq(ks_matrix_apply(M, 1.0, xc, 0.0, yg), KS_ERR_ARG);
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_matrix *Mc = NULL;
     ck_assert_int_eq(ks_matrix_create(gpu, &A, "csr", NULL, &Mc), KS_ERR_UNSUPPORTED);
     ck_assert_ptr_null(Mc);
-    ks_vec_destroy(xc);
-    ks_vec_destroy(yg);
-    ks_backend_destroy(gpu);
-    ks_backend_destroy(cpu);
+    ks_vec_destroy(&xc);
+    ks_vec_destroy(&yg);
+    ks_backend_destroy(&gpu);
+    ks_backend_destroy(&cpu);
     ks_csr_free(&A);
 }
 END_TEST

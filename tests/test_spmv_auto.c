@@ -215,14 +215,14 @@ START_TEST(matrix_reason_cpu)
         KS_CHECK(ks_matrix_create(be, &A, autos[i], NULL, &M));
         ck_assert_str_eq(ks_matrix_format(M), "csr");
         ck_assert_str_eq(ks_matrix_format_reason(M), "the cpu backend's format");
-        ks_matrix_destroy(M);
+        ks_matrix_destroy(&M);
     }
     KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
     ck_assert_str_eq(ks_matrix_format_reason(M), "");
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ck_assert_str_eq(ks_matrix_format_reason(NULL), "");
     ks_csr_free(&A);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -237,7 +237,7 @@ START_TEST(matrix_reason_cuda)
     KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &M));
     ck_assert_str_eq(ks_matrix_format(M), "dia");
     EXPECT_REASON(ks_matrix_format_reason(M), "7 occupied diagonals");
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     /* max_fill 1.0 < the 1.01 DIA stores: dia refuses, csr_vector takes it. */
     ks_spmv_params prm;
     memset(&prm, 0, sizeof prm);
@@ -245,12 +245,12 @@ START_TEST(matrix_reason_cuda)
     KS_CHECK(ks_matrix_create(be, &A, "auto", &prm, &M));
     ck_assert_str_eq(ks_matrix_format(M), "csr_vector");
     EXPECT_REASON(ks_matrix_format_reason(M), "dia refused, fallback csr_vector: dia");
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     KS_CHECK(ks_matrix_create(be, &A, "dia", NULL, &M));
     ck_assert_str_eq(ks_matrix_format_reason(M), "");
-    ks_matrix_destroy(M);
+    ks_matrix_destroy(&M);
     ks_csr_free(&A);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 

@@ -483,9 +483,9 @@ static void check_device(ks_backend *be, const ks_csr *A, const ks_spmv_params *
     free(y0);
     free(y);
     free(h);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_matrix_destroy(&M);
 }
 
 START_TEST(test_cuda)
@@ -511,7 +511,7 @@ START_TEST(test_cuda)
         }
         ks_csr_free(&A);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 #endif

@@ -430,9 +430,9 @@ static void check_device(ks_backend *be, const char *fmt, const ks_spmv_params *
     free(yh);
     free(y2);
     free(poison);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_matrix_destroy(&M);
 }
 
 static const char *const device_formats[] = {"csr_scalar", "csr_adaptive", "csr_vector"};
@@ -451,7 +451,7 @@ START_TEST(test_cuda_cases)
             check_device(be, device_formats[f], NULL, &A, case_names[c]);
         ks_csr_free(&A);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -480,7 +480,7 @@ START_TEST(test_cuda_block_rows)
         ck_assert_ptr_null(M);
         ks_csr_free(&A);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -497,7 +497,7 @@ START_TEST(test_cuda_shared)
             check_device(be, device_formats[f], NULL, &A, shared_names[i]);
         ks_csr_free(&A);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -551,9 +551,9 @@ static void check_back_to_back(ks_backend *be, const ks_csr *A, const char *labe
     free(y[0]);
     free(y[1]);
     free(yh);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_matrix_destroy(&M);
 }
 
 /* The long-row path of csr_adaptive (chunk partials finished in the same
@@ -575,7 +575,7 @@ START_TEST(test_cuda_long_rows)
         check_back_to_back(be, &A, case_names[cases[c]]);
         ks_csr_free(&A);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 

@@ -636,9 +636,9 @@ static void check_device(ks_backend *be, int f, const ks_spmv_params *prm, const
     free(y);
     free(h);
     free(y2);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_matrix_destroy(&M);
 }
 
 START_TEST(test_cuda_registry)
@@ -676,7 +676,7 @@ START_TEST(test_cuda_cases)
         }
         ks_csr_free(&A);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -709,7 +709,7 @@ START_TEST(test_cuda_params)
         }
     ks_csr_free(&A);
     ks_csr_free(&H);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -723,7 +723,7 @@ START_TEST(test_cuda_shared)
     for (int f = 0; f < NFMT; f++)
         if (!(uneven && !fmts[f].sliced))
             check_device(be, f, NULL, &A, shared_names[_i]);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     ks_csr_free(&A);
 }
 END_TEST
@@ -742,7 +742,7 @@ START_TEST(test_cpu_backend_refuses)
         ck_assert_ptr_null(M);
         ck_assert_ptr_nonnull(strstr(ks_last_error(), "cuda"));
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     ks_csr_free(&A);
 }
 END_TEST

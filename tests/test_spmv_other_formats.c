@@ -735,7 +735,7 @@ START_TEST(test_registry)
         ck_assert_ptr_null(M);
         ck_assert_ptr_nonnull(strstr(ks_last_error(), "cuda"));
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     ks_csr_free(&A);
 }
 END_TEST
@@ -793,9 +793,9 @@ static void check_cuda(ks_backend *be, int f, const ks_spmv_params *prm, const k
     free(y);
     free(y2);
     free(poison);
-    ks_vec_destroy(vx);
-    ks_vec_destroy(vy);
-    ks_matrix_destroy(M);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_matrix_destroy(&M);
 }
 
 START_TEST(test_cuda_cases)
@@ -814,7 +814,7 @@ START_TEST(test_cuda_cases)
             ck_assert_ptr_null(M);
         }
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     ks_csr_free(&A);
 }
 END_TEST
@@ -854,7 +854,7 @@ START_TEST(test_cuda_params)
     check_cuda(be, F_DIA, NULL, &A, "poisson3d_27 17^3");
     check_cuda(be, F_COO, NULL, &A, "poisson3d_27 17^3");
     ks_csr_free(&A);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -871,7 +871,7 @@ START_TEST(test_cuda_shared)
         fmts[f].release(L);
         check_cuda(be, f, NULL, &A, shared_names[_i]);
     }
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     ks_csr_free(&A);
 }
 END_TEST

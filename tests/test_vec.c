@@ -44,7 +44,7 @@ static void setup_cuda(void)
 
 static void teardown_backend(void)
 {
-    ks_backend_destroy(g_be);
+    ks_backend_destroy(&g_be);
     g_be = NULL;
 }
 
@@ -143,8 +143,8 @@ START_TEST(test_backend_basics)
     double r = NAN;
     KS_CHECK(ks_vec_dot(x, y, &r));
     ck_assert(r == 0.0);
-    ks_vec_destroy(x);
-    ks_vec_destroy(y);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
     ks_vec_destroy(NULL);
 }
 END_TEST
@@ -156,7 +156,7 @@ START_TEST(test_set_get)
         double *h = host_rand(n, -1, 1);
         ks_vec *v = vec_from(h, n);
         expect_close(v, h, n, 0.0, "set_host/get_host");
-        ks_vec_destroy(v);
+        ks_vec_destroy(&v);
         free(h);
     }
 }
@@ -196,7 +196,7 @@ START_TEST(test_memory_tracking)
     ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base + 8000);
     KS_CHECK(ks_vec_create(g_be, 500, &b));
     ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base + 12000);
-    ks_vec_destroy(a);
+    ks_vec_destroy(&a);
     ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base + 4000);
     ck_assert_uint_eq(ks_backend_memory_peak(g_be), base + 12000);
     /* a limit between what is used and what a new vector needs */
@@ -208,11 +208,11 @@ START_TEST(test_memory_tracking)
     ck_assert_msg(strstr(ks_last_error(), "limit") != NULL, "%s", ks_last_error());
     ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base + 4000);
     KS_CHECK(ks_vec_create(g_be, 700, &c)); /* fits */
-    ks_vec_destroy(c);
+    ks_vec_destroy(&c);
     KS_CHECK(ks_backend_set_memory_limit(g_be, 0));
     KS_CHECK(ks_vec_create(g_be, 100000, &c));
-    ks_vec_destroy(c);
-    ks_vec_destroy(b);
+    ks_vec_destroy(&c);
+    ks_vec_destroy(&b);
     ck_assert_uint_eq(ks_backend_memory_in_use(g_be), base);
     ck_assert_int_eq(ks_backend_set_memory_limit(NULL, 1), KS_ERR_ARG);
 }
@@ -228,7 +228,7 @@ START_TEST(test_fill)
         for (ks_int i = 0; i < n; i++)
             ref[i] = -2.5;
         expect_close(v, ref, n, 0.0, "fill");
-        ks_vec_destroy(v);
+        ks_vec_destroy(&v);
         free(ref);
     }
 }
@@ -244,8 +244,8 @@ START_TEST(test_copy)
         expect_close(y, h, n, 0.0, "copy");
         KS_CHECK(ks_vec_copy(x, x));
         expect_close(x, h, n, 0.0, "copy onto itself");
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
         free(h);
     }
 }
@@ -261,7 +261,7 @@ START_TEST(test_scale)
         for (ks_int i = 0; i < n; i++)
             h[i] *= 0.37;
         expect_close(x, h, n, 0.0, "scale");
-        ks_vec_destroy(x);
+        ks_vec_destroy(&x);
         free(h);
     }
 }
@@ -282,8 +282,8 @@ START_TEST(test_axpy)
         for (ks_int i = 0; i < n; i++)
             hx[i] += 0.5 * hx[i];
         expect_close(x, hx, n, 1e-15, "axpy(x, x)");
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
         free(hx);
         free(hy);
     }
@@ -306,9 +306,9 @@ START_TEST(test_axpby)
         for (ks_int i = 0; i < n; i++)
             hy[i] = 2.0 * hx[i];
         expect_close(z, hy, n, 0.0, "axpby with b = 0 over NaN");
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
-        ks_vec_destroy(z);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
+        ks_vec_destroy(&z);
         free(hx);
         free(hy);
     }
@@ -340,16 +340,16 @@ START_TEST(test_smooth_update)
             expect_close(xo, ex, n, 2e-15, "smooth_update");
             if (v != 1) {
                 expect_close(x, hx, n, 0.0, "smooth_update xin");
-                ks_vec_destroy(xo);
+                ks_vec_destroy(&xo);
             } else {
                 KS_CHECK(ks_vec_set_host(x, hx));
             }
         }
         /* xin == xout while xprev is read would read overwritten values */
         ck_assert_int_eq(ks_vec_smooth_update(0.5, 1.0, w, r, x, r, x), KS_ERR_ARG);
-        ks_vec_destroy(w);
-        ks_vec_destroy(r);
-        ks_vec_destroy(x);
+        ks_vec_destroy(&w);
+        ks_vec_destroy(&r);
+        ks_vec_destroy(&x);
         free(hw);
         free(hr);
         free(hp);
@@ -374,10 +374,10 @@ START_TEST(test_axpbypcz)
         for (ks_int i = 0; i < n; i++)
             hz[i] = 0.5 * hx[i] + -0.25 * hy[i];
         expect_close(w, hz, n, 1e-15, "axpbypcz with c = 0 over NaN");
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
-        ks_vec_destroy(z);
-        ks_vec_destroy(w);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
+        ks_vec_destroy(&z);
+        ks_vec_destroy(&w);
         free(hx);
         free(hy);
         free(hz);
@@ -395,9 +395,9 @@ START_TEST(test_pmul)
         for (ks_int i = 0; i < n; i++)
             hx[i] *= hw[i];
         expect_close(y, hx, n, 0.0, "pointwise_mult");
-        ks_vec_destroy(w);
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
+        ks_vec_destroy(&w);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
         free(hw);
         free(hx);
     }
@@ -418,8 +418,8 @@ START_TEST(test_dot)
         double r = NAN;
         KS_CHECK(ks_vec_dot(x, y, &r));
         expect_rel(r, ref, 1e-13, "dot", n);
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
         free(hx);
         free(hy);
     }
@@ -448,10 +448,10 @@ START_TEST(test_dot2)
         double d = NAN;
         KS_CHECK(ks_vec_dot(u, v, &d));
         expect_rel(r[1], d, 1e-13, "dot2[1] vs dot", n);
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
-        ks_vec_destroy(u);
-        ks_vec_destroy(v);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
+        ks_vec_destroy(&u);
+        ks_vec_destroy(&v);
         free(hx);
         free(hy);
         free(hu);
@@ -496,7 +496,7 @@ START_TEST(test_norms)
             KS_CHECK(ks_vec_norm1(x, &r));
             ck_assert_msg(isnan(r), "norm1 hides NaN on %s, n=%ld", g_name, (long)n);
         }
-        ks_vec_destroy(x);
+        ks_vec_destroy(&x);
         free(h);
     }
 }
@@ -517,8 +517,8 @@ START_TEST(test_axpy_norm2)
         }
         expect_close(y, hy, n, 1e-15, "axpy_norm2 (y)");
         expect_rel(r, sqrtl(s), 1e-13, "axpy_norm2 (norm)", n);
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
         free(hx);
         free(hy);
     }
@@ -562,7 +562,7 @@ START_TEST(test_norm2_scaled)
             KS_CHECK(ks_vec_fill(y, 0.0));
             KS_CHECK(ks_vec_axpy_norm2(1.0, x, y, &r2));
             expect_rel(r2, want, tol, "axpy_norm2 (scaled)", n);
-            ks_vec_destroy(y);
+            ks_vec_destroy(&y);
         }
         /* Inf stays Inf, zero stays zero */
         hs[n - 1] = INFINITY;
@@ -572,7 +572,7 @@ START_TEST(test_norm2_scaled)
         KS_CHECK(ks_vec_fill(x, 0.0));
         KS_CHECK(ks_vec_norm2(x, &r));
         ck_assert(r == 0.0);
-        ks_vec_destroy(x);
+        ks_vec_destroy(&x);
         free(h);
         free(hs);
     }
@@ -606,9 +606,9 @@ START_TEST(test_reduction_determinism)
         KS_CHECK(ks_vec_axpy_norm2(-0.5, x, t, &an[rep]));
     }
     ck_assert(memcmp(&an[0], &an[1], sizeof an[0]) == 0);
-    ks_vec_destroy(x);
-    ks_vec_destroy(y);
-    ks_vec_destroy(t);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
+    ks_vec_destroy(&t);
     free(hx);
     free(hy);
 }
@@ -634,8 +634,8 @@ START_TEST(test_large_reduction)
     ck_assert(d[0] == 0.25 * n && d[1] == 4.0 * n);
     KS_CHECK(ks_vec_axpy_norm2(1.0, x, y, &r)); /* y = -1.5 */
     expect_rel(r, sqrtl(2.25L * n), 1e-15, "axpy_norm2", n);
-    ks_vec_destroy(x);
-    ks_vec_destroy(y);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
 }
 END_TEST
 
@@ -676,11 +676,11 @@ START_TEST(test_vec_errors)
     KS_CHECK(ks_vec_create(other, 10, &w));
     ck_assert_int_eq(ks_vec_axpy(1.0, x, w), KS_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "different backend"));
-    ks_vec_destroy(w);
-    ks_backend_destroy(other);
+    ks_vec_destroy(&w);
+    ks_backend_destroy(&other);
 
-    ks_vec_destroy(x);
-    ks_vec_destroy(y);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
 }
 END_TEST
 
@@ -768,7 +768,7 @@ START_TEST(test_cpu_description)
     ks_backend *be = NULL;
     KS_CHECK(ks_backend_create("cpu", &be));
     ck_assert_ptr_nonnull(strstr(ks_backend_description(be), "thread"));
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
 }
 END_TEST
 
@@ -795,8 +795,8 @@ START_TEST(test_cpu_thread_independence)
         KS_CHECK(ks_vec_norminf(x, &res[t][3]));
         KS_CHECK(ks_vec_dot2(x, y, y, y, &res[t][4]));
         KS_CHECK(ks_vec_axpy_norm2(0.25, x, y, &res[t][6]));
-        ks_vec_destroy(x);
-        ks_vec_destroy(y);
+        ks_vec_destroy(&x);
+        ks_vec_destroy(&y);
     }
     omp_set_num_threads(saved);
     for (int t = 1; t < 3; t++)
@@ -804,7 +804,7 @@ START_TEST(test_cpu_thread_independence)
             ck_assert_msg(memcmp(&res[0][k], &res[t][k], sizeof(double)) == 0,
                           "result %d differs between 1 and %d threads: %.17g vs %.17g", k, t + 1,
                           res[0][k], res[t][k]);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     free(hx);
     free(hy);
 }
@@ -835,10 +835,10 @@ START_TEST(test_cpu_cuda_agree)
     ck_assert_ptr_nonnull(ks_cuda_cusparse(bg));
     ck_assert_ptr_null(ks_cuda_stream(bc));
     ck_assert_int_ge(ks_cuda_device_count(), 1);
-    ks_vec_destroy(xc);
-    ks_vec_destroy(xg);
-    ks_backend_destroy(bc);
-    ks_backend_destroy(bg);
+    ks_vec_destroy(&xc);
+    ks_vec_destroy(&xg);
+    ks_backend_destroy(&bc);
+    ks_backend_destroy(&bg);
     free(hx);
 }
 END_TEST

@@ -47,10 +47,12 @@ ks_error ks_backend_create(const char *name, ks_backend **be)
     return KS_OK;
 }
 
-void ks_backend_destroy(ks_backend *be)
+void ks_backend_destroy(ks_backend **bep)
 {
+    ks_backend *be = bep ? *bep : NULL;
     if (!be)
         return;
+    *bep = NULL; /* a second destroy of the same handle is a no-op */
     be->ops->fini(be);
     ks_track_free(&be->track);
     free(be);
@@ -83,7 +85,7 @@ int ks_backend_available(const char *name)
     snprintf(saved, sizeof saved, "%s", ks_last_error());
     ks_backend *be = NULL;
     ks_error e = ks_backend_create(name, &be);
-    ks_backend_destroy(be);
+    ks_backend_destroy(&be);
     ks_seterr(KS_OK, "%s", saved);
     return e == KS_OK;
 }

@@ -118,10 +118,12 @@ ks_error ks_vec_create(ks_backend *be, ks_int n, ks_vec **v)
     return KS_OK;
 }
 
-void ks_vec_destroy(ks_vec *v)
+void ks_vec_destroy(ks_vec **vp)
 {
+    ks_vec *v = vp ? *vp : NULL;
     if (!v)
         return;
+    *vp = NULL; /* a second destroy of the same handle is a no-op */
     if (v->data)
         v->be->ops->free(v->be, v->data);
     free(v->offsets);

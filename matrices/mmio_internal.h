@@ -67,6 +67,11 @@ void ks_gzr_close(ks_gzr *r);
  * KS_ERR_FORMAT for corrupt/truncated gzip data, naming line+1). The
  * caller consumes the run by setting r->pos = r->lim (or less). */
 int ks_gzr_run(ks_gzr *r, char **p, char **lim);
+/* The most bytes of text the rest of the file can hold (what the buffer
+ * holds, the raw bytes left, times deflate's best ratio for gzip);
+ * UINT64_MAX when the size is not known (a pipe). Bounds what a header's
+ * counts may make a reader allocate. */
+uint64_t ks_gzr_text_bound(const ks_gzr *r);
 /* Next line, NUL-terminated in place ('\n' and a trailing '\r' removed),
  * r->line incremented. Returns 1, 0 at end of file, -1 on error. */
 int ks_gzr_line(ks_gzr *r, char **line);

@@ -341,7 +341,9 @@ static int run(int argc, char **argv, ks_cli_state *st)
     ks_cli_apply_quiet(a->quiet);
     if (ks_cli_apply_threads(ks_problem_params_of(st->cfg)->threads) != KS_OK)
         return fail();
-    if (ks_cli_progress_enable(st->cfg, a->quiet) != KS_OK)
+    /* Not under mpirun: there only rank 0's stderr can be a terminal, and
+     * the ranks' configs must stay alike (a setup over ranks is collective). */
+    if (!st->comm && ks_cli_progress_enable(st->cfg, a->quiet) != KS_OK)
         return fail();
     const ks_problem_params *pp = ks_problem_params_of(st->cfg);
     const ks_solver_params *sp = ks_config_solver_params(st->cfg);

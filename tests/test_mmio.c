@@ -699,6 +699,22 @@ START_TEST(vector_out_of_memory_names_file)
     ck_assert_msg(e == KS_ERR_MEMORY, "got %s: %s", ks_error_name(e), ks_last_error());
     ck_assert_msg(strstr(ks_last_error(), path) != NULL, "%s", ks_last_error());
     ck_assert_ptr_null(v);
+    /* A matrix whose CSR build runs out (10^9 rows: 4 GB of row pointers):
+     * the file named once (it was named twice on this path). */
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n1000000000 1000000000 1\n"
+               "1 1 1\n");
+    fclose(f);
+    ks_csr A;
+    e = ks_mm_read_csr(path, &A, NULL);
+    ck_assert_msg(e == KS_ERR_MEMORY, "got %s: %s", ks_error_name(e), ks_last_error());
+    char want[1200];
+    snprintf(want, sizeof want, "%s: out of host memory", path);
+    ck_assert_msg(strstr(ks_last_error(), want) == ks_last_error() &&
+                      !strstr(ks_last_error() + 1, path),
+                  "%s", ks_last_error());
+    ck_assert_ptr_null(A.rowptr);
     unsetenv("KS_MEM_AVAILABLE");
     unlink(path);
 }

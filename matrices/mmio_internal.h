@@ -24,7 +24,9 @@ extern "C" {
  * (skew), 0 adds nothing. Duplicates are counted once per stored pair (a
  * mirrored duplicate is not counted twice). Indices are checked; the
  * message names the offending entry. Fails with KS_ERR_SIZE when the
- * result has more than INT32_MAX entries. */
+ * entries (mirrored ones included, before duplicates are summed) exceed
+ * INT32_MAX. The row counts are 32-bit and become rowptr in place, so the
+ * rows cost 4 bytes each. */
 ks_error ks_csr_build_coo(ks_int nrows, ks_int ncols, int64_t nent, const ks_int *row,
                           const ks_int *col, const double *val, int mirror, ks_csr *A,
                           int64_t *ndup);

@@ -38,6 +38,9 @@ ks_error ks_cli_apply_threads(int threads);
 /* --quiet: the library's information lines (monitor, summary, progress)
  * are dropped; errors and warnings stay. */
 void ks_cli_apply_quiet(int quiet);
+/* With --json - (json_stdout) the library's lines go to stderr, as the
+ * report does. */
+void ks_cli_route_output(int json_stdout);
 /* The key that turns on AMG setup progress for sp's solver, NULL when no
  * AMG hierarchy is set up. */
 const char *ks_cli_progress_key(const ks_solver_params *sp);

@@ -205,7 +205,8 @@ static ks_error build_matrix(const ks_comm *comm, const ks_problem_params *pp, d
     return KS_OK;
 }
 
-static ks_error solve(const ks_comm *comm, const ks_config *cfg, int quiet, dist_run *d)
+static ks_error solve(const ks_comm *comm, const ks_config *cfg, int quiet, FILE *rep,
+                      dist_run *d)
 {
     const ks_problem_params *pp = ks_problem_params_of(cfg);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
@@ -226,10 +227,10 @@ static ks_error solve(const ks_comm *comm, const ks_config *cfg, int quiet, dist
         KS_TRY(read_vec(pp->x0_file, "x0", d->M, d->x));
         snprintf(d->pi.x0_source, sizeof d->pi.x0_source, "%s", pp->x0_file);
     }
-    if (sp->monitor_residual && !quiet)
-        printf("residual monitor: %s + %s on %s, %d MPI ranks\n", r->solver, r->precond,
-               r->backend, ks_comm_size(comm));
-    fflush(stdout);
+    if (sp->monitor_residual && !quiet) /* where the report goes (stderr with --json -) */
+        fprintf(rep, "residual monitor: %s + %s on %s, %d MPI ranks\n", r->solver, r->precond,
+                r->backend, ks_comm_size(comm));
+    fflush(rep);
     KS_TRY(ks_solver_solve(d->s, d->b, d->x));
     const ks_solve_stats *st = ks_solver_stats(d->s);
     r->stats = *st;
@@ -252,6 +253,10 @@ ks_error ks_cli_dist_solve(const ks_comm *comm, const ks_config *cfg, const char
     const ks_solver_params *sp = ks_config_solver_params(cfg);
     *converged = 0;
     KS_TRY(check_supported(pp));
+    /* As without mpirun: --json - puts the JSON alone on stdout and the
+     * report on stderr; --quiet drops the report. */
+    const int json_stdout = json_file && strcmp(json_file, "-") == 0;
+    FILE *rep = json_stdout ? stderr : stdout;
     dist_run d;
     memset(&d, 0, sizeof d);
     ks_error e = ks_backend_create(pp->backend, &d.be);
@@ -261,11 +266,7 @@ ks_error ks_cli_dist_solve(const ks_comm *comm, const ks_config *cfg, const char
     if (e == KS_OK)
         e = build_matrix(comm, pp, &d);
     if (e == KS_OK)
-        e = solve(comm, cfg, quiet, &d);
-    /* As without mpirun: --json - puts the JSON alone on stdout and the
-     * report on stderr; --quiet drops the report. */
-    const int json_stdout = json_file && strcmp(json_file, "-") == 0;
-    FILE *rep = json_stdout ? stderr : stdout;
+        e = solve(comm, cfg, quiet, rep, &d);
     if (e == KS_OK) {
         if (!quiet)
             ks_report_print_setup(rep, &d.pi, sp, &d.r, &d.su, 1);

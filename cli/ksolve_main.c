@@ -122,11 +122,11 @@ static int split_backends(const char *list, char names[MAX_RUNS][16])
 
 /* One backend's run: matrix in the configured format, solver, solve from
  * x0 (NULL: zero). x_out (may be NULL) receives the solution; su what the
- * setup built (AMG grid table). quiet: no monitor heading. Frees
- * everything on every path but su. */
+ * setup built (AMG grid table). The monitor's heading goes to rep (none
+ * when quiet). Frees everything on every path but su. */
 static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *A,
-                            const double *b, const double *x0, int quiet, double *x_out,
-                            ks_run_result *r, ks_run_setup *su)
+                            const double *b, const double *x0, int quiet, FILE *rep,
+                            double *x_out, ks_run_result *r, ks_run_setup *su)
 {
     const ks_problem_params *pp = ks_problem_params_of(cfg);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
@@ -164,8 +164,9 @@ static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *
         e = x0 ? ks_vec_set_host(xv, x0) : ks_vec_fill(xv, 0.0);
     if (e == KS_OK) {
         if (sp->monitor_residual && !quiet)
-            printf("residual monitor: %s + %s on %s\n", r->solver, r->precond, r->backend);
-        fflush(stdout);
+            fprintf(rep, "residual monitor: %s + %s on %s\n", r->solver, r->precond,
+                    r->backend);
+        fflush(rep);
         e = ks_solver_solve(s, bv, xv);
     }
     if (e == KS_OK) {
@@ -338,7 +339,9 @@ static int run(int argc, char **argv, ks_cli_state *st)
     }
     /* Process-wide settings before any backend exists. Progress sets a
      * key, which replaces the blocks: pp and sp are read after it. */
+    const int json_stdout = a->json_file && strcmp(a->json_file, "-") == 0;
     ks_cli_apply_quiet(a->quiet);
+    ks_cli_route_output(json_stdout);
     if (ks_cli_apply_threads(ks_problem_params_of(st->cfg)->threads) != KS_OK)
         return fail();
     /* Not under mpirun: there only rank 0's stderr can be a terminal, and
@@ -397,13 +400,13 @@ static int run(int argc, char **argv, ks_cli_state *st)
         st->nruns = i + 1;
         /* The solution written is the first backend's. */
         if (run_backend(st->be[i], st->cfg, &st->A, st->b, st->x0, a->quiet,
-                        i == 0 ? st->x : NULL, &st->runs[i], &st->setups[i]) != KS_OK)
+                        json_stdout ? stderr : stdout, i == 0 ? st->x : NULL, &st->runs[i],
+                        &st->setups[i]) != KS_OK)
             return fail();
     }
     /* With --json - standard output carries the JSON alone, so the
      * report goes to standard error; --quiet drops the report (the JSON
      * asked for still comes). */
-    int json_stdout = a->json_file && strcmp(a->json_file, "-") == 0;
     FILE *rep = json_stdout ? stderr : stdout;
     if (!a->quiet)
         ks_report_print_setup(rep, &st->pi, sp, st->runs, st->setups, st->nruns);

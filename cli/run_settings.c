@@ -1,9 +1,10 @@
 /* What the tool sets up around a solve, process-wide: the OpenMP thread
- * count (--threads, the `threads` key), --quiet, the AMG setup progress a
- * terminal gets, and the memory its vectors will take (checked before the
- * matrix is read). */
+ * count (--threads, the `threads` key), --quiet, where the library's lines
+ * go with --json -, the AMG setup progress a terminal gets, and the memory
+ * its vectors will take (checked before the matrix is read). */
 #include "cli.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -31,6 +32,21 @@ void ks_cli_apply_quiet(int quiet)
      * the library's log; errors and warnings stay (on stderr). */
     if (quiet)
         ks_set_log_level(KS_LOG_WARN);
+}
+
+/* The library's lines, all on stderr. */
+static void to_stderr(const char *msg, int len, void *ctx)
+{
+    (void)ctx;
+    fwrite(msg, 1, (size_t)len, stderr);
+}
+
+void ks_cli_route_output(int json_stdout)
+{
+    /* --json -: standard output carries the JSON alone, so the library's
+     * information lines (monitor, summary) go where the report goes. */
+    if (json_stdout)
+        ks_set_print_callback(to_stderr, NULL);
 }
 
 const char *ks_cli_progress_key(const ks_solver_params *sp)

@@ -251,10 +251,11 @@ START_TEST(test_options_over_ranks)
     ck_assert_msg(!out_buf[0] && !strstr(err_buf, "ksolve") && !strstr(err_buf, "MAX_ITERS"),
                   "stdout:\n%s\nstderr:\n%s", out_buf, err_buf);
     /* --json -: the JSON alone on stdout, the report on stderr */
-    snprintf(args, sizeof args, "%s --json -", common);
+    snprintf(args, sizeof args, "%s --json - -p solver.monitor_residual=1", common);
     EXPECT_RC(2, args, 0);
     ck_assert_msg(out_buf[0] == '{' && strstr(out_buf, "2 MPI ranks") &&
-                      strstr(err_buf, "CONVERGED") && !strstr(out_buf, "\n  status "),
+                      strstr(err_buf, "CONVERGED") && !strstr(out_buf, "\n  status ") &&
+                      strstr(err_buf, "residual monitor") && !strstr(out_buf, "residual monitor"),
                   "stdout:\n%s\nstderr:\n%s", out_buf, err_buf);
     remove(x);
 }

@@ -120,6 +120,16 @@ START_TEST(test_quiet)
     ck_assert_msg(root != NULL, "stdout is not JSON:\n%s", ks_cli_out);
     json_decref(root);
     ck_assert_str_eq(ks_cli_err, "");
+    /* Without --quiet, --json - keeps stdout for the JSON: the report, the
+     * monitor and the library's summary go to stderr. */
+    EXPECT_RC("-p matrix.n=8 --json - -p solver.monitor_residual=1 -p solver.print_solve_stats=1",
+              0);
+    root = json_loads(ks_cli_out, 0, NULL);
+    ck_assert_msg(root != NULL, "stdout is not JSON:\n%s", ks_cli_out);
+    json_decref(root);
+    EXPECT_ERR("residual monitor: PCG + AMG on cpu");
+    EXPECT_ERR("    iter        residual      rate");
+    EXPECT_ERR("\n  status                    CONVERGED");
     /* Files are still written, without the lines saying so. */
     const char *x = ks_test_tmpfile(".mtx"), *json = ks_test_tmpfile(".json");
     char args[3000];

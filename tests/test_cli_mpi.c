@@ -229,6 +229,17 @@ START_TEST(test_bad_file_over_ranks)
 }
 END_TEST
 
+/* ../shared/matrices/fv1 (not in CI): a real SPD file over 3 ranks. */
+START_TEST(test_shared_file_over_ranks)
+{
+    const char *fv1 = ks_test_shared_matrix("fv1.mtx.gz");
+    char args[2048];
+    snprintf(args, sizeof args, "-A '%s' -p solver.solver=PCG "
+             "-p solver.preconditioner.solver=JACOBI_L1 -p rhs.type=A_sin", fv1);
+    compare_runs(3, args, fv1, 9604);
+}
+END_TEST
+
 /* --x0, --quiet, --threads and --json - over ranks, as in one process. */
 START_TEST(test_options_over_ranks)
 {
@@ -268,17 +279,6 @@ START_TEST(test_options_over_ranks)
                       strstr(err_buf, "residual monitor") && !strstr(out_buf, "residual monitor"),
                   "stdout:\n%s\nstderr:\n%s", out_buf, err_buf);
     remove(x);
-}
-END_TEST
-
-/* ../shared/matrices/fv1 (not in CI): a real SPD file over 3 ranks. */
-START_TEST(test_shared_file_over_ranks)
-{
-    const char *fv1 = ks_test_shared_matrix("fv1.mtx.gz");
-    char args[2048];
-    snprintf(args, sizeof args, "-A '%s' -p solver.solver=PCG "
-             "-p solver.preconditioner.solver=JACOBI_L1 -p rhs.type=A_sin", fv1);
-    compare_runs(3, args, fv1, 9604);
 }
 END_TEST
 

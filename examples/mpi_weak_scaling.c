@@ -1,0 +1,287 @@
+/* Weak scaling with <ksolve_mpi.h>: every rank owns an n x n x n block of a
+ * 3D 7-point Poisson problem, so the global problem grows with the ranks
+ * while each rank's work stays the same.
+ *
+ *   mpirun -np P mpi_weak_scaling [n] [--solver PCG] [--pc JACOBI|JACOBI_L1|AMG]
+ *                                 [--tol 1e-8] [--max-iters 1000] [--runs 1]
+ *                                 [-p KEY=VALUE ...]
+ *
+ * n is the edge of each rank's block (default 32: 32^3 rows a rank). -p sets
+ * any key of the library's config (docs/config.md), e.g.
+ * -p solver.preconditioner.smoother.solver=JACOBI. Rank 0 prints one line a
+ * solve: ranks, rows per rank, global rows, iterations, setup and solve
+ * seconds (the slowest rank's), seconds per iteration and the slowest rank's
+ * communication in the solve (halo exchanges + reductions).
+ *
+ * Read the numbers with care: with Jacobi the iterations grow with the
+ * grid's longest edge (n * P here), so compare the time per iteration; with
+ * AMG they should stay nearly flat. Ranks sharing one memory system (one
+ * host) also share its bandwidth, which SpMV is bound by.
+ *
+ * Exit status: 0 every solve converged, 1 one did not, 2 a usage or library
+ * error (the message says which call failed and why). */
+#include <ksolve_mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every call's outcome is agreed over the ranks (ks_comm_agree): a call that
+ * failed on one rank only (an allocation, a bad value) then fails on every
+ * rank, and all leave together instead of some waiting forever in the next
+ * collective call. Calls that are collective already agree by themselves;
+ * agreeing again costs one small message and keeps the macro uniform. Rank 0
+ * prints the message: its own, or the lowest failing rank's ("rank N: ..."). */
+#define CHECK(call)                                                                      \
+    do {                                                                                 \
+        ks_error e_ = ks_comm_agree(comm, (call));                                       \
+        if (e_ != KS_OK) {                                                               \
+            if (ks_comm_rank(comm) == 0)                                                 \
+                fprintf(stderr, "mpi_weak_scaling: %s failed: %s (%s)\n", #call,         \
+                        ks_last_error(), ks_error_name(e_));                             \
+            rc = 2;                                                                      \
+            goto done;                                                                   \
+        }                                                                                \
+    } while (0)
+
+#define MAX_SETS 16
+
+typedef struct options {
+    long n;           /* edge of each rank's block */
+    const char *solver, *pc;
+    const char *tol, *max_iters;
+    int runs;
+    const char *sets[MAX_SETS]; /* -p KEY=VALUE, applied last */
+    int nsets;
+} options;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mpirun -np P mpi_weak_scaling [n_per_rank_edge] [--solver PCG|CG|"
+                 "PBICGSTAB|BICGSTAB]\n"
+                 "       [--pc JACOBI|JACOBI_L1|AMG|NOSOLVER] [--tol T] [--max-iters K] "
+                 "[--runs R] [-p KEY=VALUE ...]\n");
+}
+
+/* Every rank parses the same argv, so every rank reaches the same verdict;
+ * only rank 0 says what is wrong. Returns 0 to go on, 1 on a bad argument,
+ * -1 after printing the help. */
+static int parse(int argc, char **argv, int rank, options *o)
+{
+    *o = (options){.n = 32, .solver = "PCG", .pc = "JACOBI", .tol = "1e-8",
+                   .max_iters = "1000", .runs = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int has_value = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            if (rank == 0)
+                usage(stdout);
+            return -1;
+        } else if (!strcmp(a, "--solver") && has_value) {
+            o->solver = argv[++i];
+        } else if (!strcmp(a, "--pc") && has_value) {
+            o->pc = argv[++i];
+        } else if (!strcmp(a, "--tol") && has_value) {
+            o->tol = argv[++i];
+        } else if (!strcmp(a, "--max-iters") && has_value) {
+            o->max_iters = argv[++i];
+        } else if (!strcmp(a, "--runs") && has_value) {
+            o->runs = atoi(argv[++i]);
+            if (o->runs < 1) {
+                if (rank == 0)
+                    fprintf(stderr, "mpi_weak_scaling: --runs %s: expected a count >= 1\n",
+                            argv[i]);
+                return 1;
+            }
+        } else if (!strcmp(a, "-p") && has_value) {
+            if (o->nsets == MAX_SETS || !strchr(argv[i + 1], '=')) {
+                if (rank == 0)
+                    fprintf(stderr, "mpi_weak_scaling: -p %s: expected KEY=VALUE (at most %d)\n",
+                            argv[i + 1], MAX_SETS);
+                return 1;
+            }
+            o->sets[o->nsets++] = argv[++i];
+        } else if (a[0] != '-') {
+            char *end;
+            o->n = strtol(a, &end, 10);
+            if (*end || o->n < 1) {
+                if (rank == 0)
+                    fprintf(stderr, "mpi_weak_scaling: '%s': expected the block edge n >= 1\n",
+                            a);
+                return 1;
+            }
+        } else {
+            if (rank == 0) {
+                fprintf(stderr, "mpi_weak_scaling: unknown or incomplete option '%s'\n", a);
+                usage(stderr);
+            }
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The solver's config from the options: the method and preconditioner keys
+ * first, then each -p KEY=VALUE. ks_config_set names a bad key or value. */
+static ks_error make_config(const options *o, ks_config **cfg)
+{
+    ks_error e = ks_config_create_default(cfg);
+    if (e == KS_OK)
+        e = ks_config_set(*cfg, "solver.solver", o->solver);
+    /* CG and BICGSTAB take no preconditioner scope (the config refuses one). */
+    if (e == KS_OK && strcmp(o->solver, "CG") && strcmp(o->solver, "BICGSTAB"))
+        e = ks_config_set(*cfg, "solver.preconditioner.solver", o->pc);
+    if (e == KS_OK)
+        e = ks_config_set(*cfg, "solver.tolerance", o->tol);
+    if (e == KS_OK)
+        e = ks_config_set(*cfg, "solver.max_iters", o->max_iters);
+    for (int i = 0; i < o->nsets && e == KS_OK; i++) {
+        char key[256];
+        const char *eq = strchr(o->sets[i], '=');
+        snprintf(key, sizeof key, "%.*s", (int)(eq - o->sets[i]), o->sets[i]);
+        e = ks_config_set(*cfg, key, eq + 1);
+    }
+    return e;
+}
+
+int main(int argc, char **argv)
+{
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "mpi_weak_scaling: MPI_Init failed\n");
+        return 2;
+    }
+    int rc = 2;
+    ks_comm *comm = NULL;
+    ks_backend *be = NULL;
+    ks_dist_csr rows = {0};
+    ks_matrix *A = NULL;
+    ks_vec *b = NULL, *x = NULL, *ones = NULL;
+    ks_config *cfg = NULL;
+    ks_solver *solver = NULL;
+
+    ks_error e = ks_comm_create(MPI_COMM_WORLD, &comm);
+    if (e != KS_OK) { /* no comm to agree over; this fails on every rank alike */
+        fprintf(stderr, "mpi_weak_scaling: ks_comm_create: %s\n", ks_last_error());
+        MPI_Finalize();
+        return 2;
+    }
+    const int rank = ks_comm_rank(comm), nranks = ks_comm_size(comm);
+    options o;
+    /* parse printed what is wrong (or the usage for --help, which exits 0) */
+    const int verdict = parse(argc, argv, rank, &o);
+    if (ks_comm_agree(comm, verdict ? KS_ERR_ARG : KS_OK) != KS_OK) {
+        rc = verdict < 0 ? 0 : 2;
+        goto done;
+    }
+
+    /* The global grid: nx = ny = n, nz = n * P. The generator numbers row
+     * (i, j, k) as i + nx * (j + ny * k), so the n^3 rows of planes
+     * k = r*n .. (r+1)*n - 1 are consecutive: rank r's contiguous row block
+     * is an n x n x n cube (a slab of the global box). Its halo is two
+     * n x n planes whatever P is, so each rank's work and messages stay
+     * constant as P grows. (A px x py x pz split of cubes would give ranks
+     * rows that are not consecutive in this numbering.) */
+    const int64_t n = o.n, nlocal = n * n * n;
+    if (nlocal * 7 > INT32_MAX || n * nranks > INT32_MAX) { /* ks_int: 32-bit local indices */
+        if (rank == 0)
+            fprintf(stderr, "mpi_weak_scaling: n = %lld is too large (at most %lld rows and "
+                            "nonzeros a rank)\n", (long long)n, (long long)INT32_MAX);
+        goto done;
+    }
+    ks_gen_params g;
+    ks_gen_params_default(&g);
+    g.kind = KS_GEN_POISSON3D_7;
+    g.nx = g.ny = (ks_int)n;
+    g.nz = (ks_int)(n * nranks);
+
+    CHECK(ks_backend_create("cpu", &be));
+    double t0 = ks_wtime();
+    /* Each rank generates only its own rows: no rank ever holds the whole matrix. */
+    CHECK(ks_generate_dist(comm, &g, (ks_int)nlocal, &rows));
+    CHECK(ks_matrix_create_dist(be, comm, rows.nrows, rows.ncols_global, rows.rowptr,
+                                rows.colind, rows.val, "auto", NULL, &A));
+    ks_dist_csr_free(&rows); /* the matrix keeps its own copy */
+    double t_matrix = ks_wtime() - t0;
+
+    /* b = A * 1: the exact solution is all ones. */
+    CHECK(ks_matrix_vec_create(A, &b));
+    CHECK(ks_matrix_vec_create(A, &x));
+    CHECK(ks_matrix_vec_create(A, &ones));
+    CHECK(ks_vec_fill(ones, 1.0));
+    CHECK(ks_matrix_apply(A, 1.0, ones, 0.0, b));
+
+    CHECK(make_config(&o, &cfg));
+    CHECK(ks_solver_create(be, cfg, &solver));
+    t0 = ks_wtime();
+    /* AMG on a distributed matrix may be refused here (KS_ERR_UNSUPPORTED)
+     * by a library without distributed AMG: CHECK prints why and exits 2. */
+    CHECK(ks_solver_setup(solver, A));
+    double t_setup = ks_wtime() - t0;
+
+    /* The halo: ghost values this rank receives per product (2 n^2 inside
+     * the slab, n^2 at its ends); the largest over the ranks. */
+    ks_int nghost = 0, nsend = 0;
+    int neighbours = 0;
+    CHECK(ks_matrix_halo_size(A, &nghost, &nsend, &neighbours));
+    double halo_max = (double)nghost;
+    CHECK(ks_comm_max(comm, &halo_max, 1));
+
+    if (rank == 0)
+        printf("# %s + %s, 3D Poisson 7-point %d x %d x %d, up to %.0f ghost values a rank\n"
+               "# seconds, each column the slowest rank's; matrix: generation + "
+               "ks_matrix_create_dist; comm: halo + reductions in the solve\n"
+               "# %5s %10s %12s %6s %9s %8s %8s %8s %9s %8s %8s %8s %8s\n",
+               ks_solver_name(solver), ks_solver_preconditioner_name(solver), (int)g.nx,
+               (int)g.ny, (int)g.nz, halo_max, "ranks", "rows/rank", "global_rows", "iters",
+               "status", "matrix_s", "setup_s", "solve_s", "s/iter", "comm_s", "halo_s",
+               "reduce_s", "max_err");
+
+    rc = 0;
+    for (int run = 0; run < o.runs; run++) {
+        CHECK(ks_vec_fill(x, 0.0));
+        /* Count only this solve's messages: the stats accumulate per comm. */
+        ks_comm_reset_stats(comm);
+        t0 = ks_wtime();
+        CHECK(ks_solver_solve(solver, b, x));
+        double t_solve = ks_wtime() - t0;
+        ks_comm_stats cs;
+        CHECK(ks_comm_get_stats(comm, &cs));
+
+        /* The slowest rank decides the wall time: maxima over the ranks (of
+         * each rank's own sum for comm_s, so it never exceeds solve_s). */
+        double v[6] = {t_matrix, t_setup, t_solve, cs.halo_seconds + cs.reduce_seconds,
+                       cs.halo_seconds, cs.reduce_seconds};
+        CHECK(ks_comm_max(comm, v, 6));
+
+        /* max |x - 1| over all ranks (a collective norm) */
+        double err;
+        CHECK(ks_vec_axpy(-1.0, ones, x));
+        CHECK(ks_vec_norminf(x, &err));
+
+        const ks_solve_stats *st = ks_solver_stats(solver);
+        if (rank == 0) {
+            printf("  %5d %10lld %12lld %6d %9s %8.4f %8.4f %8.4f %9.3e %8.4f %8.4f %8.4f "
+                   "%8.1e\n",
+                   nranks, (long long)nlocal, (long long)ks_matrix_global_rows(A),
+                   st->iterations, ks_solve_status_name(st->status), v[0], v[1], v[2],
+                   st->iterations > 0 ? v[2] / st->iterations : 0.0, v[3], v[4], v[5], err);
+            fflush(stdout);
+        }
+        if (st->status != KS_SOLVE_CONVERGED)
+            rc = 1;
+    }
+
+done:
+    ks_solver_destroy(&solver);
+    ks_config_destroy(&cfg);
+    ks_vec_destroy(&ones);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&b);
+    ks_matrix_destroy(&A);
+    ks_dist_csr_free(&rows);
+    ks_backend_destroy(&be);
+    ks_comm_destroy(&comm);
+    MPI_Finalize();
+    return rc;
+}

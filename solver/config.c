@@ -50,7 +50,7 @@ void ks_config_warn(const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_object_set_new(warn_sink, path, json_string(msg));
+    json_object_set_new(warn_sink, path, json_string_nocheck(msg));
 }
 
 /* Log the warnings of a validation that are not in `already` (the ones a
@@ -432,7 +432,10 @@ static ks_error note_problem(parse_ctx *c, ks_error e)
 {
     if (e != KS_ERR_CONFIG)
         return e;
-    json_array_append_new(c->problems, json_string(ks_last_error()));
+    /* no UTF-8 check: a message cut at the buffer's end may split a character */
+    json_t *m = json_string_nocheck(ks_last_error());
+    if (!m || json_array_append_new(c->problems, m) != 0)
+        return e; /* out of memory: this problem alone, but never lost */
     return KS_OK;
 }
 

@@ -47,7 +47,7 @@ KS_SAN_TESTS="fuzz_inputs test_config test_config_rules test_config_amgx test_mm
 ks_build_sanitized() {
     if [ ! -f "$ks_san/build.ninja" ]; then
         meson setup "$ks_san" "$ks_root" -Dcuda=disabled -Dmpi=disabled \
-            -Db_sanitize=address,undefined -Db_lundef=false \
+            -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 \
             -Dc_args=-fno-sanitize-recover=all >/dev/null || return 1
     fi
     local targets=()

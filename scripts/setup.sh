@@ -37,3 +37,20 @@ ks_configure_and_build() {
     fi
     ninja -C "$ks_build" || return 1
 }
+
+# The sanitizer build ($ks_build-san): the library with ASan + UBSan (every
+# UBSan report fatal), cpu only, and only the test programs of KS_SAN_TESTS
+# (scripts/test runs them): the fuzzer of the readers and the tests of the
+# config loader and the Matrix Market reader.
+ks_san=${ks_build}-san
+KS_SAN_TESTS="fuzz_inputs test_config test_config_rules test_config_amgx test_mmio"
+ks_build_sanitized() {
+    if [ ! -f "$ks_san/build.ninja" ]; then
+        meson setup "$ks_san" "$ks_root" -Dcuda=disabled -Dmpi=disabled \
+            -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 \
+            -Dc_args=-fno-sanitize-recover=all >/dev/null || return 1
+    fi
+    local targets=()
+    for t in $KS_SAN_TESTS; do targets+=("tests/$t"); done
+    ninja -C "$ks_san" "${targets[@]}" >/dev/null || return 1
+}

@@ -7,6 +7,7 @@
  * dump and set); after every create/set it is validated from scratch into
  * each scope's struct, starting from its defaults, so a config is never
  * half-applied. */
+#include "config_amgx.h"
 #include "config_scope.h"
 #include "params.h"
 #include "../spmv/format.h"
@@ -14,6 +15,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +34,36 @@ struct ks_config {
     json_t *root;             /* the user's tree (paths resolved, sets applied) */
     schema sch;
     void *block[MAX_SCOPES];  /* each scope's parsed, validated struct */
+    json_t *warned;           /* key path -> warning already emitted for it */
 };
+
+/* Warnings of the validation running on this thread (ks_config_warn):
+ * path -> message, the first message per path. */
+static _Thread_local json_t *warn_sink;
+
+void ks_config_warn(const char *path, const char *fmt, ...)
+{
+    if (!warn_sink || json_object_get(warn_sink, path))
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_object_set_new(warn_sink, path, json_string_nocheck(msg));
+}
+
+/* Log the warnings of a validation that are not in `already` (the ones a
+ * config emitted before a set). */
+static void emit_warnings(const json_t *warnings, const json_t *already)
+{
+    const char *path;
+    json_t *msg;
+    json_object_foreach((json_t *)warnings, path, msg) {
+        if (!already || !json_object_get(already, path))
+            ks_log(KS_LOG_WARN, "warning: %s: %s\n", path, json_string_value(msg));
+    }
+}
 
 /* Keys are numbered across the scopes, the library's first (its order
  * is the dump's and decides ties between suggestions). */
@@ -390,8 +421,71 @@ static ks_error apply_leaf(void *block, const ks_key_spec *k, const char *path, 
 typedef struct parse_ctx {
     const schema *sch;
     void *block[MAX_SCOPES];          /* each scope's struct being filled */
+    void *defaults[MAX_SCOPES];       /* each scope's defaults, to compare given values */
     unsigned char *given[MAX_SCOPES]; /* given[s][i]: key i of scope s was given */
+    json_t *problems;                 /* every key error of the walk, in order */
 } parse_ctx;
+
+/* A key error of the walk: kept, and the walk goes on, so one run reports
+ * every unknown key and bad value. Other errors (memory) stop it. */
+static ks_error note_problem(parse_ctx *c, ks_error e)
+{
+    if (e != KS_ERR_CONFIG)
+        return e;
+    /* no UTF-8 check: a message cut at the buffer's end may split a character */
+    json_t *m = json_string_nocheck(ks_last_error());
+    if (!m || json_array_append_new(c->problems, m) != 0)
+        return e; /* out of memory: this problem alone, but never lost */
+    return KS_OK;
+}
+
+/* given[s][i] after k's value was stored: 1, or KS_GIVEN_DEFAULT when the
+ * stored value is the key's default. */
+static void mark_given(parse_ctx *c, int s, int i, const ks_key_spec *k)
+{
+    const char *a = (const char *)c->block[s] + k->off, *d = (const char *)c->defaults[s] + k->off;
+    int same = 0;
+    if (k->type == KT_SCOPE || k->type == KT_IGNORED || k->size == 0)
+        same = 0;
+    else if (k->store == ST_STRING)
+        same = strncmp(a, d, k->size) == 0;
+    else if (k->store == ST_DOUBLE) {
+        double x, y;
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, d, sizeof y);
+        same = x == y;
+    } else
+        same = memcmp(a, d, k->size) == 0;
+    c->given[s][i] = same ? KS_GIVEN_DEFAULT : 1;
+}
+
+/* AmgX's keys and values (config_amgx.c) are the library's business: the
+ * engine asks there for a path in no table, and for a value of one of the
+ * library's choice keys (scope 0) that is not among its choices. */
+static const char *foreign_value(int s, const ks_key_spec *k, const char *path, const json_t *v)
+{
+    if (s != 0 || k->type != KT_ENUM || !json_is_string(v))
+        return NULL;
+    for (const ks_name *ch = k->choices; ch->name; ch++)
+        if (strcmp(ch->name, json_string_value(v)) == 0)
+            return NULL;
+    return ks_config_amgx_value(path, json_string_value(v));
+}
+
+/* Store v (given at path) as key k (index i of scope s), or note why not. */
+static ks_error take_value(parse_ctx *c, int s, int i, const ks_key_spec *k, const char *path,
+                           const json_t *v)
+{
+    const char *why = foreign_value(s, k, path, v);
+    if (why) { /* e.g. AmgX's aggregation selector SIZE_2: the default stays */
+        ks_config_warn(path, "%s", why);
+        return KS_OK;
+    }
+    ks_error e = apply_leaf(c->block[s], k, path, v);
+    if (e == KS_OK)
+        mark_given(c, s, i, k);
+    return note_problem(c, e);
+}
 
 static ks_error walk(parse_ctx *c, const json_t *obj, const char *prefix)
 {
@@ -400,31 +494,58 @@ static ks_error walk(parse_ctx *c, const json_t *obj, const char *prefix)
     json_object_foreach((json_t *)obj, key, v) {
         char path[256];
         if (snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", key) >=
-            (int)sizeof path)
-            return ks_seterr(KS_ERR_CONFIG, "unknown key '%s' (name too long)", path);
-        if (strchr(key, '.'))
-            return ks_seterr(KS_ERR_CONFIG,
-                             "unknown key '%s' (a key name has no dots: nest objects instead, "
-                             "e.g. {\"solver\": {\"max_iters\": 100}})",
-                             path);
+            (int)sizeof path) {
+            KS_TRY(note_problem(c, ks_seterr(KS_ERR_CONFIG, "unknown key '%s' (name too long)",
+                                             path)));
+            continue;
+        }
+        if (strchr(key, '.')) {
+            KS_TRY(note_problem(c, ks_seterr(KS_ERR_CONFIG,
+                                             "unknown key '%s' (a key name has no dots: nest "
+                                             "objects instead, e.g. {\"solver\": "
+                                             "{\"max_iters\": 100}})",
+                                             path)));
+            continue;
+        }
         int s, i;
         const ks_key_spec *k = find_key(c->sch, path, &s, &i);
-        if (!k)
-            return unknown_key(c->sch, path);
-        c->given[s][i] = 1;
+        if (!k) {
+            char to[256];
+            const char *why = NULL;
+            ks_foreign_kind f = ks_config_amgx_key(path, to, sizeof to, &why);
+            if (f == KS_FOREIGN_WARN) {
+                ks_config_warn(path, "%s", why);
+                continue;
+            }
+            k = f == KS_FOREIGN_MAP ? find_key(c->sch, to, &s, &i) : NULL;
+            if (!k) {
+                KS_TRY(note_problem(c, unknown_key(c->sch, path)));
+                continue;
+            }
+            /* AmgX's name of one of our keys: the value goes there, errors
+             * name the key as written */
+            if (json_object_get((json_t *)obj, last_part(to))) {
+                KS_TRY(note_problem(c, ks_seterr(KS_ERR_CONFIG,
+                                                 "%s: AmgX's name for '%s', which is given "
+                                                 "too (give one of them)",
+                                                 path, to)));
+                continue;
+            }
+        }
         if (k->type != KT_SCOPE) {
-            KS_TRY(apply_leaf(c->block[s], k, path, v));
+            KS_TRY(take_value(c, s, i, k, path, v));
         } else if (json_is_object(v)) {
+            c->given[s][i] = 1;
             KS_TRY(walk(c, v, path));
         } else if (k->shorthand && json_is_string(v)) {
+            c->given[s][i] = 1;
             char sub[300];
             snprintf(sub, sizeof sub, "%s.%s", path, k->shorthand);
             const ks_key_spec *ks = find_key(c->sch, sub, &s, &i);
-            c->given[s][i] = 1;
-            KS_TRY(apply_leaf(c->block[s], ks, path, v));
+            KS_TRY(take_value(c, s, i, ks, path, v));
         } else {
-            return ks_config_type_error(
-                path, k->shorthand ? "an object or a name (string)" : "an object", v);
+            KS_TRY(note_problem(c, ks_config_type_error(
+                path, k->shorthand ? "an object or a name (string)" : "an object", v)));
         }
     }
     return KS_OK;
@@ -434,34 +555,73 @@ static void ctx_free(parse_ctx *c)
 {
     for (int s = 0; s < MAX_SCOPES; s++) {
         free(c->block[s]);
+        free(c->defaults[s]);
         free(c->given[s]);
     }
+    json_decref(c->problems);
+}
+
+/* The walk's problems as one error: the message itself when there is
+ * one, else their count and each message, in the order of the file. */
+static ks_error report_problems(const json_t *problems)
+{
+    size_t n = json_array_size(problems);
+    if (n == 1)
+        return ks_seterr(KS_ERR_CONFIG, "%s", json_string_value(json_array_get(problems, 0)));
+    char all[2048];
+    size_t used = (size_t)snprintf(all, sizeof all, "%zu problems: ", n);
+    for (size_t j = 0; j < n && used < sizeof all; j++)
+        used += (size_t)snprintf(all + used, sizeof all - used, "%s%s", j ? "; " : "",
+                                 json_string_value(json_array_get(problems, j)));
+    return ks_seterr(KS_ERR_CONFIG, "%s", all);
 }
 
 /* Parse root into fresh structs (out[s], allocated here, each scope's
- * size) from the defaults; every scope's rules run once all keys are in. */
-static ks_error validate(const schema *sch, const json_t *root, void *out[MAX_SCOPES])
+ * size) from the defaults; every scope's rules run once all keys are in.
+ * The warnings (path -> message) go to *warnings (json_decref it). */
+static ks_error validate(const schema *sch, const json_t *root, void *out[MAX_SCOPES],
+                         json_t **warnings)
 {
-    parse_ctx c = {sch, {NULL}, {NULL}};
+    parse_ctx c = {sch, {NULL}, {NULL}, {NULL}, json_array()};
+    json_t *w = json_object();
+    *warnings = NULL;
+    if (!c.problems || !w) {
+        ctx_free(&c);
+        json_decref(w);
+        return ks_seterr(KS_ERR_MEMORY, "out of memory validating a config");
+    }
     for (int s = 0; s < sch->n; s++) {
         c.block[s] = ks_calloc(1, sch->sc[s]->size, "config");
+        c.defaults[s] = ks_calloc(1, sch->sc[s]->size, "config");
         c.given[s] = ks_calloc((size_t)sch->sc[s]->nkeys, 1, "config parser");
-        if (!c.block[s] || !c.given[s]) {
+        if (!c.block[s] || !c.defaults[s] || !c.given[s]) {
             ctx_free(&c);
+            json_decref(w);
             return KS_ERR_MEMORY;
         }
-        if (sch->sc[s]->defaults)
+        if (sch->sc[s]->defaults) {
             sch->sc[s]->defaults(c.block[s]);
+            sch->sc[s]->defaults(c.defaults[s]);
+        }
     }
+    json_t *outer = warn_sink; /* none: validations do not nest, but stay safe */
+    warn_sink = w;
     ks_error e = walk(&c, root, "");
+    if (e == KS_OK && json_array_size(c.problems) > 0)
+        e = report_problems(c.problems);
     for (int s = 0; s < sch->n && e == KS_OK; s++)
         if (sch->sc[s]->check)
             e = sch->sc[s]->check(c.block[s], c.given[s]);
-    if (e == KS_OK)
+    warn_sink = outer;
+    if (e == KS_OK) {
         for (int s = 0; s < sch->n; s++) {
             out[s] = c.block[s];
             c.block[s] = NULL;
         }
+        *warnings = w;
+    } else {
+        json_decref(w);
+    }
     ctx_free(&c);
     return e;
 }
@@ -537,12 +697,13 @@ static ks_error config_from_tree(json_t *root, const schema *sch, ks_config **cf
     c->root = root;
     c->sch = *sch;
     void *blocks[MAX_SCOPES] = {NULL};
-    ks_error e = validate(sch, root, blocks);
+    ks_error e = validate(sch, root, blocks, &c->warned);
     if (e != KS_OK) {
         ks_config_destroy(&c);
         return e;
     }
     replace_blocks(c, blocks);
+    emit_warnings(c->warned, NULL);
     *cfg = c;
     return KS_OK;
 }
@@ -626,6 +787,7 @@ void ks_config_destroy(ks_config **cfgp)
         return;
     *cfgp = NULL; /* a second destroy of the same handle is a no-op */
     json_decref(cfg->root);
+    json_decref(cfg->warned);
     for (int s = 0; s < MAX_SCOPES; s++)
         free(cfg->block[s]);
     free(cfg);
@@ -772,8 +934,9 @@ ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
             e = tree_set(&cfg->sch, copy, keys[i], v);
     }
     void *blocks[MAX_SCOPES] = {NULL};
+    json_t *warnings = NULL;
     if (e == KS_OK)
-        e = validate(&cfg->sch, copy, blocks);
+        e = validate(&cfg->sch, copy, blocks, &warnings);
     if (e != KS_OK) {
         json_decref(copy);
         return e;
@@ -781,6 +944,10 @@ ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
     json_decref(cfg->root);
     cfg->root = copy;
     replace_blocks(cfg, blocks);
+    /* each key warns once: only what the set brought in is new */
+    emit_warnings(warnings, cfg->warned);
+    json_decref(cfg->warned);
+    cfg->warned = warnings;
     return KS_OK;
 }
 

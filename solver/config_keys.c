@@ -30,22 +30,26 @@ static const ks_name pc_choices[] = {
 #define coarse_choices ks_amg_coarse_solver_names
 #define precision_choices ks_amg_precision_names
 
-/* When a key applies (checked after parsing: keys that do not apply are an
- * error when given, and are left out of the dump). AMG settings live in the
- * preconditioner scope when AMG preconditions a Krylov method, and in the
- * solver scope when AMG is the solver; both fill ks_precond_params.amg. */
+/* When a key applies: every key that depends on another key's choice says
+ * so here, and one rule (key_applies, in solver_check; the dump uses it
+ * too) treats them all. AMG settings live in the preconditioner scope when
+ * AMG preconditions a Krylov method, and in the solver scope when AMG is
+ * the solver; both fill ks_precond_params.amg. */
 enum cond {
     C_ALL,            /* always */
     C_NOT_SOLVER_AMG, /* the preconditioner scope: not with "solver": "AMG" */
-    C_PC_PLAIN,       /* Jacobi's damping: preconditioner present and not AMG */
+    C_PC_JACOBI,      /* Jacobi's damping: the preconditioner is JACOBI or JACOBI_L1 */
     C_PC_AMG,         /* AMG keys of the preconditioner scope */
     C_SOLVER_AMG      /* AMG keys of the solver scope */
 };
-/* Keys that only one choice of a component reads carry a flag beside their
- * scope's condition, under the rule for every key that does not apply: given
- * where it does not apply, an error naming the key and the choice. */
+/* Keys that only one choice of an AMG component reads carry flags beside
+ * their scope's condition (needs[] says which choice each flag asks for). */
 #define C_BASE 0xff
-#define F_CHEB 0x100 /* the smoother is CHEBYSHEV */
+#define F_CLASSICAL 0x100  /* the algorithm is CLASSICAL */
+#define F_HMIS 0x200       /* the selector is HMIS */
+#define F_AGGRESSIVE 0x400 /* aggressive_levels > 0 */
+#define F_CHEB 0x800       /* the smoother is CHEBYSHEV */
+#define F_DAMPED 0x1000    /* the smoother is damped by relaxation_factor: not CHEBYSHEV */
 
 /* One entry: path, type, range (lo, hi, open ends), allowed values
  * (int_set, choices), storage, shorthand and cond; the library's keys
@@ -64,28 +68,29 @@ enum cond {
     KEY(P ".algorithm", KT_ENUM, 0, 0, 0, 0,                                                       \
         NULL, algorithm_choices, ST_ENUM_INT, A_(algorithm), NULL, C),                             \
     KEY(P ".selector", KT_ENUM, 0, 0, 0, 0,                                                        \
-        NULL, selector_choices, ST_ENUM_INT, A_(selector), NULL, C),                               \
+        NULL, selector_choices, ST_ENUM_INT, A_(selector), NULL, C | F_CLASSICAL),                 \
     KEY(P ".hmis_block_rows", KT_INT, -1, INT_MAX, 0, 0,                                           \
-        NULL, NULL, ST_INT, A_(hmis_block_rows), NULL, C),                                         \
+        NULL, NULL, ST_INT, A_(hmis_block_rows), NULL, C | F_CLASSICAL | F_HMIS),                  \
     KEY(P ".interpolator", KT_ENUM, 0, 0, 0, 0,                                                    \
-        NULL, interp_choices, ST_ENUM_INT, A_(interpolator), NULL, C),                             \
+        NULL, interp_choices, ST_ENUM_INT, A_(interpolator), NULL, C | F_CLASSICAL),               \
     KEY(P ".strength_threshold", KT_NUM, 0, 1, 0, 0,                                               \
         NULL, NULL, ST_DOUBLE, A_(strength_threshold), NULL, C),                                   \
-    KEY(P ".max_row_sum", KT_NUM, 0, 1, 1, 0, NULL, NULL, ST_DOUBLE, A_(max_row_sum), NULL, C),    \
+    KEY(P ".max_row_sum", KT_NUM, 0, 1, 1, 0,                                                      \
+        NULL, NULL, ST_DOUBLE, A_(max_row_sum), NULL, C | F_CLASSICAL),                            \
     KEY(P ".interp_max_elements", KT_INT, 0, INT_MAX, 0, 0,                                        \
-        NULL, NULL, ST_INT, A_(interp_max_elements), NULL, C),                                     \
+        NULL, NULL, ST_INT, A_(interp_max_elements), NULL, C | F_CLASSICAL),                       \
     KEY(P ".interp_truncation_factor", KT_NUM, 0, 1, 0, 1,                                         \
-        NULL, NULL, ST_DOUBLE, A_(interp_truncation_factor), NULL, C),                             \
+        NULL, NULL, ST_DOUBLE, A_(interp_truncation_factor), NULL, C | F_CLASSICAL),               \
     KEY(P ".aggressive_levels", KT_INT, 0, 100, 0, 0,                                              \
-        NULL, NULL, ST_INT, A_(aggressive_levels), NULL, C),                                       \
-    KEY(P ".aggressive_interpolator", KT_ENUM, 0, 0, 0, 0,                                         \
-        NULL, interp_choices, ST_ENUM_INT, A_(aggressive_interpolator), NULL, C),                  \
+        NULL, NULL, ST_INT, A_(aggressive_levels), NULL, C | F_CLASSICAL),                         \
+    KEY(P ".aggressive_interpolator", KT_ENUM, 0, 0, 0, 0, NULL, interp_choices, ST_ENUM_INT,      \
+        A_(aggressive_interpolator), NULL, C | F_CLASSICAL | F_AGGRESSIVE),                        \
     KEY(P ".smoother", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", C),             \
     KEY(P ".smoother.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, C),         \
     KEY(P ".smoother.solver", KT_ENUM, 0, 0, 0, 0,                                                 \
         NULL, smoother_choices, ST_ENUM_INT, SM_(solver), NULL, C),                                \
     KEY(P ".smoother.relaxation_factor", KT_NUM, 0, 2, 0, 1,                                       \
-        NULL, NULL, ST_DOUBLE, SM_(relaxation_factor), NULL, C),                                   \
+        NULL, NULL, ST_DOUBLE, SM_(relaxation_factor), NULL, C | F_DAMPED),                        \
     KEY(P ".smoother.chebyshev_degree", KT_INT, 1, 10, 0, 0,                                       \
         NULL, NULL, ST_INT, SM_(chebyshev_degree), NULL, C | F_CHEB),                              \
     KEY(P ".smoother.chebyshev_lower", KT_NUM, 0, 1, 1, 1,                                         \
@@ -125,7 +130,7 @@ static const ks_key_spec keys[] = {
     KEY("solver.preconditioner", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", C_NOT_SOLVER_AMG),
     KEY("solver.preconditioner.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, C_NOT_SOLVER_AMG),
     KEY("solver.preconditioner.solver", KT_ENUM, 0, 0, 0, 0, NULL, pc_choices, ST_STRING, S_(pc.solver), NULL, C_NOT_SOLVER_AMG),
-    KEY("solver.preconditioner.relaxation_factor", KT_NUM, 0, 2, 1, 0, NULL, NULL, ST_DOUBLE, S_(pc.relaxation_factor), NULL, C_PC_PLAIN),
+    KEY("solver.preconditioner.relaxation_factor", KT_NUM, 0, 2, 1, 0, NULL, NULL, ST_DOUBLE, S_(pc.relaxation_factor), NULL, C_PC_JACOBI),
     AMG_SPECS("solver.preconditioner", C_PC_AMG)
     AMG_SPECS("solver", C_SOLVER_AMG)
 };
@@ -146,60 +151,139 @@ static int given(const unsigned char *g, const char *path)
 
 static int solver_is_amg(const ks_solver_params *s) { return strcmp(s->solver, "AMG") == 0; }
 
-static int cond_holds(const ks_solver_params *s, int cond)
+/* The choice each flag asks for: the key it depends on (relative to the
+ * AMG scope), what reads the flagged keys, and what to choose instead. In
+ * check order: a CLASSICAL-only key under AGGREGATION names the algorithm,
+ * not the selector. */
+typedef struct need {
+    int flag;
+    const char *choice, *reader, *instead;
+} need;
+static const need needs[] = {
+    {F_CLASSICAL, "algorithm", "the CLASSICAL algorithm", "choose CLASSICAL"},
+    {F_HMIS, "selector", "the HMIS selector", "choose HMIS"},
+    {F_AGGRESSIVE, "aggressive_levels", "aggressive coarsening", "set aggressive_levels >= 1"},
+    {F_CHEB, "smoother.solver", "the CHEBYSHEV smoother", "choose CHEBYSHEV"},
+    {F_DAMPED, "smoother.solver", "the JACOBI, JACOBI_L1, GS and SGS smoothers",
+     "choose one of them"},
+};
+#define NNEEDS ((int)(sizeof needs / sizeof needs[0]))
+
+static int need_holds(const ks_amg_params *a, int flag)
+{
+    switch (flag) {
+    case F_CLASSICAL: return a->algorithm == KS_AMG_CLASSICAL;
+    case F_HMIS: return a->selector == KS_AMG_HMIS;
+    case F_AGGRESSIVE: return a->aggressive_levels > 0;
+    case F_CHEB: return a->smoother.solver == KS_SMOOTHER_CHEBYSHEV;
+    case F_DAMPED: return a->smoother.solver != KS_SMOOTHER_CHEBYSHEV;
+    default: return 1;
+    }
+}
+
+/* The value of a need's choice key, as written in a config. */
+static const char *need_value(const ks_amg_params *a, int flag, char *buf, size_t len)
+{
+    switch (flag) {
+    case F_CLASSICAL: return ks_name_of(ks_amg_algorithm_names, a->algorithm);
+    case F_HMIS: return ks_name_of(ks_amg_selector_names, a->selector);
+    case F_AGGRESSIVE: snprintf(buf, len, "%d", a->aggressive_levels); return buf;
+    default: return ks_name_of(ks_amg_smoother_names, a->smoother.solver);
+    }
+}
+
+/* The scope's condition of a key (before the choice flags). */
+static int base_holds(const ks_solver_params *s, int cond)
 {
     int samg = solver_is_amg(s);
     int pcamg = !samg && strcmp(s->pc.solver, "AMG") == 0;
-    if (cond & F_CHEB) /* the scope first: its message is the one that helps */
-        return cond_holds(s, cond & C_BASE) &&
-               s->pc.amg.smoother.solver == KS_SMOOTHER_CHEBYSHEV;
-    switch (cond) {
+    switch (cond & C_BASE) {
     case C_NOT_SOLVER_AMG: return !samg;
-    case C_PC_PLAIN: return !samg && !pcamg;
+    case C_PC_JACOBI:
+        return !samg && (strcmp(s->pc.solver, "JACOBI") == 0 ||
+                         strcmp(s->pc.solver, "JACOBI_L1") == 0);
     case C_PC_AMG: return pcamg;
     case C_SOLVER_AMG: return samg;
     default: return 1;
     }
 }
 
-static int solver_applies(const void *block, int cond) { return cond_holds(block, cond); }
-
-/* A key that was given but does not apply to the chosen method. */
-static ks_error cond_error(const ks_solver_params *s, const ks_key_spec *k)
+/* The first flag of cond whose choice does not hold (0: none). */
+static int failed_need(const ks_solver_params *s, int cond)
 {
-    if ((k->cond & F_CHEB) && cond_holds(s, k->cond & C_BASE)) {
-        /* the scope applies, the smoother does not use the key: name the smoother */
-        const char *sm = ks_name_of(ks_amg_smoother_names, s->pc.amg.smoother.solver);
-        int n = (int)(strrchr(k->path, '.') - k->path);
-        return ks_seterr(KS_ERR_CONFIG, "%s: applies to the CHEBYSHEV smoother only, but "
-                         "%.*s.solver is %s (remove the key, or choose CHEBYSHEV)",
-                         k->path, n, k->path, sm);
+    for (int j = 0; j < NNEEDS; j++)
+        if ((cond & needs[j].flag) && !need_holds(&s->pc.amg, needs[j].flag))
+            return j + 1;
+    return 0;
+}
+
+/* Whether a key with this cond applies to the configuration s. */
+static int key_applies(const ks_solver_params *s, int cond)
+{
+    return base_holds(s, cond) && failed_need(s, cond) == 0;
+}
+
+static int solver_applies(const void *block, int cond) { return key_applies(block, cond); }
+
+/* Why key k does not apply: "<why>" after "path: " (the scope first: its
+ * message is the one that helps). */
+static void why_not(const ks_solver_params *s, const ks_key_spec *k, char *buf, size_t len)
+{
+    if (base_holds(s, k->cond)) {
+        const need *nd = &needs[failed_need(s, k->cond) - 1];
+        const char *scope = (k->cond & C_BASE) == C_SOLVER_AMG ? "solver" : "solver.preconditioner";
+        char v[32];
+        snprintf(buf, len, "applies to %s only, but %s.%s is %s (remove the key, or %s)",
+                 nd->reader, scope, nd->choice, need_value(&s->pc.amg, nd->flag, v, sizeof v),
+                 nd->instead);
+        return;
     }
     switch (k->cond & C_BASE) {
     case C_NOT_SOLVER_AMG:
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: the AMG solver takes no preconditioner (its AMG settings, e.g. "
-                         "'smoother', go directly in the solver scope)",
-                         k->path);
-    case C_PC_PLAIN:
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: not used by AMG (the smoother's damping is "
-                         "solver.preconditioner.smoother.relaxation_factor)",
-                         k->path);
+        snprintf(buf, len, "the AMG solver takes no preconditioner (its AMG settings, e.g. "
+                           "'smoother', go directly in the solver scope)");
+        return;
+    case C_PC_JACOBI:
+        snprintf(buf, len, "applies to the JACOBI and JACOBI_L1 preconditioners only, but "
+                           "solver.preconditioner.solver is %s (remove the key%s)",
+                 s->pc.solver,
+                 strcmp(s->pc.solver, "AMG") == 0
+                     ? "; the smoother's damping is solver.preconditioner.smoother.relaxation_factor"
+                     : ", or choose JACOBI or JACOBI_L1");
+        return;
     case C_PC_AMG:
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: an AMG setting, but solver.preconditioner.solver is %s (set it to "
-                         "AMG, or remove the key)",
-                         k->path, s->pc.solver);
+        snprintf(buf, len, "an AMG setting, but solver.preconditioner.solver is %s (set it to "
+                           "AMG, or remove the key)", s->pc.solver);
+        return;
     case C_SOLVER_AMG:
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s: an AMG setting, but solver.solver is %s (for AMG as the "
-                         "preconditioner put it in solver.preconditioner; for AMG alone set "
-                         "solver.solver to AMG)",
-                         k->path, s->solver);
+        snprintf(buf, len, "an AMG setting, but solver.solver is %s (for AMG as the "
+                           "preconditioner put it in solver.preconditioner; for AMG alone set "
+                           "solver.solver to AMG)", s->solver);
+        return;
     default:
-        return ks_seterr(KS_ERR_CONFIG, "%s: internal schema error", k->path);
+        snprintf(buf, len, "internal schema error");
     }
+}
+
+/* The rule for every key that does not apply to the configuration: given
+ * with a value other than its default, it asks for something that would be
+ * lost, so it is an error; given with its default (AmgX's shipped configs
+ * carry such keys, e.g. "interpolator": "D2" under AGGREGATION), nothing is
+ * lost and it is accepted with a warning. Scopes and "scope" labels ask
+ * for nothing themselves: their keys are judged. */
+static ks_error keys_that_do_not_apply(const ks_solver_params *s, const unsigned char *g)
+{
+    for (int i = 0; i < NKEYS; i++) {
+        const ks_key_spec *k = &keys[i];
+        if (!g[i] || k->type == KT_SCOPE || k->type == KT_IGNORED || key_applies(s, k->cond))
+            continue;
+        char why[400];
+        why_not(s, k, why, sizeof why);
+        if (g[i] != KS_GIVEN_DEFAULT)
+            return ks_seterr(KS_ERR_CONFIG, "%s: %s", k->path, why);
+        ks_config_warn(k->path, "ignored (its value is the default): %s", why);
+    }
+    return KS_OK;
 }
 
 /* Rules between AMG keys; scope is where they were given. */
@@ -209,12 +293,6 @@ static ks_error check_amg(const ks_amg_params *a, const char *scope)
         return ks_seterr(KS_ERR_CONFIG,
                          "%s: presweeps and postsweeps are both 0: the cycle would not smooth",
                          scope);
-    if (a->aggressive_levels > 0 && a->algorithm == KS_AMG_AGGREGATION)
-        return ks_seterr(KS_ERR_CONFIG,
-                         "%s.aggressive_levels: aggressive coarsening applies to the CLASSICAL "
-                         "algorithm only (got %d with AGGREGATION, which coarsens aggressively "
-                         "already)",
-                         scope, a->aggressive_levels);
     /* Whatever the table lets through, the hierarchy's own check must
      * accept too, so a config that loads never fails at setup on a value. */
     return ks_amg_params_check(a, scope);
@@ -231,11 +309,9 @@ static ks_error solver_check(void *block, const unsigned char *g)
                              s->solver, strcmp(s->solver, "CG") == 0 ? "PCG" : "PBICGSTAB");
         strcpy(s->pc.solver, "NOSOLVER"); /* the default AMG does not apply */
     }
+    KS_TRY(keys_that_do_not_apply(s, g));
     if (solver_is_amg(s))
         strcpy(s->pc.solver, "AMG"); /* standalone AMG: its settings are pc.amg */
-    for (int i = 0; i < NKEYS; i++)
-        if (g[i] && !cond_holds(s, keys[i].cond))
-            return cond_error(s, &keys[i]);
     if (solver_is_amg(s) || strcmp(s->pc.solver, "AMG") == 0) {
         const char *scope = solver_is_amg(s) ? "solver" : "solver.preconditioner";
         char path[64];

@@ -59,6 +59,14 @@ struct ks_key_spec {
     json_t *(*dump)(const void *block, const ks_key_spec *k);
 };
 
+/* What the engine does with a key of AmgX's configs that is in no table
+ * (the library's answer: config_amgx.h). */
+typedef enum ks_foreign_kind {
+    KS_FOREIGN_NONE, /* not known: an unknown key */
+    KS_FOREIGN_WARN, /* accepted and ignored, with one warning saying why */
+    KS_FOREIGN_MAP   /* the value goes to another key of the table (to) */
+} ks_foreign_kind;
+
 typedef struct ks_config_scope {
     const ks_key_spec *keys; /* parents precede their children; order = dump order */
     int nkeys;
@@ -73,6 +81,11 @@ typedef struct ks_config_scope {
      * check's job, with its own message). NULL: every key applies. */
     int (*applies)(const void *block, int cond);
 } ks_config_scope;
+
+/* given[i] of a scope's check: 1 when keys[i] was given, KS_GIVEN_DEFAULT
+ * when the value given equals the key's default (so a key that does not
+ * apply asks for nothing that would be lost). */
+#define KS_GIVEN_DEFAULT 2
 
 /* The library's keys: the "solver" tree and config_version
  * (solver/config_keys.c). Every config has them. */
@@ -103,6 +116,14 @@ ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
 /* ------------------------------------------------ for a scope's functions */
 /* 1 when the key at path (in scope's table) was given. */
 int ks_config_given(const ks_config_scope *scope, const unsigned char *given, const char *path);
+/* A warning about key path (a key accepted but ignored): emitted through
+ * the library's log (warning level) once per key when the config is
+ * created, and when a ks_config_set brings it in; never again after. */
+void ks_config_warn(const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 /* "path: expected <expected>, got <JSON type>" as KS_ERR_CONFIG. */
 ks_error ks_config_type_error(const char *path, const char *expected, const json_t *v);
 /* v is an integer within k's range or int_set / a finite number within

@@ -239,7 +239,8 @@ static ks_error block_offsets(const ks_csr *A, ks_int r0, ks_int r1, ks_int tag,
             }
             sc->offs[k++] = A->colind[j] - i;
         }
-    qsort(sc->offs, (size_t)k, sizeof(ks_int), cmp_ks_int);
+    if (k > 1) /* an empty block leaves offs NULL: qsort(NULL, 0) is undefined */
+        qsort(sc->offs, (size_t)k, sizeof(ks_int), cmp_ks_int);
     *nd = k;
     return KS_OK;
 }
@@ -419,7 +420,8 @@ ks_error ks_bdia_layout_build(const ks_csr *A, const ks_spmv_params *prm, void *
         if (e != KS_OK)
             break;
         ks_int d0 = L->blk_ptr[b], s0 = L->seg_ptr[b];
-        memcpy(L->offset + d0, sc.offs, sizeof(ks_int) * (size_t)nd);
+        if (nd > 0) /* sc.offs may still be NULL: memcpy(p, NULL, 0) is undefined */
+            memcpy(L->offset + d0, sc.offs, sizeof(ks_int) * (size_t)nd);
         seg_sum t = block_segments(sc.offs, nd, r0, rows, m, L->seg_start + s0,
                                    L->seg_wend + s0, L->shift + d0);
         L->blk_ptr[b + 1] = d0 + nd;

@@ -205,23 +205,38 @@ done:
     return e == KS_OK ? KS_OK : ks_adderr(e, "AMG level %d (distributed)", l);
 }
 
-/* Global rows and nonzeros summed over the levels. */
-static ks_error complexities(ks_amg *amg)
+/* Each level's global sizes (for the reports, which may run on one rank
+ * only, so they are summed here) and the complexities from them. */
+static ks_error global_sizes(ks_amg *amg)
 {
     const ks_comm *c = ks_matrix_comm(amg->levels[0].Am);
-    ks_gint s[2] = {0, 0}, s0[2];
-    for (int l = 0; l < amg->nlevels; l++) {
-        const ks_matrix *M = amg->levels[l].Am;
-        ks_gint v[2] = {M->A.nrows, ks_matrix_nnz(M)};
-        if (l == 0)
-            memcpy(s0, v, sizeof v);
-        s[0] += v[0];
-        s[1] += v[1];
+    const int nl = amg->nlevels;
+    ks_gint *v = ks_calloc(4 * (size_t)nl, sizeof *v, "AMG level sizes");
+    KS_TRY(ks_comm_agree(c, v ? KS_OK : KS_ERR_MEMORY));
+    for (int l = 0; l < nl; l++) {
+        const ks_amg_level *L = &amg->levels[l];
+        v[4 * l] = L->Am->A.nrows;
+        v[4 * l + 1] = ks_matrix_nnz(L->Am);
+        v[4 * l + 2] = L->Pm ? ks_matrix_nnz(L->Pm) : 0;
+        v[4 * l + 3] = L->Rm ? ks_matrix_nnz(L->Rm) : 0;
     }
-    KS_TRY(ks_comm_sum_gint(c, s, 2));
-    KS_TRY(ks_comm_sum_gint(c, s0, 2));
-    amg->grid_complexity = s0[0] ? (double)s[0] / (double)s0[0] : 1.0;
-    amg->operator_complexity = s0[1] ? (double)s[1] / (double)s0[1] : 1.0;
+    ks_error e = ks_comm_sum_gint(c, v, 4 * nl);
+    double rows = 0.0, nnz = 0.0;
+    for (int l = 0; l < nl && e == KS_OK; l++) {
+        ks_amg_level *L = &amg->levels[l];
+        L->rows_global = v[4 * l];
+        L->nnz_global = v[4 * l + 1];
+        L->p_nnz_global = v[4 * l + 2];
+        L->r_nnz_global = v[4 * l + 3];
+        rows += (double)L->rows_global;
+        nnz += (double)L->nnz_global;
+    }
+    free(v);
+    KS_TRY(e);
+    amg->ranks = c->size;
+    const ks_amg_level *L0 = &amg->levels[0];
+    amg->grid_complexity = L0->rows_global ? rows / (double)L0->rows_global : 1.0;
+    amg->operator_complexity = L0->nnz_global ? nnz / (double)L0->nnz_global : 1.0;
     return KS_OK;
 }
 
@@ -270,7 +285,7 @@ static ks_error build(ks_amg *amg)
     for (int l = 0; l < amg->nlevels; l++)
         KS_TRY(ks_amg_dist_smoother_setup(amg, l));
     phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
-    KS_TRY(complexities(amg));
+    KS_TRY(global_sizes(amg));
     if (p->print_setup_progress && c->rank == 0)
         ks_log(KS_LOG_INFO | KS_LOG_STDERR,
                "AMG setup: %d level%s, coarse solve and smoothers ready, %.3f s\n",

@@ -264,9 +264,51 @@ END_TEST
 
 /* ------------------------------------------------------------ hierarchy */
 
+static double probe(ks_gint i) { return cos(0.71 * (double)i) + 0.25; }
+
+/* y = M x on this rank's rows for the distributed operator Md and on one
+ * process for Ms, x the probe vector: the largest difference relative to
+ * the largest |y|, over the ranks. xd / yd: vectors in Md's column and row
+ * layouts. */
+static double apply_diff(ks_matrix *Md, ks_vec *xd, ks_vec *yd, ks_matrix *Ms)
+{
+    const ks_int nc = ks_matrix_cols(Ms), nr = ks_matrix_rows(Ms);
+    ks_vec *xs = NULL, *ys = NULL;
+    KS_ALL(ks_vec_create(be, nc, &xs));
+    KS_ALL(ks_vec_create(be, nr, &ys));
+    double *h = malloc(((size_t)(nc > nr ? nc : nr) + 1) * sizeof *h);
+    for (ks_int j = 0; j < nc; j++)
+        h[j] = probe(j);
+    KS_ALL(ks_vec_set_host(xs, h));
+    KS_ALL(ks_matrix_apply(Ms, 1.0, xs, 0.0, ys));
+    double *ysh = malloc(((size_t)nr + 1) * sizeof *ysh);
+    KS_ALL(ks_vec_get_host(ys, ysh));
+    const ks_gint c0 = ks_vec_row_begin(xd), r0 = ks_vec_row_begin(yd);
+    for (ks_int j = 0; j < ks_vec_size(xd); j++)
+        h[j] = probe(c0 + j);
+    KS_ALL(ks_vec_set_host(xd, h));
+    KS_ALL(ks_matrix_apply(Md, 1.0, xd, 0.0, yd));
+    const ks_int n = ks_vec_size(yd);
+    double *ydh = malloc(((size_t)n + 1) * sizeof *ydh);
+    KS_ALL(ks_vec_get_host(yd, ydh));
+    double v[2] = {0.0, 0.0};
+    for (ks_int i = 0; i < nr; i++)
+        v[1] = fmax(v[1], fabs(ysh[i]));
+    for (ks_int i = 0; i < n; i++)
+        v[0] = fmax(v[0], fabs(ydh[i] - ysh[r0 + i]));
+    KS_ALL(ks_comm_max(comm, v, 2));
+    free(h);
+    free(ysh);
+    free(ydh);
+    ks_vec_destroy(&xs);
+    ks_vec_destroy(&ys);
+    return v[1] > 0.0 ? v[0] / v[1] : v[0];
+}
+
 /* The distributed hierarchy's levels against the serial one's: the same
  * number, and on each the global rows (the C points of the level above),
- * the nonzeros of A, P and R. */
+ * the nonzeros of A, P and R, and P, R and the coarse inverse applied to
+ * a vector giving the serial products to rounding. */
 static void check_levels(const ks_csr *A, int kind, const char *interp, const char *what)
 {
     amg_case c = {"PCG", "JACOBI", interp, "V"};
@@ -295,7 +337,22 @@ static void check_levels(const ks_csr *A, int kind, const char *interp, const ch
             (long long)v[1], (long long)v[2], nranks, (long)Ls->A.nrows, (long)Ls->A.nnz,
             (long)(last ? 0 : Ls->P.nnz), (long)(last ? 0 : Ls->R.nnz));
     }
+    for (int l = 0; l + 1 < ser->nlevels && l + 1 < dis->nlevels; l++) {
+        const ks_amg_level *Ls = &ser->levels[l], *Ld = &dis->levels[l];
+        const ks_amg_level *Cd = &dis->levels[l + 1];
+        /* P: coarse -> fine; R: fine -> coarse (the levels' work vectors) */
+        const double dp = apply_diff(Ld->Pm, Cd->x, Ld->r, Ls->Pm);
+        const double dr = apply_diff(Ld->Rm, Ld->r, Cd->b, Ls->Rm);
+        ALL(dp <= 1e-14 && dr <= 1e-14, "%s layout %d level %d: P x differs by %g, R x by %g",
+            what, kind, l, dp, dr);
+    }
     ALL(dis->coarse_inv != NULL && ser->coarse_inv != NULL, "%s: no dense coarse solve", what);
+    if (dis->coarse_inv && ser->coarse_inv) {
+        const ks_amg_level *Lc = &dis->levels[dis->nlevels - 1];
+        const double di = apply_diff(dis->coarse_inv, Lc->x, Lc->b, ser->coarse_inv);
+        ALL(di <= 1e-12, "%s layout %d: the coarse inverse applied differs by %g", what, kind,
+            di);
+    }
     ks_amg_destroy(dis);
     ks_amg_destroy(ser);
     ks_matrix_destroy(&M);

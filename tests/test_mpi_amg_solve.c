@@ -5,7 +5,8 @@
  * operators are the serial ones), and solves with it against one-process
  * solves of the same configuration: PCG + AMG with the JACOBI, JACOBI_L1
  * and CHEBYSHEV smoothers, D1 and extended+i interpolation, the standalone
- * AMG solver, PBiCGStab + AMG on a nonsymmetric problem; even blocks and
+ * AMG solver, PBiCGStab + AMG on a nonsymmetric problem, fv1 from
+ * ../shared/matrices where it exists; even blocks and
  * an unbalanced layout with a rank without rows. Iterations within 2 of
  * the serial count, the residual reached, x close to the serial x, and the
  * same iterations and bits on a second run. Errors: options the
@@ -262,6 +263,17 @@ START_TEST(test_amg_standalone)
 }
 END_TEST
 
+START_TEST(test_amg_shared_matrix)
+{
+    /* a real SPD matrix (finite volumes), read whole on every rank */
+    ks_csr A;
+    KS_CHECK(ks_mm_read_csr(ks_test_shared_matrix("fv1.mtx.gz"), &A, NULL));
+    amg_case c = {"PCG", "JACOBI_L1", "D2", "V"};
+    compare(&A, &c, 1, "fv1");
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* ------------------------------------------------------------ hierarchy */
 
 static double probe(ks_gint i) { return cos(0.71 * (double)i) + 0.25; }
@@ -448,6 +460,11 @@ static Suite *amg_solve_suite(void)
     tcase_add_test(t, test_pcg_amg_poisson);
     tcase_add_test(t, test_amg_other_problems);
     tcase_add_test(t, test_amg_standalone);
+    if (ks_test_shared_matrix("fv1.mtx.gz"))
+        tcase_add_test(t, test_amg_shared_matrix);
+    else
+        ks_test_skip(1, "../shared/matrices/fv1.mtx.gz not found: distributed AMG on a real "
+                        "matrix");
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_unsupported_options);

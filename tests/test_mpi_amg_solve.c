@@ -5,7 +5,8 @@
  * operators are the serial ones), and solves with it against one-process
  * solves of the same configuration: PCG + AMG with the JACOBI, JACOBI_L1
  * and CHEBYSHEV smoothers, D1 and extended+i interpolation, the standalone
- * AMG solver, PBiCGStab + AMG on a nonsymmetric problem, fv1 from
+ * AMG solver, PBiCGStab + AMG on a nonsymmetric problem, a coarsest level
+ * too large for the dense solve (smoothed), a re-setup, fv1 from
  * ../shared/matrices where it exists; even blocks and
  * an unbalanced layout with a rank without rows. Iterations within 2 of
  * the serial count, the residual reached, x close to the serial x, and the
@@ -97,6 +98,7 @@ typedef struct amg_case {
     const char *smoother;
     const char *interp;    /* D1 or D2 */
     const char *cycle;     /* V, W or F */
+    const char *key, *value; /* one more AMG key (in the AMG scope), or NULL */
 } amg_case;
 
 static ks_config *config_of(const amg_case *c)
@@ -120,6 +122,10 @@ static ks_config *config_of(const amg_case *c)
     /* small coarsest levels, so the test sees several levels */
     snprintf(key, sizeof key, "%s.coarse_max_rows", scope);
     KS_CHECK(ks_config_set(cfg, key, "40"));
+    if (c->key) {
+        snprintf(key, sizeof key, "%s.%s", scope, c->key);
+        KS_CHECK(ks_config_set(cfg, key, c->value));
+    }
     KS_CHECK(ks_config_set(cfg, "solver.tolerance", "1e-10"));
     KS_CHECK(ks_config_set(cfg, "solver.max_iters", "300"));
     return cfg;
@@ -224,10 +230,10 @@ START_TEST(test_pcg_amg_poisson)
     const char *smoothers[] = {"JACOBI", "JACOBI_L1", "CHEBYSHEV"};
     for (int s = 0; s < 3; s++)
         for (int kind = 0; kind < 2; kind++) {
-            amg_case c = {"PCG", smoothers[s], "D2", "V"};
+            amg_case c = {"PCG", smoothers[s], "D2", "V", NULL, NULL};
             compare(&A, &c, kind, "poisson3d_7 12^3");
         }
-    amg_case d1 = {"PCG", "JACOBI_L1", "D1", "V"};
+    amg_case d1 = {"PCG", "JACOBI_L1", "D1", "V", NULL, NULL};
     compare(&A, &d1, 1, "poisson3d_7 12^3");
     ks_csr_free(&A);
 }
@@ -237,17 +243,62 @@ START_TEST(test_amg_other_problems)
 {
     ks_csr A;
     generate(KS_GEN_POISSON3D_27, 9, &A);
-    amg_case c27 = {"PCG", "CHEBYSHEV", "D2", "W"};
+    amg_case c27 = {"PCG", "CHEBYSHEV", "D2", "W", NULL, NULL};
     compare(&A, &c27, 1, "poisson3d_27 9^3");
     ks_csr_free(&A);
     generate(KS_GEN_ANISO3D, 10, &A);
-    amg_case an = {"PCG", "JACOBI", "D2", "F"};
+    amg_case an = {"PCG", "JACOBI", "D2", "F", NULL, NULL};
     compare(&A, &an, 0, "aniso3d 10^3");
     ks_csr_free(&A);
     /* nonsymmetric: the Chebyshev estimate takes the power method */
     generate(KS_GEN_CONVDIFF3D, 10, &A);
-    amg_case cd = {"PBICGSTAB", "CHEBYSHEV", "D2", "V"};
+    amg_case cd = {"PBICGSTAB", "CHEBYSHEV", "D2", "V", NULL, NULL};
     compare(&A, &cd, 1, "convdiff3d 10^3");
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(test_amg_smoothed_coarsest)
+{
+    /* one level of 2744 rows: above the dense limit, so the coarsest
+     * level is smoothed (no gathered LU), as on one process */
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 14, &A);
+    amg_case c = {"PCG", "JACOBI_L1", "D2", "V", "max_levels", "1"};
+    compare(&A, &c, 1, "poisson3d_7 14^3, one level");
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(test_amg_resetup)
+{
+    /* a re-setup over ranks is a full setup: the same iterations after */
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 10, &A);
+    ks_matrix *M = dist_of(&A, 1);
+    amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
+    ks_config *cfg = config_of(&c);
+    ks_solver *s = NULL;
+    ks_vec *b = NULL, *x = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    KS_ALL(ks_vec_fill(b, 1.0));
+    int it[2];
+    for (int k = 0; k < 2; k++) {
+        KS_ALL(k == 0 ? ks_solver_setup(s, M) : ks_solver_resetup(s, M));
+        KS_ALL(ks_vec_fill(x, 0.0));
+        KS_ALL(ks_solver_solve(s, b, x));
+        it[k] = ks_solver_stats(s)->iterations;
+    }
+    ALL(it[0] == it[1] && ks_solver_stats(s)->status == KS_SOLVE_CONVERGED,
+        "setup: %d iterations, re-setup: %d (%s)", it[0], it[1],
+        ks_solve_status_name(ks_solver_stats(s)->status));
+    ks_vec_destroy(&b);
+    ks_vec_destroy(&x);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+    ks_matrix_destroy(&M);
     ks_csr_free(&A);
 }
 END_TEST
@@ -256,7 +307,7 @@ START_TEST(test_amg_standalone)
 {
     ks_csr A;
     generate(KS_GEN_POISSON3D_7, 10, &A);
-    amg_case c = {"AMG", "JACOBI_L1", "D2", "V"};
+    amg_case c = {"AMG", "JACOBI_L1", "D2", "V", NULL, NULL};
     compare(&A, &c, 0, "poisson3d_7 10^3");
     compare(&A, &c, 1, "poisson3d_7 10^3");
     ks_csr_free(&A);
@@ -268,7 +319,7 @@ START_TEST(test_amg_shared_matrix)
     /* a real SPD matrix (finite volumes), read whole on every rank */
     ks_csr A;
     KS_CHECK(ks_mm_read_csr(ks_test_shared_matrix("fv1.mtx.gz"), &A, NULL));
-    amg_case c = {"PCG", "JACOBI_L1", "D2", "V"};
+    amg_case c = {"PCG", "JACOBI_L1", "D2", "V", NULL, NULL};
     compare(&A, &c, 1, "fv1");
     ks_csr_free(&A);
 }
@@ -323,7 +374,7 @@ static double apply_diff(ks_matrix *Md, ks_vec *xd, ks_vec *yd, ks_matrix *Ms)
  * a vector giving the serial products to rounding. */
 static void check_levels(const ks_csr *A, int kind, const char *interp, const char *what)
 {
-    amg_case c = {"PCG", "JACOBI", interp, "V"};
+    amg_case c = {"PCG", "JACOBI", interp, "V", NULL, NULL};
     ks_config *cfg = config_of(&c);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
     ks_matrix *S = NULL;
@@ -405,7 +456,7 @@ START_TEST(test_unsupported_options)
         {"solver.preconditioner.hierarchy_precision", "FLOAT", "hierarchy_precision FLOAT"},
     };
     for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
-        amg_case c = {"PCG", "JACOBI", "D2", "V"};
+        amg_case c = {"PCG", "JACOBI", "D2", "V", NULL, NULL};
         ks_config *cfg = config_of(&c);
         KS_CHECK(ks_config_set(cfg, opts[k].key, opts[k].value));
         ks_solver *s = NULL;
@@ -429,7 +480,7 @@ START_TEST(test_zero_diagonal)
         if (A.colind[k] == r)
             A.val[k] = 0.0;
     ks_matrix *M = dist_of(&A, 0);
-    amg_case c = {"PCG", "JACOBI", "D2", "V"};
+    amg_case c = {"PCG", "JACOBI", "D2", "V", NULL, NULL};
     ks_config *cfg = config_of(&c);
     ks_solver *s = NULL;
     KS_ALL(ks_solver_create(be, cfg, &s));
@@ -460,6 +511,8 @@ static Suite *amg_solve_suite(void)
     tcase_add_test(t, test_pcg_amg_poisson);
     tcase_add_test(t, test_amg_other_problems);
     tcase_add_test(t, test_amg_standalone);
+    tcase_add_test(t, test_amg_smoothed_coarsest);
+    tcase_add_test(t, test_amg_resetup);
     if (ks_test_shared_matrix("fv1.mtx.gz"))
         tcase_add_test(t, test_amg_shared_matrix);
     else

@@ -2,7 +2,8 @@
  * (tests/meson.build): the distributed hierarchy (mpi/amg_dist_setup.c)
  * against the one-process hierarchy of the global matrix (the same levels,
  * the same global sizes of A, P and R on each: the PMIS splitting and the
- * operators are the serial ones), and solves with it against one-process
+ * operators are the serial ones; the Chebyshev estimate the serial one),
+ * and solves with it against one-process
  * solves of the same configuration: PCG + AMG with the JACOBI, JACOBI_L1
  * and CHEBYSHEV smoothers, D1 and extended+i interpolation, the standalone
  * AMG solver, PBiCGStab + AMG on a nonsymmetric problem, a coarsest level
@@ -21,6 +22,7 @@
 #include "ksolve_mpi.h"
 #include "mpi/amg_dist_setup.h"
 #include "solver/params.h"
+#include "amg/cpu/amg_cpu.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -438,6 +440,34 @@ START_TEST(test_hierarchy_matches_serial)
 }
 END_TEST
 
+/* The distributed estimate of rho(D^-1 A) against the serial one: the same
+ * method (Lanczos for symmetric A, the power method otherwise) with the
+ * same start vector, so equal to rounding; the same bits on every rank. */
+START_TEST(test_spectral_estimate)
+{
+    const ks_gen_kind kinds[] = {KS_GEN_POISSON3D_7, KS_GEN_POISSON3D_27, KS_GEN_CONVDIFF3D};
+    for (int k = 0; k < 3; k++)
+        for (int kind = 0; kind < 2; kind++) {
+            ks_csr A;
+            generate(kinds[k], 9, &A);
+            double rs = 0.0, rd = 0.0;
+            KS_CHECK(ks_amg_spectral_radius_dinv_a(&A, 12, &rs));
+            ks_matrix *M = dist_of(&A, kind);
+            KS_ALL(ks_dist_spectral_radius(M, 12, &rd));
+            double hi = rd, lo = rd;
+            KS_ALL(ks_comm_max(comm, &hi, 1));
+            lo = -lo;
+            KS_ALL(ks_comm_max(comm, &lo, 1));
+            ALL(fabs(rd - rs) <= 1e-10 * rs && hi == -lo,
+                "%s layout %d: estimate %.17g on %d ranks (from %.17g to %.17g over the "
+                "ranks), %.17g on one process",
+                ks_gen_kind_name(kinds[k]), kind, rd, nranks, -lo, hi, rs);
+            ks_matrix_destroy(&M);
+            ks_csr_free(&A);
+        }
+}
+END_TEST
+
 /* --------------------------------------------------------------- errors */
 
 START_TEST(test_unsupported_options)
@@ -506,6 +536,7 @@ static Suite *amg_solve_suite(void)
     Suite *s = suite_create("mpi_amg_solve");
     TCase *t = tcase_create("hierarchy");
     tcase_add_test(t, test_hierarchy_matches_serial);
+    tcase_add_test(t, test_spectral_estimate);
     suite_add_tcase(s, t);
     t = tcase_create("solve");
     tcase_add_test(t, test_pcg_amg_poisson);

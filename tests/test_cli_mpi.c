@@ -238,6 +238,10 @@ START_TEST(test_file_over_ranks)
     snprintf(args, sizeof args, "-A '%s' -b '%s' %s", apath, bpath, solve);
     compare_runs(3, args, apath, 729);
     ck_assert_msg(strstr(out_buf, bpath), "the report names b's file:\n%s", out_buf);
+    /* the default PCG + AMG on the file */
+    snprintf(args, sizeof args, "-A '%s' -b '%s' -p solver.tolerance=1e-11", apath, bpath);
+    compare_runs(3, args, apath, 729);
+    ck_assert_msg(strstr(out_buf, "PCG + AMG"), "%s", out_buf);
     /* gzip, general, b = A*1, on 4 ranks */
     ks_csr A;
     KS_CHECK(ks_mm_read_csr(apath, &A, NULL));
@@ -277,13 +281,17 @@ START_TEST(test_bad_file_over_ranks)
 }
 END_TEST
 
-/* ../shared/matrices/fv1 (not in CI): a real SPD file over 3 ranks. */
+/* ../shared/matrices/fv1 (not in CI): a real SPD file over 3 ranks
+ * (Jacobi, then the default AMG). */
 START_TEST(test_shared_file_over_ranks)
 {
     const char *fv1 = ks_test_shared_matrix("fv1.mtx.gz");
     char args[2048];
     snprintf(args, sizeof args, "-A '%s' -p solver.solver=PCG "
              "-p solver.preconditioner.solver=JACOBI_L1 -p rhs.type=A_sin", fv1);
+    compare_runs(3, args, fv1, 9604);
+    /* and with the default PCG + AMG */
+    snprintf(args, sizeof args, "-A '%s' -p rhs.type=A_sin -p solver.tolerance=1e-11", fv1);
     compare_runs(3, args, fv1, 9604);
 }
 END_TEST

@@ -81,6 +81,45 @@ static ks_error check_diagonal(ks_amg *amg, int l)
     return ks_matrix_agree(L->Am, e);
 }
 
+int ks_amg_dist_agglomerate_rows = KS_AMG_DIST_AGGLOMERATE_ROWS;
+
+/* Agglomeration: when the coarse grid averages fewer than
+ * ks_amg_dist_agglomerate_rows rows over the ranks holding C points, it
+ * moves onto q = nc / that many ranks (at least one): even blocks on
+ * ranks 0 .. q-1, the others keep no row of it or of the levels below.
+ * The global numbering stays, so this only changes P's coarse layout,
+ * before the Galerkin product: RAP and the transpose then send the coarse
+ * rows straight to their new owners, and every sum keeps its order (fine
+ * rows in global order), so the operators keep their bits. Small levels
+ * are latency-bound: fewer ranks mean fewer neighbours per halo exchange
+ * (the ranks without rows still join the reductions). *q: the ranks that
+ * hold the coarse grid now (0: P's layout kept). */
+static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
+{
+    const int p = c->size, me = c->rank;
+    *q = 0;
+    if (ks_amg_dist_agglomerate_rows <= 0 || p == 1)
+        return KS_OK;
+    ks_gint *coff = NULL;
+    KS_TRY(ks_comm_agree(c, ks_layout_gather(c, P->nc, &coff)));
+    int holders = 0;
+    for (int r = 0; r < p; r++)
+        holders += coff[r + 1] > coff[r];
+    free(coff);
+    ks_gint want = P->nc_global / ks_amg_dist_agglomerate_rows;
+    if (want < 1)
+        want = 1;
+    if (want >= holders)
+        return KS_OK;
+    ks_gint begin = P->nc_global, count = 0;
+    if (me < want)
+        ks_layout_even(P->nc_global, (int)want, me, &begin, &count);
+    P->c_begin = begin;
+    P->nc = (ks_int)count;
+    *q = (int)want;
+    return KS_OK;
+}
+
 static int truncating(const ks_amg_params *p)
 {
     return p->interp_max_elements > 0 || p->interp_truncation_factor > 0.0;
@@ -170,6 +209,13 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         e = ks_dist_prows_truncate(&P, p->interp_max_elements, p->interp_truncation_factor);
         phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
     }
+    int q = 0;
+    if (e == KS_OK)
+        e = agglomerate(c, &P, &q);
+    if (e == KS_OK && q > 0 && ks_amg_tracing())
+        ks_log((ks_log_level() >= KS_LOG_DEBUG ? KS_LOG_DEBUG : KS_LOG_INFO) | KS_LOG_STDERR,
+               "ksolve AMG level %d: the coarse grid (%lld rows) moves onto %d rank%s\n", l + 1,
+               (long long)P.nc_global, q, q == 1 ? "" : "s");
     if (e == KS_OK)
         e = ks_dist_rap(A, &P, &Ac);
     if (e == KS_OK)

@@ -15,6 +15,13 @@
 extern "C" {
 #endif
 
+/* ---------------------------------------------------- amg_dist_setup.c */
+/* A coarse grid averaging fewer rows a rank than this (over the ranks that
+ * hold its points) moves onto fewer ranks (amg_dist_setup.c says how);
+ * the variable is the setting (tests change it; 0: never). */
+#define KS_AMG_DIST_AGGLOMERATE_ROWS 64
+extern int ks_amg_dist_agglomerate_rows;
+
 /* ---------------------------------------------------- transpose_dist.c */
 /* Collective. R = P^T: R's rows are this rank's coarse points (layout
  * coff, each rank's C count), its columns global fine ids ascending (P's

@@ -2,7 +2,8 @@
  * (tests/meson.build): the distributed hierarchy (mpi/amg_dist_setup.c)
  * against the one-process hierarchy of the global matrix (the same levels,
  * the same global sizes of A, P and R on each: the PMIS splitting and the
- * operators are the serial ones; the Chebyshev estimate the serial one),
+ * operators are the serial ones; the Chebyshev estimate the serial one;
+ * also with coarse levels moved onto fewer ranks),
  * and solves with it against one-process
  * solves of the same configuration: PCG + AMG with the JACOBI, JACOBI_L1
  * and CHEBYSHEV smoothers, D1 and extended+i interpolation, the standalone
@@ -440,6 +441,53 @@ START_TEST(test_hierarchy_matches_serial)
 }
 END_TEST
 
+/* Coarse levels moved onto fewer ranks change nothing but where the rows
+ * are: the hierarchy and the solves stay the one-process ones. Forced
+ * (every coarse level onto rank 0), off, and the default (7-point 14^3 on
+ * 4 ranks: level 2 onward on fewer ranks). */
+START_TEST(test_agglomeration)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 14, &A);
+    const int keep = ks_amg_dist_agglomerate_rows;
+    const int settings[] = {1 << 30, 0, keep};
+    for (int k = 0; k < 3; k++) {
+        ks_amg_dist_agglomerate_rows = settings[k];
+        char what[64];
+        snprintf(what, sizeof what, "poisson3d_7 14^3, agglomerate below %d", settings[k]);
+        check_levels(&A, 0, "D2", what);
+        amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
+        compare(&A, &c, k == 2 ? 1 : 0, what);
+        /* where the rows are: forced, every coarse level on rank 0 */
+        const ks_solver_params *sp = NULL;
+        ks_config *cfg = config_of(&c);
+        sp = ks_config_solver_params(cfg);
+        ks_matrix *M = dist_of(&A, 0);
+        ks_amg *amg = NULL;
+        KS_ALL(ks_amg_setup_dist(be, &sp->pc.amg, M, &amg));
+        int off_rank0 = 0, holders = 0;
+        for (int l = 1; l < amg->nlevels; l++) {
+            off_rank0 += rank > 0 && ks_matrix_rows(amg->levels[l].Am) > 0;
+            holders += ks_matrix_rows(amg->levels[l].Am) > 0;
+        }
+        ks_gint v[2] = {off_rank0, holders};
+        KS_ALL(ks_comm_sum_gint(comm, v, 2));
+        if (k == 0)
+            ALL(v[0] == 0, "forced agglomeration: %lld coarse levels' rows off rank 0",
+                (long long)v[0]);
+        else if (k == 1)
+            ALL(v[1] == (ks_gint)nranks * (amg->nlevels - 1),
+                "no agglomeration: %lld of %d rank-levels hold rows", (long long)v[1],
+                nranks * (amg->nlevels - 1));
+        ks_amg_destroy(amg);
+        ks_matrix_destroy(&M);
+        ks_config_destroy(&cfg);
+    }
+    ks_amg_dist_agglomerate_rows = keep;
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* The distributed estimate of rho(D^-1 A) against the serial one: the same
  * method (Lanczos for symmetric A, the power method otherwise) with the
  * same start vector, so equal to rounding; the same bits on every rank. */
@@ -537,6 +585,7 @@ static Suite *amg_solve_suite(void)
     TCase *t = tcase_create("hierarchy");
     tcase_add_test(t, test_hierarchy_matches_serial);
     tcase_add_test(t, test_spectral_estimate);
+    tcase_add_test(t, test_agglomeration);
     suite_add_tcase(s, t);
     t = tcase_create("solve");
     tcase_add_test(t, test_pcg_amg_poisson);

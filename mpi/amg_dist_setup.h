@@ -54,6 +54,13 @@ ks_error ks_amg_dist_smoother_setup(ks_amg *amg, int l);
  * estimate does, with distributed vectors, SpMVs and rank-order sums. */
 ks_error ks_dist_spectral_radius(ks_matrix *A, int iters, double *rho);
 
+/* ----------------------------------------------------- symmetry_dist.c */
+/* Collective. *sym = 1 when the distributed matrix A is symmetric to
+ * rounding by the serial estimate's rule (every upper entry's partner
+ * within KS_SPEC_SYM_TOL sqrt(|a_ii a_jj|), as many lower as upper
+ * entries), the same answer on every rank. d: this rank's diagonal. */
+ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym);
+
 #ifdef __cplusplus
 }
 #endif

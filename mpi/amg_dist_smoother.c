@@ -19,10 +19,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Symmetry tolerance of the bilinear test below (relative to the sum of
- * |y_i a_ij x_j|): far above the rounding of the two sums. */
-#define KS_DIST_SYM_TOL 1e-9
-
 typedef struct dspec {
     ks_matrix *A;
     ks_int n;        /* this rank's rows */
@@ -53,36 +49,6 @@ static ks_error apply_scaled(dspec *s, int lanczos, const ks_vec *x, ks_vec *y)
     KS_TRY(ks_matrix_apply(s->A, 1.0, in, 0.0, y));
     KS_TRY(ks_vec_pointwise_mult(s->dsc, y, y));
     return lanczos && s->sign < 0 ? ks_vec_scale(y, -1.0) : KS_OK;
-}
-
-/* Symmetric to the test's tolerance: y^T A x against x^T A y for two
- * independent hashed vectors (a nonzero A - A^T shows up for all but a
- * negligible set of them). */
-static ks_error symmetric(dspec *s, const ks_csr *L, const ks_csr *G, int *sym)
-{
-    ks_vec *x = s->v, *y = s->vprev;
-    const ks_gint rb = ks_matrix_row_begin(s->A);
-    for (ks_int i = 0; i < s->n; i++) {
-        x->data[i] = ks_spectral_start((uint64_t)(rb + i));
-        y->data[i] = ks_spectral_start((uint64_t)(rb + i) + 0x5bd1e995ULL);
-    }
-    double v[3] = {0.0, 0.0, 0.0};
-    KS_TRY(ks_matrix_apply(s->A, 1.0, x, 0.0, s->w));
-    KS_TRY(ks_matrix_apply(s->A, 1.0, y, 0.0, s->t));
-    for (ks_int i = 0; i < s->n; i++) {
-        v[0] += y->data[i] * s->w->data[i];
-        v[1] += x->data[i] * s->t->data[i];
-        /* a scale for the tolerance: sum |y_i| |a_ij| over the row (|x_j| <= 1) */
-        double r = 0.0;
-        for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            r += fabs(L->val[k]);
-        for (ks_int k = G ? G->rowptr[i] : 0; G && k < G->rowptr[i + 1]; k++)
-            r += fabs(G->val[k]);
-        v[2] += fabs(y->data[i]) * r;
-    }
-    KS_TRY(ks_comm_sum(ks_matrix_comm(s->A), v, 3));
-    *sym = fabs(v[0] - v[1]) <= KS_DIST_SYM_TOL * v[2];
-    return KS_OK;
 }
 
 static ks_error lanczos(dspec *s, int iters, double *alpha, double *beta, double *est)
@@ -184,7 +150,7 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     s->sign = cnt[1] > 0.0 ? -1.0 : 1.0;
     int sym = 0;
     if (!(cnt[0] > 0.0 && cnt[1] > 0.0))
-        KS_TRY(symmetric(s, L, G, &sym));
+        KS_TRY(ks_dist_symmetric(s->A, dg, &sym));
     for (ks_int i = 0; i < s->n; i++)
         dg[i] = sym ? 1.0 / sqrt(fabs(dg[i])) : 1.0 / dg[i];
     double *tri = ks_malloc(2 * (size_t)iters * sizeof *tri, "Lanczos tridiagonal");

@@ -516,6 +516,46 @@ START_TEST(test_spectral_estimate)
 }
 END_TEST
 
+/* The symmetry test of the estimate, by the serial rule: symmetric
+ * problems pass, a nonsymmetric one fails, and one entry changed beyond
+ * the tolerance (its partner on the next rank) fails on every rank, within
+ * it passes. */
+START_TEST(test_symmetry)
+{
+    const ks_gen_kind kinds[] = {KS_GEN_POISSON3D_7, KS_GEN_POISSON3D_27, KS_GEN_CONVDIFF3D};
+    for (int k = 0; k < 5; k++) {
+        ks_csr A;
+        generate(kinds[k < 3 ? k : 0], 9, &A);
+        /* row i at the end of rank 0's even block (one rank: mid-grid),
+         * column i + 81 (z neighbour) */
+        const ks_int i = nranks > 1 ? A.nrows / nranks - 1 : A.nrows / 2, j = i + 81;
+        int changed = 0;
+        for (ks_int q = A.rowptr[i]; k >= 3 && q < A.rowptr[i + 1]; q++)
+            if (A.colind[q] == j) {
+                A.val[q] *= k == 3 ? 1.0 + 1e-6 : 1.0 + 1e-14;
+                changed = 1;
+            }
+        ALL(k < 3 || changed, "case %d: no entry (%ld, %ld)", k, (long)i, (long)j);
+        ks_matrix *M = dist_of(&A, 0);
+        const ks_int n = ks_matrix_rows(M);
+        double *d = malloc(((size_t)n + 1) * sizeof *d);
+        const ks_gint r0 = ks_matrix_row_begin(M);
+        for (ks_int r = 0; r < n; r++)
+            for (ks_int q = A.rowptr[r0 + r]; q < A.rowptr[r0 + r + 1]; q++)
+                if (A.colind[q] == r0 + r)
+                    d[r] = A.val[q];
+        int sym = -1;
+        KS_ALL(ks_dist_symmetric(M, d, &sym));
+        const int want = k != 2 && k != 3;
+        ALL(sym == want, "case %d (%s): symmetric %d, expected %d", k,
+            ks_gen_kind_name(kinds[k < 3 ? k : 0]), sym, want);
+        free(d);
+        ks_matrix_destroy(&M);
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
 /* --------------------------------------------------------------- errors */
 
 START_TEST(test_unsupported_options)
@@ -585,6 +625,7 @@ static Suite *amg_solve_suite(void)
     TCase *t = tcase_create("hierarchy");
     tcase_add_test(t, test_hierarchy_matches_serial);
     tcase_add_test(t, test_spectral_estimate);
+    tcase_add_test(t, test_symmetry);
     tcase_add_test(t, test_agglomeration);
     suite_add_tcase(s, t);
     t = tcase_create("solve");

@@ -101,7 +101,11 @@ static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
     if (ks_amg_dist_agglomerate_rows <= 0 || p == 1)
         return KS_OK;
     ks_gint *coff = NULL;
-    KS_TRY(ks_comm_agree(c, ks_layout_gather(c, P->nc, &coff)));
+    const ks_error e = ks_comm_agree(c, ks_layout_gather(c, P->nc, &coff));
+    if (e != KS_OK) {
+        free(coff);
+        return e;
+    }
     int holders = 0;
     for (int r = 0; r < p; r++)
         holders += coff[r + 1] > coff[r];
@@ -258,7 +262,11 @@ static ks_error global_sizes(ks_amg *amg)
     const ks_comm *c = ks_matrix_comm(amg->levels[0].Am);
     const int nl = amg->nlevels;
     ks_gint *v = ks_calloc(4 * (size_t)nl, sizeof *v, "AMG level sizes");
-    KS_TRY(ks_comm_agree(c, v ? KS_OK : KS_ERR_MEMORY));
+    ks_error e = ks_comm_agree(c, v ? KS_OK : KS_ERR_MEMORY);
+    if (e != KS_OK) {
+        free(v);
+        return e;
+    }
     for (int l = 0; l < nl; l++) {
         const ks_amg_level *L = &amg->levels[l];
         v[4 * l] = L->Am->A.nrows;
@@ -266,7 +274,7 @@ static ks_error global_sizes(ks_amg *amg)
         v[4 * l + 2] = L->Pm ? ks_matrix_nnz(L->Pm) : 0;
         v[4 * l + 3] = L->Rm ? ks_matrix_nnz(L->Rm) : 0;
     }
-    ks_error e = ks_comm_sum_gint(c, v, 4 * nl);
+    e = ks_comm_sum_gint(c, v, 4 * nl);
     double rows = 0.0, nnz = 0.0;
     for (int l = 0; l < nl && e == KS_OK; l++) {
         ks_amg_level *L = &amg->levels[l];

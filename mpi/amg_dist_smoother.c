@@ -154,8 +154,7 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     for (ks_int i = 0; i < s->n; i++)
         dg[i] = sym ? 1.0 / sqrt(fabs(dg[i])) : 1.0 / dg[i];
     double *tri = ks_malloc(2 * (size_t)iters * sizeof *tri, "Lanczos tridiagonal");
-    if (!tri)
-        return KS_ERR_MEMORY;
+    KS_TRY(ks_comm_agree(c, tri ? KS_OK : KS_ERR_MEMORY));
     double est = 0.0;
     e = sym ? lanczos(s, iters, tri, tri + iters, &est) : power(s, iters, &est);
     free(tri);
@@ -173,8 +172,8 @@ ks_error ks_dist_spectral_radius(ks_matrix *A, int iters, double *rho)
     ks_vec **vs[] = {&s.dsc, &s.v, &s.vprev, &s.w, &s.t};
     for (int k = 0; k < 5 && e == KS_OK; k++)
         e = ks_matrix_vec_create(A, vs[k]);
-    /* a local failure (memory, a zero diagonal) before any collective of
-     * the estimate: agreed first, then every rank runs the same steps */
+    /* a local failure (memory) before any collective of the estimate:
+     * agreed first, then every rank runs the same steps */
     e = ks_matrix_agree(A, e);
     if (e == KS_OK)
         e = estimate(&s, iters, rho);

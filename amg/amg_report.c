@@ -37,28 +37,39 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
             "memory (MB)", "location", "format");
     double total = 0.0;
     for (int l = 0; l < amg->nlevels; l++) {
-        const ks_sparse *A = &amg->levels[l].A;
+        const ks_amg_level *L = &amg->levels[l];
+        /* over ranks: global sizes; memory stays this rank's */
+        const long rows = amg->ranks ? (long)L->rows_global : (long)L->A.nrows;
+        const long nnz = amg->ranks ? (long)L->nnz_global : (long)L->A.nnz;
         double mb = ks_amg_level_bytes(amg, l) / 1048576.0;
         total += mb;
         /* Each level's matrix chose its own format ("auto" in upload_level). */
         const char *fmt = ks_matrix_format(ks_amg_cycle_matrix(amg, l));
-        fprintf(out, "  %5d %12ld %14ld %9.2f %12.2f  %-8s %s\n", l, (long)A->nrows,
-                (long)A->nnz, A->nrows ? (double)A->nnz / A->nrows : 0.0, mb, where,
-                fmt ? fmt : "-");
+        fprintf(out, "  %5d %12ld %14ld %9.2f %12.2f  %-8s %s\n", l, rows, nnz,
+                rows ? (double)nnz / rows : 0.0, mb, where, fmt ? fmt : "-");
     }
+    if (amg->ranks)
+        fprintf(out, "  (rows and nonzeros over %d MPI ranks; memory: this rank's)\n",
+                amg->ranks);
     fprintf(out,
             "  grid complexity %.3f, operator complexity %.3f, memory %.2f MB (operators; "
             "%.2f MB with smoother data, work vectors and splittings)\n",
             amg->grid_complexity, amg->operator_complexity, total, amg->bytes / 1048576.0);
-    const ks_sparse *Ac = &amg->levels[amg->nlevels - 1].A;
-    if (amg->coarse_inv)
+    const ks_amg_level *Lc = &amg->levels[amg->nlevels - 1];
+    const long nc = amg->ranks ? (long)Lc->rows_global : (long)Lc->A.nrows;
+    if (amg->coarse_inv && amg->ranks)
+        fprintf(out,
+                "  coarsest level: gathered on every rank, dense LU, explicit inverse applied "
+                "as one distributed SpMV (%ld rows, format %s)\n",
+                nc, ks_matrix_format(amg->coarse_inv));
+    else if (amg->coarse_inv)
         fprintf(out,
                 "  coarsest level: dense LU, explicit inverse applied as one SpMV (%ld rows, "
                 "format %s)\n",
-                (long)Ac->nrows, ks_matrix_format(amg->coarse_inv));
+                nc, ks_matrix_format(amg->coarse_inv));
     else
         fprintf(out, "  coarsest level: %ld rows, too many for the dense solve: smoothed\n",
-                (long)Ac->nrows);
+                nc);
     double sum = 0.0;
     for (int k = 0; k < KS_AMG_NPHASES; k++)
         sum += amg->phase_seconds[k];

@@ -79,6 +79,10 @@ typedef struct ks_amg_level {
     /* Work vectors (level 0: x and b are the caller's, these stay NULL). */
     ks_vec *x, *b;
     ks_vec *r, *w;     /* residual, spare x (ks_amg_xbuf) */
+    /* A hierarchy over MPI ranks (ks_amg.ranks > 0): the level's global
+     * rows and the nonzeros of A, P and R summed over the ranks, for the
+     * reports (A, P, R above are this rank's blocks). */
+    int64_t rows_global, nnz_global, p_nnz_global, r_nnz_global;
 } ks_amg_level;
 
 typedef struct ks_amg {
@@ -122,6 +126,7 @@ typedef struct ks_amg {
     long profiled_cycles;
     double (*prof_seconds)[KS_NSTEPS];
     long (*prof_calls)[KS_NSTEPS];
+    int ranks;                  /* > 0: distributed over that many MPI ranks (mpi/) */
     double grid_complexity;     /* sum rows / rows(0) */
     double operator_complexity; /* sum nnz / nnz(0) */
 } ks_amg;

@@ -23,10 +23,11 @@ ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info)
         const ks_amg_level *L = &amg->levels[l];
         ks_hierarchy_level *h = &amg->info[l];
         memset(h, 0, sizeof *h);
-        h->rows = L->A.nrows;
-        h->nnz = L->A.nnz;
-        h->p_nnz = l < amg->nlevels - 1 ? L->P.nnz : 0;
-        h->r_nnz = l < amg->nlevels - 1 ? L->R.nnz : 0;
+        const int dist = amg->ranks > 0, last = l == amg->nlevels - 1;
+        h->rows = dist ? (ks_int)L->rows_global : L->A.nrows;
+        h->nnz = dist ? L->nnz_global : L->A.nnz;
+        h->p_nnz = last ? 0 : dist ? L->p_nnz_global : L->P.nnz;
+        h->r_nnz = last ? 0 : dist ? L->r_nnz_global : L->R.nnz;
         h->bytes = ks_amg_level_bytes(amg, l);
         h->format = ks_matrix_format(ks_amg_cycle_matrix(amg, l));
         if (amg->prof_seconds)

@@ -1,8 +1,10 @@
 /* A distributed solve with <ksolve_mpi.h>: every rank generates only its
  * rows of a 3D Poisson problem, builds its part of the matrix and vectors,
- * and PCG + Jacobi runs over all ranks.
+ * and PCG runs over all ranks, preconditioned by Jacobi or by AMG (its
+ * hierarchy built over the ranks too).
  *
- *   mpirun -np 4 mpi_solve [N]      (an N^3 grid, default 32)
+ *   mpirun -np 4 mpi_solve [N [PRECONDITIONER]]   (an N^3 grid, default 32;
+ *                                                  JACOBI (default) or AMG)
  *
  * b = A * 1, so the exact solution is all ones; rank 0 prints the
  * iterations and the largest error over all ranks. Exit status 0 when the
@@ -22,10 +24,10 @@
         }                                                                            \
     } while (0)
 
-static const char *config_json =
+static const char *config_fmt =
     "{ \"config_version\": 2,"
     "  \"solver\": { \"solver\": \"PCG\", \"max_iters\": 1000, \"tolerance\": 1e-10,"
-    "              \"preconditioner\": { \"solver\": \"JACOBI\" } } }";
+    "              \"preconditioner\": { \"solver\": \"%s\" } } }";
 
 int main(int argc, char **argv)
 {
@@ -56,6 +58,8 @@ int main(int argc, char **argv)
     CHECK(ks_matrix_apply(A, 1.0, ones, 0.0, b));
     CHECK(ks_vec_fill(x, 0.0));
 
+    char config_json[512];
+    snprintf(config_json, sizeof config_json, config_fmt, argc > 2 ? argv[2] : "JACOBI");
     CHECK(ks_config_create_from_string(config_json, &cfg));
     CHECK(ks_solver_create(be, cfg, &solver));
     CHECK(ks_solver_setup(solver, A));

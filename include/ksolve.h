@@ -354,6 +354,8 @@ typedef enum ks_cycle_step {
     KS_NSTEPS
 } ks_cycle_step;
 
+/* One level of ks_solver_hierarchy. Over MPI ranks (a distributed matrix)
+ * rows and nonzeros are the whole level's, bytes this rank's. */
 typedef struct ks_hierarchy_level {
     ks_int rows;
     int64_t nnz;

@@ -13,8 +13,11 @@
  * norms, ks_solver_setup and ks_solver_solve on a distributed matrix) is
  * collective too.
  *
- * Not done yet: AMG on a distributed matrix (ks_solver_setup fails with
- * KS_ERR_UNSUPPORTED), distributed matrices on the cuda backend, a
+ * AMG on a distributed matrix: classical AMG with PMIS on the cpu backend
+ * (the coarsest level gathered and solved on every rank); its other options
+ * fail with KS_ERR_UNSUPPORTED naming them (docs/mpi.md).
+ *
+ * Not done yet: distributed matrices on the cuda backend, a
  * parallel read of a Matrix Market file (rank 0 reads it and sends the
  * rows). */
 #ifndef KSOLVE_MPI_H

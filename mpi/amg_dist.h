@@ -2,9 +2,8 @@
  * strength across rank boundaries, PMIS with ghost measures and states
  * exchanged, the global numbering of the C points, direct and extended+i
  * interpolation rows and their truncation (the Galerkin product is in
- * rap_dist.h). The level loop and the cycle are not written yet, so AMG on
- * a distributed matrix is still refused. Only mpi/ and the tests include
- * this. Not installed. */
+ * rap_dist.h). The level loop over them is amg_dist_setup.h's. Only mpi/
+ * and the tests include this. Not installed. */
 #ifndef KS_AMG_DIST_H
 #define KS_AMG_DIST_H
 

@@ -13,6 +13,7 @@ static void dist_destroy(ks_matrix_dist *base)
     ks_matrix_destroy(&base->local);
     ks_matrix_destroy(&base->ghost);
     free(base->offsets);
+    free(base->col_offsets);
     ks_halo_destroy(d->halo);
     ks_vec_destroy(&d->xghost);
     free(d->ghost_gid);
@@ -60,8 +61,10 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
         e = ks_vec_create(be, d->nghost, &d->xghost);
     /* A format may refuse one rank's block and take another's. */
     e = ks_comm_agree(comm, e);
+    /* the ghosts are columns: owned as the columns are laid out */
+    const ks_gint *coff = d->base.col_offsets ? d->base.col_offsets : d->base.offsets;
     if (e == KS_OK)
-        e = ks_halo_create(comm, d->base.offsets, d->ghost_gid, d->nghost, &d->halo);
+        e = ks_halo_create(comm, coff, d->ghost_gid, d->nghost, &d->halo);
     if (e == KS_OK)
         e = ks_comm_agree(comm, ks_halo_attach(d->halo, be, d->nghost));
     if (e == KS_OK)
@@ -129,6 +132,37 @@ ks_error ks_matrix_create_dist(ks_backend *be, const ks_comm *comm, ks_int nloc,
         return ks_adderr(e, "%s", fn);
     }
     return KS_OK;
+}
+
+ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint *row_offsets,
+                                   ks_gint *col_offsets, ks_dist_split *S, const char *format,
+                                   const ks_spmv_params *params, ks_matrix **M)
+{
+    *M = NULL;
+    ks_dist_impl *d = ks_calloc(1, sizeof *d, "distributed matrix");
+    ks_error e = ks_comm_agree(comm, d ? KS_OK : KS_ERR_MEMORY);
+    if (e != KS_OK) {
+        free(row_offsets);
+        free(col_offsets);
+        free(d);
+        return e;
+    }
+    d->base.ops = &mpi_dist_ops;
+    d->base.comm = comm;
+    d->base.offsets = row_offsets;
+    d->base.col_offsets = col_offsets;
+    e = build(be, comm, S, format, params, d);
+    if (e == KS_OK) {
+        e = ks_matrix_wrap_dist(&d->base, M); /* takes d, also on failure */
+        d = NULL;
+        e = ks_comm_agree(comm, e);
+    }
+    if (e != KS_OK) {
+        if (d)
+            dist_destroy(&d->base);
+        ks_matrix_destroy(M);
+    }
+    return e;
 }
 
 const ks_comm *ks_matrix_comm(const ks_matrix *M)

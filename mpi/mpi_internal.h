@@ -127,6 +127,16 @@ typedef struct ks_dist_impl {
     ks_int nghost;
 } ks_dist_impl;
 
+/* Collective. The distributed matrix of split rows S (its blocks are
+ * copied, its ghost ids taken: free S after) with rows
+ * laid out by row_offsets and columns by col_offsets (both size + 1, the
+ * same on every rank, taken, also on failure; col_offsets NULL: square, the
+ * rows' layout). S's local block holds the columns this rank owns in the
+ * column layout. The AMG transfer operators P and R are such matrices. */
+ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint *row_offsets,
+                                   ks_gint *col_offsets, ks_dist_split *S, const char *format,
+                                   const ks_spmv_params *params, ks_matrix **M);
+
 /* y = alpha A x + beta y: the halo exchange around the local block's
  * product, then the ghost block's (dist_apply.c; ks_dist_ops.apply). */
 ks_error ks_dist_apply(ks_matrix_dist *d, double alpha, const ks_vec *x, double beta, ks_vec *y);

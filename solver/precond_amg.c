@@ -3,20 +3,25 @@
  * (amg/resetup.c). */
 #include "precond_amg.h"
 
-/* AMG's setup reads one process's whole matrix: on a distributed one every
- * rank refuses alike (the matrix is distributed on every rank). */
-static ks_error refuse_distributed(const ks_matrix *A)
+#ifdef KS_HAVE_MPI
+#include "../mpi/amg_dist_hierarchy.h"
+#endif
+
+/* The hierarchy of A: the distributed setup (mpi/) for a matrix over
+ * ranks, which exists only in a build with MPI. */
+static ks_error build_hierarchy(ks_precond *pc, ks_matrix *A, ks_amg **amg)
 {
     if (!ks_matrix_distributed(A))
-        return KS_OK;
-    return ks_seterr(KS_ERR_UNSUPPORTED,
-                     "AMG on a distributed matrix: distributed AMG is not done yet (use PCG or "
-                     "PBICGSTAB with JACOBI or JACOBI_L1 across ranks)");
+        return ks_amg_setup(pc->be, &pc->prm.amg, A, amg);
+#ifdef KS_HAVE_MPI
+    return ks_amg_setup_dist(pc->be, &pc->prm.amg, A, amg);
+#else
+    return ks_seterr(KS_ERR_UNSUPPORTED, "AMG on a distributed matrix: built without MPI");
+#endif
 }
 
 static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
 {
-    KS_TRY(refuse_distributed(A));
     /* The old hierarchy goes first: building the new one beside it would
      * double the peak memory (host and device) of every repeated setup. A
      * failed setup leaves no preconditioner (include/ksolve.h says so). */
@@ -24,19 +29,19 @@ static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
     pc->data = NULL;
     /* Said here, not by whichever level-0 step trips on it first (the
      * Chebyshev estimate did, naming its own internals). */
-    if (ks_matrix_rows(A) == 0)
+    if (ks_matrix_global_rows(A) == 0)
         return ks_seterr(KS_ERR_SIZE, "AMG setup: the matrix is 0 x 0 (no unknowns): there is "
                          "nothing to coarsen or smooth; AMG needs at least one row");
     ks_amg *amg = NULL;
-    KS_TRY(ks_amg_setup(pc->be, &pc->prm.amg, A, &amg));
+    KS_TRY(build_hierarchy(pc, A, &amg));
     pc->data = amg;
     return KS_OK;
 }
 
 static ks_error amg_pc_resetup(ks_precond *pc, ks_matrix *A)
 {
-    KS_TRY(refuse_distributed(A));
-    if (!pc->data)
+    /* No values-only re-setup over ranks yet: a full setup is correct. */
+    if (!pc->data || ks_matrix_distributed(A))
         return amg_pc_setup(pc, A);
     return ks_amg_resetup(pc->data, A);
 }

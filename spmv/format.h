@@ -146,6 +146,8 @@ struct ks_matrix_dist {
     const ks_comm *comm;
     ks_gint *offsets;   /* comm->size + 1: where each rank's rows start, the same on
                          * every rank; the columns are split alike (square) */
+    ks_gint *col_offsets; /* NULL (square), or the columns' own layout: an AMG
+                         * transfer operator (mpi/), whose x is laid out thus */
     ks_matrix *local;   /* owned columns */
     ks_matrix *ghost;   /* ghost columns; NULL when this rank's rows have none */
     double halo_bytes;  /* the halo exchange's buffers */

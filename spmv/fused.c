@@ -25,9 +25,6 @@ static ks_error check_square(const ks_matrix *M)
 {
     if (!M)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: NULL matrix");
-    if (ks_matrix_distributed(M))
-        return ks_seterr(KS_ERR_UNSUPPORTED,
-                         "ks_matrix_fused_step: not yet for a distributed matrix");
     if (M->A.nrows != M->A.ncols)
         return ks_seterr(KS_ERR_SIZE, "ks_matrix_fused_step: matrix is %ld x %ld, not square",
                          (long)M->A.nrows, (long)M->A.ncols);
@@ -47,7 +44,9 @@ ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, dou
                                         ks_vec *x1, int keep_x1, ks_vec *r, ks_vec *xo)
 {
     KS_TRY(check_square(M));
-    const int fused = M->ops->fused_step != NULL;
+    /* A distributed matrix has no fused pass (its product needs the halo):
+     * the three steps, whose SpMV exchanges it. */
+    const int fused = M->ops->fused_step != NULL && !M->dist;
     KS_TRY(check_vec(M, b, "b", 1));
     KS_TRY(check_vec(M, w, "w", 1));
     KS_TRY(check_vec(M, x1, "x1", 1));
@@ -75,7 +74,7 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
                               const ks_vec *xprev, ks_vec *xo)
 {
     KS_TRY(check_square(M));
-    const int fused = M->ops->fused_step != NULL;
+    const int fused = M->ops->fused_step != NULL && !M->dist;
     KS_TRY(check_vec(M, b, "b", 1));
     KS_TRY(check_vec(M, x, "x", 1));
     KS_TRY(check_vec(M, r, "r", !fused || !xo));
@@ -86,7 +85,7 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
         (xprev && (xprev == x || xprev == r)))
         return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: output vectors alias x, b or "
                                      "each other");
-    if (M->A.nrows == 0)
+    if (M->A.nrows == 0 && !M->dist) /* a rank without rows still joins the halo */
         return KS_OK;
     if (fused) {
         ks_fused_step f = {b->data, x->data, r ? r->data : NULL, a, c,
@@ -95,8 +94,15 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
         return run_fused(M, &f);
     }
     ks_error e = ks_vec_copy(b, r);
-    if (e == KS_OK)
+    if (e == KS_OK && M->dist) {
+        /* The distributed product (halo exchange included); it changes
+         * only the matrix's exchange buffers, never its values. */
+        e = ks_matrix_apply((ks_matrix *)M, -1.0, x, 1.0, r);
+        if (e != KS_OK)
+            return e;
+    } else if (e == KS_OK) {
         e = M->ops->apply(M->be, M->state, -1.0, x->data, 1.0, r->data);
+    }
     if (e != KS_OK)
         return ks_adderr(e, "SpMV format '%s' (residual pass)", M->ops->name);
     return xo ? ks_vec_smooth_update(a, c, w, r, x, xprev, xo) : KS_OK;

@@ -25,8 +25,8 @@ ks_error ks_matrix_agree(const ks_matrix *M, ks_error e)
 /* v laid out like d's rows. The offsets are the same on every rank, so
  * every rank finds the same mismatch and refuses alike; the message names
  * the first rank where the layouts differ. */
-static ks_error check_layout(const ks_matrix_dist *d, const ks_vec *v, const char *fn,
-                             const char *name)
+static ks_error check_layout(const ks_matrix_dist *d, const ks_gint *offsets, const ks_vec *v,
+                             const char *fn, const char *name)
 {
     if (v->comm != d->comm)
         return ks_seterr(KS_ERR_ARG,
@@ -34,18 +34,18 @@ static ks_error check_layout(const ks_matrix_dist *d, const ks_vec *v, const cha
                          "ks_matrix_vec_create, or ks_vec_create_dist on the matrix's ks_comm)",
                          fn, name, v->comm ? "distributed over another ks_comm" : "local");
     const int p = d->comm->size;
-    if (v->offsets == d->offsets ||
-        !memcmp(v->offsets, d->offsets, ((size_t)p + 1) * sizeof *d->offsets))
+    if (v->offsets == offsets || !memcmp(v->offsets, offsets, ((size_t)p + 1) * sizeof *offsets))
         return KS_OK;
     int q = 0;
-    while (q < p - 1 && v->offsets[q + 1] - v->offsets[q] == d->offsets[q + 1] - d->offsets[q])
+    while (q < p - 1 && v->offsets[q + 1] - v->offsets[q] == offsets[q + 1] - offsets[q])
         q++;
     return ks_seterr(KS_ERR_SIZE,
-                     "%s: %s is distributed differently from the matrix's rows: rank %d holds "
-                     "%lld of its %lld entries and %lld of the matrix's %lld rows",
-                     fn, name, q, (long long)(v->offsets[q + 1] - v->offsets[q]),
-                     (long long)v->offsets[p], (long long)(d->offsets[q + 1] - d->offsets[q]),
-                     (long long)d->offsets[p]);
+                     "%s: %s is distributed differently from the matrix's %s: rank %d holds "
+                     "%lld of its %lld entries and %lld of the matrix's %lld %s",
+                     fn, name, offsets == d->offsets ? "rows" : "columns", q,
+                     (long long)(v->offsets[q + 1] - v->offsets[q]), (long long)v->offsets[p],
+                     (long long)(offsets[q + 1] - offsets[q]), (long long)offsets[p],
+                     offsets == d->offsets ? "rows" : "columns");
 }
 
 ks_error ks_matrix_dist_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta,
@@ -56,8 +56,8 @@ ks_error ks_matrix_dist_apply(ks_matrix *M, double alpha, const ks_vec *x, doubl
     if (x->be != M->be || y->be != M->be)
         return ks_seterr(KS_ERR_ARG, "%s: %s is on another backend object than the matrix", fn,
                          x->be != M->be ? "x" : "y");
-    KS_TRY(check_layout(d, x, fn, "x"));
-    KS_TRY(check_layout(d, y, fn, "y"));
+    KS_TRY(check_layout(d, d->col_offsets ? d->col_offsets : d->offsets, x, fn, "x"));
+    KS_TRY(check_layout(d, d->offsets, y, fn, "y"));
     if (x == y || (x->data == y->data && x->n > 0))
         return ks_seterr(KS_ERR_ARG, "%s: x and y must be distinct vectors", fn);
     ks_error e = d->ops->apply(d, alpha, x, beta, y);

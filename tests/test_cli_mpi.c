@@ -101,13 +101,45 @@ START_TEST(test_generated_over_ranks)
 }
 END_TEST
 
-START_TEST(test_not_done_yet)
+START_TEST(test_default_amg_over_ranks)
 {
-    /* The default preconditioner is AMG: refused, every rank alike. */
-    EXPECT_RC(2, "-p matrix.n=8", 2);
-    ck_assert_msg(strstr(err_buf, "distributed AMG is not done yet") &&
+    /* The default solve (PCG + AMG, Chebyshev smoother) over 4 ranks: the
+     * one-process iterations within 2, the hierarchy's global sizes in
+     * the report, the same as one process's. An unsupported AMG option
+     * fails on every rank with one message naming it. */
+    const char *common = "-p matrix.n=14";
+    EXPECT_RC(0, common, 0);
+    const int it1 = iterations();
+    const char *lv = strstr(out_buf, "level         rows");
+    ck_assert_msg(lv != NULL, "%s", out_buf);
+    char table[512];
+    snprintf(table, sizeof table, "%.*s", (int)(strstr(lv, "grid complexity") - lv), lv);
+    EXPECT_RC(4, common, 0);
+    const int it4 = iterations();
+    ck_assert_msg(strstr(out_buf, "4 MPI ranks") && strstr(out_buf, "CONVERGED") &&
+                      strstr(out_buf, "gathered on every rank"),
+                  "%s", out_buf);
+    ck_assert_msg(abs(it1 - it4) <= 2, "iterations: 1 process %d, 4 ranks %d", it1, it4);
+    /* the level table's rows and nonzeros columns: the same numbers */
+    for (const char *line = strstr(table, "\n"); line && line[1]; line = strstr(line + 1, "\n")) {
+        int l;
+        long rows, nnz;
+        if (sscanf(line + 1, " %d %ld %ld", &l, &rows, &nnz) != 3)
+            continue;
+        char want[96];
+        snprintf(want, sizeof want, " %d %12ld %14ld ", l, rows, nnz);
+        ck_assert_msg(strstr(out_buf, want + 1), "level %d (%ld rows, %ld nonzeros) not in\n%s",
+                      l, rows, nnz, out_buf);
+    }
+    EXPECT_RC(3, "-p matrix.n=8 -p solver.preconditioner.selector=HMIS", 2);
+    ck_assert_msg(strstr(err_buf, "selector HMIS is not supported yet") &&
                       count_of(err_buf, "ksolve: error") == 1,
                   "%s", err_buf);
+}
+END_TEST
+
+START_TEST(test_not_done_yet)
+{
     EXPECT_RC(2, "--backend cpu,cuda -p solver.preconditioner.solver=JACOBI -p matrix.n=8", 2);
     ck_assert_msg(strstr(err_buf, "several backends in one run is not done yet"), "%s", err_buf);
     /* not converged: status 1 on every rank */
@@ -190,6 +222,10 @@ START_TEST(test_file_over_ranks)
     snprintf(args, sizeof args, "-A '%s' -b '%s' %s", apath, bpath, solve);
     compare_runs(3, args, apath, 729);
     ck_assert_msg(strstr(out_buf, bpath), "the report names b's file:\n%s", out_buf);
+    /* the default PCG + AMG on the file */
+    snprintf(args, sizeof args, "-A '%s' -b '%s' -p solver.tolerance=1e-11", apath, bpath);
+    compare_runs(3, args, apath, 729);
+    ck_assert_msg(strstr(out_buf, "PCG + AMG"), "%s", out_buf);
     /* gzip, general, b = A*1, on 4 ranks */
     ks_csr A;
     KS_CHECK(ks_mm_read_csr(apath, &A, NULL));
@@ -229,13 +265,17 @@ START_TEST(test_bad_file_over_ranks)
 }
 END_TEST
 
-/* ../shared/matrices/fv1 (not in CI): a real SPD file over 3 ranks. */
+/* ../shared/matrices/fv1 (not in CI): a real SPD file over 3 ranks
+ * (Jacobi, then the default AMG). */
 START_TEST(test_shared_file_over_ranks)
 {
     const char *fv1 = ks_test_shared_matrix("fv1.mtx.gz");
     char args[2048];
     snprintf(args, sizeof args, "-A '%s' -p solver.solver=PCG "
              "-p solver.preconditioner.solver=JACOBI_L1 -p rhs.type=A_sin", fv1);
+    compare_runs(3, args, fv1, 9604);
+    /* and with the default PCG + AMG */
+    snprintf(args, sizeof args, "-A '%s' -p rhs.type=A_sin -p solver.tolerance=1e-11", fv1);
     compare_runs(3, args, fv1, 9604);
 }
 END_TEST
@@ -288,6 +328,7 @@ int main(void)
     TCase *t = tcase_create("cli_mpi");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_generated_over_ranks);
+    tcase_add_test(t, test_default_amg_over_ranks);
     tcase_add_test(t, test_not_done_yet);
     tcase_add_test(t, test_file_over_ranks);
     tcase_add_test(t, test_bad_file_over_ranks);

@@ -5,7 +5,8 @@
  * nonsymmetric patterns), reductions (rank-order sums: the same bits on
  * every rank and in every call), parallel generation against ks_generate,
  * CG and BiCGStab against one-process solves, the same solve twice, input
- * errors failing on every rank without a hang, and AMG's refusal.
+ * errors failing on every rank without a hang (AMG over ranks:
+ * test_mpi_amg_solve.c).
  *
  * Check runs without fork (forking after MPI_Init is unsafe), so every
  * assertion is first combined over the ranks: all ranks fail together and
@@ -936,27 +937,6 @@ START_TEST(test_cuda_aware_query)
 }
 END_TEST
 
-START_TEST(test_amg_refused)
-{
-    ks_dist_csr D;
-    poisson_rows(&D);
-    ks_matrix *M = NULL;
-    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
-                                 "auto", NULL, &M));
-    const char *combos[2][2] = {{"PCG", "AMG"}, {"AMG", NULL}};
-    for (int k = 0; k < 2; k++) {
-        ks_config *cfg = config_for(combos[k][0], combos[k][1]);
-        ks_solver *s = NULL;
-        KS_ALL(ks_solver_create(be, cfg, &s));
-        EXPECT_ERR(ks_solver_setup(s, M), KS_ERR_UNSUPPORTED, "distributed AMG is not done yet");
-        ks_solver_destroy(&s);
-        ks_config_destroy(&cfg);
-    }
-    ks_matrix_destroy(&M);
-    ks_dist_csr_free(&D);
-}
-END_TEST
-
 /* ks_matrix_halo_size against the halo read off the whole matrix, and the
  * communication counts of one product and one dot product. */
 START_TEST(test_comm_stats)
@@ -1093,7 +1073,6 @@ static Suite *mpi_suite(void)
     tcase_add_test(t, test_bad_vectors);
     tcase_add_test(t, test_device_backend);
     tcase_add_test(t, test_cuda_aware_query);
-    tcase_add_test(t, test_amg_refused);
     tcase_add_test(t, test_jacobi_zero_diagonal);
     tcase_add_test(t, test_comm_stats);
     suite_add_tcase(s, t);

@@ -1,0 +1,23 @@
+/* Entry point of the distributed AMG setup for the AMG preconditioner
+ * (solver/precond_amg.c), which calls it for a distributed matrix in a
+ * build with MPI. Needs no mpi.h. Not installed. */
+#ifndef KS_AMG_DIST_HIERARCHY_H
+#define KS_AMG_DIST_HIERARCHY_H
+
+#include "../amg/hierarchy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Collective over A's ranks. The hierarchy of the distributed matrix A on
+ * the cpu backend: each level's A, P and R distributed ks_matrix objects,
+ * the coarsest level solved by dense LU on every rank. Options that cannot
+ * run distributed yet fail with KS_ERR_UNSUPPORTED naming the option; every
+ * failure is the same on every rank. ks_amg_destroy frees the result. */
+ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,396 @@
+/* The distributed AMG setup: the serial driver's level loop (amg/hierarchy.c)
+ * over the distributed pieces, with the same stopping rules on global
+ * sizes:
+ *
+ *   strength -> PMIS -> coarse ids -> D1 | extended+i -> truncation
+ *   -> Ac = P^T A P (rows at the coarse points' owners) -> R = P^T
+ *
+ * Each level's A, P and R become distributed ks_matrix objects (P and R
+ * with a column layout of their own), so the cycle of amg/cycle.c runs on
+ * them unchanged: every SpMV exchanges its halo, every reduction adds the
+ * ranks' parts in rank order. The splitting, P and the coarse rows equal
+ * the serial ones on the global matrix (the pieces are tested so), hence
+ * the hierarchy is the one-process hierarchy, the same on every run.
+ *
+ * Every step that can fail on some ranks only ends in ks_comm_agree, so a
+ * failure is every rank's and no rank waits alone in a collective. */
+#include "amg_dist_setup.h"
+
+#include <math.h>
+#include <string.h>
+
+/* As the serial driver: a level keeping more than this fraction of its
+ * rows (or none) ends the coarsening. */
+#define KS_AMG_DIST_STALL_RATIO 0.9
+
+static int stalls(ks_gint nc, ks_gint n)
+{
+    return nc == 0 || (double)nc > KS_AMG_DIST_STALL_RATIO * (double)n;
+}
+
+/* What the distributed setup cannot do yet, named by its option. The
+ * parameters are the caller's on each rank; the answer is agreed. */
+static ks_error refuse(const ks_backend *be, const ks_amg_params *p)
+{
+    const char *what = NULL, *hint = "";
+    if (!ks_backend_host_memory(be))
+        return ks_seterr(KS_ERR_UNSUPPORTED,
+                         "AMG on a distributed matrix: the %s backend is not supported yet "
+                         "(the distributed setup runs on the cpu backend only)",
+                         ks_backend_name((ks_backend *)be));
+    if (p->algorithm == KS_AMG_AGGREGATION)
+        what = "algorithm AGGREGATION", hint = "; use CLASSICAL";
+    else if (p->selector == KS_AMG_HMIS)
+        what = "selector HMIS", hint = "; use PMIS";
+    else if (p->aggressive_levels > 0)
+        what = "aggressive_levels > 0 (aggressive coarsening)", hint = "; set it to 0";
+    else if (p->hierarchy_precision == KS_AMG_FLOAT)
+        what = "hierarchy_precision FLOAT", hint = "; use DOUBLE";
+    else if (p->smoother.solver == KS_SMOOTHER_GS || p->smoother.solver == KS_SMOOTHER_SGS)
+        what = p->smoother.solver == KS_SMOOTHER_GS ? "smoother GS" : "smoother SGS",
+        hint = "; use JACOBI, JACOBI_L1 or CHEBYSHEV";
+    if (!what)
+        return KS_OK;
+    return ks_seterr(KS_ERR_UNSUPPORTED,
+                     "AMG on a distributed matrix: %s is not supported yet%s", what, hint);
+}
+
+/* Time since *t0 into phase ph (and the trace), *t0 moved on. */
+static void phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, double *t0)
+{
+    const double t = ks_wtime();
+    amg->phase_seconds[ph] += t - *t0;
+    ks_amg_trace(l, what, t - *t0);
+    *t0 = t;
+}
+
+/* Every row of level l has a nonzero finite diagonal, on every rank; the
+ * message names the global row. */
+static ks_error check_diagonal(ks_amg *amg, int l)
+{
+    const ks_amg_level *L = &amg->levels[l];
+    ks_int bad;
+    double d;
+    int stored;
+    ks_error e = ks_amgk_check_diagonal(&amg->exec, &L->A, &bad, &d, &stored);
+    if (e == KS_OK && bad < L->A.nrows)
+        e = ks_seterr(KS_ERR_NUMERIC, "AMG level %d: %s diagonal at global row %lld%s (AMG "
+                      "needs a nonzero diagonal)", l, d == 0.0 ? "zero" : "non-finite",
+                      (long long)(ks_matrix_row_begin(L->Am) + bad),
+                      stored ? "" : " (no diagonal entry stored)");
+    return ks_matrix_agree(L->Am, e);
+}
+
+int ks_amg_dist_agglomerate_rows = KS_AMG_DIST_AGGLOMERATE_ROWS;
+
+/* Agglomeration: when the coarse grid averages fewer than
+ * ks_amg_dist_agglomerate_rows rows over the ranks holding C points, it
+ * moves onto q = nc / that many ranks (at least one): even blocks on
+ * ranks 0 .. q-1, the others keep no row of it or of the levels below.
+ * The global numbering stays, so this only changes P's coarse layout,
+ * before the Galerkin product: RAP and the transpose then send the coarse
+ * rows straight to their new owners, and every sum keeps its order (fine
+ * rows in global order), so the operators keep their bits. Small levels
+ * are latency-bound: fewer ranks mean fewer neighbours per halo exchange
+ * (the ranks without rows still join the reductions). *q: the ranks that
+ * hold the coarse grid now (0: P's layout kept). */
+static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
+{
+    const int p = c->size, me = c->rank;
+    *q = 0;
+    if (ks_amg_dist_agglomerate_rows <= 0 || p == 1)
+        return KS_OK;
+    ks_gint *coff = NULL;
+    const ks_error e = ks_comm_agree(c, ks_layout_gather(c, P->nc, &coff));
+    if (e != KS_OK) {
+        free(coff);
+        return e;
+    }
+    int holders = 0;
+    for (int r = 0; r < p; r++)
+        holders += coff[r + 1] > coff[r];
+    free(coff);
+    ks_gint want = P->nc_global / ks_amg_dist_agglomerate_rows;
+    if (want < 1)
+        want = 1;
+    if (want >= holders)
+        return KS_OK;
+    ks_gint begin = P->nc_global, count = 0;
+    if (me < want)
+        ks_layout_even(P->nc_global, (int)want, me, &begin, &count);
+    P->c_begin = begin;
+    P->nc = (ks_int)count;
+    *q = (int)want;
+    return KS_OK;
+}
+
+static int truncating(const ks_amg_params *p)
+{
+    return p->interp_max_elements > 0 || p->interp_truncation_factor > 0.0;
+}
+
+static const char *level_format(const ks_amg *amg)
+{
+    return amg->prm.level_format[0] ? amg->prm.level_format : "auto";
+}
+
+/* A copy of a layout (size + 1 offsets). */
+static ks_gint *copy_layout(const ks_comm *c, const ks_gint *off)
+{
+    const size_t bytes = ((size_t)c->size + 1) * sizeof *off;
+    ks_gint *o = ks_malloc(bytes, "layout");
+    if (o)
+        memcpy(o, off, bytes);
+    return o;
+}
+
+/* Rows with global columns (P's or R's) as a distributed matrix with rows
+ * laid out by roff and columns by coff. */
+static ks_error transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
+                                const ks_gint *coff, ks_matrix **M)
+{
+    const ks_comm *c = X->comm;
+    ks_dist_split S;
+    KS_TRY(ks_dist_prows_split(X, &S));
+    ks_gint *ro = copy_layout(c, roff), *co = copy_layout(c, coff);
+    ks_error e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
+    if (e == KS_OK) {
+        e = ks_dist_matrix_from_split(amg->be, c, ro, co, &S, level_format(amg), NULL, M);
+    } else {
+        free(ro);
+        free(co);
+    }
+    ks_dist_split_free(&S);
+    return e;
+}
+
+/* The transfer of level l and level l + 1's matrix. *stalled = 1 (nothing
+ * kept) when the coarsening stalls: level l is then the coarsest. */
+static ks_error build_level(ks_amg *amg, int l, int *stalled)
+{
+    ks_amg_level *L = &amg->levels[l], *C = &amg->levels[l + 1];
+    const ks_amg_params *p = &amg->prm;
+    ks_matrix *A = L->Am;
+    const ks_comm *c = ks_matrix_comm(A);
+    const ks_gint *foff = A->dist->offsets;
+    const ks_gint n = ks_matrix_global_rows(A);
+    ks_dist_strength S;
+    ks_dist_coarse Cid;
+    ks_dist_prows P, R;
+    ks_dist_csr Ac;
+    memset(&S, 0, sizeof S);
+    memset(&Cid, 0, sizeof Cid);
+    memset(&P, 0, sizeof P);
+    memset(&R, 0, sizeof R);
+    memset(&Ac, 0, sizeof Ac);
+    int *cf = NULL;
+    ks_gint *coff = NULL;
+    ks_int nc = 0;
+    *stalled = 0;
+
+    double t = ks_wtime();
+    ks_error e = ks_dist_strength_classical(A, p->strength_threshold, p->max_row_sum, &S);
+    phase(amg, l, KS_AMG_PHASE_STRENGTH, "distributed strength", &t);
+    if (e == KS_OK) {
+        cf = ks_malloc((size_t)S.nloc * sizeof *cf + 1, "AMG C/F splitting");
+        e = ks_comm_agree(c, cf ? KS_OK : KS_ERR_MEMORY);
+    }
+    /* the serial driver's seed of level l, so the splitting is its own */
+    if (e == KS_OK)
+        e = ks_dist_pmis(&S, p->seed + (unsigned long long)l, cf, &nc);
+    if (e == KS_OK)
+        e = ks_dist_coarse_ids(&S, cf, &Cid);
+    phase(amg, l, KS_AMG_PHASE_COARSENING, "distributed PMIS and coarse ids", &t);
+    if (e == KS_OK && stalls(Cid.nc_global, n)) {
+        *stalled = 1;
+        goto done;
+    }
+    if (e == KS_OK)
+        e = p->interpolator == KS_AMG_D1 ? ks_dist_interp_direct(A, &S, cf, &Cid, &P)
+                                         : ks_dist_interp_extended_i(A, &S, cf, &Cid, &P);
+    phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation", &t);
+    if (e == KS_OK && truncating(p)) {
+        e = ks_dist_prows_truncate(&P, p->interp_max_elements, p->interp_truncation_factor);
+        phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
+    }
+    int q = 0;
+    if (e == KS_OK)
+        e = agglomerate(c, &P, &q);
+    if (e == KS_OK && q > 0 && ks_amg_tracing())
+        ks_log((ks_log_level() >= KS_LOG_DEBUG ? KS_LOG_DEBUG : KS_LOG_INFO) | KS_LOG_STDERR,
+               "ksolve AMG level %d: the coarse grid (%lld rows) moves onto %d rank%s\n", l + 1,
+               (long long)P.nc_global, q, q == 1 ? "" : "s");
+    if (e == KS_OK)
+        e = ks_dist_rap(A, &P, &Ac);
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ks_layout_gather(c, P.nc, &coff));
+    if (e == KS_OK)
+        e = ks_dist_prows_transpose(&P, foff, coff, &R);
+    phase(amg, l, KS_AMG_PHASE_RAP, "distributed RAP and transpose", &t);
+    if (e == KS_OK)
+        e = transfer_matrix(amg, &P, foff, coff, &L->Pm);
+    if (e == KS_OK)
+        e = transfer_matrix(amg, &R, coff, foff, &L->Rm);
+    if (e == KS_OK)
+        e = ks_matrix_create_dist(amg->be, c, Ac.nrows, Ac.ncols_global, Ac.rowptr, Ac.colind,
+                                  Ac.val, level_format(amg), NULL, &C->Am);
+    if (e == KS_OK) {
+        /* views of the matrices' local blocks: what sizes and reports read */
+        L->P = *ks_matrix_sparse(L->Pm);
+        L->R = *ks_matrix_sparse(L->Rm);
+        L->P_view = L->R_view = 1;
+        C->A = *ks_matrix_sparse(C->Am);
+        C->A_view = 1;
+        C->own_Am = 1;
+    }
+    phase(amg, l, KS_AMG_PHASE_UPLOAD, "distributed P, R and coarse matrix", &t);
+done:
+    free(coff);
+    free(cf);
+    ks_dist_csr_free(&Ac);
+    ks_dist_prows_free(&R);
+    ks_dist_prows_free(&P);
+    ks_dist_coarse_free(&Cid);
+    ks_dist_strength_free(&S);
+    return e == KS_OK ? KS_OK : ks_adderr(e, "AMG level %d (distributed)", l);
+}
+
+/* Each level's global sizes (for the reports, which may run on one rank
+ * only, so they are summed here) and the complexities from them. */
+static ks_error global_sizes(ks_amg *amg)
+{
+    const ks_comm *c = ks_matrix_comm(amg->levels[0].Am);
+    const int nl = amg->nlevels;
+    ks_gint *v = ks_calloc(4 * (size_t)nl, sizeof *v, "AMG level sizes");
+    ks_error e = ks_comm_agree(c, v ? KS_OK : KS_ERR_MEMORY);
+    if (e != KS_OK) {
+        free(v);
+        return e;
+    }
+    for (int l = 0; l < nl; l++) {
+        const ks_amg_level *L = &amg->levels[l];
+        v[4 * l] = L->Am->A.nrows;
+        v[4 * l + 1] = ks_matrix_nnz(L->Am);
+        v[4 * l + 2] = L->Pm ? ks_matrix_nnz(L->Pm) : 0;
+        v[4 * l + 3] = L->Rm ? ks_matrix_nnz(L->Rm) : 0;
+    }
+    e = ks_comm_sum_gint(c, v, 4 * nl);
+    double rows = 0.0, nnz = 0.0;
+    for (int l = 0; l < nl && e == KS_OK; l++) {
+        ks_amg_level *L = &amg->levels[l];
+        L->rows_global = v[4 * l];
+        L->nnz_global = v[4 * l + 1];
+        L->p_nnz_global = v[4 * l + 2];
+        L->r_nnz_global = v[4 * l + 3];
+        rows += (double)L->rows_global;
+        nnz += (double)L->nnz_global;
+    }
+    free(v);
+    KS_TRY(e);
+    amg->ranks = c->size;
+    const ks_amg_level *L0 = &amg->levels[0];
+    amg->grid_complexity = L0->rows_global ? rows / (double)L0->rows_global : 1.0;
+    amg->operator_complexity = L0->nnz_global ? nnz / (double)L0->nnz_global : 1.0;
+    return KS_OK;
+}
+
+static ks_error level_vectors(ks_amg_level *L, int l)
+{
+    ks_error e = KS_OK;
+    if (l > 0 && e == KS_OK && !L->x)
+        e = ks_matrix_vec_create(L->Am, &L->x);
+    if (l > 0 && e == KS_OK && !L->b)
+        e = ks_matrix_vec_create(L->Am, &L->b);
+    if (e == KS_OK && !L->r)
+        e = ks_matrix_vec_create(L->Am, &L->r);
+    if (e == KS_OK && !L->w)
+        e = ks_matrix_vec_create(L->Am, &L->w);
+    return ks_matrix_agree(L->Am, e);
+}
+
+static ks_error build(ks_amg *amg)
+{
+    const ks_amg_params *p = &amg->prm;
+    const ks_comm *c = ks_matrix_comm(amg->levels[0].Am);
+    const double t_start = ks_wtime();
+    amg->nlevels = 1;
+    for (int l = 0;; l++) {
+        ks_amg_level *L = &amg->levels[l];
+        const ks_gint n = ks_matrix_global_rows(L->Am);
+        if (p->print_setup_progress && c->rank == 0)
+            ks_log(KS_LOG_INFO | KS_LOG_STDERR,
+                   "AMG setup: level %d: %lld rows over %d ranks, %.3f s\n", l, (long long)n,
+                   c->size, ks_wtime() - t_start);
+        KS_TRY(check_diagonal(amg, l));
+        if (n <= p->coarse_max_rows || n <= p->min_coarse_rows || l >= p->max_levels - 1)
+            break;
+        int stalled = 0;
+        KS_TRY(build_level(amg, l, &stalled));
+        if (stalled)
+            break;
+        amg->nlevels = l + 2;
+    }
+    double t = ks_wtime();
+    KS_TRY(ks_amg_dist_coarse_setup(amg));
+    phase(amg, amg->nlevels - 1, KS_AMG_PHASE_COARSE, "gathered coarse LU and inverse", &t);
+    for (int l = 0; l < amg->nlevels; l++)
+        KS_TRY(level_vectors(&amg->levels[l], l));
+    phase(amg, 0, KS_AMG_PHASE_UPLOAD, "work vectors", &t);
+    for (int l = 0; l < amg->nlevels; l++)
+        KS_TRY(ks_amg_dist_smoother_setup(amg, l));
+    phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
+    KS_TRY(global_sizes(amg));
+    if (p->print_setup_progress && c->rank == 0)
+        ks_log(KS_LOG_INFO | KS_LOG_STDERR,
+               "AMG setup: %d level%s, coarse solve and smoothers ready, %.3f s\n",
+               amg->nlevels, amg->nlevels == 1 ? "" : "s", ks_wtime() - t_start);
+    return KS_OK;
+}
+
+ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out)
+{
+    if (!out)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_setup_dist: NULL output pointer");
+    *out = NULL;
+    if (!A || !ks_matrix_distributed(A))
+        return ks_seterr(KS_ERR_ARG, "ks_amg_setup_dist: the matrix is not distributed");
+    ks_error e = KS_OK;
+    if (!be || !prm)
+        e = ks_seterr(KS_ERR_ARG, "ks_amg_setup_dist: NULL backend or parameters");
+    else if (ks_matrix_backend(A) != be)
+        e = ks_seterr(KS_ERR_ARG, "AMG setup: the matrix lives on another backend object");
+    if (e == KS_OK)
+        e = ks_amg_params_check(prm, NULL);
+    if (e == KS_OK)
+        e = refuse(be, prm);
+    ks_amg *amg = NULL;
+    if (e == KS_OK) {
+        amg = ks_calloc(1, sizeof *amg, "AMG hierarchy");
+        if (amg)
+            amg->levels = ks_calloc((size_t)prm->max_levels, sizeof *amg->levels, "AMG levels");
+        e = amg && amg->levels ? KS_OK : KS_ERR_MEMORY;
+    }
+    e = ks_matrix_agree(A, e);
+    if (e != KS_OK) {
+        if (amg)
+            free(amg->levels);
+        free(amg);
+        return e;
+    }
+    amg->be = be;
+    amg->prm = *prm;
+    amg->smoother = prm->smoother.solver;
+    const double t0 = ks_wtime();
+    const size_t in_use = ks_backend_memory_in_use(be);
+    ks_amg_start(amg, A);
+    e = build(amg);
+    if (e != KS_OK) {
+        ks_amg_destroy(amg);
+        return e;
+    }
+    if (ks_backend_memory_in_use(be) > in_use)
+        amg->bytes = (double)(ks_backend_memory_in_use(be) - in_use);
+    amg->setup_seconds = ks_wtime() - t0;
+    *out = amg;
+    return KS_OK;
+}

@@ -1,0 +1,189 @@
+/* Is a distributed matrix symmetric to rounding? The serial spectral
+ * estimate's rule (amg/cpu/spectral.c), over the ranks: every strictly
+ * upper entry a_ij has a partner a_ji with |a_ij - a_ji| <= tol
+ * sqrt(|a_ii a_jj|), and there are as many lower as upper entries (so
+ * the match is a bijection). A partner in this rank's rows is looked up
+ * here; one in another rank's rows travels to that rank as (j, i, a_ij,
+ * a_ii) (an Alltoall of the counts, an Alltoallv of the entries), which
+ * looks it up in its ghost block. The counts and failures are summed over
+ * the ranks, so every rank gets the same answer, the serial answer for
+ * the global matrix. */
+#include "amg_dist_setup.h"
+#include "../amg/spectral_common.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct sym_entry {
+    ks_gint row, col; /* the partner's position (j, i) */
+    double val, diag; /* a_ij, a_ii */
+} sym_entry;
+
+static int owner_of(const ks_gint *off, int p, ks_gint g)
+{
+    int lo = 0, hi = p - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (off[mid] <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Position of column c in row i of X (sorted rows), or -1. */
+static ks_int find_col(const ks_csr *X, ks_int i, ks_int c)
+{
+    ks_int lo = X->rowptr[i], hi = X->rowptr[i + 1];
+    while (lo < hi) {
+        const ks_int mid = lo + (hi - lo) / 2;
+        if (X->colind[mid] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < X->rowptr[i + 1] && X->colind[lo] == c ? lo : -1;
+}
+
+static ks_int find_gid(const ks_gint *ids, ks_int n, ks_gint g)
+{
+    ks_int lo = 0, hi = n;
+    while (lo < hi) {
+        const ks_int mid = lo + (hi - lo) / 2;
+        if (ids[mid] < g)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && ids[lo] == g ? lo : -1;
+}
+
+static int close_enough(double a, double b, double di, double dj)
+{
+    return fabs(a - b) <= KS_SPEC_SYM_TOL * sqrt(fabs(di * dj));
+}
+
+/* This rank's own checks and counts; the upper entries whose partner is
+ * elsewhere, by destination (out, scount / sdispl in bytes). */
+static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], int *scount,
+                           int *sdispl, sym_entry **out)
+{
+    const ks_dist_impl *di = (const ks_dist_impl *)A->dist;
+    const ks_csr *L = ks_matrix_host_csr(di->base.local);
+    const ks_csr *G = di->base.ghost ? ks_matrix_host_csr(di->base.ghost) : NULL;
+    const ks_comm *c = A->dist->comm;
+    const int p = c->size;
+    const ks_gint *off = A->dist->offsets, rb = off[c->rank];
+    const ks_int n = L->nrows;
+    const ks_int ng = G ? G->nnz : 0;
+    int64_t *pos = ks_calloc((size_t)p, sizeof *pos, "symmetry counts");
+    *out = ks_malloc((size_t)ng * sizeof **out + 1, "symmetry entries");
+    if (!pos || !*out) {
+        free(pos);
+        return KS_ERR_MEMORY;
+    }
+    for (ks_int i = 0; i < n; i++) {
+        for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
+            const ks_int j = L->colind[k];
+            if (j < i) {
+                cnt[1]++;
+            } else if (j > i) {
+                cnt[0]++;
+                const ks_int kt = find_col(L, j, i);
+                cnt[2] += kt < 0 || !close_enough(L->val[k], L->val[kt], d[i], d[j]);
+            }
+        }
+        for (ks_int k = G ? G->rowptr[i] : 0; G && k < G->rowptr[i + 1]; k++) {
+            const ks_gint gj = di->ghost_gid[G->colind[k]];
+            if (gj < rb + i) {
+                cnt[1]++;
+            } else {
+                cnt[0]++;
+                pos[owner_of(off, p, gj)]++;
+            }
+        }
+    }
+    int64_t at = 0;
+    for (int r = 0; r < p; r++) {
+        if ((at + pos[r]) * (int64_t)sizeof(sym_entry) > INT32_MAX) {
+            free(pos);
+            return ks_seterr(KS_ERR_SIZE, "symmetry check: more than 2^31 bytes to send");
+        }
+        scount[r] = (int)(pos[r] * (int64_t)sizeof(sym_entry));
+        sdispl[r] = (int)(at * (int64_t)sizeof(sym_entry));
+        const int64_t m = pos[r];
+        pos[r] = at;
+        at += m;
+    }
+    for (ks_int i = 0; i < n; i++)
+        for (ks_int k = G ? G->rowptr[i] : 0; G && k < G->rowptr[i + 1]; k++) {
+            const ks_gint gj = di->ghost_gid[G->colind[k]];
+            if (gj > rb + i)
+                (*out)[pos[owner_of(off, p, gj)]++] = (sym_entry){gj, rb + i, G->val[k], d[i]};
+        }
+    free(pos);
+    return KS_OK;
+}
+
+/* The partners of the entries received: in this rank's ghost block. */
+static ks_gint remote_pass(const ks_matrix *A, const double *d, const sym_entry *in, int64_t n)
+{
+    const ks_dist_impl *di = (const ks_dist_impl *)A->dist;
+    const ks_csr *G = di->base.ghost ? ks_matrix_host_csr(di->base.ghost) : NULL;
+    const ks_gint rb = A->dist->offsets[A->dist->comm->rank];
+    ks_gint bad = 0;
+    for (int64_t t = 0; t < n; t++) {
+        const ks_int j = (ks_int)(in[t].row - rb);
+        const ks_int g = find_gid(di->ghost_gid, di->nghost, in[t].col);
+        const ks_int kt = G && g >= 0 ? find_col(G, j, g) : -1;
+        bad += kt < 0 || !close_enough(in[t].val, G->val[kt], in[t].diag, d[j]);
+    }
+    return bad;
+}
+
+ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym)
+{
+    const ks_comm *c = A->dist->comm;
+    const int p = c->size;
+    const MPI_Comm comm = ks_comm_mpi_of(c);
+    ks_gint cnt[3] = {0, 0, 0}; /* upper, lower, mismatches */
+    int *w = ks_calloc(4 * (size_t)p, sizeof *w, "symmetry counts");
+    int *scount = w, *rcount = w + p, *sdispl = w + 2 * p, *rdispl = w + 3 * p;
+    sym_entry *out = NULL, *in = NULL;
+    int64_t nin = 0;
+    ks_error e = w ? local_pass(A, d, cnt, scount, sdispl, &out) : KS_ERR_MEMORY;
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT,
+                                                       comm), "MPI_Alltoall (symmetry counts)"));
+    if (e == KS_OK) {
+        int64_t bytes = 0;
+        for (int r = 0; r < p; r++) {
+            rdispl[r] = (int)bytes;
+            bytes += rcount[r];
+            if (bytes > INT32_MAX)
+                e = ks_seterr(KS_ERR_SIZE, "symmetry check: more than 2^31 bytes to receive");
+        }
+        nin = bytes / (int64_t)sizeof(sym_entry);
+        if (e == KS_OK) {
+            in = ks_malloc((size_t)bytes + 1, "symmetry entries received");
+            e = in ? KS_OK : KS_ERR_MEMORY;
+        }
+        e = ks_comm_agree(c, e);
+    }
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoallv(out, scount, sdispl, MPI_BYTE, in, rcount,
+                                                        rdispl, MPI_BYTE, comm),
+                                          "MPI_Alltoallv (symmetry entries)"));
+    if (e == KS_OK) {
+        cnt[2] += remote_pass(A, d, in, nin);
+        e = ks_comm_sum_gint(c, cnt, 3);
+    }
+    free(in);
+    free(out);
+    free(w);
+    *sym = e == KS_OK && cnt[2] == 0 && cnt[0] == cnt[1];
+    return e;
+}

@@ -214,8 +214,8 @@ int main(int argc, char **argv)
     CHECK(make_config(&o, &cfg));
     CHECK(ks_solver_create(be, cfg, &solver));
     t0 = ks_wtime();
-    /* AMG on a distributed matrix may be refused here (KS_ERR_UNSUPPORTED)
-     * by a library without distributed AMG: CHECK prints why and exits 2. */
+    /* What the distributed AMG does not do yet (the cuda backend, HMIS, ...)
+     * is refused here (KS_ERR_UNSUPPORTED): CHECK prints why and exits 2. */
     CHECK(ks_solver_setup(solver, A));
     double t_setup = ks_wtime() - t0;
 

@@ -49,6 +49,8 @@ class HostCSR:
     """A matrix as the library's ks_csr, with the arrays it points to kept
     alive. ``duplicates`` counts the (i, j) entries summed on conversion."""
 
+    _owned = False
+
     def __init__(self, A):
         import scipy.sparse as sp
         if not sp.issparse(A):
@@ -127,4 +129,15 @@ def host_vector(v, n, what):
     if a.shape[0] != n:
         raise _lib.ArgumentError(
             f"ksolve: {what} has {a.shape[0]} entries, the matrix has {n} rows", "KS_ERR_SIZE")
-    return _values64(a, what)
+    a = _values64(a, what)
+    check_finite(a, what)
+    return a
+
+
+def check_finite(a, what, xp=np):
+    """Refuse NaN or Inf in a right-hand side or initial guess (the solve
+    would only end with status NAN): NumericError naming the first entry."""
+    if not bool(xp.isfinite(a).all()):
+        i = int(xp.flatnonzero(~xp.isfinite(a))[0])
+        raise _lib.NumericError(
+            f"ksolve: {what}[{i}] is {float(a[i])}: {what} must be finite", "KS_ERR_NUMERIC")

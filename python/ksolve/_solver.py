@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from . import _lib
-from ._convert import HostCSR, host_vector
+from ._convert import HostCSR, check_finite, host_vector
 from ._lib import check, lib, text
 
 _PATHLIKE = (str, bytes, os.PathLike)
@@ -457,6 +457,7 @@ class _DeviceVectors:
         if a.dtype.kind == "c":
             raise TypeError(f"ksolve: {what} is complex; ksolve solves real systems")
         a = cp.ascontiguousarray(a, dtype=cp.float64)
+        check_finite(a, what, cp)
         cp.cuda.get_current_stream().synchronize()  # a's producers done
         check(self._need("ks_vec_set_device")(v, ctypes.c_void_p(a.data.ptr)))
 

@@ -191,6 +191,13 @@ ks_int ks_vec_size(const ks_vec *v);
 ks_backend *ks_vec_backend(const ks_vec *v);
 ks_error ks_vec_set_host(ks_vec *v, const double *host); /* upload n values */
 ks_error ks_vec_get_host(const ks_vec *v, double *host); /* download n values */
+/* Copy n doubles from / to memory of the vector's backend: a CUDA device
+ * pointer on cuda (no host round trip), host memory on the cpu backend.
+ * src must hold its values when called (its writers' streams done); both
+ * return when the copy is complete. For device arrays of other libraries
+ * (CuPy's __cuda_array_interface__ in the Python package). */
+ks_error ks_vec_set_device(ks_vec *v, const void *src);
+ks_error ks_vec_get_device(const ks_vec *v, void *dst);
 ks_error ks_vec_fill(ks_vec *v, double a);
 ks_error ks_vec_copy(const ks_vec *x, ks_vec *y);                       /* y = x */
 ks_error ks_vec_scale(ks_vec *x, double a);                             /* x = a x */

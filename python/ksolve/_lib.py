@@ -82,6 +82,8 @@ PROTOTYPES = {
     "ks_vec_size": (ks_int, [handle]),
     "ks_vec_set_host": (ks_error, [handle, dptr]),
     "ks_vec_get_host": (ks_error, [handle, dptr]),
+    "ks_vec_set_device": (ks_error, [handle, c_void_p]),
+    "ks_vec_get_device": (ks_error, [handle, c_void_p]),
     "ks_vec_fill": (ks_error, [handle, c_double]),
     "ks_matrix_create": (ks_error, [handle, POINTER(ks_csr), c_char_p, c_void_p, handle_p]),
     "ks_matrix_destroy": (None, [handle_p]),
@@ -143,19 +145,6 @@ lib, library_path = _load()
 _libc = ctypes.CDLL(None)
 _libc.free.argtypes = [c_void_p]
 _libc.free.restype = None
-
-# optional entry points (newer libraries): bound when present
-_OPTIONAL = {
-    "ks_vec_set_device": (ks_error, [handle, c_void_p]),
-    "ks_vec_get_device": (ks_error, [handle, c_void_p]),
-}
-for _name, (_res, _args) in _OPTIONAL.items():
-    _fn = getattr(lib, _name, None)
-    if _fn is not None:
-        _fn.restype = _res
-        _fn.argtypes = _args
-        PROTOTYPES[_name] = (_res, _args)
-
 
 # ----------------------------------------------------------------- errors
 class KsolveError(Exception):

@@ -438,12 +438,6 @@ class _DeviceVectors:
             raise ImportError("ksolve: CUDA arrays need CuPy") from e
         return cupy
 
-    def _need(self, name):
-        if name not in _lib.PROTOTYPES:
-            raise _lib.UnsupportedError(
-                f"ksolve: this libksolve has no {name}", "KS_ERR_UNSUPPORTED")
-        return getattr(lib, name)
-
     def upload(self, v, a, n, what):
         cp = self._cupy()
         if not _is_cuda_array(a):
@@ -459,12 +453,12 @@ class _DeviceVectors:
         a = cp.ascontiguousarray(a, dtype=cp.float64)
         check_finite(a, what, cp)
         cp.cuda.get_current_stream().synchronize()  # a's producers done
-        check(self._need("ks_vec_set_device")(v, ctypes.c_void_p(a.data.ptr)))
+        check(lib.ks_vec_set_device(v, ctypes.c_void_p(a.data.ptr)))
 
     def download(self, v, n):
         cp = self._cupy()
         x = cp.empty(n, dtype=cp.float64)
-        check(self._need("ks_vec_get_device")(v, ctypes.c_void_p(x.data.ptr)))
+        check(lib.ks_vec_get_device(v, ctypes.c_void_p(x.data.ptr)))
         return x
 
     def matrix(self, A, t0):

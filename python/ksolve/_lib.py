@@ -86,6 +86,9 @@ PROTOTYPES = {
     "ks_vec_get_device": (ks_error, [handle, c_void_p]),
     "ks_vec_fill": (ks_error, [handle, c_double]),
     "ks_matrix_create": (ks_error, [handle, POINTER(ks_csr), c_char_p, c_void_p, handle_p]),
+    # device arrays: addresses (c_void_p), as for ks_vec_set_device
+    "ks_matrix_create_device": (ks_error, [handle, ks_int, ks_int, ks_int, c_void_p, c_void_p,
+                                           c_void_p, c_char_p, c_void_p, handle_p]),
     "ks_matrix_destroy": (None, [handle_p]),
     "ks_matrix_rows": (ks_int, [handle]),
     "ks_matrix_cols": (ks_int, [handle]),

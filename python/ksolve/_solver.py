@@ -197,9 +197,7 @@ class Solver:
             else:
                 host = HostCSR(A)
                 try:
-                    indptr, indices = self._pattern
-                    if not (np.array_equal(host.indptr, indptr)
-                            and np.array_equal(host.indices, indices)):
+                    if not _same_pattern(self._pattern, host.indptr, host.indices):
                         raise _lib.ArgumentError(
                             "ksolve: resetup needs the sparsity pattern of the matrix given to "
                             "setup (after summing duplicates); this one differs (use setup)",
@@ -461,13 +459,60 @@ class _DeviceVectors:
         check(lib.ks_vec_get_device(v, ctypes.c_void_p(x.data.ptr)))
         return x
 
+    def _canonical(self, A):
+        """A as a canonical cupyx CSR with int32 indices and float64 values
+        (CuPy's own operations on the device where a conversion is needed)."""
+        cp = self._cupy()
+        if A.format != "csr":
+            A = A.tocsr()
+        if not A.has_canonical_format:
+            A = A.copy()
+            A.sum_duplicates()
+        if A.data.dtype.kind == "c":
+            raise TypeError("ksolve: the matrix is complex; ksolve solves real systems")
+        return (cp.ascontiguousarray(A.indptr, dtype=cp.int32),
+                cp.ascontiguousarray(A.indices, dtype=cp.int32),
+                cp.ascontiguousarray(A.data, dtype=cp.float64))
+
     def matrix(self, A, t0):
-        raise _lib.UnsupportedError(
-            "ksolve: cupyx.scipy.sparse matrices are not taken yet; pass the matrix as "
-            "scipy.sparse (A.get())", "KS_ERR_UNSUPPORTED")
+        """A ks_matrix from a cupyx.scipy.sparse matrix, its arrays copied
+        device to device (ks_matrix_create_device): no host round trip."""
+        cp = self._cupy()
+        indptr, indices, data = self._canonical(A)
+        cp.cuda.get_current_stream().synchronize()
+        M = ctypes.c_void_p()
+        check(lib.ks_matrix_create_device(
+            self.s._be, A.shape[0], A.shape[1], data.size, ctypes.c_void_p(indptr.data.ptr),
+            ctypes.c_void_p(indices.data.ptr), ctypes.c_void_p(data.data.ptr), b"auto", None,
+            ctypes.byref(M)))
+        return M, lib.ks_wtime() - t0, (indptr.copy(), indices.copy())
 
     def set_values(self, A, pattern):
-        self.matrix(A, 0.0)
+        """New values of a cupyx matrix on the setup's pattern. The pattern
+        is compared on the device; the values reach ks_matrix_set_values
+        through the host (nnz doubles, once per resetup)."""
+        cp = self._cupy()
+        indptr, indices, data = self._canonical(A)
+        if not _same_pattern(pattern, indptr, indices, cp):
+            raise _lib.ArgumentError(
+                "ksolve: resetup needs the sparsity pattern of the matrix given to setup "
+                "(after summing duplicates); this one differs (use setup)", "KS_ERR_ARG")
+        val = cp.asnumpy(data)
+        check(lib.ks_matrix_set_values(self.s._M,
+                                       val.ctypes.data_as(ctypes.POINTER(ctypes.c_double))))
+
+
+def _same_pattern(pattern, indptr, indices, xp=np):
+    """Whether (indptr, indices) is the stored pattern (NumPy or CuPy arrays
+    on either side)."""
+    p_ptr, p_ind = pattern
+    if xp is np:
+        p_ptr = p_ptr.get() if hasattr(p_ptr, "get") else p_ptr
+        p_ind = p_ind.get() if hasattr(p_ind, "get") else p_ind
+    else:
+        p_ptr, p_ind = xp.asarray(p_ptr), xp.asarray(p_ind)
+    return (p_ptr.shape == indptr.shape and p_ind.shape == indices.shape
+            and bool((p_ptr == indptr).all()) and bool((p_ind == indices).all()))
 
 
 def solve(A, b, x0=None, *, config=None, backend="cpu", raise_on_failure=False,

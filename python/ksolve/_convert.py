@@ -9,6 +9,7 @@ which sorts the rows and sums duplicates.
 """
 
 import ctypes
+import math
 
 import numpy as np
 
@@ -104,8 +105,13 @@ class HostCSR:
                      if nnz else np.zeros(0, np.float64))
 
     def pattern(self):
-        """Copies of (indptr, indices), kept to check a re-setup's pattern."""
-        return self.indptr.copy(), self.indices.copy()
+        """(indptr, indices) kept to check a re-setup's pattern: the caller's
+        own arrays when they were handed over as they are (no copy: a
+        time-stepping code changes A.data, not the pattern), else copies of
+        the library's, which close() frees."""
+        if self._owned:
+            return self.indptr.copy(), self.indices.copy()
+        return self.indptr, self.indices
 
     def close(self):
         if self._owned:
@@ -136,7 +142,14 @@ def host_vector(v, n, what):
 
 def check_finite(a, what, xp=np):
     """Refuse NaN or Inf in a right-hand side or initial guess (the solve
-    would only end with status NAN): NumericError naming the first entry."""
+    would only end with status NAN): NumericError naming the first entry.
+    One pass, no temporary: the sum of finite values is finite (NaN and Inf
+    propagate); only when it is not (or overflows) are the entries looked at."""
+    if a.size == 0:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        if math.isfinite(float(a.sum())):
+            return
     if not bool(xp.isfinite(a).all()):
         i = int(xp.flatnonzero(~xp.isfinite(a))[0])
         raise _lib.NumericError(

@@ -485,7 +485,7 @@ class _DeviceVectors:
             self.s._be, A.shape[0], A.shape[1], data.size, ctypes.c_void_p(indptr.data.ptr),
             ctypes.c_void_p(indices.data.ptr), ctypes.c_void_p(data.data.ptr), b"auto", None,
             ctypes.byref(M)))
-        return M, lib.ks_wtime() - t0, (indptr.copy(), indices.copy())
+        return M, lib.ks_wtime() - t0, (indptr, indices)  # kept, not copied
 
     def set_values(self, A, pattern):
         """New values of a cupyx matrix on the setup's pattern. The pattern

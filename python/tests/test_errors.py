@@ -171,3 +171,11 @@ def test_indefinite_breakdown_is_reported():
     assert s.stats["status"] in ("BREAKDOWN", "CONVERGED")
     if s.stats["status"] == "BREAKDOWN":
         assert s.stats["breakdown"]
+
+
+def test_huge_finite_b_is_not_refused():
+    # the one-pass check sums b: an overflowing sum of finite values is looked at entry by entry
+    from ksolve._convert import check_finite
+    check_finite(np.array([1e308, 1e308, -1.0]), "b")
+    with pytest.raises(ksolve.NumericError, match=r"b\[2\] is -inf"):
+        check_finite(np.array([1e308, 1e308, -np.inf]), "b")

@@ -59,12 +59,16 @@ handle_p = POINTER(c_void_p)
 dptr = POINTER(c_double)
 iptr = POINTER(ks_int)
 
+# void (*ks_print_fn)(const char *msg, int len, void *ctx)
+ks_print_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, c_int, c_void_p)
+
 # name: (result type, [argument types]) -- in the order of ksolve.h
 PROTOTYPES = {
     "ks_version": (c_char_p, []),
     "ks_error_name": (c_char_p, [ks_error]),
     "ks_last_error": (c_char_p, []),
     "ks_clear_error": (None, []),
+    "ks_set_print_callback": (None, [ks_print_fn, c_void_p]),
     "ks_set_log_level": (None, [c_int]),
     "ks_csr_free": (None, [POINTER(ks_csr)]),
     "ks_csr_from_coo": (ks_error, [ks_int, ks_int, c_int64, iptr, iptr, dptr,

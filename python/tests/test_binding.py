@@ -34,6 +34,8 @@ def ctype_of(decl):
     t = re.sub(r"\bconst\b", "", decl).strip()
     stars = t.count("*")
     base = t.replace("*", "").strip()
+    if stars == 0 and base == "ks_print_fn":
+        return _lib.ks_print_fn
     if stars == 0:
         return None if base == "void" else SCALARS[base]
     if base in HANDLES:
@@ -207,3 +209,13 @@ def test_device_entry_points_through_ctypes_on_cpu_memory():
         lib.ks_vec_destroy(ctypes.byref(w))
         lib.ks_matrix_destroy(ctypes.byref(M))
         lib.ks_backend_destroy(ctypes.byref(be))
+
+
+def test_print_callback_type_matches_the_header():
+    src = header_text()
+    m = re.search(r"typedef\s+void\s*\(\*ks_print_fn\)\s*\(([^)]*)\)", src)
+    params = [split_param(p) for p in m.group(1).split(",")]
+    assert params == ["const char *", "int", "void *"]
+    argtypes = _lib.ks_print_fn._argtypes_
+    assert argtypes == (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)  # msg read with its length
+    assert _lib.ks_print_fn._restype_ is None

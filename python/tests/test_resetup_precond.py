@@ -152,3 +152,22 @@ def test_solver_reuse_many_rhs(rng):
             assert relres(A, s.solve(b), b) < 1e-9
         assert "PCG + AMG on cpu, 144 x 144" in repr(s)
     assert "closed" in repr(s)
+
+
+def test_messages_to_a_python_function():
+    lines = []
+    ksolve.set_print_function(lines.append)
+    try:
+        A = poisson2d(10)
+        s = ksolve.Solver(monitor_residual=1, print_solve_stats=1, preconditioner="JACOBI")
+        s.setup(A).solve(np.ones(A.shape[0]))
+        it = s.stats["iterations"]
+    finally:
+        ksolve.set_print_function(None)
+    assert any("residual" in l for l in lines)
+    # one monitor line per iteration (and the initial residual)
+    rows = [l for l in lines if l.strip()[:1].isdigit()]
+    assert len(rows) >= it + 1
+    n = len(lines)
+    ksolve.Solver(monitor_residual=1, preconditioner="JACOBI").setup(A).solve(np.ones(100))
+    assert len(lines) == n  # restored: nothing more arrives here

@@ -74,6 +74,7 @@ class Solver:
         self._pattern = None
         self._shape = None
         self._matrix_seconds = 0.0
+        self._solve_call_seconds = 0.0
         self._duplicates = 0
         self.raise_on_failure = bool(raise_on_failure)
         if not isinstance(backend, str):
@@ -242,7 +243,9 @@ class Solver:
                     check(lib.ks_vec_fill(vx, 0.0))
                 else:
                     self._upload(vx, x0, n, "x0")
+            t0 = lib.ks_wtime()
             check(lib.ks_solver_solve(self._s, vb, vx))
+            self._solve_call_seconds = lib.ks_wtime() - t0
             x = self._device.download(vx, n) if on_device else self._download(vx, n)
             if self.raise_on_failure:
                 st = self.stats
@@ -300,7 +303,9 @@ class Solver:
         iterations, residual_history (NumPy array, iterations + 1 entries when
         store_res_history is on), initial/final/relative/true relative
         residual, rhs_norm, setup_time, solve_time, matrix_time (conversion
-        and upload of A), solver and preconditioner names, spmv_format, and
+        and upload of A), solve_call_time (the whole ks_solver_solve call:
+        solve_time plus the true residual's recomputation), solver and
+        preconditioner names, spmv_format, and
         "amg" (the grid table as a dict, see hierarchy_info) when AMG is used."""
         with self._lock:
             self._alive()
@@ -325,6 +330,7 @@ class Solver:
                 "setup_time": st.setup_seconds,
                 "solve_time": st.solve_seconds,
                 "matrix_time": self._matrix_seconds,
+                "solve_call_time": self._solve_call_seconds,
                 "duplicates_summed": self._duplicates,
                 "solver": text(lib.ks_solver_name(self._s)),
                 "preconditioner": text(lib.ks_solver_preconditioner_name(self._s)),

@@ -120,6 +120,7 @@ def test_stats_and_hierarchy():
     assert st["relative_residual"] < 1e-8
     assert st["true_relative_residual"] == pytest.approx(relres(A, x, b), rel=1e-6, abs=1e-14)
     assert st["setup_time"] > 0 and st["solve_time"] > 0 and st["matrix_time"] > 0
+    assert st["solve_call_time"] >= st["solve_time"]
     amg = st["amg"]
     assert amg["levels"][0]["rows"] == A.shape[0] and amg["levels"][0]["nnz"] == A.nnz
     assert len(amg["levels"]) >= 2

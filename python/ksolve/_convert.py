@@ -76,7 +76,13 @@ class HostCSR:
             self.indptr = _index32(A.indptr, "indptr")
             self.indices = _index32(A.indices, "column indices")
             self.data = _values64(A.data)
-            self.csr.nrows, self.csr.ncols, self.csr.nnz = nrows, ncols, self.data.size
+            nnz = int(self.indptr[-1]) if self.indptr.size else 0
+            if self.indptr.size != nrows + 1 or min(self.indices.size, self.data.size) < nnz:
+                raise _lib.ArgumentError(
+                    f"ksolve: malformed CSR: {self.indptr.size} row pointers for {nrows} rows, "
+                    f"{self.indices.size} indices and {self.data.size} values for {nnz} "
+                    f"entries", "KS_ERR_ARG")
+            self.csr.nrows, self.csr.ncols, self.csr.nnz = nrows, ncols, nnz
             self.csr.rowptr = _ptr(self.indptr, _lib.ks_int)
             self.csr.colind = _ptr(self.indices, _lib.ks_int)
             self.csr.val = _ptr(self.data, ctypes.c_double)

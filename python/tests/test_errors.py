@@ -179,3 +179,10 @@ def test_huge_finite_b_is_not_refused():
     check_finite(np.array([1e308, 1e308, -1.0]), "b")
     with pytest.raises(ksolve.NumericError, match=r"b\[2\] is -inf"):
         check_finite(np.array([1e308, 1e308, -np.inf]), "b")
+
+
+def test_malformed_scipy_csr_is_refused_not_read_past():
+    B = sp.identity(5, format="csr") * 2.0
+    B.indptr = B.indptr[:-1]  # one row pointer short: scipy does not check this here
+    with pytest.raises(ksolve.ArgumentError, match="malformed CSR: 5 row pointers for 5 rows"):
+        ksolve.Solver().setup(B)

@@ -197,6 +197,13 @@ ks_int ks_vec_size(const ks_vec *v);
 ks_backend *ks_vec_backend(const ks_vec *v);
 ks_error ks_vec_set_host(ks_vec *v, const double *host); /* upload n values */
 ks_error ks_vec_get_host(const ks_vec *v, double *host); /* download n values */
+/* Copy n doubles from / to memory of the vector's backend: a CUDA device
+ * pointer on cuda (no host round trip), host memory on the cpu backend.
+ * src must hold its values when called (its writers' streams done); both
+ * return when the copy is complete. For device arrays of other libraries
+ * (CuPy's __cuda_array_interface__ in the Python package). */
+ks_error ks_vec_set_device(ks_vec *v, const void *src);
+ks_error ks_vec_get_device(const ks_vec *v, void *dst);
 ks_error ks_vec_fill(ks_vec *v, double a);
 ks_error ks_vec_copy(const ks_vec *x, ks_vec *y);                       /* y = x */
 ks_error ks_vec_scale(ks_vec *x, double a);                             /* x = a x */
@@ -232,6 +239,16 @@ typedef struct ks_spmv_params {
  * params may be NULL. */
 ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
                           const ks_spmv_params *params, ks_matrix **M);
+/* As ks_matrix_create from CSR arrays already in memory of the backend (CUDA
+ * device pointers on cuda: no host round trip; host memory on the cpu
+ * backend), copied on the backend; the same rules (0-based, rows sorted,
+ * no duplicates, finite values) checked there. The arrays are free to
+ * change on return. For device matrices of other libraries (cupyx.scipy.sparse
+ * in the Python package). */
+ks_error ks_matrix_create_device(ks_backend *be, ks_int nrows, ks_int ncols, ks_int nnz,
+                                 const ks_int *rowptr, const ks_int *colind, const double *val,
+                                 const char *format, const ks_spmv_params *params,
+                                 ks_matrix **M);
 void ks_matrix_destroy(ks_matrix **M);
 /* y = alpha*A*x + beta*y; x and y on the matrix's backend, distinct. */
 ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta, ks_vec *y);

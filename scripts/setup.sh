@@ -2,6 +2,9 @@
 # Debian packages the build needs (the CUDA toolkit is expected where a GPU build is wanted;
 # without nvcc the cpu backend alone is built).
 KS_PACKAGES="gcc pkg-config meson ninja-build check libsubunit-dev libjansson-dev zlib1g-dev libopenmpi-dev openmpi-bin"
+# The Python package's tests (python/, scripts/test): NumPy, SciPy, pytest from Debian;
+# pip only for pyamg (not packaged in Debian 12), whose comparison is skipped without it.
+KS_PY_PACKAGES="python3-numpy python3-scipy python3-pytest python3-pip"
 
 ks_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ks_build=${KS_BUILD_DIR:-$ks_root/build}
@@ -53,4 +56,19 @@ ks_build_sanitized() {
     local targets=()
     for t in $KS_SAN_TESTS; do targets+=("tests/$t"); done
     ninja -C "$ks_san" "${targets[@]}" >/dev/null || return 1
+}
+
+# Python with Debian's NumPy/SciPy/pytest (a python3 earlier in PATH may lack them).
+KS_PYTHON=${KS_PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3 )}
+
+# pyamg for the iteration-count comparison of python/tests/test_pyamg.py: 5.0.1
+# is the last release that takes Debian 12's SciPy 1.10 (later ones need 1.15);
+# --no-deps leaves Debian's NumPy and SciPy alone. Optional: on failure the
+# comparison is skipped (pytest says so).
+ks_install_pyamg() {
+    "$KS_PYTHON" -c "import pyamg" 2>/dev/null && return 0
+    [ "$(id -u)" -eq 0 ] || { echo "ksolve: pyamg missing (pip install pyamg==5.0.1); its comparison is skipped" >&2; return 0; }
+    "$KS_PYTHON" -m pip install -q --no-deps --break-system-packages --root-user-action=ignore \
+        "pyamg==5.0.1" >/dev/null 2>&1 \
+        || echo "ksolve: pip could not install pyamg; its comparison is skipped" >&2
 }

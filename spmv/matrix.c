@@ -253,6 +253,42 @@ ks_error ks_matrix_create(ks_backend *be, const ks_csr *A, const char *format,
     return KS_OK;
 }
 
+ks_error ks_matrix_create_device(ks_backend *be, ks_int nrows, ks_int ncols, ks_int nnz,
+                                 const ks_int *rowptr, const ks_int *colind, const double *val,
+                                 const char *format, const ks_spmv_params *params,
+                                 ks_matrix **M)
+{
+    if (!M)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_device: NULL output pointer");
+    *M = NULL;
+    if (!be)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_device: NULL backend");
+    if (nrows < 0 || ncols < 0 || nnz < 0)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_device: negative size (%ld x %ld, %ld "
+                         "nonzeros)", (long)nrows, (long)ncols, (long)nnz);
+    if (!rowptr || (nnz > 0 && (!colind || !val)))
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_device: NULL %s array",
+                         !rowptr ? "rowptr" : !colind ? "colind" : "val");
+    ks_sparse S;
+    KS_TRY(ks_sparse_alloc(be, nrows, ncols, nnz, 0, &S));
+    ks_error e = be->ops->copy(be, S.rowptr, rowptr, ((size_t)nrows + 1) * sizeof(ks_int));
+    if (e == KS_OK && nnz > 0)
+        e = be->ops->copy(be, S.colind, colind, (size_t)nnz * sizeof(ks_int));
+    if (e == KS_OK && nnz > 0)
+        e = be->ops->copy(be, S.val, val, (size_t)nnz * sizeof(double));
+    if (e == KS_OK)
+        e = be->ops->sync(be); /* the caller's arrays are free to change on return */
+    if (e == KS_OK)
+        e = ks_sparse_validate(&S); /* the one structure check, on the backend */
+    if (e != KS_OK) {
+        ks_sparse_free(&S);
+        return ks_adderr(e, "ks_matrix_create_device");
+    }
+    S.valid = 1;
+    e = ks_matrix_create_sparse(be, &S, format, params, M); /* takes S's arrays */
+    return e == KS_OK ? KS_OK : ks_adderr(e, "ks_matrix_create_device");
+}
+
 ks_error ks_matrix_create_sparse(ks_backend *be, ks_sparse *A, const char *format,
                                  const ks_spmv_params *params, ks_matrix **M)
 {

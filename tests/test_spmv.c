@@ -633,6 +633,100 @@ START_TEST(test_cpu_copy)
 }
 END_TEST
 
+/* ks_matrix_create_device: CSR arrays in the backend's memory give the
+ * matrix ks_matrix_create gives from the host (same format, same products);
+ * what ks_csr_validate refuses is refused there too, with the row named. */
+static void create_device_on(const char *backend)
+{
+    ks_csr A;
+    make_case(CASE_RANDOM, &A);
+    ks_backend *be = make_backend(backend);
+    const size_t rb = sizeof(ks_int) * ((size_t)A.nrows + 1), cb = sizeof(ks_int) * (size_t)A.nnz,
+                 vb = sizeof(double) * (size_t)A.nnz;
+    void *drp = NULL, *dci = NULL, *dva = NULL;
+    KS_CHECK(ks_be_upload_new(be, A.rowptr, rb, &drp, "test rowptr"));
+    KS_CHECK(ks_be_upload_new(be, A.colind, cb, &dci, "test colind"));
+    KS_CHECK(ks_be_upload_new(be, A.val, vb, &dva, "test val"));
+    ks_matrix *M = NULL, *R = NULL;
+    KS_CHECK(ks_matrix_create_device(be, A.nrows, A.ncols, A.nnz, drp, dci, dva, "auto", NULL,
+                                     &M));
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &R));
+    ck_assert_str_eq(ks_matrix_format(M), ks_matrix_format(R));
+    ck_assert_int_eq(ks_matrix_rows(M), A.nrows);
+    ck_assert_int_eq(ks_matrix_cols(M), A.ncols);
+    ck_assert_int_eq(ks_matrix_nnz(M), A.nnz);
+    ks_vec *vx, *vy, *vr;
+    KS_CHECK(ks_vec_create(be, A.ncols, &vx));
+    KS_CHECK(ks_vec_create(be, A.nrows, &vy));
+    KS_CHECK(ks_vec_create(be, A.nrows, &vr));
+    double *x = sc_random_vec(A.ncols, 5), *y = malloc(sizeof(double) * (size_t)A.nrows),
+           *r = malloc(sizeof(double) * (size_t)A.nrows);
+    KS_CHECK(ks_vec_set_host(vx, x));
+    KS_CHECK(ks_matrix_apply(M, 1.0, vx, 0.0, vy));
+    KS_CHECK(ks_matrix_apply(R, 1.0, vx, 0.0, vr));
+    KS_CHECK(ks_vec_get_host(vy, y));
+    KS_CHECK(ks_vec_get_host(vr, r));
+    ck_assert(memcmp(y, r, sizeof(double) * (size_t)A.nrows) == 0);
+    ck_assert(sc_spmv_error(&A, 1.0, x, 0.0, NULL, y) <= TOL);
+    ks_matrix_destroy(&M);
+
+    /* the arrays were copied: the caller may change them */
+    double nan = NAN;
+    KS_CHECK(be->ops->upload(be, dva, &nan, sizeof nan));
+    KS_CHECK(ks_matrix_apply(R, 1.0, vx, 0.0, vy));
+    /* refused: a NaN value, then two columns of a row swapped (unsorted) */
+    ck_assert_int_eq(ks_matrix_create_device(be, A.nrows, A.ncols, A.nnz, drp, dci, dva, "auto",
+                                             NULL, &M), KS_ERR_NUMERIC);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "ks_matrix_create_device"));
+    ck_assert_ptr_null(M);
+    KS_CHECK(be->ops->upload(be, dva, A.val, vb));
+    ks_int row = 0;
+    while (A.rowptr[row + 1] - A.rowptr[row] < 2)
+        row++;
+    ks_int *ci = malloc(cb);
+    memcpy(ci, A.colind, cb);
+    ks_int t = ci[A.rowptr[row]];
+    ci[A.rowptr[row]] = ci[A.rowptr[row] + 1];
+    ci[A.rowptr[row] + 1] = t;
+    KS_CHECK(be->ops->upload(be, dci, ci, cb));
+    ck_assert_int_ne(ks_matrix_create_device(be, A.nrows, A.ncols, A.nnz, drp, dci, dva, "auto",
+                                             NULL, &M), KS_OK);
+    char want[64];
+    snprintf(want, sizeof want, "row %ld", (long)row);
+    ck_assert_msg(strstr(ks_last_error(), want), "message: %s", ks_last_error());
+    ck_assert_int_eq(ks_matrix_create_device(be, A.nrows, A.ncols, A.nnz, NULL, dci, dva, "auto",
+                                             NULL, &M), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_create_device(be, -1, A.ncols, A.nnz, drp, dci, dva, "auto", NULL,
+                                             &M), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_create_device(NULL, A.nrows, A.ncols, A.nnz, drp, dci, dva, "auto",
+                                             NULL, &M), KS_ERR_ARG);
+    free(ci);
+    free(x);
+    free(y);
+    free(r);
+    ks_vec_destroy(&vx);
+    ks_vec_destroy(&vy);
+    ks_vec_destroy(&vr);
+    ks_matrix_destroy(&R);
+    be->ops->free(be, drp);
+    be->ops->free(be, dci);
+    be->ops->free(be, dva);
+    ks_backend_destroy(&be);
+    ks_csr_free(&A);
+}
+
+START_TEST(test_cpu_create_device)
+{
+    create_device_on("cpu");
+}
+END_TEST
+
+START_TEST(test_cuda_create_device)
+{
+    create_device_on("cuda");
+}
+END_TEST
+
 /* ----------------------------------------------------------- errors */
 START_TEST(test_errors_apply)
 {
@@ -1035,6 +1129,7 @@ int main(void)
     tcase_add_test(tc, test_errors_apply);
     tcase_add_test(tc, test_errors_create);
     tcase_add_test(tc, test_cpu_float_values);
+    tcase_add_test(tc, test_cpu_create_device);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cuda");
@@ -1043,8 +1138,9 @@ int main(void)
         tcase_add_test(tc, test_cuda_threads_per_row);
         tcase_add_test(tc, test_cuda_errors);
         tcase_add_test(tc, test_cuda_float_values);
+        tcase_add_test(tc, test_cuda_create_device);
     } else {
-        ks_test_skip(4, "no CUDA device: cuda SpMV formats");
+        ks_test_skip(5, "no CUDA device: cuda SpMV formats");
     }
     suite_add_tcase(s, tc);
 

@@ -162,6 +162,42 @@ START_TEST(test_set_get)
 }
 END_TEST
 
+/* ks_vec_set_device / ks_vec_get_device: vector <-> memory of the backend,
+ * bit for bit, sizes 0 and odd included; NULL refused with a message. */
+START_TEST(test_set_get_device)
+{
+    for (int k = 0; k < NSIZES; k++) {
+        ks_int n = sizes[k];
+        double *h = host_rand(n, -1, 1), *back = host_nan(n);
+        void *d = NULL, *d2 = NULL;
+        KS_CHECK(ks_be_upload_new(g_be, h, n * sizeof(double), &d, "test array"));
+        KS_CHECK(ks_be_alloc(g_be, n * sizeof(double), &d2, "test array"));
+        ks_vec *v = NULL;
+        KS_CHECK(ks_vec_create(g_be, n, &v));
+        KS_CHECK(ks_vec_fill(v, 7.0));
+        KS_CHECK(ks_vec_set_device(v, d));
+        expect_close(v, h, n, 0.0, "set_device");
+        KS_CHECK(ks_vec_scale(v, 2.0));
+        KS_CHECK(ks_vec_get_device(v, d2));
+        KS_CHECK(g_be->ops->download(g_be, back, d2, n * sizeof(double)));
+        for (ks_int i = 0; i < n; i++)
+            ck_assert_msg(back[i] == 2.0 * h[i], "get_device: entry %ld", (long)i);
+        if (n > 0) {
+            ck_assert_int_eq(ks_vec_set_device(v, NULL), KS_ERR_ARG);
+            ck_assert_ptr_nonnull(strstr(ks_last_error(), "ks_vec_set_device"));
+            ck_assert_int_eq(ks_vec_get_device(v, NULL), KS_ERR_ARG);
+            ck_assert_ptr_nonnull(strstr(ks_last_error(), "ks_vec_get_device"));
+        }
+        ck_assert_int_eq(ks_vec_set_device(NULL, d), KS_ERR_ARG);
+        ks_vec_destroy(&v);
+        g_be->ops->free(g_be, d);
+        g_be->ops->free(g_be, d2);
+        free(h);
+        free(back);
+    }
+}
+END_TEST
+
 START_TEST(test_be_helpers)
 {
     const ks_int n = 1003;
@@ -705,7 +741,8 @@ END_TEST
     X(test_norm2_scaled)                                                                      \
     X(test_reduction_determinism)                                                             \
     X(test_large_reduction)                                                                   \
-    X(test_vec_errors)
+    X(test_vec_errors)                                                                        \
+    X(test_set_get_device)
 
 #define COUNT_TEST(t) +1
 static const int n_per_backend = 0 PER_BACKEND_TESTS(COUNT_TEST);

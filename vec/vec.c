@@ -154,6 +154,33 @@ ks_error ks_vec_get_host(const ks_vec *v, double *host)
     return OPS(v)->download(v->be, host, v->data, (size_t)v->n * sizeof(double));
 }
 
+/* Copies between a vector and memory of its backend (CUDA device memory on
+ * cuda, host memory on the cpu backend), through the backend's copy op, for
+ * callers that hold their data there already (CuPy arrays from Python). The
+ * backend is synchronised after the copy, so the caller may use or free the
+ * memory on return whatever stream it works on. */
+ks_error ks_vec_set_device(ks_vec *v, const void *src)
+{
+    KS_TRY(need(v, "ks_vec_set_device", "v"));
+    if (v->n == 0)
+        return KS_OK;
+    if (!src)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_set_device: NULL source pointer");
+    KS_TRY(OPS(v)->copy(v->be, v->data, src, (size_t)v->n * sizeof(double)));
+    return OPS(v)->sync(v->be);
+}
+
+ks_error ks_vec_get_device(const ks_vec *v, void *dst)
+{
+    KS_TRY(need(v, "ks_vec_get_device", "v"));
+    if (v->n == 0)
+        return KS_OK;
+    if (!dst)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_get_device: NULL destination pointer");
+    KS_TRY(OPS(v)->copy(v->be, dst, v->data, (size_t)v->n * sizeof(double)));
+    return OPS(v)->sync(v->be);
+}
+
 /* -------------------------------------------------- streaming kernels */
 
 ks_error ks_vec_fill(ks_vec *v, double a)

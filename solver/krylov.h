@@ -13,6 +13,10 @@ extern "C" {
 
 extern const ks_krylov_ops ks_krylov_cg_ops;
 extern const ks_krylov_ops ks_krylov_bicgstab_ops;
+extern const ks_krylov_ops ks_krylov_gmres_ops;
+extern const ks_krylov_ops ks_krylov_fgmres_ops;
+extern const ks_krylov_ops ks_krylov_pipecg_ops;
+extern const ks_krylov_ops ks_krylov_pipebicgstab_ops;
 
 extern const ks_precond_ops ks_precond_identity_ops;
 extern const ks_precond_ops ks_precond_jacobi_ops;
@@ -42,6 +46,12 @@ ks_error ks_krylov_record(ks_solver *s, int it, double rnorm);
 /* Record, then decide: NaN/Inf -> KS_SOLVE_NAN, converged, diverged,
  * it >= max_iters -> KS_SOLVE_MAX_ITERS. *stop is 1 when the status is set. */
 ks_error ks_krylov_check(ks_solver *s, int it, double rnorm, int *stop);
+/* The decision half of ks_krylov_check, for a residual already recorded
+ * (a method that records estimates and then checks a true residual). */
+ks_error ks_krylov_decide(ks_solver *s, int it, double rnorm, int *stop);
+/* Replace the residual recorded for iteration `it` (the last one) by
+ * rnorm, e.g. an estimate by the true residual; prints nothing. */
+void ks_krylov_amend(ks_solver *s, int it, double rnorm);
 /* 1 when rnorm meets the convergence criterion. */
 int ks_krylov_converged(const ks_solver *s, double rnorm);
 /* End the solve with `status` (BREAKDOWN or NAN) and the reason text

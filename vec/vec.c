@@ -244,6 +244,55 @@ ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks
     return combine(x, e, r, 2, 0);
 }
 
+/* Checks every pair first (a misfit refuses on every rank before the
+ * reduction), then the local sums chunk by chunk, then one combination of
+ * all k values over the ranks. */
+ks_error ks_vec_mdot(int k, const ks_vec *const *x, const ks_vec *const *y, double *r)
+{
+    KS_TRY(need_out(r, "ks_vec_mdot", "r"));
+    if (k < 1 || !x || !y)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_mdot: %d pairs, x list %p, y list %p", k,
+                         (const void *)x, (const void *)y);
+    for (int j = 0; j < k; j++) {
+        KS_TRY(same(x[j], y[j], "ks_vec_mdot", "x[j]", "y[j]"));
+        KS_TRY(same(x[0], x[j], "ks_vec_mdot", "x[0]", "x[j]"));
+    }
+    const ks_vec *v = x[0];
+    ks_error e = KS_OK;
+    for (int j = 0; j < k; j++)
+        r[j] = 0.0;
+    const double *xp[KS_VEC_MULTI_MAX], *yp[KS_VEC_MULTI_MAX];
+    for (int j0 = 0; j0 < k && v->n && e == KS_OK; j0 += KS_VEC_MULTI_MAX) {
+        int kc = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
+        for (int j = 0; j < kc; j++) {
+            xp[j] = x[j0 + j]->data;
+            yp[j] = y[j0 + j]->data;
+        }
+        e = OPS(v)->mdot(v->be, v->n, kc, xp, yp, r + j0);
+    }
+    return combine(v, e, r, k, 0);
+}
+
+ks_error ks_vec_maxpy(int k, const double *a, const ks_vec *const *x, ks_vec *y)
+{
+    if (k < 1 || !a || !x)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_maxpy: %d terms, a %p, x list %p", k,
+                         (const void *)a, (const void *)x);
+    for (int j = 0; j < k; j++) {
+        KS_TRY(same(x[j], y, "ks_vec_maxpy", "x[j]", "y"));
+        if (x[j] == y)
+            return ks_seterr(KS_ERR_ARG, "ks_vec_maxpy: x[%d] is y", j);
+    }
+    const double *xp[KS_VEC_MULTI_MAX];
+    for (int j0 = 0; j0 < k && y->n; j0 += KS_VEC_MULTI_MAX) {
+        int kc = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
+        for (int j = 0; j < kc; j++)
+            xp[j] = x[j0 + j]->data;
+        KS_TRY(OPS(y)->maxpy(y->be, y->n, kc, a + j0, xp, y->data));
+    }
+    return KS_OK;
+}
+
 /* ||x||_2 when sqrt(x.x) overflowed to Inf or underflowed to 0 (the fast
  * path costs nothing more otherwise), as LAPACK's dnrm2 avoids both: the
  * entries scaled by 2^-e near 1/max|x_i| (exact), squared and summed, then

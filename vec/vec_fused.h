@@ -18,6 +18,13 @@ ks_error ks_vec_check_same(const ks_vec *x, const ks_vec *y, const char *fn, con
 /* r[0] = x.y and r[1] = u.v */
 ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks_vec *v,
                      double r[2]);
+/* r[j] = x[j].y[j] for j < k: one pass over the vectors (in chunks of
+ * KS_VEC_MULTI_MAX) and, for distributed vectors, one reduction of the k
+ * values over the ranks. Each r[j] has the bits ks_vec_dot(x[j], y[j])
+ * gives. */
+ks_error ks_vec_mdot(int k, const ks_vec *const *x, const ks_vec *const *y, double *r);
+/* y += sum_{j<k} a[j] x[j] in one pass (per chunk of KS_VEC_MULTI_MAX). */
+ks_error ks_vec_maxpy(int k, const double *a, const ks_vec *const *x, ks_vec *y);
 /* z = a x + b y + c z */
 ks_error ks_vec_axpbypcz(double a, const ks_vec *x, double b, const ks_vec *y, double c,
                          ks_vec *z);

@@ -5,23 +5,31 @@
  * the SpMV and the preconditioner in between. The group has no operand the
  * iteration's M^-1 w and A m produce, so a split-phase reduction can hide
  * behind them; ks_comm's sum is blocking for now, so on MPI the pipeline
- * saves reductions (one per iteration instead of two, three with the norm)
- * but does not yet overlap them.
+ * saves reductions (one per iteration instead of PCG's three: p'Ap, ||r||
+ * and r'z) but does not yet overlap them. With the L1 or LMAX norm the
+ * residual's norm is a second reduction.
  *
  * The extra recurrences let rounding errors drift r away from b - A x
- * faster than in PCG. Residual replacement keeps the attainable accuracy:
- * when the recurrence's residual meets the criterion, the true residual is
- * computed; if it does not meet it, r, u, w, s, q, z are recomputed from x
- * and p (2 preconditioner applications, 3 SpMVs) and the iteration goes on
- * from the true residual, so CONVERGED always means the true residual met
- * the criterion. Breakdowns are PCG's: (r,u) = r'M^-1 r and the p'Ap it
- * implies must stay positive. */
+ * faster than in PCG. Residual replacement keeps the attainable accuracy
+ * (Sleijpen and van der Vorst's reliable updating): r, u, w, s, q, z are
+ * recomputed from x and p (2 preconditioner applications, 3 SpMVs) each
+ * time the recurrence's residual has fallen below KS_PIPE_RR_DROP times the
+ * largest one since the last replacement, so the drift never grows on a
+ * residual much larger than today's; and when the recurrence's residual
+ * meets the criterion, the true residual is computed and, if it does not
+ * meet it, replaces r the same way, so CONVERGED always means the true
+ * residual met the criterion. Breakdowns are PCG's: (r,u) = r'M^-1 r and
+ * the p'Ap it implies must stay positive. */
 #include "krylov.h"
 #include "../vec/vec_fused.h"
 
 #include <math.h>
 
 enum { R, U, W, MV, NV, Z, Q, S, P, T, NWORK };
+
+/* Replace when ||r|| < this times the largest ||r|| since the last
+ * replacement: about 3 replacements for a 1e-8 solve. */
+#define KS_PIPE_RR_DROP 1e-3
 
 /* Recompute every recurrence from x and p: r = b - A x (already in t),
  * u = M^-1 r, w = A u, s = A p, q = M^-1 s, z = A q. */
@@ -50,13 +58,14 @@ static ks_error pipecg_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
         v[Q] = v[S];
     }
     int l2 = s->prm.norm == KS_NORM_L2;
-    double rnorm, gamma_old = 0.0, alpha_old = 0.0;
+    double rnorm, gamma_old = 0.0, alpha_old = 0.0, rmax;
     int stop;
 
     KS_TRY(ks_krylov_residual(s, b, x, v[R]));
     KS_TRY(ks_krylov_start(s, b, x, v[R], &rnorm, &stop));
     if (stop)
         return KS_OK;
+    rmax = rnorm;
     if (!ident)
         KS_TRY(s->pc->ops->apply(s->pc, v[R], v[U]));
     KS_TRY(ks_matrix_apply(s->A, 1.0, v[U], 0.0, v[W]));
@@ -83,10 +92,19 @@ static ks_error pipecg_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
                     return KS_OK;
                 KS_TRY(replace(s, v, ident));
                 KS_TRY(ks_vec_mdot(2, xl, yl, d));
+                rmax = tnorm;
             } else {
                 KS_TRY(ks_krylov_decide(s, it, rnorm, &stop));
                 if (stop)
                     return KS_OK;
+                if (rnorm > rmax) {
+                    rmax = rnorm;
+                } else if (rnorm < KS_PIPE_RR_DROP * rmax) {
+                    KS_TRY(ks_krylov_residual(s, b, x, v[T]));
+                    KS_TRY(replace(s, v, ident));
+                    KS_TRY(ks_vec_mdot(2, xl, yl, d));
+                    rmax = rnorm;
+                }
             }
         }
         double gamma = d[0], delta = d[1];

@@ -57,7 +57,7 @@ static const struct {
     {"GMRES", &ks_krylov_gmres_ops, 1},
     {"FGMRES", &ks_krylov_fgmres_ops, 1},
     {"PIPECG", &ks_krylov_pipecg_ops, 1},
-    /*PIPEBICGSTAB*/
+    {"PIPEBICGSTAB", &ks_krylov_pipebicgstab_ops, 1},
     {"AMG", &amg_stationary_ops, 1},
 };
 

@@ -1,0 +1,221 @@
+/* GMRES, FGMRES, PIPECG and PIPEBICGSTAB over MPI ranks (run under mpirun
+ * on 1 to 4 ranks): the one-process iteration count (within 1) and
+ * solution (to 1e-8), with even row blocks and with a rank that holds no
+ * rows; and the block dot product over ranks: every rank gets the same
+ * bits, the one-process values to rounding, from one reduction. */
+#include "ks_test_mpi.h"
+#include "vec/vec_fused.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double rhs_value(ks_gint i) { return 1.0 + sin(0.37 * (double)i); }
+
+/* This rank's row count: even blocks, or (3 ranks or more) rank 1 empty. */
+static ks_int my_rows(int64_t n, int empty_rank)
+{
+    if (!empty_rank || nranks < 3)
+        return (ks_int)(n / nranks + (rank < n % nranks));
+    if (rank == 1)
+        return 0;
+    int holders = nranks - 1, idx = rank == 0 ? 0 : rank - 1;
+    return (ks_int)(n / holders + (idx < n % holders));
+}
+
+typedef struct result {
+    ks_solve_status status;
+    int iterations;
+    double *x;
+} result;
+
+static void solve(ks_matrix *M, const char *solver, const char *pc, int restart, result *o)
+{
+    ks_config *cfg = NULL;
+    KS_ALL(ks_config_create_default(&cfg));
+    KS_ALL(ks_config_set(cfg, "solver.solver", solver));
+    KS_ALL(ks_config_set(cfg, "solver.preconditioner.solver", pc));
+    KS_ALL(ks_config_set(cfg, "solver.tolerance", "1e-11"));
+    KS_ALL(ks_config_set(cfg, "solver.max_iters", "2000"));
+    if (restart) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", restart);
+        KS_ALL(ks_config_set(cfg, "solver.gmres_n_restart", v));
+    }
+    ks_solver *s = NULL;
+    ks_vec *b = NULL, *x = NULL;
+    KS_ALL(ks_solver_create(ks_matrix_backend(M), cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    ks_int n = ks_matrix_rows(M);
+    ks_gint r0 = ks_matrix_row_begin(M);
+    double *bh = malloc(((size_t)n + 1) * sizeof *bh);
+    for (ks_int i = 0; i < n; i++)
+        bh[i] = rhs_value(r0 + i);
+    KS_ALL(ks_vec_set_host(b, bh));
+    KS_ALL(ks_vec_fill(x, 0.0));
+    KS_ALL(ks_solver_solve(s, b, x));
+    o->status = ks_solver_stats(s)->status;
+    o->iterations = ks_solver_stats(s)->iterations;
+    o->x = malloc(((size_t)n + 1) * sizeof *o->x);
+    KS_ALL(ks_vec_get_host(x, o->x));
+    free(bh);
+    ks_vec_destroy(&b);
+    ks_vec_destroy(&x);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+}
+
+static void compare(const ks_gen_params *g, const char *solver, const char *pc, int restart,
+                    int empty_rank)
+{
+    ks_csr A;
+    KS_ALL(ks_generate(g, &A));
+    ks_matrix *S = NULL, *M = NULL;
+    KS_ALL(ks_matrix_create(be, &A, "auto", NULL, &S));
+    result one, dis;
+    solve(S, solver, pc, restart, &one);
+    ks_dist_csr D;
+    KS_ALL(ks_generate_dist(comm, g, my_rows((int64_t)A.nrows, empty_rank), &D));
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &M));
+    ks_dist_csr_free(&D);
+    solve(M, solver, pc, restart, &dis);
+    double err = ks_test_max_relerr(dis.x, one.x + ks_matrix_row_begin(M), ks_matrix_rows(M));
+    ALL(one.status == KS_SOLVE_CONVERGED && dis.status == KS_SOLVE_CONVERGED &&
+            abs(one.iterations - dis.iterations) <= 1 && err <= 1e-8,
+        "%s %s + %s on %d ranks: one process %s in %d, distributed %s in %d, error %g",
+        ks_gen_kind_name(g->kind), solver, pc, nranks, ks_solve_status_name(one.status),
+        one.iterations, ks_solve_status_name(dis.status), dis.iterations, err);
+    if (rank == 0)
+        printf("%s %s + %s, %d ranks%s: %d iterations (one process %d)\n",
+               ks_gen_kind_name(g->kind), solver, pc, nranks, empty_rank ? ", one empty" : "",
+               dis.iterations, one.iterations);
+    free(one.x);
+    free(dis.x);
+    ks_matrix_destroy(&M);
+    ks_matrix_destroy(&S);
+    ks_csr_free(&A);
+}
+
+static void grid(ks_gen_params *g, ks_gen_kind kind, int n)
+{
+    ks_gen_params_default(g);
+    g->kind = kind;
+    g->nx = g->ny = g->nz = n;
+    if (kind == KS_GEN_CONVDIFF3D) {
+        g->vx = 8.0;
+        g->vy = -4.0;
+        g->vz = 2.0;
+    }
+}
+
+START_TEST(test_gmres_fgmres)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_CONVDIFF3D, 10);
+    compare(&g, "GMRES", "JACOBI", 10, 0);
+    compare(&g, "GMRES", "NOSOLVER", 0, 1);
+    compare(&g, "FGMRES", "JACOBI_L1", 8, 1);
+}
+END_TEST
+
+START_TEST(test_pipelined)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_POISSON3D_7, 12);
+    compare(&g, "PIPECG", "JACOBI", 0, 0);
+    compare(&g, "PIPECG", "NOSOLVER", 0, 1);
+    grid(&g, KS_GEN_CONVDIFF3D, 10);
+    compare(&g, "PIPEBICGSTAB", "JACOBI", 0, 0);
+    compare(&g, "PIPEBICGSTAB", "NOSOLVER", 0, 1);
+}
+END_TEST
+
+/* ks_vec_mdot over the ranks: k values, one combination; the same bits on
+ * every rank, the one-process sums to rounding; maxpy on the local parts. */
+START_TEST(test_mdot_dist)
+{
+    const ks_gint N = 1000;
+    const int k = 40;
+    ks_gint off[9];
+    for (int q = 0; q <= nranks; q++)
+        off[q] = N * q / nranks;
+    ks_int n = (ks_int)(off[rank + 1] - off[rank]);
+    ks_vec *v[41];
+    double *h = malloc(((size_t)n + 1) * sizeof *h);
+    for (int j = 0; j <= k; j++) {
+        KS_ALL(ks_vec_create_dist(be, comm, n, &v[j]));
+        for (ks_int i = 0; i < n; i++)
+            h[i] = sin(0.1 * (double)(j + 1) * (double)(off[rank] + i));
+        KS_ALL(ks_vec_set_host(v[j], h));
+    }
+    const ks_vec *x[40], *y[40];
+    for (int j = 0; j < k; j++) {
+        x[j] = v[j];
+        y[j] = v[k];
+    }
+    double r[40];
+    KS_ALL(ks_vec_mdot(k, x, y, r));
+    int ok = 1;
+    double worst = 0.0;
+    for (int j = 0; j < k; j++) {
+        double ref = 0.0;
+        for (ks_gint i = 0; i < N; i++)
+            ref += sin(0.1 * (j + 1) * (double)i) * sin(0.1 * (k + 1) * (double)i);
+        double e = fabs(r[j] - ref);
+        worst = e > worst ? e : worst;
+        ok = ok && e <= 1e-11;
+    }
+    ALL(ok, "mdot over %d ranks: worst error %g", nranks, worst);
+    /* the same bits on every rank: the ranks' maxima of r and -r are r */
+    double hi[80];
+    for (int j = 0; j < k; j++) {
+        hi[j] = r[j];
+        hi[k + j] = -r[j];
+    }
+    KS_ALL(comm->ops->max(comm, hi, 2 * k));
+    int same = 1;
+    for (int j = 0; j < k; j++)
+        same = same && hi[j] == r[j] && hi[k + j] == -r[j];
+    ALL(same, "mdot differs between ranks");
+    /* maxpy on the local parts: twice the same bits */
+    ks_vec *c = NULL;
+    KS_ALL(ks_vec_create_dist(be, comm, n, &c));
+    double coef[40];
+    for (int j = 0; j < k; j++)
+        coef[j] = r[j];
+    KS_ALL(ks_vec_fill(c, 0.0));
+    KS_ALL(ks_vec_maxpy(k, coef, x, c));
+    double cn;
+    KS_ALL(ks_vec_norm2(c, &cn));
+    double cn_again;
+    KS_ALL(ks_vec_fill(c, 0.0));
+    KS_ALL(ks_vec_maxpy(k, coef, x, c));
+    KS_ALL(ks_vec_norm2(c, &cn_again));
+    ALL(memcmp(&cn, &cn_again, sizeof cn) == 0 && cn > 0.0, "maxpy twice: %.17g %.17g", cn,
+        cn_again);
+    ks_vec_destroy(&c);
+    for (int j = 0; j <= k; j++)
+        ks_vec_destroy(&v[j]);
+    free(h);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("mpi_krylov");
+    TCase *t = tcase_create("krylov");
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, test_gmres_fgmres);
+    tcase_add_test(t, test_pipelined);
+    tcase_add_test(t, test_mdot_dist);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return ks_test_mpi_run(&argc, &argv, "test_mpi_krylov", suite, NULL);
+}

@@ -27,9 +27,6 @@
 
 enum { R, U, W, MV, NV, Z, Q, S, P, T, NWORK };
 
-/* Replace when ||r|| < this times the largest ||r|| since the last
- * replacement: about 3 replacements for a 1e-8 solve. */
-#define KS_PIPE_RR_DROP 1e-3
 
 /* Recompute every recurrence from x and p: r = b - A x (already in t),
  * u = M^-1 r, w = A u, s = A p, q = M^-1 s, z = A q. */

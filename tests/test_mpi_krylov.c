@@ -67,8 +67,9 @@ static void solve(ks_matrix *M, const char *solver, const char *pc, int restart,
     ks_config_destroy(&cfg);
 }
 
-static void compare(const ks_gen_params *g, const char *solver, const char *pc, int restart,
-                    int empty_rank)
+/* The one-process solve on the cpu against the distributed one on dbe. */
+static void compare_on(ks_backend *dbe, const ks_gen_params *g, const char *solver,
+                       const char *pc, int restart, int empty_rank)
 {
     ks_csr A;
     KS_ALL(ks_generate(g, &A));
@@ -78,25 +79,33 @@ static void compare(const ks_gen_params *g, const char *solver, const char *pc, 
     solve(S, solver, pc, restart, &one);
     ks_dist_csr D;
     KS_ALL(ks_generate_dist(comm, g, my_rows((int64_t)A.nrows, empty_rank), &D));
-    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
-                                 "auto", NULL, &M));
+    KS_ALL(ks_matrix_create_dist(dbe, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
+                                 D.val, "auto", NULL, &M));
     ks_dist_csr_free(&D);
     solve(M, solver, pc, restart, &dis);
     double err = ks_test_max_relerr(dis.x, one.x + ks_matrix_row_begin(M), ks_matrix_rows(M));
     ALL(one.status == KS_SOLVE_CONVERGED && dis.status == KS_SOLVE_CONVERGED &&
             abs(one.iterations - dis.iterations) <= 1 && err <= 1e-8,
-        "%s %s + %s on %d ranks: one process %s in %d, distributed %s in %d, error %g",
-        ks_gen_kind_name(g->kind), solver, pc, nranks, ks_solve_status_name(one.status),
+        "%s %s + %s on %d ranks (%s): one process %s in %d, distributed %s in %d, error %g",
+        ks_gen_kind_name(g->kind), solver, pc, nranks, ks_backend_name(dbe),
+        ks_solve_status_name(one.status),
         one.iterations, ks_solve_status_name(dis.status), dis.iterations, err);
     if (rank == 0)
-        printf("%s %s + %s, %d ranks%s: %d iterations (one process %d)\n",
-               ks_gen_kind_name(g->kind), solver, pc, nranks, empty_rank ? ", one empty" : "",
+        printf("%s %s + %s, %d ranks on %s%s: %d iterations (one process %d)\n",
+               ks_gen_kind_name(g->kind), solver, pc, nranks, ks_backend_name(dbe),
+               empty_rank ? ", one empty" : "",
                dis.iterations, one.iterations);
     free(one.x);
     free(dis.x);
     ks_matrix_destroy(&M);
     ks_matrix_destroy(&S);
     ks_csr_free(&A);
+}
+
+static void compare(const ks_gen_params *g, const char *solver, const char *pc, int restart,
+                    int empty_rank)
+{
+    compare_on(be, g, solver, pc, restart, empty_rank);
 }
 
 static void grid(ks_gen_params *g, ks_gen_kind kind, int n)
@@ -130,6 +139,23 @@ START_TEST(test_pipelined)
     grid(&g, KS_GEN_CONVDIFF3D, 10);
     compare(&g, "PIPEBICGSTAB", "JACOBI", 0, 0);
     compare(&g, "PIPEBICGSTAB", "NOSOLVER", 0, 1);
+}
+END_TEST
+
+/* The same on the cuda backend where every rank has a device (the block
+ * operations' kernels, the halo staged through the host). */
+START_TEST(test_cuda_backend)
+{
+    ks_backend *cuda = NULL;
+    KS_ALL(ks_backend_create("cuda", &cuda));
+    ks_gen_params g;
+    grid(&g, KS_GEN_CONVDIFF3D, 10);
+    compare_on(cuda, &g, "GMRES", "JACOBI", 10, 1);
+    compare_on(cuda, &g, "FGMRES", "JACOBI_L1", 0, 0);
+    compare_on(cuda, &g, "PIPEBICGSTAB", "JACOBI", 0, 1);
+    grid(&g, KS_GEN_POISSON3D_7, 12);
+    compare_on(cuda, &g, "PIPECG", "JACOBI", 0, 1);
+    ks_backend_destroy(&cuda);
 }
 END_TEST
 
@@ -203,6 +229,15 @@ START_TEST(test_mdot_dist)
 }
 END_TEST
 
+static int have_cuda;
+
+/* The skip line scripts/test counts (the MPI harness prints none itself). */
+static void after(void)
+{
+    if (rank == 0 && !have_cuda)
+        printf("SKIPPED: 1 (no CUDA device on every rank: the methods over ranks on cuda)\n");
+}
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("mpi_krylov");
@@ -211,11 +246,16 @@ static Suite *suite(void)
     tcase_add_test(t, test_gmres_fgmres);
     tcase_add_test(t, test_pipelined);
     tcase_add_test(t, test_mdot_dist);
+    /* every rank must have a device (a collective question) */
+    have_cuda = ks_backend_available("cuda");
+    MPI_Allreduce(MPI_IN_PLACE, &have_cuda, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (have_cuda)
+        tcase_add_test(t, test_cuda_backend);
     suite_add_tcase(s, t);
     return s;
 }
 
 int main(int argc, char **argv)
 {
-    return ks_test_mpi_run(&argc, &argv, "test_mpi_krylov", suite, NULL);
+    return ks_test_mpi_run(&argc, &argv, "test_mpi_krylov", suite, after);
 }

@@ -25,9 +25,6 @@ const char *const ks_amg_phase_names[KS_AMG_NPHASES] = {
 
 /* A stalled coarsening keeps more than this fraction of the rows. */
 #define KS_AMG_STALL_RATIO 0.9
-/* Coarsest levels above coarse_max_rows still get the dense solve up to
- * this size (n^2 doubles: 32 MiB); beyond it the coarsest level is smoothed. */
-#define KS_AMG_DENSE_LIMIT 2048
 
 ks_error ks_amg_alloc_array(ks_amg *amg, ks_int n, size_t size, void **p, const char *what)
 {
@@ -318,51 +315,6 @@ static void drop_transfer(ks_amg *amg, ks_amg_level *L)
     ks_sparse_free(&L->P2);
 }
 
-/* Dense LU of the coarsest level, on the host (the level is small), and
- * its explicit inverse on the backend. Re-setup calls it again with the
- * new values (the inverse's pattern is dense and fixed, so its matrix only
- * gets new values). */
-ks_error ks_amg_coarse_setup(ks_amg *amg)
-{
-    int l = amg->nlevels - 1;
-    const ks_sparse *A = &amg->levels[l].A;
-    if (A->nrows == 0 || (A->nrows > amg->prm.coarse_max_rows && A->nrows > KS_AMG_DENSE_LIMIT))
-        return KS_OK; /* smoothed instead (cycle.c) */
-    double t0 = ks_wtime();
-    ks_csr H, inv;
-    const double t_coarse = t0;
-    memset(&inv, 0, sizeof inv);
-    ks_dense_lu_free(&amg->lu);
-    double t1 = t0;
-    ks_error e = ks_sparse_to_csr(A, &H);
-    trace_since(amg, l, "coarsest matrix to the host", &t1);
-    if (e == KS_OK) {
-        e = ks_dense_lu_factor(&H, &amg->lu);
-        ks_csr_free(&H);
-        trace_since(amg, l, "dense LU", &t1);
-    }
-    if (e != KS_OK)
-        return ks_adderr(e, "AMG coarsest level %d (%ld rows)", l, (long)A->nrows);
-    e = ks_dense_lu_inverse_csr(&amg->lu, &inv);
-    trace_since(amg, l, "explicit inverse", &t1);
-    amg->phase_seconds[KS_AMG_PHASE_COARSE] += ks_wtime() - t0;
-    if (e != KS_OK)
-        return ks_adderr(e, "AMG coarsest level %d: explicit inverse", l);
-    t0 = ks_wtime();
-    ks_spmv_params sp;
-    ks_amg_level_spmv_params(amg, &sp);
-    if (amg->coarse_inv)
-        e = ks_matrix_set_values(amg->coarse_inv, inv.val);
-    else
-        e = ks_matrix_create(amg->be, &inv, "auto", &sp, &amg->coarse_inv);
-    amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
-    ks_amg_trace(l, "coarse LU and inverse", ks_wtime() - t_coarse);
-    ks_csr_free(&inv);
-    if (e != KS_OK)
-        return ks_adderr(e, "AMG coarsest level %d: uploading the inverse", l);
-    return KS_OK;
-}
-
 static ks_error make_vec(ks_amg *amg, ks_int n, ks_vec **v)
 {
     if (*v)
@@ -518,28 +470,36 @@ ks_error ks_amg_build(ks_amg *amg)
         }
         amg->nlevels = l + 2;
     }
-    KS_TRY(ks_amg_coarse_setup(amg));
-
+    /* The coarse LU's host work overlaps the device work below. */
+    KS_TRY(ks_amg_coarse_start(amg));
+    ks_error e = KS_OK;
     double t0 = ks_wtime();
-    for (l = 0; l < amg->nlevels; l++) {
+    for (l = 0; l < amg->nlevels && e == KS_OK; l++) {
         double t1 = ks_wtime();
-        ks_error e = upload_level(amg, l);
+        e = upload_level(amg, l);
         if (e != KS_OK)
-            return ks_adderr(e, "AMG level %d: creating backend objects", l);
-        if (amg->be->ops->sync(amg->be) == KS_OK)
+            e = ks_adderr(e, "AMG level %d: creating backend objects", l);
+        else if (amg->be->ops->sync(amg->be) == KS_OK)
             ks_amg_trace(l, "matrices and vectors of the level", ks_wtime() - t1);
     }
-    KS_TRY(ks_backend_sync(amg->be));
+    if (e == KS_OK)
+        e = ks_backend_sync(amg->be);
     amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
 
     t0 = ks_wtime();
-    for (l = 0; l < amg->nlevels; l++) {
+    for (l = 0; l < amg->nlevels && e == KS_OK; l++) {
         double t1 = ks_wtime();
-        KS_TRY(ks_amg_smoother_setup(amg, l));
-        KS_TRY(ks_backend_sync(amg->be));
+        e = ks_amg_smoother_setup(amg, l);
+        if (e == KS_OK)
+            e = ks_backend_sync(amg->be);
         ks_amg_trace(l, "smoother setup", ks_wtime() - t1);
     }
     amg->phase_seconds[KS_AMG_PHASE_SMOOTHER] += ks_wtime() - t0;
+    if (e != KS_OK) {
+        ks_amg_coarse_cancel(amg);
+        return e;
+    }
+    KS_TRY(ks_amg_coarse_finish(amg));
     complexities(amg);
     if (p->print_setup_progress)
         ks_log(KS_LOG_INFO | KS_LOG_STDERR,
@@ -568,6 +528,7 @@ static void free_level(ks_amg *amg, ks_amg_level *L)
  * rebuilds from it). */
 void ks_amg_clear(ks_amg *amg)
 {
+    ks_amg_coarse_cancel(amg);
     ks_amg_graph_reset(amg);
     if (!amg->levels)
         return;

@@ -95,6 +95,7 @@ typedef struct ks_amg {
      * kernel and is the same code on every backend. */
     ks_dense_lu lu;
     ks_matrix *coarse_inv;
+    struct ks_amg_coarse_job *coarse_job; /* between coarse_start and _finish (coarse.c) */
     /* hierarchy_precision FLOAT: the cycle's own float32 copy of level 0
      * (the Krylov method keeps the caller's float64 matrix); else NULL. */
     ks_matrix *A0f;
@@ -137,13 +138,22 @@ double ks_amg_level_bytes(const ks_amg *amg, int level);
 /* Pieces re-setup reuses. ks_amg_check_matrix: A square, on amg's backend,
  * suits the smoother. ks_amg_start: level 0 on A (a view of its CSR).
  * ks_amg_build: every level below level 0. ks_amg_clear: free all but
- * level 0. ks_amg_coarse_setup: (re)factor the coarsest level, (re)upload
- * its inverse. */
+ * level 0. */
 ks_error ks_amg_check_matrix(const ks_amg *amg, ks_matrix *A);
 void ks_amg_start(ks_amg *amg, ks_matrix *A);
 ks_error ks_amg_build(ks_amg *amg);
 void ks_amg_clear(ks_amg *amg);
-ks_error ks_amg_coarse_setup(ks_amg *amg);
+
+/* ------------------------------------------------------------ coarse.c */
+/* The coarsest level's dense LU and explicit inverse, (re)computed: start
+ * takes a host copy of the level and begins the host work (on a thread
+ * where the backend is a device, so it overlaps the device's work),
+ * finish waits for it and (re)uploads the inverse. Between them the caller
+ * may do anything but change the coarsest level. cancel: wait and drop
+ * (error paths; ks_amg_clear calls it). */
+ks_error ks_amg_coarse_start(ks_amg *amg);
+ks_error ks_amg_coarse_finish(ks_amg *amg);
+void ks_amg_coarse_cancel(ks_amg *amg);
 /* keep = 0: free the float64 values of level L's P and R where their
  * formats never read them (float32 states); keep = 1: give them values
  * arrays again (uninitialised) for re-setup to write. */

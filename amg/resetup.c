@@ -209,13 +209,19 @@ static ks_error values_only(ks_amg *amg, int *changed)
             return KS_OK;
     }
     KS_TRY(ks_amg_check_diagonal(amg, &amg->levels[amg->nlevels - 1].A, amg->nlevels - 1, need));
-    KS_TRY(ks_amg_coarse_setup(amg));
+    KS_TRY(ks_amg_coarse_start(amg)); /* overlaps the smoothers' device work */
     double t0 = ks_wtime();
-    for (int l = 0; l < amg->nlevels; l++)
-        KS_TRY(ks_amg_smoother_setup(amg, l));
-    KS_TRY(ks_backend_sync(amg->be));
+    ks_error e = KS_OK;
+    for (int l = 0; l < amg->nlevels && e == KS_OK; l++)
+        e = ks_amg_smoother_setup(amg, l);
+    if (e == KS_OK)
+        e = ks_backend_sync(amg->be);
     amg->phase_seconds[KS_AMG_PHASE_SMOOTHER] += ks_wtime() - t0;
-    return KS_OK;
+    if (e != KS_OK) {
+        ks_amg_coarse_cancel(amg);
+        return e;
+    }
+    return ks_amg_coarse_finish(amg);
 }
 
 ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A)

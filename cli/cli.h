@@ -31,6 +31,17 @@ void ks_cli_usage(FILE *out);
 
 /* --------------------------------------------------------------- report */
 /* Everything known about one backend's run, for the report and --json. */
+/* A run over MPI ranks: the layout, and the solve's communication (the
+ * slowest rank's seconds, rank 0's counts: every rank makes as many). */
+typedef struct ks_dist_summary {
+    int ranks;
+    int64_t rows_min, rows_max;
+    int64_t ghosts_min, ghosts_max; /* halo values a rank receives per product */
+    int neighbours_max;
+    double halo_seconds, reduce_seconds;
+    long long halo_exchanges, reductions;
+} ks_dist_summary;
+
 typedef struct ks_run_result {
     char backend[16];
     char backend_desc[160];
@@ -43,6 +54,7 @@ typedef struct ks_run_result {
     double *history;              /* owned copy of the residual history */
     double total_seconds;         /* matrix + solver setup + solve */
     char format_reason[160];      /* ks_matrix_format_reason: "" when named */
+    ks_dist_summary dist;         /* under mpirun; ranks = 0 otherwise */
 } ks_run_result;
 
 /* What was solved: shared by every backend's run. */

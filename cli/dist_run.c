@@ -198,6 +198,33 @@ static ks_error build_matrix(const ks_comm *comm, const ks_problem_params *pp, d
     return KS_OK;
 }
 
+/* The report's MPI lines: the layout over the ranks (minima as maxima of
+ * the negatives) and this solve's communication (the caller reset the
+ * counts before it). Collective. */
+static ks_error summarize(const ks_comm *comm, const ks_matrix *M, ks_dist_summary *s)
+{
+    ks_int nghost = 0, nsend = 0;
+    int nb = 0;
+    KS_TRY(ks_matrix_halo_size(M, &nghost, &nsend, &nb));
+    ks_comm_stats cs;
+    KS_TRY(ks_comm_get_stats(comm, &cs));
+    const double rows = (double)ks_matrix_rows(M);
+    double v[7] = {rows, -rows, (double)nghost, -(double)nghost, (double)nb, cs.halo_seconds,
+                   cs.reduce_seconds};
+    KS_TRY(ks_comm_max(comm, v, 7));
+    s->ranks = ks_comm_size(comm);
+    s->rows_max = (int64_t)v[0];
+    s->rows_min = (int64_t)-v[1];
+    s->ghosts_max = (int64_t)v[2];
+    s->ghosts_min = (int64_t)-v[3];
+    s->neighbours_max = (int)v[4];
+    s->halo_seconds = v[5];
+    s->reduce_seconds = v[6];
+    s->halo_exchanges = cs.halo_exchanges;
+    s->reductions = cs.reductions;
+    return KS_OK;
+}
+
 static ks_error solve(const ks_comm *comm, const ks_config *cfg, dist_run *d)
 {
     const ks_problem_params *pp = ks_problem_params_of(cfg);
@@ -219,7 +246,9 @@ static ks_error solve(const ks_comm *comm, const ks_config *cfg, dist_run *d)
         printf("residual monitor: %s + %s on %s, %d MPI ranks\n", r->solver, r->precond,
                r->backend, ks_comm_size(comm));
     fflush(stdout);
+    ks_comm_reset_stats((ks_comm *)comm);
     KS_TRY(ks_solver_solve(d->s, d->b, d->x));
+    KS_TRY(summarize(comm, d->M, &r->dist));
     const ks_solve_stats *st = ks_solver_stats(d->s);
     r->stats = *st;
     r->stats.history = NULL;

@@ -329,6 +329,24 @@ static void row_setup(FILE *out, const char *label, const ks_run_setup *setups, 
     row_cells(out, label, cells, nruns < MAX_COLS ? nruns : MAX_COLS, NULL);
 }
 
+static void print_dist(FILE *out, const ks_dist_summary *d)
+{
+    char a[64], b[64];
+    row_label(out, "MPI ranks");
+    fprintf(out, "%d\n", d->ranks);
+    row_label(out, "rows per rank");
+    fprintf(out, "%s .. %s\n", fmt_count(a, sizeof a, d->rows_min),
+            fmt_count(b, sizeof b, d->rows_max));
+    row_label(out, "halo per rank");
+    fprintf(out, "%s .. %s values received per product, up to %d neighbours\n",
+            fmt_count(a, sizeof a, d->ghosts_min), fmt_count(b, sizeof b, d->ghosts_max),
+            d->neighbours_max);
+    row_label(out, "solve communication");
+    fprintf(out, "halo %s in %lld exchanges, reductions %s in %lld (slowest rank)\n",
+            fmt_time(a, sizeof a, d->halo_seconds), d->halo_exchanges,
+            fmt_time(b, sizeof b, d->reduce_seconds), d->reductions);
+}
+
 void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver_params *sp,
                            const ks_run_result *runs, const ks_run_setup *setups, int nruns)
 {
@@ -386,6 +404,8 @@ void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver
         row_label(out, b);
         fprintf(out, "%s\n", runs[i].backend_desc);
     }
+    if (nruns > 0 && runs[0].dist.ranks > 0)
+        print_dist(out, &runs[0].dist);
     print_setups(out, runs, setups, nruns);
 
     fputc('\n', out);
@@ -517,6 +537,17 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
             json_object_set_new(r, "setup_summary", json_string(su->text));
         if (r && su && su->amg_levels > 0)
             json_object_set_new(r, "amg", amg_setup_json(su));
+        const ks_dist_summary *d = &runs[i].dist;
+        if (r && d->ranks > 0)
+            json_object_set_new(
+                r, "mpi",
+                json_pack("{s:i, s:I, s:I, s:I, s:I, s:i, s:o, s:I, s:o, s:I}", "ranks", d->ranks,
+                          "rows_min", (json_int_t)d->rows_min, "rows_max",
+                          (json_int_t)d->rows_max, "ghosts_min", (json_int_t)d->ghosts_min,
+                          "ghosts_max", (json_int_t)d->ghosts_max, "neighbours_max",
+                          d->neighbours_max, "halo_seconds", jnum(d->halo_seconds),
+                          "halo_exchanges", (json_int_t)d->halo_exchanges, "reduce_seconds",
+                          jnum(d->reduce_seconds), "reductions", (json_int_t)d->reductions));
         json_array_append_new(jruns, r);
     }
     json_t *root = json_pack(

@@ -55,6 +55,22 @@ ks_error ks_comm_max(const ks_comm *c, double *v, int k);
 /* Collective. v[0..k) = the exact sum over the ranks. */
 ks_error ks_comm_sum_gint(const ks_comm *c, ks_gint *v, int k);
 
+/* What this rank spent communicating since ks_comm_create or the last
+ * ks_comm_reset_stats: the halo exchanges of distributed matrix products
+ * on c (posting them, staging device buffers, and waiting for them; the
+ * local product they overlap is not counted) and the reductions
+ * (ks_comm_sum, ks_comm_max and the vectors' dot products and norms). */
+typedef struct ks_comm_stats {
+    long long halo_exchanges;
+    double halo_seconds;
+    double halo_bytes_sent; /* values sent by this rank, in bytes */
+    long long reductions;
+    double reduce_seconds;
+} ks_comm_stats;
+/* Not collective: this rank's figures. */
+ks_error ks_comm_get_stats(const ks_comm *c, ks_comm_stats *stats);
+void ks_comm_reset_stats(ks_comm *c);
+
 /* ----------------------------------------------------------------- vectors */
 /* Collective. A vector with nlocal entries on this rank, the ranks' parts
  * following each other in rank order. ks_vec_size, ks_vec_set_host and
@@ -96,6 +112,10 @@ ks_error ks_matrix_create_dist(ks_backend *be, const ks_comm *comm, ks_int nloca
 const ks_comm *ks_matrix_comm(const ks_matrix *M);
 /* Global number of this rank's first row (0 for a local matrix). */
 ks_gint ks_matrix_row_begin(const ks_matrix *M);
+/* Not collective. This rank's halo of a distributed M: the ghost values it
+ * receives per product, the values it sends, and its neighbour ranks (those
+ * it receives from or sends to). A local matrix has none: all zero. */
+ks_error ks_matrix_halo_size(const ks_matrix *M, ks_int *nghost, ks_int *nsend, int *neighbours);
 
 /* ------------------------------------------------------ parallel generation */
 /* One rank's rows of a matrix with global column numbers. */

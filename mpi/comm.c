@@ -32,6 +32,7 @@ static ks_error gather_combine(const ks_comm *c, double *v, int k, int max, cons
     const ks_comm_mpi *m = (const ks_comm_mpi *)c;
     const int p = c->size;
     double *all = m->scratch;
+    const double t0 = ks_wtime();
     for (int j0 = 0; j0 < k; j0 += KS_COMM_SCRATCH_K) {
         const int kk = k - j0 < KS_COMM_SCRATCH_K ? k - j0 : KS_COMM_SCRATCH_K;
         ks_error e = ks_mpi_check(
@@ -52,6 +53,9 @@ static ks_error gather_combine(const ks_comm *c, double *v, int k, int max, cons
             v[j0 + j] = acc;
         }
     }
+    ks_comm_stats *st = (ks_comm_stats *)&m->stats;
+    st->reductions++;
+    st->reduce_seconds += ks_wtime() - t0;
     return KS_OK;
 }
 
@@ -130,6 +134,20 @@ ks_error ks_comm_sum_gint(const ks_comm *c, ks_gint *v, int k)
                         "MPI_Allreduce (integer sum)");
 }
 
+ks_error ks_comm_get_stats(const ks_comm *c, ks_comm_stats *stats)
+{
+    if (!c || !stats)
+        return ks_seterr(KS_ERR_ARG, "ks_comm_get_stats: NULL %s", !c ? "comm" : "output");
+    *stats = ((const ks_comm_mpi *)c)->stats;
+    return KS_OK;
+}
+
+void ks_comm_reset_stats(ks_comm *c)
+{
+    if (c)
+        memset(&((ks_comm_mpi *)c)->stats, 0, sizeof(ks_comm_stats));
+}
+
 static const ks_comm_ops mpi_comm_ops = {
     .sum = comm_sum,
     .max = comm_max,
@@ -169,7 +187,7 @@ ks_error ks_comm_create(MPI_Comm comm, ks_comm **out)
     if (!m || !m->scratch)
         e = KS_ERR_MEMORY;
     /* Every rank has its ks_comm, or none has. */
-    const ks_comm_mpi probe = {{&mpi_comm_ops, rank, size}, dup, NULL};
+    const ks_comm_mpi probe = {{&mpi_comm_ops, rank, size}, dup, NULL, {0}};
     e = ks_comm_agree(&probe.base, e);
     if (e != KS_OK) {
         if (m)

@@ -140,3 +140,26 @@ ks_gint ks_matrix_row_begin(const ks_matrix *M)
 {
     return M && M->dist ? M->dist->offsets[M->dist->comm->rank] : 0;
 }
+
+ks_error ks_matrix_halo_size(const ks_matrix *M, ks_int *nghost, ks_int *nsend, int *neighbours)
+{
+    if (!M || !nghost || !nsend || !neighbours)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_halo_size: NULL %s", !M ? "matrix" : "output");
+    *nghost = *nsend = 0;
+    *neighbours = 0;
+    if (!M->dist)
+        return KS_OK;
+    const ks_halo *h = ((const ks_dist_impl *)M->dist)->halo;
+    *nghost = h->recv_start[h->nrecv];
+    *nsend = h->send_start[h->nsend];
+    /* a rank both sent to and received from counts once */
+    int n = h->nrecv;
+    for (int s = 0; s < h->nsend; s++) {
+        int both = 0;
+        for (int r = 0; r < h->nrecv && !both; r++)
+            both = h->recv_rank[r] == h->send_rank[s];
+        n += !both;
+    }
+    *neighbours = n;
+    return KS_OK;
+}

@@ -19,6 +19,9 @@ typedef struct ks_comm_mpi {
     ks_comm base;     /* first: what vec/ sees (vec/comm.h) */
     MPI_Comm comm;    /* the duplicate, MPI_ERRORS_RETURN */
     double *scratch;  /* size * KS_COMM_SCRATCH_K doubles */
+    /* Bookkeeping, updated through const handles (reductions and halo
+     * plans hold the comm as const: counting changes no result). */
+    ks_comm_stats stats;
 } ks_comm_mpi;
 
 /* The MPI communicator under c. */
@@ -80,6 +83,7 @@ typedef struct ks_halo {
     double *send_be;      /* the packed entries on be */
     double *send_host;    /* staged: be's host buffers (host_alloc) */
     double *recv_host;
+    ks_comm_stats *stats; /* the plan's comm's (ks_comm_get_stats) */
 } ks_halo;
 
 /* Collective: the plan for a rank whose rows reference the nghost global

@@ -770,6 +770,70 @@ END_TEST
 START_TEST(test_cuda_out_of_memory) { oom_case("cuda"); }
 END_TEST
 
+/* The coarse LU on a host thread (what device backends do, forced here on
+ * the cpu by KS_AMG_COARSE_ASYNC=1): the same bits as without the thread,
+ * re-setup through it, a failure of the threaded work (a singular one-level
+ * matrix) reported with its own message, and the out-of-memory paths,
+ * where setups fail while the thread runs, leaving nothing behind. */
+START_TEST(test_coarse_async)
+{
+    prob p;
+    prob_gen(&p, "cpu", KS_GEN_POISSON3D_7, 16, 16, 16);
+    ks_solver_params prm;
+    params(&prm, "PCG");
+    result r0, r1;
+    unsetenv("KS_AMG_COARSE_ASYNC");
+    run(&p, &prm, &r0, NULL);
+    setenv("KS_AMG_COARSE_ASYNC", "1", 1);
+    run(&p, &prm, &r1, NULL);
+    ck_assert_int_eq(r1.iters, r0.iters);
+    ck_assert_msg(memcmp(r0.x, r1.x, sizeof(double) * (size_t)p.n) == 0,
+                  "threaded coarse LU changed the solution");
+    free(r0.x);
+    free(r1.x);
+    prob_free(&p);
+
+    ks_csr A;
+    gen_csr(KS_GEN_POISSON3D_7, 12, 12, 12, &A);
+    double *v = malloc(sizeof(double) * (size_t)A.nnz);
+    for (ks_int k = 0; k < A.nnz; k++)
+        v[k] = 3.0 * A.val[k];
+    resetup_case(&A, v, &prm, 1e-10, 1);
+    free(v);
+    ks_csr_free(&A);
+
+    /* 1D Laplacian with Neumann ends: singular, and small enough to be the
+     * only (coarsest) level. */
+    const ks_int n = 8;
+    ks_int row[3 * 8], col[3 * 8];
+    double val[3 * 8];
+    int64_t m = 0;
+    for (ks_int i = 0; i < n; i++) {
+        double d = 0.0;
+        for (ks_int j = i - 1; j <= i + 1; j += 2)
+            if (j >= 0 && j < n) {
+                row[m] = i, col[m] = j, val[m++] = -1.0;
+                d += 1.0;
+            }
+        row[m] = i, col[m] = i, val[m++] = d;
+    }
+    KS_CHECK(ks_csr_from_coo(n, n, m, row, col, val, &A, NULL));
+    prob_init(&p, "cpu", &A);
+    ks_solver *s;
+    KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+    ck_assert_int_eq(ks_solver_setup(s, p.M), KS_ERR_NUMERIC);
+    ck_assert_msg(strstr(ks_last_error(), "singular") && strstr(ks_last_error(), "coarsest level"),
+                  "message: %s", ks_last_error());
+    ck_assert_int_eq(ks_solver_solve(s, p.b, p.x), KS_ERR_ARG);
+    ks_solver_destroy(&s);
+    prob_free(&p);
+    ks_csr_free(&A);
+
+    oom_case("cpu");
+    unsetenv("KS_AMG_COARSE_ASYNC");
+}
+END_TEST
+
 START_TEST(test_resetup_zero_diagonal)
 {
     /* A re-setup that fails leaves an unusable solver, and the next one
@@ -1318,6 +1382,7 @@ int main(void)
     tcase_add_test(tc, test_resetup_zero_diagonal);
     tcase_add_test(tc, test_setup_again_after_failure);
     tcase_add_test(tc, test_out_of_memory);
+    tcase_add_test(tc, test_coarse_async);
     tcase_add_test(tc, test_bad_params);
     tcase_add_test(tc, test_print);
     tcase_add_test(tc, test_matrix_set_values);

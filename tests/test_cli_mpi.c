@@ -108,9 +108,19 @@ START_TEST(test_generated_over_ranks)
     ck_assert_msg(err <= 1e-8, "solutions differ by %g", err);
     free(a);
     free(b);
-    char text[4096];
+    /* 12^3 in three blocks of four planes: 144 ghosts on the outer ranks,
+     * 288 on the middle one */
+    ck_assert_msg(strstr(out_buf, "rows per rank             576 .. 576\n") &&
+                      strstr(out_buf, "144 .. 288 values received per product, up to 2 "
+                                      "neighbours") &&
+                      strstr(out_buf, "solve communication       halo "),
+                  "%s", out_buf);
+    static char text[1 << 16];
     slurp(json, text, sizeof text);
     ck_assert_msg(strstr(text, "\"rows\": 1728") && strstr(text, "3 MPI ranks"), "%s", text);
+    ck_assert_msg(strstr(text, "\"ranks\": 3") && strstr(text, "\"ghosts_max\": 288") &&
+                      strstr(text, "\"halo_exchanges\""),
+                  "%s", text);
     remove(xs);
     remove(xd);
     remove(json);

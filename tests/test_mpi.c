@@ -957,6 +957,92 @@ START_TEST(test_amg_refused)
 }
 END_TEST
 
+/* ks_matrix_halo_size against the halo read off the whole matrix, and the
+ * communication counts of one product and one dot product. */
+START_TEST(test_comm_stats)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_POISSON3D_7, 7);
+    ks_csr A;
+    KS_CHECK(ks_generate(&g, &A));
+    ks_matrix *M = dist_matrix(be, &g, 1);
+    const ks_gint r0 = ks_matrix_row_begin(M), r1 = r0 + ks_matrix_rows(M);
+    /* the owner of each row, from every rank's first row */
+    ks_gint *first = malloc(sizeof *first * (size_t)(nranks + 1));
+    ks_gint mine = r0;
+    MPI_Allgather(&mine, 1, MPI_INT64_T, first, 1, MPI_INT64_T, MPI_COMM_WORLD);
+    first[nranks] = A.nrows;
+    char *got = calloc((size_t)A.nrows, 1), *sent = calloc((size_t)A.nrows, 1);
+    int *peer = calloc((size_t)nranks, sizeof *peer);
+    ks_int want_ghost = 0, want_send = 0;
+    int want_nb = 0;
+    for (int q = 0; q < nranks; q++)
+        for (ks_gint i = first[q]; i < (q + 1 < nranks ? first[q + 1] : A.nrows); i++)
+            for (ks_int k = A.rowptr[i]; k < A.rowptr[i + 1]; k++) {
+                const ks_gint j = A.colind[k];
+                if (q == rank && (j < r0 || j >= r1) && !got[j]++) {
+                    want_ghost++;
+                    for (int o = 0; o < nranks; o++)
+                        if (j >= first[o] && (o + 1 == nranks || j < first[o + 1]) &&
+                            first[o] < (o + 1 < nranks ? first[o + 1] : A.nrows))
+                            peer[o] = 1;
+                }
+                if (q != rank && j >= r0 && j < r1) {
+                    peer[q] = 1;
+                    /* each (receiver, column) pair once */
+                    if (!(sent[j] & (1 << q))) {
+                        sent[j] |= (char)(1 << q);
+                        want_send++;
+                    }
+                }
+            }
+    for (int q = 0; q < nranks; q++)
+        want_nb += peer[q] && q != rank;
+    ks_int ng = -1, ns = -1;
+    int nb = -1;
+    KS_ALL(ks_matrix_halo_size(M, &ng, &ns, &nb));
+    ALL(ng == want_ghost && ns == want_send && nb == want_nb,
+        "halo: %d ghosts, %d sent, %d neighbours; expected %d, %d, %d", (int)ng, (int)ns, nb,
+        (int)want_ghost, (int)want_send, want_nb);
+
+    ks_vec *x = NULL, *y = NULL;
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    KS_ALL(ks_matrix_vec_create(M, &y));
+    KS_ALL(ks_vec_fill(x, 1.0));
+    ks_comm_reset_stats(comm);
+    ks_comm_stats st;
+    KS_ALL(ks_comm_get_stats(comm, &st));
+    ALL(st.halo_exchanges == 0 && st.reductions == 0 && st.halo_seconds == 0.0,
+        "counts after a reset: %lld exchanges, %lld reductions", st.halo_exchanges,
+        st.reductions);
+    KS_ALL(ks_matrix_apply(M, 1.0, x, 0.0, y));
+    double d = 0.0;
+    KS_ALL(ks_vec_dot(y, x, &d));
+    KS_ALL(ks_comm_get_stats(comm, &st));
+    ALL(st.halo_exchanges == 1 && st.reductions == 1 &&
+            st.halo_bytes_sent == (double)ns * sizeof(double) && st.halo_seconds >= 0.0 &&
+            st.reduce_seconds >= 0.0,
+        "one product and one dot: %lld exchanges (%g bytes sent, %d values), %lld reductions",
+        st.halo_exchanges, st.halo_bytes_sent, (int)ns, st.reductions);
+    /* a local matrix has no halo */
+    ks_matrix *L = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &L));
+    KS_CHECK(ks_matrix_halo_size(L, &ng, &ns, &nb));
+    ck_assert(ng == 0 && ns == 0 && nb == 0);
+    ck_assert_int_eq(ks_matrix_halo_size(NULL, &ng, &ns, &nb), KS_ERR_ARG);
+    ck_assert_int_eq(ks_comm_get_stats(comm, NULL), KS_ERR_ARG);
+    ks_matrix_destroy(&L);
+    ks_vec_destroy(&x);
+    ks_vec_destroy(&y);
+    ks_matrix_destroy(&M);
+    ks_csr_free(&A);
+    free(first);
+    free(got);
+    free(sent);
+    free(peer);
+}
+END_TEST
+
 START_TEST(test_jacobi_zero_diagonal)
 {
     ks_dist_csr D;
@@ -1009,6 +1095,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(t, test_cuda_aware_query);
     tcase_add_test(t, test_amg_refused);
     tcase_add_test(t, test_jacobi_zero_diagonal);
+    tcase_add_test(t, test_comm_stats);
     suite_add_tcase(s, t);
     return s;
 }

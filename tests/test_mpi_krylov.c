@@ -26,6 +26,7 @@ static ks_int my_rows(int64_t n, int empty_rank)
 typedef struct result {
     ks_solve_status status;
     int iterations;
+    long long reductions; /* over the ranks, during ks_solver_solve */
     double *x;
 } result;
 
@@ -55,7 +56,11 @@ static void solve(ks_matrix *M, const char *solver, const char *pc, int restart,
         bh[i] = rhs_value(r0 + i);
     KS_ALL(ks_vec_set_host(b, bh));
     KS_ALL(ks_vec_fill(x, 0.0));
+    ks_comm_reset_stats(comm);
     KS_ALL(ks_solver_solve(s, b, x));
+    ks_comm_stats cs;
+    KS_ALL(ks_comm_get_stats(comm, &cs));
+    o->reductions = cs.reductions;
     o->status = ks_solver_stats(s)->status;
     o->iterations = ks_solver_stats(s)->iterations;
     o->x = malloc(((size_t)n + 1) * sizeof *o->x);
@@ -91,9 +96,10 @@ static void compare_on(ks_backend *dbe, const ks_gen_params *g, const char *solv
         ks_solve_status_name(one.status),
         one.iterations, ks_solve_status_name(dis.status), dis.iterations, err);
     if (rank == 0)
-        printf("%s %s + %s, %d ranks on %s%s: %d iterations (one process %d)\n",
+        printf("%s %s + %s, %d ranks on %s%s: %lld reductions, %d iterations (one process "
+               "%d)\n",
                ks_gen_kind_name(g->kind), solver, pc, nranks, ks_backend_name(dbe),
-               empty_rank ? ", one empty" : "",
+               empty_rank ? ", one empty" : "", dis.reductions,
                dis.iterations, one.iterations);
     free(one.x);
     free(dis.x);
@@ -127,6 +133,53 @@ START_TEST(test_gmres_fgmres)
     compare(&g, "GMRES", "JACOBI", 10, 0);
     compare(&g, "GMRES", "NOSOLVER", 0, 1);
     compare(&g, "FGMRES", "JACOBI_L1", 8, 1);
+}
+END_TEST
+
+/* The reductions a distributed solve makes, against the iterations: PCG
+ * three per iteration, PIPECG one; PBICGSTAB five, PIPEBICGSTAB two; GMRES
+ * two (one per Gram-Schmidt pass). The rest is the solve's frame (||b||,
+ * ||r0||, the scaling check, the true residual after the solve) and the
+ * methods' occasional extras (replacements, restarts). */
+START_TEST(test_reduction_counts)
+{
+    static const struct {
+        const char *solver;
+        ks_gen_kind kind;
+        double per_it; /* at most this many per iteration, plus `extra` */
+        double at_least;
+    } m[] = {
+        {"PCG", KS_GEN_POISSON3D_7, 3.0, 3.0},
+        {"PIPECG", KS_GEN_POISSON3D_7, 1.0, 1.0},
+        {"PBICGSTAB", KS_GEN_CONVDIFF3D, 5.0, 5.0},
+        {"PIPEBICGSTAB", KS_GEN_CONVDIFF3D, 2.0, 2.0},
+        {"GMRES", KS_GEN_CONVDIFF3D, 2.0, 2.0},
+        {"FGMRES", KS_GEN_CONVDIFF3D, 2.0, 2.0},
+    };
+    const long long extra = 12;
+    for (int i = 0; i < (int)(sizeof m / sizeof m[0]); i++) {
+        ks_gen_params g;
+        grid(&g, m[i].kind, 10);
+        ks_dist_csr D;
+        KS_ALL(ks_generate_dist(comm, &g, -1, &D));
+        ks_matrix *M = NULL;
+        KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
+                                     D.val, "auto", NULL, &M));
+        ks_dist_csr_free(&D);
+        result r;
+        solve(M, m[i].solver, "JACOBI", 0, &r);
+        long long hi = (long long)(m[i].per_it * r.iterations) + extra;
+        long long lo = (long long)(m[i].at_least * r.iterations);
+        ALL(r.status == KS_SOLVE_CONVERGED && r.reductions <= hi && r.reductions >= lo,
+            "%s: %s, %lld reductions in %d iterations (expected %lld .. %lld)", m[i].solver,
+            ks_solve_status_name(r.status), r.reductions, r.iterations, lo, hi);
+        if (rank == 0)
+            printf("%-12s %4d iterations, %5lld reductions (%.2f per iteration)\n",
+                   m[i].solver, r.iterations, r.reductions,
+                   (double)r.reductions / r.iterations);
+        free(r.x);
+        ks_matrix_destroy(&M);
+    }
 }
 END_TEST
 
@@ -246,6 +299,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_gmres_fgmres);
     tcase_add_test(t, test_pipelined);
     tcase_add_test(t, test_mdot_dist);
+    tcase_add_test(t, test_reduction_counts);
     /* every rank must have a device (a collective question) */
     have_cuda = ks_backend_available("cuda");
     MPI_Allreduce(MPI_IN_PLACE, &have_cuda, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

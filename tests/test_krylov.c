@@ -507,6 +507,64 @@ START_TEST(fgmres_varying_preconditioner)
 }
 END_TEST
 
+/* With a fixed preconditioner GMRES and FGMRES build the same iterates:
+ * the same iterations (within 1) with AMG, Jacobi and none. */
+START_TEST(gmres_fgmres_agree_fixed_preconditioner)
+{
+    static const char *const pcs[] = {"AMG", "JACOBI", "NOSOLVER"};
+    for (int q = 0; q < 3; q++) {
+        int its[2];
+        for (int m = 0; m < 2; m++) {
+            prob p;
+            prob_gen(&p, backend_names[_i], KS_GEN_CONVDIFF3D, 14);
+            ks_solver_params prm;
+            ks_solver *s;
+            params(&prm, m ? "FGMRES" : "GMRES", pcs[q]);
+            prm.gmres_n_restart = 12;
+            const ks_solve_stats *st = run(&p, &prm, &s);
+            ck_assert_msg(st->status == KS_SOLVE_CONVERGED && host_relres(&p) < 1e-8,
+                          "%s + %s: %s after %d", prm.solver, pcs[q],
+                          ks_solve_status_name(st->status), st->iterations);
+            its[m] = st->iterations;
+            ks_solver_destroy(&s);
+            prob_free(&p);
+        }
+        ck_assert_msg(abs(its[0] - its[1]) <= 1, "+ %s: GMRES %d, FGMRES %d iterations", pcs[q],
+                      its[0], its[1]);
+    }
+}
+END_TEST
+
+/* cavity26 (zero diagonals: no Jacobi or AMG), no preconditioner, where
+ * BICGSTAB breaks down: GMRES reports no breakdown and stops at max_iters
+ * with a residual that never rose. */
+START_TEST(gmres_cavity26)
+{
+    ks_csr A;
+    KS_CHECK(ks_mm_read_csr(ks_test_shared_matrix("cavity26.mtx.gz"), &A, NULL));
+    prob p;
+    prob_make(&p, backend_names[_i], &A, NULL);
+    ks_solver_params prm;
+    ks_solver *s;
+    params(&prm, "GMRES", "NOSOLVER");
+    prm.max_iters = 150;
+    const ks_solve_stats *st = run(&p, &prm, &s);
+    ck_assert_msg(st->status == KS_SOLVE_MAX_ITERS && st->iterations == 150 &&
+                      st->breakdown[0] == '\0',
+                  "%s after %d (%s)", ks_solve_status_name(st->status), st->iterations,
+                  st->breakdown);
+    check_monotone(st, "GMRES on cavity26");
+    double hr = host_relres(&p);
+    ck_assert_msg(fabs(st->relative_residual - hr) <= 1e-6 * hr, "reported %g, true %g",
+                  st->relative_residual, hr);
+    printf("cavity26, GMRES(30), no preconditioner: %d iterations, true relative residual "
+           "%.3e\n",
+           st->iterations, hr);
+    ks_solver_destroy(&s);
+    prob_free(&p);
+}
+END_TEST
+
 /* ------------------------------------------------ pipelined methods */
 
 typedef struct pipe_case {
@@ -744,6 +802,11 @@ int main(void)
     LOOP(gmres_unlucky_breakdown);
     LOOP(gmres_max_iters_zero_diagonal);
     LOOP(fgmres_varying_preconditioner);
+    LOOP(gmres_fgmres_agree_fixed_preconditioner);
+    if (ks_test_shared_matrix("cavity26.mtx.gz"))
+        LOOP(gmres_cavity26);
+    else
+        ks_test_skip(1, "cavity26.mtx.gz not in ../shared/matrices");
     LOOP(pipelined_generated);
     LOOP(pipelined_attainable_accuracy);
     LOOP(statuses_new_methods);

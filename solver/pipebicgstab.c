@@ -8,9 +8,9 @@
  * makes five reductions:
  *   group 1: (q,y), (y,y), (q,q)        beside v = A M^-1 z
  *   group 2: (r0,r), (r0,w), (r0,s), (r0,z), (r,r)   beside t = A M^-1 w
- * Neither group reads what the SpMV beside it writes, so a split-phase
- * reduction could hide behind it; ks_comm's sum is blocking for now. Each
- * iteration applies M twice and A twice, as PBICGSTAB does.
+ * Neither group reads what the preconditioner and SpMV beside it write, so
+ * over MPI ranks its sums travel (ks_vec_mdot_begin / _end) while those
+ * run. Each iteration applies M twice and A twice, as PBICGSTAB does.
  *
  * Residual replacement (reliable updating, as in PIPECG): each time the
  * recurrence's residual has fallen below KS_PIPE_RR_DROP times the largest
@@ -52,6 +52,26 @@ static int not_finite(ks_solver *s, const char *what, double v, int it)
 static ks_error precond(ks_solver *s, int ident, const ks_vec *src, ks_vec *dst)
 {
     return ident ? KS_OK : s->pc->ops->apply(s->pc, src, dst);
+}
+
+/* hat = M^-1 src, out = A hat: the work beside a dot group. */
+static ks_error apply_both(ks_solver *s, int ident, const ks_vec *src, ks_vec *hat, ks_vec *out)
+{
+    KS_TRY(precond(s, ident, src, hat));
+    return ks_matrix_apply(s->A, 1.0, hat, 0.0, out);
+}
+
+/* The dot group of k pairs in flight over the ranks while hat = M^-1 src
+ * and out = A hat are computed. */
+static ks_error group_beside(ks_solver *s, int ident, int k, const ks_vec *const *x,
+                             const ks_vec *const *y, double *d, const ks_vec *src, ks_vec *hat,
+                             ks_vec *out)
+{
+    ks_vec_pending pend;
+    KS_TRY(ks_vec_mdot_begin(k, x, y, d, &pend));
+    ks_error e = apply_both(s, ident, src, hat, out);
+    KS_TRY(ks_vec_mdot_end(&pend));
+    return e;
 }
 
 /* From r (already b - A x): r^ = M^-1 r, w = A r^, w^ = M^-1 w, t = A w^. */
@@ -169,10 +189,8 @@ static ks_error pipebicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
         /* group 1: (q,y), (y,y), (q,q) */
         const ks_vec *x1[3] = {v[Q], v[Y], v[Q]}, *y1[3] = {v[Y], v[Y], v[Q]};
         double d1[3];
-        KS_TRY(ks_vec_mdot(l2 ? 3 : 2, x1, y1, d1));
         /* beside it: z^ = M^-1 z, v = A z^ */
-        KS_TRY(precond(s, ident, v[Z], v[ZH]));
-        KS_TRY(ks_matrix_apply(s->A, 1.0, v[ZH], 0.0, v[V]));
+        KS_TRY(group_beside(s, ident, l2 ? 3 : 2, x1, y1, d1, v[Z], v[ZH], v[V]));
         if (!ident) {
             KS_TRY(ks_vec_axpbypcz(1.0, v[RH], -alpha, v[SH], 0.0, v[QH]));
             KS_TRY(ks_vec_axpbypcz(1.0, v[WH], -alpha, v[ZH], 0.0, v[YH]));
@@ -222,10 +240,8 @@ static ks_error pipebicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
         const ks_vec *x2[5] = {v[R0], v[R0], v[R0], v[R0], v[R]},
                      *y2[5] = {v[R], v[W], v[S], v[Z], v[R]};
         double d2[5];
-        KS_TRY(ks_vec_mdot(5, x2, y2, d2));
         /* beside it: w^ = M^-1 w, t = A w^ */
-        KS_TRY(precond(s, ident, v[W], v[WH]));
-        KS_TRY(ks_matrix_apply(s->A, 1.0, v[WH], 0.0, v[T]));
+        KS_TRY(group_beside(s, ident, 5, x2, y2, d2, v[W], v[WH], v[T]));
 
         if (l2)
             rnorm = sqrt(d2[4]);

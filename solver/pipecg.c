@@ -3,11 +3,11 @@
  * iteration's scalars come from one fused dot group, (r,u), (w,u) and (r,r),
  * reduced once (ks_vec_mdot), where PCG needs two reductions that wait for
  * the SpMV and the preconditioner in between. The group has no operand the
- * iteration's M^-1 w and A m produce, so a split-phase reduction can hide
- * behind them; ks_comm's sum is blocking for now, so on MPI the pipeline
- * saves reductions (one per iteration instead of PCG's three: p'Ap, ||r||
- * and r'z) but does not yet overlap them. With the L1 or LMAX norm the
- * residual's norm is a second reduction.
+ * iteration's M^-1 w and A m produce: over MPI ranks its sums travel
+ * (ks_vec_mdot_begin / _end, a split-phase sum) while those are computed,
+ * and it is the iteration's only reduction (PCG makes three: p'Ap, ||r||
+ * and r'z). With the L1 or LMAX norm the residual's norm is a second,
+ * blocking one.
  *
  * The extra recurrences let rounding errors drift r away from b - A x
  * faster than in PCG. Residual replacement keeps the attainable accuracy
@@ -27,6 +27,14 @@
 
 enum { R, U, W, MV, NV, Z, Q, S, P, T, NWORK };
 
+
+/* m = M^-1 w, n = A m. */
+static ks_error products_of_w(ks_solver *s, ks_vec *const *v, int ident)
+{
+    if (!ident)
+        KS_TRY(s->pc->ops->apply(s->pc, v[W], v[MV]));
+    return ks_matrix_apply(s->A, 1.0, v[MV], 0.0, v[NV]);
+}
 
 /* Recompute every recurrence from x and p: r = b - A x (already in t),
  * u = M^-1 r, w = A u, s = A p, q = M^-1 s, z = A q. */
@@ -68,10 +76,15 @@ static ks_error pipecg_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
     KS_TRY(ks_matrix_apply(s->A, 1.0, v[U], 0.0, v[W]));
 
     for (int it = 0;; it++) {
-        /* The iteration's one reduction: (r,u), (w,u), (r,r). */
+        /* The iteration's one reduction, (r,u), (w,u), (r,r), in flight
+         * over the ranks while m = M^-1 w and n = A m are computed. */
         const ks_vec *xl[3] = {v[R], v[W], v[R]}, *yl[3] = {v[U], v[U], v[R]};
         double d[3];
-        KS_TRY(ks_vec_mdot(l2 ? 3 : 2, xl, yl, d));
+        ks_vec_pending pend;
+        KS_TRY(ks_vec_mdot_begin(l2 ? 3 : 2, xl, yl, d, &pend));
+        ks_error ew = products_of_w(s, v, ident);
+        KS_TRY(ks_vec_mdot_end(&pend));
+        KS_TRY(ew);
         if (it > 0) {
             if (l2)
                 rnorm = sqrt(d[2]);
@@ -89,6 +102,7 @@ static ks_error pipecg_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
                     return KS_OK;
                 KS_TRY(replace(s, v, ident));
                 KS_TRY(ks_vec_mdot(2, xl, yl, d));
+                KS_TRY(products_of_w(s, v, ident));
                 rmax = tnorm;
             } else {
                 KS_TRY(ks_krylov_decide(s, it, rnorm, &stop));
@@ -100,6 +114,7 @@ static ks_error pipecg_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
                     KS_TRY(ks_krylov_residual(s, b, x, v[T]));
                     KS_TRY(replace(s, v, ident));
                     KS_TRY(ks_vec_mdot(2, xl, yl, d));
+                    KS_TRY(products_of_w(s, v, ident));
                     rmax = rnorm;
                 }
             }
@@ -117,11 +132,6 @@ static ks_error pipecg_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
                            gamma);
             return KS_OK;
         }
-
-        /* m = M^-1 w, n = A m: the work a split-phase reduction would hide. */
-        if (!ident)
-            KS_TRY(s->pc->ops->apply(s->pc, v[W], v[MV]));
-        KS_TRY(ks_matrix_apply(s->A, 1.0, v[MV], 0.0, v[NV]));
 
         double beta = 0.0, pap = delta;
         if (it > 0) {

@@ -282,6 +282,73 @@ START_TEST(test_mdot_dist)
 }
 END_TEST
 
+/* The split-phase dot group over the ranks: in flight (no reduction
+ * counted yet) while a distributed SpMV exchanges its halo on the same
+ * comm, then the bits of ks_vec_mdot on every rank; beyond
+ * KS_COMM_SPLIT_MAX values, begin combines them itself. */
+START_TEST(test_mdot_split)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_CONVDIFF3D, 8);
+    ks_dist_csr D;
+    KS_ALL(ks_generate_dist(comm, &g, my_rows((int64_t)g.nx * g.ny * g.nz, 1), &D));
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &M));
+    ks_int n = D.nrows;
+    ks_gint r0 = D.row_begin;
+    ks_dist_csr_free(&D);
+    ks_vec *v[20], *out = NULL;
+    double *h = malloc(((size_t)n + 1) * sizeof *h);
+    for (int j = 0; j < 20; j++) {
+        KS_ALL(ks_matrix_vec_create(M, &v[j]));
+        for (ks_int i = 0; i < n; i++)
+            h[i] = cos(0.3 * (j + 1) + 0.01 * (double)(r0 + i));
+        KS_ALL(ks_vec_set_host(v[j], h));
+    }
+    KS_ALL(ks_matrix_vec_create(M, &out));
+    const ks_vec *x[20], *y[20];
+    for (int j = 0; j < 20; j++) {
+        x[j] = v[j];
+        y[j] = v[19 - j];
+    }
+    static const int ks[] = {1, 3, 5, KS_COMM_SPLIT_MAX, KS_COMM_SPLIT_MAX + 1, 20};
+    for (int t = 0; t < 6; t++) {
+        int k = ks[t];
+        double a[20], b[20];
+        KS_ALL(ks_vec_mdot(k, x, y, a));
+        ks_comm_reset_stats(comm);
+        ks_vec_pending p;
+        KS_ALL(ks_vec_mdot_begin(k, x, y, b, &p));
+        ks_comm_stats st;
+        KS_ALL(ks_comm_get_stats(comm, &st));
+        long long before_end = st.reductions;
+        KS_ALL(ks_matrix_apply(M, 1.0, v[0], 0.0, out)); /* a halo exchange meanwhile */
+        KS_ALL(ks_vec_mdot_end(&p));
+        KS_ALL(ks_comm_get_stats(comm, &st));
+        int split = k <= KS_COMM_SPLIT_MAX;
+        ALL(before_end == (split ? 0 : 1) && st.reductions == 1,
+            "k %d: %lld reductions before end, %lld after", k, before_end, st.reductions);
+        ALL(memcmp(a, b, (size_t)k * sizeof *a) == 0, "k %d: split sums differ from mdot", k);
+        double hi[40];
+        for (int j = 0; j < k; j++) {
+            hi[j] = b[j];
+            hi[k + j] = -b[j];
+        }
+        KS_ALL(comm->ops->max(comm, hi, 2 * k));
+        int same = 1;
+        for (int j = 0; j < k; j++)
+            same = same && hi[j] == b[j] && hi[k + j] == -b[j];
+        ALL(same, "k %d: split sums differ between ranks", k);
+    }
+    for (int j = 0; j < 20; j++)
+        ks_vec_destroy(&v[j]);
+    ks_vec_destroy(&out);
+    free(h);
+    ks_matrix_destroy(&M);
+}
+END_TEST
+
 static int have_cuda;
 
 /* The skip line scripts/test counts (the MPI harness prints none itself). */
@@ -300,6 +367,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_pipelined);
     tcase_add_test(t, test_mdot_dist);
     tcase_add_test(t, test_reduction_counts);
+    tcase_add_test(t, test_mdot_split);
     /* every rank must have a device (a collective question) */
     have_cuda = ks_backend_available("cuda");
     MPI_Allreduce(MPI_IN_PLACE, &have_cuda, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

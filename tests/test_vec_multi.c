@@ -130,6 +130,42 @@ START_TEST(maxpy_against_loop)
 }
 END_TEST
 
+/* The split form on local vectors: begin does it all, end returns its
+ * outcome; the bits of ks_vec_mdot. */
+START_TEST(mdot_begin_end_local)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cpu", &be));
+    vset s;
+    vset_make(&s, be, 20000, 41);
+    const ks_vec *x[KMAX], *y[KMAX];
+    for (int j = 0; j < KMAX; j++) {
+        x[j] = s.v[j];
+        y[j] = s.v[KMAX - j];
+    }
+    for (int b = 0; b < NK; b++) {
+        int k = ks_[b];
+        double r[KMAX], q[KMAX];
+        ks_vec_pending p;
+        KS_CHECK(ks_vec_mdot(k, x, y, r));
+        KS_CHECK(ks_vec_mdot_begin(k, x, y, q, &p));
+        KS_CHECK(ks_vec_mdot_end(&p));
+        ck_assert_msg(memcmp(r, q, (size_t)k * sizeof *r) == 0, "k %d: split differs", k);
+    }
+    ks_vec *c;
+    KS_CHECK(ks_vec_create(be, 7, &c));
+    const ks_vec *bad[2] = {s.v[0], c};
+    double r[2];
+    ks_vec_pending p;
+    ck_assert_int_eq(ks_vec_mdot_begin(2, x, bad, r, &p), KS_ERR_SIZE);
+    ck_assert_int_eq(ks_vec_mdot_begin(2, x, y, r, NULL), KS_ERR_ARG);
+    ck_assert_int_eq(ks_vec_mdot_end(NULL), KS_ERR_ARG);
+    ks_vec_destroy(&c);
+    vset_free(&s);
+    ks_backend_destroy(&be);
+}
+END_TEST
+
 START_TEST(argument_errors)
 {
     ks_backend *be;
@@ -220,6 +256,7 @@ int main(void)
     tcase_add_test(tc, mdot_against_loop_and_dot);
     tcase_add_test(tc, maxpy_against_loop);
     tcase_add_test(tc, argument_errors);
+    tcase_add_test(tc, mdot_begin_end_local);
     if (ks_test_have_cuda())
         tcase_add_test(tc, cuda_against_cpu);
     else

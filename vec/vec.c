@@ -244,19 +244,10 @@ ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks
     return combine(x, e, r, 2, 0);
 }
 
-/* Checks every pair first (a misfit refuses on every rank before the
- * reduction), then the local sums chunk by chunk, then one combination of
- * all k values over the ranks. */
-ks_error ks_vec_mdot(int k, const ks_vec *const *x, const ks_vec *const *y, double *r)
+/* The local sums of ks_vec_mdot (after its checks), chunk by chunk:
+ * r[0..k), e on failure. */
+static ks_error mdot_local(int k, const ks_vec *const *x, const ks_vec *const *y, double *r)
 {
-    KS_TRY(need_out(r, "ks_vec_mdot", "r"));
-    if (k < 1 || !x || !y)
-        return ks_seterr(KS_ERR_ARG, "ks_vec_mdot: %d pairs, x list %p, y list %p", k,
-                         (const void *)x, (const void *)y);
-    for (int j = 0; j < k; j++) {
-        KS_TRY(same(x[j], y[j], "ks_vec_mdot", "x[j]", "y[j]"));
-        KS_TRY(same(x[0], x[j], "ks_vec_mdot", "x[0]", "x[j]"));
-    }
     const ks_vec *v = x[0];
     ks_error e = KS_OK;
     for (int j = 0; j < k; j++)
@@ -270,7 +261,69 @@ ks_error ks_vec_mdot(int k, const ks_vec *const *x, const ks_vec *const *y, doub
         }
         e = OPS(v)->mdot(v->be, v->n, kc, xp, yp, r + j0);
     }
-    return combine(v, e, r, k, 0);
+    return e;
+}
+
+/* Every pair checked first: a misfit refuses on every rank before the
+ * reduction. */
+static ks_error mdot_check(int k, const ks_vec *const *x, const ks_vec *const *y, double *r,
+                           const char *fn)
+{
+    KS_TRY(need_out(r, fn, "r"));
+    if (k < 1 || !x || !y)
+        return ks_seterr(KS_ERR_ARG, "%s: %d pairs, x list %p, y list %p", fn, k,
+                         (const void *)x, (const void *)y);
+    for (int j = 0; j < k; j++) {
+        KS_TRY(same(x[j], y[j], fn, "x[j]", "y[j]"));
+        KS_TRY(same(x[0], x[j], fn, "x[0]", "x[j]"));
+    }
+    return KS_OK;
+}
+
+/* One combination of all k values over the ranks. */
+ks_error ks_vec_mdot(int k, const ks_vec *const *x, const ks_vec *const *y, double *r)
+{
+    KS_TRY(mdot_check(k, x, y, r, "ks_vec_mdot"));
+    ks_error e = mdot_local(k, x, y, r);
+    return combine(x[0], e, r, k, 0);
+}
+
+ks_error ks_vec_mdot_begin(int k, const ks_vec *const *x, const ks_vec *const *y, double *r,
+                           ks_vec_pending *p)
+{
+    if (!p)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_mdot_begin: NULL pending record");
+    p->comm = NULL;
+    p->local = KS_OK;
+    KS_TRY(mdot_check(k, x, y, r, "ks_vec_mdot_begin"));
+    const ks_vec *v = x[0];
+    ks_error e = mdot_local(k, x, y, r);
+    const ks_comm *c = v->comm;
+    if (!c || !c->ops->sum_begin || k > KS_COMM_SPLIT_MAX) {
+        p->local = combine(v, e, r, k, 0);
+        return KS_OK;
+    }
+    if (e != KS_OK) /* the other ranks see NaN, as in combine */
+        for (int j = 0; j < k; j++)
+            r[j] = NAN;
+    KS_TRY(c->ops->sum_begin(c, r, k));
+    p->comm = c;
+    p->r = r;
+    p->k = k;
+    p->local = e;
+    return KS_OK;
+}
+
+ks_error ks_vec_mdot_end(ks_vec_pending *p)
+{
+    if (!p)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_mdot_end: NULL pending record");
+    ks_error ec = KS_OK;
+    if (p->comm) {
+        ec = p->comm->ops->sum_end(p->comm, p->r, p->k);
+        p->comm = NULL;
+    }
+    return p->local != KS_OK ? p->local : ec;
 }
 
 ks_error ks_vec_maxpy(int k, const double *a, const ks_vec *const *x, ks_vec *y)

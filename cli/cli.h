@@ -21,6 +21,7 @@ typedef struct ks_cli_args {
     char *set_value[KS_CLI_MAX_SETS]; /* owned; JSON text or plain text */
     const char *json_file;     /* --json FILE or NULL */
     int help, version, print_config;
+    int quiet;                 /* --quiet: no report or monitor output */
 } ks_cli_args;
 
 /* Parse argv. Returns KS_OK, or KS_ERR_ARG with a message for
@@ -28,6 +29,29 @@ typedef struct ks_cli_args {
 ks_error ks_cli_parse(int argc, char **argv, ks_cli_args *a);
 void ks_cli_args_free(ks_cli_args *a);
 void ks_cli_usage(FILE *out);
+
+/* ---------------------------------------------- settings (run_settings.c) */
+/* OpenMP threads for the whole process (0: OpenMP's default, which
+ * OMP_NUM_THREADS sets); call before creating a backend. Without OpenMP
+ * more than one is an error. */
+ks_error ks_cli_apply_threads(int threads);
+/* --quiet: the library's information lines (monitor, summary, progress)
+ * are dropped; errors and warnings stay. */
+void ks_cli_apply_quiet(int quiet);
+/* With --json - (json_stdout) the library's lines go to stderr, as the
+ * report does. */
+void ks_cli_route_output(int json_stdout);
+/* The key that turns on AMG setup progress for sp's solver, NULL when no
+ * AMG hierarchy is set up. */
+const char *ks_cli_progress_key(const ks_solver_params *sp);
+/* 1 when the tool turns progress on by itself: an AMG setup, stderr a
+ * terminal, no --quiet, and the config has not turned it on already. */
+int ks_cli_progress_auto(const ks_solver_params *sp, int quiet, int stderr_tty);
+/* ks_cli_progress_auto for this process's stderr, setting the key when so. */
+ks_error ks_cli_progress_enable(ks_config *cfg, int quiet);
+/* Bytes a row of the matrix the tool's and the solver's vectors take at
+ * least (host_backends: runs on a backend whose memory is host memory). */
+uint64_t ks_cli_vector_row_bytes(const ks_problem_params *pp, int host_backends);
 
 /* --------------------------------------------------------------- report */
 /* Everything known about one backend's run, for the report and --json. */
@@ -61,6 +85,7 @@ typedef struct ks_run_result {
 typedef struct ks_problem_info {
     char source[KS_PATH_MAX + 64]; /* "file.mtx" or "poisson3d_7 64x64x64" */
     char rhs_source[KS_PATH_MAX + 64];
+    char x0_source[KS_PATH_MAX + 64]; /* the --x0 file, or "" for x0 = 0 */
     int64_t duplicates_summed;
     ks_int nrows, ncols, nnz;
     double load_seconds;           /* reading or generating A */

@@ -20,11 +20,16 @@ void ks_cli_usage(FILE *out)
             "  -A, --matrix FILE        matrix in Matrix Market format (.mtx or .mtx.gz)\n"
             "  -b, --rhs FILE           right-hand side vector (Matrix Market); default b = A*1\n"
             "  -x, --solution FILE      write the solution x (Matrix Market array)\n"
+            "      --x0 FILE            initial guess x0 (Matrix Market vector); default x0 = 0\n"
             "      --backend NAME       cpu, cuda, or cpu,cuda (both, compared side by side)\n"
             "  -p, --param KEY=VALUE    set any config key, e.g. -p solver.max_iters=200\n"
             "                           -p solver.preconditioner=JACOBI_L1 -p matrix.n=[30,30]\n"
             "                           (VALUE is JSON when it parses as JSON, else a string)\n"
+            "      --threads N          OpenMP threads (0: OMP_NUM_THREADS or all cores)\n"
             "      --json FILE          write all statistics and the residual history as JSON\n"
+            "                           (FILE '-': standard output)\n"
+            "  -q, --quiet              no report or monitor output, only errors and warnings\n"
+            "                           (on stderr); the exit status says how the solve went\n"
             "      --print-config       print the full config with defaults filled in, and exit\n"
             "  -h, --help               show this help and exit\n"
             "  -V, --version            show the version and exit\n"
@@ -55,7 +60,7 @@ static char *dup_n(const char *s, size_t n)
 
 /* Record an override. A file path or backend name is stored as a JSON
  * string so that a name that happens to be valid JSON ("123") stays a
- * string; -p values are stored as given. */
+ * string; -p values and numbers (--threads) are stored as given. */
 static ks_error add_set(ks_cli_args *a, const char *key, size_t keylen, const char *value,
                         int as_string)
 {
@@ -92,21 +97,28 @@ typedef struct opt_def {
     int id;
 } opt_def;
 
-enum { O_SET, O_PARAM, O_JSON, O_HELP, O_VERSION, O_PRINT };
+/* O_SET: a file or backend name for key; O_SET_NUM: a number (JSON) for key. */
+enum { O_SET, O_SET_NUM, O_PARAM, O_JSON, O_HELP, O_VERSION, O_PRINT, O_QUIET };
 
 static const opt_def opts[] = {
     {"-A", "--matrix", "matrix.file", O_SET},
     {"-b", "--rhs", "rhs.file", O_SET},
     {"-x", "--solution", "solution.file", O_SET},
+    {NULL, "--x0", "x0.file", O_SET},
     {NULL, "--backend", "backend", O_SET},
+    {NULL, "--threads", "threads", O_SET_NUM},
     {"-p", "--param", NULL, O_PARAM},
     {NULL, "--json", NULL, O_JSON},
     {"-h", "--help", NULL, O_HELP},
     {"-V", "--version", NULL, O_VERSION},
     {NULL, "--print-config", NULL, O_PRINT},
+    {"-q", "--quiet", NULL, O_QUIET},
 };
 
-static int takes_value(int id) { return id == O_SET || id == O_PARAM || id == O_JSON; }
+static int takes_value(int id)
+{
+    return id == O_SET || id == O_SET_NUM || id == O_PARAM || id == O_JSON;
+}
 
 ks_error ks_cli_parse(int argc, char **argv, ks_cli_args *a)
 {
@@ -158,9 +170,10 @@ ks_error ks_cli_parse(int argc, char **argv, ks_cli_args *a)
         }
         switch (o->id) {
         case O_SET:
+        case O_SET_NUM:
             if (!value[0])
                 return ks_seterr(KS_ERR_ARG, "option '%s' needs a non-empty value", arg);
-            KS_TRY(add_set(a, o->key, strlen(o->key), value, 1));
+            KS_TRY(add_set(a, o->key, strlen(o->key), value, o->id == O_SET));
             break;
         case O_PARAM: {
             const char *eq = strchr(value, '=');
@@ -177,6 +190,7 @@ ks_error ks_cli_parse(int argc, char **argv, ks_cli_args *a)
         case O_HELP: a->help = 1; break;
         case O_VERSION: a->version = 1; break;
         case O_PRINT: a->print_config = 1; break;
+        case O_QUIET: a->quiet = 1; break;
         }
     }
     return KS_OK;

@@ -60,19 +60,26 @@ static ks_error check_supported(const ks_problem_params *pp)
                      "ksolve under mpirun: several backends in one run is not done yet");
 }
 
-/* b from its file, split like the matrix's rows. */
-static ks_error read_rhs(const char *path, ks_matrix *M, ks_vec *b, ks_problem_info *pi)
+/* A vector (b, x0: `name`) from its file, split like the matrix's rows. */
+static ks_error read_vec(const char *path, const char *name, ks_matrix *M, ks_vec *x)
 {
     double *v = NULL;
     ks_int n = 0;
     ks_error e = ks_mm_read_vector_dist(ks_matrix_comm(M), path, ks_matrix_rows(M), &v, &n);
     if (e == KS_ERR_SIZE) /* the message names the file and both lengths */
-        return ks_adderr(e, "b does not fit A (%lld rows)", (long long)ks_matrix_global_rows(M));
+        return ks_adderr(e, "%s does not fit A (%lld rows)", name,
+                         (long long)ks_matrix_global_rows(M));
     KS_TRY(e);
-    snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s", path);
-    e = ks_comm_agree(ks_matrix_comm(M), ks_vec_set_host(b, v));
+    e = ks_comm_agree(ks_matrix_comm(M), ks_vec_set_host(x, v));
     free(v);
     return e;
+}
+
+static ks_error read_rhs(const char *path, ks_matrix *M, ks_vec *b, ks_problem_info *pi)
+{
+    KS_TRY(read_vec(path, "b", M, b));
+    snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s", path);
+    return KS_OK;
 }
 
 /* The right-hand side as the one-process tool makes it (cli/ksolve_main.c),
@@ -225,7 +232,8 @@ static ks_error summarize(const ks_comm *comm, const ks_matrix *M, ks_dist_summa
     return KS_OK;
 }
 
-static ks_error solve(const ks_comm *comm, const ks_config *cfg, dist_run *d)
+static ks_error solve(const ks_comm *comm, const ks_config *cfg, int quiet, FILE *rep,
+                      dist_run *d)
 {
     const ks_problem_params *pp = ks_problem_params_of(cfg);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
@@ -238,14 +246,18 @@ static ks_error solve(const ks_comm *comm, const ks_config *cfg, dist_run *d)
     ks_error e = ks_matrix_vec_create(d->M, &d->b);
     if (e == KS_OK)
         e = ks_matrix_vec_create(d->M, &d->x);
-    if (e == KS_OK)
+    if (e == KS_OK && !pp->x0_file[0])
         e = ks_vec_fill(d->x, 0.0);
     KS_TRY(ks_comm_agree(comm, e));
     KS_TRY(make_rhs(pp, d->M, d->b, &d->pi));
-    if (sp->monitor_residual)
-        printf("residual monitor: %s + %s on %s, %d MPI ranks\n", r->solver, r->precond,
-               r->backend, ks_comm_size(comm));
-    fflush(stdout);
+    if (pp->x0_file[0]) {
+        KS_TRY(read_vec(pp->x0_file, "x0", d->M, d->x));
+        snprintf(d->pi.x0_source, sizeof d->pi.x0_source, "%s", pp->x0_file);
+    }
+    if (sp->monitor_residual && !quiet) /* where the report goes (stderr with --json -) */
+        fprintf(rep, "residual monitor: %s + %s on %s, %d MPI ranks\n", r->solver, r->precond,
+                r->backend, ks_comm_size(comm));
+    fflush(rep);
     ks_comm_reset_stats((ks_comm *)comm);
     KS_TRY(ks_solver_solve(d->s, d->b, d->x));
     KS_TRY(summarize(comm, d->M, &r->dist));
@@ -264,12 +276,16 @@ static ks_error solve(const ks_comm *comm, const ks_config *cfg, dist_run *d)
 }
 
 ks_error ks_cli_dist_solve(const ks_comm *comm, const ks_config *cfg, const char *json_file,
-                           int *converged)
+                           int quiet, int *converged)
 {
     const ks_problem_params *pp = ks_problem_params_of(cfg);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
     *converged = 0;
     KS_TRY(check_supported(pp));
+    /* As without mpirun: --json - puts the JSON alone on stdout and the
+     * report on stderr; --quiet drops the report. */
+    const int json_stdout = json_file && strcmp(json_file, "-") == 0;
+    FILE *rep = json_stdout ? stderr : stdout;
     dist_run d;
     memset(&d, 0, sizeof d);
     ks_error e = ks_backend_create(pp->backend, &d.be);
@@ -279,20 +295,21 @@ ks_error ks_cli_dist_solve(const ks_comm *comm, const ks_config *cfg, const char
     if (e == KS_OK)
         e = build_matrix(comm, pp, &d);
     if (e == KS_OK)
-        e = solve(comm, cfg, &d);
+        e = solve(comm, cfg, quiet, rep, &d);
     if (e == KS_OK) {
-        ks_report_print_setup(stdout, &d.pi, sp, &d.r, &d.su, 1);
+        if (!quiet)
+            ks_report_print_setup(rep, &d.pi, sp, &d.r, &d.su, 1);
         if (pp->solution_file[0]) {
             e = write_solution(comm, d.x, pp->solution_file);
-            if (e == KS_OK)
-                printf("  solution (%s) written to %s\n", d.r.backend, pp->solution_file);
+            if (e == KS_OK && !quiet)
+                fprintf(rep, "  solution (%s) written to %s\n", d.r.backend, pp->solution_file);
         }
     }
     if (e == KS_OK && json_file) {
         if (ks_comm_rank(comm) == 0)
             e = ks_report_write_json_setup(json_file, &d.pi, sp, &d.r, &d.su, 1);
         e = ks_comm_agree(comm, e);
-        if (e == KS_OK)
+        if (e == KS_OK && !quiet && !json_stdout)
             printf("  statistics written to %s\n", json_file);
     }
     if (e == KS_OK)

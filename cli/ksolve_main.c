@@ -1,13 +1,17 @@
 /* ksolve: solve A x = b from the command line.
  *
  *   config (file + command-line overrides) -> matrix (file or generator)
- *   -> right-hand side -> per backend: matrix in its SpMV format, solver
- *   setup, solve from x0 = 0 -> report, solution file, JSON statistics.
+ *   -> right-hand side, initial guess -> per backend: matrix in its SpMV
+ *   format, solver setup, solve from x0 (0 or --x0) -> report, solution
+ *   file, JSON statistics.
  *
  * Exit status: 0 every run converged, 1 a run did not converge, 2 usage,
  * input or runtime error (message on stderr). */
 #include "cli.h"
 #include "cli_setup.h"
+#include "../core/host_memory.h"
+#include "../matrices/mmio_sized.h"
+#include "../vec/backend.h"
 #ifdef KS_HAVE_MPI
 #include "cli_dist.h"
 #endif
@@ -29,18 +33,26 @@ static int fail(void)
     return EXIT_ERROR;
 }
 
-/* Read or generate A; describe where it came from. */
-static ks_error load_matrix(const ks_problem_params *pp, ks_csr *A, ks_problem_info *pi)
+/* Read or generate A; describe where it came from. row_bytes: what the
+ * vectors will take a row, checked with the matrix's own memory before the
+ * reader allocates it (a header's size alone can ask for gigabytes), and
+ * after a generator made it. */
+static ks_error load_matrix(const ks_problem_params *pp, uint64_t row_bytes, ks_csr *A,
+                            ks_problem_info *pi)
 {
     double t0 = ks_wtime();
     if (pp->matrix_file[0]) {
         ks_mm_info info;
-        KS_TRY(ks_mm_read_csr(pp->matrix_file, A, &info));
+        KS_TRY(ks_mm_read_csr_sized(pp->matrix_file, A, &info, row_bytes, "the solve's vectors"));
         pi->duplicates_summed = info.duplicates_summed;
         snprintf(pi->source, sizeof pi->source, "%s", pp->matrix_file);
     } else {
         KS_TRY(ks_generate(&pp->gen, A));
         ks_problem_describe_generated(&pp->gen, pi->source, sizeof pi->source);
+        char what[128];
+        snprintf(what, sizeof what, "storing the solve's vectors of %ld rows", (long)A->nrows);
+        if (ks_host_memory_check(row_bytes * (uint64_t)A->nrows, what) != KS_OK)
+            return ks_adderr(KS_ERR_MEMORY, "%s", pi->source);
     }
     pi->load_seconds = ks_wtime() - t0;
     pi->nrows = A->nrows;
@@ -61,12 +73,8 @@ static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **
     if (pp->rhs_file[0]) {
         double *b;
         ks_int nb;
-        KS_TRY(ks_mm_read_vector(pp->rhs_file, &b, &nb));
-        if (nb != n) {
-            free(b);
-            return ks_seterr(KS_ERR_SIZE, "%s: b has %ld rows but A has %ld", pp->rhs_file,
-                             (long)nb, (long)n);
-        }
+        /* a length other than A's rows is refused before it is allocated */
+        KS_TRY(ks_mm_read_vector_sized(pp->rhs_file, n, "b", "A", &b, &nb));
         snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s", pp->rhs_file);
         *bout = b;
         return KS_OK;
@@ -113,10 +121,12 @@ static int split_backends(const char *list, char names[MAX_RUNS][16])
 }
 
 /* One backend's run: matrix in the configured format, solver, solve from
- * x0 = 0. x_out (may be NULL) receives the solution; su what the setup
- * built (AMG grid table). Frees everything on every path but su. */
+ * x0 (NULL: zero). x_out (may be NULL) receives the solution; su what the
+ * setup built (AMG grid table). The monitor's heading goes to rep (none
+ * when quiet). Frees everything on every path but su. */
 static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *A,
-                            const double *b, double *x_out, ks_run_result *r, ks_run_setup *su)
+                            const double *b, const double *x0, int quiet, FILE *rep,
+                            double *x_out, ks_run_result *r, ks_run_setup *su)
 {
     const ks_problem_params *pp = ks_problem_params_of(cfg);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
@@ -151,11 +161,12 @@ static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *
     if (e == KS_OK)
         e = ks_vec_set_host(bv, b);
     if (e == KS_OK)
-        e = ks_vec_fill(xv, 0.0);
+        e = x0 ? ks_vec_set_host(xv, x0) : ks_vec_fill(xv, 0.0);
     if (e == KS_OK) {
-        if (sp->monitor_residual)
-            printf("residual monitor: %s + %s on %s\n", r->solver, r->precond, r->backend);
-        fflush(stdout);
+        if (sp->monitor_residual && !quiet)
+            fprintf(rep, "residual monitor: %s + %s on %s\n", r->solver, r->precond,
+                    r->backend);
+        fflush(rep);
         e = ks_solver_solve(s, bv, xv);
     }
     if (e == KS_OK) {
@@ -225,11 +236,11 @@ static ks_error check_output_path(const char *path, const char *what)
  * --print-config writes works from any folder. */
 static ks_error absolute_file_keys(ks_config *cfg)
 {
-    static const char *const keys[] = {"matrix.file", "rhs.file", "solution.file"};
+    static const char *const keys[] = {"matrix.file", "rhs.file", "x0.file", "solution.file"};
     const ks_problem_params *pp = ks_problem_params_of(cfg);
-    const char *vals[] = {pp->matrix_file, pp->rhs_file, pp->solution_file};
+    const char *vals[] = {pp->matrix_file, pp->rhs_file, pp->x0_file, pp->solution_file};
     char cwd[KS_PATH_MAX];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (!vals[i][0] || vals[i][0] == '/')
             continue;
         if (!getcwd(cwd, sizeof cwd))
@@ -248,7 +259,8 @@ static ks_error absolute_file_keys(ks_config *cfg)
         pp = ks_problem_params_of(cfg); /* the set replaced the block */
         vals[0] = pp->matrix_file;
         vals[1] = pp->rhs_file;
-        vals[2] = pp->solution_file;
+        vals[2] = pp->x0_file;
+        vals[3] = pp->solution_file;
     }
     return KS_OK;
 }
@@ -260,7 +272,7 @@ typedef struct ks_cli_state {
     ks_backend *be[MAX_RUNS];
     int nbe;
     ks_csr A;
-    double *b, *x;
+    double *b, *x, *x0;
     ks_run_result runs[MAX_RUNS];
     ks_run_setup setups[MAX_RUNS];
     int nruns;
@@ -279,6 +291,7 @@ static void state_free(ks_cli_state *st)
     ks_csr_free(&st->A);
     free(st->b);
     free(st->x);
+    free(st->x0);
     ks_config_destroy(&st->cfg);
     ks_cli_args_free(&st->args);
 }
@@ -324,12 +337,23 @@ static int run(int argc, char **argv, ks_cli_state *st)
         free(text);
         return EXIT_CONVERGED;
     }
+    /* Process-wide settings before any backend exists. Progress sets a
+     * key, which replaces the blocks: pp and sp are read after it. */
+    const int json_stdout = a->json_file && strcmp(a->json_file, "-") == 0;
+    ks_cli_apply_quiet(a->quiet);
+    ks_cli_route_output(json_stdout);
+    if (ks_cli_apply_threads(ks_problem_params_of(st->cfg)->threads) != KS_OK)
+        return fail();
+    /* Not under mpirun: there only rank 0's stderr can be a terminal, and
+     * the ranks' configs must stay alike (a setup over ranks is collective). */
+    if (!st->comm && ks_cli_progress_enable(st->cfg, a->quiet) != KS_OK)
+        return fail();
     const ks_problem_params *pp = ks_problem_params_of(st->cfg);
     const ks_solver_params *sp = ks_config_solver_params(st->cfg);
 #ifdef KS_HAVE_MPI
     if (st->comm) { /* each rank solves its rows; rank 0 reports */
         int converged = 0;
-        if (ks_cli_dist_solve(st->comm, st->cfg, a->json_file, &converged) != KS_OK)
+        if (ks_cli_dist_solve(st->comm, st->cfg, a->json_file, a->quiet, &converged) != KS_OK)
             return fail();
         return converged ? EXIT_CONVERGED : EXIT_NOT_CONVERGED;
     }
@@ -354,10 +378,19 @@ static int run(int argc, char **argv, ks_cli_state *st)
         }
         st->nbe++;
     }
-    if (load_matrix(pp, &st->A, &st->pi) != KS_OK)
+    int host_backends = 0;
+    for (int i = 0; i < st->nbe; i++)
+        host_backends += ks_backend_host_memory(st->be[i]);
+    if (load_matrix(pp, ks_cli_vector_row_bytes(pp, host_backends), &st->A, &st->pi) != KS_OK)
         return fail();
     if (make_rhs(pp, &st->A, &st->b, &st->pi) != KS_OK)
         return fail();
+    if (pp->x0_file[0]) {
+        ks_int n0;
+        if (ks_mm_read_vector_sized(pp->x0_file, st->A.nrows, "x0", "A", &st->x0, &n0) != KS_OK)
+            return fail();
+        snprintf(st->pi.x0_source, sizeof st->pi.x0_source, "%s", pp->x0_file);
+    }
     if (pp->solution_file[0]) {
         st->x = ks_malloc((size_t)st->A.nrows * sizeof *st->x, "solution");
         if (!st->x)
@@ -366,26 +399,29 @@ static int run(int argc, char **argv, ks_cli_state *st)
     for (int i = 0; i < st->nbe; i++) {
         st->nruns = i + 1;
         /* The solution written is the first backend's. */
-        if (run_backend(st->be[i], st->cfg, &st->A, st->b, i == 0 ? st->x : NULL,
-                        &st->runs[i], &st->setups[i]) != KS_OK)
+        if (run_backend(st->be[i], st->cfg, &st->A, st->b, st->x0, a->quiet,
+                        json_stdout ? stderr : stdout, i == 0 ? st->x : NULL, &st->runs[i],
+                        &st->setups[i]) != KS_OK)
             return fail();
     }
     /* With --json - standard output carries the JSON alone, so the
-     * report goes to standard error. */
-    int json_stdout = a->json_file && strcmp(a->json_file, "-") == 0;
+     * report goes to standard error; --quiet drops the report (the JSON
+     * asked for still comes). */
     FILE *rep = json_stdout ? stderr : stdout;
-    ks_report_print_setup(rep, &st->pi, sp, st->runs, st->setups, st->nruns);
+    if (!a->quiet)
+        ks_report_print_setup(rep, &st->pi, sp, st->runs, st->setups, st->nruns);
     if (pp->solution_file[0]) {
         if (ks_mm_write_vector(pp->solution_file, st->x, st->A.nrows) != KS_OK)
             return fail();
-        fprintf(rep, "  solution (%s) written to %s\n", st->runs[0].backend,
-                pp->solution_file);
+        if (!a->quiet)
+            fprintf(rep, "  solution (%s) written to %s\n", st->runs[0].backend,
+                    pp->solution_file);
     }
     if (a->json_file) {
         if (ks_report_write_json_setup(a->json_file, &st->pi, sp, st->runs, st->setups,
                                        st->nruns) != KS_OK)
             return fail();
-        if (!json_stdout)
+        if (!json_stdout && !a->quiet)
             printf("  statistics written to %s\n", a->json_file);
     }
     for (int i = 0; i < st->nruns; i++)

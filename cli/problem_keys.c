@@ -125,6 +125,7 @@ static const ks_key_spec keys[] = {
     {.path = "backend", .type = KT_ENUM, .choices = backend_choices, .store = ST_STRING,
      P_(backend)},
     {.path = "spmv_format", .type = KT_FORMAT, .store = ST_STRING, P_(spmv_format)},
+    {.path = "threads", .type = KT_INT, .lo = 0, .hi = 65536, .store = ST_INT, P_(threads)},
     {.path = "spmv", .type = KT_SCOPE},
     {.path = "spmv.threads_per_row", .type = KT_INT, .lo = 0, .hi = 32, .int_set = tpr_set,
      .store = ST_INT, P_(spmv.threads_per_row)},
@@ -146,6 +147,8 @@ static const ks_key_spec keys[] = {
      .xside = 0},
     {.path = "rhs.type", .type = KT_ENUM, .choices = rhs_choices, .store = ST_STRING,
      P_(rhs_kind), .xgroup = XG_RHS, .xside = 1},
+    {.path = "x0", .type = KT_SCOPE},
+    {.path = "x0.file", .type = KT_PATH, .store = ST_STRING, P_(x0_file)},
     {.path = "solution", .type = KT_SCOPE},
     {.path = "solution.file", .type = KT_PATH, .store = ST_STRING, P_(solution_file)},
 };

@@ -379,7 +379,7 @@ void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver
     row_label(out, "rhs");
     fprintf(out, "%s\n", pi->rhs_source);
     row_label(out, "initial guess");
-    fprintf(out, "x0 = 0\n");
+    fprintf(out, "%s\n", pi->x0_source[0] ? pi->x0_source : "x0 = 0");
     row_label(out, "solver");
     const char *method = nruns > 0 ? runs[0].solver : sp->solver;
     if (strcmp(method, "AMG") == 0)
@@ -563,6 +563,8 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
         jruns ? jruns : json_null());
     if (!root)
         return ks_seterr(KS_ERR_MEMORY, "out of memory building the JSON statistics");
+    json_object_set_new(json_object_get(root, "problem"), "x0",
+                        json_string(pi->x0_source[0] ? pi->x0_source : "x0 = 0"));
     if (strcmp(sp->pc.solver, "AMG") == 0)
         json_object_set_new(json_object_get(root, "solver"), "amg", amg_params_json(&sp->pc.amg));
     if (ks_solver_params_is_gmres(sp))

@@ -119,7 +119,13 @@ typedef struct ks_mm_info {
 } ks_mm_info;
 
 /* Read a coordinate matrix (.mtx or .mtx.gz). Symmetric and skew files are
- * expanded; pattern files get value 1.0. info may be NULL. */
+ * expanded; pattern files get value 1.0. info may be NULL. Before anything
+ * is allocated, what the read takes at its peak (4 bytes a row, plus the
+ * entries the rest of the file can hold) is checked against the memory
+ * available (MemAvailable, the cgroup's room; the environment variable
+ * KS_MEM_AVAILABLE replaces the figure): KS_ERR_MEMORY at the size line
+ * otherwise, naming the bytes asked and available. The same holds for a
+ * vector's dense allocation below. */
 ks_error ks_mm_read_csr(const char *path, ks_csr *A, ks_mm_info *info);
 /* Read a vector: array format (n x 1) or coordinate n x 1 / 1 x n.
  * *v is malloc'ed; free with free(). */

@@ -198,35 +198,45 @@ ks_error ks_csr_build_coo(ks_int nrows, ks_int ncols, int64_t nent, const ks_int
     if (mirror && nrows != ncols)
         return ks_seterr(KS_ERR_ARG, "CSR from COO: symmetric expansion needs a square matrix");
 
+    /* Count first: the total decides the offsets' width, and a 32-bit
+     * count array that becomes rowptr in place keeps the rows' memory at
+     * 4 bytes a row (a 10^9-row file with one entry needs 4 GB, not 12). */
+    int64_t total = nent;
+    for (int64_t e = 0; e < nent; e++) {
+        ks_int r = row[e], c = col[e];
+        if (r < 0 || r >= nrows || c < 0 || c >= ncols)
+            return ks_seterr(KS_ERR_ARG, "CSR from COO: entry %" PRId64 ": (%" PRId32 ", %" PRId32
+                             ") out of range for a %" PRId32 " x %" PRId32 " matrix (0-based)",
+                             e, r, c, nrows, ncols);
+        total += mirror && r != c;
+    }
+    if (total > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "matrix has %" PRId64 " entries%s before duplicates are "
+                         "summed: more than the %" PRId32 " that 32-bit indices (ks_int) hold",
+                         total, mirror ? " (mirrored ones included)" : "", INT32_MAX);
     /* off[r + 2] counts row r; after the prefix sum off[r + 1] is the start
      * of row r, and the scatter's post-increment leaves off[r] = start of
-     * row r (int64: the expanded count may pass INT32_MAX before summing). */
-    int64_t *off = ks_calloc((size_t)nrows + 2, sizeof *off, "CSR row counts");
+     * row r. The compaction below then overwrites off[r + 1] with the
+     * compacted end of row r: off becomes rowptr (one spare entry). */
+    ks_int *off = ks_calloc((size_t)nrows + 2, sizeof *off, "CSR row pointers");
     if (!off)
         return KS_ERR_MEMORY;
     for (int64_t e = 0; e < nent; e++) {
         ks_int r = row[e], c = col[e];
-        if (r < 0 || r >= nrows || c < 0 || c >= ncols) {
-            free(off);
-            return ks_seterr(KS_ERR_ARG, "CSR from COO: entry %" PRId64 ": (%" PRId32 ", %" PRId32
-                             ") out of range for a %" PRId32 " x %" PRId32 " matrix (0-based)",
-                             e, r, c, nrows, ncols);
-        }
         off[r + 2]++;
         if (mirror && r != c)
             off[c + 2]++;
     }
     for (ks_int r = 0; r < nrows; r++)
         off[r + 2] += off[r + 1];
-    int64_t total = off[nrows + 1];
 
     ks_int *ci = ks_malloc((size_t)total * sizeof *ci, "CSR column indices");
     double *cv = ks_malloc((size_t)total * sizeof *cv, "CSR values");
-    ks_int *rp = ks_malloc(((size_t)nrows + 1) * sizeof *rp, "CSR row pointers");
+    ks_int *rp = off;
     ks_int *tc = NULL;
     double *tv = NULL;
     ks_error err = KS_OK;
-    if (!ci || !cv || !rp) {
+    if (!ci || !cv) {
         err = KS_ERR_MEMORY;
         goto fail;
     }
@@ -244,10 +254,12 @@ ks_error ks_csr_build_coo(ks_int nrows, ks_int ncols, int64_t nent, const ks_int
     }
 
     /* Sort the rows that need it, sum duplicates, compact in place. */
-    int64_t w = 0, dups = 0, tcap = 0;
-    rp[0] = 0;
+    int64_t w = 0, dups = 0, tcap = 0, e = 0;
     for (ks_int r = 0; r < nrows; r++) {
-        int64_t b = off[r], e = off[r + 1];
+        /* off[r] already holds row r - 1's compacted end: the old start
+         * of row r is the previous row's old end. */
+        int64_t b = e;
+        e = off[r + 1];
         int sorted = 1, unique = 1;
         for (int64_t k = b + 1; k < e; k++) {
             if (ci[k] < ci[k - 1]) {
@@ -292,18 +304,10 @@ ks_error ks_csr_build_coo(ks_int nrows, ks_int ncols, int64_t nent, const ks_int
                 }
             }
         }
-        if (w > INT32_MAX) {
-            err = ks_seterr(KS_ERR_SIZE, "matrix has more than %" PRId32 " entries (reached at row %"
-                            PRId32 " of %" PRId32 "): too many for 32-bit indices (ks_int)",
-                            INT32_MAX, r, nrows);
-            goto fail;
-        }
         rp[r + 1] = (ks_int)w;
     }
-    free(off);
     free(tc);
     free(tv);
-    off = NULL;
     if (w < total && w > 0) { /* give back what duplicates freed; failure keeps the larger block */
         ks_int *ci2 = realloc(ci, (size_t)w * sizeof *ci);
         double *cv2 = realloc(cv, (size_t)w * sizeof *cv);
@@ -326,7 +330,6 @@ fail:
     free(off);
     free(ci);
     free(cv);
-    free(rp);
     free(tc);
     free(tv);
     return err;

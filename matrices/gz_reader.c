@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define KS_GZR_CHUNK ((size_t)4 << 20)
 #define KS_GZR_IN ((size_t)1 << 18)
@@ -24,7 +25,7 @@ ks_error ks_gzr_open(ks_gzr *r, const char *path)
     r->in = ks_malloc(KS_GZR_IN, "file read buffer");
     if (!r->buf || !r->in) {
         ks_gzr_close(r);
-        return KS_ERR_MEMORY;
+        return ks_adderr(KS_ERR_MEMORY, "%s", path);
     }
     /* gzip when the file starts with its magic bytes, else plain text (the
      * bytes read to look stay in the input buffer). */
@@ -200,4 +201,21 @@ int ks_gzr_line(ks_gzr *r, char **line)
         nl[-1] = '\0';
     *line = p;
     return 1;
+}
+
+/* zlib's deflate cannot compress better than 1032 to 1 (a run of one byte
+ * value: 258 bytes a match in at least 2 bits, plus block overhead). */
+#define KS_DEFLATE_MAX_RATIO 1032
+
+uint64_t ks_gzr_text_bound(const ks_gzr *r)
+{
+    struct stat sb;
+    long at = ftell(r->f);
+    if (fstat(fileno(r->f), &sb) != 0 || !S_ISREG(sb.st_mode) || at < 0)
+        return UINT64_MAX; /* a pipe or a device: no size to go by */
+    uint64_t raw = (uint64_t)(sb.st_size > at ? sb.st_size - at : 0) + r->z.avail_in;
+    if (r->gzip && raw > UINT64_MAX / (2 * KS_DEFLATE_MAX_RATIO))
+        return UINT64_MAX;
+    uint64_t text = r->gzip ? raw * KS_DEFLATE_MAX_RATIO : raw;
+    return text + (r->len - r->pos) + 1; /* + the newline a last line may lack */
 }

@@ -24,7 +24,9 @@ extern "C" {
  * (skew), 0 adds nothing. Duplicates are counted once per stored pair (a
  * mirrored duplicate is not counted twice). Indices are checked; the
  * message names the offending entry. Fails with KS_ERR_SIZE when the
- * result has more than INT32_MAX entries. */
+ * entries (mirrored ones included, before duplicates are summed) exceed
+ * INT32_MAX. The row counts are 32-bit and become rowptr in place, so the
+ * rows cost 4 bytes each. */
 ks_error ks_csr_build_coo(ks_int nrows, ks_int ncols, int64_t nent, const ks_int *row,
                           const ks_int *col, const double *val, int mirror, ks_csr *A,
                           int64_t *ndup);
@@ -67,6 +69,11 @@ void ks_gzr_close(ks_gzr *r);
  * KS_ERR_FORMAT for corrupt/truncated gzip data, naming line+1). The
  * caller consumes the run by setting r->pos = r->lim (or less). */
 int ks_gzr_run(ks_gzr *r, char **p, char **lim);
+/* The most bytes of text the rest of the file can hold (what the buffer
+ * holds, the raw bytes left, times deflate's best ratio for gzip);
+ * UINT64_MAX when the size is not known (a pipe). Bounds what a header's
+ * counts may make a reader allocate. */
+uint64_t ks_gzr_text_bound(const ks_gzr *r);
 /* Next line, NUL-terminated in place ('\n' and a trailing '\r' removed),
  * r->line incremented. Returns 1, 0 at end of file, -1 on error. */
 int ks_gzr_line(ks_gzr *r, char **line);

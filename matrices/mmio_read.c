@@ -5,8 +5,15 @@
  * about the data: every defect is KS_ERR_FORMAT with "path:LINE: what is
  * wrong (what was expected)". Speed comes from parsing whole runs of lines
  * in the read buffer with hand-written number parsers, growing flat COO
- * arrays, and building CSR by a counting sort (ks_csr_build_coo). */
+ * arrays, and building CSR by a counting sort (ks_csr_build_coo).
+ *
+ * A header can claim sizes its file cannot back (a 78-byte file declaring
+ * 10^9 x 10^9): allocations are sized by the entries the rest of the file
+ * can hold, and the reader's peak is checked against the memory available
+ * (core/host_memory.h) before anything of that size is allocated. */
 #include "mmio_internal.h"
+#include "mmio_sized.h"
+#include "../core/host_memory.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -307,8 +314,8 @@ ks_error ks_mm_read_entries(ks_gzr *r, const ks_mm_header *h, ks_mm_coo *c,
                     c->total = k;
                     KS_TRY(flush(ctx, c));
                     b = c->n;
-                } else {
-                    KS_TRY(coo_grow(c, nnz, !pattern));
+                } else if (coo_grow(c, nnz, !pattern) != KS_OK) {
+                    return ks_adderr(KS_ERR_MEMORY, "%s:%ld", r->path, ln + 1);
                 }
             }
             int64_t i, j;
@@ -382,10 +389,41 @@ ks_error ks_mm_read_matrix_header(ks_gzr *r, ks_mm_header *h)
     return KS_OK;
 }
 
-static ks_error read_matrix(ks_gzr *r, ks_csr *A, ks_mm_info *info)
+/* Entries (or array values) the rest of the file can hold at most, each
+ * taking at least min_bytes with its newline; the declared count caps it. */
+static int64_t entries_bound(const ks_gzr *r, int64_t declared, int min_bytes)
+{
+    uint64_t bound = ks_gzr_text_bound(r) / (uint64_t)min_bytes;
+    return bound < (uint64_t)declared ? (int64_t)bound : declared;
+}
+
+/* Refuse at the size line when `bytes` exceed the memory available. */
+static ks_error check_memory(const ks_gzr *r, const mm_header *h, uint64_t bytes,
+                             const char *what)
+{
+    if (ks_host_memory_check(bytes, what) != KS_OK)
+        return ks_adderr(KS_ERR_MEMORY, "%s:%ld", r->path, h->size_line);
+    return KS_OK;
+}
+
+static ks_error read_matrix(ks_gzr *r, ks_csr *A, ks_mm_info *info, uint64_t extra_row_bytes,
+                            const char *extra)
 {
     mm_header h;
     KS_TRY(ks_mm_read_matrix_header(r, &h));
+    /* The reader's peak while building: the 32-bit row counts that become
+     * rowptr, the COO entries ("1 1\n" or "1 1 1\n" at least a line) and
+     * the CSR they become (twice as many when a symmetric file mirrors). */
+    const int pattern = h.field == KS_MM_PATTERN;
+    const int64_t ent = entries_bound(r, h.nnz, pattern ? 4 : 6);
+    const uint64_t csr_ent = (uint64_t)ent * (h.sym == KS_MM_GENERAL ? 1 : 2);
+    uint64_t need = 4 * ((uint64_t)h.m + 2) + (uint64_t)ent * (pattern ? 8 : 16) + csr_ent * 12 +
+                    extra_row_bytes * (uint64_t)h.m;
+    char what[256];
+    snprintf(what, sizeof what, "reading this %" PRId64 " x %" PRId64 " matrix (%" PRId64
+             " entries declared)%s%s", h.m, h.n, h.nnz, extra_row_bytes ? " and " : "",
+             extra_row_bytes && extra ? extra : "");
+    KS_TRY(check_memory(r, &h, need, what));
     coo c;
     ks_error e = ks_mm_read_entries(r, &h, &c, NULL, NULL);
     if (e == KS_OK) {
@@ -405,7 +443,8 @@ static ks_error read_matrix(ks_gzr *r, ks_csr *A, ks_mm_info *info)
     return e;
 }
 
-ks_error ks_mm_read_csr(const char *path, ks_csr *A, ks_mm_info *info)
+ks_error ks_mm_read_csr_sized(const char *path, ks_csr *A, ks_mm_info *info,
+                              uint64_t extra_row_bytes, const char *extra)
 {
     if (!A)
         return ks_seterr(KS_ERR_ARG, "ks_mm_read_csr: NULL matrix");
@@ -414,17 +453,24 @@ ks_error ks_mm_read_csr(const char *path, ks_csr *A, ks_mm_info *info)
         return ks_seterr(KS_ERR_ARG, "ks_mm_read_csr: NULL path");
     ks_gzr r;
     KS_TRY(ks_gzr_open(&r, path));
-    ks_error e = read_matrix(&r, A, info);
+    /* Every message names the file once: format errors as path:line, the
+     * rest as path: (set where they arise). */
+    ks_error e = read_matrix(&r, A, info, extra_row_bytes, extra);
     ks_gzr_close(&r);
-    if (e == KS_ERR_MEMORY) /* as in ks_mm_read_vector: name the file */
-        return ks_adderr(e, "%s", path);
     return e;
 }
 
-static ks_error read_array_values(ks_gzr *r, const mm_header *h, double *v)
+ks_error ks_mm_read_csr(const char *path, ks_csr *A, ks_mm_info *info)
+{
+    return ks_mm_read_csr_sized(path, A, info, 0, NULL);
+}
+
+/* The values of an array file into *v, grown as they come (up to the
+ * declared count), so that a header alone never sizes the allocation. */
+static ks_error read_array_values(ks_gzr *r, const mm_header *h, double **v)
 {
     long ln = r->line;
-    int64_t k = 0;
+    int64_t k = 0, cap = 0;
     char buf[64];
     for (;;) {
         char *run, *lim;
@@ -445,7 +491,18 @@ static ks_error read_array_values(ks_gzr *r, const mm_header *h, double *v)
             if (k == h->nnz)
                 return fmt_err(r, ln, "more values than the %" PRId64 " declared on line %ld "
                                "(expected end of data)", h->nnz, h->size_line);
-            const char *t = parse_value(r, ln, q, h->field, &v[k]);
+            if (k == cap) {
+                int64_t ncap = cap ? 2 * cap : (int64_t)1 << 16;
+                if (ncap > h->nnz)
+                    ncap = h->nnz;
+                double *nv = realloc(*v, (size_t)ncap * sizeof *nv);
+                if (!nv)
+                    return ks_seterr(KS_ERR_MEMORY, "%s:%ld: out of host memory storing %" PRId64
+                                     " vector values", r->path, ln, ncap);
+                *v = nv;
+                cap = ncap;
+            }
+            const char *t = parse_value(r, ln, q, h->field, &(*v)[k]);
             if (!t)
                 return KS_ERR_FORMAT;
             t = skip_blank(t);
@@ -464,7 +521,8 @@ static ks_error read_array_values(ks_gzr *r, const mm_header *h, double *v)
     return KS_OK;
 }
 
-static ks_error read_vector(ks_gzr *r, double **out, ks_int *nout)
+static ks_error read_vector(ks_gzr *r, int64_t want, const char *name, const char *of,
+                            double **out, ks_int *nout)
 {
     mm_header h;
     KS_TRY(ks_mm_read_header(r, &h));
@@ -474,13 +532,26 @@ static ks_error read_vector(ks_gzr *r, double **out, ks_int *nout)
     if (h.sym != KS_MM_GENERAL)
         return fmt_err(r, h.banner_line, "a vector file must be 'general' (expected no symmetry)");
     int64_t len = h.m * h.n;
-    double *v = ks_calloc((size_t)len, sizeof *v, "vector");
-    if (!v)
-        return KS_ERR_MEMORY;
+    if (want >= 0 && len != want)
+        return ks_seterr(KS_ERR_SIZE, "%s:%ld: %s has %" PRId64 " rows but %s has %" PRId64,
+                         r->path, h.size_line, name, len, of, want);
+    /* An array's values are stored as they come (at least "0\n" each); a
+     * coordinate vector is dense from the start, plus its entries. */
+    uint64_t need = h.array ? 8 * (uint64_t)entries_bound(r, len, 2)
+                            : 8 * (uint64_t)len + 16 * (uint64_t)entries_bound(r, h.nnz, 4);
+    char what[160];
+    snprintf(what, sizeof what, "reading this vector of %" PRId64 " rows", len);
+    KS_TRY(check_memory(r, &h, need, what));
+    double *v = NULL;
     ks_error e;
     if (h.array) {
-        e = read_array_values(r, &h, v);
+        e = len ? read_array_values(r, &h, &v) : KS_OK;
+        if (e == KS_OK && !v && !(v = ks_malloc(sizeof *v, "vector")))
+            e = ks_adderr(KS_ERR_MEMORY, "%s", r->path);
     } else {
+        v = ks_calloc((size_t)len, sizeof *v, "vector");
+        if (!v)
+            return ks_adderr(KS_ERR_MEMORY, "%s:%ld", r->path, h.size_line);
         coo c;
         e = ks_mm_read_entries(r, &h, &c, NULL, NULL);
         if (e == KS_OK) /* missing entries stay zero, duplicates add up */
@@ -497,7 +568,8 @@ static ks_error read_vector(ks_gzr *r, double **out, ks_int *nout)
     return KS_OK;
 }
 
-ks_error ks_mm_read_vector(const char *path, double **v, ks_int *n)
+ks_error ks_mm_read_vector_sized(const char *path, int64_t want, const char *name,
+                                 const char *of, double **v, ks_int *n)
 {
     if (!v || !n)
         return ks_seterr(KS_ERR_ARG, "ks_mm_read_vector: NULL output");
@@ -507,11 +579,13 @@ ks_error ks_mm_read_vector(const char *path, double **v, ks_int *n)
         return ks_seterr(KS_ERR_ARG, "ks_mm_read_vector: NULL path");
     ks_gzr r;
     KS_TRY(ks_gzr_open(&r, path));
-    ks_error e = read_vector(&r, v, n);
+    /* Every message names the file once (set where it arises). */
+    ks_error e = read_vector(&r, want, name, of, v, n);
     ks_gzr_close(&r);
-    /* Format errors name file:line already; running out of memory names
-     * only the size, and the user needs to know which file asked for it. */
-    if (e == KS_ERR_MEMORY)
-        return ks_adderr(e, "%s", path);
     return e;
+}
+
+ks_error ks_mm_read_vector(const char *path, double **v, ks_int *n)
+{
+    return ks_mm_read_vector_sized(path, -1, "the vector", "expected", v, n);
 }

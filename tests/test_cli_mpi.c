@@ -7,6 +7,7 @@
  * name (and line); what is not done yet (AMG, several backends) fails with
  * exit status 2 and says so. This program itself never calls MPI: it
  * starts mpirun as a child. */
+#include "cli_run.h"
 #include "ks_test.h"
 
 #include <math.h>
@@ -15,39 +16,12 @@
 #include <string.h>
 #include <sys/wait.h>
 
-static char out_buf[1 << 16];
-static char err_buf[1 << 14];
+/* One run's output. */
+#define out_buf ks_cli_out
+#define err_buf ks_cli_err
+#define slurp ks_cli_slurp
 
-static void slurp(const char *path, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
-/* "ksolve ARGS" on np ranks (np 0: without mpirun); stdout and stderr in
- * out_buf / err_buf; the exit status, or -1. */
-static int ksolve(int np, const char *args)
-{
-    const char *exe = getenv("KSOLVE_EXE"), *mpirun = getenv("KS_MPIRUN");
-    ck_assert_msg(exe && mpirun, "KSOLVE_EXE and KS_MPIRUN must be set");
-    char outp[1100], errp[1100], launcher[1200] = "", cmd[8192];
-    snprintf(outp, sizeof outp, "%s", ks_test_tmpfile(".out"));
-    snprintf(errp, sizeof errp, "%s", ks_test_tmpfile(".err"));
-    if (np > 0)
-        snprintf(launcher, sizeof launcher, "'%s' --oversubscribe -np %d ", mpirun, np);
-    snprintf(cmd, sizeof cmd, "%s'%s' %s >'%s' 2>'%s'", launcher, exe, args, outp, errp);
-    int st = system(cmd);
-    slurp(outp, out_buf, sizeof out_buf);
-    slurp(errp, err_buf, sizeof err_buf);
-    remove(outp);
-    remove(errp);
-    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int ksolve(int np, const char *args) { return ks_cli_run(np, args); }
 
 #define EXPECT_RC(np, args, want)                                                            \
     do {                                                                                     \
@@ -266,6 +240,48 @@ START_TEST(test_shared_file_over_ranks)
 }
 END_TEST
 
+/* --x0, --quiet, --threads and --json - over ranks, as in one process. */
+START_TEST(test_options_over_ranks)
+{
+    const char *x = ks_test_tmpfile(".mtx");
+    const char *common = "-p solver.preconditioner.solver=JACOBI_L1 -p matrix.n=10 "
+                         "-p solver.tolerance=1e-10";
+    char args[2048];
+    snprintf(args, sizeof args, "%s -x '%s'", common, x);
+    EXPECT_RC(0, args, 0);
+    ck_assert_int_gt(iterations(), 5);
+    /* From the solution, nothing left to do; x0 split like the rows. */
+    snprintf(args, sizeof args, "%s --x0 '%s' --threads 1", common, x);
+    EXPECT_RC(3, args, 0);
+    ck_assert_int_eq(iterations(), 0);
+    ck_assert_msg(strstr(out_buf, x) && strstr(out_buf, "1 OpenMP threads x 3 ranks"), "%s",
+                  out_buf);
+    /* x0 of the wrong length: the file, from rank 0 only */
+    snprintf(args, sizeof args, "-p solver.preconditioner.solver=JACOBI -p matrix.n=9 --x0 '%s'",
+             x);
+    EXPECT_RC(2, args, 2);
+    ck_assert_msg(strstr(err_buf, "x0 does not fit A (729 rows)") && strstr(err_buf, x) &&
+                      count_of(err_buf, "ksolve: error") == 1,
+                  "%s", err_buf);
+    /* --quiet: nothing, and the status still counts */
+    snprintf(args, sizeof args, "%s --quiet -p solver.monitor_residual=1", common);
+    EXPECT_RC(2, args, 0);
+    ck_assert_msg(!out_buf[0] && !err_buf[0], "stdout:\n%s\nstderr:\n%s", out_buf, err_buf);
+    snprintf(args, sizeof args, "%s -q -p solver.max_iters=2", common);
+    EXPECT_RC(2, args, 1); /* mpirun itself says that a rank exited with 1 */
+    ck_assert_msg(!out_buf[0] && !strstr(err_buf, "ksolve") && !strstr(err_buf, "MAX_ITERS"),
+                  "stdout:\n%s\nstderr:\n%s", out_buf, err_buf);
+    /* --json -: the JSON alone on stdout, the report on stderr */
+    snprintf(args, sizeof args, "%s --json - -p solver.monitor_residual=1", common);
+    EXPECT_RC(2, args, 0);
+    ck_assert_msg(out_buf[0] == '{' && strstr(out_buf, "2 MPI ranks") &&
+                      strstr(err_buf, "CONVERGED") && !strstr(out_buf, "\n  status ") &&
+                      strstr(err_buf, "residual monitor") && !strstr(out_buf, "residual monitor"),
+                  "stdout:\n%s\nstderr:\n%s", out_buf, err_buf);
+    remove(x);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_mpi");
@@ -275,6 +291,7 @@ int main(void)
     tcase_add_test(t, test_not_done_yet);
     tcase_add_test(t, test_file_over_ranks);
     tcase_add_test(t, test_bad_file_over_ranks);
+    tcase_add_test(t, test_options_over_ranks);
     if (ks_test_shared_matrix("fv1.mtx.gz"))
         tcase_add_test(t, test_shared_file_over_ranks);
     else

@@ -4,6 +4,8 @@
  * parser against strtod, and the real matrices in ../shared/matrices. */
 #include "ks_test.h"
 #include "matrices/mmio_internal.h"
+#include "matrices/mmio_sized.h"
+#include "core/host_memory.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -673,7 +675,9 @@ END_TEST
 
 /* Running out of memory while reading a vector names the file (address
  * space limited in this forked test process; ASan reserves more address
- * space than any useful limit, so it is skipped there). */
+ * space than any useful limit, so it is skipped there). A coordinate
+ * vector is dense from the start: 8 GB asked for 10^9 rows, which the
+ * memory check lets through (the machine has it) and the limit refuses. */
 START_TEST(vector_out_of_memory_names_file)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -682,8 +686,9 @@ START_TEST(vector_out_of_memory_names_file)
     const char *path = ks_test_tmpfile(".mtx");
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "%%%%MatrixMarket matrix array real general\n1000000000 1\n1\n");
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n1000000000 1 1\n1 1 1\n");
     fclose(f);
+    setenv("KS_MEM_AVAILABLE", "1T", 1); /* the check passes on any machine */
     struct rlimit lim;
     ck_assert_int_eq(getrlimit(RLIMIT_AS, &lim), 0);
     lim.rlim_cur = (rlim_t)1 << 30; /* 1 GiB: less than the 8 GB asked */
@@ -694,6 +699,161 @@ START_TEST(vector_out_of_memory_names_file)
     ck_assert_msg(e == KS_ERR_MEMORY, "got %s: %s", ks_error_name(e), ks_last_error());
     ck_assert_msg(strstr(ks_last_error(), path) != NULL, "%s", ks_last_error());
     ck_assert_ptr_null(v);
+    /* A matrix whose CSR build runs out (10^9 rows: 4 GB of row pointers):
+     * the file named once (it was named twice on this path). */
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n1000000000 1000000000 1\n"
+               "1 1 1\n");
+    fclose(f);
+    ks_csr A;
+    e = ks_mm_read_csr(path, &A, NULL);
+    ck_assert_msg(e == KS_ERR_MEMORY, "got %s: %s", ks_error_name(e), ks_last_error());
+    char want[1200];
+    snprintf(want, sizeof want, "%s: out of host memory", path);
+    ck_assert_msg(strstr(ks_last_error(), want) == ks_last_error() &&
+                      !strstr(ks_last_error() + 1, path),
+                  "%s", ks_last_error());
+    ck_assert_ptr_null(A.rowptr);
+    unsetenv("KS_MEM_AVAILABLE");
+    unlink(path);
+}
+END_TEST
+
+/* The number of times needle occurs in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+    int k = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        k++;
+    return k;
+}
+
+/* KS_MEM_AVAILABLE fakes the machine's memory; without it the figure comes
+ * from the system. */
+START_TEST(memory_available_figure)
+{
+    const char *src = NULL;
+    setenv("KS_MEM_AVAILABLE", "2k", 1);
+    ck_assert_uint_eq(ks_host_memory_available(&src), 2048);
+    ck_assert_str_eq(src, "KS_MEM_AVAILABLE");
+    setenv("KS_MEM_AVAILABLE", "1048576", 1);
+    ck_assert_uint_eq(ks_host_memory_available(NULL), 1048576);
+    ck_assert_int_eq(ks_host_memory_check(1048576, "x"), KS_OK);
+    ck_assert_int_eq(ks_host_memory_check(1048577, "this test"), KS_ERR_MEMORY);
+    ck_assert_str_eq(ks_last_error(), "this test needs 1.0 MB, but 1.0 MB of memory is "
+                                      "available (KS_MEM_AVAILABLE)");
+    setenv("KS_MEM_AVAILABLE", "lots", 1); /* not a count: the system's figure */
+    ks_host_memory_available(&src);
+    ck_assert_str_ne(src, "KS_MEM_AVAILABLE");
+    unsetenv("KS_MEM_AVAILABLE");
+}
+END_TEST
+
+/* A few bytes of header cannot make the reader allocate gigabytes: the
+ * reader's peak (4 bytes a row, the entries) is checked against the memory
+ * available before anything of that size is allocated, naming the file,
+ * the size line, what is asked and what there is. A huge dimension with
+ * few entries that fits still reads. */
+START_TEST(header_sizes_checked_against_memory)
+{
+    setenv("KS_MEM_AVAILABLE", "1M", 1);
+    ks_csr A;
+    /* The 78-byte file: 10^9 x 10^9, one entry. */
+    const char *path = ks_test_write_tmp(".mtx", HDR "1000000000 1000000000 1\n1 1 1\n");
+    ck_assert_int_eq(ks_mm_read_csr(path, &A, NULL), KS_ERR_MEMORY);
+    char want[1200];
+    snprintf(want, sizeof want, "%s:2: reading this 1000000000 x 1000000000 matrix (1 entries "
+             "declared) needs 4.0 GB, but 1.0 MB of memory is available (KS_MEM_AVAILABLE)", path);
+    ck_assert_str_eq(ks_last_error(), want);
+    ck_assert_ptr_null(A.rowptr);
+    unlink(path);
+
+    /* Both sides of the line: 10^5 rows (0.4 MB of rows) read, 10^6 (4 MB) do not. */
+    path = ks_test_write_tmp(".mtx", HDR "100000 100000 1\n100000 7 2.5\n");
+    KS_CHECK(ks_mm_read_csr(path, &A, NULL));
+    ck_assert_int_eq(A.nrows, 100000);
+    ck_assert_int_eq(A.nnz, 1);
+    ck_assert_int_eq(A.rowptr[99999], 0);
+    ck_assert_int_eq(A.rowptr[100000], 1);
+    ck_assert_int_eq(A.colind[0], 6);
+    KS_CHECK(ks_csr_validate(&A));
+    ks_csr_free(&A);
+    unlink(path);
+    path = ks_test_write_tmp(".mtx", HDR "1000000 1000000 1\n1 1 1\n");
+    ck_assert_int_eq(ks_mm_read_csr(path, &A, NULL), KS_ERR_MEMORY);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), ":2: reading this 1000000 x 1000000 matrix"));
+    ck_assert_int_eq(count_of(ks_last_error(), path), 1); /* the file named once */
+    unlink(path);
+
+    /* What the caller will allocate a row counts too (the tool's vectors). */
+    path = ks_test_write_tmp(".mtx", HDR "100000 100000 1\n1 1 1\n");
+    ck_assert_int_eq(ks_mm_read_csr_sized(path, &A, NULL, 48, "the solve's vectors"),
+                     KS_ERR_MEMORY);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "matrix (1 entries declared) and the solve's "
+                                                  "vectors needs 5.2 MB, but 1.0 MB"));
+    unlink(path);
+
+    /* Declared entries are bounded by the bytes that follow: 10^9 entries
+     * claimed in a few bytes (plain or gzip) are not sized for, and the
+     * file ends where it ends. */
+    for (int gz = 0; gz < 2; gz++) {
+        path = ks_test_tmpfile(gz ? ".mtx.gz" : ".mtx");
+        gzFile f = gzopen(path, gz ? "wb9" : "wbT");
+        ck_assert_ptr_nonnull(f);
+        gzputs(f, HDR "2 2 1000000000\n1 1 1\n");
+        gzclose(f);
+        ck_assert_int_eq(ks_mm_read_csr(path, &A, NULL), KS_ERR_FORMAT);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "file ends after 1 of the 1000000000"));
+        unlink(path);
+    }
+    /* A symmetric file mirrors: its entries count twice. */
+    path = ks_test_write_tmp(".mtx", "%%MatrixMarket matrix coordinate real symmetric\n"
+                                     "5 5 2\n1 1 1\n2 1 1\n");
+    KS_CHECK(ks_mm_read_csr(path, &A, NULL));
+    ck_assert_int_eq(A.nnz, 3);
+    ks_csr_free(&A);
+    unlink(path);
+
+    /* Vectors: a dense coordinate vector of 10^9 rows is refused before
+     * its 8 GB; an array's values are stored as they come, so its header
+     * alone allocates nothing. */
+    double *v = NULL;
+    ks_int n = 0;
+    path = ks_test_write_tmp(".mtx", HDR "1000000000 1 1\n1 1 1\n");
+    ck_assert_int_eq(ks_mm_read_vector(path, &v, &n), KS_ERR_MEMORY);
+    snprintf(want, sizeof want, "%s:2: reading this vector of 1000000000 rows needs 8.0 GB, but "
+             "1.0 MB of memory is available (KS_MEM_AVAILABLE)", path);
+    ck_assert_str_eq(ks_last_error(), want);
+    ck_assert_ptr_null(v);
+    unlink(path);
+    path = ks_test_write_tmp(".mtx", "%%MatrixMarket matrix array real general\n"
+                                     "1000000000 1\n1\n");
+    ck_assert_int_eq(ks_mm_read_vector(path, &v, &n), KS_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), ":4: file ends after 1 of the 1000000000 values"));
+    ck_assert_ptr_null(v);
+    unlink(path);
+    unsetenv("KS_MEM_AVAILABLE");
+}
+END_TEST
+
+/* A vector whose length the caller knows is refused at its size line,
+ * before it is allocated, naming both lengths. */
+START_TEST(vector_length_checked_at_size_line)
+{
+    double *v = NULL;
+    ks_int n = 0;
+    const char *path = ks_test_write_tmp(".mtx", "%%MatrixMarket matrix array real general\n"
+                                                 "% b\n3 1\n1\n2\n3\n");
+    ck_assert_int_eq(ks_mm_read_vector_sized(path, 5, "b", "A", &v, &n), KS_ERR_SIZE);
+    char want[1100];
+    snprintf(want, sizeof want, "%s:3: b has 3 rows but A has 5", path);
+    ck_assert_str_eq(ks_last_error(), want);
+    ck_assert_ptr_null(v);
+    KS_CHECK(ks_mm_read_vector_sized(path, 3, "b", "A", &v, &n));
+    ck_assert_int_eq(n, 3);
+    ck_assert_double_eq(v[2], 3.0);
+    free(v);
     unlink(path);
 }
 END_TEST
@@ -945,6 +1105,9 @@ int main(void)
     tcase_add_test(tc, gzip_trailing_bytes);
     tcase_add_test(tc, vector_reads);
     tcase_add_test(tc, vector_out_of_memory_names_file);
+    tcase_add_test(tc, memory_available_figure);
+    tcase_add_test(tc, header_sizes_checked_against_memory);
+    tcase_add_test(tc, vector_length_checked_at_size_line);
     tcase_add_loop_test(tc, malformed_vector, 0, (int)(sizeof bad_vectors / sizeof bad_vectors[0]));
     tcase_add_test(tc, vector_round_trip);
     tcase_add_test(tc, number_parser_matches_strtod);

@@ -1,0 +1,83 @@
+/* What the tool sets up around a solve, process-wide: the OpenMP thread
+ * count (--threads, the `threads` key), --quiet, where the library's lines
+ * go with --json -, the AMG setup progress a terminal gets, and the memory
+ * its vectors will take (checked before the matrix is read). */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+ks_error ks_cli_apply_threads(int threads)
+{
+#ifdef _OPENMP
+    if (threads > 0) /* before any backend is created: its description counts them */
+        omp_set_num_threads(threads);
+    return KS_OK;
+#else
+    if (threads > 1)
+        return ks_seterr(KS_ERR_UNSUPPORTED,
+                         "threads: %d asked, but this ksolve was built without OpenMP "
+                         "(one thread)", threads);
+    return KS_OK;
+#endif
+}
+
+void ks_cli_apply_quiet(int quiet)
+{
+    /* The monitor, the summary and progress are information-level lines of
+     * the library's log; errors and warnings stay (on stderr). */
+    if (quiet)
+        ks_set_log_level(KS_LOG_WARN);
+}
+
+/* The library's lines, all on stderr. */
+static void to_stderr(const char *msg, int len, void *ctx)
+{
+    (void)ctx;
+    fwrite(msg, 1, (size_t)len, stderr);
+}
+
+void ks_cli_route_output(int json_stdout)
+{
+    /* --json -: standard output carries the JSON alone, so the library's
+     * information lines (monitor, summary) go where the report goes. */
+    if (json_stdout)
+        ks_set_print_callback(to_stderr, NULL);
+}
+
+const char *ks_cli_progress_key(const ks_solver_params *sp)
+{
+    if (strcmp(sp->solver, "AMG") == 0)
+        return "solver.print_setup_progress";
+    if (strcmp(sp->pc.solver, "AMG") == 0)
+        return "solver.preconditioner.print_setup_progress";
+    return NULL; /* no AMG setup, nothing to show */
+}
+
+int ks_cli_progress_auto(const ks_solver_params *sp, int quiet, int stderr_tty)
+{
+    return stderr_tty && !quiet && ks_cli_progress_key(sp) && !sp->pc.amg.print_setup_progress;
+}
+
+ks_error ks_cli_progress_enable(ks_config *cfg, int quiet)
+{
+    const ks_solver_params *sp = ks_config_solver_params(cfg);
+    if (!ks_cli_progress_auto(sp, quiet, isatty(STDERR_FILENO)))
+        return KS_OK;
+    return ks_config_set(cfg, ks_cli_progress_key(sp), "1");
+}
+
+uint64_t ks_cli_vector_row_bytes(const ks_problem_params *pp, int host_backends)
+{
+    /* On the host: b, the x that makes b = A x, the solution to write and
+     * x0. On a host-memory backend: its b and x, and the fewest work
+     * vectors a method has (2: AMG's r and z). A lower bound: a refusal
+     * is certain to be right. */
+    uint64_t vectors = 2 + (pp->solution_file[0] != 0) + (pp->x0_file[0] != 0);
+    vectors += 4 * (uint64_t)host_backends;
+    return vectors * sizeof(double);
+}

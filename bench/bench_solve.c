@@ -30,7 +30,8 @@ static void usage(FILE *f)
             "  --iters K        max_iters [100]\n"
             "  --tol T          relative tolerance; 0 runs exactly K iterations [0]\n"
             "  --format F       SpMV format [auto]\n"
-            "  --solver S       PCG, CG, PBICGSTAB, BICGSTAB [PCG]\n"
+            "  --solver S       PCG, CG, PBICGSTAB, BICGSTAB, GMRES, FGMRES,\n"
+            "                   PIPECG, PIPEBICGSTAB [PCG]\n"
             "  --pc P           NOSOLVER, JACOBI, JACOBI_L1 [JACOBI]\n"
             "  --repeat R       timed solves, median reported [5]\n");
 }

@@ -384,6 +384,9 @@ void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver
     const char *method = nruns > 0 ? runs[0].solver : sp->solver;
     if (strcmp(method, "AMG") == 0)
         fprintf(out, "AMG (one cycle per iteration, no Krylov method)\n");
+    else if (ks_solver_params_is_gmres(sp))
+        fprintf(out, "%s + %s, restart length %d\n", method,
+                nruns > 0 ? runs[0].precond : sp->pc.solver, ks_solver_params_gmres_m(sp));
     else
         fprintf(out, "%s + %s\n", method, nruns > 0 ? runs[0].precond : sp->pc.solver);
     if (strcmp(sp->pc.solver, "AMG") == 0) {
@@ -564,6 +567,9 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
                         json_string(pi->x0_source[0] ? pi->x0_source : "x0 = 0"));
     if (strcmp(sp->pc.solver, "AMG") == 0)
         json_object_set_new(json_object_get(root, "solver"), "amg", amg_params_json(&sp->pc.amg));
+    if (ks_solver_params_is_gmres(sp))
+        json_object_set_new(json_object_get(root, "solver"), "gmres_restart",
+                            json_integer(ks_solver_params_gmres_m(sp)));
     int cpu = -1, gpu = -1;
     for (int i = 0; i < nruns; i++) {
         if (strcmp(runs[i].backend, "cpu") == 0)

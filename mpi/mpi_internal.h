@@ -22,6 +22,12 @@ typedef struct ks_comm_mpi {
     /* Bookkeeping, updated through const handles (reductions and halo
      * plans hold the comm as const: counting changes no result). */
     ks_comm_stats stats;
+    /* The split-phase sum (comm.c): its values, then every rank's
+     * ((size + 1) * KS_COMM_SPLIT_MAX doubles), the request, the pending
+     * count (0: none) and when it began. */
+    double *split;
+    MPI_Request split_req;
+    int split_k;
 } ks_comm_mpi;
 
 /* The MPI communicator under c. */

@@ -14,6 +14,7 @@
 
 static const ks_name solver_choices[] = {
     {"PCG", 0, 0}, {"CG", 1, 0}, {"PBICGSTAB", 2, 0}, {"BICGSTAB", 3, 0}, {"AMG", 4, 0},
+    {"GMRES", 5, 0}, {"FGMRES", 6, 0}, {"PIPECG", 7, 0}, {"PIPEBICGSTAB", 8, 0},
     {NULL, 0, 0}};
 #define conv_choices ks_conv_names
 #define norm_choices ks_norm_names
@@ -40,7 +41,8 @@ enum cond {
     C_NOT_SOLVER_AMG, /* the preconditioner scope: not with "solver": "AMG" */
     C_PC_JACOBI,      /* Jacobi's damping: the preconditioner is JACOBI or JACOBI_L1 */
     C_PC_AMG,         /* AMG keys of the preconditioner scope */
-    C_SOLVER_AMG      /* AMG keys of the solver scope */
+    C_SOLVER_AMG,     /* AMG keys of the solver scope */
+    C_GMRES           /* the restart keys: solver GMRES or FGMRES */
 };
 /* Keys that only one choice of an AMG component reads carry flags beside
  * their scope's condition (needs[] says which choice each flag asks for). */
@@ -127,6 +129,8 @@ static const ks_key_spec keys[] = {
     KEY("solver.print_solve_stats", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(print_solve_stats), NULL, C_ALL),
     KEY("solver.store_res_history", KT_BOOL, 0, 0, 0, 0, NULL, NULL, ST_INT, S_(store_res_history), NULL, C_ALL),
     KEY("solver.divergence_factor", KT_NUM, 1, INFINITY, 1, 1, NULL, NULL, ST_DOUBLE, S_(divergence_factor), NULL, C_ALL),
+    KEY("solver.gmres_n_restart", KT_INT, 1, 100000, 0, 0, NULL, NULL, ST_INT, S_(gmres_n_restart), NULL, C_GMRES),
+    KEY("solver.gmres_krylov_dim", KT_INT, 0, 100000, 0, 0, NULL, NULL, ST_INT, S_(gmres_krylov_dim), NULL, C_GMRES),
     KEY("solver.preconditioner", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", C_NOT_SOLVER_AMG),
     KEY("solver.preconditioner.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, C_NOT_SOLVER_AMG),
     KEY("solver.preconditioner.solver", KT_ENUM, 0, 0, 0, 0, NULL, pc_choices, ST_STRING, S_(pc.solver), NULL, C_NOT_SOLVER_AMG),
@@ -204,6 +208,7 @@ static int base_holds(const ks_solver_params *s, int cond)
                          strcmp(s->pc.solver, "JACOBI_L1") == 0);
     case C_PC_AMG: return pcamg;
     case C_SOLVER_AMG: return samg;
+    case C_GMRES: return ks_solver_params_is_gmres(s);
     default: return 1;
     }
 }
@@ -260,6 +265,10 @@ static void why_not(const ks_solver_params *s, const ks_key_spec *k, char *buf, 
                            "preconditioner put it in solver.preconditioner; for AMG alone set "
                            "solver.solver to AMG)", s->solver);
         return;
+    case C_GMRES:
+        snprintf(buf, len, "a GMRES setting, but solver.solver is %s (it applies to GMRES and "
+                           "FGMRES)", s->solver);
+        return;
     default:
         snprintf(buf, len, "internal schema error");
     }
@@ -312,6 +321,11 @@ static ks_error solver_check(void *block, const unsigned char *g)
     KS_TRY(keys_that_do_not_apply(s, g));
     if (solver_is_amg(s))
         strcpy(s->pc.solver, "AMG"); /* standalone AMG: its settings are pc.amg */
+    if (ks_solver_params_is_gmres(s) && s->norm != KS_NORM_L2)
+        return ks_seterr(KS_ERR_CONFIG,
+                         "solver.norm: %s minimises the residual's 2-norm and measures no "
+                         "other; use L2 (got %s)",
+                         s->solver, ks_name_of(ks_norm_names, s->norm));
     if (solver_is_amg(s) || strcmp(s->pc.solver, "AMG") == 0) {
         const char *scope = solver_is_amg(s) ? "solver" : "solver.preconditioner";
         char path[64];

@@ -102,10 +102,25 @@ ks_error ks_krylov_record(ks_solver *s, int it, double rnorm)
     return KS_OK;
 }
 
-ks_error ks_krylov_check(ks_solver *s, int it, double rnorm, int *stop)
+void ks_krylov_amend(ks_solver *s, int it, double rnorm)
 {
     ks_solve_stats *st = &s->stats;
+    if (s->prm.store_res_history && s->history && it < s->history_cap)
+        s->history[it] = rnorm;
+    st->final_residual = rnorm;
+    double ref = conv_reference(s);
+    st->relative_residual = ref > 0.0 ? rnorm / ref : rnorm;
+}
+
+ks_error ks_krylov_check(ks_solver *s, int it, double rnorm, int *stop)
+{
     KS_TRY(ks_krylov_record(s, it, rnorm));
+    return ks_krylov_decide(s, it, rnorm, stop);
+}
+
+ks_error ks_krylov_decide(ks_solver *s, int it, double rnorm, int *stop)
+{
+    ks_solve_stats *st = &s->stats;
     *stop = 1;
     if (!isfinite(rnorm)) {
         ks_krylov_stop(s, KS_SOLVE_NAN, "residual norm = %g at iteration %d", rnorm, it);

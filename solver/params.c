@@ -24,8 +24,25 @@ void ks_solver_params_default(ks_solver_params *p)
     p->print_solve_stats = 0;
     p->store_res_history = 1;
     p->divergence_factor = 1e10;
+    p->gmres_n_restart = 30;
+    p->gmres_krylov_dim = 0;
     /* The default problem of ksolve is PCG + classical AMG. */
     strcpy(p->pc.solver, "AMG");
     p->pc.relaxation_factor = 1.0;
     ks_amg_params_default(&p->pc.amg);
+}
+
+int ks_solver_params_is_gmres(const ks_solver_params *p)
+{
+    return strcmp(p->solver, "GMRES") == 0 || strcmp(p->solver, "FGMRES") == 0;
+}
+
+int ks_solver_params_gmres_m(const ks_solver_params *p)
+{
+    int m = p->gmres_n_restart;
+    if (p->gmres_krylov_dim > 0 && p->gmres_krylov_dim < m)
+        m = p->gmres_krylov_dim;
+    if (p->max_iters > 0 && p->max_iters < m)
+        m = p->max_iters;
+    return m < 1 ? 1 : m;
 }

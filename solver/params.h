@@ -33,7 +33,8 @@ typedef struct ks_precond_params {
 } ks_precond_params;
 
 typedef struct ks_solver_params {
-    char solver[KS_NAME_MAX];  /* "PCG", "CG", "PBICGSTAB", "BICGSTAB" */
+    char solver[KS_NAME_MAX];  /* "PCG", "CG", "PBICGSTAB", "BICGSTAB", "GMRES", "FGMRES",
+                                  "PIPECG", "PIPEBICGSTAB", "AMG" */
     int max_iters;             /* default 1000 */
     double tolerance;          /* default 1e-8 */
     ks_conv_kind convergence;  /* default RELATIVE_RHS */
@@ -42,10 +43,17 @@ typedef struct ks_solver_params {
     int print_solve_stats;     /* print a summary after the solve (default 0) */
     int store_res_history;     /* keep residual history (default 1) */
     double divergence_factor;  /* DIVERGED when ||r|| > factor * reference (default 1e10) */
+    int gmres_n_restart;       /* GMRES/FGMRES restart length m (default 30) */
+    int gmres_krylov_dim;      /* > 0: caps m as well (AmgX's key; default 0: off) */
     ks_precond_params pc;
 } ks_solver_params;
 
 void ks_solver_params_default(ks_solver_params *p);
+/* 1 for the GMRES family ("GMRES", "FGMRES"), which reads the gmres_ keys. */
+int ks_solver_params_is_gmres(const ks_solver_params *p);
+/* The restart length GMRES runs with: gmres_n_restart, capped by
+ * gmres_krylov_dim when that is > 0 and by max_iters (AmgX's rule). */
+int ks_solver_params_gmres_m(const ks_solver_params *p);
 
 /* The solver settings of a parsed config (solver/config.c). */
 const ks_solver_params *ks_config_solver_params(const ks_config *cfg);

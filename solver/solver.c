@@ -52,6 +52,12 @@ static const struct {
     {"CG", &ks_krylov_cg_ops, 0},
     {"PBICGSTAB", &ks_krylov_bicgstab_ops, 1},
     {"BICGSTAB", &ks_krylov_bicgstab_ops, 0},
+    /* AmgX's GMRES and FGMRES take a preconditioner (NOSOLVER for none),
+     * as PETSc's PIPECG and PIPEBICGSTAB do: no P prefix on these names. */
+    {"GMRES", &ks_krylov_gmres_ops, 1},
+    {"FGMRES", &ks_krylov_fgmres_ops, 1},
+    {"PIPECG", &ks_krylov_pipecg_ops, 1},
+    {"PIPEBICGSTAB", &ks_krylov_pipebicgstab_ops, 1},
     {"AMG", &amg_stationary_ops, 1},
 };
 
@@ -82,7 +88,7 @@ ks_error ks_solver_create_params(ks_backend *be, const ks_solver_params *prm, ks
     if (k < 0)
         return ks_seterr(KS_ERR_CONFIG,
                          "solver.solver: unknown solver '%s' (expected PCG, CG, PBICGSTAB, "
-                         "BICGSTAB, AMG)",
+                         "BICGSTAB, GMRES, FGMRES, PIPECG, PIPEBICGSTAB, AMG)",
                          prm->solver);
     /* config.c validates these for JSON input; params built in code (tests,
      * benchmarks, embedding) get the same checks here. */
@@ -97,11 +103,19 @@ ks_error ks_solver_create_params(ks_backend *be, const ks_solver_params *prm, ks
                          (int)prm->convergence);
     if (prm->norm != KS_NORM_L1 && prm->norm != KS_NORM_L2 && prm->norm != KS_NORM_LMAX)
         return ks_seterr(KS_ERR_CONFIG, "solver.norm: invalid value %d", (int)prm->norm);
-    if (!(solver_table[k].ops->work_vectors < (int)(sizeof((ks_solver *)0)->work /
-                                                    sizeof((ks_solver *)0)->work[0])))
-        return ks_seterr(KS_ERR_UNSUPPORTED, "%s needs too many work vectors",
-                         solver_table[k].name);
-
+    if (solver_table[k].ops == &ks_krylov_gmres_ops ||
+        solver_table[k].ops == &ks_krylov_fgmres_ops) {
+        if (prm->gmres_n_restart < 1 || prm->gmres_krylov_dim < 0)
+            return ks_seterr(KS_ERR_CONFIG,
+                             "solver.gmres_n_restart %d must be >= 1 and gmres_krylov_dim %d "
+                             ">= 0",
+                             prm->gmres_n_restart, prm->gmres_krylov_dim);
+        if (prm->norm != KS_NORM_L2)
+            return ks_seterr(KS_ERR_CONFIG,
+                             "solver.norm: %s minimises the residual's 2-norm and measures no "
+                             "other; use L2",
+                             solver_table[k].name);
+    }
     ks_solver *s = ks_calloc(1, sizeof *s, "solver");
     if (!s)
         return KS_ERR_MEMORY;
@@ -146,11 +160,16 @@ ks_error ks_solver_create(ks_backend *be, const ks_config *cfg, ks_solver **s)
 
 static void free_work(ks_solver *s)
 {
-    for (int i = 0; i < s->nwork; i++) {
+    for (int i = 0; i < s->nwork; i++)
         ks_vec_destroy(&s->work[i]);
-        s->work[i] = NULL;
-    }
+    free(s->work);
+    s->work = NULL;
     s->nwork = 0;
+}
+
+static int work_count(const ks_solver *s)
+{
+    return s->ops->work_count ? s->ops->work_count(&s->prm) : s->ops->work_vectors;
 }
 
 /* Drop the current setup: the solver refuses to solve until a setup succeeds. */
@@ -190,13 +209,18 @@ ks_error ks_solver_setup(ks_solver *s, ks_matrix *A)
         return ks_adderr(e, "%s setup", s->prm.solver);
     }
     /* One extra vector for the true residual after the solve. */
-    for (int i = 0; i < s->ops->work_vectors + 1; i++) {
+    int nw = work_count(s) + 1;
+    s->work = ks_calloc((size_t)nw, sizeof *s->work, "solver work vector list");
+    if (!s->work) {
+        s->pc->ops->destroy(s->pc);
+        return KS_ERR_MEMORY;
+    }
+    for (int i = 0; i < nw; i++) {
         e = ks_matrix_vec_create(A, &s->work[i]);
         if (e != KS_OK) {
             free_work(s);
             s->pc->ops->destroy(s->pc);
-            return ks_adderr(e, "%s setup: work vector %d of %d", s->prm.solver, i + 1,
-                             s->ops->work_vectors + 1);
+            return ks_adderr(e, "%s setup: work vector %d of %d", s->prm.solver, i + 1, nw);
         }
         s->nwork = i + 1;
     }

@@ -46,6 +46,9 @@ typedef struct ks_krylov_ops {
     const char *name;
     int preconditioned;  /* 0: "CG"/"BICGSTAB" take no preconditioner */
     int work_vectors;    /* how many n-vectors solve() needs in s->work */
+    /* Optional: the count when it depends on the settings (GMRES's basis
+     * grows with the restart length); overrides work_vectors. */
+    int (*work_count)(const ks_solver_params *prm);
     /* Iterate from x; fill s->stats (status, iterations, residuals). */
     ks_error (*solve)(ks_solver *s, const ks_vec *b, ks_vec *x);
 } ks_krylov_ops;
@@ -56,7 +59,7 @@ struct ks_solver {
     ks_solver_params prm;
     ks_matrix *A;
     ks_precond *pc;
-    ks_vec *work[12];
+    ks_vec **work;       /* the method's vectors, then one for the true residual */
     int nwork;
     ks_solve_stats stats;
     double *history;

@@ -13,6 +13,10 @@ extern "C" {
 
 typedef enum ks_backend_kind { KS_BACKEND_CPU = 1, KS_BACKEND_CUDA = 2 } ks_backend_kind;
 
+/* Most vectors one mdot / maxpy call takes (ks_vec_mdot and ks_vec_maxpy
+ * split longer lists into calls of this many). */
+#define KS_VEC_MULTI_MAX 32
+
 /* All vector kernels work on n doubles in the backend's memory space.
  * Reductions are deterministic: fixed blocking independent of the thread
  * count (cpu) or a fixed grid and two-stage sum (cuda), never atomics, so
@@ -43,6 +47,16 @@ typedef struct ks_backend_ops {
     /* r[0] = x.y and r[1] = u.v in one pass */
     ks_error (*dot2)(ks_backend *be, ks_int n, const double *x, const double *y,
                      const double *u, const double *v, double r[2]);
+    /* r[j] = x[j].y[j] for j < k (1 <= k <= KS_VEC_MULTI_MAX) in one pass,
+     * each r[j] summed exactly as dot sums it (the same bits). The pointer
+     * arrays are on the host; GMRES passes one y k times (dots of a block
+     * of basis vectors with one vector), pipelined methods k pairs. */
+    ks_error (*mdot)(ks_backend *be, ks_int n, int k, const double *const *x,
+                     const double *const *y, double *r);
+    /* y += sum_{j<k} a[j] x[j] in one pass, terms added in order j = 0..k-1
+     * (1 <= k <= KS_VEC_MULTI_MAX; a and the pointer array on the host). */
+    ks_error (*maxpy)(ks_backend *be, ks_int n, int k, const double *a, const double *const *x,
+                      double *y);
     ks_error (*norm1)(ks_backend *be, ks_int n, const double *x, double *r);
     ks_error (*norminf)(ks_backend *be, ks_int n, const double *x, double *r);
     /* y += a x, then *r = ||y||_2, in one pass */

@@ -13,6 +13,9 @@ extern "C" {
 
 typedef struct ks_comm ks_comm;
 
+/* Most values one split-phase sum carries (a pipelined method's dot group). */
+#define KS_COMM_SPLIT_MAX 16
+
 /* Every operation is collective: each rank of the communicator calls it,
  * in the same order, with the same k. */
 typedef struct ks_comm_ops {
@@ -28,6 +31,14 @@ typedef struct ks_comm_ops {
      * every rank returns an error and none waits alone in a later
      * collective. KS_OK when every rank succeeded. */
     ks_error (*agree)(const ks_comm *c, ks_error e);
+    /* Optional (NULL: callers use sum): the same sum in two halves, so that
+     * work runs while the ranks' values travel. sum_begin starts combining
+     * v[0..k) (1 <= k <= KS_COMM_SPLIT_MAX; v is copied) and returns at once;
+     * sum_end waits and writes into v the bits sum would give. One split sum
+     * at a time per comm; both halves are collective, called by every rank
+     * in the same order as its other collectives on the comm. */
+    ks_error (*sum_begin)(const ks_comm *c, const double *v, int k);
+    ks_error (*sum_end)(const ks_comm *c, double *v, int k);
 } ks_comm_ops;
 
 struct ks_comm {

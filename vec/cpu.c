@@ -296,7 +296,7 @@ typedef struct partials {
 
 static ks_error partials_get(partials *pt, ks_int nb, int per_block)
 {
-    if (nb <= KS_CPU_STACK_BLOCKS) {
+    if (nb * per_block <= 2 * KS_CPU_STACK_BLOCKS) {
         pt->p = pt->stack;
         return KS_OK;
     }
@@ -313,6 +313,8 @@ static void partials_put(partials *pt)
 /* Operands of one reduction; each block function reads what it needs. */
 typedef struct red_args {
     const double *x, *y, *u, *v;
+    const double *const *xs, *const *ys; /* mdot's k pairs */
+    int k;
     double a;
     double *w; /* written (axpy_norm2) */
 } red_args;
@@ -333,7 +335,7 @@ static ks_error reduce_blocks(ks_int n, int nout, block_fn f, const red_args *g,
 #pragma omp parallel for schedule(static) if (nb > 1)
     for (ks_int b = 0; b < nb; b++) {
         ks_int lo = b * KS_CPU_BLOCK, hi = lo + KS_CPU_BLOCK < n ? lo + KS_CPU_BLOCK : n;
-        double out[2];
+        double out[KS_VEC_MULTI_MAX];
         f(g, lo, hi, out);
         for (int k = 0; k < nout; k++)
             p[(ks_int)k * nb + b] = out[k];
@@ -366,6 +368,14 @@ static void blk_dot2(const red_args *g, ks_int lo, ks_int hi, double *out)
     out[1] = block_dot(g->u, g->v, lo, hi);
 }
 
+/* The k sums of one block while it is in cache (y is often one vector
+ * for all k: GMRES's new basis vector). */
+static void blk_mdot(const red_args *g, ks_int lo, ks_int hi, double *out)
+{
+    for (int j = 0; j < g->k; j++)
+        out[j] = block_dot(g->xs[j], g->ys[j], lo, hi);
+}
+
 static void blk_asum(const red_args *g, ks_int lo, ks_int hi, double *out)
 {
     out[0] = block_asum(g->x, lo, hi);
@@ -394,6 +404,37 @@ static ks_error cpu_dot2(ks_backend *be, ks_int n, const double *x, const double
     (void)be;
     red_args g = {.x = x, .y = y, .u = u, .v = v};
     return reduce_blocks(n, 2, blk_dot2, &g, 0, r);
+}
+
+static ks_error cpu_mdot(ks_backend *be, ks_int n, int k, const double *const *x,
+                         const double *const *y, double *r)
+{
+    (void)be;
+    red_args g = {.xs = x, .ys = y, .k = k};
+    return reduce_blocks(n, k, blk_mdot, &g, 0, r);
+}
+
+/* Chunks small enough that y's piece stays in L1 while the k terms are
+ * added: one trip to memory for y, the terms in order j = 0..k-1. */
+#define KS_CPU_MAXPY_CHUNK 1024
+
+static ks_error cpu_maxpy(ks_backend *be, ks_int n, int k, const double *a,
+                          const double *const *x, double *y)
+{
+    (void)be;
+    ks_int nc = (n + KS_CPU_MAXPY_CHUNK - 1) / KS_CPU_MAXPY_CHUNK;
+#pragma omp parallel for schedule(static) if (n > KS_CPU_PAR_MIN)
+    for (ks_int c = 0; c < nc; c++) {
+        ks_int lo = c * KS_CPU_MAXPY_CHUNK;
+        ks_int hi = lo + KS_CPU_MAXPY_CHUNK < n ? lo + KS_CPU_MAXPY_CHUNK : n;
+        for (int j = 0; j < k; j++) {
+            const double aj = a[j], *xj = x[j];
+#pragma omp simd
+            for (ks_int i = lo; i < hi; i++)
+                y[i] += aj * xj[i];
+        }
+    }
+    return KS_OK;
 }
 
 static ks_error cpu_norm1(ks_backend *be, ks_int n, const double *x, double *r)
@@ -442,6 +483,8 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .gather = cpu_gather,
     .dot = cpu_dot,
     .dot2 = cpu_dot2,
+    .mdot = cpu_mdot,
+    .maxpy = cpu_maxpy,
     .norm1 = cpu_norm1,
     .norminf = cpu_norminf,
     .axpy_norm2 = cpu_axpy_norm2,

@@ -40,8 +40,8 @@ typedef struct cuda_impl {
     int dev;
     cudaStream_t stream;
     cusparseHandle_t sparse;
-    double *partials; /* device: 2 * KS_CU_RED_BLOCKS partials */
-    double *result;   /* pinned, mapped host memory: 2 results */
+    double *partials; /* device: KS_VEC_MULTI_MAX * KS_CU_RED_BLOCKS partials */
+    double *result;   /* pinned, mapped host memory: KS_VEC_MULTI_MAX results */
     double *result_d; /* the device's address of `result` */
     cudaMemPool_t pool; /* the backend's own stream-ordered pool */
 } cuda_impl;
@@ -191,6 +191,59 @@ static __global__ void k_dot2_part(ks_int n, const double *__restrict__ x,
     }
 }
 
+/* Pairs an mdot block handles (blockIdx.y picks its group): their sums
+ * stay in registers, unrolled. */
+#define KS_CU_MDOT_GROUP 8
+
+/* The pointer lists travel as kernel arguments (512 bytes). */
+typedef struct mdot_args {
+    const double *x[KS_VEC_MULTI_MAX];
+    const double *y[KS_VEC_MULTI_MAX];
+} mdot_args;
+
+typedef struct maxpy_args {
+    const double *x[KS_VEC_MULTI_MAX];
+    double a[KS_VEC_MULTI_MAX];
+} maxpy_args;
+
+/* Partial sums of pairs [8 blockIdx.y, +8) below k: each sum runs over the
+ * entries in k_dot_part's order and is reduced by the same tree, so every
+ * result has the bits a dot of that pair gets. */
+static __global__ void k_mdot_part(ks_int n, int k, mdot_args g, double *part)
+{
+    __shared__ double warps[KS_CU_MDOT_GROUP][32];
+    const int j0 = (int)blockIdx.y * KS_CU_MDOT_GROUP;
+    double acc[KS_CU_MDOT_GROUP];
+#pragma unroll
+    for (int q = 0; q < KS_CU_MDOT_GROUP; q++)
+        acc[q] = 0.0;
+    GRID_STRIDE(i, n)
+    {
+#pragma unroll
+        for (int q = 0; q < KS_CU_MDOT_GROUP; q++)
+            if (j0 + q < k)
+                acc[q] += g.x[j0 + q][i] * g.y[j0 + q][i];
+    }
+#pragma unroll
+    for (int q = 0; q < KS_CU_MDOT_GROUP; q++) {
+        double s = block_sum(acc[q], warps[q]);
+        if (threadIdx.x == 0 && j0 + q < k)
+            part[(size_t)(j0 + q) * KS_CU_RED_BLOCKS + blockIdx.x] = s;
+    }
+}
+
+/* y += sum a_j x_j, the terms in order j = 0..k-1 as the cpu adds them. */
+static __global__ void k_maxpy(ks_int n, int k, maxpy_args g, double *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        double v = y[i];
+        for (int j = 0; j < k; j++)
+            v += g.a[j] * g.x[j][i];
+        y[i] = v;
+    }
+}
+
 static __global__ void k_asum_part(ks_int n, const double *__restrict__ x, double *part)
 {
     __shared__ double warps[32];
@@ -313,8 +366,10 @@ static ks_error cuda_init_impl(ks_backend *be, cuda_impl *c)
     /* A blocking stream: it still orders against legacy default-stream work
      * (plain cudaMemcpy) that other code may do on the same buffers. */
     KS_CUDA_CHECK(cudaStreamCreate(&c->stream));
-    KS_CUDA_CHECK(cudaMalloc((void **)&c->partials, 2 * KS_CU_RED_BLOCKS * sizeof(double)));
-    KS_CUDA_CHECK(cudaHostAlloc((void **)&c->result, 2 * sizeof(double), cudaHostAllocMapped));
+    KS_CUDA_CHECK(cudaMalloc((void **)&c->partials,
+                             (size_t)KS_VEC_MULTI_MAX * KS_CU_RED_BLOCKS * sizeof(double)));
+    KS_CUDA_CHECK(cudaHostAlloc((void **)&c->result, KS_VEC_MULTI_MAX * sizeof(double),
+                                cudaHostAllocMapped));
     KS_CUDA_CHECK(cudaHostGetDevicePointer((void **)&c->result_d, c->result, 0));
     /* A pool of the backend's own (the device's default pool, and what
      * other code in the process does with it, are left alone) that keeps
@@ -569,6 +624,44 @@ static ks_error cuda_dot2(ks_backend *be, ks_int n, const double *x, const doubl
     return finish_reduction(c, g, 2, 0, r);
 }
 
+static ks_error cuda_mdot(ks_backend *be, ks_int n, int k, const double *const *x,
+                          const double *const *y, double *r)
+{
+    if (n <= 0 || k <= 0) {
+        for (int j = 0; j < k; j++)
+            r[j] = 0.0;
+        return KS_OK;
+    }
+    if (k > KS_VEC_MULTI_MAX)
+        return ks_seterr(KS_ERR_ARG, "cuda mdot: %d pairs (at most %d)", k, KS_VEC_MULTI_MAX);
+    cuda_impl *c = impl_of(be);
+    mdot_args g;
+    memset(&g, 0, sizeof g);
+    for (int j = 0; j < k; j++) {
+        g.x[j] = x[j];
+        g.y[j] = y[j];
+    }
+    int nb = red_grid(n);
+    dim3 grid((unsigned)nb, (unsigned)((k + KS_CU_MDOT_GROUP - 1) / KS_CU_MDOT_GROUP));
+    k_mdot_part<<<grid, KS_CU_THREADS, 0, c->stream>>>(n, k, g, c->partials);
+    KS_CUDA_LAUNCH_CHECK("k_mdot_part");
+    return finish_reduction(c, nb, k, 0, r);
+}
+
+static ks_error cuda_maxpy(ks_backend *be, ks_int n, int k, const double *a,
+                           const double *const *x, double *y)
+{
+    if (k > KS_VEC_MULTI_MAX)
+        return ks_seterr(KS_ERR_ARG, "cuda maxpy: %d terms (at most %d)", k, KS_VEC_MULTI_MAX);
+    maxpy_args g;
+    memset(&g, 0, sizeof g);
+    for (int j = 0; j < k; j++) {
+        g.x[j] = x[j];
+        g.a[j] = a[j];
+    }
+    LAUNCH(k_maxpy, n, k, g, y);
+}
+
 static ks_error cuda_norm1(ks_backend *be, ks_int n, const double *x, double *r)
 {
     if (n <= 0) {
@@ -679,6 +772,8 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_pmul,       /* pmul */
     cuda_dot,        /* dot */
     cuda_dot2,       /* dot2 */
+    cuda_mdot,       /* mdot */
+    cuda_maxpy,      /* maxpy */
     cuda_norm1,      /* norm1 */
     cuda_norminf,    /* norminf */
     cuda_axpy_norm2, /* axpy_norm2 */

@@ -271,6 +271,108 @@ ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks
     return combine(x, e, r, 2, 0);
 }
 
+/* The local sums of ks_vec_mdot (after its checks), chunk by chunk:
+ * r[0..k), e on failure. */
+static ks_error mdot_local(int k, const ks_vec *const *x, const ks_vec *const *y, double *r)
+{
+    const ks_vec *v = x[0];
+    ks_error e = KS_OK;
+    for (int j = 0; j < k; j++)
+        r[j] = 0.0;
+    const double *xp[KS_VEC_MULTI_MAX], *yp[KS_VEC_MULTI_MAX];
+    for (int j0 = 0; j0 < k && v->n && e == KS_OK; j0 += KS_VEC_MULTI_MAX) {
+        int kc = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
+        for (int j = 0; j < kc; j++) {
+            xp[j] = x[j0 + j]->data;
+            yp[j] = y[j0 + j]->data;
+        }
+        e = OPS(v)->mdot(v->be, v->n, kc, xp, yp, r + j0);
+    }
+    return e;
+}
+
+/* Every pair checked first: a misfit refuses on every rank before the
+ * reduction. */
+static ks_error mdot_check(int k, const ks_vec *const *x, const ks_vec *const *y, double *r,
+                           const char *fn)
+{
+    KS_TRY(need_out(r, fn, "r"));
+    if (k < 1 || !x || !y)
+        return ks_seterr(KS_ERR_ARG, "%s: %d pairs, x list %p, y list %p", fn, k,
+                         (const void *)x, (const void *)y);
+    for (int j = 0; j < k; j++) {
+        KS_TRY(same(x[j], y[j], fn, "x[j]", "y[j]"));
+        KS_TRY(same(x[0], x[j], fn, "x[0]", "x[j]"));
+    }
+    return KS_OK;
+}
+
+/* One combination of all k values over the ranks. */
+ks_error ks_vec_mdot(int k, const ks_vec *const *x, const ks_vec *const *y, double *r)
+{
+    KS_TRY(mdot_check(k, x, y, r, "ks_vec_mdot"));
+    ks_error e = mdot_local(k, x, y, r);
+    return combine(x[0], e, r, k, 0);
+}
+
+ks_error ks_vec_mdot_begin(int k, const ks_vec *const *x, const ks_vec *const *y, double *r,
+                           ks_vec_pending *p)
+{
+    if (!p)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_mdot_begin: NULL pending record");
+    p->comm = NULL;
+    p->local = KS_OK;
+    KS_TRY(mdot_check(k, x, y, r, "ks_vec_mdot_begin"));
+    const ks_vec *v = x[0];
+    ks_error e = mdot_local(k, x, y, r);
+    const ks_comm *c = v->comm;
+    if (!c || !c->ops->sum_begin || k > KS_COMM_SPLIT_MAX) {
+        p->local = combine(v, e, r, k, 0);
+        return KS_OK;
+    }
+    if (e != KS_OK) /* the other ranks see NaN, as in combine */
+        for (int j = 0; j < k; j++)
+            r[j] = NAN;
+    KS_TRY(c->ops->sum_begin(c, r, k));
+    p->comm = c;
+    p->r = r;
+    p->k = k;
+    p->local = e;
+    return KS_OK;
+}
+
+ks_error ks_vec_mdot_end(ks_vec_pending *p)
+{
+    if (!p)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_mdot_end: NULL pending record");
+    ks_error ec = KS_OK;
+    if (p->comm) {
+        ec = p->comm->ops->sum_end(p->comm, p->r, p->k);
+        p->comm = NULL;
+    }
+    return p->local != KS_OK ? p->local : ec;
+}
+
+ks_error ks_vec_maxpy(int k, const double *a, const ks_vec *const *x, ks_vec *y)
+{
+    if (k < 1 || !a || !x)
+        return ks_seterr(KS_ERR_ARG, "ks_vec_maxpy: %d terms, a %p, x list %p", k,
+                         (const void *)a, (const void *)x);
+    for (int j = 0; j < k; j++) {
+        KS_TRY(same(x[j], y, "ks_vec_maxpy", "x[j]", "y"));
+        if (x[j] == y)
+            return ks_seterr(KS_ERR_ARG, "ks_vec_maxpy: x[%d] is y", j);
+    }
+    const double *xp[KS_VEC_MULTI_MAX];
+    for (int j0 = 0; j0 < k && y->n; j0 += KS_VEC_MULTI_MAX) {
+        int kc = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
+        for (int j = 0; j < kc; j++)
+            xp[j] = x[j0 + j]->data;
+        KS_TRY(OPS(y)->maxpy(y->be, y->n, kc, a + j0, xp, y->data));
+    }
+    return KS_OK;
+}
+
 /* ||x||_2 when sqrt(x.x) overflowed to Inf or underflowed to 0 (the fast
  * path costs nothing more otherwise), as LAPACK's dnrm2 avoids both: the
  * entries scaled by 2^-e near 1/max|x_i| (exact), squared and summed, then

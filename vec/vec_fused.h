@@ -18,6 +18,30 @@ ks_error ks_vec_check_same(const ks_vec *x, const ks_vec *y, const char *fn, con
 /* r[0] = x.y and r[1] = u.v */
 ks_error ks_vec_dot2(const ks_vec *x, const ks_vec *y, const ks_vec *u, const ks_vec *v,
                      double r[2]);
+/* r[j] = x[j].y[j] for j < k: one pass over the vectors (in chunks of
+ * KS_VEC_MULTI_MAX) and, for distributed vectors, one reduction of the k
+ * values over the ranks. Each r[j] has the bits ks_vec_dot(x[j], y[j])
+ * gives. */
+ks_error ks_vec_mdot(int k, const ks_vec *const *x, const ks_vec *const *y, double *r);
+/* ks_vec_mdot in two halves, so that work (a preconditioner, an SpMV)
+ * runs while distributed vectors' sums travel between the ranks: begin
+ * computes the local sums and starts their combination, end finishes it
+ * and r holds what ks_vec_mdot gives (the same bits). Every begin that
+ * returns KS_OK must be followed by its end, on every rank, before the
+ * comm's next reduction (one pending at a time); a local failure in begin
+ * is reported by end. Local vectors, a comm without split sums, or k >
+ * KS_COMM_SPLIT_MAX: begin does it all. */
+typedef struct ks_vec_pending {
+    const ks_comm *comm; /* a split sum in flight on it, else NULL */
+    double *r;
+    int k;
+    ks_error local; /* begin's local outcome */
+} ks_vec_pending;
+ks_error ks_vec_mdot_begin(int k, const ks_vec *const *x, const ks_vec *const *y, double *r,
+                           ks_vec_pending *p);
+ks_error ks_vec_mdot_end(ks_vec_pending *p);
+/* y += sum_{j<k} a[j] x[j] in one pass (per chunk of KS_VEC_MULTI_MAX). */
+ks_error ks_vec_maxpy(int k, const double *a, const ks_vec *const *x, ks_vec *y);
 /* z = a x + b y + c z */
 ks_error ks_vec_axpbypcz(double a, const ks_vec *x, double b, const ks_vec *y, double c,
                          ks_vec *z);

@@ -65,3 +65,16 @@ ks_error ks_layout_make(const ks_comm *c, ks_int nlocal, ks_gint n, ks_gint **ou
     *out = off;
     return KS_OK;
 }
+
+int ks_layout_owner(const ks_gint *off, int p, ks_gint g)
+{
+    int lo = 0, hi = p - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (off[mid] <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}

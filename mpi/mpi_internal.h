@@ -42,6 +42,9 @@ ks_error ks_layout_gather(const ks_comm *c, ks_int nlocal, ks_gint **offsets);
 /* Even row blocks of n rows over p ranks, the first n mod p one row more:
  * rank r's first row and count. */
 void ks_layout_even(ks_gint n, int p, int r, ks_gint *begin, ks_gint *count);
+/* The rank owning global row g of the layout off (p + 1 offsets; empty
+ * ranks hold nothing: the last rank whose block starts at or before g). */
+int ks_layout_owner(const ks_gint *off, int p, ks_gint g);
 /* Collective: the offsets of n rows, from each rank's count (nlocal >= 0;
  * KS_ERR_SIZE on every rank when they do not add up to n) or even blocks
  * (nlocal < 0). */

@@ -24,20 +24,6 @@ typedef struct entry {
     double val;
 } entry;
 
-/* The rank owning coarse point J: coff is the coarse layout (size + 1). */
-static int owner_of(const ks_gint *coff, int p, ks_gint J)
-{
-    int lo = 0, hi = p - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (coff[mid] <= J)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
 /* Per-destination entry counts (bytes for MPI) of this rank's
  * contributions; KS_ERR_SIZE past MPI's int counts. */
 static ks_error count_out(const ks_dist_prows *P, const ks_dist_csr *AP, const ks_gint *coff,
@@ -55,7 +41,7 @@ static ks_error count_out(const ks_dist_prows *P, const ks_dist_csr *AP, const k
                               "0 .. %lld", (long long)(P->row_begin + i), (long long)P->col[q],
                               (long long)coff[p] - 1);
             else
-                n[owner_of(coff, p, P->col[q])] += AP->rowptr[i + 1] - AP->rowptr[i];
+                n[ks_layout_owner(coff, p, P->col[q])] += AP->rowptr[i + 1] - AP->rowptr[i];
         }
     *nout = 0;
     for (int r = 0; r < p && e == KS_OK; r++) {
@@ -81,7 +67,7 @@ static ks_error pack(const ks_dist_prows *P, const ks_dist_csr *AP, const ks_gin
         for (ks_int q = P->rowptr[i]; q < P->rowptr[i + 1]; q++) {
             const ks_gint J = P->col[q];
             const double pij = P->val[q];
-            int64_t *m = &pos[owner_of(coff, p, J)];
+            int64_t *m = &pos[ks_layout_owner(coff, p, J)];
             for (ks_int k = AP->rowptr[i]; k < AP->rowptr[i + 1]; k++)
                 out[(*m)++] = (entry){J, AP->colind[k], pij * AP->val[k]};
         }

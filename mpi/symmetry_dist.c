@@ -20,19 +20,6 @@ typedef struct sym_entry {
     double val, diag; /* a_ij, a_ii */
 } sym_entry;
 
-static int owner_of(const ks_gint *off, int p, ks_gint g)
-{
-    int lo = 0, hi = p - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (off[mid] <= g)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
 /* Position of column c in row i of X (sorted rows), or -1. */
 static ks_int find_col(const ks_csr *X, ks_int i, ks_int c)
 {
@@ -101,7 +88,7 @@ static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], 
                 cnt[1]++;
             } else {
                 cnt[0]++;
-                pos[owner_of(off, p, gj)]++;
+                pos[ks_layout_owner(off, p, gj)]++;
             }
         }
     }
@@ -121,7 +108,7 @@ static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], 
         for (ks_int k = G ? G->rowptr[i] : 0; G && k < G->rowptr[i + 1]; k++) {
             const ks_gint gj = di->ghost_gid[G->colind[k]];
             if (gj > rb + i)
-                (*out)[pos[owner_of(off, p, gj)]++] = (sym_entry){gj, rb + i, G->val[k], d[i]};
+                (*out)[pos[ks_layout_owner(off, p, gj)]++] = (sym_entry){gj, rb + i, G->val[k], d[i]};
         }
     free(pos);
     return KS_OK;

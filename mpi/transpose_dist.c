@@ -19,19 +19,6 @@ typedef struct tentry {
     double val;
 } tentry;
 
-static int owner_of(const ks_gint *off, int p, ks_gint g)
-{
-    int lo = 0, hi = p - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (off[mid] <= g)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
 /* Counts (bytes, for MPI) and the packed entries by destination. */
 static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int *scount,
                      int *sdispl, tentry **out)
@@ -45,7 +32,7 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int *sc
             e = ks_seterr(KS_ERR_ARG, "transpose: P has coarse column %lld, outside 0 .. %lld",
                           (long long)P->col[k], (long long)coff[p] - 1);
         else
-            pos[owner_of(coff, p, P->col[k])]++;
+            pos[ks_layout_owner(coff, p, P->col[k])]++;
     }
     if (e == KS_OK && (int64_t)nnz * (int64_t)sizeof(tentry) > INT32_MAX)
         e = ks_seterr(KS_ERR_SIZE, "transpose: more than 2^31 bytes of entries to send");
@@ -59,7 +46,7 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int *sc
     }
     for (ks_int i = 0; i < P->nloc && e == KS_OK; i++)
         for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
-            (*out)[pos[owner_of(coff, p, P->col[k])]++] =
+            (*out)[pos[ks_layout_owner(coff, p, P->col[k])]++] =
                 (tentry){P->col[k], P->row_begin + i, P->val[k]};
     free(pos);
     return e;

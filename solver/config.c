@@ -121,6 +121,25 @@ int ks_config_given(const ks_config_scope *scope, const unsigned char *given, co
     return 0;
 }
 
+ks_error ks_config_keys_not_applying(const ks_config_scope *scope, const void *block,
+                                     const unsigned char *given,
+                                     int (*applies)(const void *block, int cond),
+                                     void (*why)(const void *block, const ks_key_spec *k,
+                                                 char *buf, size_t len))
+{
+    for (int i = 0; i < scope->nkeys; i++) {
+        const ks_key_spec *k = &scope->keys[i];
+        if (!given[i] || k->type == KT_SCOPE || k->type == KT_IGNORED || applies(block, k->cond))
+            continue;
+        char reason[400];
+        why(block, k, reason, sizeof reason);
+        if (given[i] != KS_GIVEN_DEFAULT)
+            return ks_seterr(KS_ERR_CONFIG, "%s: %s", k->path, reason);
+        ks_config_warn(k->path, "ignored (its value is the default): %s", reason);
+    }
+    return KS_OK;
+}
+
 /* Length of the parent part of a dotted path ("solver.max_iters" -> 6). */
 static size_t parent_len(const char *path)
 {

@@ -39,7 +39,8 @@ static const ks_name pc_choices[] = {
 enum cond {
     C_ALL,            /* always */
     C_NOT_SOLVER_AMG, /* the preconditioner scope: not with "solver": "AMG" */
-    C_PC_JACOBI,      /* Jacobi's damping: the preconditioner is JACOBI or JACOBI_L1 */
+    C_PC_RELAX,       /* the preconditioner's relaxation_factor: Jacobi's damping (JACOBI,
+                       * JACOBI_L1), or under AMG AmgX's name of the smoother's */
     C_PC_AMG,         /* AMG keys of the preconditioner scope */
     C_SOLVER_AMG,     /* AMG keys of the solver scope */
     C_GMRES           /* the restart keys: solver GMRES or FGMRES */
@@ -52,6 +53,17 @@ enum cond {
 #define F_AGGRESSIVE 0x400 /* aggressive_levels > 0 */
 #define F_CHEB 0x800       /* the smoother is CHEBYSHEV */
 #define F_DAMPED 0x1000    /* the smoother is damped by relaxation_factor: not CHEBYSHEV */
+#define F_ALIAS 0x2000     /* AmgX's name of another key: never dumped (that key shows it) */
+
+/* The library's block: the solver settings, then what only the validation
+ * needs. ks_config_solver_params reads the block as its first member. */
+typedef struct solver_block {
+    ks_solver_params s;
+    /* "solver.relaxation_factor" (standalone AMG): AmgX's smoother, given by
+     * name, reads its damping from the AMG scope; mapped to
+     * smoother.relaxation_factor by solver_check */
+    double amg_relaxation_factor;
+} solver_block;
 
 /* One entry: path, type, range (lo, hi, open ends), allowed values
  * (int_set, choices), storage, shorthand and cond; the library's keys
@@ -64,6 +76,7 @@ enum cond {
 #define NOOFF 0, 0
 #define A_(m) S_(pc.amg.m)
 #define SM_(m) A_(smoother.m)
+#define B_(m) offsetof(solver_block, m), sizeof(((solver_block *)0)->m)
 
 /* The AMG keys below scope P, applying under condition C. */
 #define AMG_SPECS(P, C)                                                                            \
@@ -134,9 +147,12 @@ static const ks_key_spec keys[] = {
     KEY("solver.preconditioner", KT_SCOPE, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, "solver", C_NOT_SOLVER_AMG),
     KEY("solver.preconditioner.scope", KT_IGNORED, 0, 0, 0, 0, NULL, NULL, ST_NONE, NOOFF, NULL, C_NOT_SOLVER_AMG),
     KEY("solver.preconditioner.solver", KT_ENUM, 0, 0, 0, 0, NULL, pc_choices, ST_STRING, S_(pc.solver), NULL, C_NOT_SOLVER_AMG),
-    KEY("solver.preconditioner.relaxation_factor", KT_NUM, 0, 2, 1, 0, NULL, NULL, ST_DOUBLE, S_(pc.relaxation_factor), NULL, C_PC_JACOBI),
+    KEY("solver.preconditioner.relaxation_factor", KT_NUM, 0, 2, 1, 0, NULL, NULL, ST_DOUBLE, S_(pc.relaxation_factor), NULL, C_PC_RELAX),
     AMG_SPECS("solver.preconditioner", C_PC_AMG)
     AMG_SPECS("solver", C_SOLVER_AMG)
+    /* AmgX's damping in the AMG scope (the preconditioner scope's is the
+     * key above): the smoother's range and default */
+    KEY("solver.relaxation_factor", KT_NUM, 0, 2, 0, 1, NULL, NULL, ST_DOUBLE, B_(amg_relaxation_factor), NULL, C_SOLVER_AMG | F_DAMPED | F_ALIAS),
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
 
@@ -203,8 +219,8 @@ static int base_holds(const ks_solver_params *s, int cond)
     int pcamg = !samg && strcmp(s->pc.solver, "AMG") == 0;
     switch (cond & C_BASE) {
     case C_NOT_SOLVER_AMG: return !samg;
-    case C_PC_JACOBI:
-        return !samg && (strcmp(s->pc.solver, "JACOBI") == 0 ||
+    case C_PC_RELAX:
+        return !samg && (pcamg || strcmp(s->pc.solver, "JACOBI") == 0 ||
                          strcmp(s->pc.solver, "JACOBI_L1") == 0);
     case C_PC_AMG: return pcamg;
     case C_SOLVER_AMG: return samg;
@@ -222,20 +238,38 @@ static int failed_need(const ks_solver_params *s, int cond)
     return 0;
 }
 
+/* cond as it holds for s: the preconditioner's relaxation_factor under
+ * AMG is the smoother's damping, read by the damped smoothers only. */
+static int cond_for(const ks_solver_params *s, int cond)
+{
+    if ((cond & C_BASE) == C_PC_RELAX && !solver_is_amg(s) && strcmp(s->pc.solver, "AMG") == 0)
+        cond |= F_DAMPED | F_ALIAS;
+    return cond;
+}
+
 /* Whether a key with this cond applies to the configuration s. */
 static int key_applies(const ks_solver_params *s, int cond)
 {
+    cond = cond_for(s, cond);
     return base_holds(s, cond) && failed_need(s, cond) == 0;
 }
 
-static int solver_applies(const void *block, int cond) { return key_applies(block, cond); }
+static int rule_applies(const void *block, int cond) { return key_applies(block, cond); }
+
+/* The dump's: AmgX's names (F_ALIAS) are left out, the key they name
+ * shows the value. */
+static int solver_applies(const void *block, int cond)
+{
+    return !(cond_for(block, cond) & F_ALIAS) && key_applies(block, cond);
+}
 
 /* Why key k does not apply: "<why>" after "path: " (the scope first: its
  * message is the one that helps). */
 static void why_not(const ks_solver_params *s, const ks_key_spec *k, char *buf, size_t len)
 {
-    if (base_holds(s, k->cond)) {
-        const need *nd = &needs[failed_need(s, k->cond) - 1];
+    int cond = cond_for(s, k->cond);
+    if (base_holds(s, cond)) {
+        const need *nd = &needs[failed_need(s, cond) - 1];
         const char *scope = (k->cond & C_BASE) == C_SOLVER_AMG ? "solver" : "solver.preconditioner";
         char v[32];
         snprintf(buf, len, "applies to %s only, but %s.%s is %s (remove the key, or %s)",
@@ -243,18 +277,20 @@ static void why_not(const ks_solver_params *s, const ks_key_spec *k, char *buf, 
                  nd->instead);
         return;
     }
-    switch (k->cond & C_BASE) {
+    switch (cond & C_BASE) {
     case C_NOT_SOLVER_AMG:
         snprintf(buf, len, "the AMG solver takes no preconditioner (its AMG settings, e.g. "
                            "'smoother', go directly in the solver scope)");
         return;
-    case C_PC_JACOBI:
-        snprintf(buf, len, "applies to the JACOBI and JACOBI_L1 preconditioners only, but "
-                           "solver.preconditioner.solver is %s (remove the key%s)",
-                 s->pc.solver,
-                 strcmp(s->pc.solver, "AMG") == 0
-                     ? "; the smoother's damping is solver.preconditioner.smoother.relaxation_factor"
-                     : ", or choose JACOBI or JACOBI_L1");
+    case C_PC_RELAX:
+        if (solver_is_amg(s))
+            snprintf(buf, len, "the AMG solver takes no preconditioner (its smoother's damping "
+                               "is solver.smoother.relaxation_factor)");
+        else
+            snprintf(buf, len, "applies to the JACOBI and JACOBI_L1 preconditioners and AMG's "
+                               "smoother only, but solver.preconditioner.solver is %s (remove "
+                               "the key, or choose JACOBI or JACOBI_L1)",
+                     s->pc.solver);
         return;
     case C_PC_AMG:
         snprintf(buf, len, "an AMG setting, but solver.preconditioner.solver is %s (set it to "
@@ -274,23 +310,44 @@ static void why_not(const ks_solver_params *s, const ks_key_spec *k, char *buf, 
     }
 }
 
-/* The rule for every key that does not apply to the configuration: given
- * with a value other than its default, it asks for something that would be
- * lost, so it is an error; given with its default (AmgX's shipped configs
- * carry such keys, e.g. "interpolator": "D2" under AGGREGATION), nothing is
- * lost and it is accepted with a warning. Scopes and "scope" labels ask
- * for nothing themselves: their keys are judged. */
-static ks_error keys_that_do_not_apply(const ks_solver_params *s, const unsigned char *g)
+static void why_not_cb(const void *block, const ks_key_spec *k, char *buf, size_t len)
 {
-    for (int i = 0; i < NKEYS; i++) {
-        const ks_key_spec *k = &keys[i];
-        if (!g[i] || k->type == KT_SCOPE || k->type == KT_IGNORED || key_applies(s, k->cond))
-            continue;
-        char why[400];
-        why_not(s, k, why, sizeof why);
-        if (g[i] != KS_GIVEN_DEFAULT)
-            return ks_seterr(KS_ERR_CONFIG, "%s: %s", k->path, why);
-        ks_config_warn(k->path, "ignored (its value is the default): %s", why);
+    why_not(block, k, buf, len);
+}
+
+/* AmgX's relaxation_factor in an AMG scope (solver.preconditioner with
+ * AMG, or solver for AMG alone): AmgX's smoother, given there by name,
+ * reads its damping from that scope; here it is the smoother's own
+ * relaxation_factor. Where the smoother is not damped (CHEBYSHEV) the rule
+ * for keys that do not apply has already refused it, or warned about it
+ * when it is the default; here it goes to the smoother, and giving both
+ * keys with different values is an error naming both. */
+static ks_error amg_scope_damping(solver_block *b, const unsigned char *g)
+{
+    ks_solver_params *s = &b->s;
+    int samg = solver_is_amg(s);
+    if (!samg && strcmp(s->pc.solver, "AMG") != 0)
+        return KS_OK;
+    const char *scope = samg ? "solver" : "solver.preconditioner";
+    char path[64], own[80];
+    snprintf(path, sizeof path, "%s.relaxation_factor", scope);
+    snprintf(own, sizeof own, "%s.smoother.relaxation_factor", scope);
+    if (!given(g, path) || !need_holds(&s->pc.amg, F_DAMPED))
+        return KS_OK;
+    double w = samg ? b->amg_relaxation_factor : s->pc.relaxation_factor;
+    if (given(g, own) && s->pc.amg.smoother.relaxation_factor != w)
+        return ks_seterr(KS_ERR_CONFIG,
+                         "%s: AmgX's name here for %s, which is given too with another value "
+                         "(%g and %g): give one of them",
+                         path, own, w, s->pc.amg.smoother.relaxation_factor);
+    if (!(w < 2.0)) /* the preconditioner's key allows 2, the smoother's not */
+        return ks_seterr(KS_ERR_CONFIG, "%s: must be in [0, 2) as the damping of AMG's smoother "
+                                        "(got %g)", path, w);
+    s->pc.amg.smoother.relaxation_factor = w;
+    if (!samg) { /* Jacobi's damping stays its default: nothing reads it under AMG */
+        ks_solver_params d;
+        ks_solver_params_default(&d);
+        s->pc.relaxation_factor = d.pc.relaxation_factor;
     }
     return KS_OK;
 }
@@ -318,7 +375,8 @@ static ks_error solver_check(void *block, const unsigned char *g)
                              s->solver, strcmp(s->solver, "CG") == 0 ? "PCG" : "PBICGSTAB");
         strcpy(s->pc.solver, "NOSOLVER"); /* the default AMG does not apply */
     }
-    KS_TRY(keys_that_do_not_apply(s, g));
+    KS_TRY(ks_config_keys_not_applying(&ks_config_solver_scope, s, g, rule_applies, why_not_cb));
+    KS_TRY(amg_scope_damping(block, g));
     if (solver_is_amg(s))
         strcpy(s->pc.solver, "AMG"); /* standalone AMG: its settings are pc.amg */
     if (ks_solver_params_is_gmres(s) && s->norm != KS_NORM_L2)
@@ -341,8 +399,13 @@ static ks_error solver_check(void *block, const unsigned char *g)
     return KS_OK;
 }
 
-static void solver_defaults(void *block) { ks_solver_params_default(block); }
+static void solver_defaults(void *block)
+{
+    solver_block *b = block;
+    ks_solver_params_default(&b->s);
+    b->amg_relaxation_factor = b->s.pc.amg.smoother.relaxation_factor;
+}
 
 const ks_config_scope ks_config_solver_scope = {
-    keys, NKEYS, sizeof(ks_solver_params), solver_defaults, solver_check, solver_applies,
+    keys, NKEYS, sizeof(solver_block), solver_defaults, solver_check, solver_applies,
 };

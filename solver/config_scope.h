@@ -116,6 +116,19 @@ ks_error ks_config_set_many(ks_config *cfg, int n, const char *const *keys,
 /* ------------------------------------------------ for a scope's functions */
 /* 1 when the key at path (in scope's table) was given. */
 int ks_config_given(const ks_config_scope *scope, const unsigned char *given, const char *path);
+/* The rule for keys that do not apply (docs/config.md, "Keys that do not
+ * apply"), for any scope's check: every key of scope given (scopes and
+ * "scope" labels aside) for which applies(block, cond) is 0 asks for
+ * something the configuration would drop when its value is not the
+ * default, so it is an error "path: <why>"; given with its default it is
+ * accepted with one warning "ignored (its value is the default): <why>".
+ * why writes the reason: the choice that rules the key out and what to
+ * choose instead. */
+ks_error ks_config_keys_not_applying(const ks_config_scope *scope, const void *block,
+                                     const unsigned char *given,
+                                     int (*applies)(const void *block, int cond),
+                                     void (*why)(const void *block, const ks_key_spec *k,
+                                                 char *buf, size_t len));
 /* A warning about key path (a key accepted but ignored): emitted through
  * the library's log (warning level) once per key when the config is
  * created, and when a ks_config_set brings it in; never again after. */

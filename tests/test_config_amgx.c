@@ -277,19 +277,117 @@ START_TEST(test_amgx_refused)
                               "(allowed: JACOBI, JACOBI_L1, CHEBYSHEV, GS, SGS)"),
                   "%s", msg);
     ck_assert_msg(strstr(msg, "unknown key 'solver.preconditioner.dense_lu_num_rows'"), "%s", msg);
-    /* AmgX's damping in the AMG scope, which its string smoother would read
-     * there, is refused (ksolve's smoother has its own) */
-    cfgtest_expect_fail(NULL,
-                        "{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\", \"smoother\": "
-                        "\"BLOCK_JACOBI\", \"relaxation_factor\": 0.75}}}",
-                        KS_ERR_CONFIG, "solver.preconditioner.relaxation_factor: applies to the "
-                        "JACOBI and JACOBI_L1 preconditioners only",
-                        "smoother.relaxation_factor");
     /* AmgX's keys only where AmgX has them: a diagnostic key deep in an
      * unknown place is still unknown */
     cfgtest_expect_fail(NULL, "{\"solver\": {\"max_iters\": 5, \"preconditioner\": {\"solver\": "
                               "\"JACOBI\"}}, \"chebyshev_polynomial_order\": 3}",
                         KS_ERR_CONFIG, "unknown key 'chebyshev_polynomial_order'", NULL);
+}
+END_TEST
+
+/* AmgX's relaxation_factor in an AMG scope whose smoother is given by name
+ * (AmgX's smoother reads it there): the smoother's relaxation_factor, in
+ * the preconditioner scope and in the solver scope of AMG alone; both keys
+ * with different values are an error naming both; under CHEBYSHEV, which
+ * it does not damp, the rule for keys that do not apply. */
+START_TEST(test_amg_scope_damping)
+{
+    /* FGMRES_AGGREGATION.json's preconditioner, its smoother a name */
+    ks_config *cfg = load_logged(
+        "{\"config_version\": 2, \"solver\": {\"solver\": \"PCG\", \"preconditioner\": {"
+        "\"solver\": \"AMG\", \"algorithm\": \"AGGREGATION\", \"smoother\": \"JACOBI_L1\","
+        " \"relaxation_factor\": 0.8, \"presweeps\": 0, \"postsweeps\": 3}}}");
+    ck_assert_int_eq(nlogged, 0);
+    const ks_solver_params *s = ks_config_solver_params(cfg);
+    ck_assert_int_eq(s->pc.amg.smoother.solver, KS_SMOOTHER_JACOBI_L1);
+    ck_assert(s->pc.amg.smoother.relaxation_factor == 0.8);
+    ck_assert(s->pc.relaxation_factor == 1.0); /* Jacobi's, which AMG does not read */
+    /* the dump says it once, as the smoother's key, and loads the same */
+    json_t *t = cfgtest_dump_tree(cfg);
+    json_t *pc = cfgtest_at(t, "solver", "preconditioner", NULL);
+    ck_assert_ptr_null(json_object_get(pc, "relaxation_factor"));
+    ck_assert(json_number_value(cfgtest_at(pc, "smoother", "relaxation_factor", NULL)) == 0.8);
+    json_decref(t);
+    char *d = ks_config_dump(cfg);
+    ks_config *again = cfgtest_load(NULL, d);
+    ck_assert(ks_config_solver_params(again)->pc.amg.smoother.relaxation_factor == 0.8);
+    ks_config_destroy(&again);
+    free(d);
+    /* through ks_config_set too */
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.relaxation_factor", "0.6"));
+    ck_assert(ks_config_solver_params(cfg)->pc.amg.smoother.relaxation_factor == 0.6);
+    ks_config_destroy(&cfg);
+
+    /* AMG alone: the solver scope is the AMG scope */
+    cfg = load_logged("{\"solver\": {\"solver\": \"AMG\", \"smoother\": \"BLOCK_JACOBI\","
+                      " \"relaxation_factor\": 0.75, \"max_iters\": 20}}");
+    ck_assert_int_eq(nlogged, 0);
+    s = ks_config_solver_params(cfg);
+    ck_assert_int_eq(s->pc.amg.smoother.solver, KS_SMOOTHER_JACOBI);
+    ck_assert(s->pc.amg.smoother.relaxation_factor == 0.75);
+    t = cfgtest_dump_tree(cfg);
+    ck_assert_ptr_null(json_object_get(cfgtest_at(t, "solver", NULL, NULL), "relaxation_factor"));
+    ck_assert(json_number_value(cfgtest_at(t, "solver", "smoother", "relaxation_factor")) == 0.75);
+    json_decref(t);
+    ks_config_destroy(&cfg);
+    /* GS and SGS are damped by it too; the same value twice is one value */
+    cfg = load_logged("{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\", \"smoother\": "
+                      "{\"solver\": \"SGS\", \"relaxation_factor\": 0.9}, "
+                      "\"relaxation_factor\": 0.9}}}");
+    ck_assert(ks_config_solver_params(cfg)->pc.amg.smoother.relaxation_factor == 0.9);
+    ks_config_destroy(&cfg);
+
+    /* both, with different values: an error naming both, in either scope */
+    cfgtest_expect_fail(NULL,
+                        "{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\", "
+                        "\"relaxation_factor\": 0.8, \"smoother\": {\"solver\": \"GS\", "
+                        "\"relaxation_factor\": 0.6}}}}",
+                        KS_ERR_CONFIG,
+                        "solver.preconditioner.relaxation_factor: AmgX's name here for "
+                        "solver.preconditioner.smoother.relaxation_factor, which is given too",
+                        "(0.8 and 0.6)");
+    cfgtest_expect_fail(NULL,
+                        "{\"solver\": {\"solver\": \"AMG\", \"smoother\": {\"solver\": "
+                        "\"JACOBI\", \"relaxation_factor\": 0.6}, \"relaxation_factor\": 0.8}}",
+                        KS_ERR_CONFIG, "solver.relaxation_factor: AmgX's name here for "
+                        "solver.smoother.relaxation_factor", "give one of them");
+    /* the smoother's range: 2 is Jacobi's largest damping, not the smoother's */
+    cfgtest_expect_fail(NULL,
+                        "{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\", "
+                        "\"smoother\": \"JACOBI\", \"relaxation_factor\": 2}}}",
+                        KS_ERR_CONFIG, "solver.preconditioner.relaxation_factor: must be in [0, 2)",
+                        NULL);
+    cfgtest_expect_fail(NULL,
+                        "{\"solver\": {\"solver\": \"AMG\", \"smoother\": \"JACOBI\", "
+                        "\"relaxation_factor\": 2}}",
+                        KS_ERR_CONFIG, "solver.relaxation_factor: must be in [0, 2)", NULL);
+
+    /* CHEBYSHEV (also the default smoother) does not read it: an error
+     * when it asks for a damping, one warning when it repeats the default */
+    cfgtest_expect_fail(NULL,
+                        "{\"solver\": {\"preconditioner\": {\"solver\": \"AMG\", "
+                        "\"smoother\": \"CHEBYSHEV\", \"relaxation_factor\": 0.8}}}",
+                        KS_ERR_CONFIG,
+                        "solver.preconditioner.relaxation_factor: applies to the JACOBI, "
+                        "JACOBI_L1, GS and SGS smoothers only, but "
+                        "solver.preconditioner.smoother.solver is CHEBYSHEV",
+                        "(remove the key, or choose one of them)");
+    cfgtest_expect_fail(NULL, "{\"solver\": {\"solver\": \"AMG\", \"relaxation_factor\": 0.8}}",
+                        KS_ERR_CONFIG,
+                        "solver.relaxation_factor: applies to the JACOBI, JACOBI_L1, GS and SGS "
+                        "smoothers only, but solver.smoother.solver is CHEBYSHEV", NULL);
+    cfg = load_logged("{\"solver\": {\"solver\": \"AMG\", \"smoother\": \"CHEBYSHEV\", "
+                      "\"relaxation_factor\": 1.0}}");
+    static const char *const w[] = {"solver.relaxation_factor"};
+    expect_warnings(w, 1);
+    ck_assert(strstr(logged, "ignored (its value is the default)"));
+    ck_assert_int_eq(ks_config_solver_params(cfg)->pc.amg.smoother.solver, KS_SMOOTHER_CHEBYSHEV);
+    ks_config_destroy(&cfg);
+
+    /* outside an AMG scope it is AMG's setting, as the scope's other keys */
+    cfgtest_expect_fail(NULL, "{\"solver\": {\"solver\": \"PCG\", \"relaxation_factor\": 0.8}}",
+                        KS_ERR_CONFIG, "solver.relaxation_factor: an AMG setting, but "
+                        "solver.solver is PCG", NULL);
 }
 END_TEST
 
@@ -458,6 +556,7 @@ int main(void)
     tcase_add_test(tc, test_classical_cycles);
     tcase_add_test(tc, test_noprec_and_chebyshev);
     tcase_add_test(tc, test_amgx_refused);
+    tcase_add_test(tc, test_amg_scope_damping);
     tcase_add_test(tc, test_amg_classical_pmis);
     tcase_add_test(tc, test_all_unknown_keys_at_once);
     tcase_add_test(tc, test_amgx_configs_solve);

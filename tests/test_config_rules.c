@@ -74,9 +74,10 @@ static const pair pairs[] = {
     {"smoother.relaxation_factor", "0.7", "1.0", "smoother.solver", "\"CHEBYSHEV\"", "\"SGS\"",
      "the JACOBI, JACOBI_L1, GS and SGS smoothers"},
     {"relaxation_factor", "0.7", "1.0", "solver", "\"NOSOLVER\"", "\"JACOBI_L1\"",
-     "the JACOBI and JACOBI_L1 preconditioners"},
-    {"relaxation_factor", "0.7", "1.0", "solver", "\"AMG\"", "\"JACOBI\"",
-     "the JACOBI and JACOBI_L1 preconditioners"},
+     "the JACOBI and JACOBI_L1 preconditioners and AMG's smoother"},
+    /* AmgX's name, in the AMG scope, of the smoother's damping */
+    {"relaxation_factor", "0.7", "1.0", "smoother.solver", "\"CHEBYSHEV\"", "\"JACOBI_L1\"",
+     "the JACOBI, JACOBI_L1, GS and SGS smoothers"},
 };
 #define NPAIRS ((int)(sizeof pairs / sizeof pairs[0]))
 

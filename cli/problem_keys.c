@@ -19,7 +19,11 @@ typedef struct problem_block {
 } problem_block;
 
 enum { XG_MATRIX = 1, XG_RHS }; /* groups of mutually exclusive keys */
-enum { C_ALWAYS, C_GENERATED }; /* C_GENERATED: only without matrix.file */
+/* When a key applies (problem_applies; the library's rule for keys that do
+ * not apply judges them, ks_config_keys_not_applying): C_GENERATED only
+ * without matrix.file, C_COEFF where the generator reads the coefficients,
+ * C_VELOCITY where it reads the velocity. */
+enum { C_ALWAYS, C_GENERATED, C_COEFF, C_VELOCITY };
 
 static const ks_name backend_choices[] = {
     {"cpu", 0, 0}, {"cuda", 1, 0}, {"cpu,cuda", 2, 0}, {NULL, 0, 0}};
@@ -28,6 +32,16 @@ static const ks_name rhs_choices[] = {
 static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
 
 static int gen_is_2d(ks_gen_kind k) { return k == KS_GEN_POISSON2D_5 || k == KS_GEN_POISSON2D_9; }
+
+/* Which generators read matrix.coefficients and matrix.velocity
+ * (matrices/generators.c: the 9- and 27-point stencils have fixed weights;
+ * only convection-diffusion has a velocity). */
+static int gen_reads_coefficients(ks_gen_kind k)
+{
+    return k == KS_GEN_POISSON2D_5 || k == KS_GEN_POISSON3D_7 || k == KS_GEN_ANISO3D ||
+           k == KS_GEN_CONVDIFF3D;
+}
+static int gen_reads_velocity(ks_gen_kind k) { return k == KS_GEN_CONVDIFF3D; }
 
 /* ------------------------------------------------- the generator's keys */
 static ks_error parse_generator(void *block, const ks_key_spec *k, const char *path,
@@ -92,7 +106,8 @@ static json_t *dump_grid(const void *block, const ks_key_spec *k)
 }
 
 /* matrix.coefficients, matrix.velocity: 3 numbers in k's range, stored as
- * 3 doubles from k->off (cx, cy, cz / vx, vy, vz). */
+ * 3 doubles from k->off (cx, cy, cz / vx, vy, vz; k->size covers the three,
+ * so the engine tells a value that repeats the default). */
 static ks_error parse_vec3(void *block, const ks_key_spec *k, const char *path, const json_t *v)
 {
     char sub[300];
@@ -119,6 +134,7 @@ static json_t *dump_vec3(const void *block, const ks_key_spec *k)
 
 /* ------------------------------------------------------------ the table */
 #define P_(m) .off = offsetof(problem_block, p.m), .size = sizeof(((problem_block *)0)->p.m)
+#define P3_(m) .off = offsetof(problem_block, p.m), .size = 3 * sizeof(double)
 
 /* Order = dump order (after the library's keys). Parents precede their children. */
 static const ks_key_spec keys[] = {
@@ -137,11 +153,11 @@ static const ks_key_spec keys[] = {
     {.path = "matrix.n", .type = KT_CUSTOM, .lo = 1, .hi = INT_MAX, .parse = parse_grid,
      .dump = dump_grid, .xgroup = XG_MATRIX, .xside = 1, .cond = C_GENERATED},
     {.path = "matrix.coefficients", .type = KT_CUSTOM, .lo = 0, .hi = INFINITY, .lo_open = 1,
-     .hi_open = 1, P_(gen.cx), .parse = parse_vec3, .dump = dump_vec3, .xgroup = XG_MATRIX,
-     .xside = 1, .cond = C_GENERATED},
+     .hi_open = 1, P3_(gen.cx), .parse = parse_vec3, .dump = dump_vec3, .xgroup = XG_MATRIX,
+     .xside = 1, .cond = C_COEFF},
     {.path = "matrix.velocity", .type = KT_CUSTOM, .lo = -INFINITY, .hi = INFINITY,
-     .lo_open = 1, .hi_open = 1, P_(gen.vx), .parse = parse_vec3, .dump = dump_vec3,
-     .xgroup = XG_MATRIX, .xside = 1, .cond = C_GENERATED},
+     .lo_open = 1, .hi_open = 1, P3_(gen.vx), .parse = parse_vec3, .dump = dump_vec3,
+     .xgroup = XG_MATRIX, .xside = 1, .cond = C_VELOCITY},
     {.path = "rhs", .type = KT_SCOPE},
     {.path = "rhs.file", .type = KT_PATH, .store = ST_STRING, P_(rhs_file), .xgroup = XG_RHS,
      .xside = 0},
@@ -186,6 +202,36 @@ static int given(const unsigned char *g, const char *path)
     return ks_config_given(&ks_problem_scope, g, path);
 }
 
+static int problem_applies(const void *block, int cond)
+{
+    const ks_problem_params *p = &((const problem_block *)block)->p;
+    if (cond == C_ALWAYS)
+        return 1;
+    if (p->matrix_file[0])
+        return 0;
+    return cond == C_GENERATED || (cond == C_COEFF && gen_reads_coefficients(p->gen.kind)) ||
+           (cond == C_VELOCITY && gen_reads_velocity(p->gen.kind));
+}
+
+/* Why key k does not apply (for the library's rule: "path: <why>"). */
+static void problem_why(const void *block, const ks_key_spec *k, char *buf, size_t len)
+{
+    const ks_problem_params *p = &((const problem_block *)block)->p;
+    const char *gen = ks_gen_kind_name(p->gen.kind);
+    if (p->matrix_file[0])
+        snprintf(buf, len, "describes a generated matrix, but matrix.file is given (remove the "
+                           "key, or matrix.file)");
+    else if (k->cond == C_COEFF)
+        snprintf(buf, len, "applies to the poisson2d_5, poisson3d_7, aniso3d and convdiff3d "
+                           "generators only, but matrix.generator is %s (its stencil's weights "
+                           "are fixed: remove the key, or choose one of them)", gen);
+    else if (k->cond == C_VELOCITY)
+        snprintf(buf, len, "applies to the convdiff3d generator only, but matrix.generator is "
+                           "%s (remove the key, or choose convdiff3d)", gen);
+    else
+        snprintf(buf, len, "internal schema error");
+}
+
 /* Rules that involve more than one key. */
 static ks_error problem_check(void *block, const unsigned char *g)
 {
@@ -205,6 +251,19 @@ static ks_error problem_check(void *block, const unsigned char *g)
     }
     if (given(g, "rhs.file") && given(g, "rhs.type"))
         return ks_seterr(KS_ERR_CONFIG, "rhs: give either 'file' or 'type', not both");
+    /* coefficients or a velocity the generator does not read: the library's
+     * rule (an error, or one warning where they repeat the default) */
+    KS_TRY(ks_config_keys_not_applying(&ks_problem_scope, block, g, problem_applies, problem_why));
+    if (!p->matrix_file[0] && p->gen.kind == KS_GEN_POISSON2D_5 && given(g, "matrix.coefficients")) {
+        ks_gen_params d;
+        ks_gen_params_default(&d);
+        if (p->gen.cz != d.cz)
+            return ks_seterr(KS_ERR_CONFIG,
+                             "matrix.coefficients[2]: cz = %g, but matrix.generator is "
+                             "poisson2d_5, which is 2D and reads cx and cy only (give %g, the "
+                             "default, or choose a 3D generator)",
+                             p->gen.cz, d.cz);
+    }
 
     ks_gen_params *gp = &p->gen;
     int is2d = gen_is_2d(gp->kind);
@@ -253,11 +312,6 @@ static ks_error problem_check(void *block, const unsigned char *g)
     if (p->rhs_file[0])
         p->rhs_kind[0] = '\0';
     return KS_OK;
-}
-
-static int problem_applies(const void *block, int cond)
-{
-    return cond != C_GENERATED || !((const problem_block *)block)->p.matrix_file[0];
 }
 
 const ks_config_scope ks_problem_scope = {

@@ -463,6 +463,26 @@ END_TEST
 
 /* Coefficients that are each finite but overflow the stencil's diagonal
  * are refused naming the key, not later as a non-finite matrix entry. */
+/* The generator's keys follow the rule for keys that do not apply: an
+ * error naming the key and the generator, or one warning for a default. */
+START_TEST(test_generator_keys_rule)
+{
+    EXPECT_RC("-p matrix.generator=poisson3d_27 -p matrix.n=4 -p 'matrix.coefficients=[1,1,2]'",
+              2);
+    EXPECT_ERR("matrix.coefficients: applies to the poisson2d_5, poisson3d_7, aniso3d and "
+               "convdiff3d generators only, but matrix.generator is poisson3d_27");
+    EXPECT_RC("-p matrix.n=4 -p 'matrix.velocity=[2,0,0]'", 2);
+    EXPECT_ERR("matrix.velocity: applies to the convdiff3d generator only, but matrix.generator "
+               "is poisson3d_7 (remove the key, or choose convdiff3d)");
+    EXPECT_RC("-p matrix.n=4 -p 'matrix.velocity=[1,1,1]'", 0);
+    EXPECT_ERR("warning: matrix.velocity: ignored (its value is the default)");
+    EXPECT_RC("-p matrix.generator=convdiff3d -p matrix.n=4 -p 'matrix.velocity=[2,0,0]'", 0);
+    /* a generator key beside -A: both sides of the matrix, an error */
+    EXPECT_RC("-A /nonexistent.mtx -p 'matrix.velocity=[1,1,1]'", 2);
+    EXPECT_ERR("'matrix.file' and 'matrix.velocity' exclude each other");
+}
+END_TEST
+
 START_TEST(test_coefficients_overflow)
 {
     EXPECT_RC("-p matrix.n=4 -p 'matrix.coefficients=[1e308,1e308,1e308]'", 2);
@@ -564,6 +584,7 @@ int main(void)
     tcase_add_test(tc, test_override_conflicts);
     tcase_add_test(tc, test_output_paths);
     tcase_add_test(tc, test_coefficients_overflow);
+    tcase_add_test(tc, test_generator_keys_rule);
     tcase_add_test(tc, test_matrix_as_config_and_paths);
     if (ks_test_have_cuda()) {
         tcase_add_test(tc, test_cpu_and_cuda);

@@ -55,7 +55,8 @@ START_TEST(test_defaults)
     ck_assert_str_eq(json_string_value(at(t, "matrix", "generator", NULL)), "poisson3d_7");
     ck_assert_int_eq(json_integer_value(at(t, "matrix", "n", NULL)), 64);
     ck_assert_int_eq(json_array_size(at(t, "matrix", "coefficients", NULL)), 3);
-    ck_assert_int_eq(json_array_size(at(t, "matrix", "velocity", NULL)), 3);
+    /* poisson3d_7 reads no velocity: left out, as every key that does not apply */
+    ck_assert_ptr_null(json_object_get(at(t, "matrix", NULL, NULL), "velocity"));
     ck_assert_str_eq(json_string_value(at(t, "rhs", "type", NULL)), "A_ones");
     ck_assert_ptr_null(json_object_get(t, "solution")); /* no file: nothing written */
     const char *key;
@@ -152,13 +153,13 @@ START_TEST(test_problem_keys)
         ks_config_destroy(&cfg);
     }
 
-    ks_config *cfg = load("{\"spmv_format\": \"csr\", \"matrix\": {\"generator\": \"aniso3d\","
+    ks_config *cfg = load("{\"spmv_format\": \"csr\", \"matrix\": {\"generator\": \"convdiff3d\","
                           " \"n\": [4, 5, 6], \"coefficients\": [1, 0.01, 100],"
                           " \"velocity\": [0, -1, 2.5]}, \"rhs\": {\"file\": \"b.mtx\"},"
                           " \"solution\": {\"file\": \"out/x.mtx\"}}");
     const ks_problem_params *p = ks_problem_params_of(cfg);
     ck_assert_str_eq(p->spmv_format, "csr");
-    ck_assert_int_eq(p->gen.kind, KS_GEN_ANISO3D);
+    ck_assert_int_eq(p->gen.kind, KS_GEN_CONVDIFF3D);
     ck_assert_int_eq(p->gen.nx, 4);
     ck_assert_int_eq(p->gen.ny, 5);
     ck_assert_int_eq(p->gen.nz, 6);
@@ -265,6 +266,103 @@ START_TEST(test_conflicts)
     expect_fail("{\"solver\": {\"solver\": \"CG\", \"preconditioner\": \"JACOBI\"},"
                 " \"matrix\": {\"n\": 8}}",
                 KS_ERR_CONFIG, "solver.preconditioner: CG is unpreconditioned; use PCG", NULL);
+}
+END_TEST
+
+/* Warnings the library logged (ks_set_print_callback). */
+static char logged[4096];
+static int nlogged;
+
+static void collect(const char *msg, int len, void *ctx)
+{
+    (void)ctx;
+    size_t used = strlen(logged);
+    if (used + (size_t)len < sizeof logged)
+        memcpy(logged + used, msg, (size_t)len + 1);
+    nlogged++;
+}
+
+/* json loads with exactly one warning, naming path and "the default". */
+static void expect_one_warning(const char *json, const char *path)
+{
+    logged[0] = '\0';
+    nlogged = 0;
+    ks_set_log_level(KS_LOG_WARN);
+    ks_set_print_callback(collect, NULL);
+    ks_config *cfg = load(json);
+    ks_set_print_callback(NULL, NULL);
+    char want[128];
+    snprintf(want, sizeof want, "warning: %s: ignored (its value is the default)", path);
+    ck_assert_msg(nlogged == 1 && strstr(logged, want), "%s: %d warnings:\n%s", json, nlogged,
+                  logged);
+    json_t *t = dump_tree(cfg); /* left out of the dump, as the library's keys */
+    ck_assert_ptr_null(json_object_get(at(t, "matrix", NULL, NULL), strchr(path, '.') + 1));
+    json_decref(t);
+    ks_config_destroy(&cfg);
+}
+
+/* The tool's generator keys follow the library's rule for keys that do not
+ * apply: given to a generator that does not read them, an error naming the
+ * key and the generator (and what to choose), or one warning where the
+ * value is the default. */
+START_TEST(test_generator_keys_apply)
+{
+    static const char *const fixed[] = {"poisson2d_9", "poisson3d_27"};
+    for (int i = 0; i < 2; i++) {
+        char json[256], want[256];
+        snprintf(json, sizeof json,
+                 "{\"matrix\": {\"coefficients\": [1, 1, 2], \"generator\": \"%s\", \"n\": 4}}",
+                 fixed[i]);
+        snprintf(want, sizeof want,
+                 "matrix.coefficients: applies to the poisson2d_5, poisson3d_7, aniso3d and "
+                 "convdiff3d generators only, but matrix.generator is %s",
+                 fixed[i]);
+        expect_fail(json, KS_ERR_CONFIG, want, "choose one of them");
+        snprintf(json, sizeof json,
+                 "{\"matrix\": {\"generator\": \"%s\", \"coefficients\": [1, 1, 1], \"n\": 4}}",
+                 fixed[i]);
+        expect_one_warning(json, "matrix.coefficients");
+    }
+    for (int g = 0; g <= (int)KS_GEN_CONVDIFF3D; g++) {
+        if (g == (int)KS_GEN_CONVDIFF3D)
+            continue;
+        char json[256], want[256];
+        snprintf(json, sizeof json,
+                 "{\"matrix\": {\"generator\": \"%s\", \"velocity\": [2, 0, 1], \"n\": 4}}",
+                 ks_gen_kind_name((ks_gen_kind)g));
+        snprintf(want, sizeof want,
+                 "matrix.velocity: applies to the convdiff3d generator only, but "
+                 "matrix.generator is %s",
+                 ks_gen_kind_name((ks_gen_kind)g));
+        expect_fail(json, KS_ERR_CONFIG, want, "(remove the key, or choose convdiff3d)");
+    }
+    expect_one_warning("{\"matrix\": {\"velocity\": [1, 1, 1]}}", "matrix.velocity");
+    /* poisson2d_5 reads cx and cy: a cz other than the default is lost */
+    expect_fail("{\"matrix\": {\"generator\": \"poisson2d_5\", \"coefficients\": [1, 2, 3]}}",
+                KS_ERR_CONFIG, "matrix.coefficients[2]: cz = 3, but matrix.generator is "
+                "poisson2d_5, which is 2D and reads cx and cy only", NULL);
+    ks_config *cfg = load("{\"matrix\": {\"generator\": \"poisson2d_5\", "
+                          "\"coefficients\": [1, 2, 1]}}");
+    ck_assert(ks_problem_params_of(cfg)->gen.cy == 2);
+    ks_config_destroy(&cfg);
+    /* where they apply: taken and dumped */
+    cfg = load("{\"matrix\": {\"generator\": \"convdiff3d\", \"coefficients\": [1, 1, 2],"
+               " \"velocity\": [3, 0, 1]}}");
+    json_t *t = dump_tree(cfg);
+    ck_assert_int_eq(json_array_size(at(t, "matrix", "velocity", NULL)), 3);
+    ck_assert_int_eq(json_array_size(at(t, "matrix", "coefficients", NULL)), 3);
+    json_decref(t);
+    /* ks_config_set: switching the generator away from a key it would drop
+     * fails and leaves the config as it was */
+    ck_assert_int_eq(ks_config_set(cfg, "matrix.generator", "poisson3d_7"), KS_ERR_CONFIG);
+    ck_assert_msg(strstr(ks_last_error(), "matrix.velocity: applies to the convdiff3d "
+                                          "generator only, but matrix.generator is poisson3d_7"),
+                  "%s", ks_last_error());
+    ck_assert_int_eq(ks_problem_params_of(cfg)->gen.kind, KS_GEN_CONVDIFF3D);
+    ks_config_destroy(&cfg);
+    /* with a matrix file the generator's keys are a conflict (as before) */
+    expect_fail("{\"matrix\": {\"file\": \"A.mtx\", \"velocity\": [1, 1, 1]}}", KS_ERR_CONFIG,
+                "matrix: give either 'file' or 'generator'", "'matrix.velocity'");
 }
 END_TEST
 
@@ -518,6 +616,7 @@ int main(void)
     tcase_add_test(tc, test_out_of_range);
     tcase_add_test(tc, test_bad_enums);
     tcase_add_test(tc, test_conflicts);
+    tcase_add_test(tc, test_generator_keys_apply);
     tcase_add_test(tc, test_set);
     tcase_add_test(tc, test_set_exclusive);
     tcase_add_test(tc, test_set_many);

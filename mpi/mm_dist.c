@@ -27,6 +27,7 @@
  * checked against that host's memory (ks_dist_memory_check), agreed,
  * before anything of that size is allocated anywhere. */
 #include "mpi_internal.h"
+#include "mm_dist_sized.h"
 #include "../core/host_memory.h"
 #include "../matrices/mmio_internal.h"
 
@@ -367,7 +368,8 @@ static ks_error root_open(const char *path, ks_gzr *r, ks_mm_header *h, int *ope
 
 /* Everything after the header: layout, buffers, the stream, the rows. */
 static ks_error read_body(const ks_comm *comm, const char *path, ks_int nlocal, ks_gzr *r,
-                          const ks_mm_header *h0, ks_dist_csr *A, ks_mm_info *info)
+                          const ks_mm_header *h0, ks_dist_csr *A, ks_mm_info *info,
+                          uint64_t extra_row_bytes, const char *extra)
 {
     const int p = comm->size, me = comm->rank;
     const MPI_Comm mc = ks_comm_mpi_of(comm);
@@ -400,14 +402,17 @@ static ks_error read_body(const ks_comm *comm, const char *path, ks_int nlocal, 
      * (a rank given more then fails where its arrays grow, as before). Each
      * costs 16 bytes as it arrives and 12 more as CSR (the doubling of the
      * arrays not counted, as the serial reader counts none), plus 4 a row;
-     * rank 0 adds its streaming buffers, the others their incoming chunk. */
+     * rank 0 adds its streaming buffers, the others their incoming chunk;
+     * and the caller's own bytes a row. */
     const double expanded = (double)hv[5] * (mirror ? 2.0 : 1.0);
     double need = 4.0 * ((double)nloc + 2) + 28.0 * (n > 0 ? ceil(expanded * nloc / (double)n) : 0);
     need += me == 0 ? (double)chunk * ((double)p * sizeof(mm_entry) + (hv[2] == KS_MM_PATTERN ? 8 : 16))
                     : (double)chunk * sizeof(mm_entry);
-    char what[160];
-    snprintf(what, sizeof what, "reading this %lld x %lld matrix (%" PRId64 " entries declared)",
-             (long long)n, (long long)n, hv[1]);
+    need += (double)extra_row_bytes * nloc;
+    char what[256];
+    snprintf(what, sizeof what, "reading this %lld x %lld matrix (%" PRId64 " entries declared)%s%s",
+             (long long)n, (long long)n, hv[1], extra_row_bytes && extra ? " and " : "",
+             extra_row_bytes && extra ? extra : "");
     e = ks_comm_agree(comm, ks_dist_memory_check(comm, bytes_of(need), path, (long)hv[6], what,
                                                  off[me], nloc));
     if (e != KS_OK) {
@@ -462,8 +467,9 @@ static ks_error read_body(const ks_comm *comm, const char *path, ks_int nlocal, 
     return e;
 }
 
-ks_error ks_mm_read_dist(const ks_comm *comm, const char *path, ks_int nlocal, ks_dist_csr *A,
-                         ks_mm_info *info)
+ks_error ks_mm_read_dist_sized(const ks_comm *comm, const char *path, ks_int nlocal,
+                               ks_dist_csr *A, ks_mm_info *info, uint64_t extra_row_bytes,
+                               const char *extra)
 {
     const char *fn = "ks_mm_read_dist";
     if (!A)
@@ -481,10 +487,16 @@ ks_error ks_mm_read_dist(const ks_comm *comm, const char *path, ks_int nlocal, k
     e = comm->rank == 0 ? root_open(path, &r, &h, &opened) : KS_OK;
     e = ks_comm_agree(comm, e);
     if (e == KS_OK)
-        e = read_body(comm, path, nlocal, &r, &h, A, info);
+        e = read_body(comm, path, nlocal, &r, &h, A, info, extra_row_bytes, extra);
     if (opened)
         ks_gzr_close(&r);
     if (e != KS_OK)
         ks_dist_csr_free(A);
     return e;
+}
+
+ks_error ks_mm_read_dist(const ks_comm *comm, const char *path, ks_int nlocal, ks_dist_csr *A,
+                         ks_mm_info *info)
+{
+    return ks_mm_read_dist_sized(comm, path, nlocal, A, info, 0, NULL);
 }

@@ -8,6 +8,8 @@
 #include "cli_dist.h"
 #include "cli_setup.h"
 #include "ksolve_mpi.h"
+#include "../mpi/mm_dist_sized.h"
+#include "../vec/backend.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -154,12 +156,16 @@ static void run_free(dist_run *d)
     ks_run_setup_free(&d->su);
 }
 
-/* This rank's rows, read or generated; where they came from. */
+/* This rank's rows, read or generated; where they came from. A file's
+ * sizes are checked with the vectors the solve will add a row (as the
+ * one-process tool does) before the reader allocates anything. */
 static ks_error load_rows(const ks_comm *comm, const ks_problem_params *pp, dist_run *d)
 {
     if (pp->matrix_file[0]) {
         ks_mm_info info;
-        KS_TRY(ks_mm_read_dist(comm, pp->matrix_file, -1, &d->rows, &info));
+        const uint64_t row_bytes = ks_cli_vector_row_bytes(pp, ks_backend_host_memory(d->be));
+        KS_TRY(ks_mm_read_dist_sized(comm, pp->matrix_file, -1, &d->rows, &info, row_bytes,
+                                     "the solve's vectors"));
         d->pi.duplicates_summed = info.duplicates_summed;
         snprintf(d->pi.source, sizeof d->pi.source, "%s", pp->matrix_file);
         return KS_OK;

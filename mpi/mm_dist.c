@@ -18,11 +18,21 @@
  * Every rank returns the same outcome: the header's failure is agreed
  * before the layout, the stream always ends with an end message to every
  * rank (also when rank 0 stops at a bad line), and the receivers keep
- * draining after a failure of their own, so nobody waits alone. */
+ * draining after a failure of their own, so nobody waits alone.
+ *
+ * A header can claim sizes its file cannot back (a few bytes declaring
+ * 10^9 x 10^9): once rank 0 has read it, every rank estimates what its
+ * block of the layout will cost (from the entries the file can hold at
+ * most, as the serial reader does) and each host's ranks together are
+ * checked against that host's memory (ks_dist_memory_check), agreed,
+ * before anything of that size is allocated anywhere. */
 #include "mpi_internal.h"
+#include "mm_dist_sized.h"
+#include "../core/host_memory.h"
 #include "../matrices/mmio_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -280,6 +290,67 @@ static ks_error build_rows(rows_acc *a, ks_int nloc, ks_gint n, int mirror, ks_d
     return KS_OK;
 }
 
+/* ------------------------------------------------------ the memory check */
+
+/* A byte estimate as an integer: clamped at 2^52 (4 PB, beyond any host),
+ * so that the sum over a host's ranks cannot wrap. */
+static uint64_t bytes_of(double b)
+{
+    const double cap = 4503599627370496.0; /* 2^52 */
+    return b <= 0 ? 0 : b >= cap ? (uint64_t)cap : (uint64_t)ceil(b);
+}
+
+/* The ranks of one host (MPI_COMM_TYPE_SHARED) share its memory: their
+ * needs are summed and checked against the smallest figure any of them
+ * sees (each reads the host's MemAvailable or its cgroup's room, or
+ * KS_MEM_AVAILABLE). This assumes the ranks of a host draw on one pool:
+ * conservative where each sits in a cgroup of its own, and it counts the
+ * memory free now, not what other programs will take meanwhile. */
+ks_error ks_dist_memory_check(const ks_comm *c, uint64_t need, const char *path, long line,
+                              const char *what, ks_gint r0, ks_int nloc)
+{
+    const MPI_Comm mc = ks_comm_mpi_of(c);
+    const char *src = "unknown";
+    const uint64_t avail = ks_host_memory_available(&src);
+    uint64_t v[2] = {need, avail ? avail : UINT64_MAX}; /* sum, smallest figure */
+    int k = 1;
+    MPI_Comm host = MPI_COMM_NULL;
+    ks_error e = ks_mpi_check(MPI_Comm_split_type(mc, MPI_COMM_TYPE_SHARED, c->rank,
+                                                  MPI_INFO_NULL, &host),
+                              "MPI_Comm_split_type (the ranks of this host)");
+    if (e == KS_OK) {
+        e = ks_mpi_check(MPI_Allreduce(MPI_IN_PLACE, &v[0], 1, MPI_UINT64_T, MPI_SUM, host),
+                         "MPI_Allreduce (memory the host's ranks need)");
+        if (e == KS_OK)
+            e = ks_mpi_check(MPI_Allreduce(MPI_IN_PLACE, &v[1], 1, MPI_UINT64_T, MPI_MIN, host),
+                             "MPI_Allreduce (memory the host has)");
+        if (e == KS_OK)
+            e = ks_mpi_check(MPI_Comm_size(host, &k), "MPI_Comm_size (the ranks of this host)");
+        MPI_Comm_free(&host);
+    }
+    if (e != KS_OK)
+        return ks_adderr(e, "%s: checking the memory for reading it", path);
+    if (v[1] == UINT64_MAX || v[0] <= v[1])
+        return KS_OK;
+    if (v[1] != avail)
+        src = "the smallest figure of this host's ranks";
+    char rows[96], others[160], all[32], mine[32], have[32];
+    if (nloc > 0)
+        snprintf(rows, sizeof rows, "rows %lld to %lld", (long long)r0,
+                 (long long)(r0 + nloc - 1));
+    else
+        snprintf(rows, sizeof rows, "no rows");
+    others[0] = '\0';
+    if (k > 1)
+        snprintf(others, sizeof others, " and the %d other ranks of its host (which share its "
+                 "memory) need %s in all, rank %d", k - 1,
+                 ks_bytes_human((double)v[0], all, sizeof all), c->rank);
+    return ks_seterr(KS_ERR_MEMORY, "%s:%ld: %s on rank %d (%s)%s needs %s, but %s of memory is "
+                     "available (%s)", path, line, what, c->rank, rows, others,
+                     ks_bytes_human((double)need, mine, sizeof mine),
+                     ks_bytes_human((double)v[1], have, sizeof have), src);
+}
+
 /* ---------------------------------------------------------------- public */
 
 /* Rank 0: open the file and read its header; a distributed matrix is
@@ -297,15 +368,23 @@ static ks_error root_open(const char *path, ks_gzr *r, ks_mm_header *h, int *ope
 
 /* Everything after the header: layout, buffers, the stream, the rows. */
 static ks_error read_body(const ks_comm *comm, const char *path, ks_int nlocal, ks_gzr *r,
-                          const ks_mm_header *h0, ks_dist_csr *A, ks_mm_info *info)
+                          const ks_mm_header *h0, ks_dist_csr *A, ks_mm_info *info,
+                          uint64_t extra_row_bytes, const char *extra)
 {
     const int p = comm->size, me = comm->rank;
     const MPI_Comm mc = ks_comm_mpi_of(comm);
     /* The header's numbers, and rank 0's chunk size (the tests' small
-     * chunks need to be set on rank 0 only). */
-    int64_t hv[5] = {h0->n, h0->nnz, h0->field, h0->sym,
-                     ks_mm_dist_chunk > 0 ? ks_mm_dist_chunk : default_chunk(p)};
-    KS_TRY(ks_mpi_check(MPI_Bcast(hv, 5, MPI_INT64_T, 0, mc), "MPI_Bcast (matrix header)"));
+     * chunks need to be set on rank 0 only); the entries the rest of the
+     * file can hold at most ("1 1\n" or "1 1 1\n" each, as the serial
+     * reader bounds them) and the size line, for the memory check. */
+    int64_t hv[7] = {h0->n, h0->nnz, h0->field, h0->sym,
+                     ks_mm_dist_chunk > 0 ? ks_mm_dist_chunk : default_chunk(p), 0,
+                     h0->size_line};
+    if (me == 0) {
+        const uint64_t bound = ks_gzr_text_bound(r) / (h0->field == KS_MM_PATTERN ? 4 : 6);
+        hv[5] = bound < (uint64_t)h0->nnz ? (int64_t)bound : h0->nnz;
+    }
+    KS_TRY(ks_mpi_check(MPI_Bcast(hv, 7, MPI_INT64_T, 0, mc), "MPI_Bcast (matrix header)"));
     const ks_gint n = hv[0];
     const int sym = (int)hv[3], chunk = (int)hv[4];
     const int mirror = sym == KS_MM_SYMMETRIC ? 1 : sym == KS_MM_SKEW ? -1 : 0;
@@ -316,6 +395,30 @@ static ks_error read_body(const ks_comm *comm, const char *path, ks_int nlocal, 
     A->row_begin = off[me];
     A->nrows_global = A->ncols_global = n;
     const ks_int nloc = (ks_int)(off[me + 1] - off[me]);
+
+    /* Before any large allocation: this rank's share. Its rows' entries
+     * (each file entry and, symmetric or skew, its mirror) are taken in
+     * proportion to its rows: an estimate, since a file may crowd some rows
+     * (a rank given more then fails where its arrays grow, as before). Each
+     * costs 16 bytes as it arrives and 12 more as CSR (the doubling of the
+     * arrays not counted, as the serial reader counts none), plus 4 a row;
+     * rank 0 adds its streaming buffers, the others their incoming chunk;
+     * and the caller's own bytes a row. */
+    const double expanded = (double)hv[5] * (mirror ? 2.0 : 1.0);
+    double need = 4.0 * ((double)nloc + 2) + 28.0 * (n > 0 ? ceil(expanded * nloc / (double)n) : 0);
+    need += me == 0 ? (double)chunk * ((double)p * sizeof(mm_entry) + (hv[2] == KS_MM_PATTERN ? 8 : 16))
+                    : (double)chunk * sizeof(mm_entry);
+    need += (double)extra_row_bytes * nloc;
+    char what[256];
+    snprintf(what, sizeof what, "reading this %lld x %lld matrix (%" PRId64 " entries declared)%s%s",
+             (long long)n, (long long)n, hv[1], extra_row_bytes && extra ? " and " : "",
+             extra_row_bytes && extra ? extra : "");
+    e = ks_comm_agree(comm, ks_dist_memory_check(comm, bytes_of(need), path, (long)hv[6], what,
+                                                 off[me], nloc));
+    if (e != KS_OK) {
+        free(off);
+        return e;
+    }
 
     MPI_Datatype type = MPI_DATATYPE_NULL;
     mm_root R;
@@ -364,8 +467,9 @@ static ks_error read_body(const ks_comm *comm, const char *path, ks_int nlocal, 
     return e;
 }
 
-ks_error ks_mm_read_dist(const ks_comm *comm, const char *path, ks_int nlocal, ks_dist_csr *A,
-                         ks_mm_info *info)
+ks_error ks_mm_read_dist_sized(const ks_comm *comm, const char *path, ks_int nlocal,
+                               ks_dist_csr *A, ks_mm_info *info, uint64_t extra_row_bytes,
+                               const char *extra)
 {
     const char *fn = "ks_mm_read_dist";
     if (!A)
@@ -383,10 +487,16 @@ ks_error ks_mm_read_dist(const ks_comm *comm, const char *path, ks_int nlocal, k
     e = comm->rank == 0 ? root_open(path, &r, &h, &opened) : KS_OK;
     e = ks_comm_agree(comm, e);
     if (e == KS_OK)
-        e = read_body(comm, path, nlocal, &r, &h, A, info);
+        e = read_body(comm, path, nlocal, &r, &h, A, info, extra_row_bytes, extra);
     if (opened)
         ks_gzr_close(&r);
     if (e != KS_OK)
         ks_dist_csr_free(A);
     return e;
+}
+
+ks_error ks_mm_read_dist(const ks_comm *comm, const char *path, ks_int nlocal, ks_dist_csr *A,
+                         ks_mm_info *info)
+{
+    return ks_mm_read_dist_sized(comm, path, nlocal, A, info, 0, NULL);
 }

@@ -50,6 +50,16 @@ int ks_layout_owner(const ks_gint *off, int p, ks_gint g);
  * (nlocal < 0). */
 ks_error ks_layout_make(const ks_comm *c, ks_int nlocal, ks_gint n, ks_gint **offsets);
 
+/* ----------------------------------------------------------- mm_dist.c */
+/* Collective: KS_OK on every rank when each host's ranks together fit what
+ * reading a file asks of them (`need`: this rank's bytes, rows r0 to
+ * r0 + nloc - 1) in the memory that host has (core/host_memory.h: the
+ * smallest figure its ranks see); else KS_ERR_MEMORY on every rank, the
+ * message (agreed) "path:line: <what> on rank R (rows ...) ... needs X,
+ * but Y of memory is available (source)", as the one-process reader's. */
+ks_error ks_dist_memory_check(const ks_comm *c, uint64_t need, const char *path, long line,
+                              const char *what, ks_gint r0, ks_int nloc);
+
 /* --------------------------------------------------------- dist_csr.c */
 /* A rank's rows split by column owner. */
 typedef struct ks_dist_split {

@@ -4,7 +4,8 @@
  * report, not one per rank; JSON from rank 0; a matrix file (symmetric, or
  * gzip) with -b and -x, against the one-process run the same way; a bad
  * file or b of the wrong length fails with exit status 2 and the file's
- * name (and line); what is not done yet (AMG, several backends) fails with
+ * name (and line), and a header claiming more rows than the memory holds
+ * is refused before allocating; what is not done yet (AMG, several backends) fails with
  * exit status 2 and says so. This program itself never calls MPI: it
  * starts mpirun as a child. */
 #include "cli_run.h"
@@ -265,6 +266,28 @@ START_TEST(test_bad_file_over_ranks)
 }
 END_TEST
 
+/* A header claiming 2e9 rows is refused before anything is allocated, with
+ * its size line, the solve's vectors counted as the one-process tool
+ * counts them, and the memory (KS_MEM_AVAILABLE: mpirun's ranks inherit it). */
+START_TEST(test_huge_header_over_ranks)
+{
+    const char *huge = ks_test_write_tmp(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                                 "%\n2000000000 2000000000 1\n1 1 1\n");
+    char args[1200], where[1200];
+    snprintf(args, sizeof args, "-A '%s' -p solver.preconditioner.solver=JACOBI", huge);
+    setenv("KS_MEM_AVAILABLE", "1G", 1);
+    EXPECT_RC(3, args, 2);
+    unsetenv("KS_MEM_AVAILABLE");
+    snprintf(where, sizeof where, "%s:3: reading this 2000000000 x 2000000000 matrix (1 entries "
+             "declared) and the solve's vectors on rank 0 (rows 0 to 666666666)", huge);
+    ck_assert_msg(strstr(err_buf, where) &&
+                      strstr(err_buf, "of memory is available (KS_MEM_AVAILABLE)") &&
+                      count_of(err_buf, "ksolve: error") == 1,
+                  "%s", err_buf);
+    remove(huge);
+}
+END_TEST
+
 /* ../shared/matrices/fv1 (not in CI): a real SPD file over 3 ranks
  * (Jacobi, then the default AMG). */
 START_TEST(test_shared_file_over_ranks)
@@ -332,6 +355,7 @@ int main(void)
     tcase_add_test(t, test_not_done_yet);
     tcase_add_test(t, test_file_over_ranks);
     tcase_add_test(t, test_bad_file_over_ranks);
+    tcase_add_test(t, test_huge_header_over_ranks);
     tcase_add_test(t, test_options_over_ranks);
     if (ks_test_shared_matrix("fv1.mtx.gz"))
         tcase_add_test(t, test_shared_file_over_ranks);

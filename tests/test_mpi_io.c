@@ -388,6 +388,126 @@ START_TEST(test_bad_files)
 }
 END_TEST
 
+/* ------------------------------------------------------------ memory */
+
+/* A header's sizes are checked against the memory before anything of that
+ * size is allocated, on every rank (KS_MEM_AVAILABLE fakes the machine:
+ * set on every rank; the ranks of this one host share the figure). */
+static void set_memory(const char *bytes)
+{
+    if (bytes)
+        setenv("KS_MEM_AVAILABLE", bytes, 1);
+    else
+        unsetenv("KS_MEM_AVAILABLE");
+}
+
+/* ks_mm_read_dist fails with KS_ERR_MEMORY on every rank, the message
+ * naming path:line, the header's sizes, a rank and the memory figure. */
+static void expect_memory_refused(const char *path, int chunk, const char *sizes)
+{
+    char where[1300];
+    snprintf(where, sizeof where, "%s:3: reading this %s on rank ", path, sizes);
+    ks_dist_csr D;
+    ks_mm_dist_chunk = chunk;
+    ks_error e = ks_mm_read_dist(comm, path, -1, &D, NULL);
+    ks_mm_dist_chunk = 0;
+    const char *msg = ks_last_error();
+    ALL(e == KS_ERR_MEMORY && strstr(msg, where) && strstr(msg, " needs ") &&
+            strstr(msg, "of memory is available (KS_MEM_AVAILABLE)"),
+        "%s: got %s (%s), expected KS_ERR_MEMORY mentioning '%s'", path, ks_error_name(e), msg,
+        where);
+    ALL(D.rowptr == NULL && D.nrows == 0, "a refused read left rows behind");
+}
+
+START_TEST(test_memory_check)
+{
+    /* 60 bytes declaring 2e9 x 2e9: 8 GB of row pointers */
+    const char *huge = shared_file(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                           "% huge\n2000000000 2000000000 1\n1 1 1\n");
+    set_memory("1G");
+    expect_memory_refused(huge, 0, "2000000000 x 2000000000 matrix (1 entries declared)");
+    /* 10^6 rows (4 MB of row pointers over the ranks): refused in 2 MB,
+     * read in 16 MB (small chunks: the buffers do not decide) */
+    const char *rows = shared_file(".mtx.gz", "%%MatrixMarket matrix coordinate real general\n"
+                                              "%\n1000000 1000000 1\n1000000 1 2.5\n");
+    set_memory("2M");
+    expect_memory_refused(rows, 64, "1000000 x 1000000 matrix (1 entries declared)");
+    set_memory("16M");
+    ks_dist_csr D;
+    ks_mm_dist_chunk = 64;
+    ks_error e = ks_mm_read_dist(comm, rows, -1, &D, NULL);
+    ks_mm_dist_chunk = 0;
+    ALL(e == KS_OK, "%s in 16 MB: %s", rows, ks_last_error());
+    const int last = D.row_begin + D.nrows == 1000000;
+    ALL(D.nrows_global == 1000000 && D.nnz == (last ? 1 : 0) &&
+            (!last || (D.colind[0] == 0 && D.val[0] == 2.5)),
+        "%s: rank %d holds %lld entries", rows, rank, (long long)D.nnz);
+    ks_dist_csr_free(&D);
+    /* 40,000 entries (28 bytes each while read, 1.1 MB): refused in 1 MB,
+     * read in 16 MB as the serial reader reads them */
+    text t = {0};
+    put(&t, "%%%%MatrixMarket matrix coordinate real symmetric\n%%\n40000 40000 40000\n");
+    for (int i = 1; i <= 40000; i++)
+        put(&t, "%d %d %d\n", i, i > 7 && i % 3 ? i - 7 : i, i % 5 + 1);
+    const char *ent = shared_file(".mtx", t.s);
+    free(t.s);
+    set_memory("1M");
+    expect_memory_refused(ent, 64, "40000 x 40000 matrix (40000 entries declared)");
+    set_memory("16M");
+    check_file(ent, EMPTY_RANK, 64, NULL);
+    /* declared entries beyond what the file holds: bounded by the file's
+     * bytes, so the read goes on to the format error */
+    const char *claims = shared_file(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                             "3 3 900000000\n1 1 1\n2 2 1\n");
+    set_memory("1M");
+    char where[1200];
+    snprintf(where, sizeof where, "%s:5: file ends after 2 of the 900000000 entries", claims);
+    expect_read_fails(claims, -1, KS_ERR_FORMAT, where);
+    set_memory(NULL);
+    remove_shared(huge);
+    remove_shared(rows);
+    remove_shared(ent);
+    remove_shared(claims);
+}
+END_TEST
+
+/* A vector's declared length likewise: each rank's part (rank 0 also the
+ * whole vector it reads) before the values are read. */
+START_TEST(test_vector_memory_check)
+{
+    const char *huge = shared_file(".mtx", "%%MatrixMarket matrix array real general\n"
+                                           "%\n200000000 1\n1\n");
+    double *v = NULL;
+    ks_int n = 0;
+    char where[1200];
+    set_memory("64M");
+    snprintf(where, sizeof where, "%s:3: reading this vector of 200000000 rows on rank ", huge);
+    EXPECT_ERR(ks_mm_read_vector_dist(comm, huge, -1, &v, &n), KS_ERR_MEMORY, where);
+    EXPECT_ERR(ks_mm_read_vector_dist(comm, huge, -1, &v, &n), KS_ERR_MEMORY,
+               "of memory is available (KS_MEM_AVAILABLE)");
+    ALL(v == NULL && n == 0, "a refused read left a vector behind");
+    /* 500,000 rows, coordinate: 4 MB on rank 0 and 4 MB of parts */
+    const char *mid = shared_file(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                          "%\n500000 1 1\n3 1 5\n");
+    set_memory("4M");
+    snprintf(where, sizeof where, "%s:3: reading this vector of 500000 rows on rank ", mid);
+    EXPECT_ERR(ks_mm_read_vector_dist(comm, mid, -1, &v, &n), KS_ERR_MEMORY, where);
+    ALL(v == NULL && n == 0, "a refused read left a vector behind");
+    set_memory("32M");
+    KS_ALL(ks_mm_read_vector_dist(comm, mid, -1, &v, &n));
+    ks_gint r0, cnt;
+    ks_layout_even(500000, nranks, rank, &r0, &cnt);
+    int ok = n == cnt;
+    for (ks_int i = 0; ok && i < n; i++)
+        ok = v[i] == (r0 + i == 2 ? 5.0 : 0.0);
+    ALL(ok, "%s: rank %d's part is not the file's", mid, rank);
+    free(v);
+    set_memory(NULL);
+    remove_shared(huge);
+    remove_shared(mid);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- vectors */
 
 static void check_vector_read(const char *path, int kind)
@@ -497,6 +617,8 @@ static Suite *io_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_bad_files);
+    tcase_add_test(t, test_memory_check);
+    tcase_add_test(t, test_vector_memory_check);
     suite_add_tcase(s, t);
     t = tcase_create("vectors");
     tcase_add_test(t, test_vector_read);

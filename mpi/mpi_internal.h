@@ -35,6 +35,17 @@ MPI_Comm ks_comm_mpi_of(const ks_comm *c);
 /* KS_OK for MPI_SUCCESS; else KS_ERR_MPI naming `call` and MPI's reason. */
 ks_error ks_mpi_check(int rc, const char *call);
 
+/* ---------------------------------------------------------- exchange.c */
+/* Collective: every rank sends scount[r] bytes at out + sdispl[r] to rank r
+ * (MPI_Alltoall of the counts, then MPI_Alltoallv of the bytes) and gets
+ * what the others send it in *in (malloc'ed, ranks in order; *nbytes its
+ * size; rcount/rdispl filled). Every step is agreed over the ranks, so a
+ * failure on one (too many bytes, no memory, MPI) fails all; `what` names
+ * the entries in messages. */
+ks_error ks_exchange_bytes(const ks_comm *c, const void *out, const int *scount,
+                           const int *sdispl, int *rcount, int *rdispl, void **in,
+                           int64_t *nbytes, const char *what);
+
 /* ----------------------------------------------------------- layout.c */
 /* Collective: (*offsets)[0..size] from each rank's count (malloc'ed; the
  * same on every rank): rank r holds offsets[r] .. offsets[r+1]-1. */

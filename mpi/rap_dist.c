@@ -139,7 +139,6 @@ static ks_error exchange(const ks_comm *c, const ks_dist_prows *P, const ks_dist
                          const ks_gint *coff, entry **in, int64_t *nin)
 {
     const int p = c->size;
-    const MPI_Comm comm = ks_comm_mpi_of(c);
     int *cnt = ks_calloc(4 * (size_t)p, sizeof *cnt, "RAP counts");
     entry *out = NULL;
     int64_t nout = 0;
@@ -156,29 +155,12 @@ static ks_error exchange(const ks_comm *c, const ks_dist_prows *P, const ks_dist
     if (e == KS_OK)
         e = pack(P, AP, coff, p, sdispl, out);
     e = ks_comm_agree(c, e);
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT,
-                                                       comm), "MPI_Alltoall (RAP counts)"));
     if (e == KS_OK) {
         int64_t bytes = 0;
-        for (int r = 0; r < p; r++) {
-            rdispl[r] = (int)bytes;
-            bytes += rcount[r];
-            if (bytes > INT32_MAX)
-                e = ks_seterr(KS_ERR_SIZE, "RAP: more than 2^31 bytes of coarse entries to "
-                              "receive");
-        }
+        e = ks_exchange_bytes(c, out, scount, sdispl, rcount, rdispl, (void **)in, &bytes,
+                              "RAP coarse entries");
         *nin = bytes / (int64_t)sizeof(entry);
-        if (e == KS_OK) {
-            *in = ks_malloc((size_t)bytes + 1, "RAP entries received");
-            e = *in ? KS_OK : KS_ERR_MEMORY;
-        }
-        e = ks_comm_agree(c, e);
     }
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoallv(out, scount, sdispl, MPI_BYTE, *in,
-                                                        rcount, rdispl, MPI_BYTE, comm),
-                                          "MPI_Alltoallv (RAP entries)"));
     free(out);
     free(cnt);
     return e;

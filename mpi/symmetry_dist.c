@@ -134,7 +134,6 @@ ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym)
 {
     const ks_comm *c = A->dist->comm;
     const int p = c->size;
-    const MPI_Comm comm = ks_comm_mpi_of(c);
     ks_gint cnt[3] = {0, 0, 0}; /* upper, lower, mismatches */
     int *w = ks_calloc(4 * (size_t)p, sizeof *w, "symmetry counts");
     int *scount = w, *rcount = w + p, *sdispl = w + 2 * p, *rdispl = w + 3 * p;
@@ -142,28 +141,12 @@ ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym)
     int64_t nin = 0;
     ks_error e = w ? local_pass(A, d, cnt, scount, sdispl, &out) : KS_ERR_MEMORY;
     e = ks_comm_agree(c, e);
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT,
-                                                       comm), "MPI_Alltoall (symmetry counts)"));
     if (e == KS_OK) {
         int64_t bytes = 0;
-        for (int r = 0; r < p; r++) {
-            rdispl[r] = (int)bytes;
-            bytes += rcount[r];
-            if (bytes > INT32_MAX)
-                e = ks_seterr(KS_ERR_SIZE, "symmetry check: more than 2^31 bytes to receive");
-        }
+        e = ks_exchange_bytes(c, out, scount, sdispl, rcount, rdispl, (void **)&in, &bytes,
+                              "symmetry check entries");
         nin = bytes / (int64_t)sizeof(sym_entry);
-        if (e == KS_OK) {
-            in = ks_malloc((size_t)bytes + 1, "symmetry entries received");
-            e = in ? KS_OK : KS_ERR_MEMORY;
-        }
-        e = ks_comm_agree(c, e);
     }
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoallv(out, scount, sdispl, MPI_BYTE, in, rcount,
-                                                        rdispl, MPI_BYTE, comm),
-                                          "MPI_Alltoallv (symmetry entries)"));
     if (e == KS_OK) {
         cnt[2] += remote_pass(A, d, in, nin);
         e = ks_comm_sum_gint(c, cnt, 3);

@@ -88,7 +88,6 @@ ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, co
     memset(R, 0, sizeof *R);
     const ks_comm *c = P->comm;
     const int p = c->size, me = c->rank;
-    const MPI_Comm comm = ks_comm_mpi_of(c);
     R->comm = c;
     R->nloc = (ks_int)(coff[me + 1] - coff[me]);
     R->row_begin = coff[me];
@@ -106,28 +105,12 @@ ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, co
     if (e == KS_OK)
         e = pack(P, coff, p, scount, sdispl, &out);
     e = ks_comm_agree(c, e);
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT,
-                                                       comm), "MPI_Alltoall (transpose counts)"));
     if (e == KS_OK) {
         int64_t bytes = 0;
-        for (int r = 0; r < p; r++) {
-            rdispl[r] = (int)bytes;
-            bytes += rcount[r];
-            if (bytes > INT32_MAX)
-                e = ks_seterr(KS_ERR_SIZE, "%s: more than 2^31 bytes to receive", who);
-        }
+        e = ks_exchange_bytes(c, out, scount, sdispl, rcount, rdispl, (void **)&in, &bytes,
+                              "transpose entries");
         nin = bytes / (int64_t)sizeof(tentry);
-        if (e == KS_OK) {
-            in = ks_malloc((size_t)bytes + 1, "transpose entries received");
-            e = in ? KS_OK : KS_ERR_MEMORY;
-        }
-        e = ks_comm_agree(c, e);
     }
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoallv(out, scount, sdispl, MPI_BYTE, in, rcount,
-                                                        rdispl, MPI_BYTE, comm),
-                                          "MPI_Alltoallv (transpose entries)"));
     free(out);
     free(cnt);
     if (e == KS_OK)

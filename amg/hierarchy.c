@@ -232,7 +232,7 @@ static ks_error build_aggregation(ks_amg *amg, int l, ks_int *nc, int *stalled)
     PHASE(amg, KS_AMG_PHASE_INTERP,
           ks_amgk_tentative(&amg->exec, amg->be, n, L->agg, *nc, &P0));
     double t0 = ks_wtime();
-    ks_error e = ks_amgk_spectral_radius(&amg->exec, &L->A, 12, &rho);
+    ks_error e = ks_amgk_spectral_radius(&amg->exec, &L->A, KS_AMG_SPECTRAL_STEPS, &rho);
     L->rho = rho;
     L->rho_valid = e == KS_OK; /* the Chebyshev smoother reuses it */
     if (e == KS_OK)
@@ -450,6 +450,7 @@ ks_error ks_amg_build(ks_amg *amg)
     double t_start = ks_wtime();
     int l = 0;
     amg->nlevels = 1;
+    ks_amg_spectral_start(amg);
     for (;; l++) {
         ks_amg_level *L = &amg->levels[l];
         if (p->print_setup_progress)
@@ -487,6 +488,7 @@ ks_error ks_amg_build(ks_amg *amg)
     amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
 
     t0 = ks_wtime();
+    ks_amg_spectral_finish(amg);
     for (l = 0; l < amg->nlevels && e == KS_OK; l++) {
         double t1 = ks_wtime();
         e = ks_amg_smoother_setup(amg, l);
@@ -528,6 +530,7 @@ static void free_level(ks_amg *amg, ks_amg_level *L)
  * rebuilds from it). */
 void ks_amg_clear(ks_amg *amg)
 {
+    ks_amg_spectral_cancel(amg);
     ks_amg_coarse_cancel(amg);
     ks_amg_graph_reset(amg);
     if (!amg->levels)

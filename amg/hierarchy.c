@@ -450,8 +450,12 @@ ks_error ks_amg_build(ks_amg *amg)
     double t_start = ks_wtime();
     int l = 0;
     amg->nlevels = 1;
-    ks_amg_spectral_start(amg);
     for (;; l++) {
+        /* level 0's estimate beside the coarser levels' build, which leaves
+         * the device idle between small kernels (level 0's own steps keep
+         * it busy) */
+        if (l == 1)
+            ks_amg_spectral_start(amg);
         ks_amg_level *L = &amg->levels[l];
         if (p->print_setup_progress)
             ks_log(KS_LOG_INFO | KS_LOG_STDERR,
@@ -488,9 +492,12 @@ ks_error ks_amg_build(ks_amg *amg)
     amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
 
     t0 = ks_wtime();
-    ks_amg_spectral_finish(amg);
-    for (l = 0; l < amg->nlevels && e == KS_OK; l++) {
+    /* level 0 last: its estimate may still run on the side queue */
+    for (int k = 1; k <= amg->nlevels && e == KS_OK; k++) {
+        l = k % amg->nlevels;
         double t1 = ks_wtime();
+        if (l == 0)
+            ks_amg_spectral_finish(amg);
         e = ks_amg_smoother_setup(amg, l);
         if (e == KS_OK)
             e = ks_backend_sync(amg->be);

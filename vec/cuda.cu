@@ -361,8 +361,14 @@ static void cuda_cleanup(cuda_impl *c)
 static ks_error cuda_queue_init(cuda_impl *c)
 {
     /* A blocking stream: it still orders against legacy default-stream work
-     * (plain cudaMemcpy) that other code may do on the same buffers. */
-    KS_CUDA_CHECK(cudaStreamCreate(&c->stream));
+     * (plain cudaMemcpy) that other code may do on the same buffers. The
+     * main queue one step above the least priority, a side queue at the
+     * least: the block scheduler serves the main queue's kernels first, so
+     * a side job fills the idle gaps instead of delaying the main work. */
+    int least = 0, greatest = 0;
+    KS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    const int prio = c->borrowed || least == greatest ? least : least - 1;
+    KS_CUDA_CHECK(cudaStreamCreateWithPriority(&c->stream, cudaStreamDefault, prio));
     KS_CUDA_CHECK(cudaMalloc((void **)&c->partials,
                              (size_t)KS_VEC_MULTI_MAX * KS_CU_RED_BLOCKS * sizeof(double)));
     KS_CUDA_CHECK(cudaHostAlloc((void **)&c->result, KS_VEC_MULTI_MAX * sizeof(double),

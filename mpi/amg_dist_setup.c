@@ -30,14 +30,9 @@ static int stalls(ks_gint nc, ks_gint n)
 
 /* What the distributed setup cannot do yet, named by its option. The
  * parameters are the caller's on each rank; the answer is agreed. */
-static ks_error refuse(const ks_backend *be, const ks_amg_params *p)
+static ks_error refuse(const ks_amg_params *p)
 {
     const char *what = NULL, *hint = "";
-    if (!ks_backend_host_memory(be))
-        return ks_seterr(KS_ERR_UNSUPPORTED,
-                         "AMG on a distributed matrix: the %s backend is not supported yet "
-                         "(the distributed setup runs on the cpu backend only)",
-                         ks_backend_name((ks_backend *)be));
     if (p->algorithm == KS_AMG_AGGREGATION)
         what = "algorithm AGGREGATION", hint = "; use CLASSICAL";
     else if (p->selector == KS_AMG_HMIS)
@@ -362,7 +357,7 @@ ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *
     if (e == KS_OK)
         e = ks_amg_params_check(prm, NULL);
     if (e == KS_OK)
-        e = refuse(be, prm);
+        e = refuse(prm);
     ks_amg *amg = NULL;
     if (e == KS_OK) {
         amg = ks_calloc(1, sizeof *amg, "AMG hierarchy");

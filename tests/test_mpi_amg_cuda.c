@@ -17,6 +17,7 @@
  * unless every rank has a CUDA device. Rank 0 prints each case's numbers. */
 #include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
+#include "mpi/mpi_internal.h" /* ks_halo_stage_always */
 
 #include <math.h>
 #include <stdio.h>
@@ -115,6 +116,7 @@ typedef struct solve_out {
     int nlevels;
     long long sizes[4 * 32]; /* per level: rows, nnz, P nnz, R nnz */
     ks_comm_stats cs;        /* the first solve's communication */
+    ks_int nrows;            /* this rank's rows */
     double *x;               /* M's rows of this rank */
 } solve_out;
 
@@ -139,6 +141,7 @@ static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
     KS_ALL(ks_matrix_vec_create(M, &x));
     const ks_int n = ks_matrix_rows(M);
     const ks_gint r0 = ks_matrix_row_begin(M);
+    o->nrows = n;
     double *bh = malloc(((size_t)n + 1) * sizeof *bh);
     for (ks_int i = 0; i < n; i++)
         bh[i] = rhs_value(r0 + i);
@@ -273,6 +276,40 @@ START_TEST(test_poisson27)
 }
 END_TEST
 
+/* Without a GPU too: every level's halo (A, P, R, the coarse inverse)
+ * staged through host buffers and the backend's staging queue, the path
+ * cuda takes, gives the unstaged distributed solve's iterations and bits
+ * on the cpu (the copies change no arithmetic). */
+START_TEST(test_staged_levels_cpu)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 12, &A);
+    for (size_t k = 0; k < 2; k++) {
+        solve_out plain, staged;
+        ks_matrix *M = dist_of(be, &A, 1);
+        solve(M, &cases[k], &plain);
+        ks_matrix_destroy(&M);
+        ks_halo_stage_always = 1;
+        M = dist_of(be, &A, 1);
+        solve(M, &cases[k], &staged);
+        ks_matrix_destroy(&M);
+        ks_halo_stage_always = 0;
+        int same = plain.status == KS_SOLVE_CONVERGED && staged.iterations == plain.iterations &&
+                   same_hierarchy(&plain, &staged);
+        const ks_int n = plain.nrows;
+        for (ks_int i = 0; same && i < n; i++)
+            same = !memcmp(&plain.x[i], &staged.x[i], sizeof(double));
+        ALL(same, "%s on %d ranks: staged halos give %d iterations (%s), unstaged %d (%s), or "
+            "other bits or levels", cases[k].name, nranks, staged.iterations,
+            ks_solve_status_name(staged.status), plain.iterations,
+            ks_solve_status_name(plain.status));
+        free(plain.x);
+        free(staged.x);
+    }
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* The standalone AMG solver over ranks on cuda: the cycle alone. */
 START_TEST(test_amg_standalone)
 {
@@ -330,6 +367,7 @@ static Suite *suite(void)
     Suite *s = suite_create("mpi_amg_cuda");
     TCase *t = tcase_create("amg_cuda");
     tcase_set_timeout(t, 300);
+    tcase_add_test(t, test_staged_levels_cpu);
     /* every rank must have a device (a collective question) */
     have_cuda = ks_backend_available("cuda");
     MPI_Allreduce(MPI_IN_PLACE, &have_cuda, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

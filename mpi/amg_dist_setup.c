@@ -12,6 +12,13 @@
  * the serial ones on the global matrix (the pieces are tested so), hence
  * the hierarchy is the one-process hierarchy, the same on every run.
  *
+ * On the cuda backend the pieces read host copies of each level's blocks
+ * (ks_matrix_host_csr) and what they build is created on the device; the
+ * diagonal check and the smoother weights go through the AMG kernel table
+ * (on the device), the other smoother data through host arrays
+ * (amg_dist_smoother.c). A first version: the pieces as device kernels
+ * are not written.
+ *
  * Every step that can fail on some ranks only ends in ks_comm_agree, so a
  * failure is every rank's and no rank waits alone in a collective. */
 #include "amg_dist_setup.h"

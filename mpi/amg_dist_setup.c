@@ -16,8 +16,9 @@
  * (ks_matrix_host_csr) and what they build is created on the device; the
  * diagonal check and the smoother weights go through the AMG kernel table
  * (on the device), the other smoother data through host arrays
- * (amg_dist_smoother.c). A first version: the pieces as device kernels
- * are not written.
+ * (amg_dist_smoother.c); the host copies go when the setup ends (but the
+ * caller's level 0's). A first version: the pieces as device kernels are
+ * not written.
  *
  * Every step that can fail on some ranks only ends in ks_comm_agree, so a
  * failure is every rank's and no rank waits alone in a collective. */
@@ -310,6 +311,24 @@ static ks_error level_vectors(ks_amg_level *L, int l)
     return ks_matrix_agree(L->Am, e);
 }
 
+/* On a backend without host memory the pieces read host copies of the
+ * levels (ks_matrix_host_csr), which the cycle does not need: freed, but
+ * level 0's, which belongs to the caller's matrix (a re-setup reads it
+ * again). */
+static void drop_host_copies(ks_amg *amg)
+{
+    if (ks_backend_host_memory(amg->be))
+        return;
+    for (int l = 0; l < amg->nlevels; l++) {
+        ks_amg_level *L = &amg->levels[l];
+        if (l > 0)
+            ks_matrix_host_csr_free(L->Am);
+        ks_matrix_host_csr_free(L->Pm);
+        ks_matrix_host_csr_free(L->Rm);
+    }
+    ks_matrix_host_csr_free(amg->coarse_inv);
+}
+
 static ks_error build(ks_amg *amg)
 {
     const ks_amg_params *p = &amg->prm;
@@ -342,6 +361,7 @@ static ks_error build(ks_amg *amg)
         KS_TRY(ks_amg_dist_smoother_setup(amg, l));
     phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
     KS_TRY(global_sizes(amg));
+    drop_host_copies(amg);
     if (p->print_setup_progress && c->rank == 0)
         ks_log(KS_LOG_INFO | KS_LOG_STDERR,
                "AMG setup: %d level%s, coarse solve and smoothers ready, %.3f s\n",

@@ -40,8 +40,6 @@ static ks_error refuse(const ks_backend *be, const ks_amg_params *p)
                          ks_backend_name((ks_backend *)be));
     if (p->algorithm == KS_AMG_AGGREGATION)
         what = "algorithm AGGREGATION", hint = "; use CLASSICAL";
-    else if (p->selector == KS_AMG_HMIS)
-        what = "selector HMIS", hint = "; use PMIS";
     else if (p->aggressive_levels > 0)
         what = "aggressive_levels > 0 (aggressive coarsening)", hint = "; set it to 0";
     else if (p->hierarchy_precision == KS_AMG_FLOAT)
@@ -197,10 +195,11 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     }
     /* the serial driver's seed of level l, so the splitting is its own */
     if (e == KS_OK)
-        e = ks_dist_pmis(&S, p->seed + (unsigned long long)l, cf, &nc);
+        e = p->selector == KS_AMG_HMIS ? ks_dist_hmis(&S, p->seed + (unsigned long long)l, cf, &nc)
+                                       : ks_dist_pmis(&S, p->seed + (unsigned long long)l, cf, &nc);
     if (e == KS_OK)
         e = ks_dist_coarse_ids(&S, cf, &Cid);
-    phase(amg, l, KS_AMG_PHASE_COARSENING, "distributed PMIS and coarse ids", &t);
+    phase(amg, l, KS_AMG_PHASE_COARSENING, "distributed PMIS | HMIS and coarse ids", &t);
     if (e == KS_OK && stalls(Cid.nc_global, n)) {
         *stalled = 1;
         goto done;

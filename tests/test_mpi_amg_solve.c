@@ -183,7 +183,11 @@ static void solve_serial(const ks_csr *A, const amg_case *c, solve_out *o)
     ks_matrix_destroy(&M);
 }
 
-/* Distributed against serial: iterations within 2, converged, x close. */
+/* Iterations the distributed solve may differ by (a test may widen it). */
+static int iter_slack = 2;
+
+/* Distributed against serial: iterations within iter_slack, converged, x
+ * close. */
 static void compare(const ks_csr *A, const amg_case *c, int kind, const char *what)
 {
     solve_out ser, dis, again;
@@ -202,7 +206,7 @@ static void compare(const ks_csr *A, const amg_case *c, int kind, const char *wh
     ALL(ser.status == KS_SOLVE_CONVERGED && dis.status == KS_SOLVE_CONVERGED,
         "%s %s+%s %s layout %d: serial %s, distributed %s", what, c->solver, c->smoother,
         c->interp, kind, ks_solve_status_name(ser.status), ks_solve_status_name(dis.status));
-    ALL(abs(dis.iterations - ser.iterations) <= 2,
+    ALL(abs(dis.iterations - ser.iterations) <= iter_slack,
         "%s %s+%s %s %s-cycle layout %d: %d iterations on %d ranks, %d on one process", what,
         c->solver, c->smoother, c->interp, c->cycle, kind, dis.iterations, nranks,
         ser.iterations);
@@ -375,10 +379,9 @@ static double apply_diff(ks_matrix *Md, ks_vec *xd, ks_vec *yd, ks_matrix *Ms)
  * number, and on each the global rows (the C points of the level above),
  * the nonzeros of A, P and R, and P, R and the coarse inverse applied to
  * a vector giving the serial products to rounding. */
-static void check_levels(const ks_csr *A, int kind, const char *interp, const char *what)
+static void check_levels_of(const ks_csr *A, int kind, const amg_case *c, const char *what)
 {
-    amg_case c = {"PCG", "JACOBI", interp, "V", NULL, NULL};
-    ks_config *cfg = config_of(&c);
+    ks_config *cfg = config_of(c);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
     ks_matrix *S = NULL;
     KS_ALL(ks_matrix_create(be, A, "auto", NULL, &S));
@@ -425,6 +428,50 @@ static void check_levels(const ks_csr *A, int kind, const char *interp, const ch
     ks_matrix_destroy(&S);
     ks_config_destroy(&cfg);
 }
+
+static void check_levels(const ks_csr *A, int kind, const char *interp, const char *what)
+{
+    amg_case c = {"PCG", "JACOBI", interp, "V", NULL, NULL};
+    check_levels_of(A, kind, &c, what);
+}
+
+/* HMIS over ranks (RS inside each rank, PMIS across): on one rank the
+ * one-process hierarchy; on any rank count solves within 2 iterations of
+ * it (which is the 1-rank run), twice the same, on Poisson, 27-point,
+ * convection-diffusion and fv1, even and uneven layouts (a rank without
+ * rows). The 7-point D2 case takes 2 or 3 more iterations than one
+ * process: the seams between ranks' RS patterns cost that much (on 2
+ * ranks, even blocks: 12^3 13 against 12, 32^3 15 against 13); it is
+ * held to 3. */
+START_TEST(test_amg_hmis)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 16, &A);
+    amg_case h = {"PCG", "JACOBI_L1", "D2", "V", "selector", "HMIS"};
+    if (nranks == 1)
+        check_levels_of(&A, 0, &h, "poisson3d_7 16^3 HMIS");
+    iter_slack = 3; /* measured: 12 on one process, 14 on 2 and 4 ranks, 15 on 3 */
+    for (int kind = 0; kind < 2; kind++)
+        compare(&A, &h, kind, "poisson3d_7 16^3 HMIS");
+    iter_slack = 2;
+    amg_case h1 = {"PCG", "CHEBYSHEV", "D1", "V", "selector", "HMIS"};
+    compare(&A, &h1, 1, "poisson3d_7 16^3 HMIS");
+    ks_csr_free(&A);
+    generate(KS_GEN_POISSON3D_27, 9, &A);
+    amg_case h27 = {"PCG", "CHEBYSHEV", "D2", "W", "selector", "HMIS"};
+    compare(&A, &h27, 1, "poisson3d_27 9^3 HMIS");
+    ks_csr_free(&A);
+    generate(KS_GEN_CONVDIFF3D, 10, &A);
+    amg_case cd = {"PBICGSTAB", "JACOBI", "D2", "V", "selector", "HMIS"};
+    compare(&A, &cd, 0, "convdiff3d 10^3 HMIS");
+    ks_csr_free(&A);
+    if (ks_test_shared_matrix("fv1.mtx.gz")) {
+        KS_CHECK(ks_mm_read_csr(ks_test_shared_matrix("fv1.mtx.gz"), &A, NULL));
+        compare(&A, &h, 1, "fv1 HMIS");
+        ks_csr_free(&A);
+    }
+}
+END_TEST
 
 START_TEST(test_hierarchy_matches_serial)
 {
@@ -566,7 +613,6 @@ START_TEST(test_unsupported_options)
     const struct {
         const char *key, *value, *named;
     } opts[] = {
-        {"solver.preconditioner.selector", "HMIS", "selector HMIS"},
         {"solver.preconditioner.algorithm", "AGGREGATION", "algorithm AGGREGATION"},
         {"solver.preconditioner.smoother.solver", "GS", "smoother GS"},
         {"solver.preconditioner.smoother.solver", "SGS", "smoother SGS"},
@@ -634,6 +680,7 @@ static Suite *amg_solve_suite(void)
     tcase_add_test(t, test_amg_standalone);
     tcase_add_test(t, test_amg_smoothed_coarsest);
     tcase_add_test(t, test_amg_resetup);
+    tcase_add_test(t, test_amg_hmis);
     if (ks_test_shared_matrix("fv1.mtx.gz"))
         tcase_add_test(t, test_amg_shared_matrix);
     else

@@ -40,8 +40,6 @@ static ks_error refuse(const ks_backend *be, const ks_amg_params *p)
                          ks_backend_name((ks_backend *)be));
     if (p->algorithm == KS_AMG_AGGREGATION)
         what = "algorithm AGGREGATION", hint = "; use CLASSICAL";
-    else if (p->aggressive_levels > 0)
-        what = "aggressive_levels > 0 (aggressive coarsening)", hint = "; set it to 0";
     else if (p->hierarchy_precision == KS_AMG_FLOAT)
         what = "hierarchy_precision FLOAT", hint = "; use DOUBLE";
     else if (p->smoother.solver == KS_SMOOTHER_GS || p->smoother.solver == KS_SMOOTHER_SGS)
@@ -122,7 +120,7 @@ static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
     return KS_OK;
 }
 
-static int truncating(const ks_amg_params *p)
+int ks_amg_dist_truncating(const ks_amg_params *p)
 {
     return p->interp_max_elements > 0 || p->interp_truncation_factor > 0.0;
 }
@@ -142,10 +140,8 @@ static ks_gint *copy_layout(const ks_comm *c, const ks_gint *off)
     return o;
 }
 
-/* Rows with global columns (P's or R's) as a distributed matrix with rows
- * laid out by roff and columns by coff. */
-static ks_error transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
-                                const ks_gint *coff, ks_matrix **M)
+ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
+                                     const ks_gint *coff, ks_matrix **M)
 {
     const ks_comm *c = X->comm;
     ks_dist_split S;
@@ -162,6 +158,50 @@ static ks_error transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gi
     return e;
 }
 
+ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
+                                 unsigned long long seed, ks_amg_interp kind, int *stalled,
+                                 ks_dist_prows *P)
+{
+    const ks_amg_params *p = &amg->prm;
+    const ks_comm *c = ks_matrix_comm(A);
+    ks_dist_strength S;
+    ks_dist_coarse Cid;
+    memset(&S, 0, sizeof S);
+    memset(&Cid, 0, sizeof Cid);
+    memset(P, 0, sizeof *P);
+    int *cf = NULL;
+    ks_int nc = 0;
+    *stalled = 0;
+    double t = ks_wtime();
+    ks_error e = ks_dist_strength_classical(A, p->strength_threshold, p->max_row_sum, &S);
+    phase(amg, l, KS_AMG_PHASE_STRENGTH, "distributed strength", &t);
+    if (e == KS_OK) {
+        cf = ks_malloc((size_t)S.nloc * sizeof *cf + 1, "AMG C/F splitting");
+        e = ks_comm_agree(c, cf ? KS_OK : KS_ERR_MEMORY);
+    }
+    if (e == KS_OK)
+        e = p->selector == KS_AMG_HMIS ? ks_dist_hmis(&S, seed, cf, &nc)
+                                       : ks_dist_pmis(&S, seed, cf, &nc);
+    if (e == KS_OK)
+        e = ks_dist_coarse_ids(&S, cf, &Cid);
+    phase(amg, l, KS_AMG_PHASE_COARSENING, "distributed PMIS | HMIS and coarse ids", &t);
+    if (e == KS_OK && stalls(Cid.nc_global, ks_matrix_global_rows(A)))
+        *stalled = 1;
+    if (e == KS_OK && !*stalled) {
+        e = kind == KS_AMG_D1 ? ks_dist_interp_direct(A, &S, cf, &Cid, P)
+                              : ks_dist_interp_extended_i(A, &S, cf, &Cid, P);
+        phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation", &t);
+    }
+    if (e == KS_OK && !*stalled && ks_amg_dist_truncating(p)) {
+        e = ks_dist_prows_truncate(P, p->interp_max_elements, p->interp_truncation_factor);
+        phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
+    }
+    free(cf);
+    ks_dist_coarse_free(&Cid);
+    ks_dist_strength_free(&S);
+    return e;
+}
+
 /* The transfer of level l and level l + 1's matrix. *stalled = 1 (nothing
  * kept) when the coarsening stalls: level l is then the coarsest. */
 static ks_error build_level(ks_amg *amg, int l, int *stalled)
@@ -171,47 +211,20 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     ks_matrix *A = L->Am;
     const ks_comm *c = ks_matrix_comm(A);
     const ks_gint *foff = A->dist->offsets;
-    const ks_gint n = ks_matrix_global_rows(A);
-    ks_dist_strength S;
-    ks_dist_coarse Cid;
     ks_dist_prows P, R;
     ks_dist_csr Ac;
-    memset(&S, 0, sizeof S);
-    memset(&Cid, 0, sizeof Cid);
-    memset(&P, 0, sizeof P);
     memset(&R, 0, sizeof R);
     memset(&Ac, 0, sizeof Ac);
-    int *cf = NULL;
     ks_gint *coff = NULL;
-    ks_int nc = 0;
-    *stalled = 0;
 
-    double t = ks_wtime();
-    ks_error e = ks_dist_strength_classical(A, p->strength_threshold, p->max_row_sum, &S);
-    phase(amg, l, KS_AMG_PHASE_STRENGTH, "distributed strength", &t);
-    if (e == KS_OK) {
-        cf = ks_malloc((size_t)S.nloc * sizeof *cf + 1, "AMG C/F splitting");
-        e = ks_comm_agree(c, cf ? KS_OK : KS_ERR_MEMORY);
-    }
     /* the serial driver's seed of level l, so the splitting is its own */
-    if (e == KS_OK)
-        e = p->selector == KS_AMG_HMIS ? ks_dist_hmis(&S, p->seed + (unsigned long long)l, cf, &nc)
-                                       : ks_dist_pmis(&S, p->seed + (unsigned long long)l, cf, &nc);
-    if (e == KS_OK)
-        e = ks_dist_coarse_ids(&S, cf, &Cid);
-    phase(amg, l, KS_AMG_PHASE_COARSENING, "distributed PMIS | HMIS and coarse ids", &t);
-    if (e == KS_OK && stalls(Cid.nc_global, n)) {
-        *stalled = 1;
+    ks_error e = ks_amg_dist_classical_p(amg, l, A, p->seed + (unsigned long long)l,
+                                         p->interpolator, stalled, &P);
+    if (e == KS_OK && *stalled)
         goto done;
-    }
-    if (e == KS_OK)
-        e = p->interpolator == KS_AMG_D1 ? ks_dist_interp_direct(A, &S, cf, &Cid, &P)
-                                         : ks_dist_interp_extended_i(A, &S, cf, &Cid, &P);
-    phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation", &t);
-    if (e == KS_OK && truncating(p)) {
-        e = ks_dist_prows_truncate(&P, p->interp_max_elements, p->interp_truncation_factor);
-        phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
-    }
+    double t = ks_wtime();
+    if (e == KS_OK && l < p->aggressive_levels)
+        e = ks_amg_dist_aggressive(amg, l, A, &P);
     int q = 0;
     if (e == KS_OK)
         e = agglomerate(c, &P, &q);
@@ -227,9 +240,9 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         e = ks_dist_prows_transpose(&P, foff, coff, &R);
     phase(amg, l, KS_AMG_PHASE_RAP, "distributed RAP and transpose", &t);
     if (e == KS_OK)
-        e = transfer_matrix(amg, &P, foff, coff, &L->Pm);
+        e = ks_amg_dist_transfer_matrix(amg, &P, foff, coff, &L->Pm);
     if (e == KS_OK)
-        e = transfer_matrix(amg, &R, coff, foff, &L->Rm);
+        e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);
     if (e == KS_OK)
         e = ks_matrix_create_dist(amg->be, c, Ac.nrows, Ac.ncols_global, Ac.rowptr, Ac.colind,
                                   Ac.val, level_format(amg), NULL, &C->Am);
@@ -245,12 +258,9 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     phase(amg, l, KS_AMG_PHASE_UPLOAD, "distributed P, R and coarse matrix", &t);
 done:
     free(coff);
-    free(cf);
     ks_dist_csr_free(&Ac);
     ks_dist_prows_free(&R);
     ks_dist_prows_free(&P);
-    ks_dist_coarse_free(&Cid);
-    ks_dist_strength_free(&S);
     return e == KS_OK ? KS_OK : ks_adderr(e, "AMG level %d (distributed)", l);
 }
 

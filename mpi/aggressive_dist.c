@@ -12,8 +12,8 @@
  * rank (P1's rows of A's ghost columns, A1's ghost rows for extended+i)
  * come through the RAP and interpolation fetches. With PMIS every piece
  * gives the serial rows, so the hierarchy is the one-process hierarchy
- * (to the products' rounding); with HMIS the first-rank splitting rule of
- * hmis_dist.c applies to both stages. */
+ * (to the products' rounding); with HMIS both stages split as hmis_dist.c
+ * does (the one-process splitting on one rank). */
 #include "amg_dist_setup.h"
 
 #include <string.h>

@@ -94,6 +94,10 @@ ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *c
  * (hmis_dist.c). */
 ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
                            ks_int *nc);
+/* Collective. The splitters' argument check (S, cf where S has points,
+ * nc), agreed; `who` names the splitter in the message. */
+ks_error ks_dist_split_args(const ks_dist_strength *S, const int *cf, const ks_int *nc,
+                            const char *who);
 
 /* ---------------------------------------------------------- hmis_dist.c */
 /* Collective. HMIS as hypre runs it over ranks: ks_amg_hmis's RS first

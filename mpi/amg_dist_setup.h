@@ -21,6 +21,15 @@ extern "C" {
  * the variable is the setting (tests change it; 0: never). */
 #define KS_AMG_DIST_AGGLOMERATE_ROWS 64
 extern int ks_amg_dist_agglomerate_rows;
+
+/* ------------------------------------------------ amg_dist_classical.c */
+/* As the serial driver: a coarse grid of nc points from n stalls (none,
+ * or more than 90% kept). */
+int ks_amg_dist_stalls(ks_gint nc, ks_gint n);
+/* Time since *t0 into phase ph (and the trace), *t0 moved on. */
+void ks_amg_dist_phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, double *t0);
+/* The levels' SpMV format (prm.level_format, or "auto"). */
+const char *ks_amg_dist_level_format(const ks_amg *amg);
 /* Collective. Rows with global columns (P's or R's) as a distributed
  * matrix with rows laid out by roff and columns by coff (copied). */
 ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,

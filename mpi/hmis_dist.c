@@ -93,12 +93,7 @@ static ks_error boundary(const ks_dist_strength *S, unsigned char *bnd)
 ks_error ks_dist_hmis(const ks_dist_strength *S, unsigned long long seed, int *cf, ks_int *nc)
 {
     static const char who[] = "distributed HMIS";
-    if (!S || !S->comm)
-        return ks_seterr(KS_ERR_ARG, "%s: NULL or empty strength graph", who);
-    ks_error e = KS_OK;
-    if ((!cf && S->nloc > 0) || !nc)
-        e = ks_seterr(KS_ERR_ARG, "%s: NULL %s", who, nc ? "cf" : "nc");
-    e = ks_comm_agree(S->comm, e);
+    ks_error e = ks_dist_split_args(S, cf, nc, who);
     if (e != KS_OK)
         return e;
     const ks_int n = S->nloc;

@@ -184,16 +184,22 @@ ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *c
     return ks_dist_pmis_from(S, seed, cf, nc);
 }
 
-ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
-                           ks_int *nc)
+ks_error ks_dist_split_args(const ks_dist_strength *S, const int *cf, const ks_int *nc,
+                            const char *who)
 {
-    static const char who[] = "distributed PMIS";
     if (!S || !S->comm)
         return ks_seterr(KS_ERR_ARG, "%s: NULL or empty strength graph", who);
     ks_error e = KS_OK;
     if ((!cf && S->nloc > 0) || !nc)
         e = ks_seterr(KS_ERR_ARG, "%s: NULL %s", who, nc ? "cf" : "nc");
-    e = ks_comm_agree(S->comm, e);
+    return ks_comm_agree(S->comm, e);
+}
+
+ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
+                           ks_int *nc)
+{
+    static const char who[] = "distributed PMIS";
+    ks_error e = ks_dist_split_args(S, cf, nc, who);
     if (e != KS_OK)
         return e;
     ks_dist_graph G;

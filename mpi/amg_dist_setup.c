@@ -31,9 +31,7 @@ static ks_error refuse(const ks_backend *be, const ks_amg_params *p)
                          "AMG on a distributed matrix: the %s backend is not supported yet "
                          "(the distributed setup runs on the cpu backend only)",
                          ks_backend_name((ks_backend *)be));
-    if (p->algorithm == KS_AMG_AGGREGATION)
-        what = "algorithm AGGREGATION", hint = "; use CLASSICAL";
-    else if (p->hierarchy_precision == KS_AMG_FLOAT)
+    if (p->hierarchy_precision == KS_AMG_FLOAT)
         what = "hierarchy_precision FLOAT", hint = "; use DOUBLE";
     else if (p->smoother.solver == KS_SMOOTHER_GS || p->smoother.solver == KS_SMOOTHER_SGS)
         what = p->smoother.solver == KS_SMOOTHER_GS ? "smoother GS" : "smoother SGS",
@@ -120,8 +118,10 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     ks_gint *coff = NULL;
 
     /* the serial driver's seed of level l, so the splitting is its own */
-    ks_error e = ks_amg_dist_classical_p(amg, l, A, p->seed + (unsigned long long)l,
-                                         p->interpolator, stalled, &P);
+    ks_error e = p->algorithm == KS_AMG_AGGREGATION
+                     ? ks_amg_dist_aggregation_p(amg, l, A, stalled, &P)
+                     : ks_amg_dist_classical_p(amg, l, A, p->seed + (unsigned long long)l,
+                                               p->interpolator, stalled, &P);
     if (e == KS_OK && *stalled)
         goto done;
     double t = ks_wtime();

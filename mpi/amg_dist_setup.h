@@ -45,6 +45,15 @@ ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
                                  unsigned long long seed, ks_amg_interp kind, int *stalled,
                                  ks_dist_prows *P);
 
+/* ---------------------------------------------------- aggregate_dist.c */
+/* Collective. Smoothed aggregation's P for level l of A (algorithm
+ * AGGREGATION): uncoupled aggregates (each rank's points aggregated by the
+ * serial code on its local block's symmetric strength, theta halved per
+ * level, the serial seed), the tentative prolongator smoothed by damped
+ * Jacobi over ranks. *stalled as ks_amg_dist_classical_p. */
+ks_error ks_amg_dist_aggregation_p(ks_amg *amg, int l, const ks_matrix *A, int *stalled,
+                                   ks_dist_prows *P);
+
 /* --------------------------------------------------- aggressive_dist.c */
 /* Collective. Aggressive coarsening of level l (l < aggressive_levels),
  * amg/hierarchy.c's build_aggressive over ranks: P holds the first stage's

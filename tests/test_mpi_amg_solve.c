@@ -534,6 +534,51 @@ START_TEST(test_amg_aggressive_hmis)
 }
 END_TEST
 
+/* Smoothed aggregation over ranks (uncoupled aggregates): on one rank the
+ * one-process hierarchy's sizes; solves within 2 iterations of one
+ * process on every rank count and layout, twice the same. */
+START_TEST(test_amg_aggregation)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 14, &A);
+    amg_case g = {"PCG", "JACOBI_L1", "D2", "V", "algorithm", "AGGREGATION"};
+    if (nranks == 1) {
+        const ks_solver_params *sp = NULL;
+        ks_config *cfg = config_of(&g);
+        sp = ks_config_solver_params(cfg);
+        ks_matrix *S = NULL, *M = dist_of(&A, 0);
+        ks_amg *ser = NULL, *dis = NULL;
+        KS_ALL(ks_matrix_create(be, &A, "auto", NULL, &S));
+        KS_ALL(ks_amg_setup(be, &sp->pc.amg, S, &ser));
+        KS_ALL(ks_amg_setup_dist(be, &sp->pc.amg, M, &dis));
+        int same = ser->nlevels == dis->nlevels && ser->nlevels >= 3;
+        for (int l = 0; same && l < ser->nlevels; l++)
+            same = ks_matrix_global_rows(dis->levels[l].Am) == ser->levels[l].A.nrows &&
+                   ks_matrix_nnz(dis->levels[l].Am) == ser->levels[l].A.nnz;
+        ALL(same, "aggregation on one rank: %d levels, one process %d (or sizes differ)",
+            dis->nlevels, ser->nlevels);
+        ks_amg_destroy(dis);
+        ks_amg_destroy(ser);
+        ks_matrix_destroy(&M);
+        ks_matrix_destroy(&S);
+        ks_config_destroy(&cfg);
+    }
+    for (int kind = 0; kind < 2; kind++)
+        compare(&A, &g, kind, "poisson3d_7 14^3 aggregation");
+    amg_case gc = {"PCG", "CHEBYSHEV", "D2", "W", "algorithm", "AGGREGATION"};
+    compare(&A, &gc, 1, "poisson3d_7 14^3 aggregation");
+    ks_csr_free(&A);
+    generate(KS_GEN_POISSON3D_27, 10, &A);
+    compare(&A, &g, 1, "poisson3d_27 10^3 aggregation");
+    ks_csr_free(&A);
+    generate(KS_GEN_CONVDIFF3D, 10, &A);
+    amg_case cd = {"PBICGSTAB", "JACOBI", "D2", "V", "algorithm", "AGGREGATION"};
+    compare(&A, &cd, 0, "convdiff3d 10^3 aggregation");
+    ks_csr_free(&A);
+    compare_fv1(&g, "fv1 aggregation");
+}
+END_TEST
+
 START_TEST(test_hierarchy_matches_serial)
 {
     ks_csr A;
@@ -674,7 +719,6 @@ START_TEST(test_unsupported_options)
     const struct {
         const char *key, *value, *named;
     } opts[] = {
-        {"solver.preconditioner.algorithm", "AGGREGATION", "algorithm AGGREGATION"},
         {"solver.preconditioner.smoother.solver", "GS", "smoother GS"},
         {"solver.preconditioner.smoother.solver", "SGS", "smoother SGS"},
         {"solver.preconditioner.hierarchy_precision", "FLOAT", "hierarchy_precision FLOAT"},
@@ -743,6 +787,7 @@ static Suite *amg_solve_suite(void)
     tcase_add_test(t, test_amg_hmis);
     tcase_add_test(t, test_amg_aggressive);
     tcase_add_test(t, test_amg_aggressive_hmis);
+    tcase_add_test(t, test_amg_aggregation);
     if (ks_test_shared_matrix("fv1.mtx.gz"))
         tcase_add_test(t, test_amg_shared_matrix);
     else

@@ -214,7 +214,7 @@ int main(int argc, char **argv)
     CHECK(make_config(&o, &cfg));
     CHECK(ks_solver_create(be, cfg, &solver));
     t0 = ks_wtime();
-    /* What the distributed AMG does not do yet (the cuda backend, HMIS, ...)
+    /* What the distributed AMG does not do yet (the cuda backend, float32 hierarchies, ...)
      * is refused here (KS_ERR_UNSUPPORTED): CHECK prints why and exits 2. */
     CHECK(ks_solver_setup(solver, A));
     double t_setup = ks_wtime() - t0;

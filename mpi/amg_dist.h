@@ -89,6 +89,23 @@ void ks_dist_graph_free(ks_dist_graph *G);
  * point for point (the serial fix-up included, reproduced in rounds). *nc:
  * this rank's C points. */
 ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *cf, ks_int *nc);
+/* Collective. The same rounds from the states cf holds on entry (KS_CPT
+ * and KS_FPT kept, KS_UNDECIDED points decided), then the fix-up over all
+ * points: ks_amg_pmis_stage of the global graph, as HMIS's second stage
+ * (hmis_dist.c). */
+ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
+                           ks_int *nc);
+/* Collective. The splitters' argument check (S, cf where S has points,
+ * nc), agreed; `who` names the splitter in the message. */
+ks_error ks_dist_split_args(const ks_dist_strength *S, const int *cf, const ks_int *nc,
+                            const char *who);
+
+/* ---------------------------------------------------------- hmis_dist.c */
+/* Collective. HMIS as hypre runs it over ranks: ks_amg_hmis's RS first
+ * pass on each rank's points that connect to no other rank's, then
+ * ks_dist_pmis_from. On one rank: ks_amg_hmis's splitting, point for
+ * point; on more, a splitting of the partition (the same every run). */
+ks_error ks_dist_hmis(const ks_dist_strength *S, unsigned long long seed, int *cf, ks_int *nc);
 
 /* ------------------------------------------------------ coarse_ids_dist.c */
 /* The coarse grid's global numbering: each rank's C points consecutively

@@ -2,15 +2,17 @@
  * over the distributed pieces, with the same stopping rules on global
  * sizes:
  *
- *   strength -> PMIS -> coarse ids -> D1 | extended+i -> truncation
+ *   strength -> PMIS | HMIS -> coarse ids -> D1 | extended+i -> truncation
+ *   [-> aggressive second stage, P = P1 P2 (aggressive_dist.c)]
  *   -> Ac = P^T A P (rows at the coarse points' owners) -> R = P^T
  *
  * Each level's A, P and R become distributed ks_matrix objects (P and R
  * with a column layout of their own), so the cycle of amg/cycle.c runs on
  * them unchanged: every SpMV exchanges its halo, every reduction adds the
- * ranks' parts in rank order. The splitting, P and the coarse rows equal
- * the serial ones on the global matrix (the pieces are tested so), hence
- * the hierarchy is the one-process hierarchy, the same on every run.
+ * ranks' parts in rank order. With PMIS the splitting, P and the coarse
+ * rows equal the serial ones on the global matrix (the pieces are tested
+ * so), hence the hierarchy is the one-process hierarchy, the same on every
+ * run; HMIS's splitting depends on the partition (hmis_dist.c).
  *
  * On the cuda backend the pieces read host copies of each level's blocks
  * (ks_matrix_host_csr) and what they build is created on the device; the
@@ -27,26 +29,21 @@
 #include <math.h>
 #include <string.h>
 
-/* As the serial driver: a level keeping more than this fraction of its
- * rows (or none) ends the coarsening. */
-#define KS_AMG_DIST_STALL_RATIO 0.9
-
-static int stalls(ks_gint nc, ks_gint n)
-{
-    return nc == 0 || (double)nc > KS_AMG_DIST_STALL_RATIO * (double)n;
-}
-
 /* What the distributed setup cannot do yet, named by its option. The
  * parameters are the caller's on each rank; the answer is agreed. */
-static ks_error refuse(const ks_amg_params *p)
+static ks_error refuse(const ks_backend *be, const ks_amg_params *p)
 {
     const char *what = NULL, *hint = "";
-    if (p->algorithm == KS_AMG_AGGREGATION)
-        what = "algorithm AGGREGATION", hint = "; use CLASSICAL";
-    else if (p->selector == KS_AMG_HMIS)
-        what = "selector HMIS", hint = "; use PMIS";
-    else if (p->aggressive_levels > 0)
-        what = "aggressive_levels > 0 (aggressive coarsening)", hint = "; set it to 0";
+    /* HMIS, aggressive coarsening and aggregation over ranks came with the
+     * cpu's distributed setup; on cuda only classical PMIS has been run
+     * (test_mpi_amg_cuda) */
+    if (!ks_backend_host_memory(be) &&
+        (p->algorithm == KS_AMG_AGGREGATION || p->selector == KS_AMG_HMIS ||
+         p->aggressive_levels > 0))
+        what = p->algorithm == KS_AMG_AGGREGATION ? "algorithm AGGREGATION on the cuda backend"
+               : p->selector == KS_AMG_HMIS       ? "selector HMIS on the cuda backend"
+                                                  : "aggressive coarsening on the cuda backend",
+        hint = "; use CLASSICAL with PMIS and aggressive_levels 0 there, or the cpu backend";
     else if (p->hierarchy_precision == KS_AMG_FLOAT)
         what = "hierarchy_precision FLOAT", hint = "; use DOUBLE";
     else if (p->smoother.solver == KS_SMOOTHER_GS || p->smoother.solver == KS_SMOOTHER_SGS)
@@ -56,15 +53,6 @@ static ks_error refuse(const ks_amg_params *p)
         return KS_OK;
     return ks_seterr(KS_ERR_UNSUPPORTED,
                      "AMG on a distributed matrix: %s is not supported yet%s", what, hint);
-}
-
-/* Time since *t0 into phase ph (and the trace), *t0 moved on. */
-static void phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, double *t0)
-{
-    const double t = ks_wtime();
-    amg->phase_seconds[ph] += t - *t0;
-    ks_amg_trace(l, what, t - *t0);
-    *t0 = t;
 }
 
 /* Every row of level l has a nonzero finite diagonal, on every rank; the
@@ -127,46 +115,6 @@ static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
     return KS_OK;
 }
 
-static int truncating(const ks_amg_params *p)
-{
-    return p->interp_max_elements > 0 || p->interp_truncation_factor > 0.0;
-}
-
-static const char *level_format(const ks_amg *amg)
-{
-    return amg->prm.level_format[0] ? amg->prm.level_format : "auto";
-}
-
-/* A copy of a layout (size + 1 offsets). */
-static ks_gint *copy_layout(const ks_comm *c, const ks_gint *off)
-{
-    const size_t bytes = ((size_t)c->size + 1) * sizeof *off;
-    ks_gint *o = ks_malloc(bytes, "layout");
-    if (o)
-        memcpy(o, off, bytes);
-    return o;
-}
-
-/* Rows with global columns (P's or R's) as a distributed matrix with rows
- * laid out by roff and columns by coff. */
-static ks_error transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
-                                const ks_gint *coff, ks_matrix **M)
-{
-    const ks_comm *c = X->comm;
-    ks_dist_split S;
-    KS_TRY(ks_dist_prows_split(X, &S));
-    ks_gint *ro = copy_layout(c, roff), *co = copy_layout(c, coff);
-    ks_error e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
-    if (e == KS_OK) {
-        e = ks_dist_matrix_from_split(amg->be, c, ro, co, &S, level_format(amg), NULL, M);
-    } else {
-        free(ro);
-        free(co);
-    }
-    ks_dist_split_free(&S);
-    return e;
-}
-
 /* The transfer of level l and level l + 1's matrix. *stalled = 1 (nothing
  * kept) when the coarsening stalls: level l is then the coarsest. */
 static ks_error build_level(ks_amg *amg, int l, int *stalled)
@@ -176,46 +124,22 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     ks_matrix *A = L->Am;
     const ks_comm *c = ks_matrix_comm(A);
     const ks_gint *foff = A->dist->offsets;
-    const ks_gint n = ks_matrix_global_rows(A);
-    ks_dist_strength S;
-    ks_dist_coarse Cid;
     ks_dist_prows P, R;
     ks_dist_csr Ac;
-    memset(&S, 0, sizeof S);
-    memset(&Cid, 0, sizeof Cid);
-    memset(&P, 0, sizeof P);
     memset(&R, 0, sizeof R);
     memset(&Ac, 0, sizeof Ac);
-    int *cf = NULL;
     ks_gint *coff = NULL;
-    ks_int nc = 0;
-    *stalled = 0;
 
-    double t = ks_wtime();
-    ks_error e = ks_dist_strength_classical(A, p->strength_threshold, p->max_row_sum, &S);
-    phase(amg, l, KS_AMG_PHASE_STRENGTH, "distributed strength", &t);
-    if (e == KS_OK) {
-        cf = ks_malloc((size_t)S.nloc * sizeof *cf + 1, "AMG C/F splitting");
-        e = ks_comm_agree(c, cf ? KS_OK : KS_ERR_MEMORY);
-    }
     /* the serial driver's seed of level l, so the splitting is its own */
-    if (e == KS_OK)
-        e = ks_dist_pmis(&S, p->seed + (unsigned long long)l, cf, &nc);
-    if (e == KS_OK)
-        e = ks_dist_coarse_ids(&S, cf, &Cid);
-    phase(amg, l, KS_AMG_PHASE_COARSENING, "distributed PMIS and coarse ids", &t);
-    if (e == KS_OK && stalls(Cid.nc_global, n)) {
-        *stalled = 1;
+    ks_error e = p->algorithm == KS_AMG_AGGREGATION
+                     ? ks_amg_dist_aggregation_p(amg, l, A, stalled, &P)
+                     : ks_amg_dist_classical_p(amg, l, A, p->seed + (unsigned long long)l,
+                                               p->interpolator, stalled, &P);
+    if (e == KS_OK && *stalled)
         goto done;
-    }
-    if (e == KS_OK)
-        e = p->interpolator == KS_AMG_D1 ? ks_dist_interp_direct(A, &S, cf, &Cid, &P)
-                                         : ks_dist_interp_extended_i(A, &S, cf, &Cid, &P);
-    phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation", &t);
-    if (e == KS_OK && truncating(p)) {
-        e = ks_dist_prows_truncate(&P, p->interp_max_elements, p->interp_truncation_factor);
-        phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
-    }
+    double t = ks_wtime();
+    if (e == KS_OK && l < p->aggressive_levels)
+        e = ks_amg_dist_aggressive(amg, l, A, &P);
     int q = 0;
     if (e == KS_OK)
         e = agglomerate(c, &P, &q);
@@ -229,14 +153,14 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         e = ks_comm_agree(c, ks_layout_gather(c, P.nc, &coff));
     if (e == KS_OK)
         e = ks_dist_prows_transpose(&P, foff, coff, &R);
-    phase(amg, l, KS_AMG_PHASE_RAP, "distributed RAP and transpose", &t);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed RAP and transpose", &t);
     if (e == KS_OK)
-        e = transfer_matrix(amg, &P, foff, coff, &L->Pm);
+        e = ks_amg_dist_transfer_matrix(amg, &P, foff, coff, &L->Pm);
     if (e == KS_OK)
-        e = transfer_matrix(amg, &R, coff, foff, &L->Rm);
+        e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);
     if (e == KS_OK)
         e = ks_matrix_create_dist(amg->be, c, Ac.nrows, Ac.ncols_global, Ac.rowptr, Ac.colind,
-                                  Ac.val, level_format(amg), NULL, &C->Am);
+                                  Ac.val, ks_amg_dist_level_format(amg), NULL, &C->Am);
     if (e == KS_OK) {
         /* views of the matrices' local blocks: what sizes and reports read */
         L->P = *ks_matrix_sparse(L->Pm);
@@ -246,15 +170,12 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         C->A_view = 1;
         C->own_Am = 1;
     }
-    phase(amg, l, KS_AMG_PHASE_UPLOAD, "distributed P, R and coarse matrix", &t);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_UPLOAD, "distributed P, R and coarse matrix", &t);
 done:
     free(coff);
-    free(cf);
     ks_dist_csr_free(&Ac);
     ks_dist_prows_free(&R);
     ks_dist_prows_free(&P);
-    ks_dist_coarse_free(&Cid);
-    ks_dist_strength_free(&S);
     return e == KS_OK ? KS_OK : ks_adderr(e, "AMG level %d (distributed)", l);
 }
 
@@ -353,13 +274,14 @@ static ks_error build(ks_amg *amg)
     }
     double t = ks_wtime();
     KS_TRY(ks_amg_dist_coarse_setup(amg));
-    phase(amg, amg->nlevels - 1, KS_AMG_PHASE_COARSE, "gathered coarse LU and inverse", &t);
+    ks_amg_dist_phase(amg, amg->nlevels - 1, KS_AMG_PHASE_COARSE,
+                      "gathered coarse LU and inverse", &t);
     for (int l = 0; l < amg->nlevels; l++)
         KS_TRY(level_vectors(&amg->levels[l], l));
-    phase(amg, 0, KS_AMG_PHASE_UPLOAD, "work vectors", &t);
+    ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_UPLOAD, "work vectors", &t);
     for (int l = 0; l < amg->nlevels; l++)
         KS_TRY(ks_amg_dist_smoother_setup(amg, l));
-    phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
+    ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
     KS_TRY(global_sizes(amg));
     drop_host_copies(amg);
     if (p->print_setup_progress && c->rank == 0)
@@ -384,7 +306,7 @@ ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *
     if (e == KS_OK)
         e = ks_amg_params_check(prm, NULL);
     if (e == KS_OK)
-        e = refuse(prm);
+        e = refuse(be, prm);
     ks_amg *amg = NULL;
     if (e == KS_OK) {
         amg = ks_calloc(1, sizeof *amg, "AMG hierarchy");

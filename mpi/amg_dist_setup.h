@@ -23,6 +23,47 @@ extern "C" {
 #define KS_AMG_DIST_AGGLOMERATE_ROWS 64
 extern int ks_amg_dist_agglomerate_rows;
 
+/* ------------------------------------------------ amg_dist_classical.c */
+/* As the serial driver: a coarse grid of nc points from n stalls (none,
+ * or more than 90% kept). */
+int ks_amg_dist_stalls(ks_gint nc, ks_gint n);
+/* Time since *t0 into phase ph (and the trace), *t0 moved on. */
+void ks_amg_dist_phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, double *t0);
+/* The levels' SpMV format (prm.level_format, or "auto"). */
+const char *ks_amg_dist_level_format(const ks_amg *amg);
+/* Collective. Rows with global columns (P's or R's) as a distributed
+ * matrix with rows laid out by roff and columns by coff (copied). */
+ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
+                                     const ks_gint *coff, ks_matrix **M);
+/* Whether the parameters truncate interpolation. */
+int ks_amg_dist_truncating(const ks_amg_params *p);
+/* Collective. Classical coarsening of A (level l's phases and trace):
+ * strength, PMIS or HMIS (prm.selector) with `seed`, the coarse ids; then,
+ * unless the coarsening stalls (*stalled = 1: no coarse point, or more
+ * than 90% of A's rows kept; P left empty), interpolation `kind` (D1 or
+ * extended+i), truncated by the parameters, into P. */
+ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
+                                 unsigned long long seed, ks_amg_interp kind, int *stalled,
+                                 ks_dist_prows *P);
+
+/* ---------------------------------------------------- aggregate_dist.c */
+/* Collective. Smoothed aggregation's P for level l of A (algorithm
+ * AGGREGATION): uncoupled aggregates (each rank's points aggregated by the
+ * serial code on its local block's symmetric strength, theta halved per
+ * level, the serial seed), the tentative prolongator smoothed by damped
+ * Jacobi over ranks. *stalled as ks_amg_dist_classical_p. */
+ks_error ks_amg_dist_aggregation_p(ks_amg *amg, int l, const ks_matrix *A, int *stalled,
+                                   ks_dist_prows *P);
+
+/* --------------------------------------------------- aggressive_dist.c */
+/* Collective. Aggressive coarsening of level l (l < aggressive_levels),
+ * amg/hierarchy.c's build_aggressive over ranks: P holds the first stage's
+ * truncated interpolation P1 of A; the second stage splits A1 = P1^T A P1
+ * (strength, PMIS or HMIS with the serial second-stage seed, D1 or
+ * extended+i by aggressive_interpolator, truncated) and P becomes P1 P2,
+ * truncated. When the second stage stalls P stays P1, as serially. */
+ks_error ks_amg_dist_aggressive(ks_amg *amg, int l, const ks_matrix *A, ks_dist_prows *P);
+
 /* ---------------------------------------------------- transpose_dist.c */
 /* Collective. R = P^T: R's rows are this rank's coarse points (layout
  * coff, each rank's C count), its columns global fine ids ascending (P's

@@ -131,7 +131,7 @@ static ks_int row_product(const ks_csr *AL, const ks_csr *AG, const ks_gint *gho
 }
 
 static ks_error product(const ks_csr *AL, const ks_csr *AG, const ks_gint *ghost_gid,
-                        const ks_dist_prows *P, const ks_dist_ghost_prows *G, ws *w,
+                        ks_gint lo, const ks_dist_prows *P, const ks_dist_ghost_prows *G, ws *w,
                         ks_dist_csr *AP)
 {
     AP->rowptr = ks_malloc(((size_t)AP->nrows + 1) * sizeof *AP->rowptr, "A P row pointers");
@@ -144,7 +144,7 @@ static ks_error product(const ks_csr *AL, const ks_csr *AG, const ks_gint *ghost
         return KS_ERR_MEMORY;
     AP->rowptr[0] = 0;
     for (ks_int i = 0; i < AP->nrows; i++) {
-        const ks_int n = row_product(AL, AG, ghost_gid, AP->row_begin, P, G, w, i);
+        const ks_int n = row_product(AL, AG, ghost_gid, lo, P, G, w, i);
         if (nnz + n > INT32_MAX)
             return ks_seterr(KS_ERR_SIZE, "A P: more than 2^31 entries on one rank");
         if (nnz + n > cap) {
@@ -187,15 +187,17 @@ ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)
     ks_error e = KS_OK;
     if (!AL || (md->ghost && !AG))
         e = ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the host", who);
-    AP->nrows = P->nloc;
-    AP->row_begin = P->row_begin;
+    /* A may be rectangular (an interpolation: P1 P2 of aggressive
+     * coarsening); P's rows are laid out as A's columns */
+    AP->nrows = (ks_int)(md->offsets[c->rank + 1] - md->offsets[c->rank]);
+    AP->row_begin = md->offsets[c->rank];
     AP->nrows_global = md->offsets[c->size];
     AP->ncols_global = P->nc_global;
     ws w = {0};
     if (e == KS_OK)
         e = ws_make(P, &G, &w);
     if (e == KS_OK)
-        e = product(AL, AG, d->ghost_gid, P, &G, &w, AP);
+        e = product(AL, AG, d->ghost_gid, P->row_begin, P, &G, &w, AP);
     ws_free(&w);
     ks_dist_ghost_prows_free(&G);
     e = ks_comm_agree(c, e);

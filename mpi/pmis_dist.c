@@ -87,6 +87,8 @@ static ks_error rounds(pmis_ctx *P)
     const ks_int n = G->nloc;
     ks_gint und = 0;
     for (ks_int i = 0; i < n; i++) {
+        if (P->cf[i] != KS_UNDECIDED)
+            continue; /* decided before (ks_dist_pmis_from) */
         if (G->srp[i] == G->srp[i + 1] && G->trp[i] == G->trp[i + 1])
             P->cf[i] = KS_FPT; /* isolated: nothing to interpolate from or for */
         else
@@ -177,13 +179,27 @@ static ks_error fixup(pmis_ctx *P)
 
 ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *cf, ks_int *nc)
 {
-    static const char who[] = "distributed PMIS";
+    for (ks_int i = 0; S && cf && i < S->nloc; i++)
+        cf[i] = KS_UNDECIDED;
+    return ks_dist_pmis_from(S, seed, cf, nc);
+}
+
+ks_error ks_dist_split_args(const ks_dist_strength *S, const int *cf, const ks_int *nc,
+                            const char *who)
+{
     if (!S || !S->comm)
         return ks_seterr(KS_ERR_ARG, "%s: NULL or empty strength graph", who);
     ks_error e = KS_OK;
     if ((!cf && S->nloc > 0) || !nc)
         e = ks_seterr(KS_ERR_ARG, "%s: NULL %s", who, nc ? "cf" : "nc");
-    e = ks_comm_agree(S->comm, e);
+    return ks_comm_agree(S->comm, e);
+}
+
+ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
+                           ks_int *nc)
+{
+    static const char who[] = "distributed PMIS";
+    ks_error e = ks_dist_split_args(S, cf, nc, who);
     if (e != KS_OK)
         return e;
     ks_dist_graph G;
@@ -203,7 +219,7 @@ ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *c
     if (e == KS_OK) {
         for (ks_int j = 0; j < G.nloc + G.next; j++) {
             P.h[j] = ks_coarsen_hash(seed, gid_of(&G, j));
-            P.cf[j] = KS_UNDECIDED;
+            P.cf[j] = j < G.nloc ? cf[j] : KS_UNDECIDED; /* external: the rounds' exchange */
         }
         for (ks_int i = 0; i < G.nloc; i++)
             P.cnt[i] = G.trp[i + 1] - G.trp[i]; /* |S^T_i| over all ranks */

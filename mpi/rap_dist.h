@@ -25,13 +25,15 @@ typedef struct ks_dist_ghost_prows {
 } ks_dist_ghost_prows;
 
 /* Collective. A: a distributed cpu matrix; P: this rank's rows of P over
- * A's row layout. Uses A's halo plan (the owners send what it says). */
+ * A's column layout (its row layout when square). Uses A's halo plan (the
+ * owners send what it says). */
 ks_error ks_dist_fetch_prows(const ks_matrix *A, const ks_dist_prows *P, ks_dist_ghost_prows *G);
 void ks_dist_ghost_prows_free(ks_dist_ghost_prows *G);
 
 /* ----------------------------------------------------------- ap_dist.c */
-/* Collective. AP = A P for this rank's rows (fine rows of A's layout,
- * global coarse columns ascending). Each AP(i,J) starts at 0.0 and adds
+/* Collective. AP = A P for this rank's rows (A's row layout, global
+ * coarse columns ascending; A may be rectangular, P's rows laid out as its
+ * columns: the aggressive P1 P2). Each AP(i,J) starts at 0.0 and adds
  * A(i,k) * P(k,J) in A's row order by global column k, then P's row
  * order: ks_csr_spgemm's order on the global matrices, so the rows are
  * the serial A*P's bit for bit. Explicit zeros are kept (the structural

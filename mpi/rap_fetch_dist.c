@@ -125,11 +125,14 @@ ks_error ks_dist_fetch_prows(const ks_matrix *A, const ks_dist_prows *P, ks_dist
     const ks_matrix_dist *md = A->dist;
     const ks_dist_impl *d = (const ks_dist_impl *)md;
     const ks_comm *c = md->comm;
-    const ks_gint lo = md->offsets[c->rank];
+    /* P's rows: the matrix's columns (its own layout when rectangular) */
+    const ks_gint *coff = md->col_offsets ? md->col_offsets : md->offsets;
+    const ks_gint lo = coff[c->rank];
     ks_error e = KS_OK;
     if (!P || P->comm != c || P->row_begin != lo ||
-        P->nloc != (ks_int)(md->offsets[c->rank + 1] - lo) || (!P->rowptr && P->nloc > 0))
-        e = ks_seterr(KS_ERR_ARG, "%s: P's rows are not those of the matrix's layout", who);
+        P->nloc != (ks_int)(coff[c->rank + 1] - lo) || (!P->rowptr && P->nloc > 0))
+        e = ks_seterr(KS_ERR_ARG, "%s: P's rows are not those of the matrix's column layout",
+                      who);
     e = ks_comm_agree(c, e);
     if (e != KS_OK)
         return e;

@@ -4,7 +4,9 @@
  * the serial cpu kernels on the global matrix (bit for bit) (generated 7-point, 27-point, anisotropic and convection-diffusion
  * problems, random nonsymmetric matrices whose splitting needs the serial
  * fix-up), layouts with a rank without rows, several seeds; two runs the
- * same; errors on one rank failing on all.
+ * same; errors on one rank failing on all. HMIS over ranks: the serial
+ * splitting on one rank, its PMIS stage from the serial RS states the
+ * serial splitting on any, a valid splitting the same twice.
  *
  * As in test_mpi.c: Check runs without fork, every assertion is combined
  * over the ranks first, only rank 0 prints Check's summary. Every rank
@@ -393,6 +395,26 @@ static int ext_rows_ok(const ks_csr *A, const ks_strength *S, const int *cfs,
  * decisions (the callers check the fix-up was exercised), to stats[2] the
  * interpolations compared row for row, to stats[3] the rows of strong F
  * neighbours fetched from other ranks. */
+/* What interpolation needs: every F point with strong connections has a
+ * C point among them (ghost columns' splitting included). The first
+ * global point of this rank's without one, or -1. */
+static ks_gint first_lonely(const ks_dist_strength *D, const int *cf, const ks_dist_coarse *C)
+{
+    for (ks_int i = 0; i < D->nloc; i++) {
+        if (cf[i] != KS_FPT || (D->local.rowptr[i] == D->local.rowptr[i + 1] &&
+                                D->grp[i] == D->grp[i + 1]))
+            continue;
+        int has_c = 0;
+        for (ks_int k = D->local.rowptr[i]; k < D->local.rowptr[i + 1]; k++)
+            has_c |= cf[D->local.colind[k]] == KS_CPT;
+        for (ks_int k = D->grp[i]; k < D->grp[i + 1]; k++)
+            has_c |= C->ghost_cf[D->gci[k]] == KS_CPT;
+        if (!has_c)
+            return D->row_begin + i;
+    }
+    return -1;
+}
+
 static void check_problem(const ks_csr *A, int lay, double theta, double mrs, const char *what,
                           long *stats)
 {
@@ -450,21 +472,7 @@ static void check_problem(const ks_csr *A, int lay, double theta, double mrs, co
             ok = C.ghost_cid[g] == sid[D.ghost_gid[g]] && C.ghost_cf[g] == cfs[D.ghost_gid[g]];
         ALL(ok, "%s, layout %d, seed %llu: coarse ids differ from the serial numbering (%lld "
             "C points, serially %ld)", what, lay, seed, (long long)C.nc_global, (long)ncs);
-        /* What interpolation needs: every F point with strong connections
-         * has a C point among them (ghost columns' splitting included). */
-        ks_gint lonely = -1;
-        for (ks_int i = 0; i < n && lonely < 0; i++) {
-            if (cf[i] != KS_FPT || (D.local.rowptr[i] == D.local.rowptr[i + 1] &&
-                                    D.grp[i] == D.grp[i + 1]))
-                continue;
-            int has_c = 0;
-            for (ks_int k = D.local.rowptr[i]; k < D.local.rowptr[i + 1]; k++)
-                has_c |= cf[D.local.colind[k]] == KS_CPT;
-            for (ks_int k = D.grp[i]; k < D.grp[i + 1]; k++)
-                has_c |= C.ghost_cf[D.gci[k]] == KS_CPT;
-            if (!has_c)
-                lonely = lo + i;
-        }
+        const ks_gint lonely = first_lonely(&D, cf, &C);
         ALL(lonely < 0, "%s, seed %llu: F point %lld has strong connections but no C point",
             what, seed, (long long)lonely);
         check_interp(A, &S, cfs, M, &D, cf, &C, what, stats);
@@ -669,6 +677,9 @@ START_TEST(test_errors)
     e = ks_dist_pmis(&D, 1, rank == nranks - 1 && D.nloc > 0 ? NULL : cf, &nc);
     ALL(e == KS_ERR_ARG, "PMIS without cf on rank %d: got %s (%s)", nranks - 1,
         ks_error_name(e), ks_last_error());
+    e = ks_dist_hmis(&D, 1, rank == nranks - 1 && D.nloc > 0 ? NULL : cf, &nc);
+    ALL(e == KS_ERR_ARG && strstr(ks_last_error(), "HMIS"), "HMIS without cf on rank %d: got "
+        "%s (%s)", nranks - 1, ks_error_name(e), ks_last_error());
     /* a splitting with an undecided point on one rank */
     KS_ALL(ks_dist_pmis(&D, 1, cf, &nc));
     if (rank == 0 && D.nloc > 0)
@@ -702,6 +713,113 @@ START_TEST(test_errors)
                   ks_last_error());
     ks_matrix_destroy(&L);
     ks_csr_free(&A);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ HMIS */
+
+/* Distributed HMIS (RS inside each rank, PMIS across) on one problem and
+ * layout: on one rank ks_amg_hmis's splitting point for point; on any
+ * rank count the same splitting twice, every F point with strong
+ * connections has a C point among them (ghosts included), no undecided
+ * point. Its second stage alone (ks_dist_pmis_from), started from the
+ * serial RS pass's states of the global graph, gives ks_amg_hmis's
+ * splitting on every rank count. stats[0]: boundary points the stage
+ * decided that the RS pass had not (work across ranks for the PMIS from
+ * given states). */
+static void check_hmis(const ks_csr *A, int lay, double theta, const char *what, long *stats)
+{
+    ks_gint off[9];
+    layout(lay, A->nrows, off);
+    const ks_gint lo = off[rank];
+    ks_strength S, ST;
+    KS_CHECK(ks_amg_strength_classical(A, theta, 1.0, &S));
+    KS_CHECK(ks_strength_transpose(&S, &ST));
+    ks_matrix *M = distribute(A, off);
+    ks_dist_strength D;
+    KS_ALL(ks_dist_strength_classical(M, theta, 1.0, &D));
+    const ks_int N = A->nrows, n = D.nloc;
+    int *cfs = malloc((size_t)N * sizeof *cfs + 1), *rs = malloc((size_t)N * sizeof *rs + 1);
+    int *cf = malloc((size_t)n * sizeof *cf + 1), *cf2 = malloc((size_t)n * sizeof *cf2 + 1);
+    ck_assert(cfs && rs && cf && cf2);
+    /* the serial RS pass's states (isolated points F first, as HMIS) */
+    for (ks_int i = 0; i < N; i++)
+        rs[i] = S.rowptr[i] == S.rowptr[i + 1] && ST.rowptr[i] == ST.rowptr[i + 1]
+                    ? KS_FPT : KS_UNDECIDED;
+    KS_CHECK(ks_amg_rs_first_pass(&S, &ST, NULL, rs));
+    static const unsigned long long seeds[] = {0, 12345};
+    for (size_t si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
+        const unsigned long long seed = seeds[si];
+        ks_int ncs = 0, nc = -1, nc2 = -1;
+        KS_CHECK(ks_amg_hmis(&S, seed, cfs, &ncs));
+        KS_ALL(ks_dist_hmis(&D, seed, cf, &nc));
+        KS_ALL(ks_dist_hmis(&D, seed, cf2, &nc2));
+        ALL(nc2 == nc && !memcmp(cf, cf2, (size_t)n * sizeof *cf),
+            "%s, layout %d, seed %llu: two HMIS runs differ", what, lay, seed);
+        ks_gint first = -1;
+        for (ks_int i = 0; i < n && first < 0 && nranks == 1; i++)
+            if (cf[i] != cfs[lo + i])
+                first = lo + i;
+        ALL(first < 0, "%s, seed %llu: HMIS on one rank: point %lld is %d, serially %d", what,
+            seed, (long long)first, first < 0 ? 0 : cf[first - lo], first < 0 ? 0 : cfs[first]);
+        ks_dist_coarse C;
+        KS_ALL(ks_dist_coarse_ids(&D, cf, &C)); /* refuses an undecided point */
+        const ks_gint lonely = first_lonely(&D, cf, &C);
+        ALL(lonely < 0, "%s, layout %d, seed %llu: HMIS: F point %lld has strong connections "
+            "but no C point", what, lay, seed, (long long)lonely);
+        ks_dist_coarse_free(&C);
+        /* the PMIS stage from the serial RS states: the serial HMIS */
+        for (ks_int i = 0; i < n; i++) {
+            cf[i] = rs[lo + i];
+            stats[0] += rs[lo + i] == KS_UNDECIDED;
+        }
+        KS_ALL(ks_dist_pmis_from(&D, seed, cf, &nc));
+        first = -1;
+        for (ks_int i = 0; i < n && first < 0; i++)
+            if (cf[i] != cfs[lo + i])
+                first = lo + i;
+        ALL(first < 0, "%s, layout %d, seed %llu: PMIS from the RS states: point %lld is %d, "
+            "serially %d", what, lay, seed, (long long)first, first < 0 ? 0 : cf[first - lo],
+            first < 0 ? 0 : cfs[first]);
+    }
+    free(cfs);
+    free(rs);
+    free(cf);
+    free(cf2);
+    ks_dist_strength_free(&D);
+    ks_matrix_destroy(&M);
+    ks_strength_free(&ST);
+    ks_strength_free(&S);
+}
+
+START_TEST(test_hmis)
+{
+    static const char *names[NGEN] = {"poisson3d_7", "poisson3d_27", "aniso3d", "convdiff3d"};
+    long stats[1] = {0};
+    for (int w = 0; w < NGEN; w++) {
+        ks_csr A;
+        generated(w, &A);
+        for (int lay = 0; lay < NLAYOUTS; lay++) {
+            check_hmis(&A, lay, 0.25, names[w], stats);
+            check_hmis(&A, lay, 0.5, names[w], stats);
+        }
+        ks_csr_free(&A);
+    }
+    for (int trial = 0; trial < 9; trial++) {
+        ks_csr A;
+        random_matrix(140 + (uint64_t)trial, 37 + 23 * trial, trial % 3 == 2, &A);
+        char what[64];
+        snprintf(what, sizeof what, "random matrix %d", trial);
+        check_hmis(&A, trial % NLAYOUTS, trial % 2 ? 0.5 : 0.25, what, stats);
+        ks_csr_free(&A);
+    }
+    for (int lay = 0; lay < NLAYOUTS; lay++) { /* more ranks than rows */
+        ks_csr A;
+        random_matrix(7, 3, 0, &A);
+        check_hmis(&A, lay, 0.25, "3 rows", stats);
+        ks_csr_free(&A);
+    }
+    ALL(stats[0] > 0, "the RS pass left no point to the PMIS stage");
 }
 END_TEST
 
@@ -913,6 +1031,7 @@ static Suite *amg_suite(void)
     tcase_add_test(t, test_fixup_across_ranks);
     tcase_add_test(t, test_tiny);
     tcase_add_test(t, test_extended_interp);
+    tcase_add_test(t, test_hmis);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_errors);

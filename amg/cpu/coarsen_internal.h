@@ -51,6 +51,16 @@ ks_error ks_amg_hmis_ex(const ks_strength *S, unsigned long long seed, int *cf, 
 ks_error ks_amg_hmis_blocked(const ks_strength *S, unsigned long long seed, ks_int block,
                              int *cf, ks_int *nc, unsigned char *promoted);
 
+/* HMIS's Ruge-Stueben first pass (hmis.c) over the undecided points of S
+ * (cf: KS_UNDECIDED, isolated points KS_FPT): with reset NULL, ks_amg_hmis's
+ * first pass exactly. With reset (n flags), hypre's HMIS over ranks
+ * (mpi/hmis_dist.c: S a rank's local block, reset its points connected to
+ * other ranks): afterwards the reset points, and F points left without a C
+ * point in S_i or S^T_i, are undecided again, and undecided points next to
+ * a C point F, for the PMIS stage to finish. */
+ks_error ks_amg_rs_first_pass(const ks_strength *S, const ks_strength *ST,
+                              const unsigned char *reset, int *cf);
+
 #ifdef __cplusplus
 }
 #endif

@@ -301,6 +301,76 @@ static ks_error rs_pass(const ks_strength *S, const ks_strength *ST, int *cf, co
     return KS_OK;
 }
 
+/* Buckets the RS pass needs: lambda <= 2 |S^T_i| (each dependent counts
+ * once, and once more when F). */
+static ks_int bucket_count(const ks_strength *ST)
+{
+    const ks_int n = ST->n;
+    ks_int maxst = 0;
+#pragma omp parallel for schedule(static) reduction(max : maxst)
+    for (ks_int i = 0; i < n; i++) {
+        ks_int c = ST->rowptr[i + 1] - ST->rowptr[i];
+        if (c > maxst)
+            maxst = c;
+    }
+    return 2 * maxst + 1;
+}
+
+/* Does point i have a C point in S_i or S^T_i? */
+static int next_to_c(const ks_strength *S, const ks_strength *ST, const int *cf, ks_int i)
+{
+    for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++)
+        if (cf[S->colind[k]] == KS_CPT)
+            return 1;
+    for (ks_int k = ST->rowptr[i]; k < ST->rowptr[i + 1]; k++)
+        if (cf[ST->colind[k]] == KS_CPT)
+            return 1;
+    return 0;
+}
+
+/* Undecided points next to a C point become F (flags first, so no point
+ * reads a cf entry that another thread writes; flag: n bytes of scratch). */
+static void fine_next_to_c(const ks_strength *S, const ks_strength *ST, int *cf,
+                           unsigned char *flag)
+{
+    const ks_int n = S->n;
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < n; i++)
+        flag[i] = (unsigned char)(cf[i] == KS_UNDECIDED && next_to_c(S, ST, cf, i));
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < n; i++)
+        if (flag[i])
+            cf[i] = KS_FPT;
+}
+
+ks_error ks_amg_rs_first_pass(const ks_strength *S, const ks_strength *ST,
+                              const unsigned char *reset, int *cf)
+{
+    const ks_int n = S->n;
+    const pass ps = {NULL, 0};
+    KS_TRY(rs_pass(S, ST, cf, &ps, 0, n > 0 ? n : 1, bucket_count(ST)));
+    if (!reset)
+        return KS_OK;
+    unsigned char *flag = ks_malloc((size_t)n + 1, "RS pass flags");
+    if (!flag)
+        return KS_ERR_MEMORY;
+    for (ks_int i = 0; i < n; i++)
+        if (reset[i])
+            cf[i] = KS_UNDECIDED;
+    /* F points whose C neighbours went back (isolated ones stay F) */
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < n; i++)
+        flag[i] = (unsigned char)(cf[i] == KS_FPT && !next_to_c(S, ST, cf, i) &&
+                                  (S->rowptr[i] < S->rowptr[i + 1] ||
+                                   ST->rowptr[i] < ST->rowptr[i + 1]));
+    for (ks_int i = 0; i < n; i++)
+        if (flag[i])
+            cf[i] = KS_UNDECIDED;
+    fine_next_to_c(S, ST, cf, flag);
+    free(flag);
+    return KS_OK;
+}
+
 /* The RS part over blocks of bs rows (bs >= n: one serial pass). Pass 1
  * runs on the blocks [k bs, (k + 1) bs); pass 2 on blocks shifted by half
  * a block, whose middles hold pass 1's block boundaries, decides the
@@ -309,15 +379,7 @@ static ks_error rs_pass(const ks_strength *S, const ks_strength *ST, int *cf, co
 static ks_error rs_blocks(const ks_strength *S, const ks_strength *ST, ks_int bs, int *cf)
 {
     const ks_int n = S->n;
-    ks_int maxst = 0;
-#pragma omp parallel for schedule(static) reduction(max : maxst)
-    for (ks_int i = 0; i < n; i++) {
-        ks_int c = ST->rowptr[i + 1] - ST->rowptr[i];
-        if (c > maxst)
-            maxst = c;
-    }
-    /* lambda <= 2 |S^T_i|: each dependent counts once, and once more when F. */
-    const ks_int nbuckets = 2 * maxst + 1;
+    const ks_int nbuckets = bucket_count(ST);
     if (bs >= n) {
         const pass ps = {NULL, 0};
         return rs_pass(S, ST, cf, &ps, 0, n > 0 ? n : 1, nbuckets);
@@ -341,23 +403,7 @@ static ks_error rs_blocks(const ks_strength *S, const ks_strength *ST, ks_int bs
         free(bnd);
         return e;
     }
-    /* Undecided points next to a C point become F (flags first, so no
-     * point reads a cf entry that another thread writes). */
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++) {
-        int c = 0;
-        if (cf[i] == KS_UNDECIDED) {
-            for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1] && !c; k++)
-                c = cf[S->colind[k]] == KS_CPT;
-            for (ks_int k = ST->rowptr[i]; k < ST->rowptr[i + 1] && !c; k++)
-                c = cf[ST->colind[k]] == KS_CPT;
-        }
-        bnd[i] = (unsigned char)c;
-    }
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++)
-        if (bnd[i])
-            cf[i] = KS_FPT;
+    fine_next_to_c(S, ST, cf, bnd);
     free(bnd);
     return KS_OK;
 }

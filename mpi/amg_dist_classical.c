@@ -1,0 +1,110 @@
+/* What the distributed level loop (amg_dist_setup.c) and the aggressive
+ * second stage (aggressive_dist.c) share: classical coarsening of one
+ * distributed matrix into interpolation rows, the stall rule, the phase
+ * timing, and transfer rows made distributed matrices. */
+#include "amg_dist_setup.h"
+
+#include <string.h>
+
+/* As the serial driver: a level keeping more than this fraction of its
+ * rows (or none) ends the coarsening. */
+#define KS_AMG_DIST_STALL_RATIO 0.9
+
+int ks_amg_dist_stalls(ks_gint nc, ks_gint n)
+{
+    return nc == 0 || (double)nc > KS_AMG_DIST_STALL_RATIO * (double)n;
+}
+
+/* Time since *t0 into phase ph (and the trace), *t0 moved on. */
+void ks_amg_dist_phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, double *t0)
+{
+    const double t = ks_wtime();
+    amg->phase_seconds[ph] += t - *t0;
+    ks_amg_trace(l, what, t - *t0);
+    *t0 = t;
+}
+
+int ks_amg_dist_truncating(const ks_amg_params *p)
+{
+    return p->interp_max_elements > 0 || p->interp_truncation_factor > 0.0;
+}
+
+const char *ks_amg_dist_level_format(const ks_amg *amg)
+{
+    return amg->prm.level_format[0] ? amg->prm.level_format : "auto";
+}
+
+/* A copy of a layout (size + 1 offsets). */
+static ks_gint *copy_layout(const ks_comm *c, const ks_gint *off)
+{
+    const size_t bytes = ((size_t)c->size + 1) * sizeof *off;
+    ks_gint *o = ks_malloc(bytes, "layout");
+    if (o)
+        memcpy(o, off, bytes);
+    return o;
+}
+
+ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
+                                     const ks_gint *coff, ks_matrix **M)
+{
+    const ks_comm *c = X->comm;
+    ks_dist_split S;
+    KS_TRY(ks_dist_prows_split(X, &S));
+    ks_gint *ro = copy_layout(c, roff), *co = copy_layout(c, coff);
+    ks_error e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
+    if (e == KS_OK) {
+        e = ks_dist_matrix_from_split(amg->be, c, ro, co, &S, ks_amg_dist_level_format(amg),
+                                      NULL, M);
+    } else {
+        free(ro);
+        free(co);
+    }
+    ks_dist_split_free(&S);
+    return e;
+}
+
+ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
+                                 unsigned long long seed, ks_amg_interp kind, int *stalled,
+                                 ks_dist_prows *P)
+{
+    const ks_amg_params *p = &amg->prm;
+    const ks_comm *c = ks_matrix_comm(A);
+    ks_dist_strength S;
+    ks_dist_coarse Cid;
+    memset(&S, 0, sizeof S);
+    memset(&Cid, 0, sizeof Cid);
+    memset(P, 0, sizeof *P);
+    int *cf = NULL;
+    ks_int nc = 0;
+    *stalled = 0;
+    double t = ks_wtime();
+    ks_error e = ks_dist_strength_classical(A, p->strength_threshold, p->max_row_sum, &S);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_STRENGTH, "distributed strength", &t);
+    if (e == KS_OK) {
+        cf = ks_malloc((size_t)S.nloc * sizeof *cf + 1, "AMG C/F splitting");
+        e = ks_comm_agree(c, cf ? KS_OK : KS_ERR_MEMORY);
+    }
+    if (e == KS_OK)
+        e = p->selector == KS_AMG_HMIS ? ks_dist_hmis(&S, seed, cf, &nc)
+                                       : ks_dist_pmis(&S, seed, cf, &nc);
+    if (e == KS_OK)
+        e = ks_dist_coarse_ids(&S, cf, &Cid);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_COARSENING, "distributed PMIS | HMIS and coarse ids",
+                      &t);
+    if (e == KS_OK && ks_amg_dist_stalls(Cid.nc_global, ks_matrix_global_rows(A)))
+        *stalled = 1;
+    if (e == KS_OK && !*stalled) {
+        e = kind == KS_AMG_D1 ? ks_dist_interp_direct(A, &S, cf, &Cid, P)
+                              : ks_dist_interp_extended_i(A, &S, cf, &Cid, P);
+        ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation", &t);
+    }
+    if (e == KS_OK && !*stalled && ks_amg_dist_truncating(p)) {
+        e = ks_dist_prows_truncate(P, p->interp_max_elements, p->interp_truncation_factor);
+        ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
+    }
+    free(cf);
+    ks_dist_coarse_free(&Cid);
+    ks_dist_strength_free(&S);
+    return e;
+}
+

@@ -38,6 +38,20 @@ ks_error ks_halo_typed_create(const ks_comm *c, const ks_halo *h, MPI_Datatype t
 ks_error ks_halo_typed_forward(ks_halo_typed *x, const void *own, void *ghost);
 void ks_halo_typed_free(ks_halo_typed *x);
 
+/* -------------------------------------------------------- halo_rows.c */
+/* Own row `row`'s entries (elements of the size given to the fetch) packed
+ * at out; returns their count (out NULL: only counts). */
+typedef ks_int (*ks_halo_row_pack)(const void *ctx, ks_int row, void *out);
+
+/* Collective (agreed). Whole rows through plan h: the owners send, for
+ * every row a neighbour ghosts, its entries as pack writes them; this
+ * rank gets its nghost ghost rows in the plan's order: *rowptr (nghost + 1
+ * offsets) and *in (rowptr[nghost] entries of `size` bytes), malloc'ed.
+ * nown: this rank's own rows (what the plan's send indices count). */
+ks_error ks_halo_rows_fetch(const ks_comm *c, const ks_halo *h, ks_int nown, ks_int nghost,
+                            size_t size, ks_halo_row_pack pack, const void *ctx, ks_int **rowptr,
+                            void **in);
+
 /* ----------------------------------------------------- strength_dist.c */
 /* A distributed strength graph: this rank's rows i (local numbers), their
  * strong columns split like the matrix (owned columns in `local`, local

@@ -28,6 +28,12 @@ typedef struct ks_dist_ghost_prows {
  * A's row layout. Uses A's halo plan (the owners send what it says). */
 ks_error ks_dist_fetch_prows(const ks_matrix *A, const ks_dist_prows *P, ks_dist_ghost_prows *G);
 void ks_dist_ghost_prows_free(ks_dist_ghost_prows *G);
+/* Collective. Rows with global columns (rowptr, col, val: this rank's nown
+ * rows) fetched through plan h: G's row g is the owner's row of this
+ * rank's ghost g (the plan's order), columns as the owner holds them. */
+ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
+                             const ks_int *rowptr, const ks_gint *col, const double *val,
+                             ks_int nghost, ks_dist_ghost_prows *G);
 
 /* ----------------------------------------------------------- ap_dist.c */
 /* Collective. AP = A P for this rank's rows (fine rows of A's layout,

@@ -221,12 +221,12 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
                "ksolve AMG level %d: the coarse grid (%lld rows) moves onto %d rank%s\n", l + 1,
                (long long)P.nc_global, q, q == 1 ? "" : "s");
     if (e == KS_OK)
-        e = ks_dist_rap(A, &P, &Ac);
-    if (e == KS_OK)
         e = ks_comm_agree(c, ks_layout_gather(c, P.nc, &coff));
     if (e == KS_OK)
         e = ks_dist_prows_transpose(&P, foff, coff, &R);
-    phase(amg, l, KS_AMG_PHASE_RAP, "distributed RAP and transpose", &t);
+    if (e == KS_OK)
+        e = ks_dist_rap_r(A, &P, &R, &Ac);
+    phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP", &t);
     if (e == KS_OK)
         e = transfer_matrix(amg, &P, foff, coff, &L->Pm);
     if (e == KS_OK)

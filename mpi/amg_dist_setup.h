@@ -22,15 +22,6 @@ extern "C" {
 #define KS_AMG_DIST_AGGLOMERATE_ROWS 64
 extern int ks_amg_dist_agglomerate_rows;
 
-/* ---------------------------------------------------- transpose_dist.c */
-/* Collective. R = P^T: R's rows are this rank's coarse points (layout
- * coff, each rank's C count), its columns global fine ids ascending (P's
- * row layout foff); held in a ks_dist_prows whose "coarse" fields describe
- * R's columns (c_begin, nc: this rank's fine rows; nc_global: all fine
- * rows), so ks_dist_prows_split splits it by the fine layout. */
-ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, const ks_gint *coff,
-                                 ks_dist_prows *R);
-
 /* -------------------------------------------------- amg_dist_coarse.c */
 /* Collective. The coarsest level's rows gathered on every rank, factored
  * there by dense LU (the same matrix and code everywhere, hence the same

@@ -35,6 +35,42 @@ ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
                              const ks_int *rowptr, const ks_gint *col, const double *val,
                              ks_int nghost, ks_dist_ghost_prows *G);
 
+/* -------------------------------------------------------- local_rows.c */
+/* A compact 32-bit numbering of global ids that orders like them: the ext
+ * ids below lo, all of lo .. hi - 1, the ext ids above (ext ascending,
+ * none in the range). */
+typedef struct ks_gmap {
+    ks_gint lo, hi;
+    ks_gint *ext;
+    ks_int next, nbelow; /* nbelow: ext ids below lo */
+    int own_ext;         /* ext is the map's (ks_gmap_make), else borrowed */
+} ks_gmap;
+
+/* Local. The map of [lo, hi) and the ids of ids1 and ids2 outside it. */
+ks_error ks_gmap_make(ks_gint lo, ks_gint hi, const ks_gint *ids1, int64_t n1,
+                      const ks_gint *ids2, int64_t n2, ks_gmap *m);
+/* The map of [lo, hi) and ext (ascending, outside the range), borrowed. */
+void ks_gmap_borrow(ks_gint lo, ks_gint hi, const ks_gint *ext, ks_int next, ks_gmap *m);
+void ks_gmap_free(ks_gmap *m);
+/* Compact number of global id g (which the map holds), and back. */
+ks_int ks_gmap_find(const ks_gmap *m, ks_gint g);
+ks_gint ks_gmap_gid(const ks_gmap *m, ks_int k);
+static inline ks_int ks_gmap_size(const ks_gmap *m)
+{
+    return m->next + (ks_int)(m->hi - m->lo);
+}
+
+/* Local. Own rows (rp, col, val: global columns, rows->hi - rows->lo of
+ * them) and fetched rows G (one per ext id of `rows`, in its order)
+ * stacked in the compact order of `rows`, columns through `cols`: a host
+ * CSR the serial kernels read. Row-parallel. */
+ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const ks_int *rp,
+                       const ks_gint *col, const double *val, const ks_gmap *cols, ks_csr *B);
+/* Local. T (compact columns of `cols`) as rows with global columns; T's
+ * arrays are taken or freed, also on failure. */
+ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
+                              ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out);
+
 /* ----------------------------------------------------------- ap_dist.c */
 /* Collective. AP = A P for this rank's rows (fine rows of A's layout,
  * global coarse columns ascending). Each AP(i,J) starts at 0.0 and adds
@@ -44,17 +80,32 @@ ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
  * pattern, as the serial product). */
 ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP);
 
+/* ---------------------------------------------------- transpose_dist.c */
+/* Collective. R = P^T: R's rows are this rank's coarse points (layout
+ * coff, each rank's C count), its columns global fine ids ascending (P's
+ * row layout foff); held in a ks_dist_prows whose "coarse" fields describe
+ * R's columns (c_begin, nc: this rank's fine rows; nc_global: all fine
+ * rows), so ks_dist_prows_split splits it by the fine layout. */
+ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, const ks_gint *coff,
+                                 ks_dist_prows *R);
+
 /* ---------------------------------------------------------- rap_dist.c */
-/* Collective. Ac = P^T (AP): this rank's rows of the coarse matrix (its C
- * points, P's coarse layout) with global columns ascending, ready for
- * ks_matrix_create_dist. Each rank forms P(i,J) * AP(i,:) for its fine
- * rows i and sends the rows J to their owners; an owner adds, into 0.0,
- * in the order of the sending rank, then its fine row (that is, global
- * fine row order), which is ks_csr_spgemm(P^T, A*P)'s order: the same
- * bits every run with any rank count, equal to that serial product. */
+/* Collective. Ac = R (AP) with R = P^T (ks_dist_prows_transpose): this
+ * rank's rows of the coarse matrix (its rows of R, P's coarse layout) with
+ * global columns ascending, ready for ks_matrix_create_dist. AP's rows of
+ * R's columns on other ranks (fine layout foff) are fetched from their
+ * owners; each Ac(J,c) starts at 0.0 and adds R(J,i) AP(i,c) by ascending
+ * fine row i, which is ks_csr_spgemm(P^T, A*P)'s order: the same bits
+ * every run with any rank or thread count, equal to that serial product. */
+ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_gint *foff,
+                        ks_dist_csr *Ac);
+/* Collective. The same from P (R = P^T made here; P's coarse layout must
+ * be its ranks' C counts). */
 ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr *Ac);
-/* Collective. Both steps: Ac = P^T A P. */
+/* Collective. Both steps: Ac = P^T A P; with R = P^T at hand, rap_r. */
 ks_error ks_dist_rap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *Ac);
+ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
+                       ks_dist_csr *Ac);
 
 #ifdef __cplusplus
 }

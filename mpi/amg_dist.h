@@ -183,6 +183,16 @@ void ks_dist_ext_rows_free(ks_dist_ext_rows *R);
 ks_error ks_dist_interp_extended_i(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
                                    const ks_dist_coarse *C, ks_dist_prows *P);
 
+/* ------------------------------------------------------ interp_local.c */
+/* Local. This rank's rows of P (direct with R NULL, else extended+i with
+ * the fetched rows R) by the serial cpu builder on the rank's local
+ * system: A's blocks AL and AG (NULL: none), S, the splitting and coarse
+ * ids; P's layout fields are the caller's. A zero diagonal on an F row
+ * fails naming its global row; `who` prefixes the builders' messages. */
+ks_error ks_dist_interp_rows(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
+                             const int *cf, const ks_dist_coarse *C, const ks_dist_ext_rows *R,
+                             ks_dist_prows *P, const char *who);
+
 #ifdef __cplusplus
 }
 #endif

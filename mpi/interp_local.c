@@ -171,6 +171,8 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
 static ks_int zero_diagonal(const sys *x, ks_int nloc)
 {
     const ks_int nb = x->fm.nbelow;
+    ks_int bad = nloc;
+#pragma omp parallel for schedule(static) reduction(min : bad)
     for (ks_int i = 0; i < nloc; i++) {
         const ks_int r = nb + i;
         if (x->cf[r] == KS_CPT)
@@ -179,10 +181,10 @@ static ks_int zero_diagonal(const sys *x, ks_int nloc)
         for (ks_int k = x->A.rowptr[r]; k < x->A.rowptr[r + 1]; k++)
             if (x->A.colind[k] == r)
                 d = x->A.val[k];
-        if (d == 0.0)
-            return i;
+        if (d == 0.0 && i < bad)
+            bad = i;
     }
-    return nloc;
+    return bad;
 }
 
 /* P's own rows from the builder's rows nb .. nb + nloc - 1, coarse columns

@@ -86,6 +86,7 @@ static ks_error rounds(pmis_ctx *P)
     const ks_dist_graph *G = P->G;
     const ks_int n = G->nloc;
     ks_gint und = 0;
+#pragma omp parallel for schedule(static) reduction(+ : und)
     for (ks_int i = 0; i < n; i++) {
         if (G->srp[i] == G->srp[i + 1] && G->trp[i] == G->trp[i + 1])
             P->cf[i] = KS_FPT; /* isolated: nothing to interpolate from or for */
@@ -201,10 +202,12 @@ ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *c
     if (e == KS_OK)
         e = ks_halo_typed_create(S->comm, G.halo, MPI_INT, sizeof(int), &P.x);
     if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
         for (ks_int j = 0; j < G.nloc + G.next; j++) {
             P.h[j] = ks_coarsen_hash(seed, gid_of(&G, j));
             P.cf[j] = KS_UNDECIDED;
         }
+#pragma omp parallel for schedule(static)
         for (ks_int i = 0; i < G.nloc; i++)
             P.cnt[i] = G.trp[i + 1] - G.trp[i]; /* |S^T_i| over all ranks */
         e = ks_comm_agree(S->comm, ks_halo_typed_forward(&P.x, P.cnt, P.cnt + G.nloc));

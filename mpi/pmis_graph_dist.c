@@ -185,21 +185,26 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
         ks_strength_free(&LT);
         return KS_ERR_MEMORY;
     }
+#pragma omp parallel for schedule(static)
     for (ks_int g = 0; g < S->nghost; g++) /* unused ghosts map nowhere that is read */
         gmap[g] = nx ? n + find(G->ext_gid, nx, S->ghost_gid[g]) : 0;
     G->srp[0] = G->trp[0] = 0;
-    ks_int a = 0, b = 0;
     for (ks_int i = 0; i < n; i++) {
+        G->srp[i + 1] = G->srp[i] + (S->local.rowptr[i + 1] - S->local.rowptr[i]) +
+                        (S->grp[i + 1] - S->grp[i]);
+        G->trp[i + 1] = G->trp[i] + (LT.rowptr[i + 1] - LT.rowptr[i]) + (X->rp[i + 1] - X->rp[i]);
+    }
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < n; i++) {
+        ks_int a = G->srp[i], b = G->trp[i];
         for (ks_int k = S->local.rowptr[i]; k < S->local.rowptr[i + 1]; k++)
             G->sci[a++] = S->local.colind[k];
         for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++)
             G->sci[a++] = gmap[S->gci[k]];
-        G->srp[i + 1] = a;
         for (ks_int k = LT.rowptr[i]; k < LT.rowptr[i + 1]; k++)
             G->tci[b++] = LT.colind[k];
         for (ks_int k = X->rp[i]; k < X->rp[i + 1]; k++)
             G->tci[b++] = n + find(G->ext_gid, nx, X->dep[k]);
-        G->trp[i + 1] = b;
     }
     free(gmap);
     ks_strength_free(&LT);

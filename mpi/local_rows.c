@@ -1,11 +1,10 @@
 /* Local CSR views of distributed rows, so the serial sparse kernels (the
  * cpu backend's OpenMP spgemm) run on a rank's part of a product.
  *
- * Global ids (64-bit) become compact 32-bit numbers that order like them:
- * the ids below a dense range, the whole range, the ids above it. A row
- * sorted by global column is then sorted by compact column, and a kernel
- * that walks rows in column order adds in the order it would on the
- * global matrices: the same bits. */
+ * Global ids (64-bit) become compact 32-bit numbers that order like them
+ * (gmap.c). A row sorted by global column is then sorted by compact
+ * column, and a kernel that walks rows in column order adds in the order
+ * it would on the global matrices: the same bits. */
 #include "rap_dist.h"
 
 #include <stdint.h>
@@ -14,92 +13,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-static int cmp_gint(const void *a, const void *b)
-{
-    const ks_gint x = *(const ks_gint *)a, y = *(const ks_gint *)b;
-    return (x > y) - (x < y);
-}
-
-void ks_gmap_free(ks_gmap *m)
-{
-    if (m && m->own_ext)
-        free(m->ext);
-    if (m)
-        memset(m, 0, sizeof *m);
-}
-
-void ks_gmap_borrow(ks_gint lo, ks_gint hi, const ks_gint *ext, ks_int next, ks_gmap *m)
-{
-    memset(m, 0, sizeof *m);
-    m->lo = lo;
-    m->hi = hi;
-    m->ext = (ks_gint *)ext;
-    m->next = next;
-    ks_int a = 0, b = next; /* first ext id above lo */
-    while (a < b) {
-        const ks_int mid = a + (b - a) / 2;
-        if (ext[mid] < lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    m->nbelow = a;
-}
-
-ks_error ks_gmap_make(ks_gint lo, ks_gint hi, const ks_gint *ids1, int64_t n1,
-                      const ks_gint *ids2, int64_t n2, ks_gmap *m)
-{
-    memset(m, 0, sizeof *m);
-    int64_t n = 0;
-    for (int64_t k = 0; k < n1; k++)
-        n += ids1[k] < lo || ids1[k] >= hi;
-    for (int64_t k = 0; k < n2; k++)
-        n += ids2[k] < lo || ids2[k] >= hi;
-    if (n + (hi - lo) > INT32_MAX)
-        return ks_seterr(KS_ERR_SIZE, "more than 2^31 columns on one rank");
-    ks_gint *ext = ks_malloc((size_t)n * sizeof *ext + 1, "compact column ids");
-    if (!ext)
-        return KS_ERR_MEMORY;
-    n = 0;
-    for (int64_t k = 0; k < n1; k++)
-        if (ids1[k] < lo || ids1[k] >= hi)
-            ext[n++] = ids1[k];
-    for (int64_t k = 0; k < n2; k++)
-        if (ids2[k] < lo || ids2[k] >= hi)
-            ext[n++] = ids2[k];
-    qsort(ext, (size_t)n, sizeof *ext, cmp_gint);
-    ks_int u = 0;
-    for (int64_t k = 0; k < n; k++)
-        if (u == 0 || ext[k] != ext[u - 1])
-            ext[u++] = ext[k];
-    ks_gmap_borrow(lo, hi, ext, u, m);
-    m->own_ext = 1;
-    return KS_OK;
-}
-
-ks_int ks_gmap_find(const ks_gmap *m, ks_gint g)
-{
-    if (g >= m->lo && g < m->hi)
-        return m->nbelow + (ks_int)(g - m->lo);
-    ks_int a = 0, b = m->next - 1; /* g is there by construction */
-    while (a < b) {
-        const ks_int mid = a + (b - a) / 2;
-        if (m->ext[mid] < g)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    return a < m->nbelow ? a : a + (ks_int)(m->hi - m->lo);
-}
-
-ks_gint ks_gmap_gid(const ks_gmap *m, ks_int k)
-{
-    if (k < m->nbelow)
-        return m->ext[k];
-    const ks_int r = (ks_int)(m->hi - m->lo);
-    return k < m->nbelow + r ? m->lo + (k - m->nbelow) : m->ext[k - r];
-}
 
 ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const ks_int *rp,
                        const ks_gint *col, const double *val, const ks_gmap *cols, ks_csr *B)

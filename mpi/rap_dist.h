@@ -36,30 +36,6 @@ ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
                              ks_int nghost, ks_dist_ghost_prows *G);
 
 /* -------------------------------------------------------- local_rows.c */
-/* A compact 32-bit numbering of global ids that orders like them: the ext
- * ids below lo, all of lo .. hi - 1, the ext ids above (ext ascending,
- * none in the range). */
-typedef struct ks_gmap {
-    ks_gint lo, hi;
-    ks_gint *ext;
-    ks_int next, nbelow; /* nbelow: ext ids below lo */
-    int own_ext;         /* ext is the map's (ks_gmap_make), else borrowed */
-} ks_gmap;
-
-/* Local. The map of [lo, hi) and the ids of ids1 and ids2 outside it. */
-ks_error ks_gmap_make(ks_gint lo, ks_gint hi, const ks_gint *ids1, int64_t n1,
-                      const ks_gint *ids2, int64_t n2, ks_gmap *m);
-/* The map of [lo, hi) and ext (ascending, outside the range), borrowed. */
-void ks_gmap_borrow(ks_gint lo, ks_gint hi, const ks_gint *ext, ks_int next, ks_gmap *m);
-void ks_gmap_free(ks_gmap *m);
-/* Compact number of global id g (which the map holds), and back. */
-ks_int ks_gmap_find(const ks_gmap *m, ks_gint g);
-ks_gint ks_gmap_gid(const ks_gmap *m, ks_int k);
-static inline ks_int ks_gmap_size(const ks_gmap *m)
-{
-    return m->next + (ks_int)(m->hi - m->lo);
-}
-
 /* Local. Own rows (rp, col, val: global columns, rows->hi - rows->lo of
  * them) and fetched rows G (one per ext id of `rows`, in its order)
  * stacked in the compact order of `rows`, columns through `cols`: a host

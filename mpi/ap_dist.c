@@ -16,7 +16,6 @@
  * the global matrices: the serial rows, bit for bit, with any thread
  * count. */
 #include "rap_dist.h"
-#include "../sparse/cpu/csr_kernels.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -63,16 +62,12 @@ static ks_error product(const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *
     ks_gmap_borrow(P->row_begin, P->row_begin + P->nloc, d->ghost_gid, d->nghost, &fm);
     const int64_t np = P->nloc ? P->rowptr[P->nloc] : 0, ng = G->n ? G->rowptr[G->n] : 0;
     KS_TRY(ks_gmap_make(P->c_begin, P->c_begin + P->nc, P->col, np, G->col, ng, &cm));
-    ks_csr M = {0}, B = {0}, T = {0};
+    ks_csr M = {0};
     ks_error e = merge_blocks(AL, AG, &fm, &M);
     if (e == KS_OK)
-        e = ks_stack_rows(G, &fm, P->rowptr, P->col, P->val, &cm, &B);
-    if (e == KS_OK)
-        e = ks_csr_spgemm(&M, &B, &T);
+        e = ks_local_product(&M, G, &fm, P->rowptr, P->col, P->val, &cm, AP->row_begin,
+                             AP->nrows_global, AP->ncols_global, AP);
     ks_csr_free(&M);
-    ks_csr_free(&B);
-    if (e == KS_OK)
-        e = ks_compact_to_global(&T, &cm, AP->row_begin, AP->nrows_global, AP->ncols_global, AP);
     ks_gmap_free(&cm);
     return e;
 }

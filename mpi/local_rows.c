@@ -6,6 +6,7 @@
  * column, and a kernel that walks rows in column order adds in the order
  * it would on the global matrices: the same bits. */
 #include "rap_dist.h"
+#include "../sparse/cpu/csr_kernels.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -80,4 +81,20 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
     T->val = NULL;
     ks_csr_free(T);
     return KS_OK;
+}
+
+ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
+                          const ks_int *rp, const ks_gint *col, const double *val,
+                          const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
+                          ks_gint ncols_global, ks_dist_csr *out)
+{
+    ks_csr B = {0}, T = {0};
+    ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
+    if (e == KS_OK)
+        e = ks_csr_spgemm(L, &B, &T);
+    ks_csr_free(L);
+    ks_csr_free(&B);
+    if (e == KS_OK)
+        e = ks_compact_to_global(&T, cols, row_begin, nrows_global, ncols_global, out);
+    return e;
 }

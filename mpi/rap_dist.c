@@ -14,7 +14,6 @@
  * (ap_dist.c), Ac equals the serial spgemm(P^T, A P) bit for bit, in every
  * run and for any rank or thread count. */
 #include "rap_dist.h"
-#include "../sparse/cpu/csr_kernels.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -41,7 +40,7 @@ static ks_error ptap_rows(const ks_comm *c, const ks_dist_prows *R, const ks_dis
     }
     const int64_t na = AP->nrows ? AP->rowptr[AP->nrows] : 0, ng = G.rowptr[G.n];
     e = ks_gmap_make(R->row_begin, R->row_begin + R->nloc, AP->colind, na, G.col, ng, &cm);
-    ks_csr Rm = {0}, B = {0}, T = {0};
+    ks_csr Rm = {0};
     ks_int zero = 0;
     const ks_dist_ghost_prows none = {.n = 0, .rowptr = &zero};
     ks_gmap rm;
@@ -49,14 +48,10 @@ static ks_error ptap_rows(const ks_comm *c, const ks_dist_prows *R, const ks_dis
     if (e == KS_OK)
         e = ks_stack_rows(&none, &rm, R->rowptr, R->col, R->val, &fm, &Rm);
     if (e == KS_OK)
-        e = ks_stack_rows(&G, &fm, AP->rowptr, AP->colind, AP->val, &cm, &B);
-    ks_dist_ghost_prows_free(&G);
-    if (e == KS_OK)
-        e = ks_csr_spgemm(&Rm, &B, &T);
+        e = ks_local_product(&Rm, &G, &fm, AP->rowptr, AP->colind, AP->val, &cm, R->row_begin,
+                             AP->ncols_global, AP->ncols_global, Ac);
     ks_csr_free(&Rm);
-    ks_csr_free(&B);
-    if (e == KS_OK)
-        e = ks_compact_to_global(&T, &cm, R->row_begin, AP->ncols_global, AP->ncols_global, Ac);
+    ks_dist_ghost_prows_free(&G);
     ks_gmap_free(&cm);
     ks_gmap_free(&fm);
     return ks_comm_agree(c, e);

@@ -46,6 +46,13 @@ ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const 
  * arrays are taken or freed, also on failure. */
 ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
                               ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out);
+/* Local. out = L times the rows that ks_stack_rows makes of (G, rows, rp,
+ * col, val, cols), by the serial cpu spgemm, with global columns; L (a
+ * host CSR over the compact numbers of `rows`) is freed. */
+ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
+                          const ks_int *rp, const ks_gint *col, const double *val,
+                          const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
+                          ks_gint ncols_global, ks_dist_csr *out);
 
 /* ----------------------------------------------------------- ap_dist.c */
 /* Collective. AP = A P for this rank's rows (fine rows of A's layout,

@@ -3,7 +3,7 @@
  * sizes:
  *
  *   strength -> PMIS -> coarse ids -> D1 | extended+i -> truncation
- *   -> Ac = P^T A P (rows at the coarse points' owners) -> R = P^T
+ *   -> R = P^T -> Ac = R A P (rows at the coarse points' owners)
  *
  * Each level's A, P and R become distributed ks_matrix objects (P and R
  * with a column layout of their own), so the cycle of amg/cycle.c runs on

@@ -231,9 +231,12 @@ ks_error ks_dist_interp_rows(const ks_csr *AL, const ks_csr *AG, const ks_dist_s
                           (long long)(S->row_begin + bad));
     }
     const ks_int r0 = x.fm.nbelow, r1 = r0 + S->nloc;
-    if (e == KS_OK)
+    if (e == KS_OK) {
         e = R ? ks_amg_interp_extended_i_rows(&x.A, &x.S, x.cf, r0, r1, &Pl)
               : ks_amg_interp_direct_rows(&x.A, &x.S, x.cf, r0, r1, &Pl);
+        if (e != KS_OK)
+            ks_adderr(e, "%s (rank %d's local system)", who, S->comm->rank);
+    }
     if (e == KS_OK)
         e = take_rows(&x, &Pl, S->nloc, P);
     ks_csr_free(&Pl);

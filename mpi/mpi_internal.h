@@ -184,8 +184,9 @@ typedef struct ks_dist_impl {
     ks_int nghost;
 } ks_dist_impl;
 
-/* Collective. The distributed matrix of split rows S (its blocks are
- * copied, its ghost ids taken: free S after) with rows
+/* Collective. The distributed matrix of split rows S (its blocks and ghost
+ * ids taken, the blocks copied where the backend has no host memory: free
+ * S after) with rows
  * laid out by row_offsets and columns by col_offsets (both size + 1, the
  * same on every rank, taken, also on failure; col_offsets NULL: square, the
  * rows' layout). S's local block holds the columns this rank owns in the

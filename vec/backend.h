@@ -92,6 +92,28 @@ typedef struct ks_backend_ops {
      * page-locked), for staging; NULL: malloc and free. */
     ks_error (*host_alloc)(ks_backend *be, size_t bytes, void **p);
     void (*host_free)(ks_backend *be, void *p);
+    /* Optional (NULL: none): a second backend on be's device and memory
+     * with a queue of its own, so a host thread can run independent work
+     * beside be's (the AMG setup's level-0 spectral estimate). Made on
+     * first call, destroyed with be; NULL when it cannot be made. Its
+     * arrays are be's arrays: either may read what the other made once
+     * the maker has synchronised. attach: call it first on such a thread
+     * (cuda: makes the device current there). */
+    ks_backend *(*side)(ks_backend *be);
+    ks_error (*attach)(ks_backend *be);
+    /* Optional: copies between host_alloc memory and be's on a staging
+     * queue of their own, returning at once (a distributed matrix's halo:
+     * the host waits for the ghost values it sends without waiting for the
+     * kernels queued after them, and what arrived is copied in beside
+     * them). stage_download runs after all work queued on be so far (with
+     * bytes 0 it only orders the queue so); stage_upload after the staging
+     * copies before it, and work queued on be afterwards waits for it;
+     * stage_wait returns when every staging copy is done. Required to
+     * stage a halo (a backend without host memory, an MPI that does not
+     * read its memory). */
+    ks_error (*stage_download)(ks_backend *be, void *dst, const void *src, size_t bytes);
+    ks_error (*stage_upload)(ks_backend *be, void *dst, const void *src, size_t bytes);
+    ks_error (*stage_wait)(ks_backend *be);
 
     /* Capabilities, for code outside vec/ (which never compares kinds):
      * host_memory = 1 when the backend's memory is ordinary host memory

@@ -39,6 +39,20 @@ ks_error ks_halo_typed_create(const ks_comm *c, const ks_halo *h, MPI_Datatype t
 ks_error ks_halo_typed_forward(ks_halo_typed *x, const void *own, void *ghost);
 void ks_halo_typed_free(ks_halo_typed *x);
 
+/* -------------------------------------------------------- halo_rows.c */
+/* Own row `row`'s entries (elements of the size given to the fetch) packed
+ * at out; returns their count (out NULL: only counts). */
+typedef ks_int (*ks_halo_row_pack)(const void *ctx, ks_int row, void *out);
+
+/* Collective (agreed). Whole rows through plan h: the owners send, for
+ * every row a neighbour ghosts, its entries as pack writes them; this
+ * rank gets its nghost ghost rows in the plan's order: *rowptr (nghost + 1
+ * offsets) and *in (rowptr[nghost] entries of `size` bytes), malloc'ed.
+ * nown: this rank's own rows (what the plan's send indices count). */
+ks_error ks_halo_rows_fetch(const ks_comm *c, const ks_halo *h, ks_int nown, ks_int nghost,
+                            size_t size, ks_halo_row_pack pack, const void *ctx, ks_int **rowptr,
+                            void **in);
+
 /* ----------------------------------------------------- strength_dist.c */
 /* A distributed strength graph: this rank's rows i (local numbers), their
  * strong columns split like the matrix (owned columns in `local`, local
@@ -186,6 +200,16 @@ void ks_dist_ext_rows_free(ks_dist_ext_rows *R);
  * row fails on every rank (each names its first such row). */
 ks_error ks_dist_interp_extended_i(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
                                    const ks_dist_coarse *C, ks_dist_prows *P);
+
+/* ------------------------------------------------------ interp_local.c */
+/* Local. This rank's rows of P (direct with R NULL, else extended+i with
+ * the fetched rows R) by the serial cpu builder on the rank's local
+ * system: A's blocks AL and AG (NULL: none), S, the splitting and coarse
+ * ids; P's layout fields are the caller's. A zero diagonal on an F row
+ * fails naming its global row; `who` prefixes the builders' messages. */
+ks_error ks_dist_interp_rows(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
+                             const int *cf, const ks_dist_coarse *C, const ks_dist_ext_rows *R,
+                             ks_dist_prows *P, const char *who);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,9 @@
  * timing, and transfer rows made distributed matrices. */
 #include "amg_dist_setup.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* As the serial driver: a level keeping more than this fraction of its
  * rows (or none) ends the coarsening. */
@@ -16,11 +18,33 @@ int ks_amg_dist_stalls(ks_gint nc, ks_gint n)
 }
 
 /* Time since *t0 into phase ph (and the trace), *t0 moved on. */
+/* This process's CPU seconds (the trace's second figure: on a shared or
+ * oversubscribed machine a rank's wall time includes its waits). */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? ts.tv_sec + 1e-9 * ts.tv_nsec
+                                                             : 0.0;
+}
+
+static double trace_cpu0; /* the CPU time at the last phase's end */
+
+void ks_amg_dist_trace_start(void) { trace_cpu0 = cpu_seconds(); }
+
+/* The trace (KS_AMG_TRACE) names the rank and its CPU time of the step,
+ * every rank printing. */
 void ks_amg_dist_phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, double *t0)
 {
     const double t = ks_wtime();
     amg->phase_seconds[ph] += t - *t0;
-    ks_amg_trace(l, what, t - *t0);
+    if (ks_amg_tracing()) {
+        const double cpu = cpu_seconds();
+        char text[160];
+        snprintf(text, sizeof text, "%s [rank %d, cpu %.3f ms]", what,
+                 ks_matrix_comm(amg->levels[0].Am)->rank, 1e3 * (cpu - trace_cpu0));
+        ks_amg_trace(l, text, t - *t0);
+        trace_cpu0 = cpu;
+    }
     *t0 = t;
 }
 

@@ -4,7 +4,7 @@
  *
  *   strength -> PMIS | HMIS -> coarse ids -> D1 | extended+i -> truncation
  *   [-> aggressive second stage, P = P1 P2 (aggressive_dist.c)]
- *   -> Ac = P^T A P (rows at the coarse points' owners) -> R = P^T
+ *   -> R = P^T -> Ac = R A P (rows at the coarse points' owners)
  *
  * Each level's A, P and R become distributed ks_matrix objects (P and R
  * with a column layout of their own), so the cycle of amg/cycle.c runs on
@@ -27,7 +27,9 @@
 #include "amg_dist_setup.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* What the distributed setup cannot do yet, named by its option. The
  * parameters are the caller's on each rank; the answer is agreed. */
@@ -148,12 +150,12 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
                "ksolve AMG level %d: the coarse grid (%lld rows) moves onto %d rank%s\n", l + 1,
                (long long)P.nc_global, q, q == 1 ? "" : "s");
     if (e == KS_OK)
-        e = ks_dist_rap(A, &P, &Ac);
-    if (e == KS_OK)
         e = ks_comm_agree(c, ks_layout_gather(c, P.nc, &coff));
     if (e == KS_OK)
         e = ks_dist_prows_transpose(&P, foff, coff, &R);
-    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed RAP and transpose", &t);
+    if (e == KS_OK)
+        e = ks_dist_rap_r(A, &P, &R, &Ac);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP", &t);
     if (e == KS_OK)
         e = ks_amg_dist_transfer_matrix(amg, &P, foff, coff, &L->Pm);
     if (e == KS_OK)
@@ -255,6 +257,7 @@ static ks_error build(ks_amg *amg)
     const ks_amg_params *p = &amg->prm;
     const ks_comm *c = ks_matrix_comm(amg->levels[0].Am);
     const double t_start = ks_wtime();
+    ks_amg_dist_trace_start();
     amg->nlevels = 1;
     for (int l = 0;; l++) {
         ks_amg_level *L = &amg->levels[l];

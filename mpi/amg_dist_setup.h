@@ -27,7 +27,10 @@ extern int ks_amg_dist_agglomerate_rows;
 /* As the serial driver: a coarse grid of nc points from n stalls (none,
  * or more than 90% kept). */
 int ks_amg_dist_stalls(ks_gint nc, ks_gint n);
-/* Time since *t0 into phase ph (and the trace), *t0 moved on. */
+/* The trace's CPU clock starts (a setup begins). */
+void ks_amg_dist_trace_start(void);
+/* Time since *t0 into phase ph (and the trace, with the rank and its CPU
+ * time of the step), *t0 moved on. */
 void ks_amg_dist_phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, double *t0);
 /* The levels' SpMV format (prm.level_format, or "auto"). */
 const char *ks_amg_dist_level_format(const ks_amg *amg);
@@ -63,15 +66,6 @@ ks_error ks_amg_dist_aggregation_p(ks_amg *amg, int l, const ks_matrix *A, int *
  * extended+i by aggressive_interpolator, truncated) and P becomes P1 P2,
  * truncated. When the second stage stalls P stays P1, as serially. */
 ks_error ks_amg_dist_aggressive(ks_amg *amg, int l, const ks_matrix *A, ks_dist_prows *P);
-
-/* ---------------------------------------------------- transpose_dist.c */
-/* Collective. R = P^T: R's rows are this rank's coarse points (layout
- * coff, each rank's C count), its columns global fine ids ascending (P's
- * row layout foff); held in a ks_dist_prows whose "coarse" fields describe
- * R's columns (c_begin, nc: this rank's fine rows; nc_global: all fine
- * rows), so ks_dist_prows_split splits it by the fine layout. */
-ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, const ks_gint *coff,
-                                 ks_dist_prows *R);
 
 /* -------------------------------------------------- amg_dist_coarse.c */
 /* Collective. The coarsest level's rows gathered on every rank, factored

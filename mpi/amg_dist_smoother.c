@@ -34,6 +34,7 @@ typedef struct dspec {
 /* The diagonal of this rank's rows (the local block's). */
 static void diagonal(const ks_csr *L, double *d)
 {
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < L->nrows; i++) {
         d[i] = 0.0;
         for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
@@ -146,9 +147,11 @@ static ks_error estimate(dspec *s, int iters, double *rho)
                       "non-finite diagonal (D^-1 A undefined)",
                       (long long)(ks_matrix_row_begin(s->A) + bad));
     KS_TRY(ks_comm_agree(c, e));
+    double pos = 0.0, neg = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : pos, neg) reduction(max : bound)
     for (ks_int i = 0; i < s->n; i++) {
-        cnt[0] += dg[i] > 0.0;
-        cnt[1] += dg[i] < 0.0;
+        pos += dg[i] > 0.0;
+        neg += dg[i] < 0.0;
         double r = 0.0;
         for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
             r += fabs(L->val[k]);
@@ -156,6 +159,8 @@ static ks_error estimate(dspec *s, int iters, double *rho)
             r += fabs(G->val[k]);
         bound = fmax(bound, r / fabs(dg[i]));
     }
+    cnt[0] = pos;
+    cnt[1] = neg;
     KS_TRY(ks_comm_sum(c, cnt, 2));
     KS_TRY(ks_comm_max(c, &bound, 1));
     s->sign = cnt[1] > 0.0 ? -1.0 : 1.0;

@@ -29,12 +29,6 @@ static int cmp_col_pos(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int cmp_gint(const void *a, const void *b)
-{
-    const ks_gint x = *(const ks_gint *)a, y = *(const ks_gint *)b;
-    return (x > y) - (x < y);
-}
-
 /* Row i's entry positions in ascending column order, into perm[rp[i]..]
  * (identity when the row is sorted: the usual case costs one pass).
  * Returns 0 when it cannot allocate for a long unsorted row. */
@@ -117,46 +111,6 @@ static ks_error check_rowptr(int rank, ks_int nloc, const ks_int *rp)
     return KS_OK;
 }
 
-/* Index of g in the ascending ids[0..n) (present by construction). */
-static ks_int find_gid(const ks_gint *ids, ks_int n, ks_gint g)
-{
-    ks_int lo = 0, hi = n - 1;
-    while (lo < hi) {
-        ks_int mid = lo + (hi - lo) / 2;
-        if (ids[mid] < g)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* The ghost columns of the rows, sorted and unique. */
-static ks_error ghost_ids(const ks_int *rp, const ks_gint *ci, ks_int nloc, ks_gint row_begin,
-                          ks_gint row_end, ks_gint **ids, ks_int *nghost)
-{
-    *ids = NULL;
-    *nghost = 0;
-    ks_int m = 0;
-    for (ks_int k = 0; k < rp[nloc]; k++)
-        m += ci[k] < row_begin || ci[k] >= row_end;
-    ks_gint *g = ks_malloc((size_t)m * sizeof *g, "ghost columns");
-    if (!g)
-        return KS_ERR_MEMORY;
-    ks_int q = 0;
-    for (ks_int k = 0; k < rp[nloc]; k++)
-        if (ci[k] < row_begin || ci[k] >= row_end)
-            g[q++] = ci[k];
-    qsort(g, (size_t)m, sizeof *g, cmp_gint);
-    ks_int u = 0;
-    for (ks_int k = 0; k < m; k++)
-        if (u == 0 || g[k] != g[u - 1])
-            g[u++] = g[k];
-    *ids = g;
-    *nghost = u;
-    return KS_OK;
-}
-
 ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nloc,
                            const ks_int *rp, const ks_gint *ci, const double *val,
                            ks_dist_split *S)
@@ -198,8 +152,14 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
     else if (bad < nloc)
         e = row_problem(rank, row_begin, ncols, rp, ci, val, perm, bad, 1);
     ks_int nghost = 0;
+    ks_gmap gm = {0}; /* the ghost columns: ids outside this rank's rows */
     if (e == KS_OK)
-        e = ghost_ids(rp, ci, nloc, row_begin, row_end, &S->ghost_gid, &nghost);
+        e = ks_gmap_make(row_begin, row_end, ci, nnz, NULL, 0, &gm);
+    if (e == KS_OK) {
+        S->ghost_gid = gm.ext; /* taken */
+        gm.own_ext = 0;
+        nghost = gm.next;
+    }
     for (ks_int i = 0; i < nloc && e == KS_OK; i++)
         nl[i + 1] += nl[i];
     if (e == KS_OK)
@@ -228,7 +188,7 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
                 S->local.colind[ql] = (ks_int)(c - row_begin);
                 S->local.val[ql++] = val[src];
             } else {
-                S->ghost.colind[qg] = find_gid(S->ghost_gid, nghost, c);
+                S->ghost.colind[qg] = ks_gmap_ext_find(&gm, c);
                 S->ghost.val[qg++] = val[src];
             }
         }

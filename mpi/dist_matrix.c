@@ -45,6 +45,20 @@ static ks_error check_args(ks_backend *be, ks_int nloc, ks_gint ncols, const ks_
     return KS_OK;
 }
 
+/* A block of the split as a matrix. The split made and checked it (columns
+ * in range, sorted and unique, values finite), so on a backend with host
+ * memory the matrix takes its arrays: no copy, no second check. */
+static ks_error block_matrix(ks_backend *be, ks_csr *H, const char *format,
+                             const ks_spmv_params *params, ks_matrix **M)
+{
+    if (!ks_backend_host_memory(be) || !H->val || !H->rowptr)
+        return ks_matrix_create(be, H, format, params, M);
+    ks_sparse A;
+    KS_TRY(ks_sparse_adopt_csr(be, H, &A));
+    A.valid = 1;
+    return ks_matrix_create_sparse(be, &A, format, params, M);
+}
+
 /* The blocks, the ghost buffer and the halo plan from the split rows. */
 static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, const char *format,
                       const ks_spmv_params *params, ks_dist_impl *d)
@@ -52,11 +66,11 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     d->ghost_gid = S->ghost_gid;
     S->ghost_gid = NULL;
     d->nghost = S->ghost.ncols;
-    ks_error e = ks_matrix_create(be, &S->local, format, params, &d->base.local);
+    ks_error e = block_matrix(be, &S->local, format, params, &d->base.local);
     if (e == KS_OK && d->nghost > 0)
         /* narrow and irregular: the backend's own choice ("csr" is the
          * cpu's only; cuda has none of that name) */
-        e = ks_matrix_create(be, &S->ghost, "auto", NULL, &d->base.ghost);
+        e = block_matrix(be, &S->ghost, "auto", NULL, &d->base.ghost);
     if (e == KS_OK)
         e = ks_vec_create(be, d->nghost, &d->xghost);
     /* A format may refuse one rank's block and take another's. */

@@ -61,6 +61,33 @@ int ks_layout_owner(const ks_gint *off, int p, ks_gint g);
  * (nlocal < 0). */
 ks_error ks_layout_make(const ks_comm *c, ks_int nlocal, ks_gint n, ks_gint **offsets);
 
+/* -------------------------------------------------------------- gmap.c */
+/* A compact 32-bit numbering of global ids that orders like them: the ext
+ * ids below lo, all of lo .. hi - 1, the ext ids above (ext ascending,
+ * none in the range). */
+typedef struct ks_gmap {
+    ks_gint lo, hi;
+    ks_gint *ext;
+    ks_int next, nbelow; /* nbelow: ext ids below lo */
+    int own_ext;         /* ext is the map's (ks_gmap_make), else borrowed */
+} ks_gmap;
+
+/* Local. The map of [lo, hi) and the ids of ids1 and ids2 outside it. */
+ks_error ks_gmap_make(ks_gint lo, ks_gint hi, const ks_gint *ids1, int64_t n1,
+                      const ks_gint *ids2, int64_t n2, ks_gmap *m);
+/* The map of [lo, hi) and ext (ascending, outside the range), borrowed. */
+void ks_gmap_borrow(ks_gint lo, ks_gint hi, const ks_gint *ext, ks_int next, ks_gmap *m);
+void ks_gmap_free(ks_gmap *m);
+/* Compact number of global id g (which the map holds), and back. */
+ks_int ks_gmap_find(const ks_gmap *m, ks_gint g);
+/* Position in ext of an id outside the range (which the map holds). */
+ks_int ks_gmap_ext_find(const ks_gmap *m, ks_gint g);
+ks_gint ks_gmap_gid(const ks_gmap *m, ks_int k);
+static inline ks_int ks_gmap_size(const ks_gmap *m)
+{
+    return m->next + (ks_int)(m->hi - m->lo);
+}
+
 /* ----------------------------------------------------------- mm_dist.c */
 /* Collective: KS_OK on every rank when each host's ranks together fit what
  * reading a file asks of them (`need`: this rank's bytes, rows r0 to
@@ -160,8 +187,9 @@ typedef struct ks_dist_impl {
     ks_int nghost;
 } ks_dist_impl;
 
-/* Collective. The distributed matrix of split rows S (its blocks are
- * copied, its ghost ids taken: free S after) with rows
+/* Collective. The distributed matrix of split rows S (its blocks and ghost
+ * ids taken, the blocks copied where the backend has no host memory: free
+ * S after) with rows
  * laid out by row_offsets and columns by col_offsets (both size + 1, the
  * same on every rank, taken, also on failure; col_offsets NULL: square, the
  * rows' layout). S's local block holds the columns this rank owns in the

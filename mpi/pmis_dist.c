@@ -86,6 +86,7 @@ static ks_error rounds(pmis_ctx *P)
     const ks_dist_graph *G = P->G;
     const ks_int n = G->nloc;
     ks_gint und = 0;
+#pragma omp parallel for schedule(static) reduction(+ : und)
     for (ks_int i = 0; i < n; i++) {
         if (P->cf[i] != KS_UNDECIDED)
             continue; /* decided before (ks_dist_pmis_from) */
@@ -217,10 +218,12 @@ ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, i
     if (e == KS_OK)
         e = ks_halo_typed_create(S->comm, G.halo, MPI_INT, sizeof(int), &P.x);
     if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
         for (ks_int j = 0; j < G.nloc + G.next; j++) {
             P.h[j] = ks_coarsen_hash(seed, gid_of(&G, j));
             P.cf[j] = j < G.nloc ? cf[j] : KS_UNDECIDED; /* external: the rounds' exchange */
         }
+#pragma omp parallel for schedule(static)
         for (ks_int i = 0; i < G.nloc; i++)
             P.cnt[i] = G.trp[i + 1] - G.trp[i]; /* |S^T_i| over all ranks */
         e = ks_comm_agree(S->comm, ks_halo_typed_forward(&P.x, P.cnt, P.cnt + G.nloc));

@@ -5,14 +5,14 @@
  * S^T across ranks: point j of rank q depends on point i here when i is
  * in j's strength row, which only q holds (in its ghost part). So every
  * rank sends each of its ghost entries (j depends on i) to i's owner, once,
- * with MPI_Alltoall of the counts and MPI_Alltoallv of the pairs (as the
- * halo plan learns its ids; O(ranks) memory a rank). A rank then knows
+ * through the setup's entry exchange (exchange.c: the counts, then the
+ * pairs; O(ranks) memory a rank, as the halo plan learns its ids). A rank then knows
  * |S^T_i| of its own points exactly and every external point that PMIS
  * rounds must hear from; the halo plan over those points carries their
  * measures and states. */
 #include "amg_dist.h"
 
-#include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 void ks_dist_graph_free(ks_dist_graph *G)
@@ -60,13 +60,12 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
 {
     const ks_comm *c = S->comm;
     const int p = c->size;
-    const MPI_Comm comm = ks_comm_mpi_of(c);
     const ks_int n = S->nloc, ng = S->nghost, nent = S->grp[n];
     int *cnt = ks_calloc(4 * (size_t)p, sizeof *cnt, "strength exchange counts");
     int *owner = ks_malloc((size_t)ng * sizeof *owner + 1, "ghost owners");
     ks_gint *out = ks_malloc(2 * (size_t)nent * sizeof *out + 1, "strength entries out");
     ks_gint *in = NULL;
-    long long nin = 0;
+    int64_t nin = 0;
     ks_error e = cnt && owner && out ? KS_OK : KS_ERR_MEMORY;
     int *scount = cnt, *rcount = cnt + p, *sdispl = cnt + 2 * p, *rdispl = cnt + 3 * p;
     if (e == KS_OK) {
@@ -76,19 +75,24 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
                 q++;
             owner[g] = q;
         }
-        for (ks_int k = 0; k < nent; k++)
-            scount[owner[S->gci[k]]] += 2;
-        long long at = 0;
-        for (int q = 0; q < p; q++) {
+        int64_t *pairs = ks_calloc((size_t)p + 1, sizeof *pairs, "strength exchange counts");
+        e = pairs ? KS_OK : KS_ERR_MEMORY;
+        for (ks_int k = 0; k < nent && e == KS_OK; k++)
+            pairs[owner[S->gci[k]]]++;
+        int64_t at = 0; /* bytes */
+        for (int q = 0; q < p && e == KS_OK; q++) {
             sdispl[q] = (int)at;
-            at += scount[q];
+            scount[q] = (int)(2 * pairs[q] * (int64_t)sizeof *out);
+            at += 2 * pairs[q] * (int64_t)sizeof *out;
+            if (at > INT32_MAX)
+                e = ks_seterr(KS_ERR_SIZE, "rank %d sends more than 2^31 bytes of strength "
+                              "entries", c->rank);
         }
-        if (at > INT_MAX)
-            e = ks_seterr(KS_ERR_SIZE, "rank %d sends more than %d strength entries", c->rank,
-                          INT_MAX / 2);
+        free(pairs);
         /* Pairs (column = the owner's point, row = the dependent point). */
         int *pos = rcount; /* scratch until the counts arrive */
-        memcpy(pos, sdispl, (size_t)p * sizeof *pos);
+        for (int q = 0; q < p; q++)
+            pos[q] = sdispl[q] / (int)sizeof *out;
         for (ks_int i = 0; i < n && e == KS_OK; i++)
             for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++) {
                 const int q = owner[S->gci[k]];
@@ -98,31 +102,18 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
     }
     e = ks_comm_agree(c, e);
     if (e == KS_OK) {
-        e = ks_mpi_check(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm),
-                         "MPI_Alltoall (strength entry counts)");
-        for (int q = 0; q < p && e == KS_OK; q++) {
-            rdispl[q] = (int)nin;
-            nin += rcount[q];
-            if (nin > INT_MAX)
-                e = ks_seterr(KS_ERR_SIZE, "rank %d receives more than %d strength entries",
-                              c->rank, INT_MAX / 2);
-        }
-        if (e == KS_OK) {
-            in = ks_malloc((size_t)nin * sizeof *in + 1, "strength entries in");
-            X->rp = ks_calloc((size_t)n + 1, sizeof *X->rp, "external dependencies");
-            X->dep = ks_malloc((size_t)nin / 2 * sizeof *X->dep + 1, "external dependencies");
-            if (!in || !X->rp || !X->dep)
-                e = KS_ERR_MEMORY;
-        }
-        e = ks_comm_agree(c, e);
+        int64_t bytes = 0;
+        e = ks_exchange_bytes(c, out, scount, sdispl, rcount, rdispl, (void **)&in, &bytes,
+                              "strength entries");
+        nin = bytes / (int64_t)sizeof *in;
     }
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_mpi_check(MPI_Alltoallv(out, scount, sdispl, MPI_INT64_T, in,
-                                                        rcount, rdispl, MPI_INT64_T, comm),
-                                          "MPI_Alltoallv (strength entries)"));
     if (e == KS_OK) {
+        X->rp = ks_calloc((size_t)n + 1, sizeof *X->rp, "external dependencies");
+        X->dep = ks_malloc((size_t)nin / 2 * sizeof *X->dep + 1, "external dependencies");
+        if (!X->rp || !X->dep)
+            e = KS_ERR_MEMORY;
         /* Each pair names a point of this rank: checked, it is the plan. */
-        for (long long k = 0; k < nin && e == KS_OK; k += 2) {
+        for (int64_t k = 0; k < nin && e == KS_OK; k += 2) {
             const ks_gint i = in[k] - S->row_begin;
             if (i < 0 || i >= n)
                 e = ks_seterr(KS_ERR_ARG, "rank %d got a strength entry of point %lld, not its "
@@ -140,7 +131,7 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
             e = KS_ERR_MEMORY;
         if (e == KS_OK) {
             memcpy(at, X->rp, (size_t)n * sizeof *at);
-            for (long long k = 0; k < nin; k += 2)
+            for (int64_t k = 0; k < nin; k += 2)
                 X->dep[at[in[k] - S->row_begin]++] = in[k + 1];
             for (ks_int i = 0; i < n; i++)
                 qsort(X->dep + X->rp[i], (size_t)(X->rp[i + 1] - X->rp[i]), sizeof *X->dep,
@@ -194,21 +185,26 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
         ks_strength_free(&LT);
         return KS_ERR_MEMORY;
     }
+#pragma omp parallel for schedule(static)
     for (ks_int g = 0; g < S->nghost; g++) /* unused ghosts map nowhere that is read */
         gmap[g] = nx ? n + find(G->ext_gid, nx, S->ghost_gid[g]) : 0;
     G->srp[0] = G->trp[0] = 0;
-    ks_int a = 0, b = 0;
     for (ks_int i = 0; i < n; i++) {
+        G->srp[i + 1] = G->srp[i] + (S->local.rowptr[i + 1] - S->local.rowptr[i]) +
+                        (S->grp[i + 1] - S->grp[i]);
+        G->trp[i + 1] = G->trp[i] + (LT.rowptr[i + 1] - LT.rowptr[i]) + (X->rp[i + 1] - X->rp[i]);
+    }
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < n; i++) {
+        ks_int a = G->srp[i], b = G->trp[i];
         for (ks_int k = S->local.rowptr[i]; k < S->local.rowptr[i + 1]; k++)
             G->sci[a++] = S->local.colind[k];
         for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++)
             G->sci[a++] = gmap[S->gci[k]];
-        G->srp[i + 1] = a;
         for (ks_int k = LT.rowptr[i]; k < LT.rowptr[i + 1]; k++)
             G->tci[b++] = LT.colind[k];
         for (ks_int k = X->rp[i]; k < X->rp[i + 1]; k++)
             G->tci[b++] = n + find(G->ext_gid, nx, X->dep[k]);
-        G->trp[i + 1] = b;
     }
     free(gmap);
     ks_strength_free(&LT);

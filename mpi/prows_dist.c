@@ -61,47 +61,19 @@ ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double facto
     return e == KS_OK ? KS_OK : ks_adderr(e, "distributed truncation");
 }
 
-static int cmp_gint(const void *a, const void *b)
-{
-    const ks_gint x = *(const ks_gint *)a, y = *(const ks_gint *)b;
-    return (x > y) - (x < y);
-}
-
-/* Index of g in the ascending ids[0..n) (present by construction). */
-static ks_int find_gid(const ks_gint *ids, ks_int n, ks_gint g)
-{
-    ks_int lo = 0, hi = n - 1;
-    while (lo < hi) {
-        const ks_int mid = lo + (hi - lo) / 2;
-        if (ids[mid] < g)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* ks_dist_csr_split's logic with the columns in the coarse layout (P is
  * not square, and its rows are already sorted and checked). */
 static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
 {
     const ks_int n = P->nloc, nnz = P->rowptr[n];
     const ks_gint lo = P->c_begin, hi = P->c_begin + P->nc;
-    ks_int nl = 0, m = 0;
+    ks_gmap gm; /* the ghost columns: coarse ids outside this rank's */
+    KS_TRY(ks_gmap_make(lo, hi, P->col, nnz, NULL, 0, &gm));
+    const ks_int ng = gm.next;
+    S->ghost_gid = gm.ext; /* taken */
+    ks_int nl = 0;
     for (ks_int k = 0; k < nnz; k++)
         nl += P->col[k] >= lo && P->col[k] < hi;
-    ks_gint *g = ks_malloc((size_t)(nnz - nl) * sizeof *g + 1, "coarse ghost columns");
-    if (!g)
-        return KS_ERR_MEMORY;
-    for (ks_int k = 0; k < nnz; k++)
-        if (P->col[k] < lo || P->col[k] >= hi)
-            g[m++] = P->col[k];
-    qsort(g, (size_t)m, sizeof *g, cmp_gint);
-    ks_int ng = 0;
-    for (ks_int k = 0; k < m; k++)
-        if (ng == 0 || g[k] != g[ng - 1])
-            g[ng++] = g[k];
-    S->ghost_gid = g;
     KS_TRY(ks_csr_alloc(&S->local, n, P->nc, nl));
     KS_TRY(ks_csr_alloc(&S->ghost, n, ng, nnz - nl));
     ks_int ql = 0, qg = 0;
@@ -113,7 +85,7 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
                 S->local.colind[ql] = (ks_int)(c - lo);
                 S->local.val[ql++] = P->val[k];
             } else {
-                S->ghost.colind[qg] = find_gid(g, ng, c);
+                S->ghost.colind[qg] = ks_gmap_ext_find(&gm, c);
                 S->ghost.val[qg++] = P->val[k];
             }
         }

@@ -29,6 +29,31 @@ typedef struct ks_dist_ghost_prows {
  * owners send what it says). */
 ks_error ks_dist_fetch_prows(const ks_matrix *A, const ks_dist_prows *P, ks_dist_ghost_prows *G);
 void ks_dist_ghost_prows_free(ks_dist_ghost_prows *G);
+/* Collective. Rows with global columns (rowptr, col, val: this rank's nown
+ * rows) fetched through plan h: G's row g is the owner's row of this
+ * rank's ghost g (the plan's order), columns as the owner holds them. */
+ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
+                             const ks_int *rowptr, const ks_gint *col, const double *val,
+                             ks_int nghost, ks_dist_ghost_prows *G);
+
+/* -------------------------------------------------------- local_rows.c */
+/* Local. Own rows (rp, col, val: global columns, rows->hi - rows->lo of
+ * them) and fetched rows G (one per ext id of `rows`, in its order)
+ * stacked in the compact order of `rows`, columns through `cols`: a host
+ * CSR the serial kernels read. Row-parallel. */
+ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const ks_int *rp,
+                       const ks_gint *col, const double *val, const ks_gmap *cols, ks_csr *B);
+/* Local. T (compact columns of `cols`) as rows with global columns; T's
+ * arrays are taken or freed, also on failure. */
+ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
+                              ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out);
+/* Local. out = L times the rows that ks_stack_rows makes of (G, rows, rp,
+ * col, val, cols), by the serial cpu spgemm, with global columns; L (a
+ * host CSR over the compact numbers of `rows`) is freed. */
+ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
+                          const ks_int *rp, const ks_gint *col, const double *val,
+                          const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
+                          ks_gint ncols_global, ks_dist_csr *out);
 
 /* ----------------------------------------------------------- ap_dist.c */
 /* Collective. AP = A P for this rank's rows (A's row layout, global
@@ -40,17 +65,32 @@ void ks_dist_ghost_prows_free(ks_dist_ghost_prows *G);
  * pattern, as the serial product). */
 ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP);
 
+/* ---------------------------------------------------- transpose_dist.c */
+/* Collective. R = P^T: R's rows are this rank's coarse points (layout
+ * coff, each rank's C count), its columns global fine ids ascending (P's
+ * row layout foff); held in a ks_dist_prows whose "coarse" fields describe
+ * R's columns (c_begin, nc: this rank's fine rows; nc_global: all fine
+ * rows), so ks_dist_prows_split splits it by the fine layout. */
+ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, const ks_gint *coff,
+                                 ks_dist_prows *R);
+
 /* ---------------------------------------------------------- rap_dist.c */
-/* Collective. Ac = P^T (AP): this rank's rows of the coarse matrix (its C
- * points, P's coarse layout) with global columns ascending, ready for
- * ks_matrix_create_dist. Each rank forms P(i,J) * AP(i,:) for its fine
- * rows i and sends the rows J to their owners; an owner adds, into 0.0,
- * in the order of the sending rank, then its fine row (that is, global
- * fine row order), which is ks_csr_spgemm(P^T, A*P)'s order: the same
- * bits every run with any rank count, equal to that serial product. */
+/* Collective. Ac = R (AP) with R = P^T (ks_dist_prows_transpose): this
+ * rank's rows of the coarse matrix (its rows of R, P's coarse layout) with
+ * global columns ascending, ready for ks_matrix_create_dist. AP's rows of
+ * R's columns on other ranks (fine layout foff) are fetched from their
+ * owners; each Ac(J,c) starts at 0.0 and adds R(J,i) AP(i,c) by ascending
+ * fine row i, which is ks_csr_spgemm(P^T, A*P)'s order: the same bits
+ * every run with any rank or thread count, equal to that serial product. */
+ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_gint *foff,
+                        ks_dist_csr *Ac);
+/* Collective. The same from P (R = P^T made here; P's coarse layout must
+ * be its ranks' C counts). */
 ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr *Ac);
-/* Collective. Both steps: Ac = P^T A P. */
+/* Collective. Both steps: Ac = P^T A P; with R = P^T at hand, rap_r. */
 ks_error ks_dist_rap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *Ac);
+ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
+                       ks_dist_csr *Ac);
 
 #ifdef __cplusplus
 }

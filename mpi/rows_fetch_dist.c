@@ -4,18 +4,14 @@
  * each of k's columns. Only k's owner has them.
  *
  * A halo plan over those points says who sends which rows to whom (as for
- * x's ghosts); the rows have variable length, so their lengths go first
- * (the plan's integer exchange), then one message per neighbour carries
- * the entries of all its rows. An entry travels as (global column, value,
- * coarse id and strong flag in one integer): the strong columns of a row
- * are among its entries, and a coarse id of -1 says F. */
+ * x's ghosts), and the rows travel through it (halo_rows.c). An entry
+ * travels as (global column, value, coarse id and strong flag in one
+ * integer): the strong columns of a row are among its entries, and a
+ * coarse id of -1 says F. */
 #include "amg_dist.h"
 
 #include <stdint.h>
 #include <string.h>
-
-/* Not the halo's tags: this exchange has its own messages. */
-#define ROWS_TAG 0x6b76
 
 typedef struct wire {
     ks_gint col;
@@ -102,94 +98,35 @@ static ks_int pack_row(const ks_csr *AL, const ks_csr *AG, const ks_dist_strengt
     return m;
 }
 
-/* The exchange's buffers, allocated (and agreed on) before any message is
- * posted: a rank that could not allocate must not leave a neighbour
- * waiting for it. */
-typedef struct bufs {
-    wire *out, *in;
-    int64_t nout;
-    MPI_Request *req;
-} bufs;
+typedef struct pack_ctx {
+    const ks_csr *AL, *AG;
+    const ks_dist_strength *S;
+    const ks_dist_coarse *C;
+} pack_ctx;
 
-static ks_error alloc_bufs(const ks_halo *h, const ks_csr *AL, const ks_csr *AG,
-                           const ks_dist_strength *S, const ks_dist_coarse *C,
-                           const ks_dist_ext_rows *R, bufs *b)
+static ks_int pack(const void *ctx, ks_int i, void *out)
 {
-    const ks_int nsidx = h->nsend ? h->send_start[h->nsend] : 0;
-    b->nout = 0;
-    for (ks_int k = 0; k < nsidx; k++)
-        b->nout += pack_row(AL, AG, S, C, h->send_idx[k], NULL);
-    const int64_t nin = R->rowptr[R->n];
-    if (b->nout * (int64_t)sizeof(wire) > INT32_MAX || nin * (int64_t)sizeof(wire) > INT32_MAX)
-        return ks_seterr(KS_ERR_SIZE, "more than 2^31 bytes of rows to or from one rank");
-    b->out = ks_malloc((size_t)b->nout * sizeof *b->out + 1, "rows to send");
-    b->in = ks_malloc((size_t)nin * sizeof *b->in + 1, "rows received");
-    b->req = ks_malloc(((size_t)h->nrecv + h->nsend + 1) * sizeof *b->req,
-                       "row message requests");
-    return b->out && b->in && b->req ? KS_OK : KS_ERR_MEMORY;
+    const pack_ctx *x = ctx;
+    return pack_row(x->AL, x->AG, x->S, x->C, i, out);
 }
 
-/* One message each way per neighbour. Every posted request is waited for,
- * also after a failure. */
-static ks_error exchange(const ks_halo *h, const ks_csr *AL, const ks_csr *AG,
-                         const ks_dist_strength *S, const ks_dist_coarse *C, bufs *b,
-                         ks_dist_ext_rows *R)
+/* The fetched rows' arrays from the entries received. */
+static ks_error unpack(const wire *in, ks_dist_ext_rows *R)
 {
-    const int nreq = h->nrecv + h->nsend;
-    for (int r = 0; r < nreq; r++)
-        b->req[r] = MPI_REQUEST_NULL;
-    ks_error e = KS_OK;
-    for (int r = 0; r < h->nrecv && e == KS_OK; r++) {
-        /* The plan's ghost slice of source r is fetched rows s0 .. s1-1. */
-        const ks_int s0 = R->rowptr[h->recv_start[r]], s1 = R->rowptr[h->recv_start[r + 1]];
-        e = ks_mpi_check(MPI_Irecv(b->in + s0, (int)((s1 - s0) * (int64_t)sizeof(wire)),
-                                   MPI_BYTE, h->recv_rank[r], ROWS_TAG, h->comm, &b->req[r]),
-                         "MPI_Irecv (fetched rows)");
-    }
-    int64_t m = 0;
-    for (int r = 0; r < h->nsend && e == KS_OK; r++) {
-        const int64_t m0 = m;
-        for (ks_int k = h->send_start[r]; k < h->send_start[r + 1]; k++)
-            m += pack_row(AL, AG, S, C, h->send_idx[k], b->out + m);
-        e = ks_mpi_check(MPI_Isend(b->out + m0, (int)((m - m0) * (int64_t)sizeof(wire)),
-                                   MPI_BYTE, h->send_rank[r], ROWS_TAG, h->comm,
-                                   &b->req[h->nrecv + r]),
-                         "MPI_Isend (fetched rows)");
-    }
-    if (nreq > 0) {
-        const ks_error w = ks_mpi_check(MPI_Waitall(nreq, b->req, MPI_STATUSES_IGNORE),
-                                        "MPI_Waitall (fetched rows)");
-        if (e == KS_OK)
-            e = w;
-    }
-    for (int64_t k = 0; k < R->rowptr[R->n] && e == KS_OK; k++) {
-        R->col[k] = b->in[k].col;
-        R->val[k] = b->in[k].val;
-        R->strong[k] = (unsigned char)(b->in[k].meta & 1);
-        R->cid[k] = b->in[k].meta / 2 - 1;
-    }
-    return e;
-}
-
-/* The received rows' pointers from their lengths, and the entry arrays. */
-static ks_error alloc_rows(const ks_int *rlen, ks_dist_ext_rows *R)
-{
-    R->rowptr = ks_malloc(((size_t)R->n + 1) * sizeof *R->rowptr, "fetched row pointers");
-    if (!R->rowptr)
-        return KS_ERR_MEMORY;
-    int64_t run = 0;
-    R->rowptr[0] = 0;
-    for (ks_int k = 0; k < R->n; k++) {
-        run += rlen[k];
-        if (run > INT32_MAX)
-            return ks_seterr(KS_ERR_SIZE, "fetching rows: more than 2^31 entries");
-        R->rowptr[k + 1] = (ks_int)run;
-    }
+    const ks_int run = R->rowptr[R->n];
     R->col = ks_malloc((size_t)run * sizeof *R->col + 1, "fetched columns");
     R->val = ks_malloc((size_t)run * sizeof *R->val + 1, "fetched values");
     R->strong = ks_malloc((size_t)run + 1, "fetched strong flags");
     R->cid = ks_malloc((size_t)run * sizeof *R->cid + 1, "fetched coarse ids");
-    return R->col && R->val && R->strong && R->cid ? KS_OK : KS_ERR_MEMORY;
+    if (!R->col || !R->val || !R->strong || !R->cid)
+        return KS_ERR_MEMORY;
+    for (ks_int k = 0; k < run; k++) {
+        R->col[k] = in[k].col;
+        R->val[k] = in[k].val;
+        R->strong[k] = (unsigned char)(in[k].meta & 1);
+        R->cid[k] = in[k].meta / 2 - 1;
+    }
+    return KS_OK;
 }
 
 ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
@@ -217,34 +154,14 @@ ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, c
     if (e == KS_OK)
         e = ks_halo_create(c, S->offsets, R->gid, R->n, &R->halo);
     e = ks_comm_agree(c, e);
-    /* Own row lengths go out through the plan; the fetched rows' come in. */
-    ks_int *olen = NULL, *rlen = NULL;
-    ks_halo_typed x = {0};
-    if (e == KS_OK) {
-        olen = ks_malloc(((size_t)S->nloc + 1) * sizeof *olen, "row lengths");
-        rlen = ks_malloc(((size_t)R->n + 1) * sizeof *rlen, "fetched row lengths");
-        e = olen && rlen ? KS_OK : KS_ERR_MEMORY;
-        for (ks_int i = 0; i < S->nloc && e == KS_OK; i++)
-            olen[i] = pack_row(AL, AG, S, C, i, NULL);
-        e = ks_comm_agree(c, e);
-    }
+    wire *in = NULL;
+    const pack_ctx x = {AL, AG, S, C};
     if (e == KS_OK)
-        e = ks_halo_typed_create(c, R->halo, MPI_INT32_T, sizeof(ks_int), &x);
+        e = ks_halo_rows_fetch(c, R->halo, S->nloc, R->n, sizeof(wire), pack, &x, &R->rowptr,
+                               (void **)&in);
     if (e == KS_OK)
-        e = ks_comm_agree(c, ks_halo_typed_forward(&x, olen, rlen));
-    if (e == KS_OK)
-        e = ks_comm_agree(c, alloc_rows(rlen, R));
-    bufs b = {0};
-    if (e == KS_OK)
-        e = ks_comm_agree(c, alloc_bufs(R->halo, AL, AG, S, C, R, &b));
-    if (e == KS_OK)
-        e = ks_comm_agree(c, exchange(R->halo, AL, AG, S, C, &b, R));
-    free(b.out);
-    free(b.in);
-    free(b.req);
-    ks_halo_typed_free(&x);
-    free(olen);
-    free(rlen);
+        e = ks_comm_agree(c, unpack(in, R));
+    free(in);
     if (e != KS_OK) {
         ks_dist_ext_rows_free(R);
         return ks_adderr(e, "%s", who);

@@ -71,17 +71,24 @@ static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], 
         free(pos);
         return KS_ERR_MEMORY;
     }
+    ks_gint up = 0, low = 0, bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : up, low, bad)
     for (ks_int i = 0; i < n; i++) {
         for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
             const ks_int j = L->colind[k];
             if (j < i) {
-                cnt[1]++;
+                low++;
             } else if (j > i) {
-                cnt[0]++;
+                up++;
                 const ks_int kt = find_col(L, j, i);
-                cnt[2] += kt < 0 || !close_enough(L->val[k], L->val[kt], d[i], d[j]);
+                bad += kt < 0 || !close_enough(L->val[k], L->val[kt], d[i], d[j]);
             }
         }
+    }
+    cnt[0] += up;
+    cnt[1] += low;
+    cnt[2] += bad;
+    for (ks_int i = 0; i < n; i++) {
         for (ks_int k = G ? G->rowptr[i] : 0; G && k < G->rowptr[i + 1]; k++) {
             const ks_gint gj = di->ghost_gid[G->colind[k]];
             if (gj < rb + i) {

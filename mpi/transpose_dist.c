@@ -9,7 +9,7 @@
  * each row (a stable counting sort by row). Ranks hold consecutive fine
  * rows, so every row of R has its columns ascending, and the result is the
  * same whatever the timing. Nothing is summed: each (J, i) arrives once. */
-#include "amg_dist_setup.h"
+#include "rap_dist.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -990,6 +990,55 @@ START_TEST(thread_count_independent)
 }
 END_TEST
 
+/* The row-range builders (what the distributed setup runs on a rank's
+ * local system): rows r0 .. r1-1 equal the full builder's bit for bit,
+ * the others are empty; a bad range is refused. */
+START_TEST(row_range_builders)
+{
+    ks_csr A;
+    ks_strength S;
+    grid_laplacian(9, 8, 7, 1, 2.0, 0.05, &A);
+    strength(&A, 0.3, &S);
+    int *cf = split_grid(9, 8, 7, SPLIT_FULL);
+    const ks_int n = A.nrows, ranges[3][2] = {{0, n}, {n / 3, 2 * n / 3 + 1}, {n / 2, n / 2}};
+    for (int kind = 0; kind < 2; kind++) {
+        ks_csr full;
+        KS_CHECK(kind ? ks_amg_interp_extended_i(&A, &S, cf, &full)
+                      : ks_amg_interp_direct(&A, &S, cf, &full));
+        for (int r = 0; r < 3; r++) {
+            const ks_int r0 = ranges[r][0], r1 = ranges[r][1];
+            ks_csr P;
+            KS_CHECK(kind ? ks_amg_interp_extended_i_rows(&A, &S, cf, r0, r1, &P)
+                          : ks_amg_interp_direct_rows(&A, &S, cf, r0, r1, &P));
+            ck_assert_int_eq(P.nrows, n);
+            ck_assert_int_eq(P.ncols, full.ncols);
+            for (ks_int i = 0; i < n; i++) {
+                const ks_int len = P.rowptr[i + 1] - P.rowptr[i];
+                if (i < r0 || i >= r1) {
+                    ck_assert_msg(len == 0, "kind %d: row %d outside %d .. %d not empty", kind,
+                                  (int)i, (int)r0, (int)r1);
+                    continue;
+                }
+                const ks_int b = P.rowptr[i], fb = full.rowptr[i];
+                ck_assert_int_eq(len, full.rowptr[i + 1] - fb);
+                const size_t m = (size_t)len;
+                ck_assert(memcmp(P.colind + b, full.colind + fb, m * sizeof(ks_int)) == 0);
+                ck_assert(memcmp(P.val + b, full.val + fb, m * sizeof(double)) == 0);
+            }
+            ks_csr_free(&P);
+        }
+        ks_csr P;
+        ck_assert_int_eq(kind ? ks_amg_interp_extended_i_rows(&A, &S, cf, 2, 1, &P)
+                              : ks_amg_interp_direct_rows(&A, &S, cf, 0, n + 1, &P),
+                         KS_ERR_ARG);
+        ks_csr_free(&full);
+    }
+    free(cf);
+    ks_strength_free(&S);
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* ------------------------------------------- extended+i row builders */
 
 /* Strong F-F pairs (i F, k in S_i F): the compact builder's work. */
@@ -1204,6 +1253,7 @@ int main(void)
     Suite *s = suite_create("amg_interp");
     TCase *tc = tcase_create("hand");
     tcase_add_test(tc, laplace1d_every_other_d1_d2);
+    tcase_add_test(tc, row_range_builders);
     tcase_add_test(tc, laplace1d_every_third_d2_is_linear);
     tcase_add_test(tc, laplace2d_red_black);
     tcase_add_test(tc, laplace2d_full_coarsening);

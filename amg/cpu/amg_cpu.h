@@ -70,6 +70,13 @@ ks_error ks_amg_interp_direct(const ks_csr *A, const ks_strength *S, const int *
  * strong F neighbours are included (distance two). */
 ks_error ks_amg_interp_extended_i(const ks_csr *A, const ks_strength *S, const int *cf,
                                   ks_csr *P);
+/* Both for rows r0 .. r1 - 1 only (the other rows of P stay empty), the
+ * same rows bit for bit: what a distributed setup builds from a rank's
+ * local system (its rows and the rows and points they reach). */
+ks_error ks_amg_interp_direct_rows(const ks_csr *A, const ks_strength *S, const int *cf,
+                                   ks_int r0, ks_int r1, ks_csr *P);
+ks_error ks_amg_interp_extended_i_rows(const ks_csr *A, const ks_strength *S, const int *cf,
+                                       ks_int r0, ks_int r1, ks_csr *P);
 /* Truncate each row in place: drop |w| < factor * max|w| (factor in [0,1],
  * 0 turns this off), then keep at most max_elements largest (0 = no cap),
  * rescaling the kept entries once so the row sum is unchanged. */

@@ -123,6 +123,10 @@ typedef struct ks_interp_spec {
  * empty. */
 ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S, const int *cf,
                          const ks_interp_spec *spec, ks_csr *P);
+/* The same for rows r0 .. r1 - 1 only; the other rows of P stay empty. */
+ks_error ks_interp_build_rows(const char *who, const ks_csr *A, const ks_strength *S,
+                              const int *cf, const ks_interp_spec *spec, ks_int r0, ks_int r1,
+                              ks_csr *P);
 
 /* ks_amg_interp_extended_i with the choice of row builder forced
  * (KS_INTERP_COMPACT_*), for tests: every choice gives the same P. */

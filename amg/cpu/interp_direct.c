@@ -339,10 +339,21 @@ typedef struct chunk {
 ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S, const int *cf,
                          const ks_interp_spec *spec, ks_csr *P)
 {
+    return ks_interp_build_rows(who, A, S, cf, spec, 0, A ? A->nrows : 0, P);
+}
+
+ks_error ks_interp_build_rows(const char *who, const ks_csr *A, const ks_strength *S,
+                              const int *cf, const ks_interp_spec *spec, ks_int r0, ks_int r1,
+                              ks_csr *P)
+{
     if (P)
         memset(P, 0, sizeof *P);
     KS_TRY(check_shapes(who, A, S, cf, P));
     const ks_int n = A->nrows;
+    if (r0 < 0 || r1 < r0 || r1 > n)
+        return ks_seterr(KS_ERR_ARG, "%s: rows %" PRId32 " .. %" PRId32 " of %" PRId32, who, r0,
+                         r1, n);
+    const ks_int nr = r1 - r0; /* the rows built; the others stay empty */
     parts q;
     ks_interp_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
@@ -378,8 +389,8 @@ ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S,
 #ifdef _OPENMP
     nchunk = omp_get_max_threads();
 #endif
-    if (nchunk > n)
-        nchunk = n > 0 ? (int)n : 1;
+    if (nchunk > nr)
+        nchunk = nr > 0 ? (int)nr : 1;
     chunk *ch = ks_calloc((size_t)nchunk, sizeof *ch, "interpolation chunks");
     if (!ch) {
         parts_free(&q);
@@ -392,7 +403,8 @@ ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S,
     for (int t = 0; t < nchunk; t++) {
         chunk *c = &ch[t];
         ks_interp_ws *ws = &c->ws;
-        ks_int lo = (ks_int)((int64_t)n * t / nchunk), hi = (ks_int)((int64_t)n * (t + 1) / nchunk);
+        ks_int lo = r0 + (ks_int)((int64_t)nr * t / nchunk);
+        ks_int hi = r0 + (ks_int)((int64_t)nr * (t + 1) / nchunk);
         if ((spec->needs & KS_INTERP_NEED_MARKER) && lo < hi) {
             ws->marker = malloc(((size_t)n + 1) * sizeof *ws->marker);
             if (!ws->marker) {
@@ -449,10 +461,10 @@ ks_error ks_interp_build(const char *who, const ks_csr *A, const ks_strength *S,
     if (e == KS_OK) {
         out.rowptr[0] = 0;
         for (ks_int i = 0; i < n; i++)
-            out.rowptr[i + 1] = out.rowptr[i] + cnt[i];
+            out.rowptr[i + 1] = out.rowptr[i] + (i >= r0 && i < r1 ? cnt[i] : 0);
 #pragma omp parallel for schedule(static, 1)
         for (int t = 0; t < nchunk; t++) {
-            ks_int lo = (ks_int)((int64_t)n * t / nchunk);
+            ks_int lo = r0 + (ks_int)((int64_t)nr * t / nchunk);
             const ks_interp_entry *b = ch[t].ws.buf;
             ks_int *ci = out.colind + (lo < n ? out.rowptr[lo] : 0);
             double *va = out.val + (lo < n ? out.rowptr[lo] : 0);
@@ -537,8 +549,15 @@ static int direct_row(const ks_interp_ctx *c, ks_int i, ks_interp_ws *ws)
     return KS_INTERP_ROW_OK;
 }
 
+static const ks_interp_spec direct_spec = {0, direct_row, NULL, KS_INTERP_COMPACT_NEVER};
+
 ks_error ks_amg_interp_direct(const ks_csr *A, const ks_strength *S, const int *cf, ks_csr *P)
 {
-    static const ks_interp_spec spec = {0, direct_row, NULL, KS_INTERP_COMPACT_NEVER};
-    return ks_interp_build("ks_amg_interp_direct", A, S, cf, &spec, P);
+    return ks_interp_build("ks_amg_interp_direct", A, S, cf, &direct_spec, P);
+}
+
+ks_error ks_amg_interp_direct_rows(const ks_csr *A, const ks_strength *S, const int *cf,
+                                   ks_int r0, ks_int r1, ks_csr *P)
+{
+    return ks_interp_build_rows("ks_amg_interp_direct", A, S, cf, &direct_spec, r0, r1, P);
 }

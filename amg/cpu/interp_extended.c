@@ -325,3 +325,11 @@ ks_error ks_amg_interp_extended_i(const ks_csr *A, const ks_strength *S, const i
 {
     return ks_interp_extended_i_with(A, S, cf, KS_INTERP_COMPACT_AUTO, P);
 }
+
+ks_error ks_amg_interp_extended_i_rows(const ks_csr *A, const ks_strength *S, const int *cf,
+                                       ks_int r0, ks_int r1, ks_csr *P)
+{
+    const ks_interp_spec spec = {KS_INTERP_NEED_MARKER | KS_INTERP_NEED_DIAG, extended_i_row,
+                                 extended_i_row_compact, KS_INTERP_COMPACT_AUTO};
+    return ks_interp_build_rows("ks_amg_interp_extended_i", A, S, cf, &spec, r0, r1, P);
+}

@@ -1,0 +1,245 @@
+/* Interpolation rows of a rank from its local system, by the serial cpu
+ * builders themselves (amg/cpu/interp_direct.c, interp_extended.c).
+ *
+ * The local system is square over every point the rank's rows reach: its
+ * own rows, the ghost columns of A, and (extended+i) the columns of the
+ * fetched rows of strong F neighbours on other ranks (rows_fetch_dist.c),
+ * numbered compactly in global order (local_rows.c). Its rows are the
+ * rank's rows of A and S (both blocks merged) and the fetched rows; the
+ * other points' rows are empty, and the builders run over the own rows
+ * only. Each point carries its C/F state and global coarse id.
+ *
+ * The builders read, for an F row i, row i of A and S, the C/F states of
+ * its columns and, for each strong F neighbour k, row k of A and S and
+ * the states of k's columns: all present with their global values.
+ * Compact numbers order like global ids and the builders' coarse numbers
+ * like the global coarse ids (both number C points in point order), so
+ * every sum runs in the serial order and each row is the serial row of
+ * the global matrix bit for bit, with its columns mapped back. */
+#include "rap_dist.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct sys {
+    ks_gmap fm;      /* the points */
+    ks_csr A;        /* N x N */
+    ks_strength S;
+    int *cf;         /* N */
+    ks_gint *cid;    /* N: global coarse id, -1 for F */
+    ks_int *gpos;    /* A's ghost g -> its point */
+    ks_int *fpos;    /* fetched row t -> its point */
+} sys;
+
+static void sys_free(sys *x)
+{
+    ks_gmap_free(&x->fm);
+    ks_csr_free(&x->A);
+    free(x->S.rowptr);
+    free(x->S.colind);
+    free(x->cf);
+    free(x->cid);
+    free(x->gpos);
+    free(x->fpos);
+}
+
+static ks_int count_strong(const ks_dist_ext_rows *R, ks_int t)
+{
+    ks_int n = 0;
+    for (ks_int q = R->rowptr[t]; q < R->rowptr[t + 1]; q++)
+        n += R->strong[q];
+    return n;
+}
+
+/* Points, their states and the row lengths (at rowptr[r + 1]). */
+static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
+                       const int *cf, const ks_dist_coarse *C, const ks_dist_ext_rows *R, sys *x)
+{
+    const ks_int nloc = S->nloc, ng = S->nghost, nf = R ? R->n : 0;
+    const int64_t nr = nf ? R->rowptr[nf] : 0;
+    KS_TRY(ks_gmap_make(S->row_begin, S->row_begin + nloc, S->ghost_gid, ng, R ? R->col : NULL,
+                        nr, &x->fm));
+    const ks_int N = ks_gmap_size(&x->fm), nb = x->fm.nbelow;
+    x->cf = ks_malloc(((size_t)N + 1) * sizeof *x->cf, "local splitting");
+    x->cid = ks_malloc(((size_t)N + 1) * sizeof *x->cid, "local coarse ids");
+    x->gpos = ks_malloc(((size_t)ng + 1) * sizeof *x->gpos, "ghost points");
+    x->fpos = ks_malloc(((size_t)nf + 1) * sizeof *x->fpos, "fetched row points");
+    x->A.rowptr = ks_calloc((size_t)N + 1, sizeof *x->A.rowptr, "local rows");
+    x->S.rowptr = ks_calloc((size_t)N + 1, sizeof *x->S.rowptr, "local strength rows");
+    if (!x->cf || !x->cid || !x->gpos || !x->fpos || !x->A.rowptr || !x->S.rowptr)
+        return KS_ERR_MEMORY;
+    x->A.nrows = x->A.ncols = x->S.n = N;
+#pragma omp parallel for schedule(static)
+    for (ks_int r = 0; r < N; r++) {
+        x->cf[r] = KS_FPT;
+        x->cid[r] = -1;
+    }
+    /* Fetched rows' columns first: own and ghost points are set after,
+     * from their own records (the same states). */
+    for (int64_t q = 0; q < nr; q++) {
+        const ks_int r = ks_gmap_find(&x->fm, R->col[q]);
+        x->cid[r] = R->cid[q];
+        x->cf[r] = R->cid[q] >= 0 ? KS_CPT : KS_FPT;
+    }
+#pragma omp parallel for schedule(static)
+    for (ks_int g = 0; g < ng; g++) {
+        const ks_int r = ks_gmap_find(&x->fm, S->ghost_gid[g]);
+        x->gpos[g] = r;
+        x->cf[r] = C->ghost_cf[g];
+        x->cid[r] = C->ghost_cid[g];
+    }
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < nloc; i++) {
+        const ks_int r = nb + i;
+        x->cf[r] = cf[i];
+        x->cid[r] = C->cid[i];
+        x->A.rowptr[r + 1] = AL->rowptr[i + 1] - AL->rowptr[i] +
+                             (AG ? AG->rowptr[i + 1] - AG->rowptr[i] : 0);
+        x->S.rowptr[r + 1] = S->local.rowptr[i + 1] - S->local.rowptr[i] +
+                             S->grp[i + 1] - S->grp[i];
+    }
+    for (ks_int t = 0; t < nf; t++) {
+        const ks_int r = ks_gmap_find(&x->fm, R->gid[t]);
+        x->fpos[t] = r;
+        x->A.rowptr[r + 1] = R->rowptr[t + 1] - R->rowptr[t];
+        x->S.rowptr[r + 1] = count_strong(R, t);
+    }
+    int64_t na = 0, ns = 0;
+    for (ks_int r = 0; r < N; r++) {
+        na += x->A.rowptr[r + 1];
+        ns += x->S.rowptr[r + 1];
+        if (na > INT32_MAX || ns > INT32_MAX)
+            return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's local system");
+        x->A.rowptr[r + 1] = (ks_int)na;
+        x->S.rowptr[r + 1] = (ks_int)ns;
+    }
+    x->A.nnz = (ks_int)na;
+    x->A.colind = ks_malloc((size_t)na * sizeof *x->A.colind + 1, "local columns");
+    x->A.val = ks_malloc((size_t)na * sizeof *x->A.val + 1, "local values");
+    x->S.colind = ks_malloc((size_t)ns * sizeof *x->S.colind + 1, "local strength columns");
+    return x->A.colind && x->A.val && x->S.colind ? KS_OK : KS_ERR_MEMORY;
+}
+
+/* The rows: own rows with the blocks merged (ghosts below, owned columns,
+ * ghosts above: point order), fetched rows mapped. */
+static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
+                 const ks_dist_ext_rows *R, sys *x)
+{
+    const ks_int nloc = S->nloc, nb = x->fm.nbelow, nf = R ? R->n : 0;
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < nloc; i++) {
+        const ks_int r = nb + i;
+        ks_int m = x->A.rowptr[r], g = AG ? AG->rowptr[i] : 0;
+        const ks_int g1 = AG ? AG->rowptr[i + 1] : 0;
+        for (; g < g1 && x->gpos[AG->colind[g]] < nb; g++) {
+            x->A.colind[m] = x->gpos[AG->colind[g]];
+            x->A.val[m++] = AG->val[g];
+        }
+        for (ks_int k = AL->rowptr[i]; k < AL->rowptr[i + 1]; k++) {
+            x->A.colind[m] = nb + AL->colind[k];
+            x->A.val[m++] = AL->val[k];
+        }
+        for (; g < g1; g++) {
+            x->A.colind[m] = x->gpos[AG->colind[g]];
+            x->A.val[m++] = AG->val[g];
+        }
+        ks_int s = x->S.rowptr[r], h = S->grp[i];
+        const ks_int h1 = S->grp[i + 1];
+        for (; h < h1 && x->gpos[S->gci[h]] < nb; h++)
+            x->S.colind[s++] = x->gpos[S->gci[h]];
+        for (ks_int k = S->local.rowptr[i]; k < S->local.rowptr[i + 1]; k++)
+            x->S.colind[s++] = nb + S->local.colind[k];
+        for (; h < h1; h++)
+            x->S.colind[s++] = x->gpos[S->gci[h]];
+    }
+#pragma omp parallel for schedule(dynamic, 64)
+    for (ks_int t = 0; t < nf; t++) {
+        const ks_int r = x->fpos[t];
+        ks_int m = x->A.rowptr[r], s = x->S.rowptr[r];
+        for (ks_int q = R->rowptr[t]; q < R->rowptr[t + 1]; q++) {
+            const ks_int j = ks_gmap_find(&x->fm, R->col[q]);
+            x->A.colind[m] = j;
+            x->A.val[m++] = R->val[q];
+            if (R->strong[q])
+                x->S.colind[s++] = j;
+        }
+    }
+}
+
+/* The first own F row without a nonzero diagonal (nloc: none); the
+ * builders refuse it, and the message names its global row. */
+static ks_int zero_diagonal(const sys *x, ks_int nloc)
+{
+    const ks_int nb = x->fm.nbelow;
+    ks_int bad = nloc;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (ks_int i = 0; i < nloc; i++) {
+        const ks_int r = nb + i;
+        if (x->cf[r] == KS_CPT)
+            continue;
+        double d = 0.0;
+        for (ks_int k = x->A.rowptr[r]; k < x->A.rowptr[r + 1]; k++)
+            if (x->A.colind[k] == r)
+                d = x->A.val[k];
+        if (d == 0.0 && i < bad)
+            bad = i;
+    }
+    return bad;
+}
+
+/* P's own rows from the builder's rows nb .. nb + nloc - 1, coarse columns
+ * to global ids. */
+static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *P)
+{
+    const ks_int N = x->A.nrows, nb = x->fm.nbelow, base = Pl->rowptr[nb];
+    const ks_int nnz = Pl->rowptr[nb + nloc] - base;
+    ks_gint *gc = ks_malloc(((size_t)Pl->ncols + 1) * sizeof *gc, "coarse ids of the points");
+    P->rowptr = ks_malloc(((size_t)nloc + 1) * sizeof *P->rowptr, "interpolation row pointers");
+    P->col = ks_malloc((size_t)nnz * sizeof *P->col + 1, "interpolation columns");
+    P->val = ks_malloc((size_t)nnz * sizeof *P->val + 1, "interpolation values");
+    if (!gc || !P->rowptr || !P->col || !P->val) {
+        free(gc);
+        return KS_ERR_MEMORY;
+    }
+    for (ks_int r = 0, k = 0; r < N; r++)
+        if (x->cf[r] == KS_CPT)
+            gc[k++] = x->cid[r];
+    for (ks_int i = 0; i <= nloc; i++)
+        P->rowptr[i] = Pl->rowptr[nb + i] - base;
+#pragma omp parallel for schedule(static)
+    for (ks_int k = 0; k < nnz; k++) {
+        P->col[k] = gc[Pl->colind[base + k]];
+        P->val[k] = Pl->val[base + k];
+    }
+    free(gc);
+    return KS_OK;
+}
+
+ks_error ks_dist_interp_rows(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
+                             const int *cf, const ks_dist_coarse *C, const ks_dist_ext_rows *R,
+                             ks_dist_prows *P, const char *who)
+{
+    sys x;
+    memset(&x, 0, sizeof x);
+    ks_error e = points(AL, AG, S, cf, C, R, &x);
+    ks_csr Pl = {0};
+    if (e == KS_OK) {
+        fill(AL, AG, S, R, &x);
+        const ks_int bad = zero_diagonal(&x, S->nloc);
+        if (bad < S->nloc)
+            e = ks_seterr(KS_ERR_NUMERIC, "%s: zero diagonal at row %lld", who,
+                          (long long)(S->row_begin + bad));
+    }
+    const ks_int r0 = x.fm.nbelow, r1 = r0 + S->nloc;
+    if (e == KS_OK) {
+        e = R ? ks_amg_interp_extended_i_rows(&x.A, &x.S, x.cf, r0, r1, &Pl)
+              : ks_amg_interp_direct_rows(&x.A, &x.S, x.cf, r0, r1, &Pl);
+        if (e != KS_OK)
+            ks_adderr(e, "%s (rank %d's local system)", who, S->comm->rank);
+    }
+    if (e == KS_OK)
+        e = take_rows(&x, &Pl, S->nloc, P);
+    ks_csr_free(&Pl);
+    sys_free(&x);
+    return e;
+}

@@ -1,0 +1,100 @@
+/* Local CSR views of distributed rows, so the serial sparse kernels (the
+ * cpu backend's OpenMP spgemm) run on a rank's part of a product.
+ *
+ * Global ids (64-bit) become compact 32-bit numbers that order like them
+ * (gmap.c). A row sorted by global column is then sorted by compact
+ * column, and a kernel that walks rows in column order adds in the order
+ * it would on the global matrices: the same bits. */
+#include "rap_dist.h"
+#include "../sparse/cpu/csr_kernels.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const ks_int *rp,
+                       const ks_gint *col, const double *val, const ks_gmap *cols, ks_csr *B)
+{
+    const ks_int nb = rows->nbelow, nown = (ks_int)(rows->hi - rows->lo);
+    const ks_int n = nown + G->n;
+    int64_t nnz = (int64_t)G->rowptr[G->n] + rp[nown];
+    if (nnz > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's rows");
+    KS_TRY(ks_csr_alloc(B, n, ks_gmap_size(cols), (ks_int)nnz));
+    B->rowptr[0] = 0;
+    for (ks_int r = 0; r < n; r++) {
+        ks_int len;
+        if (r < nb)
+            len = G->rowptr[r + 1] - G->rowptr[r];
+        else if (r < nb + nown)
+            len = rp[r - nb + 1] - rp[r - nb];
+        else
+            len = G->rowptr[r - nown + 1] - G->rowptr[r - nown];
+        B->rowptr[r + 1] = B->rowptr[r] + len;
+    }
+#pragma omp parallel for schedule(dynamic, 256)
+    for (ks_int r = 0; r < n; r++) {
+        const ks_gint *c;
+        const double *v;
+        if (r < nb || r >= nb + nown) {
+            const ks_int g = r < nb ? r : r - nown;
+            c = G->col + G->rowptr[g];
+            v = G->val + G->rowptr[g];
+        } else {
+            c = col + rp[r - nb];
+            v = val + rp[r - nb];
+        }
+        const ks_int b = B->rowptr[r], len = B->rowptr[r + 1] - b;
+        for (ks_int q = 0; q < len; q++) {
+            B->colind[b + q] = ks_gmap_find(cols, c[q]);
+            B->val[b + q] = v[q];
+        }
+    }
+    return KS_OK;
+}
+
+ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
+                              ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out)
+{
+    memset(out, 0, sizeof *out);
+    if (T->nnz < 0)
+        return ks_seterr(KS_ERR_ARG, "a local product of negative size");
+    out->nrows = T->nrows;
+    out->nnz = T->nnz;
+    out->row_begin = row_begin;
+    out->nrows_global = nrows_global;
+    out->ncols_global = ncols_global;
+    out->colind = ks_malloc((size_t)T->nnz * sizeof *out->colind + 1, "global columns");
+    if (!out->colind) {
+        ks_csr_free(T);
+        return KS_ERR_MEMORY;
+    }
+#pragma omp parallel for schedule(static)
+    for (ks_int k = 0; k < T->nnz; k++)
+        out->colind[k] = ks_gmap_gid(cols, T->colind[k]);
+    out->rowptr = T->rowptr; /* taken from T */
+    out->val = T->val;
+    T->rowptr = NULL;
+    T->val = NULL;
+    ks_csr_free(T);
+    return KS_OK;
+}
+
+ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
+                          const ks_int *rp, const ks_gint *col, const double *val,
+                          const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
+                          ks_gint ncols_global, ks_dist_csr *out)
+{
+    ks_csr B = {0}, T = {0};
+    ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
+    if (e == KS_OK)
+        e = ks_csr_spgemm(L, &B, &T);
+    ks_csr_free(L);
+    ks_csr_free(&B);
+    if (e == KS_OK)
+        e = ks_compact_to_global(&T, cols, row_begin, nrows_global, ncols_global, out);
+    return e;
+}

@@ -11,6 +11,7 @@
  *        diagonals only. */
 #include "format_cuda.h"
 #include "other_formats.h"
+#include "spmm_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -84,6 +85,35 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
                                                           x, NULL, 0.0, NULL, NULL);
     /* beta == 0 must not read y: it may hold garbage or NaN. */
     y[i] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[i];
+}
+
+/* SpMM (spmm_cuda.h): thread e = i*k + j sums column j of row i over the
+ * diagonals in dia_row_sum's order (so each column equals the SpMV's
+ * bits); the k threads of a row share each value load, and the stencil's
+ * X rows come from L2 after their first use, so the matrix and X are read
+ * from memory about once. */
+template <typename V, int K>
+__global__ void __launch_bounds__(kBlock)
+    dia_spmm_kernel(ks_int nrows, ks_int ncols, ks_int ndiag, const ks_int *__restrict__ offset,
+                    const V *__restrict__ val, int k, const double *__restrict__ X,
+                    double alpha, double beta, double *__restrict__ Y)
+{
+    const long long e = (long long)blockIdx.x * kBlock + threadIdx.x;
+    long long i;
+    int j;
+    ks_spmm_split<K>(e, k, &i, &j);
+    if (i >= nrows)
+        return;
+    const int kk = K ? K : k;
+    double sum = 0.0;
+    for (ks_int d = 0; d < ndiag; d++) {
+        const long long c = i + __ldg(offset + d);
+        const V v = __ldg(val + (long long)d * nrows + i);
+        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * kk + j);
+        if (c >= 0 && c < ncols)
+            sum += (double)v * xv;
+    }
+    ks_spmm_store(Y, e, alpha, sum, beta);
 }
 
 /* The fused residual / smoother pass (fused.h). With W = f.wkind (not
@@ -400,6 +430,33 @@ ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, d
     return KS_OK;
 }
 
+template <typename V>
+void dia_spmm_launch(const dia_state *s, const V *val, const ks_cufmt_launch &lc, int k,
+                     const double *X, double alpha, double beta, double *Y)
+{
+#define KS_DIA_SPMM(K)                                                                        \
+    dia_spmm_kernel<V, K><<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->ncols, s->ndiag,  \
+                                                               s->offset, val, k, X, alpha,   \
+                                                               beta, Y)
+    KS_SPMM_DISPATCH(k, KS_DIA_SPMM);
+#undef KS_DIA_SPMM
+}
+
+ks_error dia_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                  double beta, double *Y)
+{
+    const dia_state *s = (const dia_state *)state;
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, (long long)s->nrows * k, kBlock, &lc))
+        return KS_OK;
+    if (s->valf)
+        dia_spmm_launch<float>(s, s->valf, lc, k, X, alpha, beta, Y);
+    else
+        dia_spmm_launch<double>(s, s->val, lc, k, X, alpha, beta, Y);
+    KS_CUDA_LAUNCH_CHECK("dia_spmm_kernel");
+    return KS_OK;
+}
+
 ks_error dia_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
 {
     const dia_state *s = (const dia_state *)state;
@@ -571,6 +628,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     dia_setup_sparse,
     NULL, /* state_bytes: what its setup allocates */
     NULL, /* reads_values */
+    dia_spmm,
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -591,4 +649,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    NULL, /* spmm: k SpMVs */
 };

@@ -13,6 +13,7 @@
  * length (stencils, FEM), where they beat cuSPARSE. */
 #include "ell_family.h"
 #include "format_cuda.h"
+#include "spmm_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -58,6 +59,37 @@ __global__ void __launch_bounds__(kBlock)
     const ks_int row = P ? __ldg(perm + p) : p;
     /* beta == 0 must not read y: it may hold garbage or NaN. */
     y[row] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[row];
+}
+
+/* SpMM (spmm_cuda.h): thread e = p*k + j sums column j of sliced row p in
+ * sell_kernel's order; the k threads of a row share its entry loads. */
+template <bool P, int K>
+__global__ void __launch_bounds__(kBlock)
+    sell_spmm_kernel(ks_int nrows, int log2c, const ks_int *__restrict__ slice_ptr,
+                     const ks_int *__restrict__ perm, const ks_int *__restrict__ colind,
+                     const double *__restrict__ val, int k, const double *__restrict__ X,
+                     double alpha, double beta, double *__restrict__ Y)
+{
+    const long long e = (long long)blockIdx.x * kBlock + threadIdx.x;
+    long long i;
+    int j;
+    ks_spmm_split<K>(e, k, &i, &j);
+    if (i >= nrows)
+        return;
+    const int kk = K ? K : k;
+    const ks_int p = (ks_int)i;
+    const ks_int C = (ks_int)1 << log2c;
+    const ks_int s = p >> log2c;
+    const ks_int start = __ldg(slice_ptr + s);
+    const ks_int width = (__ldg(slice_ptr + s + 1) - start) >> log2c;
+    const ks_int *__restrict__ c = colind + start + (p & (C - 1));
+    const double *__restrict__ v = val + start + (p & (C - 1));
+    double sum = 0.0;
+#pragma unroll 4
+    for (ks_int q = 0; q < width; q++)
+        sum += __ldg(v + q * C) * __ldg(X + (long long)__ldg(c + q * C) * kk + j);
+    const long long row = P ? __ldg(perm + p) : p;
+    ks_spmm_store(Y, row * kk + j, alpha, sum, beta);
 }
 
 void sell_destroy(ks_backend *be, void *state)
@@ -120,6 +152,30 @@ ks_error sell_apply(ks_backend *be, void *state, double alpha, const double *x, 
     return KS_OK;
 }
 
+ks_error sell_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                   double beta, double *Y)
+{
+    const sell_state *s = (const sell_state *)state;
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, (long long)s->nrows * k, kBlock, &lc))
+        return KS_OK;
+#define KS_SELL_SPMM(K)                                                                       \
+    do {                                                                                      \
+        if (s->permuted)                                                                      \
+            sell_spmm_kernel<true, K><<<lc.blocks, kBlock, 0, lc.stream>>>(                   \
+                s->nrows, s->log2c, s->slice_ptr, s->perm, s->colind, s->val, k, X, alpha,    \
+                beta, Y);                                                                     \
+        else                                                                                  \
+            sell_spmm_kernel<false, K><<<lc.blocks, kBlock, 0, lc.stream>>>(                  \
+                s->nrows, s->log2c, s->slice_ptr, s->perm, s->colind, s->val, k, X, alpha,    \
+                beta, Y);                                                                     \
+    } while (0)
+    KS_SPMM_DISPATCH(k, KS_SELL_SPMM);
+#undef KS_SELL_SPMM
+    KS_CUDA_LAUNCH_CHECK("sell_spmm_kernel");
+    return KS_OK;
+}
+
 } // namespace
 
 extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
@@ -140,6 +196,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    sell_spmm,
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -160,4 +217,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    sell_spmm,
 };

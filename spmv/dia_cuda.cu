@@ -476,6 +476,7 @@ struct bdia_state {
     ks_int nrows, ncols, block_rows, nblocks, max_window, max_nseg;
     size_t shmem;
     ks_int *blk_ptr, *shift, *seg_ptr, *seg_start, *seg_wend;
+    ks_int *offset; /* the diagonals' offsets, for the SpMM (which stages no window) */
     double *val;
 };
 
@@ -550,7 +551,7 @@ void bdia_destroy(ks_backend *be, void *state)
     bdia_state *s = (bdia_state *)state;
     if (!s)
         return;
-    void *p[] = {s->blk_ptr, s->shift, s->seg_ptr, s->seg_start, s->seg_wend, s->val};
+    void *p[] = {s->blk_ptr, s->shift, s->seg_ptr, s->seg_start, s->seg_wend, s->offset, s->val};
     ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
 }
@@ -589,10 +590,62 @@ ks_error bdia_setup(ks_backend *be, const void *layout, void **state)
         {(void **)&s->seg_ptr, L->seg_ptr, sizeof(ks_int) * nb1, "bdia segment pointers"},
         {(void **)&s->seg_start, L->seg_start, sizeof(ks_int) * nseg, "bdia segment starts"},
         {(void **)&s->seg_wend, L->seg_wend, sizeof(ks_int) * nseg, "bdia segment window ends"},
+        {(void **)&s->offset, L->offset, sizeof(ks_int) * (size_t)L->ndiag, "bdia offsets"},
         {(void **)&s->val, L->val, sizeof(double) * slots, "bdia values"},
     };
     ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_ALLOC);
     return ks_cufmt_done(be, e, s, bdia_destroy, state);
+}
+
+/* SpMM (spmm_cuda.h): a k-column block's window would not fit in shared
+ * memory, so X comes through L2 as in dia's SpMM. grid.x = row block b,
+ * grid.y = chunks of kBlock entries of its rows x k; thread e = i*k + j
+ * (i the row within the block) sums the block's own diagonals in order. */
+template <int K>
+__global__ void __launch_bounds__(kBlock)
+    bdia_spmm_kernel(ks_int nrows, ks_int ncols, int block_rows,
+                     const ks_int *__restrict__ blk_ptr, const ks_int *__restrict__ offset,
+                     const double *__restrict__ val, int k, const double *__restrict__ X,
+                     double alpha, double beta, double *__restrict__ Y)
+{
+    const long long r0 = (long long)blockIdx.x * block_rows;
+    const int rows = r0 + block_rows < nrows ? block_rows : (int)(nrows - r0);
+    const long long e = (long long)blockIdx.y * kBlock + threadIdx.x;
+    long long i;
+    int j;
+    ks_spmm_split<K>(e, k, &i, &j);
+    if (i >= rows)
+        return;
+    const int kk = K ? K : k;
+    const ks_int d0 = __ldg(blk_ptr + blockIdx.x), nd = __ldg(blk_ptr + blockIdx.x + 1) - d0;
+    const double *v = val + (long long)d0 * block_rows + i; /* earlier blocks are full */
+    double sum = 0.0;
+    for (ks_int d = 0; d < nd; d++) {
+        const long long c = r0 + i + __ldg(offset + d0 + d);
+        const double a = __ldg(v + (long long)d * rows);
+        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * kk + j);
+        if (c >= 0 && c < ncols)
+            sum += a * xv;
+    }
+    ks_spmm_store(Y, (r0 + i) * kk + j, alpha, sum, beta);
+}
+
+ks_error bdia_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                   double beta, double *Y)
+{
+    const bdia_state *s = (const bdia_state *)state;
+    if (s->nrows == 0)
+        return KS_OK;
+    const dim3 grid((unsigned)s->nblocks, ks_cufmt_blocks((long long)s->block_rows * k, kBlock));
+    const cudaStream_t st = ks_cufmt_stream(be);
+#define KS_BDIA_SPMM(K)                                                                       \
+    bdia_spmm_kernel<K><<<grid, kBlock, 0, st>>>(s->nrows, s->ncols, s->block_rows,           \
+                                                 s->blk_ptr, s->offset, s->val, k, X, alpha,  \
+                                                 beta, Y)
+    KS_SPMM_DISPATCH(k, KS_BDIA_SPMM);
+#undef KS_BDIA_SPMM
+    KS_CUDA_LAUNCH_CHECK("bdia_spmm_kernel");
+    return KS_OK;
 }
 
 ks_error bdia_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
@@ -649,5 +702,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
-    NULL, /* spmm: k SpMVs */
+    bdia_spmm,
 };

@@ -144,11 +144,9 @@ int main(int argc, char **argv)
     options o;
     if (!parse_args(argc, argv, &o))
         return 2;
-    ks_backend *be = NULL;
-    if (ks_backend_create(o.backend, &be) != KS_OK) {
-        fprintf(stderr, "bench_spmm: backend %s: %s\n", o.backend, ks_last_error());
+    ks_backend *be = bench_backend("bench_spmm", o.backend);
+    if (!be)
         return 1;
-    }
     const int cuda = be->ops->kind == KS_BACKEND_CUDA;
     char flist[512];
     snprintf(flist, sizeof flist, "%s%s", cuda ? "cusparse," : "",

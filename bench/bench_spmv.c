@@ -392,11 +392,9 @@ int main(int argc, char **argv)
     options o;
     if (!parse_args(argc, argv, &o))
         return 2;
-    ks_backend *be = NULL;
-    if (ks_backend_create(o.backend, &be) != KS_OK) {
-        fprintf(stderr, "bench_spmv: backend %s: %s\n", o.backend, ks_last_error());
+    ks_backend *be = bench_backend("bench_spmv", o.backend);
+    if (!be)
         return 1;
-    }
     const char *formats[MAX_FORMATS + 1];
     int nf = select_formats(&o, be->ops->kind, formats);
     if (nf <= 0) {

@@ -168,3 +168,11 @@ ks_error bench_time(ks_backend *be, ks_error (*fn)(void *ctx), void *ctx, int re
     }
     return KS_OK;
 }
+
+ks_backend *bench_backend(const char *prog, const char *name)
+{
+    ks_backend *be = NULL;
+    if (ks_backend_create(name, &be) != KS_OK)
+        fprintf(stderr, "%s: backend %s: %s\n", prog, name, ks_last_error());
+    return be;
+}

@@ -415,21 +415,17 @@ __global__ void __launch_bounds__(256)
                     const double *__restrict__ X, double alpha, double beta,
                     double *__restrict__ Y)
 {
-    const long long e = (long long)blockIdx.x * 256 + threadIdx.x;
-    long long i;
-    int j;
-    ks_spmm_split<K>(e, k, &i, &j);
-    if (i >= nrows)
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
+    if (q.i >= nrows)
         return;
-    const int kk = K ? K : k;
     double sum = 0.0;
-    for (ks_int p = __ldg(rowptr + i), end = __ldg(rowptr + i + 1); p < end; p++) {
+    for (ks_int p = __ldg(rowptr + q.i), end = __ldg(rowptr + q.i + 1); p < end; p++) {
         ks_int c;
         typename E::value_type v;
         ent.load(p, c, v);
-        sum += (double)v * __ldg(X + (long long)c * kk + j);
+        sum += (double)v * __ldg(X + (long long)c * q.kk + q.j);
     }
-    ks_spmm_store(Y, e, alpha, sum, beta);
+    ks_spmm_store(Y, q.e, alpha, sum, beta);
 }
 
 template <typename E>

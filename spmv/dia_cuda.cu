@@ -98,22 +98,18 @@ __global__ void __launch_bounds__(kBlock)
                     const V *__restrict__ val, int k, const double *__restrict__ X,
                     double alpha, double beta, double *__restrict__ Y)
 {
-    const long long e = (long long)blockIdx.x * kBlock + threadIdx.x;
-    long long i;
-    int j;
-    ks_spmm_split<K>(e, k, &i, &j);
-    if (i >= nrows)
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * kBlock + threadIdx.x, k);
+    if (q.i >= nrows)
         return;
-    const int kk = K ? K : k;
     double sum = 0.0;
     for (ks_int d = 0; d < ndiag; d++) {
-        const long long c = i + __ldg(offset + d);
-        const V v = __ldg(val + (long long)d * nrows + i);
-        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * kk + j);
+        const long long c = q.i + __ldg(offset + d);
+        const V v = __ldg(val + (long long)d * nrows + q.i);
+        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * q.kk + q.j);
         if (c >= 0 && c < ncols)
             sum += (double)v * xv;
     }
-    ks_spmm_store(Y, e, alpha, sum, beta);
+    ks_spmm_store(Y, q.e, alpha, sum, beta);
 }
 
 /* The fused residual / smoother pass (fused.h). With W = f.wkind (not
@@ -610,24 +606,20 @@ __global__ void __launch_bounds__(kBlock)
 {
     const long long r0 = (long long)blockIdx.x * block_rows;
     const int rows = r0 + block_rows < nrows ? block_rows : (int)(nrows - r0);
-    const long long e = (long long)blockIdx.y * kBlock + threadIdx.x;
-    long long i;
-    int j;
-    ks_spmm_split<K>(e, k, &i, &j);
-    if (i >= rows)
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.y * kBlock + threadIdx.x, k);
+    if (q.i >= rows)
         return;
-    const int kk = K ? K : k;
     const ks_int d0 = __ldg(blk_ptr + blockIdx.x), nd = __ldg(blk_ptr + blockIdx.x + 1) - d0;
-    const double *v = val + (long long)d0 * block_rows + i; /* earlier blocks are full */
+    const double *v = val + (long long)d0 * block_rows + q.i; /* earlier blocks are full */
     double sum = 0.0;
     for (ks_int d = 0; d < nd; d++) {
-        const long long c = r0 + i + __ldg(offset + d0 + d);
+        const long long c = r0 + q.i + __ldg(offset + d0 + d);
         const double a = __ldg(v + (long long)d * rows);
-        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * kk + j);
+        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * q.kk + q.j);
         if (c >= 0 && c < ncols)
             sum += a * xv;
     }
-    ks_spmm_store(Y, (r0 + i) * kk + j, alpha, sum, beta);
+    ks_spmm_store(Y, (r0 + q.i) * q.kk + q.j, alpha, sum, beta);
 }
 
 ks_error bdia_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,

@@ -30,6 +30,28 @@ struct sell_state {
     double *val;
 };
 
+/* Sliced row p: its first index and value (stride C through its slice)
+ * and the slice's width. */
+struct sell_row {
+    const ks_int *c;
+    const double *v;
+    ks_int C, width;
+};
+
+__device__ __forceinline__ sell_row sell_row_at(ks_int p, int log2c,
+                                                const ks_int *__restrict__ slice_ptr,
+                                                const ks_int *colind, const double *val)
+{
+    sell_row r;
+    r.C = (ks_int)1 << log2c;
+    const ks_int s = p >> log2c;
+    const ks_int start = __ldg(slice_ptr + s);
+    r.width = (__ldg(slice_ptr + s + 1) - start) >> log2c;
+    r.c = colind + start + (p & (r.C - 1));
+    r.v = val + start + (p & (r.C - 1));
+    return r;
+}
+
 template <bool P>
 __global__ void __launch_bounds__(kBlock)
     sell_kernel(ks_int nrows, int log2c, const ks_int *__restrict__ slice_ptr,
@@ -41,12 +63,9 @@ __global__ void __launch_bounds__(kBlock)
     if (gid >= nrows)
         return; /* no warp-collective operations below */
     const ks_int p = (ks_int)gid;
-    const ks_int C = (ks_int)1 << log2c;
-    const ks_int s = p >> log2c;
-    const ks_int start = __ldg(slice_ptr + s);
-    const ks_int width = (__ldg(slice_ptr + s + 1) - start) >> log2c;
-    const ks_int *__restrict__ c = colind + start + (p & (C - 1));
-    const double *__restrict__ v = val + start + (p & (C - 1));
+    const sell_row r = sell_row_at(p, log2c, slice_ptr, colind, val);
+    const ks_int C = r.C, *__restrict__ c = r.c;
+    const double *__restrict__ v = r.v;
     double sum = 0.0;
     /* A counted loop, so the unrolled body has no exit between its copies
      * and the loads of 8 entries are in flight together: a long row is
@@ -54,7 +73,7 @@ __global__ void __launch_bounds__(kBlock)
      * of its whole slice. The sum keeps its sequential order. Offsets stay
      * below INT_MAX (the layout checks). */
 #pragma unroll 8
-    for (ks_int k = 0; k < width; k++)
+    for (ks_int k = 0; k < r.width; k++)
         sum += __ldg(v + k * C) * __ldg(x + __ldg(c + k * C));
     const ks_int row = P ? __ldg(perm + p) : p;
     /* beta == 0 must not read y: it may hold garbage or NaN. */
@@ -70,26 +89,18 @@ __global__ void __launch_bounds__(kBlock)
                      const double *__restrict__ val, int k, const double *__restrict__ X,
                      double alpha, double beta, double *__restrict__ Y)
 {
-    const long long e = (long long)blockIdx.x * kBlock + threadIdx.x;
-    long long i;
-    int j;
-    ks_spmm_split<K>(e, k, &i, &j);
-    if (i >= nrows)
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * kBlock + threadIdx.x, k);
+    if (q.i >= nrows)
         return;
-    const int kk = K ? K : k;
-    const ks_int p = (ks_int)i;
-    const ks_int C = (ks_int)1 << log2c;
-    const ks_int s = p >> log2c;
-    const ks_int start = __ldg(slice_ptr + s);
-    const ks_int width = (__ldg(slice_ptr + s + 1) - start) >> log2c;
-    const ks_int *__restrict__ c = colind + start + (p & (C - 1));
-    const double *__restrict__ v = val + start + (p & (C - 1));
+    const ks_int p = (ks_int)q.i;
+    const sell_row r = sell_row_at(p, log2c, slice_ptr, colind, val);
+    const double *__restrict__ xj = X + q.j;
     double sum = 0.0;
 #pragma unroll 4
-    for (ks_int q = 0; q < width; q++)
-        sum += __ldg(v + q * C) * __ldg(X + (long long)__ldg(c + q * C) * kk + j);
+    for (ks_int w = 0; w < r.width; w++)
+        sum += __ldg(r.v + w * r.C) * __ldg(xj + (long long)__ldg(r.c + w * r.C) * q.kk);
     const long long row = P ? __ldg(perm + p) : p;
-    ks_spmm_store(Y, row * kk + j, alpha, sum, beta);
+    ks_spmm_store(Y, row * q.kk + q.j, alpha, sum, beta);
 }
 
 void sell_destroy(ks_backend *be, void *state)

@@ -10,13 +10,21 @@
 
 #include "../core/ks_internal.h"
 
-/* Row and column of Y entry e. */
+/* Entry e of Y: its row i, column j, and the column count kk (K or k). */
+struct ks_spmm_pos {
+    long long e, i;
+    int j, kk;
+};
+
 template <int K>
-__device__ __forceinline__ void ks_spmm_split(long long e, int k, long long *i, int *j)
+__device__ __forceinline__ ks_spmm_pos ks_spmm_at(long long e, int k)
 {
-    const int kk = K ? K : k;
-    *i = e / kk;
-    *j = (int)(e - *i * kk);
+    ks_spmm_pos q;
+    q.kk = K ? K : k;
+    q.e = e;
+    q.i = e / q.kk;
+    q.j = (int)(e - q.i * q.kk);
+    return q;
 }
 
 /* beta == 0 must not read Y: it may hold garbage or NaN. */

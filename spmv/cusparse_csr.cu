@@ -19,6 +19,7 @@ struct cusparse_state {
     size_t buffer_bytes;
     void *mm_buffer; /* cusparseSpMM's, grown to the largest k seen */
     size_t mm_buffer_bytes;
+    int mm_default; /* cuSPARSE refused CSR_ALG2 here: CUSPARSE_SPMM_ALG_DEFAULT */
 };
 
 const cusparseSpMVAlg_t kAlg = CUSPARSE_SPMV_CSR_ALG1;
@@ -156,17 +157,26 @@ ks_error cusparse_apply(ks_backend *be, void *state, double alpha, const double 
 
 /* SpMM with row-major dense X and Y (leading dimension k: the block
  * layout as it is), CUSPARSE_SPMM_CSR_ALG2, cuSPARSE's algorithm for
- * row-major operands. The dense descriptors are made per call (k varies;
- * they hold no device memory). */
-const cusparseSpMMAlg_t kMmAlg = CUSPARSE_SPMM_CSR_ALG2;
-
+ * row-major operands (its default where a version refuses that one, kept
+ * from then on). The dense descriptors are made per call (k varies; they
+ * hold no device memory). */
 ks_error spmm_run(ks_backend *be, cusparse_state *s, cusparseHandle_t h, cusparseDnMatDescr_t dx,
                   cusparseDnMatDescr_t dy, double alpha, double beta)
 {
     size_t need = 0;
-    KS_CUSPARSE_CHECK(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                              CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s->A, dx,
-                                              &beta, dy, CUDA_R_64F, kMmAlg, &need));
+    const cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    cusparseSpMMAlg_t alg = s->mm_default ? CUSPARSE_SPMM_ALG_DEFAULT : CUSPARSE_SPMM_CSR_ALG2;
+    cusparseStatus_t st = cusparseSpMM_bufferSize(h, op, op, &alpha, s->A, dx, &beta, dy,
+                                                  CUDA_R_64F, alg, &need);
+    if (st == CUSPARSE_STATUS_NOT_SUPPORTED && !s->mm_default) {
+        s->mm_default = 1;
+        alg = CUSPARSE_SPMM_ALG_DEFAULT;
+        st = cusparseSpMM_bufferSize(h, op, op, &alpha, s->A, dx, &beta, dy, CUDA_R_64F, alg,
+                                     &need);
+    }
+    if (st != CUSPARSE_STATUS_SUCCESS)
+        return ks_seterr(KS_ERR_DEVICE, "cusparseSpMM_bufferSize failed: %s (%s:%d)",
+                         cusparseGetErrorString(st), __FILE__, __LINE__);
     if (need > s->mm_buffer_bytes) {
         if (s->mm_buffer)
             be->ops->free(be, s->mm_buffer);
@@ -175,9 +185,8 @@ ks_error spmm_run(ks_backend *be, cusparse_state *s, cusparseHandle_t h, cuspars
         KS_TRY(ks_be_alloc(be, need, &s->mm_buffer, "cuSPARSE SpMM buffer"));
         s->mm_buffer_bytes = need;
     }
-    KS_CUSPARSE_CHECK(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s->A, dx, &beta, dy,
-                                   CUDA_R_64F, kMmAlg, s->mm_buffer));
+    KS_CUSPARSE_CHECK(cusparseSpMM(h, op, op, &alpha, s->A, dx, &beta, dy, CUDA_R_64F, alg,
+                                   s->mm_buffer));
     return KS_OK;
 }
 

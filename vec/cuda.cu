@@ -14,6 +14,7 @@
  * The scratch buffers make one backend object unsafe to use from two host
  * threads at once (as is sharing its stream). */
 #include "backend.h"
+#include "block_cuda.h"
 #include "cuda_check.h"
 #include "smooth_value.h"
 
@@ -906,8 +907,21 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_stage_download, /* stage_download */
     cuda_stage_upload,   /* stage_upload */
     cuda_stage_wait,     /* stage_wait */
+    ks_cuda_baxpby,     /* baxpby */
+    ks_cuda_baxpbypcz,  /* baxpbypcz */
+    ks_cuda_bpmul,      /* bpmul */
+    ks_cuda_bdot,       /* bdot */
+    ks_cuda_bgather,    /* bgather */
+    ks_cuda_bscatter,   /* bscatter */
     0,                  /* host_memory: device memory */
 };
+
+extern "C" double *ks_cuda_partials(ks_backend *be) { return impl_of(be)->partials; }
+extern "C" int ks_cuda_red_blocks(void) { return KS_CU_RED_BLOCKS; }
+extern "C" ks_error ks_cuda_finish_sum(ks_backend *be, int nparts, int nres, double *r)
+{
+    return finish_reduction(impl_of(be), nparts, nres, 0, r);
+}
 
 extern "C" void *ks_cuda_stream(ks_backend *be)
 {

@@ -88,6 +88,7 @@ typedef struct ks_problem_info {
     char x0_source[KS_PATH_MAX + 64]; /* the --x0 file, or "" for x0 = 0 */
     int64_t duplicates_summed;
     ks_int nrows, ncols, nnz;
+    int nrhs;                      /* right-hand sides solved together (1: one) */
     double load_seconds;           /* reading or generating A */
 } ks_problem_info;
 

@@ -64,8 +64,12 @@ static ks_error load_matrix(const ks_problem_params *pp, uint64_t row_bytes, ks_
     return KS_OK;
 }
 
-/* The right-hand side on the host (malloc'ed). */
-static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **bout,
+/* The right-hand sides on the host (malloc'ed): *kout columns of n values
+ * one after the other. A file gives its columns (rhs.count, when set,
+ * must agree); generated ones are rhs.count columns, the first as
+ * rhs.type says and column j > 0 b_j = A x_j with x_j[i] = sin(j (i + 1))
+ * (zero for rhs.type zero), so that every column differs. */
+static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **bout, int *kout,
                          ks_problem_info *pi)
 {
     *bout = NULL;
@@ -73,22 +77,31 @@ static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **
     if (pp->rhs_file[0]) {
         double *b;
         ks_int nb;
+        int k;
         /* a length other than A's rows is refused before it is allocated */
-        KS_TRY(ks_mm_read_vector_sized(pp->rhs_file, n, "b", "A", &b, &nb));
+        KS_TRY(ks_mm_read_block_sized(pp->rhs_file, n, "b", "A", &b, &nb, &k));
+        if (pp->nrhs > 0 && pp->nrhs != k) {
+            free(b);
+            return ks_seterr(KS_ERR_SIZE, "%s: b has %d column%s but rhs.count (--nrhs) is %d",
+                             pp->rhs_file, k, k == 1 ? "" : "s", pp->nrhs);
+        }
         snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s", pp->rhs_file);
         *bout = b;
+        *kout = k;
         return KS_OK;
     }
-    double *b = ks_malloc((size_t)n * sizeof *b, "right-hand side");
-    double *x = ks_malloc((size_t)n * sizeof *x, "right-hand side");
+    const int k = pp->nrhs > 0 ? pp->nrhs : 1;
+    double *b = ks_malloc((size_t)n * (size_t)k * sizeof *b + 1, "right-hand side");
+    double *x = ks_malloc((size_t)n * sizeof *x + 1, "right-hand side");
     if (!b || !x) {
         free(b);
         free(x);
         return KS_ERR_MEMORY;
     }
     const char *kind = pp->rhs_kind;
-    if (strcmp(kind, "ones") == 0 || strcmp(kind, "zero") == 0) {
-        double v = kind[0] == 'o' ? 1.0 : 0.0;
+    const int zero = strcmp(kind, "zero") == 0;
+    if (strcmp(kind, "ones") == 0 || zero) {
+        double v = zero ? 0.0 : 1.0;
         for (ks_int i = 0; i < n; i++)
             b[i] = v;
         snprintf(pi->rhs_source, sizeof pi->rhs_source, "b = %g", v);
@@ -100,8 +113,22 @@ static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **
         snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s",
                  sine ? "b = A*x with x[i] = sin(i)" : "b = A*1 (no right-hand side given)");
     }
+    for (int j = 1; j < k; j++) {
+        double *bj = b + (size_t)j * (size_t)n;
+        for (ks_int i = 0; i < n; i++)
+            x[i] = zero ? 0.0 : sin((double)j * (double)(i + 1));
+        ks_csr_spmv_ref(A, 1.0, x, 0.0, bj);
+    }
+    if (k > 1) {
+        size_t len = strlen(pi->rhs_source);
+        snprintf(pi->rhs_source + len, sizeof pi->rhs_source - len,
+                 zero ? "; %d columns" : "; %d columns, b_j = A*x_j with x_j[i] = sin(j (i+1)) "
+                                         "for j > 0",
+                 k);
+    }
     free(x);
     *bout = b;
+    *kout = k;
     return KS_OK;
 }
 
@@ -273,6 +300,8 @@ typedef struct ks_cli_state {
     int nbe;
     ks_csr A;
     double *b, *x, *x0;
+    int nrhs;             /* columns of b (and x) */
+    int x0_cols;          /* columns of x0: 1 (every column starts from it) or nrhs */
     ks_run_result runs[MAX_RUNS];
     ks_run_setup setups[MAX_RUNS];
     int nruns;
@@ -383,16 +412,25 @@ static int run(int argc, char **argv, ks_cli_state *st)
         host_backends += ks_backend_host_memory(st->be[i]);
     if (load_matrix(pp, ks_cli_vector_row_bytes(pp, host_backends), &st->A, &st->pi) != KS_OK)
         return fail();
-    if (make_rhs(pp, &st->A, &st->b, &st->pi) != KS_OK)
+    if (make_rhs(pp, &st->A, &st->b, &st->nrhs, &st->pi) != KS_OK)
         return fail();
     if (pp->x0_file[0]) {
         ks_int n0;
-        if (ks_mm_read_vector_sized(pp->x0_file, st->A.nrows, "x0", "A", &st->x0, &n0) != KS_OK)
+        if (ks_mm_read_block_sized(pp->x0_file, st->A.nrows, "x0", "A", &st->x0, &n0,
+                                   &st->x0_cols) != KS_OK)
             return fail();
+        if (st->x0_cols != 1 && st->x0_cols != st->nrhs) {
+            ks_seterr(KS_ERR_SIZE, "%s: x0 has %d columns, b %d (give one column, which every "
+                      "system starts from, or one per right-hand side)",
+                      pp->x0_file, st->x0_cols, st->nrhs);
+            return fail();
+        }
         snprintf(st->pi.x0_source, sizeof st->pi.x0_source, "%s", pp->x0_file);
     }
+    st->pi.nrhs = st->nrhs;
     if (pp->solution_file[0]) {
-        st->x = ks_malloc((size_t)st->A.nrows * sizeof *st->x, "solution");
+        st->x = ks_malloc((size_t)st->A.nrows * (size_t)st->nrhs * sizeof *st->x + 1,
+                          "solution");
         if (!st->x)
             return fail();
     }
@@ -411,7 +449,7 @@ static int run(int argc, char **argv, ks_cli_state *st)
     if (!a->quiet)
         ks_report_print_setup(rep, &st->pi, sp, st->runs, st->setups, st->nruns);
     if (pp->solution_file[0]) {
-        if (ks_mm_write_vector(pp->solution_file, st->x, st->A.nrows) != KS_OK)
+        if (ks_mm_write_block(pp->solution_file, st->x, st->A.nrows, st->nrhs) != KS_OK)
             return fail();
         if (!a->quiet)
             fprintf(rep, "  solution (%s) written to %s\n", st->runs[0].backend,

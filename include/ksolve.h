@@ -215,6 +215,57 @@ ks_error ks_vec_norm2(const ks_vec *x, double *r);
 ks_error ks_vec_norm1(const ks_vec *x, double *r);
 ks_error ks_vec_norminf(const ks_vec *x, double *r);
 
+/* ---------------------------------------------------------- block vectors */
+/* A block of k vectors (columns) of n entries each, stored row-interleaved:
+ * entry (i, j) at X[i*k + j], so a GPU thread group reading row i reads the
+ * k columns in one coalesced access and a matrix row's values serve all k
+ * columns (SpMM, ks_matrix_apply_block). Host arrays given to or taken from
+ * a block use the same layout. 1 <= k <= KS_BLOCK_MAX_COLS. Per-column
+ * scalars (a, b, c, results r) are host arrays of k doubles, entry j for
+ * column j. Blocks are local to one process (no MPI distribution yet). */
+#define KS_BLOCK_MAX_COLS 64
+typedef struct ks_block ks_block;
+
+ks_error ks_block_create(ks_backend *be, ks_int n, int k, ks_block **X);
+void ks_block_destroy(ks_block **X);
+ks_int ks_block_rows(const ks_block *X);
+int ks_block_cols(const ks_block *X);
+ks_backend *ks_block_backend(const ks_block *X);
+ks_error ks_block_set_host(ks_block *X, const double *host); /* n*k values, row-interleaved */
+ks_error ks_block_get_host(const ks_block *X, double *host);
+/* v = X[:,j] and X[:,j] = v (v of n entries on X's backend). */
+ks_error ks_block_get_col(const ks_block *X, int j, ks_vec *v);
+ks_error ks_block_set_col(ks_block *X, int j, const ks_vec *v);
+ks_error ks_block_fill(ks_block *X, double a);
+ks_error ks_block_copy(const ks_block *X, ks_block *Y); /* Y = X (same n and k) */
+/* X[:,j] *= a[j] */
+ks_error ks_block_scale(ks_block *X, const double *a);
+/* Y[:,j] += a[j] X[:,j] */
+ks_error ks_block_axpy(const double *a, const ks_block *X, ks_block *Y);
+/* Y[:,j] = a[j] X[:,j] + b[j] Y[:,j]; Y is not read in a column with b[j] == 0 */
+ks_error ks_block_axpby(const double *a, const ks_block *X, const double *b, ks_block *Y);
+/* Z[:,j] = a[j] X[:,j] + b[j] Y[:,j] + c[j] Z[:,j] (Z not read where c[j] == 0) */
+ks_error ks_block_axpbypcz(const double *a, const ks_block *X, const double *b,
+                           const ks_block *Y, const double *c, ks_block *Z);
+/* Y[:,j] = w .* X[:,j] for every column (w a vector of n entries: a
+ * diagonal preconditioner on k right-hand sides) */
+ks_error ks_block_pointwise_mult(const ks_vec *w, const ks_block *X, ks_block *Y);
+/* r[j] = X[:,j] . Y[:,j] (k values, one pass; each summed in a fixed order,
+ * so the same build and backend give the same bits) */
+ks_error ks_block_dot(const ks_block *X, const ks_block *Y, double *r);
+/* r[j] = ||X[:,j]||_2 (overflow- and underflow-safe as ks_vec_norm2) */
+ks_error ks_block_norm2(const ks_block *X, double *r);
+/* Columns by index, for solvers that stop updating converged columns:
+ * Y[:,i] = X[:,cols[i]] (gather) or X[:,cols[i]] = Y[:,i] (scatter) for
+ * i < m, where Y has m columns and cols holds m distinct column numbers of
+ * X (host array). */
+ks_error ks_block_gather_cols(const ks_block *X, int m, const int *cols, ks_block *Y);
+ks_error ks_block_scatter_cols(const ks_block *Y, int m, const int *cols, ks_block *X);
+/* Compaction in place: X keeps only columns cols[0..m) in that order and
+ * has m columns from then on (the kernels and SpMMs on it then move m
+ * columns' bytes, not k). cols distinct, 1 <= m <= k. */
+ks_error ks_block_keep_cols(ks_block *X, int m, const int *cols);
+
 /* --------------------------------------------------- matrices (for SpMV) */
 typedef struct ks_matrix ks_matrix;
 
@@ -252,6 +303,16 @@ ks_error ks_matrix_create_device(ks_backend *be, ks_int nrows, ks_int ncols, ks_
 void ks_matrix_destroy(ks_matrix **M);
 /* y = alpha*A*x + beta*y; x and y on the matrix's backend, distinct. */
 ks_error ks_matrix_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta, ks_vec *y);
+/* Y = alpha*A*X + beta*Y for the k columns of blocks X (M's columns rows)
+ * and Y (M's rows rows), one pass over the matrix for all k where the
+ * format has an SpMM (ks_matrix_has_spmm); otherwise k SpMVs on columns
+ * copied out and back (said once per matrix in the log, KS_LOG_INFO).
+ * X, Y distinct, same k, on M's backend; Y not read when beta == 0.
+ * Distributed matrices: KS_ERR_UNSUPPORTED (not yet done). */
+ks_error ks_matrix_apply_block(ks_matrix *M, double alpha, const ks_block *X, double beta,
+                               ks_block *Y);
+/* 1 when M's format applies blocks in one pass (its own SpMM). */
+int ks_matrix_has_spmm(const ks_matrix *M);
 /* Sizes; of a distributed matrix (ksolve_mpi.h) this rank's part: its
  * rows, the columns it owns (the length of its part of x), the nonzeros of
  * its rows. */

@@ -142,6 +142,44 @@ static ks_error csr_cpu_apply(ks_backend *be, void *state, double alpha, const d
     return KS_OK;
 }
 
+/* SpMM: each row's entries read once for the k columns of X (row-
+ * interleaved, so x's k values of a column index are contiguous); each
+ * column's sum in the order apply sums it. */
+static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                             double beta, double *Y)
+{
+    (void)be;
+    const csr_cpu_state *s = state;
+    const ks_int *restrict rowptr = s->A.rowptr;
+    const ks_int *restrict colind = s->A.colind;
+    const double *restrict val = s->A.val;
+    const float *restrict valf = s->valf;
+    const ks_int *part = s->part;
+    const int nparts = s->nparts;
+    const int64_t work = ((int64_t)s->A.nnz + s->A.nrows) * k;
+    (void)work;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
+#endif
+    for (int p = 0; p < nparts; p++) {
+        for (ks_int i = part[p]; i < part[p + 1]; i++) {
+            double sum[KS_BLOCK_MAX_COLS];
+            for (int c = 0; c < k; c++)
+                sum[c] = 0.0;
+            for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++) {
+                const double a = val_at(val, valf, j);
+                const double *restrict xr = X + (size_t)colind[j] * k;
+                for (int c = 0; c < k; c++)
+                    sum[c] += a * xr[c];
+            }
+            double *restrict yr = Y + (size_t)i * k;
+            for (int c = 0; c < k; c++)
+                yr[c] = beta == 0.0 ? alpha * sum[c] : alpha * sum[c] + beta * yr[c];
+        }
+    }
+    return KS_OK;
+}
+
 /* The fused pass (fused.h): the row sum as in apply, then the row's
  * epilogue, so the residual is never stored when only the step needs it. */
 static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
@@ -282,4 +320,5 @@ const ks_spmv_format_ops ks_format_csr_cpu = {
     .float_values = 1,
     .state_bytes = csr_cpu_state_bytes,
     .reads_values = csr_cpu_reads_values,
+    .spmm = csr_cpu_spmm,
 };

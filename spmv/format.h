@@ -73,6 +73,14 @@ typedef struct ks_spmv_format_ops {
      * keeps its own float32 copy), 1 when it does; NULL: it does. Lets
      * ks_matrix_release_values free the float64 values. */
     int (*reads_values)(const void *state);
+    /* Optional (NULL: ks_matrix_apply_block runs k SpMVs on columns copied
+     * out of the block): Y = alpha A X + beta Y for k row-interleaved
+     * columns (X[i*k + j], 1 <= k <= KS_BLOCK_MAX_COLS), one pass over the
+     * matrix for all k; Y not read when beta == 0. Each column's sum in the
+     * order apply sums it where the format can (so a column of the SpMM
+     * equals the SpMV to rounding). */
+    ks_error (*spmm)(ks_backend *be, void *state, int k, double alpha, const double *X,
+                     double beta, double *Y);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */
@@ -176,6 +184,7 @@ struct ks_matrix {
     double setup_seconds;
     char format_reason[160]; /* why "auto" chose ops; "" when the format was named */
     ks_matrix_dist *dist;  /* NULL: a local matrix */
+    int spmm_fallback_said; /* ks_matrix_apply_block logged its k-SpMV fallback */
 };
 
 /* The matrix holding distributed part d (M takes d: on failure d is

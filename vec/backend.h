@@ -93,6 +93,32 @@ typedef struct ks_backend_ops {
     ks_error (*host_alloc)(ks_backend *be, size_t bytes, void **p);
     void (*host_free)(ks_backend *be, void *p);
 
+    /* Block vectors (ks_block): n rows of k columns, row-interleaved
+     * (entry (i, j) at x[i*k + j]), 1 <= k <= KS_BLOCK_MAX_COLS; the
+     * per-column scalars a, b, c and results r are host arrays of k.
+     * fill and copy of a block are fill and copy of its n*k doubles. */
+    /* y[:,j] = a[j] x[:,j] + b[j] y[:,j]; x NULL: no x term (y[:,j] *= b[j]);
+     * y not read in a column with b[j] == 0. */
+    ks_error (*baxpby)(ks_backend *be, ks_int n, int k, const double *a, const double *x,
+                       const double *b, double *y);
+    /* z[:,j] = a[j] x[:,j] + b[j] y[:,j] + c[j] z[:,j] (z not read where c[j] == 0) */
+    ks_error (*baxpbypcz)(ks_backend *be, ks_int n, int k, const double *a, const double *x,
+                          const double *b, const double *y, const double *c, double *z);
+    /* y[i*k + j] = w[i] x[i*k + j] (w: n entries) */
+    ks_error (*bpmul)(ks_backend *be, ks_int n, int k, const double *w, const double *x,
+                      double *y);
+    /* r[j] = sum_i x[i*k + j] y[i*k + j], deterministic (fixed order for a
+     * given n and k). */
+    ks_error (*bdot)(ks_backend *be, ks_int n, int k, const double *x, const double *y,
+                     double *r);
+    /* y[i*m + q] = x[i*kx + cols[q]] for q < m (cols on the host): gathers
+     * columns (m == 1: one column into a plain vector). */
+    ks_error (*bgather)(ks_backend *be, ks_int n, int kx, const double *x, int m,
+                        const int *cols, double *y);
+    /* x[i*kx + cols[q]] = y[i*m + q] for q < m: the inverse scatter. */
+    ks_error (*bscatter)(ks_backend *be, ks_int n, int m, const double *y, const int *cols,
+                         int kx, double *x);
+
     /* Capabilities, for code outside vec/ (which never compares kinds):
      * host_memory = 1 when the backend's memory is ordinary host memory
      * (pointers from alloc may be read on the host, and freed with free()).
@@ -120,6 +146,15 @@ struct ks_vec {
      * mismatch on every rank alike. Both NULL for a local vector. */
     const ks_comm *comm;
     ks_gint *offsets;
+};
+
+/* A block of k vectors, row-interleaved (ksolve.h, ks_block_*): local to
+ * one process. */
+struct ks_block {
+    ks_backend *be;
+    ks_int n;
+    int k;
+    double *data;      /* n*k doubles in the backend's memory space */
 };
 
 extern const ks_backend_ops ks_backend_cpu_ops;

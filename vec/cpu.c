@@ -6,6 +6,7 @@
  * order. Which thread computes a block never changes a bit of the result,
  * so dot products and norms are identical for any OMP_NUM_THREADS. */
 #include "backend.h"
+#include "block_cpu.h"
 #include "smooth_value.h"
 
 #include <math.h>
@@ -488,4 +489,10 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .norm1 = cpu_norm1,
     .norminf = cpu_norminf,
     .axpy_norm2 = cpu_axpy_norm2,
+    .baxpby = ks_cpu_baxpby,
+    .baxpbypcz = ks_cpu_baxpbypcz,
+    .bpmul = ks_cpu_bpmul,
+    .bdot = ks_cpu_bdot,
+    .bgather = ks_cpu_bgather,
+    .bscatter = ks_cpu_bscatter,
 };

@@ -31,6 +31,11 @@ ks_error ks_precond_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z)
 {
     if (pc->ops->apply_block)
         return pc->ops->apply_block(pc, R, Z);
+    return ks_precond_apply_columns(pc, R, Z);
+}
+
+ks_error ks_precond_apply_columns(ks_precond *pc, const ks_block *R, ks_block *Z)
+{
     /* Column by column through two vectors. */
     ks_vec *r = NULL, *z = NULL;
     ks_error e = ks_vec_create(pc->be, R->n, &r);

@@ -45,6 +45,8 @@ struct ks_precond {
 /* Z = M^{-1} R column by column: apply_block where the preconditioner has
  * one, else apply on each column copied out to a vector. */
 ks_error ks_precond_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z);
+/* The same always column by column (apply on each column). */
+ks_error ks_precond_apply_columns(ks_precond *pc, const ks_block *R, ks_block *Z);
 
 /* Create by prm->solver name; "NOSOLVER" gives the identity. */
 ks_error ks_precond_create(ks_backend *be, const ks_precond_params *prm, ks_precond **pc);

@@ -237,6 +237,7 @@ static ks_error solve_block(ks_solver *s, const ks_block *B, ks_block *X)
     }
     for (int i = 0; i < m.nwork; i++)
         ks_block_destroy(&m.work[i]);
+    free(m.work);
     ks_block_destroy(&m.Bw);
     ks_block_destroy(&m.Xw);
     free(m.view);
@@ -245,8 +246,14 @@ static ks_error solve_block(ks_solver *s, const ks_block *B, ks_block *X)
 
 ks_error ks_many_block(ks_many *m, ks_block **W)
 {
-    if (m->nwork >= KS_MANY_MAX_WORK)
-        return ks_seterr(KS_ERR_ARG, "block solve: more than %d work blocks", KS_MANY_MAX_WORK);
+    if (m->nwork == m->work_cap) {
+        int cap = m->work_cap ? 2 * m->work_cap : 16;
+        ks_block **w = realloc(m->work, (size_t)cap * sizeof *w);
+        if (!w)
+            return ks_seterr(KS_ERR_MEMORY, "out of host memory for %d work blocks", cap);
+        m->work = w;
+        m->work_cap = cap;
+    }
     KS_TRY(ks_block_create(m->s->be, m->Bw->n, m->kr, W));
     m->work[m->nwork++] = *W;
     return KS_OK;

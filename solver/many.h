@@ -17,8 +17,6 @@
 extern "C" {
 #endif
 
-#define KS_MANY_MAX_WORK 24
-
 typedef struct ks_many {
     ks_solver *s;
     int k;                      /* columns of the solve */
@@ -29,8 +27,8 @@ typedef struct ks_many {
     const ks_block *B;          /* the caller's */
     ks_block *X;                /* the caller's: stopped columns land here */
     ks_block *Bw, *Xw;          /* the running columns of B and X */
-    ks_block *work[KS_MANY_MAX_WORK]; /* the method's blocks, compacted with Bw, Xw */
-    int nwork;
+    ks_block **work;            /* the method's blocks, compacted with Bw, Xw */
+    int nwork, work_cap;
 } ks_many;
 
 /* Column view of slot q. */

@@ -212,8 +212,10 @@ static const method methods[] = {
     {"PBICGSTAB", "AMG", NULL},
     {"GMRES", NULL, NULL},
     {"GMRES", "AMG", NULL},
-    {"FGMRES", "JACOBI", NULL},      /* no block form: column by column */
-    {"PIPECG", "JACOBI", NULL},
+    {"FGMRES", "JACOBI", NULL},
+    {"FGMRES", "AMG", NULL},
+    {"PIPECG", "JACOBI", NULL},      /* no block form: column by column */
+    {"AMG", NULL, NULL},             /* the stationary AMG: column by column */
 };
 #define NMETHODS ((int)(sizeof methods / sizeof methods[0]))
 

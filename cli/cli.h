@@ -79,6 +79,9 @@ typedef struct ks_run_result {
     double total_seconds;         /* matrix + solver setup + solve */
     char format_reason[160];      /* ks_matrix_format_reason: "" when named */
     ks_dist_summary dist;         /* under mpirun; ranks = 0 otherwise */
+    int ncols;                    /* > 0: k right-hand sides solved together, */
+    ks_solve_stats *cols;         /* each column's statistics (owned; no history);
+                                   * stats above then summarises them */
 } ks_run_result;
 
 /* What was solved: shared by every backend's run. */

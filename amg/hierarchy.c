@@ -232,7 +232,7 @@ static ks_error build_aggregation(ks_amg *amg, int l, ks_int *nc, int *stalled)
     PHASE(amg, KS_AMG_PHASE_INTERP,
           ks_amgk_tentative(&amg->exec, amg->be, n, L->agg, *nc, &P0));
     double t0 = ks_wtime();
-    ks_error e = ks_amgk_spectral_radius(&amg->exec, &L->A, 12, &rho);
+    ks_error e = ks_amgk_spectral_radius(&amg->exec, &L->A, KS_AMG_SPECTRAL_STEPS, &rho);
     L->rho = rho;
     L->rho_valid = e == KS_OK; /* the Chebyshev smoother reuses it */
     if (e == KS_OK)
@@ -451,6 +451,11 @@ ks_error ks_amg_build(ks_amg *amg)
     int l = 0;
     amg->nlevels = 1;
     for (;; l++) {
+        /* level 0's estimate beside the coarser levels' build, which leaves
+         * the device idle between small kernels (level 0's own steps keep
+         * it busy) */
+        if (l == 1)
+            ks_amg_spectral_start(amg);
         ks_amg_level *L = &amg->levels[l];
         if (p->print_setup_progress)
             ks_log(KS_LOG_INFO | KS_LOG_STDERR,
@@ -487,8 +492,12 @@ ks_error ks_amg_build(ks_amg *amg)
     amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
 
     t0 = ks_wtime();
-    for (l = 0; l < amg->nlevels && e == KS_OK; l++) {
+    /* level 0 last: its estimate may still run on the side queue */
+    for (int k = 1; k <= amg->nlevels && e == KS_OK; k++) {
+        l = k % amg->nlevels;
         double t1 = ks_wtime();
+        if (l == 0)
+            ks_amg_spectral_finish(amg);
         e = ks_amg_smoother_setup(amg, l);
         if (e == KS_OK)
             e = ks_backend_sync(amg->be);
@@ -528,6 +537,7 @@ static void free_level(ks_amg *amg, ks_amg_level *L)
  * rebuilds from it). */
 void ks_amg_clear(ks_amg *amg)
 {
+    ks_amg_spectral_cancel(amg);
     ks_amg_coarse_cancel(amg);
     ks_amg_graph_reset(amg);
     ks_amg_blocks_free(amg);

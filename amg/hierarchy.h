@@ -100,6 +100,7 @@ typedef struct ks_amg {
     ks_dense_lu lu;
     ks_matrix *coarse_inv;
     struct ks_amg_coarse_job *coarse_job; /* between coarse_start and _finish (coarse.c) */
+    struct ks_amg_spectral_job *spectral_job; /* level 0's estimate (spectral_async.c) */
     /* hierarchy_precision FLOAT: the cycle's own float32 copy of level 0
      * (the Krylov method keeps the caller's float64 matrix); else NULL. */
     ks_matrix *A0f;
@@ -160,6 +161,18 @@ void ks_amg_clear(ks_amg *amg);
 ks_error ks_amg_coarse_start(ks_amg *amg);
 ks_error ks_amg_coarse_finish(ks_amg *amg);
 void ks_amg_coarse_cancel(ks_amg *amg);
+/* ---------------------------------------------------- spectral_async.c */
+/* Lanczos / power steps of every spectral estimate of rho(D^-1 A). */
+#define KS_AMG_SPECTRAL_STEPS 12
+/* Level 0's Chebyshev estimate on the backend's side queue from a host
+ * thread (where the backend has one and it pays), overlapping the
+ * hierarchy's build: start launches it, finish waits and stores it as
+ * level 0's rho (a failed one is dropped: the smoother setup computes it
+ * again), cancel waits and drops it (error paths, ks_amg_clear). */
+void ks_amg_spectral_start(ks_amg *amg);
+void ks_amg_spectral_finish(ks_amg *amg);
+void ks_amg_spectral_cancel(ks_amg *amg);
+
 /* keep = 0: free the float64 values of level L's P and R where their
  * formats never read them (float32 states); keep = 1: give them values
  * arrays again (uninitialised) for re-setup to write. */

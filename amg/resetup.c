@@ -133,7 +133,7 @@ static ks_error new_interpolation(ks_amg *amg, int l, int *changed)
     double t0 = ks_wtime();
     ks_error e = ks_amgk_tentative(&amg->exec, amg->be, L->A.nrows, L->agg, L->nagg, &P0);
     if (e == KS_OK)
-        e = ks_amgk_spectral_radius(&amg->exec, &L->A, 12, &rho);
+        e = ks_amgk_spectral_radius(&amg->exec, &L->A, KS_AMG_SPECTRAL_STEPS, &rho);
     L->rho = rho;
     L->rho_valid = e == KS_OK;
     if (e == KS_OK)

@@ -214,54 +214,24 @@ static double max_rel_err(const ks_csr *A, const double *x, const double *y, con
     return worst;
 }
 
-/* t[r] = time of one apply: sample r times `batch` applies back to back
- * (batch 1: one apply on an idle device, its launch latency included;
- * larger: launches overlap the previous kernel as in a solver loop, so a
- * small matrix shows its kernel time) and divides by batch. */
+/* One SpMV y = A x, for bench_time. */
+typedef struct {
+    ks_matrix *M;
+    const ks_vec *x;
+    ks_vec *y;
+} spmv_call;
+
+static ks_error spmv_once(void *ctx)
+{
+    spmv_call *c = ctx;
+    return ks_matrix_apply(c->M, 1.0, c->x, 0.0, c->y);
+}
+
 static ks_error time_applies(ks_backend *be, ks_matrix *M, const ks_vec *x, ks_vec *y,
                              int reps, int warmup, int batch, double *t)
 {
-    for (int r = 0; r < warmup; r++)
-        KS_TRY(ks_matrix_apply(M, 1.0, x, 0.0, y));
-    KS_TRY(ks_backend_sync(be));
-#ifdef KS_HAVE_CUDA
-    if (be->ops->kind == KS_BACKEND_CUDA) {
-        cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
-        cudaEvent_t e0, e1;
-        cudaError_t ce = cudaEventCreate(&e0);
-        if (ce == cudaSuccess)
-            ce = cudaEventCreate(&e1);
-        if (ce != cudaSuccess)
-            return ks_seterr(KS_ERR_DEVICE, "cudaEventCreate: %s", cudaGetErrorString(ce));
-        ks_error e = KS_OK;
-        for (int r = 0; r < reps && e == KS_OK; r++) {
-            float ms = 0.0f;
-            ce = cudaEventRecord(e0, st);
-            for (int k = 0; k < batch && e == KS_OK; k++)
-                e = ks_matrix_apply(M, 1.0, x, 0.0, y);
-            if (ce == cudaSuccess)
-                ce = cudaEventRecord(e1, st);
-            if (ce == cudaSuccess)
-                ce = cudaEventSynchronize(e1);
-            if (ce == cudaSuccess)
-                ce = cudaEventElapsedTime(&ms, e0, e1);
-            if (ce != cudaSuccess && e == KS_OK)
-                e = ks_seterr(KS_ERR_DEVICE, "timing events: %s", cudaGetErrorString(ce));
-            t[r] = 1e-3 * ms / batch;
-        }
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        return e;
-    }
-#endif
-    for (int r = 0; r < reps; r++) {
-        double t0 = ks_wtime();
-        for (int k = 0; k < batch; k++)
-            KS_TRY(ks_matrix_apply(M, 1.0, x, 0.0, y));
-        KS_TRY(ks_backend_sync(be));
-        t[r] = (ks_wtime() - t0) / batch;
-    }
-    return KS_OK;
+    spmv_call c = {M, x, y};
+    return bench_time(be, spmv_once, &c, reps, warmup, batch, t);
 }
 
 static void run_format(ks_backend *be, const options *o, const ks_csr *A, const char *fmt,
@@ -422,11 +392,9 @@ int main(int argc, char **argv)
     options o;
     if (!parse_args(argc, argv, &o))
         return 2;
-    ks_backend *be = NULL;
-    if (ks_backend_create(o.backend, &be) != KS_OK) {
-        fprintf(stderr, "bench_spmv: backend %s: %s\n", o.backend, ks_last_error());
+    ks_backend *be = bench_backend("bench_spmv", o.backend);
+    if (!be)
         return 1;
-    }
     const char *formats[MAX_FORMATS + 1];
     int nf = select_formats(&o, be->ops->kind, formats);
     if (nf <= 0) {

@@ -122,3 +122,57 @@ double bench_copy_bandwidth(ks_backend *be, double matrix_bytes, double *mib, in
     return gbs;
 }
 
+
+ks_error bench_time(ks_backend *be, ks_error (*fn)(void *ctx), void *ctx, int reps, int warmup,
+                    int batch, double *t)
+{
+    for (int r = 0; r < warmup; r++)
+        KS_TRY(fn(ctx));
+    KS_TRY(ks_backend_sync(be));
+#ifdef KS_HAVE_CUDA
+    if (be->ops->kind == KS_BACKEND_CUDA) {
+        cudaStream_t st = (cudaStream_t)ks_cuda_stream(be);
+        cudaEvent_t e0, e1;
+        cudaError_t ce = cudaEventCreate(&e0);
+        if (ce == cudaSuccess)
+            ce = cudaEventCreate(&e1);
+        if (ce != cudaSuccess)
+            return ks_seterr(KS_ERR_DEVICE, "cudaEventCreate: %s", cudaGetErrorString(ce));
+        ks_error e = KS_OK;
+        for (int r = 0; r < reps && e == KS_OK; r++) {
+            float ms = 0.0f;
+            ce = cudaEventRecord(e0, st);
+            for (int k = 0; k < batch && e == KS_OK; k++)
+                e = fn(ctx);
+            if (ce == cudaSuccess)
+                ce = cudaEventRecord(e1, st);
+            if (ce == cudaSuccess)
+                ce = cudaEventSynchronize(e1);
+            if (ce == cudaSuccess)
+                ce = cudaEventElapsedTime(&ms, e0, e1);
+            if (ce != cudaSuccess && e == KS_OK)
+                e = ks_seterr(KS_ERR_DEVICE, "timing events: %s", cudaGetErrorString(ce));
+            t[r] = 1e-3 * ms / batch;
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        return e;
+    }
+#endif
+    for (int r = 0; r < reps; r++) {
+        double t0 = ks_wtime();
+        for (int k = 0; k < batch; k++)
+            KS_TRY(fn(ctx));
+        KS_TRY(ks_backend_sync(be));
+        t[r] = (ks_wtime() - t0) / batch;
+    }
+    return KS_OK;
+}
+
+ks_backend *bench_backend(const char *prog, const char *name)
+{
+    ks_backend *be = NULL;
+    if (ks_backend_create(name, &be) != KS_OK)
+        fprintf(stderr, "%s: backend %s: %s\n", prog, name, ks_last_error());
+    return be;
+}

@@ -13,4 +13,14 @@ double bench_median(double *v, int n);
  * *samples say how much was copied how often. NAN when it cannot run. */
 double bench_copy_bandwidth(ks_backend *be, double matrix_bytes, double *mib, int *samples);
 
+/* The backend `name`, or NULL after "<prog>: backend <name>: <why>" on stderr. */
+ks_backend *bench_backend(const char *prog, const char *name);
+/* t[r] = time of one fn(ctx) call: sample r times `batch` calls back to
+ * back (batch 1: one call on an idle device, its launch latency included;
+ * larger: launches overlap the previous kernel as in a solver loop) divided
+ * by batch, after `warmup` calls; CUDA events on the cuda backend's stream,
+ * else the wall clock after a sync. */
+ks_error bench_time(ks_backend *be, ks_error (*fn)(void *ctx), void *ctx, int reps, int warmup,
+                    int batch, double *t);
+
 #endif

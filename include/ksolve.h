@@ -340,6 +340,10 @@ double ks_matrix_bytes_per_apply(const ks_matrix *M);
  * ks_matrix_create) keeping the sparsity pattern; for time-stepping codes
  * followed by ks_solver_resetup. */
 ks_error ks_matrix_set_values(ks_matrix *M, const double *val);
+/* The same from nnz doubles in the memory of the matrix's backend (a CUDA
+ * device pointer on cuda: no host round trip; host memory on the cpu), as
+ * ks_vec_set_device: val must hold its values when called. */
+ks_error ks_matrix_set_values_device(ks_matrix *M, const void *val);
 /* Seconds spent converting and uploading in ks_matrix_create. */
 double ks_matrix_setup_seconds(const ks_matrix *M);
 

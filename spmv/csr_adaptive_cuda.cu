@@ -332,6 +332,14 @@ ks_error adaptive_apply(ks_backend *be, void *state, double alpha, const double 
     return KS_OK;
 }
 
+/* SpMM: the row blocks balance one vector's work; k columns give every
+ * row k threads already, so the plain CSR SpMM serves. */
+ks_error adaptive_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                       double beta, double *Y)
+{
+    return ks_csr_device_spmm(be, &((const adaptive_state *)state)->A, k, alpha, X, beta, Y);
+}
+
 } // namespace
 
 extern "C" const ks_spmv_format_ops ks_format_csr_adaptive_cuda = {
@@ -353,4 +361,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_adaptive_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    adaptive_spmm,
 };

@@ -142,18 +142,45 @@ static ks_error csr_cpu_apply(ks_backend *be, void *state, double alpha, const d
     return KS_OK;
 }
 
+/* Rows [r0, r1) of the SpMM; inlined with k a constant for the common k
+ * (the column loop then unrolls and vectorises). Each column's sum in the
+ * order apply sums it. */
+static inline __attribute__((always_inline)) void
+spmm_rows(const csr_cpu_state *s, ks_int r0, ks_int r1, int k, double alpha,
+          const double *restrict X, double beta, double *restrict Y)
+{
+    const ks_int *restrict rowptr = s->A.rowptr;
+    const ks_int *restrict colind = s->A.colind;
+    const double *restrict val = s->A.val;
+    const float *restrict valf = s->valf;
+    for (ks_int i = r0; i < r1; i++) {
+        double sum[KS_BLOCK_MAX_COLS];
+        for (int c = 0; c < k; c++)
+            sum[c] = 0.0;
+        for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++) {
+            const double a = val_at(val, valf, j);
+            const double *restrict xr = X + (size_t)colind[j] * k;
+            for (int c = 0; c < k; c++)
+                sum[c] += a * xr[c];
+        }
+        double *restrict yr = Y + (size_t)i * k;
+        /* beta == 0 must not read Y */
+        if (beta == 0.0)
+            for (int c = 0; c < k; c++)
+                yr[c] = alpha * sum[c];
+        else
+            for (int c = 0; c < k; c++)
+                yr[c] = alpha * sum[c] + beta * yr[c];
+    }
+}
+
 /* SpMM: each row's entries read once for the k columns of X (row-
- * interleaved, so x's k values of a column index are contiguous); each
- * column's sum in the order apply sums it. */
+ * interleaved, so the k values of X at a column index are contiguous). */
 static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
                              double beta, double *Y)
 {
     (void)be;
     const csr_cpu_state *s = state;
-    const ks_int *restrict rowptr = s->A.rowptr;
-    const ks_int *restrict colind = s->A.colind;
-    const double *restrict val = s->A.val;
-    const float *restrict valf = s->valf;
     const ks_int *part = s->part;
     const int nparts = s->nparts;
     const int64_t work = ((int64_t)s->A.nnz + s->A.nrows) * k;
@@ -162,19 +189,14 @@ static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, c
 #pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
 #endif
     for (int p = 0; p < nparts; p++) {
-        for (ks_int i = part[p]; i < part[p + 1]; i++) {
-            double sum[KS_BLOCK_MAX_COLS];
-            for (int c = 0; c < k; c++)
-                sum[c] = 0.0;
-            for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++) {
-                const double a = val_at(val, valf, j);
-                const double *restrict xr = X + (size_t)colind[j] * k;
-                for (int c = 0; c < k; c++)
-                    sum[c] += a * xr[c];
-            }
-            double *restrict yr = Y + (size_t)i * k;
-            for (int c = 0; c < k; c++)
-                yr[c] = beta == 0.0 ? alpha * sum[c] : alpha * sum[c] + beta * yr[c];
+        const ks_int r0 = part[p], r1 = part[p + 1];
+        switch (k) {
+        case 1: spmm_rows(s, r0, r1, 1, alpha, X, beta, Y); break;
+        case 2: spmm_rows(s, r0, r1, 2, alpha, X, beta, Y); break;
+        case 4: spmm_rows(s, r0, r1, 4, alpha, X, beta, Y); break;
+        case 8: spmm_rows(s, r0, r1, 8, alpha, X, beta, Y); break;
+        case 16: spmm_rows(s, r0, r1, 16, alpha, X, beta, Y); break;
+        default: spmm_rows(s, r0, r1, k, alpha, X, beta, Y); break;
         }
     }
     return KS_OK;

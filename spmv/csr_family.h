@@ -98,6 +98,10 @@ typedef struct ks_csr_device {
 ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const char *what,
                               ks_csr_device *d);
 void ks_csr_device_free(ks_backend *be, ks_csr_device *d);
+/* Y = alpha A X + beta Y on row-interleaved blocks of k columns (the SpMM
+ * of the cuda CSR formats, spmv/format.h). Defined in csr_vector_cuda.cu. */
+ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, int k, double alpha,
+                            const double *X, double beta, double *Y);
 
 extern const ks_spmv_format_ops ks_format_csr_scalar_cuda;
 extern const ks_spmv_format_ops ks_format_csr_adaptive_cuda;

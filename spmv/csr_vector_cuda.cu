@@ -9,6 +9,7 @@
  * pairs of its own. */
 #include "csr_family.h"
 #include "format_cuda.h"
+#include "spmm_cuda.h"
 #include "../vec/cuda_check.h"
 
 #include <climits>
@@ -406,6 +407,54 @@ ks_error csr_vector_fused_step(ks_backend *be, void *state, const ks_fused_step 
     return dispatch(be, (const csr_vector_state *)state, 0.0, NULL, 0.0, NULL, f);
 }
 
+/* SpMM (spmm_cuda.h): thread e = i*k + j sums column j of row i over the
+ * row's entries in order; the row's k threads share each entry load. */
+template <typename E, int K>
+__global__ void __launch_bounds__(256)
+    csr_spmm_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
+                    const double *__restrict__ X, double alpha, double beta,
+                    double *__restrict__ Y)
+{
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
+    if (q.i >= nrows)
+        return;
+    double sum = 0.0;
+    for (ks_int p = __ldg(rowptr + q.i), end = __ldg(rowptr + q.i + 1); p < end; p++) {
+        ks_int c;
+        typename E::value_type v;
+        ent.load(p, c, v);
+        sum += (double)v * __ldg(X + (long long)c * q.kk + q.j);
+    }
+    ks_spmm_store(Y, q.e, alpha, sum, beta);
+}
+
+template <typename E>
+ks_error csr_spmm(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
+                  double alpha, const double *X, double beta, double *Y)
+{
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, (long long)nrows * k, 256, &lc))
+        return KS_OK;
+#define KS_CSR_SPMM(K)                                                                        \
+    csr_spmm_kernel<E, K><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, X, alpha,  \
+                                                            beta, Y)
+    KS_SPMM_DISPATCH(k, KS_CSR_SPMM);
+#undef KS_CSR_SPMM
+    KS_CUDA_LAUNCH_CHECK("csr_spmm_kernel");
+    return KS_OK;
+}
+
+ks_error csr_vector_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                         double beta, double *Y)
+{
+    const csr_vector_state *s = (const csr_vector_state *)state;
+    if (s->cv) {
+        entries_f32 ent = {s->cv};
+        return csr_spmm(be, s->A.nrows, s->A.rowptr, ent, k, alpha, X, beta, Y);
+    }
+    return ks_csr_device_spmm(be, &s->A, k, alpha, X, beta, Y);
+}
+
 } // namespace
 
 extern "C" void ks_csr_device_free(ks_backend *be, ks_csr_device *d)
@@ -438,6 +487,13 @@ extern "C" ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const 
     return ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_NULL);
 }
 
+extern "C" ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, int k,
+                                       double alpha, const double *X, double beta, double *Y)
+{
+    entries_f64 ent = {A->colind, A->val};
+    return csr_spmm(be, A->nrows, A->rowptr, ent, k, alpha, X, beta, Y);
+}
+
 extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     "csr_vector",
     KS_BACKEND_CUDA,
@@ -456,4 +512,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     csr_vector_setup_sparse,
     csr_vector_state_bytes,
     csr_vector_reads_values,
+    csr_vector_spmm,
 };

@@ -17,6 +17,9 @@ struct cusparse_state {
     cusparseDnVecDescr_t x, y;
     void *buffer;
     size_t buffer_bytes;
+    void *mm_buffer; /* cusparseSpMM's, grown to the largest k seen */
+    size_t mm_buffer_bytes;
+    int mm_default; /* cuSPARSE refused CSR_ALG2 here: CUSPARSE_SPMM_ALG_DEFAULT */
 };
 
 const cusparseSpMVAlg_t kAlg = CUSPARSE_SPMV_CSR_ALG1;
@@ -33,7 +36,7 @@ void cusparse_destroy(ks_backend *be, void *state)
         cusparseDestroyDnVec(s->x);
     if (s->y)
         cusparseDestroyDnVec(s->y);
-    void *p[] = {s->rowptr, s->colind, s->val, s->buffer};
+    void *p[] = {s->rowptr, s->colind, s->val, s->buffer, s->mm_buffer};
     ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
 }
@@ -152,6 +155,67 @@ ks_error cusparse_apply(ks_backend *be, void *state, double alpha, const double 
     return KS_OK;
 }
 
+/* SpMM with row-major dense X and Y (leading dimension k: the block
+ * layout as it is), CUSPARSE_SPMM_CSR_ALG2, cuSPARSE's algorithm for
+ * row-major operands (its default where a version refuses that one, kept
+ * from then on). The dense descriptors are made per call (k varies; they
+ * hold no device memory). */
+ks_error spmm_run(ks_backend *be, cusparse_state *s, cusparseHandle_t h, cusparseDnMatDescr_t dx,
+                  cusparseDnMatDescr_t dy, double alpha, double beta)
+{
+    size_t need = 0;
+    const cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    cusparseSpMMAlg_t alg = s->mm_default ? CUSPARSE_SPMM_ALG_DEFAULT : CUSPARSE_SPMM_CSR_ALG2;
+    cusparseStatus_t st = cusparseSpMM_bufferSize(h, op, op, &alpha, s->A, dx, &beta, dy,
+                                                  CUDA_R_64F, alg, &need);
+    if (st == CUSPARSE_STATUS_NOT_SUPPORTED && !s->mm_default) {
+        s->mm_default = 1;
+        alg = CUSPARSE_SPMM_ALG_DEFAULT;
+        st = cusparseSpMM_bufferSize(h, op, op, &alpha, s->A, dx, &beta, dy, CUDA_R_64F, alg,
+                                     &need);
+    }
+    if (st != CUSPARSE_STATUS_SUCCESS)
+        return ks_seterr(KS_ERR_DEVICE, "cusparseSpMM_bufferSize failed: %s (%s:%d)",
+                         cusparseGetErrorString(st), __FILE__, __LINE__);
+    if (need > s->mm_buffer_bytes) {
+        if (s->mm_buffer)
+            be->ops->free(be, s->mm_buffer);
+        s->mm_buffer = NULL;
+        s->mm_buffer_bytes = 0;
+        KS_TRY(ks_be_alloc(be, need, &s->mm_buffer, "cuSPARSE SpMM buffer"));
+        s->mm_buffer_bytes = need;
+    }
+    KS_CUSPARSE_CHECK(cusparseSpMM(h, op, op, &alpha, s->A, dx, &beta, dy, CUDA_R_64F, alg,
+                                   s->mm_buffer));
+    return KS_OK;
+}
+
+ks_error cusparse_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                       double beta, double *Y)
+{
+    cusparse_state *s = (cusparse_state *)state;
+    if (s->nrows == 0)
+        return KS_OK;
+    const ks_int total = s->nrows * k;
+    if (s->nnz == 0) /* Y = beta Y, without reading Y when beta == 0 */
+        return beta == 0.0 ? be->ops->fill(be, total, 0.0, Y) : be->ops->scale(be, total, beta, Y);
+    cusparseHandle_t h = (cusparseHandle_t)ks_cuda_cusparse(be);
+    KS_TRY(bind_handle(be, h));
+    cusparseDnMatDescr_t dx = NULL, dy = NULL;
+    KS_CUSPARSE_CHECK(cusparseCreateDnMat(&dx, s->ncols, k, k, (void *)X, CUDA_R_64F,
+                                          CUSPARSE_ORDER_ROW));
+    cusparseStatus_t st = cusparseCreateDnMat(&dy, s->nrows, k, k, Y, CUDA_R_64F,
+                                              CUSPARSE_ORDER_ROW);
+    ks_error e = st == CUSPARSE_STATUS_SUCCESS
+                     ? spmm_run(be, s, h, dx, dy, alpha, beta)
+                     : ks_seterr(KS_ERR_DEVICE, "cusparseCreateDnMat(Y) failed: %s",
+                                 cusparseGetErrorString(st));
+    cusparseDestroyDnMat(dx);
+    if (dy)
+        cusparseDestroyDnMat(dy);
+    return e;
+}
+
 } // namespace
 
 extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
@@ -172,4 +236,5 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    cusparse_spmm,
 };

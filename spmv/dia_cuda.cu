@@ -11,6 +11,7 @@
  *        diagonals only. */
 #include "format_cuda.h"
 #include "other_formats.h"
+#include "spmm_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -84,6 +85,31 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
                                                           x, NULL, 0.0, NULL, NULL);
     /* beta == 0 must not read y: it may hold garbage or NaN. */
     y[i] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[i];
+}
+
+/* SpMM (spmm_cuda.h): thread e = i*k + j sums column j of row i over the
+ * diagonals in dia_row_sum's order (so each column equals the SpMV's
+ * bits); the k threads of a row share each value load, and the stencil's
+ * X rows come from L2 after their first use, so the matrix and X are read
+ * from memory about once. */
+template <typename V, int K>
+__global__ void __launch_bounds__(kBlock)
+    dia_spmm_kernel(ks_int nrows, ks_int ncols, ks_int ndiag, const ks_int *__restrict__ offset,
+                    const V *__restrict__ val, int k, const double *__restrict__ X,
+                    double alpha, double beta, double *__restrict__ Y)
+{
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * kBlock + threadIdx.x, k);
+    if (q.i >= nrows)
+        return;
+    double sum = 0.0;
+    for (ks_int d = 0; d < ndiag; d++) {
+        const long long c = q.i + __ldg(offset + d);
+        const V v = __ldg(val + (long long)d * nrows + q.i);
+        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * q.kk + q.j);
+        if (c >= 0 && c < ncols)
+            sum += (double)v * xv;
+    }
+    ks_spmm_store(Y, q.e, alpha, sum, beta);
 }
 
 /* The fused residual / smoother pass (fused.h). With W = f.wkind (not
@@ -400,6 +426,33 @@ ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, d
     return KS_OK;
 }
 
+template <typename V>
+void dia_spmm_launch(const dia_state *s, const V *val, const ks_cufmt_launch &lc, int k,
+                     const double *X, double alpha, double beta, double *Y)
+{
+#define KS_DIA_SPMM(K)                                                                        \
+    dia_spmm_kernel<V, K><<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->ncols, s->ndiag,  \
+                                                               s->offset, val, k, X, alpha,   \
+                                                               beta, Y)
+    KS_SPMM_DISPATCH(k, KS_DIA_SPMM);
+#undef KS_DIA_SPMM
+}
+
+ks_error dia_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                  double beta, double *Y)
+{
+    const dia_state *s = (const dia_state *)state;
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, (long long)s->nrows * k, kBlock, &lc))
+        return KS_OK;
+    if (s->valf)
+        dia_spmm_launch<float>(s, s->valf, lc, k, X, alpha, beta, Y);
+    else
+        dia_spmm_launch<double>(s, s->val, lc, k, X, alpha, beta, Y);
+    KS_CUDA_LAUNCH_CHECK("dia_spmm_kernel");
+    return KS_OK;
+}
+
 ks_error dia_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
 {
     const dia_state *s = (const dia_state *)state;
@@ -419,6 +472,7 @@ struct bdia_state {
     ks_int nrows, ncols, block_rows, nblocks, max_window, max_nseg;
     size_t shmem;
     ks_int *blk_ptr, *shift, *seg_ptr, *seg_start, *seg_wend;
+    ks_int *offset; /* the diagonals' offsets, for the SpMM (which stages no window) */
     double *val;
 };
 
@@ -493,7 +547,7 @@ void bdia_destroy(ks_backend *be, void *state)
     bdia_state *s = (bdia_state *)state;
     if (!s)
         return;
-    void *p[] = {s->blk_ptr, s->shift, s->seg_ptr, s->seg_start, s->seg_wend, s->val};
+    void *p[] = {s->blk_ptr, s->shift, s->seg_ptr, s->seg_start, s->seg_wend, s->offset, s->val};
     ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
     free(s);
 }
@@ -532,10 +586,58 @@ ks_error bdia_setup(ks_backend *be, const void *layout, void **state)
         {(void **)&s->seg_ptr, L->seg_ptr, sizeof(ks_int) * nb1, "bdia segment pointers"},
         {(void **)&s->seg_start, L->seg_start, sizeof(ks_int) * nseg, "bdia segment starts"},
         {(void **)&s->seg_wend, L->seg_wend, sizeof(ks_int) * nseg, "bdia segment window ends"},
+        {(void **)&s->offset, L->offset, sizeof(ks_int) * (size_t)L->ndiag, "bdia offsets"},
         {(void **)&s->val, L->val, sizeof(double) * slots, "bdia values"},
     };
     ks_error e = ks_cufmt_upload(be, a, KS_CUFMT_COUNT(a), KS_CUFMT_EMPTY_ALLOC);
     return ks_cufmt_done(be, e, s, bdia_destroy, state);
+}
+
+/* SpMM (spmm_cuda.h): a k-column block's window would not fit in shared
+ * memory, so X comes through L2 as in dia's SpMM. grid.x = row block b,
+ * grid.y = chunks of kBlock entries of its rows x k; thread e = i*k + j
+ * (i the row within the block) sums the block's own diagonals in order. */
+template <int K>
+__global__ void __launch_bounds__(kBlock)
+    bdia_spmm_kernel(ks_int nrows, ks_int ncols, int block_rows,
+                     const ks_int *__restrict__ blk_ptr, const ks_int *__restrict__ offset,
+                     const double *__restrict__ val, int k, const double *__restrict__ X,
+                     double alpha, double beta, double *__restrict__ Y)
+{
+    const long long r0 = (long long)blockIdx.x * block_rows;
+    const int rows = r0 + block_rows < nrows ? block_rows : (int)(nrows - r0);
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.y * kBlock + threadIdx.x, k);
+    if (q.i >= rows)
+        return;
+    const ks_int d0 = __ldg(blk_ptr + blockIdx.x), nd = __ldg(blk_ptr + blockIdx.x + 1) - d0;
+    const double *v = val + (long long)d0 * block_rows + q.i; /* earlier blocks are full */
+    double sum = 0.0;
+    for (ks_int d = 0; d < nd; d++) {
+        const long long c = r0 + q.i + __ldg(offset + d0 + d);
+        const double a = __ldg(v + (long long)d * rows);
+        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * q.kk + q.j);
+        if (c >= 0 && c < ncols)
+            sum += a * xv;
+    }
+    ks_spmm_store(Y, (r0 + q.i) * q.kk + q.j, alpha, sum, beta);
+}
+
+ks_error bdia_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                   double beta, double *Y)
+{
+    const bdia_state *s = (const bdia_state *)state;
+    if (s->nrows == 0)
+        return KS_OK;
+    const dim3 grid((unsigned)s->nblocks, ks_cufmt_blocks((long long)s->block_rows * k, kBlock));
+    const cudaStream_t st = ks_cufmt_stream(be);
+#define KS_BDIA_SPMM(K)                                                                       \
+    bdia_spmm_kernel<K><<<grid, kBlock, 0, st>>>(s->nrows, s->ncols, s->block_rows,           \
+                                                 s->blk_ptr, s->offset, s->val, k, X, alpha,  \
+                                                 beta, Y)
+    KS_SPMM_DISPATCH(k, KS_BDIA_SPMM);
+#undef KS_BDIA_SPMM
+    KS_CUDA_LAUNCH_CHECK("bdia_spmm_kernel");
+    return KS_OK;
 }
 
 ks_error bdia_apply(ks_backend *be, void *state, double alpha, const double *x, double beta,
@@ -571,6 +673,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     dia_setup_sparse,
     NULL, /* state_bytes: what its setup allocates */
     NULL, /* reads_values */
+    dia_spmm,
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -591,4 +694,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    bdia_spmm,
 };

@@ -152,6 +152,7 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    NULL, /* spmm: k SpMVs */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -172,4 +173,5 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    NULL, /* spmm: k SpMVs */
 };

@@ -106,4 +106,5 @@ extern "C" const ks_spmv_format_ops ks_format_jds_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    NULL, /* spmm: k SpMVs */
 };

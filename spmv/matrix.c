@@ -467,57 +467,93 @@ static ks_error released(const char *fn)
                                  "(ks_matrix_acquire_values first)", fn);
 }
 
-ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
+/* The error for the non-finite host value val[bad], naming its row and
+ * column. */
+static ks_error nonfinite_value(const ks_matrix *M, const char *fn, const double *val, ks_int bad)
+{
+    ks_csr H;
+    int tmp;
+    ks_int row = 0, col = -1;
+    if (host_for_layout(M, &H, &tmp) == KS_OK) {
+        while (H.rowptr[row + 1] <= bad)
+            row++;
+        col = H.colind[bad];
+        if (tmp)
+            ks_csr_free(&H);
+    }
+    return ks_seterr(KS_ERR_NUMERIC, "%s: value %ld (row %ld, column %ld) is %g", fn, (long)bad,
+                     (long)row, (long)col, val[bad]);
+}
+
+/* KS_OK when the nnz values at val (in the backend's memory when
+ * on_backend) are all finite; else the error naming the first bad one.
+ * Device values are checked by their max norm (NaN and Inf survive it),
+ * and looked at on the host only when that says one is bad. */
+static ks_error values_finite(const ks_matrix *M, const char *fn, const void *val, int on_backend)
+{
+    const ks_int nnz = M->A.nnz;
+    ks_backend *be = M->be;
+    if (!on_backend || ks_backend_host_memory(be)) {
+        const ks_int bad = first_nonfinite(val, nnz);
+        return bad < nnz ? nonfinite_value(M, fn, val, bad) : KS_OK;
+    }
+    double r = 0.0;
+    if (nnz > 0)
+        KS_TRY(be->ops->norminf(be, nnz, val, &r));
+    if (isfinite(r))
+        return KS_OK;
+    double *h = ks_malloc((size_t)nnz * sizeof(double), "values to check");
+    if (!h)
+        return KS_ERR_MEMORY;
+    ks_error e = be->ops->download(be, h, val, (size_t)nnz * sizeof(double));
+    if (e == KS_OK)
+        e = nonfinite_value(M, fn, h, first_nonfinite(h, nnz));
+    free(h);
+    return e;
+}
+
+/* ks_matrix_set_values and ks_matrix_set_values_device: val in host memory
+ * or in the backend's (on_backend). */
+static ks_error set_values(ks_matrix *M, const void *val, int on_backend, const char *fn)
 {
     if (!M || (!val && M->A.nnz > 0))
-        return ks_seterr(KS_ERR_ARG, "ks_matrix_set_values: NULL %s", M ? "values" : "matrix");
+        return ks_seterr(KS_ERR_ARG, "%s: NULL %s", fn, M ? "values" : "matrix");
     if (M->dist)
-        return not_dist("ks_matrix_set_values");
+        return not_dist(fn);
     if (M->values_released)
-        return released("ks_matrix_set_values");
+        return released(fn);
     const ks_int nnz = M->A.nnz;
     const size_t bytes = (size_t)nnz * sizeof(double);
-    ks_int bad = first_nonfinite(val, nnz);
-    if (bad < nnz) {
-        ks_csr H;
-        int tmp;
-        ks_int row = 0, col = -1;
-        if (host_for_layout(M, &H, &tmp) == KS_OK) {
-            while (H.rowptr[row + 1] <= bad)
-                row++;
-            col = H.colind[bad];
-            if (tmp)
-                ks_csr_free(&H);
-        }
-        return ks_seterr(KS_ERR_NUMERIC,
-                         "ks_matrix_set_values: value %ld (row %ld, column %ld) is %g",
-                         (long)bad, (long)row, (long)col, val[bad]);
-    }
+    KS_TRY(values_finite(M, fn, val, on_backend));
     /* Most formats keep their own copies in their own layouts (padded,
      * sliced, permuted, float32, on the device), so the state is rebuilt
      * from the CSR with the new values. The old values come back on
      * failure so M stays consistent, except when val is the CSR's own
      * array (the caller wrote there: nothing to restore; the state is then
      * dropped on failure, as ks_matrix_values_changed does). */
-    const int inplace = val == M->A.val;
+    const int inplace = val == (const void *)M->A.val;
     double *old = NULL;
     ks_backend *be = M->be;
     if (!inplace && nnz > 0) {
         KS_TRY(ks_be_alloc(be, bytes, (void **)&old, "previous matrix values"));
         ks_error e = be->ops->copy(be, old, M->A.val, bytes);
         if (e == KS_OK)
-            e = ks_backend_host_memory(be) ? (memcpy(M->A.val, val, bytes), KS_OK)
-                                           : be->ops->upload(be, M->A.val, val, bytes);
+            e = on_backend                    ? be->ops->copy(be, M->A.val, val, bytes)
+                : ks_backend_host_memory(be) ? (memcpy(M->A.val, val, bytes), KS_OK)
+                                             : be->ops->upload(be, M->A.val, val, bytes);
         if (e != KS_OK) {
             be->ops->free(be, old);
-            return ks_adderr(e, "ks_matrix_set_values");
+            return ks_adderr(e, "%s", fn);
         }
     }
     if (inplace)
         return ks_matrix_values_changed(M);
+    ks_error e = KS_OK;
     if (M->host_owned && nnz > 0)
-        memcpy(M->host.val, val, bytes);
-    ks_error e = rebuild_state(M);
+        e = on_backend ? be->ops->download(be, M->host.val, M->A.val, bytes)
+                       : (memcpy(M->host.val, val, bytes), KS_OK);
+    if (e == KS_OK)
+        e = rebuild_state(M);
     if (e != KS_OK && old) {
         (void)be->ops->copy(be, M->A.val, old, bytes);
         if (M->host_owned)
@@ -526,6 +562,16 @@ ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
     if (old)
         be->ops->free(be, old);
     return e;
+}
+
+ks_error ks_matrix_set_values(ks_matrix *M, const double *val)
+{
+    return set_values(M, val, 0, "ks_matrix_set_values");
+}
+
+ks_error ks_matrix_set_values_device(ks_matrix *M, const void *val)
+{
+    return set_values(M, val, 1, "ks_matrix_set_values_device");
 }
 
 double *ks_matrix_values(ks_matrix *M) { return M && !M->dist ? M->A.val : NULL; }

@@ -13,6 +13,7 @@
  * length (stencils, FEM), where they beat cuSPARSE. */
 #include "ell_family.h"
 #include "format_cuda.h"
+#include "spmm_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -29,6 +30,28 @@ struct sell_state {
     double *val;
 };
 
+/* Sliced row p: its first index and value (stride C through its slice)
+ * and the slice's width. */
+struct sell_row {
+    const ks_int *c;
+    const double *v;
+    ks_int C, width;
+};
+
+__device__ __forceinline__ sell_row sell_row_at(ks_int p, int log2c,
+                                                const ks_int *__restrict__ slice_ptr,
+                                                const ks_int *colind, const double *val)
+{
+    sell_row r;
+    r.C = (ks_int)1 << log2c;
+    const ks_int s = p >> log2c;
+    const ks_int start = __ldg(slice_ptr + s);
+    r.width = (__ldg(slice_ptr + s + 1) - start) >> log2c;
+    r.c = colind + start + (p & (r.C - 1));
+    r.v = val + start + (p & (r.C - 1));
+    return r;
+}
+
 template <bool P>
 __global__ void __launch_bounds__(kBlock)
     sell_kernel(ks_int nrows, int log2c, const ks_int *__restrict__ slice_ptr,
@@ -40,12 +63,9 @@ __global__ void __launch_bounds__(kBlock)
     if (gid >= nrows)
         return; /* no warp-collective operations below */
     const ks_int p = (ks_int)gid;
-    const ks_int C = (ks_int)1 << log2c;
-    const ks_int s = p >> log2c;
-    const ks_int start = __ldg(slice_ptr + s);
-    const ks_int width = (__ldg(slice_ptr + s + 1) - start) >> log2c;
-    const ks_int *__restrict__ c = colind + start + (p & (C - 1));
-    const double *__restrict__ v = val + start + (p & (C - 1));
+    const sell_row r = sell_row_at(p, log2c, slice_ptr, colind, val);
+    const ks_int C = r.C, *__restrict__ c = r.c;
+    const double *__restrict__ v = r.v;
     double sum = 0.0;
     /* A counted loop, so the unrolled body has no exit between its copies
      * and the loads of 8 entries are in flight together: a long row is
@@ -53,11 +73,34 @@ __global__ void __launch_bounds__(kBlock)
      * of its whole slice. The sum keeps its sequential order. Offsets stay
      * below INT_MAX (the layout checks). */
 #pragma unroll 8
-    for (ks_int k = 0; k < width; k++)
+    for (ks_int k = 0; k < r.width; k++)
         sum += __ldg(v + k * C) * __ldg(x + __ldg(c + k * C));
     const ks_int row = P ? __ldg(perm + p) : p;
     /* beta == 0 must not read y: it may hold garbage or NaN. */
     y[row] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[row];
+}
+
+/* SpMM (spmm_cuda.h): thread e = p*k + j sums column j of sliced row p in
+ * sell_kernel's order; the k threads of a row share its entry loads. */
+template <bool P, int K>
+__global__ void __launch_bounds__(kBlock)
+    sell_spmm_kernel(ks_int nrows, int log2c, const ks_int *__restrict__ slice_ptr,
+                     const ks_int *__restrict__ perm, const ks_int *__restrict__ colind,
+                     const double *__restrict__ val, int k, const double *__restrict__ X,
+                     double alpha, double beta, double *__restrict__ Y)
+{
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * kBlock + threadIdx.x, k);
+    if (q.i >= nrows)
+        return;
+    const ks_int p = (ks_int)q.i;
+    const sell_row r = sell_row_at(p, log2c, slice_ptr, colind, val);
+    const double *__restrict__ xj = X + q.j;
+    double sum = 0.0;
+#pragma unroll 4
+    for (ks_int w = 0; w < r.width; w++)
+        sum += __ldg(r.v + w * r.C) * __ldg(xj + (long long)__ldg(r.c + w * r.C) * q.kk);
+    const long long row = P ? __ldg(perm + p) : p;
+    ks_spmm_store(Y, row * q.kk + q.j, alpha, sum, beta);
 }
 
 void sell_destroy(ks_backend *be, void *state)
@@ -120,6 +163,30 @@ ks_error sell_apply(ks_backend *be, void *state, double alpha, const double *x, 
     return KS_OK;
 }
 
+ks_error sell_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                   double beta, double *Y)
+{
+    const sell_state *s = (const sell_state *)state;
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, (long long)s->nrows * k, kBlock, &lc))
+        return KS_OK;
+#define KS_SELL_SPMM(K)                                                                       \
+    do {                                                                                      \
+        if (s->permuted)                                                                      \
+            sell_spmm_kernel<true, K><<<lc.blocks, kBlock, 0, lc.stream>>>(                   \
+                s->nrows, s->log2c, s->slice_ptr, s->perm, s->colind, s->val, k, X, alpha,    \
+                beta, Y);                                                                     \
+        else                                                                                  \
+            sell_spmm_kernel<false, K><<<lc.blocks, kBlock, 0, lc.stream>>>(                  \
+                s->nrows, s->log2c, s->slice_ptr, s->perm, s->colind, s->val, k, X, alpha,    \
+                beta, Y);                                                                     \
+    } while (0)
+    KS_SPMM_DISPATCH(k, KS_SELL_SPMM);
+#undef KS_SELL_SPMM
+    KS_CUDA_LAUNCH_CHECK("sell_spmm_kernel");
+    return KS_OK;
+}
+
 } // namespace
 
 extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
@@ -140,6 +207,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    sell_spmm,
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -160,4 +228,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     NULL, /* setup_sparse */
     NULL, /* state_bytes */
     NULL, /* reads_values */
+    sell_spmm,
 };

@@ -834,6 +834,48 @@ START_TEST(test_coarse_async)
 }
 END_TEST
 
+/* Level 0's spectral estimate on the side queue from a host thread (what
+ * cuda does for levels of 65536 rows or more): the same bits as computed
+ * in line (KS_AMG_SPECTRAL_ASYNC=0), and a setup that fails while the
+ * thread runs (a zero diagonal, found before the estimate is needed)
+ * reports its own error and leaves nothing behind. */
+START_TEST(test_cuda_spectral_async)
+{
+    prob p;
+    prob_gen(&p, "cuda", KS_GEN_POISSON3D_7, 48, 48, 48);
+    ks_solver_params prm;
+    params(&prm, "PCG");
+    prm.pc.amg.smoother.solver = enum_of(ks_amg_smoother_names, "CHEBYSHEV");
+    result r0, r1;
+    setenv("KS_AMG_SPECTRAL_ASYNC", "0", 1);
+    run(&p, &prm, &r0, NULL);
+    unsetenv("KS_AMG_SPECTRAL_ASYNC");
+    run(&p, &prm, &r1, NULL);
+    ck_assert_int_eq(r1.iters, r0.iters);
+    ck_assert_msg(memcmp(r0.x, r1.x, sizeof(double) * (size_t)p.n) == 0,
+                  "the side queue's estimate changed the solution");
+    free(r0.x);
+    free(r1.x);
+
+    const size_t base = ks_backend_memory_in_use(p.be);
+    double *v = malloc(sizeof(double) * (size_t)p.A.nnz);
+    memcpy(v, p.A.val, sizeof(double) * (size_t)p.A.nnz);
+    for (ks_int k = p.A.rowptr[70000]; k < p.A.rowptr[70001]; k++)
+        if (p.A.colind[k] == 70000)
+            v[k] = 0.0;
+    KS_CHECK(ks_matrix_set_values(p.M, v));
+    ks_solver *s;
+    KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+    ck_assert_int_eq(ks_solver_setup(s, p.M), KS_ERR_NUMERIC);
+    ck_assert_msg(strstr(ks_last_error(), "level 0") && strstr(ks_last_error(), "row 70000"),
+                  "%s", ks_last_error());
+    ks_solver_destroy(&s);
+    ck_assert_uint_eq(ks_backend_memory_in_use(p.be), base);
+    free(v);
+    prob_free(&p);
+}
+END_TEST
+
 START_TEST(test_resetup_zero_diagonal)
 {
     /* A re-setup that fails leaves an unusable solver, and the next one
@@ -1410,10 +1452,12 @@ int main(void)
         tcase_add_test(tg, test_cuda_graph);
         tcase_add_test(tg, test_cuda_odd_sweeps);
         tcase_add_test(tg, test_cuda_out_of_memory);
+        tcase_add_test(tg, test_cuda_spectral_async);
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(7, "no CUDA device: AMG on cuda, GS on cuda, cycle from x = 0, cpu/cuda "
-                        "agreement, CUDA graph cycle, odd sweeps");
+        ks_test_skip(8, "no CUDA device: AMG on cuda, GS on cuda, cycle from x = 0, cpu/cuda "
+                        "agreement, CUDA graph cycle, odd sweeps, level 0's spectral estimate "
+                        "on a side queue");
     }
     return ks_test_run(s);
 }

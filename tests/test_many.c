@@ -155,6 +155,12 @@ static void compare(const char *backend, const method *md, const ks_csr *A, cons
         most = many[j].iterations > most ? many[j].iterations : most;
     ck_assert_int_eq(ks_solver_stats(s)->iterations, most);
 
+    /* Each column's arithmetic is its single solve's to the last bit on
+     * the cpu (the block dot sums a column as the vector dot does), so
+     * every method repeats its iterations there. The cuda block dot sums
+     * in another order: CG and GMRES still take the same iterations, but
+     * BiCGStab amplifies the last bit, and is held to 10 % (or 2) there. */
+    const int strict = strcmp(backend, "cpu") == 0 || !strstr(md->solver, "BICGSTAB");
     ks_vec *b, *x;
     KS_CHECK(ks_vec_create(be, n, &b));
     KS_CHECK(ks_vec_create(be, n, &x));
@@ -166,6 +172,16 @@ static void compare(const char *backend, const method *md, const ks_csr *A, cons
         const ks_solve_stats *st = ks_solver_stats(s);
         ck_assert_int_eq(ks_solver_stats_count(s), 1);
         ck_assert_ptr_eq(ks_solver_stats_column(s, 0), st);
+        if (!strict) { /* see `strict` above */
+            int d = abs(st->iterations - many[j].iterations);
+            ck_assert_msg(st->status == many[j].status &&
+                              (d <= 2 || d <= st->iterations / 10),
+                          "%s on %s, k = %d, column %d: %d iterations alone, %d in the block",
+                          md->solver, backend, k, j, st->iterations, many[j].iterations);
+            KS_CHECK(ks_vec_get_host(x, xs));
+            ck_assert(ks_test_max_relerr(xm + (size_t)j * n, xs, n) <= 1e-6);
+            continue;
+        }
         ck_assert_msg(st->status == many[j].status && st->iterations == many[j].iterations,
                       "%s+%s%s%s on %s, k = %d, column %d: single %s after %d, block %s "
                       "after %d",

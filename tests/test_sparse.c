@@ -1037,6 +1037,18 @@ static void check_products(const char *name)
     compare_ops(be, cpu, &A, "random 200 (empty rows)");
     ks_csr_free(&A);
 
+    /* 7-point 32^3: every row of R A P's first product A*P has at most 7
+     * products, so the device makes it in one pass, its 256 blocks finding
+     * their offsets by look-back (sparse/cuda/spgemm.cu) */
+    {
+        ks_gen_params g;
+        ks_gen_params_default(&g);
+        g.nx = g.ny = g.nz = 32;
+        KS_CHECK(ks_generate(&g, &A));
+        compare_ops(be, cpu, &A, "7-point 32^3");
+        ks_csr_free(&A);
+    }
+
     /* one row of 6000 entries and one column of 6000 */
     arrow_matrix(6000, &A);
     compare_ops(be, cpu, &A, "arrow 6000 (long row and column)");

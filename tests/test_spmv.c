@@ -648,6 +648,7 @@ static void create_device_on(const char *backend)
     KS_CHECK(ks_be_upload_new(be, A.colind, cb, &dci, "test colind"));
     KS_CHECK(ks_be_upload_new(be, A.val, vb, &dva, "test val"));
     ks_matrix *M = NULL, *R = NULL;
+    char want_msg[160];
     KS_CHECK(ks_matrix_create_device(be, A.nrows, A.ncols, A.nnz, drp, dci, dva, "auto", NULL,
                                      &M));
     KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &R));
@@ -669,6 +670,38 @@ static void create_device_on(const char *backend)
     ck_assert(memcmp(y, r, sizeof(double) * (size_t)A.nrows) == 0);
     ck_assert(sc_spmv_error(&A, 1.0, x, 0.0, NULL, y) <= TOL);
     ks_matrix_destroy(&M);
+
+    /* new values from the backend's memory: 2 A, then y doubles; a NaN
+     * there is refused with its row and column, and R keeps 2 A */
+    double *v2 = malloc(vb);
+    for (ks_int k = 0; k < A.nnz; k++)
+        v2[k] = 2.0 * A.val[k];
+    void *dv2 = NULL;
+    KS_CHECK(ks_be_upload_new(be, v2, vb, &dv2, "test new values"));
+    KS_CHECK(ks_matrix_set_values_device(R, dv2));
+    KS_CHECK(ks_matrix_apply(R, 1.0, vx, 0.0, vr));
+    KS_CHECK(ks_vec_get_host(vr, r));
+    for (ks_int i = 0; i < A.nrows; i++)
+        ck_assert(r[i] == 2.0 * y[i]);
+    ks_int last = A.nnz - 1, lrow = A.nrows - 1;
+    while (A.rowptr[lrow] > last)
+        lrow--;
+    v2[last] = NAN;
+    KS_CHECK(be->ops->upload(be, dv2, v2, vb));
+    ck_assert_int_eq(ks_matrix_set_values_device(R, dv2), KS_ERR_NUMERIC);
+    snprintf(want_msg, sizeof want_msg, "value %ld (row %ld, column %ld) is nan", (long)last,
+             (long)lrow, (long)A.colind[last]);
+    ck_assert_msg(strstr(ks_last_error(), want_msg) &&
+                      strstr(ks_last_error(), "ks_matrix_set_values_device"),
+                  "message: %s", ks_last_error());
+    KS_CHECK(ks_matrix_apply(R, 1.0, vx, 0.0, vr));
+    KS_CHECK(ks_vec_get_host(vr, r));
+    for (ks_int i = 0; i < A.nrows; i++)
+        ck_assert(r[i] == 2.0 * y[i]);
+    ck_assert_int_eq(ks_matrix_set_values_device(R, NULL), KS_ERR_ARG);
+    KS_CHECK(ks_matrix_set_values(R, A.val));
+    be->ops->free(be, dv2);
+    free(v2);
 
     /* the arrays were copied: the caller may change them */
     double nan = NAN;

@@ -92,6 +92,15 @@ typedef struct ks_backend_ops {
      * page-locked), for staging; NULL: malloc and free. */
     ks_error (*host_alloc)(ks_backend *be, size_t bytes, void **p);
     void (*host_free)(ks_backend *be, void *p);
+    /* Optional (NULL: none): a second backend on be's device and memory
+     * with a queue of its own, so a host thread can run independent work
+     * beside be's (the AMG setup's level-0 spectral estimate). Made on
+     * first call, destroyed with be; NULL when it cannot be made. Its
+     * arrays are be's arrays: either may read what the other made once
+     * the maker has synchronised. attach: call it first on such a thread
+     * (cuda: makes the device current there). */
+    ks_backend *(*side)(ks_backend *be);
+    ks_error (*attach)(ks_backend *be);
 
     /* Block vectors (ks_block): n rows of k columns, row-interleaved
      * (entry (i, j) at x[i*k + j]), 1 <= k <= KS_BLOCK_MAX_COLS; the

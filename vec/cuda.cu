@@ -14,6 +14,7 @@
  * The scratch buffers make one backend object unsafe to use from two host
  * threads at once (as is sharing its stream). */
 #include "backend.h"
+#include "block_cuda.h"
 #include "cuda_check.h"
 #include "smooth_value.h"
 
@@ -44,6 +45,8 @@ typedef struct cuda_impl {
     double *result;   /* pinned, mapped host memory: KS_VEC_MULTI_MAX results */
     double *result_d; /* the device's address of `result` */
     cudaMemPool_t pool; /* the backend's own stream-ordered pool */
+    ks_backend *side;   /* cuda_side's backend, made on first need */
+    int borrowed;       /* 1 in a side backend: pool belongs to the parent */
 } cuda_impl;
 
 static cuda_impl *impl_of(ks_backend *be) { return (cuda_impl *)be->impl; }
@@ -336,6 +339,7 @@ static ks_error finish_reduction(cuda_impl *c, int nparts, int nres, int is_max,
 
 static void cuda_cleanup(cuda_impl *c)
 {
+    ks_backend_destroy(&c->side); /* before the pool it borrows */
     if (c->stream)
         (void)cudaStreamSynchronize(c->stream);
     if (c->sparse)
@@ -347,10 +351,33 @@ static void cuda_cleanup(cuda_impl *c)
     if (c->stream)
         (void)cudaStreamDestroy(c->stream);
     /* blocks still allocated keep it alive until they are freed */
-    if (c->pool)
+    if (c->pool && !c->borrowed)
         (void)cudaMemPoolDestroy(c->pool);
     (void)cudaGetLastError();
     free(c);
+}
+
+/* A backend's queue: its stream, reduction scratch and cuSPARSE handle
+ * (on the device current on this thread). */
+static ks_error cuda_queue_init(cuda_impl *c)
+{
+    /* A blocking stream: it still orders against legacy default-stream work
+     * (plain cudaMemcpy) that other code may do on the same buffers. The
+     * main queue one step above the least priority, a side queue at the
+     * least: the block scheduler serves the main queue's kernels first, so
+     * a side job fills the idle gaps instead of delaying the main work. */
+    int least = 0, greatest = 0;
+    KS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    const int prio = c->borrowed || least == greatest ? least : least - 1;
+    KS_CUDA_CHECK(cudaStreamCreateWithPriority(&c->stream, cudaStreamDefault, prio));
+    KS_CUDA_CHECK(cudaMalloc((void **)&c->partials,
+                             (size_t)KS_VEC_MULTI_MAX * KS_CU_RED_BLOCKS * sizeof(double)));
+    KS_CUDA_CHECK(cudaHostAlloc((void **)&c->result, KS_VEC_MULTI_MAX * sizeof(double),
+                                cudaHostAllocMapped));
+    KS_CUDA_CHECK(cudaHostGetDevicePointer((void **)&c->result_d, c->result, 0));
+    KS_CUSPARSE_CHECK(cusparseCreate(&c->sparse));
+    KS_CUSPARSE_CHECK(cusparseSetStream(c->sparse, c->stream));
+    return KS_OK;
 }
 
 static ks_error cuda_init_impl(ks_backend *be, cuda_impl *c)
@@ -363,14 +390,7 @@ static ks_error cuda_init_impl(ks_backend *be, cuda_impl *c)
     KS_CUDA_CHECK(cudaFree(0));
     cudaDeviceProp prop;
     KS_CUDA_CHECK(cudaGetDeviceProperties(&prop, c->dev));
-    /* A blocking stream: it still orders against legacy default-stream work
-     * (plain cudaMemcpy) that other code may do on the same buffers. */
-    KS_CUDA_CHECK(cudaStreamCreate(&c->stream));
-    KS_CUDA_CHECK(cudaMalloc((void **)&c->partials,
-                             (size_t)KS_VEC_MULTI_MAX * KS_CU_RED_BLOCKS * sizeof(double)));
-    KS_CUDA_CHECK(cudaHostAlloc((void **)&c->result, KS_VEC_MULTI_MAX * sizeof(double),
-                                cudaHostAllocMapped));
-    KS_CUDA_CHECK(cudaHostGetDevicePointer((void **)&c->result_d, c->result, 0));
+    KS_TRY(cuda_queue_init(c));
     /* A pool of the backend's own (the device's default pool, and what
      * other code in the process does with it, are left alone) that keeps
      * every freed block for reuse: with a threshold, each synchronisation
@@ -386,8 +406,6 @@ static ks_error cuda_init_impl(ks_backend *be, cuda_impl *c)
     KS_CUDA_CHECK(cudaMemPoolCreate(&c->pool, &props));
     uint64_t keep = UINT64_MAX;
     KS_CUDA_CHECK(cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    KS_CUSPARSE_CHECK(cusparseCreate(&c->sparse));
-    KS_CUSPARSE_CHECK(cusparseSetStream(c->sparse, c->stream));
     snprintf(be->desc, sizeof be->desc, "%.80s (device %d, sm_%d%d, %d SMs, %.1f GiB)", prop.name,
              c->dev, prop.major, prop.minor, prop.multiProcessorCount,
              (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
@@ -752,6 +770,45 @@ static void cuda_graph_destroy(ks_backend *be, void *graph)
         (void)cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
+static ks_error cuda_attach(ks_backend *be)
+{
+    KS_CUDA_CHECK(cudaSetDevice(impl_of(be)->dev));
+    return KS_OK;
+}
+
+/* The side backend: the same device and pool, a stream of its own (its
+ * allocations and frees are ordered on that stream; the pool lets either
+ * stream reuse what the other freed, adding the dependency it needs). */
+static ks_backend *cuda_side(ks_backend *be)
+{
+    cuda_impl *c = impl_of(be);
+    if (c->side || c->borrowed)
+        return c->side;
+    ks_backend *s = (ks_backend *)ks_calloc(1, sizeof *s, "cuda side backend");
+    cuda_impl *d = (cuda_impl *)ks_calloc(1, sizeof *d, "cuda side backend state");
+    ks_error e = s && d ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK) {
+        d->dev = c->dev;
+        d->pool = c->pool;
+        d->borrowed = 1;
+        s->ops = be->ops;
+        s->impl = d;
+        snprintf(s->desc, sizeof s->desc, "%s", be->desc);
+        e = cuda_attach(be);
+    }
+    if (e == KS_OK)
+        e = cuda_queue_init(d);
+    if (e != KS_OK) {
+        if (d)
+            cuda_cleanup(d);
+        free(s);
+        ks_clear_error(); /* no side: the caller runs the work itself */
+        return NULL;
+    }
+    c->side = s;
+    return s;
+}
+
 /* Positional: C++17 has no designated initialisers. Order as in backend.h. */
 extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     "cuda",          /* name */
@@ -786,8 +843,23 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_gather,        /* gather */
     cuda_host_alloc,    /* host_alloc */
     cuda_host_free,     /* host_free */
+    cuda_side,          /* side */
+    cuda_attach,        /* attach */
+    ks_cuda_baxpby,     /* baxpby */
+    ks_cuda_baxpbypcz,  /* baxpbypcz */
+    ks_cuda_bpmul,      /* bpmul */
+    ks_cuda_bdot,       /* bdot */
+    ks_cuda_bgather,    /* bgather */
+    ks_cuda_bscatter,   /* bscatter */
     0,                  /* host_memory: device memory */
 };
+
+extern "C" double *ks_cuda_partials(ks_backend *be) { return impl_of(be)->partials; }
+extern "C" int ks_cuda_red_blocks(void) { return KS_CU_RED_BLOCKS; }
+extern "C" ks_error ks_cuda_finish_sum(ks_backend *be, int nparts, int nres, double *r)
+{
+    return finish_reduction(impl_of(be), nparts, nres, 0, r);
+}
 
 extern "C" void *ks_cuda_stream(ks_backend *be)
 {

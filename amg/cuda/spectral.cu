@@ -430,8 +430,13 @@ ks_error power(const ks_sparse *A, spec_work *wk, int iters)
     return KS_OK;
 }
 
-/* Everything after the checks (work allocated by the caller, who frees). */
-ks_error spectral_run(const ks_sparse *A, int iters, spec_work *wk, double *rho)
+/* Everything after the checks (work allocated by the caller, who frees).
+ * *finite = 0 when the first step's sum is not finite: A has a non-finite
+ * value (the step's SpMV meets every value, and Inf or NaN times any
+ * factor, a zero of the start vector or of |D|^-1/2 included, stays Inf
+ * or NaN, so the step's sum w.v or |y|^2 is Inf or NaN) or
+ * the iteration overflowed; the caller then checks A's values. */
+ks_error spectral_run(const ks_sparse *A, int iters, spec_work *wk, double *rho, int *finite)
 {
     static const char who[] = "ks_amg_spectral_radius_dinv_a";
     ks_backend *be = A->be;
@@ -493,6 +498,7 @@ ks_error spectral_run(const ks_sparse *A, int iters, spec_work *wk, double *rho)
         free(hist);
         return e;
     }
+    *finite = hs.m < 1 || isfinite(hist[0]);
     double est;
     if (symmetric) {
         est = ks_spectral_tridiag_max_abs(hist, hist + iters, hs.m);
@@ -524,6 +530,25 @@ ks_error spectral_run(const ks_sparse *A, int iters, spec_work *wk, double *rho)
     return KS_OK;
 }
 
+/* A's rows by ks_amg_cu_first_bad_row(flags); a bad one is described by
+ * ks_csr_validate on a host copy. */
+ks_error rows_check(const ks_sparse *A, unsigned flags)
+{
+    static const char who[] = "ks_amg_spectral_radius_dinv_a";
+    ks_int bad = 0;
+    KS_TRY(ks_amg_cu_first_bad_row(A, flags, &bad));
+    if (bad == A->nrows)
+        return KS_OK;
+    ks_csr H;
+    KS_TRY(ks_sparse_to_csr(A, &H));
+    ks_error e = ks_csr_validate(&H);
+    ks_csr_free(&H);
+    if (e != KS_OK)
+        return ks_adderr(e, "%s", who);
+    return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 " of the device matrix is malformed", who,
+                     bad);
+}
+
 } // namespace
 
 extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, double *rho)
@@ -535,24 +560,16 @@ extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, d
         return ks_seterr(KS_ERR_ARG, "%s: %d iterations (expected at least 1)", who, iters);
     /* ks_csr_validate's rules: host-side ones here, the rows on the device;
      * any failure is described by ks_csr_validate itself on a host copy */
-    ks_int bad = 0;
     int host_bad = A->nrows < 0 || A->ncols < 0 || A->nnz < 0 || !A->rowptr;
     if (!host_bad && A->nnz > 0 && (!A->colind || !A->val))
         return ks_seterr(KS_ERR_ARG, "%s: invalid CSR: colind or val is NULL with nnz = %" PRId32,
                          who, A->nnz);
     if (host_bad)
         return ks_seterr(KS_ERR_ARG, "%s: invalid CSR: negative size or no row pointers", who);
-    KS_TRY(ks_amg_cu_first_bad_row(A, KS_CU_ROWS_SORTED | KS_CU_ROWS_FINITE, &bad));
-    if (bad != A->nrows) {
-        ks_csr H;
-        KS_TRY(ks_sparse_to_csr(A, &H));
-        ks_error e = ks_csr_validate(&H);
-        ks_csr_free(&H);
-        if (e != KS_OK)
-            return ks_adderr(e, "%s", who);
-        return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 " of the device matrix is malformed",
-                         who, bad);
-    }
+    /* a structure the library made or checked (valid) has its values
+     * checked only where the estimate meets a non-finite number: the sums
+     * of the first step see every value (see spectral_run) */
+    KS_TRY(rows_check(A, A->valid ? KS_CU_ROWS_SORTED : KS_CU_ROWS_SORTED | KS_CU_ROWS_FINITE));
     if (A->nrows != A->ncols || A->nrows == 0)
         return ks_seterr(A->nrows ? KS_ERR_SIZE : KS_ERR_ARG, "%s: matrix is %" PRId32 " x %"
                          PRId32 " (expected square, nonempty)", who, A->nrows, A->ncols);
@@ -572,11 +589,16 @@ extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, d
     if (e == KS_OK)
         e = ks_be_alloc(be, 4 * sizeof(int) + 2 * sizeof(unsigned long long), (void **)&wk.flags,
                         "spectral flags");
+    int finite = 1;
     if (e == KS_OK)
-        e = spectral_run(A, iters, &wk, rho);
+        e = spectral_run(A, iters, &wk, rho, &finite);
     void *dev[] = {wk.dsc, wk.vec, wk.part, wk.st, wk.flags};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             be->ops->free(be, dev[i]);
+    /* a bad diagonal or a non-finite sum: a non-finite value, if A has one,
+     * is the error the full check would have given first */
+    if (A->valid && (e == KS_ERR_NUMERIC || !finite))
+        KS_TRY(rows_check(A, KS_CU_ROWS_FINITE));
     return e;
 }

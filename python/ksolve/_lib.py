@@ -105,6 +105,7 @@ PROTOTYPES = {
     "ks_matrix_format": (c_char_p, [handle]),
     "ks_matrix_format_reason": (c_char_p, [handle]),
     "ks_matrix_set_values": (ks_error, [handle, dptr]),
+    "ks_matrix_set_values_device": (ks_error, [handle, c_void_p]),
     "ks_matrix_setup_seconds": (c_double, [handle]),
     "ks_config_create_from_file": (ks_error, [c_char_p, handle_p]),
     "ks_config_create_from_string": (ks_error, [c_char_p, handle_p]),

@@ -552,17 +552,16 @@ class _DeviceVectors:
 
     def set_values(self, A, pattern):
         """New values of a cupyx matrix on the setup's pattern. The pattern
-        is compared on the device; the values reach ks_matrix_set_values
-        through the host (nnz doubles, once per resetup)."""
+        is compared on the device, and the values copied device to device
+        (ks_matrix_set_values_device): no host round trip."""
         cp = self._cupy()
         indptr, indices, data = self._canonical(A)
         if not _same_pattern(pattern, indptr, indices, cp):
             raise _lib.ArgumentError(
                 "ksolve: resetup needs the sparsity pattern of the matrix given to setup "
                 "(after summing duplicates); this one differs (use setup)", "KS_ERR_ARG")
-        val = cp.asnumpy(data)
-        check(lib.ks_matrix_set_values(self.s._M,
-                                       val.ctypes.data_as(ctypes.POINTER(ctypes.c_double))))
+        cp.cuda.get_current_stream().synchronize()  # data's producers done
+        check(lib.ks_matrix_set_values_device(self.s._M, ctypes.c_void_p(data.data.ptr)))
 
 
 def _same_pattern(pattern, indptr, indices, xp=np):

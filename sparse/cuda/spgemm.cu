@@ -855,13 +855,65 @@ __device__ __forceinline__ void write_sorted(ks_int *keys, double *vals, int lg,
     __syncwarp(); /* the table is reused by the next row */
 }
 
-/* Rows of at most kThreadMax products: one thread, the distinct columns
- * in a list in registers, their sums (new columns start at 0.0) in shared
- * memory by the list's position (a variable index: registers would need a
- * select per element and product, and 64 more registers a thread, a
- * third of the occupancy), each entry written at its rank among the
- * row's columns (the sorted order). kThreadRows threads a block: 32 KB of
- * sums. */
+/* Row i of X*Y by one thread (at most kThreadMax products): its distinct
+ * columns in cols (registers, see list_find), their sums (new columns
+ * start at 0.0) at my[u * kThreadRows] in shared memory by the list's
+ * position (a variable index: registers would need a select per element
+ * and product, and 64 more registers a thread, a third of the
+ * occupancy). Returns the number of columns. */
+__device__ __forceinline__ int thread_row(ks_int i, const ks_int *__restrict__ xrp,
+                                          const ks_int *__restrict__ xci,
+                                          const double *__restrict__ xval,
+                                          const ks_int *__restrict__ yrp,
+                                          const ks_int *__restrict__ yci,
+                                          const double *__restrict__ yval,
+                                          ks_int (&cols)[kThreadMax], double *my)
+{
+    int cnt = 0; /* <= ub <= kThreadMax */
+#pragma unroll
+    for (int u = 0; u < kThreadMax; u++) /* defined: the selects read every element */
+        cols[u] = -1;
+    for (ks_int k = xrp[i]; k < xrp[i + 1]; k++) {
+        const ks_int b = xci[k];
+        const double xv = xval[k];
+        for (ks_int q = yrp[b]; q < yrp[b + 1]; q++) {
+            const ks_int j = yci[q];
+            const double p = __dmul_rn(xv, yval[q]);
+            const int at = list_find(cols, cnt, j);
+            if (at >= 0) {
+                my[at * kThreadRows] = __dadd_rn(my[at * kThreadRows], p);
+            } else if (cnt < kThreadMax) { /* always: cnt <= products <= kThreadMax */
+                /* as the cpu: the sum starts at 0.0 (0.0 + -0.0 is 0.0) */
+                my[cnt * kThreadRows] = __dadd_rn(0.0, p);
+                list_put(cols, cnt++, j);
+            }
+        }
+    }
+    return cnt;
+}
+
+/* thread_row's entries written sorted: the entry of rank r goes to place
+ * c0 + r; never past the row's len places. */
+__device__ __forceinline__ void thread_row_store(const ks_int (&cols)[kThreadMax], int cnt,
+                                                 const double *my, ks_int c0, ks_int len,
+                                                 ks_int *cci, double *cval)
+{
+#pragma unroll
+    for (int u = 0; u < kThreadMax; u++) {
+        if (u >= cnt)
+            break;
+        const int r = list_rank(cols, cnt, cols[u]);
+        if (r < len) {
+            cci[c0 + r] = cols[u];
+            cval[c0 + r] = my[u * kThreadRows];
+        }
+    }
+}
+
+/* Rows of at most kThreadMax products: one thread (thread_row), each entry
+ * written at its rank among the row's columns (the sorted order).
+ * kThreadRows threads a block: 32 KB of sums, a thread's in a column (no
+ * bank conflicts). */
 __global__ void __launch_bounds__(kThreadRows)
     values_thread(const ks_int *__restrict__ rows, ks_int count, const ks_int *__restrict__ xrp,
                   const ks_int *__restrict__ xci, const double *__restrict__ xval,
@@ -869,45 +921,99 @@ __global__ void __launch_bounds__(kThreadRows)
                   const double *__restrict__ yval, const ks_int *__restrict__ crp, ks_int *cci,
                   double *cval)
 {
-    __shared__ double sums[kThreadMax][kThreadRows]; /* a thread's in a column: no bank conflicts */
-    double *my = &sums[0][threadIdx.x];              /* element u at my[u * kThreadRows] */
+    __shared__ double sums[kThreadMax][kThreadRows];
+    double *my = &sums[0][threadIdx.x]; /* element u at my[u * kThreadRows] */
     KS_CU_FOR(t, count)
     {
         const ks_int i = rows[t];
         ks_int cols[kThreadMax];
-        int cnt = 0; /* <= ub <= kThreadMax */
+        const int cnt = thread_row(i, xrp, xci, xval, yrp, yci, yval, cols, my);
+        /* cnt == len: the count pass counted the same columns */
+        thread_row_store(cols, cnt, my, crp[i], crp[i + 1] - crp[i], cci, cval);
+    }
+}
+
+/* The one-pass product, for a product whose rows all have at most
+ * kThreadMax products, into arrays sized by the product count (an upper
+ * bound of nnz(C)): the count pass, the bins and the scan of the two-pass
+ * product are skipped. Block b (in launch order, by ticket, so that every
+ * block it waits for runs) takes rows b * kThreadRows ..: it builds its
+ * rows as values_thread does, scans their sizes, and finds its offset by
+ * a decoupled look-back over the blocks before it (state[b]: the flag in
+ * the top two bits, the block's total (kAggregate) or inclusive prefix
+ * (kPrefix) below). crp[i] = the offsets; crp[n] = nnz(C). */
+const unsigned long long kAggregate = 1ull << 62, kPrefix = 2ull << 62,
+                         kValueMask = (1ull << 62) - 1;
+
+__device__ __forceinline__ unsigned long long state_read(const unsigned long long *s)
+{
+    return *(const volatile unsigned long long *)s;
+}
+
+__global__ void __launch_bounds__(kThreadRows)
+    values_onepass(ks_int n, const ks_int *__restrict__ xrp, const ks_int *__restrict__ xci,
+                   const double *__restrict__ xval, const ks_int *__restrict__ yrp,
+                   const ks_int *__restrict__ yci, const double *__restrict__ yval,
+                   unsigned int *ticket, unsigned long long *state, ks_int *crp, ks_int *cci,
+                   double *cval)
+{
+    __shared__ double sums[kThreadMax][kThreadRows];
+    __shared__ int warp_tot[kThreadRows / 32];
+    __shared__ unsigned int sb;
+    __shared__ long long sprefix;
+    double *my = &sums[0][threadIdx.x];
+    if (threadIdx.x == 0)
+        sb = atomicAdd(ticket, 1u);
+    __syncthreads();
+    const unsigned b = sb;
+    const ks_int i = (ks_int)((long long)b * kThreadRows + threadIdx.x);
+    ks_int cols[kThreadMax];
+    const int cnt = i < n ? thread_row(i, xrp, xci, xval, yrp, yci, yval, cols, my) : 0;
+    /* the block's exclusive scan of cnt */
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    int inc = cnt;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(KS_CU_FULL_MASK, inc, o);
+        if (lane >= o)
+            inc += v;
+    }
+    if (lane == 31)
+        warp_tot[wid] = inc;
+    __syncthreads();
+    int before = 0, total = 0;
 #pragma unroll
-        for (int u = 0; u < kThreadMax; u++) /* defined: the selects read every element */
-            cols[u] = -1;
-        for (ks_int k = xrp[i]; k < xrp[i + 1]; k++) {
-            const ks_int b = xci[k];
-            const double xv = xval[k];
-            for (ks_int q = yrp[b]; q < yrp[b + 1]; q++) {
-                const ks_int j = yci[q];
-                const double p = __dmul_rn(xv, yval[q]);
-                const int at = list_find(cols, cnt, j);
-                if (at >= 0) {
-                    my[at * kThreadRows] = __dadd_rn(my[at * kThreadRows], p);
-                } else if (cnt < kThreadMax) { /* always: cnt <= products <= kThreadMax */
-                    /* as the cpu: the sum starts at 0.0 (0.0 + -0.0 is 0.0) */
-                    my[cnt * kThreadRows] = __dadd_rn(0.0, p);
-                    list_put(cols, cnt++, j);
-                }
+    for (int w = 0; w < kThreadRows / 32; w++) {
+        before += w < wid ? warp_tot[w] : 0;
+        total += warp_tot[w];
+    }
+    const long long excl = before + inc - cnt;
+    if (threadIdx.x == 0) {
+        long long prefix = 0;
+        if (b == 0) {
+            atomicExch(&state[0], kPrefix | (unsigned long long)total);
+        } else {
+            atomicExch(&state[b], kAggregate | (unsigned long long)total);
+            for (long long j = (long long)b - 1; j >= 0;) {
+                const unsigned long long s = state_read(&state[j]);
+                if (!(s & ~kValueMask))
+                    continue; /* block j has not scanned yet */
+                prefix += (long long)(s & kValueMask);
+                if (s & kPrefix)
+                    break;
+                j--;
             }
+            __threadfence();
+            atomicExch(&state[b], kPrefix | (unsigned long long)(prefix + total));
         }
-        /* the entry of rank r goes to place r; never write past the row
-         * (cnt == len: the count pass counted the same columns) */
-        const ks_int c0 = crp[i], len = crp[i + 1] - c0;
-#pragma unroll
-        for (int u = 0; u < kThreadMax; u++) {
-            if (u >= cnt)
-                break;
-            const int r = list_rank(cols, cnt, cols[u]);
-            if (r < len) {
-                cci[c0 + r] = cols[u];
-                cval[c0 + r] = my[u * kThreadRows];
-            }
-        }
+        sprefix = prefix;
+    }
+    __syncthreads();
+    if (i < n) {
+        const ks_int c0 = (ks_int)(sprefix + excl);
+        crp[i] = c0;
+        if (i == n - 1)
+            crp[n] = c0 + cnt;
+        thread_row_store(cols, cnt, my, c0, cnt, cci, cval);
     }
 }
 
@@ -1408,11 +1514,43 @@ ks_error value_pass(ks_cu_tmp *tmp, const ks_sparse *X, const ks_sparse *Y, cons
     return KS_OK;
 }
 
+/* C = X*Y in one pass (values_onepass): every row of p has at most
+ * kThreadMax products. C's arrays hold p's product count (C is a
+ * temporary: see product's transient). */
+ks_error product_onepass(ks_cu_tmp *tmp, const ks_sparse *X, const ks_sparse *Y, const plan *p,
+                         ks_sparse *C)
+{
+    ks_backend *be = X->be;
+    cudaStream_t st = ks_cu_stream(be);
+    const ks_int n = X->nrows;
+    const size_t cap = (size_t)p->h.flops;
+    const unsigned blocks = (unsigned)(((long long)n + kThreadRows - 1) / kThreadRows);
+    unsigned int *ticket = NULL;
+    KS_TRY(ks_cu_tmp_alloc(tmp, sizeof(unsigned long long) * ((size_t)blocks + 1),
+                           (void **)&ticket, "one-pass product scan state"));
+    unsigned long long *state = (unsigned long long *)ticket + 1;
+    KS_TRY(ks_cu_memset(be, ticket, 0, sizeof(unsigned long long) * ((size_t)blocks + 1),
+                        "one-pass product scan state"));
+    KS_TRY(ks_be_alloc(be, sizeof(ks_int) * cap + 1, (void **)&C->colind, "sparse column indices"));
+    KS_TRY(ks_be_alloc(be, sizeof(double) * cap + 1, (void **)&C->val, "sparse values"));
+    values_onepass<<<blocks, kThreadRows, 0, st>>>(n, X->rowptr, X->colind, X->val, Y->rowptr,
+                                                   Y->colind, Y->val, ticket, state, C->rowptr,
+                                                   C->colind, C->val);
+    KS_TRY(ks_cu_launched("values_onepass"));
+    ks_int nnz = 0;
+    KS_TRY(be->ops->download(be, &nnz, C->rowptr + n, sizeof nnz));
+    C->nnz = nnz;
+    return KS_OK;
+}
+
 /* C = X*Y by our kernels. given: X*Y's row pass, done and downloaded (R A
  * P's), or NULL; chk: the inputs' checks to make (with the row pass), or
- * NULL (trusted inputs). */
+ * NULL (trusted inputs). transient: C is a temporary the caller frees
+ * soon (R A P's first product), so when every row has at most kThreadMax
+ * products C may be made in one pass into arrays sized by the product
+ * count (at most kThreadMax n entries) instead of counted first. */
 ks_error product(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, const plan *given,
-                 const checks *chk)
+                 const checks *chk, int transient)
 {
     ks_backend *be = X->be;
     cudaStream_t st = ks_cu_stream(be);
@@ -1434,6 +1572,14 @@ ks_error product(const ks_sparse *X, const ks_sparse *Y, ks_sparse *C, const pla
     if (e == KS_OK)
         e = ks_be_alloc(be, sizeof(ks_int) * ((size_t)n + 1), (void **)&C->rowptr,
                         "sparse row pointers");
+    if (e == KS_OK && transient && n > 0 && p->h.sym[S_WARP] == 0 && p->h.sym[S_BLOCK] == 0 &&
+        p->h.sym[S_GLOBAL] == 0 && p->h.flops <= (unsigned long long)INT32_MAX) {
+        e = product_onepass(&tmp, X, Y, p, C);
+        ks_cu_tmp_free(&tmp);
+        if (e != KS_OK)
+            ks_sparse_free(C);
+        return e;
+    }
     if (e == KS_OK)
         e = ks_cu_tmp_alloc(&tmp, sizeof(ks_int) * ((size_t)n + 1), (void **)&rows,
                             "product row bins");
@@ -1586,9 +1732,9 @@ ks_error use_cusparse(int *yes)
 /* X*Y (inputs checked); p: its row pass, done and downloaded (ours only;
  * may be NULL). */
 ks_error multiply(int cusparse, const ks_sparse *X, const ks_sparse *Y, ks_sparse *Z,
-                  const plan *p)
+                  const plan *p, int transient)
 {
-    return cusparse ? ks_cu_spgemm_cusparse(X, Y, Z, NULL) : product(X, Y, Z, p, NULL);
+    return cusparse ? ks_cu_spgemm_cusparse(X, Y, Z, NULL) : product(X, Y, Z, p, NULL, transient);
 }
 
 /* (row, column) of a complemented bad key. */
@@ -1606,7 +1752,7 @@ ks_int bad_col(unsigned long long bad)
 /* ====================================================== the operations */
 extern "C" ks_error ks_cu_spgemm_ours(const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
 {
-    return product(A, B, C, NULL, NULL);
+    return product(A, B, C, NULL, NULL, 0);
 }
 
 extern "C" ks_error ks_cu_spgemm(const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
@@ -1614,10 +1760,10 @@ extern "C" ks_error ks_cu_spgemm(const ks_sparse *A, const ks_sparse *B, ks_spar
     const checks c = {"sparse product (cuda)", 2, {A, B}, {"A", "B"}};
     int cus = 0;
     if (use_cusparse(&cus) == KS_OK && !cus) /* the checks ride on our first download */
-        return product(A, B, C, NULL, &c);
+        return product(A, B, C, NULL, &c, 0);
     KS_TRY(checks_now(&c, A->be));
     KS_TRY(use_cusparse(&cus));
-    return multiply(cus, A, B, C, NULL);
+    return multiply(cus, A, B, C, NULL, 0);
 }
 
 extern "C" ks_error ks_cu_spgemm_numeric(const ks_sparse *A, const ks_sparse *B, ks_sparse *C)
@@ -1677,11 +1823,11 @@ extern "C" ks_error ks_cu_rap(const ks_sparse *R, const ks_sparse *A, const ks_s
     ks_cu_tmp_release(&tmp, other->ub);
     ks_cu_tmp_release(&tmp, other->bin);
     ks_sparse T;
-    e = ra_first ? multiply(cus, R, A, &T, first) : multiply(cus, A, P, &T, first);
+    e = ra_first ? multiply(cus, R, A, &T, first, 1) : multiply(cus, A, P, &T, first, 1);
     ks_cu_tmp_free(&tmp);
     if (e != KS_OK)
         return ks_adderr(e, "%s: %s", who, ra_first ? "R*A" : "A*P");
-    e = ra_first ? multiply(cus, &T, P, Ac, NULL) : multiply(cus, R, &T, Ac, NULL);
+    e = ra_first ? multiply(cus, &T, P, Ac, NULL, 0) : multiply(cus, R, &T, Ac, NULL, 0);
     if (e != KS_OK)
         ks_adderr(e, "%s: %s", who, ra_first ? "(R*A)*P" : "R*(A*P)");
     ks_sparse_free(&T);

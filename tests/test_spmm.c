@@ -1,0 +1,283 @@
+/* SpMM (ks_matrix_apply_block): every format of a backend against k
+ * SpMVs of the same format (ks_matrix_apply on each column) and against
+ * the float64 reference, on random matrices with empty rows (square and
+ * rectangular) and a 7-point stencil (so the banded formats build), for
+ * k = 1, 2, 3, 8, 32 and alpha / beta pairs with beta = 0 (Y poisoned
+ * with NaN: it must not be read); bad input. cpu formats run here, the
+ * cuda ones with a GPU (skipped otherwise). */
+#include "ks_test.h"
+#include "spmv_cases.h"
+#include "spmv/format.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int kcols[] = {1, 2, 3, 8, 32};
+#define NK ((int)(sizeof kcols / sizeof kcols[0]))
+static const sc_coef coefs[] = {{1.0, 0.0}, {-0.5, 2.0}};
+#define NC 2
+
+/* Y = alpha A X + beta Y0 by the format's SpMM against the format's SpMV
+ * per column and the reference. Returns 0 when the format refused A. */
+static int check_format(ks_backend *be, const char *fmt, const ks_csr *A, const char *what,
+                        const ks_spmv_params *prm)
+{
+    ks_matrix *M = NULL;
+    ks_error e = ks_matrix_create(be, A, fmt, prm, &M);
+    /* float32 values: the SpMV's own rounding, so only SpMM against SpMV */
+    const int f32 = prm && prm->float_values;
+    if (e == KS_ERR_UNSUPPORTED) /* the layout does not suit A (too much fill) */
+        return 0;
+    ck_assert_msg(e == KS_OK, "%s %s: create: %s", what, fmt, ks_last_error());
+    for (int t = 0; t < NK; t++)
+        for (int c = 0; c < NC; c++) {
+            const int k = kcols[t];
+            const double alpha = coefs[c].alpha, beta = coefs[c].beta;
+            const size_t mx = (size_t)A->ncols * k, my = (size_t)A->nrows * k;
+            double *hx = malloc((mx + 1) * sizeof(double)), *hy0 = malloc((my + 1) * sizeof(double));
+            double *hy = malloc((my + 1) * sizeof(double));
+            double *xc = malloc(((size_t)A->ncols + 1) * sizeof(double));
+            double *yc = malloc(((size_t)A->nrows + 1) * sizeof(double));
+            double *y0c = malloc(((size_t)A->nrows + 1) * sizeof(double));
+            double *yv = malloc(((size_t)A->nrows + 1) * sizeof(double));
+            sc_rng_seed(7 + (uint64_t)(t * NC + c));
+            for (size_t i = 0; i < mx; i++)
+                hx[i] = sc_srand1();
+            for (size_t i = 0; i < my; i++)
+                hy0[i] = beta == 0.0 ? NAN : sc_srand1();
+            ks_block *X = NULL, *Y = NULL;
+            KS_CHECK(ks_block_create(be, A->ncols, k, &X));
+            KS_CHECK(ks_block_create(be, A->nrows, k, &Y));
+            KS_CHECK(ks_block_set_host(X, hx));
+            KS_CHECK(ks_block_set_host(Y, hy0));
+            KS_CHECK(ks_matrix_apply_block(M, alpha, X, beta, Y));
+            KS_CHECK(ks_block_get_host(Y, hy));
+            ks_vec *x = NULL, *y = NULL;
+            KS_CHECK(ks_vec_create(be, A->ncols, &x));
+            KS_CHECK(ks_vec_create(be, A->nrows, &y));
+            for (int j = 0; j < k; j++) {
+                for (ks_int i = 0; i < A->ncols; i++)
+                    xc[i] = hx[(size_t)i * k + j];
+                for (ks_int i = 0; i < A->nrows; i++) {
+                    y0c[i] = beta == 0.0 ? 0.0 : hy0[(size_t)i * k + j];
+                    yc[i] = hy[(size_t)i * k + j];
+                }
+                KS_CHECK(ks_vec_set_host(x, xc));
+                KS_CHECK(ks_vec_set_host(y, y0c));
+                KS_CHECK(ks_matrix_apply(M, alpha, x, beta, y));
+                KS_CHECK(ks_vec_get_host(y, yv));
+                /* the same format's SpMV: the same sums up to their order */
+                double d = sc_scaled_diff(A, alpha, xc, beta, y0c, yc, yv);
+                ck_assert_msg(d <= 1e-13, "%s %s k %d column %d alpha %g beta %g: SpMM vs SpMV "
+                              "scaled difference %g", what, fmt, k, j, alpha, beta, d);
+                double r = f32 ? 0.0 : sc_spmv_error(A, alpha, xc, beta, y0c, yc);
+                ck_assert_msg(r <= 1e-13, "%s %s k %d column %d: SpMM vs reference %g", what,
+                              fmt, k, j, r);
+            }
+            ks_vec_destroy(&x);
+            ks_vec_destroy(&y);
+            ks_block_destroy(&X);
+            ks_block_destroy(&Y);
+            free(hx);
+            free(hy0);
+            free(hy);
+            free(xc);
+            free(yc);
+            free(y0c);
+            free(yv);
+        }
+    ks_matrix_destroy(&M);
+    return 1;
+}
+
+/* Every format of backend `name` on the test matrices; each must build on
+ * at least the stencil. */
+static void check_backend(const char *name)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create(name, &be));
+    ks_csr mats[4];
+    const char *what[4] = {"random 900x900", "random 700x1100", "random 1100x700", "7-point 10^3"};
+    sc_make_random(&mats[0], 900, 900, 12, 31);
+    sc_make_random(&mats[1], 700, 1100, 9, 32);
+    sc_make_random(&mats[2], 1100, 700, 9, 33);
+    sc_make_gen(&mats[3], KS_GEN_POISSON3D_7, 10);
+    const char *const *names = ks_spmv_format_names(name);
+    ck_assert_ptr_nonnull(names);
+    for (int f = 0; names[f]; f++) {
+        int built = 0;
+        for (int m = 0; m < 4; m++)
+            built += check_format(be, names[f], &mats[m], what[m], NULL);
+        ck_assert_msg(built > 0, "format %s built on none of the test matrices", names[f]);
+    }
+    for (int m = 0; m < 4; m++)
+        ks_csr_free(&mats[m]);
+    ks_backend_destroy(&be);
+}
+
+START_TEST(spmm_cpu) { check_backend("cpu"); }
+END_TEST
+
+START_TEST(spmm_cuda) { check_backend("cuda"); }
+END_TEST
+
+/* The formats that keep float32 values, with them (csr on the cpu, csr_vector
+ * and dia on cuda): SpMM against the same matrix's SpMV. */
+START_TEST(spmm_float_values)
+{
+    const char *bes[2] = {"cpu", "cuda"};
+    const int nb = ks_test_have_cuda() ? 2 : 1;
+    ks_spmv_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.float_values = 1;
+    ks_csr A, S;
+    sc_make_random(&A, 900, 900, 12, 34);
+    sc_make_gen(&S, KS_GEN_POISSON3D_7, 9);
+    for (int b = 0; b < nb; b++) {
+        ks_backend *be;
+        KS_CHECK(ks_backend_create(bes[b], &be));
+        const char *const *names = ks_spmv_format_names(bes[b]);
+        for (int f = 0; names[f]; f++) {
+            const ks_spmv_format_ops *o = ks_spmv_format_find(names[f], be->ops->kind);
+            if (!o || !o->float_values)
+                continue;
+            int built = check_format(be, names[f], &A, "random float32", &prm) +
+                        check_format(be, names[f], &S, "7-point float32", &prm);
+            ck_assert_msg(built > 0, "%s float32: built on no matrix", names[f]);
+        }
+        ks_backend_destroy(&be);
+    }
+    ks_csr_free(&A);
+    ks_csr_free(&S);
+}
+END_TEST
+
+START_TEST(errors)
+{
+    ks_backend *be, *be2;
+    KS_CHECK(ks_backend_create("cpu", &be));
+    KS_CHECK(ks_backend_create("cpu", &be2));
+    ks_csr A;
+    sc_make_random(&A, 50, 40, 5, 3);
+    ks_matrix *M = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
+    ck_assert_int_eq(ks_matrix_has_spmm(M), 1);
+    ks_block *X = NULL, *Y = NULL, *Y3 = NULL, *Xo = NULL, *Xs = NULL;
+    KS_CHECK(ks_block_create(be, 40, 2, &X));
+    KS_CHECK(ks_block_create(be, 50, 2, &Y));
+    KS_CHECK(ks_block_create(be, 50, 3, &Y3));
+    KS_CHECK(ks_block_create(be2, 40, 2, &Xo));
+    KS_CHECK(ks_block_create(be, 50, 2, &Xs));
+    KS_CHECK(ks_block_fill(X, 1.0));
+    KS_CHECK(ks_matrix_apply_block(M, 1.0, X, 0.0, Y));
+    ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, X, 0.0, Y3), KS_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "columns"));
+    ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, Xs, 0.0, Y), KS_ERR_SIZE);
+    ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, X, 0.0, X), KS_ERR_SIZE);
+    ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, Xo, 0.0, Y), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "another backend"));
+    ck_assert_int_eq(ks_matrix_apply_block(NULL, 1.0, X, 0.0, Y), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, NULL, 0.0, Y), KS_ERR_ARG);
+    ks_matrix_destroy(&M);
+    /* a square matrix: X == Y refused */
+    ks_csr S;
+    sc_make_random(&S, 50, 50, 5, 4);
+    KS_CHECK(ks_matrix_create(be, &S, "csr", NULL, &M));
+    ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, Y, 0.0, Y), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "distinct"));
+    ks_matrix_destroy(&M);
+    ks_block_destroy(&X);
+    ks_block_destroy(&Y);
+    ks_block_destroy(&Y3);
+    ks_block_destroy(&Xo);
+    ks_block_destroy(&Xs);
+    ks_csr_free(&A);
+    ks_csr_free(&S);
+    ks_backend_destroy(&be);
+    ks_backend_destroy(&be2);
+}
+END_TEST
+
+/* A format without SpMM falls back to k SpMVs on copied columns and says
+ * so once per matrix. The cpu backend's one format has its SpMM, so the
+ * test takes csr's ops without it (a format that never had one). */
+static int said;
+static void count_lines(const char *msg, int len, void *ctx)
+{
+    (void)len;
+    (void)ctx;
+    if (strstr(msg, "has no SpMM"))
+        said++;
+}
+
+START_TEST(fallback)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cpu", &be));
+    ks_csr A;
+    sc_make_random(&A, 300, 250, 9, 5);
+    ks_matrix *M = NULL, *F = NULL;
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
+    KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &F));
+    static ks_spmv_format_ops nospmm;
+    nospmm = *F->ops;
+    nospmm.spmm = NULL;
+    F->ops = &nospmm;
+    ck_assert_int_eq(ks_matrix_has_spmm(F), 0);
+    const int k = 5;
+    double *hx = sc_random_vec(250 * k, 41), *hy = sc_random_vec(300 * k, 42);
+    double *r1 = malloc(300 * k * sizeof(double)), *r2 = malloc(300 * k * sizeof(double));
+    ks_block *X = NULL, *Y1 = NULL, *Y2 = NULL;
+    KS_CHECK(ks_block_create(be, 250, k, &X));
+    KS_CHECK(ks_block_create(be, 300, k, &Y1));
+    KS_CHECK(ks_block_create(be, 300, k, &Y2));
+    KS_CHECK(ks_block_set_host(X, hx));
+    said = 0;
+    ks_set_print_callback(count_lines, NULL);
+    for (int rep = 0; rep < 2; rep++) {
+        const double beta = rep ? 0.75 : 0.0;
+        KS_CHECK(ks_block_set_host(Y1, hy));
+        KS_CHECK(ks_block_set_host(Y2, hy));
+        KS_CHECK(ks_matrix_apply_block(M, -1.5, X, beta, Y1));
+        KS_CHECK(ks_matrix_apply_block(F, -1.5, X, beta, Y2));
+        KS_CHECK(ks_block_get_host(Y1, r1));
+        KS_CHECK(ks_block_get_host(Y2, r2));
+        /* the same sums in the same order: the same bits */
+        ck_assert_msg(memcmp(r1, r2, 300 * k * sizeof(double)) == 0,
+                      "fallback differs from csr's SpMM (beta %g)", beta);
+    }
+    ks_set_print_callback(NULL, NULL);
+    ck_assert_msg(said == 1, "the fallback said so %d times", said);
+    ks_block_destroy(&X);
+    ks_block_destroy(&Y1);
+    ks_block_destroy(&Y2);
+    F->ops = M->ops; /* destroy through the real ops */
+    ks_matrix_destroy(&F);
+    ks_matrix_destroy(&M);
+    free(hx);
+    free(hy);
+    free(r1);
+    free(r2);
+    ks_csr_free(&A);
+    ks_backend_destroy(&be);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("spmm");
+    TCase *tc = tcase_create("cpu");
+    tcase_add_test(tc, spmm_cpu);
+    tcase_add_test(tc, errors);
+    tcase_add_test(tc, fallback);
+    tcase_add_test(tc, spmm_float_values);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cuda");
+    if (ks_test_have_cuda())
+        tcase_add_test(tc, spmm_cuda);
+    else
+        ks_test_skip(1, "no CUDA device: SpMM of the cuda formats against k SpMVs");
+    suite_add_tcase(s, tc);
+    return ks_test_run(s);
+}

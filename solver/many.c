@@ -380,6 +380,11 @@ ks_error ks_solver_solve_many(ks_solver *s, const ks_block *B, ks_block *X)
     if (s->ops->solve_block) {
         e = solve_block(s, B, X);
     } else {
+        if (!s->many_fallback_said) {
+            s->many_fallback_said = 1;
+            ks_log(KS_LOG_INFO, "ksolve: %s has no block form: the %d right-hand sides are "
+                                "solved one after the other\n", s->prm.solver, k);
+        }
         /* one summary at the end, not one per column */
         s->prm.print_solve_stats = 0;
         e = solve_columns(s, B, X);

@@ -59,8 +59,14 @@ static ks_error amg_pc_apply_block(ks_precond *pc, const ks_block *R, ks_block *
 {
     if (!pc->data)
         return ks_seterr(KS_ERR_ARG, "AMG apply before setup");
-    if (!ks_amg_has_block_cycle(pc->data))
+    if (!ks_amg_has_block_cycle(pc->data)) {
+        if (!pc->block_fallback_said) {
+            pc->block_fallback_said = 1;
+            ks_log(KS_LOG_INFO, "ksolve: the AMG cycle with this smoother (Gauss-Seidel) or "
+                                "over MPI ranks has no block form: one cycle per column\n");
+        }
         return ks_precond_apply_columns(pc, R, Z);
+    }
     return ks_amg_cycle_block(pc->data, R, Z);
 }
 

@@ -40,6 +40,7 @@ struct ks_precond {
     ks_backend *be;
     ks_precond_params prm;
     void *data;
+    int block_fallback_said; /* logged that blocks are applied column by column */
 };
 
 /* Z = M^{-1} R column by column: apply_block where the preconditioner has
@@ -91,6 +92,7 @@ struct ks_solver {
     int *col_hist_cap;
     int col_cap;         /* entries allocated in the three arrays */
     int many_last;       /* the last solve was ks_solver_solve_many */
+    int many_fallback_said; /* logged that the method solves columns one by one */
 };
 
 #ifdef __cplusplus

@@ -1,17 +1,18 @@
 /* The AMG cycle on block vectors (k right-hand sides, ks_solver_solve_many):
  * cycle.c's V/W/F cycles with every operator applied to all k columns at
  * once by SpMM (smoother residuals, restriction R, prolongation P, the
- * coarsest level's explicit inverse) and the Jacobi, l1-Jacobi and
- * Chebyshev steps as block kernels. The smoothers' steps are not fused
- * with the SpMM as cycle.c's are (a copy of b, the SpMM, a pointwise
- * multiply and an update: each pass moving k columns), so the rounding
- * differs from the single cycle's in the last bits. Gauss-Seidel smoothers
- * and a cycle replayed from a graph have no block form: the preconditioner
- * then applies the single cycle to each column (solver/precond_amg.c).
+ * coarsest level's explicit inverse) and each Jacobi, l1-Jacobi or
+ * Chebyshev step as an SpMM (A x) and one block update (vec/block_smooth.h,
+ * the single cycle's per-entry expression): two passes where cycle.c's
+ * fused step is one, since the update is not fused into the SpMM.
+ * Gauss-Seidel smoothers and a cycle replayed from a graph have no block
+ * form: the preconditioner then applies the single cycle to each column
+ * (solver/precond_amg.c).
  *
  * The levels' blocks are allocated for the widest block seen and used as
  * views of fewer columns when a block solve has retired some. */
 #include "hierarchy.h"
+#include "../vec/block_smooth.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -91,12 +92,6 @@ typedef struct bxbuf {
     ks_block *cur, *spare;
 } bxbuf;
 
-static void fill_scalars(double *a, int k, double v)
-{
-    for (int j = 0; j < k; j++)
-        a[j] = v;
-}
-
 /* R = B - A_l X */
 static ks_error residual(bcycle *c, int l, const ks_block *B, const ks_block *X, ks_block *R)
 {
@@ -106,27 +101,20 @@ static ks_error residual(bcycle *c, int l, const ks_block *B, const ks_block *X,
 
 /* ks_amg_jacobi_step on blocks: x_new = x + cc dinv.*(b - A x) + a (x - x_old),
  * x in cur, x_old in spare (zero when prev_zero); x_zero: x = 0, x_new =
- * cc dinv.*b into cur. */
+ * cc dinv.*b into cur. Two passes over the k columns, A x by the SpMM into
+ * R and the update (the single cycle's expression, vec/smooth_value.h), so
+ * on the cpu a column rounds as the single cycle's fused pass does. */
 static ks_error jacobi_step(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_block *R,
                             double a, double cc, int x_zero, int prev_zero)
 {
     const ks_vec *w = c->amg->levels[l].dinv;
-    double s[KS_BLOCK_MAX_COLS], t[KS_BLOCK_MAX_COLS], u[KS_BLOCK_MAX_COLS];
-    if (x_zero) {
-        KS_TRY(ks_block_pointwise_mult(w, B, xb->cur));
-        if (cc == 1.0)
-            return KS_OK;
-        fill_scalars(s, c->k, cc);
-        return ks_block_scale(xb->cur, s);
-    }
-    KS_TRY(residual(c, l, B, xb->cur, R));
-    KS_TRY(ks_block_pointwise_mult(w, R, R));
-    /* spare = cc dinv.*r + (1 + a) x - a x_old, out of place even when
-     * a = 0: the Chebyshev step after it reads this x as its x_old */
-    fill_scalars(s, c->k, cc);
-    fill_scalars(t, c->k, 1.0 + a);
-    fill_scalars(u, c->k, prev_zero || a == 0.0 ? 0.0 : -a);
-    KS_TRY(ks_block_axpbypcz(s, R, t, xb->cur, u, xb->spare));
+    if (x_zero)
+        return ks_block_smooth_update(0.0, cc, w, B, NULL, NULL, NULL, xb->cur);
+    KS_TRY(ks_matrix_apply_block(ks_amg_cycle_matrix(c->amg, l), 1.0, xb->cur, 0.0, R));
+    /* out of place even when a = 0: a Chebyshev step after it reads this
+     * x as its x_old */
+    KS_TRY(ks_block_smooth_update(a, cc, w, B, R, xb->cur, prev_zero ? NULL : xb->spare,
+                                  xb->spare));
     ks_block *tmp = xb->cur;
     xb->cur = xb->spare;
     xb->spare = tmp;
@@ -233,7 +221,7 @@ static ks_error cycle_level(bcycle *c, int l, const ks_block *B, ks_block *X, in
 int ks_amg_has_block_cycle(const ks_amg *amg)
 {
     return amg && amg->nlevels > 0 && amg->smoother != KS_SMOOTHER_GS &&
-           amg->smoother != KS_SMOOTHER_SGS && !amg->ranks;
+           amg->smoother != KS_SMOOTHER_SGS && !amg->ranks && amg->be->ops->bsmooth;
 }
 
 ks_error ks_amg_cycle_block(ks_amg *amg, const ks_block *B, ks_block *X)

@@ -7,6 +7,7 @@
  * so dot products and norms are identical for any OMP_NUM_THREADS. */
 #include "backend.h"
 #include "block_cpu.h"
+#include "block_smooth.h"
 #include "smooth_value.h"
 
 #include <math.h>
@@ -531,4 +532,5 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .bdot = cpu_bdot,
     .bgather = ks_cpu_bgather,
     .bscatter = ks_cpu_bscatter,
+    .bsmooth = ks_cpu_bsmooth,
 };

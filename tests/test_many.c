@@ -1,6 +1,6 @@
 /* ks_solver_solve_many: k systems at once against k single solves (the
  * same status and iterations per column, solutions to 1e-10) for CG, PCG
- * (Jacobi, AMG with each smoother), BiCGStab, PBiCGStab and GMRES with
+ * (Jacobi, AMG with each smoother, V, W and F cycles), BiCGStab, PBiCGStab and GMRES with
  * k = 1, 2, 3, 8; a column with b = 0 (converged at once, x = 0) and one
  * that breaks down beside columns that converge; a method without a block
  * form (column by column); per-column statistics; the errors (k mismatch,
@@ -93,7 +93,7 @@ static void from_block(const ks_block *B, ks_int n, int k, double *cm)
 }
 
 typedef struct method {
-    const char *solver, *pc, *smoother;
+    const char *solver, *pc, *smoother, *cycle; /* smoother, cycle NULL: defaults */
 } method;
 
 static void params_of(const method *md, ks_solver_params *prm)
@@ -112,6 +112,11 @@ static void params_of(const method *md, ks_solver_params *prm)
         ck_assert_msg(ks_name_value(ks_amg_smoother_names, md->smoother, &v) == 0, "%s",
                       md->smoother);
         prm->pc.amg.smoother.solver = (ks_amg_smoother_kind)v;
+    }
+    if (md->cycle) {
+        int v = -1;
+        ck_assert_msg(ks_name_value(ks_amg_cycle_names, md->cycle, &v) == 0, "%s", md->cycle);
+        prm->pc.amg.cycle = (ks_amg_cycle_kind)v;
     }
 }
 
@@ -217,21 +222,23 @@ static void compare(const char *backend, const method *md, const ks_csr *A, cons
 }
 
 static const method methods[] = {
-    {"CG", NULL, NULL},
-    {"PCG", "JACOBI", NULL},
-    {"PCG", "AMG", NULL},            /* the default smoother: Chebyshev */
-    {"PCG", "AMG", "JACOBI_L1"},
-    {"PCG", "AMG", "JACOBI"},
-    {"PCG", "AMG", "SGS"},           /* per-column cycle (cpu) */
-    {"BICGSTAB", NULL, NULL},
-    {"PBICGSTAB", "JACOBI_L1", NULL},
-    {"PBICGSTAB", "AMG", NULL},
-    {"GMRES", NULL, NULL},
-    {"GMRES", "AMG", NULL},
-    {"FGMRES", "JACOBI", NULL},
-    {"FGMRES", "AMG", NULL},
-    {"PIPECG", "JACOBI", NULL},      /* no block form: column by column */
-    {"AMG", NULL, NULL},             /* the stationary AMG: column by column */
+    {"CG", NULL, NULL, NULL},
+    {"PCG", "JACOBI", NULL, NULL},
+    {"PCG", "AMG", NULL, NULL},            /* the default smoother: Chebyshev */
+    {"PCG", "AMG", "JACOBI_L1", NULL},
+    {"PCG", "AMG", "JACOBI", NULL},
+    {"PCG", "AMG", "SGS", NULL},           /* per-column cycle (cpu) */
+    {"PCG", "AMG", NULL, "W"},
+    {"PCG", "AMG", "JACOBI_L1", "F"},
+    {"BICGSTAB", NULL, NULL, NULL},
+    {"PBICGSTAB", "JACOBI_L1", NULL, NULL},
+    {"PBICGSTAB", "AMG", NULL, NULL},
+    {"GMRES", NULL, NULL, NULL},
+    {"GMRES", "AMG", NULL, NULL},
+    {"FGMRES", "JACOBI", NULL, NULL},
+    {"FGMRES", "AMG", NULL, NULL},
+    {"PIPECG", "JACOBI", NULL, NULL},      /* no block form: column by column */
+    {"AMG", NULL, NULL, NULL},             /* the stationary AMG: column by column */
 };
 #define NMETHODS ((int)(sizeof methods / sizeof methods[0]))
 
@@ -263,8 +270,8 @@ START_TEST(many_breakdown_column)
 {
     const int i = _i;
     const char *backend = backend_names[i % nbackends];
-    static const method bd[] = {{"CG", NULL, NULL}, {"BICGSTAB", NULL, NULL},
-                                {"GMRES", NULL, NULL}};
+    static const method bd[] = {{"CG", NULL, NULL, NULL}, {"BICGSTAB", NULL, NULL, NULL},
+                                {"GMRES", NULL, NULL, NULL}};
     const method *md = &bd[i / nbackends];
     ks_csr A;
     make_matrix(12, 1, &A);
@@ -330,7 +337,7 @@ START_TEST(many_errors)
     KS_CHECK(ks_backend_create("cpu", &be));
     KS_CHECK(ks_backend_create("cpu", &be2));
     KS_CHECK(ks_matrix_create(be, &A, "csr", NULL, &M));
-    method md = {"PCG", "JACOBI", NULL};
+    method md = {"PCG", "JACOBI", NULL, NULL};
     params_of(&md, &prm);
     KS_CHECK(ks_solver_create_params(be, &prm, &s));
     ks_block *B2, *X2, *X3, *Bs, *Bo;

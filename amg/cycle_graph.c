@@ -25,7 +25,10 @@ void ks_amg_graph_reset(ks_amg *amg)
 
 static int graphs_wanted(const ks_amg *amg)
 {
-    if (!amg->be->ops->capture_begin || amg->graph_off)
+    /* A distributed cycle's halo exchanges are MPI calls and host waits,
+     * which a graph cannot hold: it runs directly. */
+    if (!amg->be->ops->capture_begin || amg->graph_off ||
+        ks_matrix_distributed(amg->levels[0].Am))
         return 0;
     const char *env = getenv("KS_CUDA_GRAPH");
     return !amg->profile && !(env && strcmp(env, "0") == 0);

@@ -1,4 +1,5 @@
-/* Private pieces of the distributed AMG setup (cpu backend): classical
+/* Private pieces of the distributed AMG setup (on host arrays: a cuda
+ * level's are read through ks_matrix_host_csr): classical
  * strength across rank boundaries, PMIS with ghost measures and states
  * exchanged, the global numbering of the C points, direct and extended+i
  * interpolation rows and their truncation (the Galerkin product is in

@@ -11,7 +11,9 @@ extern "C" {
 #endif
 
 /* Collective over A's ranks. The hierarchy of the distributed matrix A on
- * the cpu backend: each level's A, P and R distributed ks_matrix objects,
+ * its backend (cpu or cuda; the setup's pieces run on host copies of the
+ * levels, what they build is created on the backend): each level's A, P
+ * and R distributed ks_matrix objects,
  * the coarsest level solved by dense LU on every rank. Options that cannot
  * run distributed yet fail with KS_ERR_UNSUPPORTED naming the option; every
  * failure is the same on every rank. ks_amg_destroy frees the result. */

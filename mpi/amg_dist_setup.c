@@ -12,6 +12,14 @@
  * the serial ones on the global matrix (the pieces are tested so), hence
  * the hierarchy is the one-process hierarchy, the same on every run.
  *
+ * On the cuda backend the pieces read host copies of each level's blocks
+ * (ks_matrix_host_csr) and what they build is created on the device; the
+ * diagonal check and the smoother weights go through the AMG kernel table
+ * (on the device), the other smoother data through host arrays
+ * (amg_dist_smoother.c); the host copies go when the setup ends (but the
+ * caller's level 0's). A first version: the pieces as device kernels are
+ * not written.
+ *
  * Every step that can fail on some ranks only ends in ks_comm_agree, so a
  * failure is every rank's and no rank waits alone in a collective. */
 #include "amg_dist_setup.h"
@@ -30,14 +38,9 @@ static int stalls(ks_gint nc, ks_gint n)
 
 /* What the distributed setup cannot do yet, named by its option. The
  * parameters are the caller's on each rank; the answer is agreed. */
-static ks_error refuse(const ks_backend *be, const ks_amg_params *p)
+static ks_error refuse(const ks_amg_params *p)
 {
     const char *what = NULL, *hint = "";
-    if (!ks_backend_host_memory(be))
-        return ks_seterr(KS_ERR_UNSUPPORTED,
-                         "AMG on a distributed matrix: the %s backend is not supported yet "
-                         "(the distributed setup runs on the cpu backend only)",
-                         ks_backend_name((ks_backend *)be));
     if (p->algorithm == KS_AMG_AGGREGATION)
         what = "algorithm AGGREGATION", hint = "; use CLASSICAL";
     else if (p->selector == KS_AMG_HMIS)
@@ -308,6 +311,24 @@ static ks_error level_vectors(ks_amg_level *L, int l)
     return ks_matrix_agree(L->Am, e);
 }
 
+/* On a backend without host memory the pieces read host copies of the
+ * levels (ks_matrix_host_csr), which the cycle does not need: freed, but
+ * level 0's, which belongs to the caller's matrix (a re-setup reads it
+ * again). */
+static void drop_host_copies(ks_amg *amg)
+{
+    if (ks_backend_host_memory(amg->be))
+        return;
+    for (int l = 0; l < amg->nlevels; l++) {
+        ks_amg_level *L = &amg->levels[l];
+        if (l > 0)
+            ks_matrix_host_csr_free(L->Am);
+        ks_matrix_host_csr_free(L->Pm);
+        ks_matrix_host_csr_free(L->Rm);
+    }
+    ks_matrix_host_csr_free(amg->coarse_inv);
+}
+
 static ks_error build(ks_amg *amg)
 {
     const ks_amg_params *p = &amg->prm;
@@ -340,6 +361,7 @@ static ks_error build(ks_amg *amg)
         KS_TRY(ks_amg_dist_smoother_setup(amg, l));
     phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
     KS_TRY(global_sizes(amg));
+    drop_host_copies(amg);
     if (p->print_setup_progress && c->rank == 0)
         ks_log(KS_LOG_INFO | KS_LOG_STDERR,
                "AMG setup: %d level%s, coarse solve and smoothers ready, %.3f s\n",
@@ -362,7 +384,7 @@ ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *
     if (e == KS_OK)
         e = ks_amg_params_check(prm, NULL);
     if (e == KS_OK)
-        e = refuse(be, prm);
+        e = refuse(prm);
     ks_amg *amg = NULL;
     if (e == KS_OK) {
         amg = ks_calloc(1, sizeof *amg, "AMG hierarchy");

@@ -1,4 +1,5 @@
-/* The distributed AMG hierarchy (cpu backend): the level loop over the
+/* The distributed AMG hierarchy (cpu or cuda backend; built on the host):
+ * the level loop over the
  * distributed setup pieces (amg_dist.h, rap_dist.h), the transfer
  * operators as distributed ks_matrix objects, the coarsest level gathered
  * and solved by dense LU on every rank, and the smoothers' data. The cycle

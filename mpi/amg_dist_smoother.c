@@ -11,7 +11,10 @@
  *     symmetric A with a one-signed diagonal, else the power method on
  *     D^-1 A, capped by ||D^-1 A||_inf, at least 1), the same start vector
  *     by global row, with distributed SpMVs and rank-order sums; so the
- *     estimate is the serial one to rounding and the same on every rank. */
+ *     estimate is the serial one to rounding and the same on every rank.
+ * The row-wise work (diagonals, start vectors, weights) is done in host
+ * arrays and set into the vectors, so a backend without host memory (cuda)
+ * takes the same path; the SpMVs and vector steps run on the backend. */
 #include "amg_dist_setup.h"
 #include "../amg/spectral_common.h"
 
@@ -25,6 +28,7 @@ typedef struct dspec {
     double sign;
     ks_vec *dsc;     /* |a_ii|^-1/2 (Lanczos) or 1/a_ii (power) */
     ks_vec *v, *vprev, *w, *t;
+    double *h;       /* n host values: what is set into dsc and the start vector */
 } dspec;
 
 /* The diagonal of this rank's rows (the local block's). */
@@ -36,6 +40,15 @@ static void diagonal(const ks_csr *L, double *d)
             if (L->colind[k] == i)
                 d[i] = L->val[k];
     }
+}
+
+/* The serial start vector by global row into v (through the host). */
+static ks_error start_vector(dspec *s, ks_vec *v)
+{
+    const ks_gint rb = ks_matrix_row_begin(s->A);
+    for (ks_int i = 0; i < s->n; i++)
+        s->h[i] = ks_spectral_start((uint64_t)(rb + i));
+    return ks_vec_set_host(v, s->h);
 }
 
 /* y = sign dsc .* (A (dsc .* x)) (Lanczos) or y = dsc .* (A x) (power). */
@@ -54,9 +67,7 @@ static ks_error apply_scaled(dspec *s, int lanczos, const ks_vec *x, ks_vec *y)
 static ks_error lanczos(dspec *s, int iters, double *alpha, double *beta, double *est)
 {
     ks_vec *v = s->v, *vprev = s->vprev, *w = s->w;
-    const ks_gint rb = ks_matrix_row_begin(s->A);
-    for (ks_int i = 0; i < s->n; i++)
-        v->data[i] = ks_spectral_start((uint64_t)(rb + i));
+    KS_TRY(start_vector(s, v));
     double nrm;
     KS_TRY(ks_vec_norm2(v, &nrm));
     KS_TRY(ks_vec_scale(v, 1.0 / nrm));
@@ -88,9 +99,7 @@ static ks_error lanczos(dspec *s, int iters, double *alpha, double *beta, double
 static ks_error power(dspec *s, int iters, double *est)
 {
     ks_vec *x = s->v, *y = s->w;
-    const ks_gint rb = ks_matrix_row_begin(s->A);
-    for (ks_int i = 0; i < s->n; i++)
-        x->data[i] = ks_spectral_start((uint64_t)(rb + i));
+    KS_TRY(start_vector(s, x));
     double nx, logsum = 0.0;
     int kept = 0;
     const int first_kept = iters - (iters + 1) / 2;
@@ -122,7 +131,9 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     const ks_dist_impl *d = (const ks_dist_impl *)s->A->dist;
     const ks_csr *L = ks_matrix_host_csr(d->base.local);
     const ks_csr *G = d->base.ghost ? ks_matrix_host_csr(d->base.ghost) : NULL;
-    double *dg = s->dsc->data;
+    if (!L || (d->base.ghost && !G))
+        return ks_comm_agree(c, ks_seterr(KS_ERR_MEMORY, "spectral estimate: host rows"));
+    double *dg = s->h;
     diagonal(L, dg);
     double cnt[2] = {0.0, 0.0}, bound = 0.0;
     ks_int bad = s->n;
@@ -153,6 +164,7 @@ static ks_error estimate(dspec *s, int iters, double *rho)
         KS_TRY(ks_dist_symmetric(s->A, dg, &sym));
     for (ks_int i = 0; i < s->n; i++)
         dg[i] = sym ? 1.0 / sqrt(fabs(dg[i])) : 1.0 / dg[i];
+    KS_TRY(ks_comm_agree(c, ks_vec_set_host(s->dsc, dg)));
     double *tri = ks_malloc(2 * (size_t)iters * sizeof *tri, "Lanczos tridiagonal");
     KS_TRY(ks_comm_agree(c, tri ? KS_OK : KS_ERR_MEMORY));
     double est = 0.0;
@@ -169,6 +181,9 @@ ks_error ks_dist_spectral_radius(ks_matrix *A, int iters, double *rho)
     s.A = A;
     s.n = A->A.nrows;
     ks_error e = iters >= 1 ? KS_OK : ks_seterr(KS_ERR_ARG, "spectral estimate: %d steps", iters);
+    s.h = ks_malloc((size_t)s.n * sizeof *s.h + 1, "spectral estimate host vector");
+    if (!s.h)
+        e = KS_ERR_MEMORY;
     ks_vec **vs[] = {&s.dsc, &s.v, &s.vprev, &s.w, &s.t};
     for (int k = 0; k < 5 && e == KS_OK; k++)
         e = ks_matrix_vec_create(A, vs[k]);
@@ -179,6 +194,7 @@ ks_error ks_dist_spectral_radius(ks_matrix *A, int iters, double *rho)
         e = estimate(&s, iters, rho);
     for (int k = 0; k < 5; k++)
         ks_vec_destroy(vs[k]);
+    free(s.h);
     return e;
 }
 
@@ -193,11 +209,15 @@ static ks_error l1_weights(ks_amg *amg, int l, double omega)
         e = ks_matrix_offdiag_abs_sums(L->Am, s);
     if (e == KS_OK) {
         const ks_csr *H = ks_matrix_host_csr(L->Am);
-        double *d = ks_malloc((size_t)L->A.nrows * sizeof *d + 1, "diagonal");
+        const size_t n = (size_t)L->A.nrows;
+        double *d = ks_malloc(2 * n * sizeof *d + 1, "diagonal and row sums"), *rs = d + n;
         if (H && d) {
             diagonal(H, d);
-            for (ks_int i = 0; i < L->A.nrows; i++)
-                L->dinv->data[i] = omega / (d[i] + copysign(s->data[i], d[i]));
+            e = ks_vec_get_host(s, rs);
+            for (size_t i = 0; i < n && e == KS_OK; i++)
+                rs[i] = omega / (d[i] + copysign(rs[i], d[i]));
+            if (e == KS_OK)
+                e = ks_vec_set_host(L->dinv, rs);
         } else {
             e = KS_ERR_MEMORY;
         }

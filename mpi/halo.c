@@ -14,9 +14,14 @@
  * block's product meanwhile. The packing is the backend's gather. On a
  * backend without host memory (cuda; the MPI library is not assumed to
  * read device memory) the exchange stages through page-locked host
- * buffers: gather on the device, one copy to the host, the messages, one
- * copy of what arrived into the ghost vector; the local product queued
- * on the device runs while the messages travel. */
+ * buffers with the backend's staging queue (stage_*: a second cuda
+ * stream): begin queues the gather and the copy to the host, the caller
+ * queues the local product, and end waits for that copy alone (the
+ * local product runs on), sends, waits for the messages and queues the
+ * copy of what arrived into the ghost vector beside the local product;
+ * the ghost block's product waits for it on the device, not the host.
+ * Where the MPI library reads device memory (CUDA-aware, asked at run
+ * time) the device buffers go to MPI as they are. */
 #include "mpi_internal.h"
 
 #include <limits.h>
@@ -166,11 +171,15 @@ ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
     h->nghost = nghost;
     const int host = ks_backend_host_memory(be);
     h->direct = !host && !ks_halo_stage_always && ks_mpi_cuda_aware();
-    h->staged = (!host && !h->direct) || ks_halo_stage_always;
+    const int staged = (!host && !h->direct) || ks_halo_stage_always;
     const ks_int nout = halo_nout(h);
     if (!be->ops->gather)
         return ks_seterr(KS_ERR_UNSUPPORTED, "halo exchange: the %s backend has no gather",
                          ks_backend_name(be));
+    if (staged && !(be->ops->stage_download && be->ops->stage_upload && be->ops->stage_wait))
+        return ks_seterr(KS_ERR_UNSUPPORTED, "halo exchange: the %s backend has no staging "
+                         "copies (stage_download, stage_upload, stage_wait)", ks_backend_name(be));
+    h->staged = staged;
     if (!h->staged) { /* the host arrays serve as they are */
         h->idx_be = h->send_idx;
         h->send_be = h->send_buf;
@@ -195,11 +204,26 @@ ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
     return KS_OK;
 }
 
+/* The sends of the packed entries (buf: where they are for MPI). */
+static ks_error post_sends(ks_halo *h, double *buf)
+{
+    for (int r = 0; r < h->nsend; r++) {
+        const ks_int s = h->send_start[r], n = h->send_start[r + 1] - s;
+        KS_TRY(ks_mpi_check(MPI_Isend(buf + s, n, MPI_DOUBLE, h->send_rank[r], HALO_TAG, h->comm,
+                                      &h->req[h->nrecv + r]),
+                            "MPI_Isend (halo)"));
+    }
+    return KS_OK;
+}
+
 ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
 {
     ks_backend *be = h->be;
     double *rbuf = h->staged ? h->recv_host : ghost;
     const double t0 = ks_wtime();
+    /* the last exchange's copy out of recv_host is done before it refills */
+    if (h->staged)
+        KS_TRY(be->ops->stage_wait(be));
     for (int r = 0; r < h->nrecv; r++) {
         const ks_int s = h->recv_start[r], n = h->recv_start[r + 1] - s;
         KS_TRY(ks_mpi_check(MPI_Irecv(rbuf + s, n, MPI_DOUBLE, h->recv_rank[r], HALO_TAG,
@@ -208,21 +232,20 @@ ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
     }
     const ks_int nout = halo_nout(h);
     double *buf = h->send_buf;
-    if (nout > 0) {
+    if (nout > 0)
         KS_TRY(be->ops->gather(be, nout, h->idx_be, x, h->send_be));
-        if (h->staged) { /* the download waits for the gather */
-            KS_TRY(be->ops->download(be, h->send_host, h->send_be, (size_t)nout * sizeof *buf));
-            buf = h->send_host;
-        } else if (h->direct) { /* MPI reads the packed entries once they exist */
+    if (h->staged) {
+        /* after the gather (and the last reader of the ghost vector, which
+         * end's copy overwrites); end waits for it and sends */
+        KS_TRY(be->ops->stage_download(be, h->send_host, h->send_be,
+                                       (size_t)nout * sizeof *buf));
+        h->sends_pending = 1;
+    } else {
+        if (h->direct && nout > 0) { /* MPI reads the packed entries once they exist */
             KS_TRY(be->ops->sync(be));
             buf = h->send_be;
         }
-    }
-    for (int r = 0; r < h->nsend; r++) {
-        const ks_int s = h->send_start[r], n = h->send_start[r + 1] - s;
-        KS_TRY(ks_mpi_check(MPI_Isend(buf + s, n, MPI_DOUBLE, h->send_rank[r], HALO_TAG, h->comm,
-                                      &h->req[h->nrecv + r]),
-                            "MPI_Isend (halo)"));
+        KS_TRY(post_sends(h, buf));
     }
     h->stats->halo_exchanges++;
     h->stats->halo_bytes_sent += (double)nout * sizeof(double);
@@ -232,17 +255,29 @@ ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
 
 ks_error ks_halo_end(ks_halo *h, double *ghost)
 {
+    ks_backend *be = h->be;
     const int n = h->nrecv + h->nsend;
-    if (n == 0)
-        return KS_OK;
     const double t0 = ks_wtime();
-    KS_TRY(ks_mpi_check(MPI_Waitall(n, h->req, MPI_STATUSES_IGNORE), "MPI_Waitall (halo)"));
-    /* Only the wait: a staged upload below is queued behind the local
-     * product and would count its time as well. */
+    ks_error e = KS_OK;
+    if (h->sends_pending) {
+        /* The packed entries' copy alone (the local product queued after
+         * it keeps running). Sent even if it failed, so no neighbour waits
+         * for them forever; the error is returned. */
+        h->sends_pending = 0;
+        e = be->ops->stage_wait(be);
+        ks_error es = post_sends(h, h->send_host);
+        if (e == KS_OK)
+            e = es;
+    }
+    if (n == 0)
+        return e;
+    ks_error ew = ks_mpi_check(MPI_Waitall(n, h->req, MPI_STATUSES_IGNORE), "MPI_Waitall (halo)");
+    KS_TRY(e != KS_OK ? e : ew);
+    /* queued beside the local product: what is timed is the enqueueing */
+    if (h->staged && h->nghost > 0)
+        KS_TRY(be->ops->stage_upload(be, ghost, h->recv_host,
+                                     (size_t)h->nghost * sizeof *h->recv_host));
     h->stats->halo_seconds += ks_wtime() - t0;
-    if (h->staged && h->nghost > 0) /* queued after the local product: it waits for it */
-        KS_TRY(h->be->ops->upload(h->be, ghost, h->recv_host,
-                                  (size_t)h->nghost * sizeof *h->recv_host));
     return KS_OK;
 }
 
@@ -269,6 +304,8 @@ void ks_halo_destroy(ks_halo *h)
         h->be->ops->free(h->be, h->send_be);
     }
     if (h->staged && h->be) {
+        /* no staging copy outlives the buffers */
+            (void)h->be->ops->stage_wait(h->be);
         if (h->be->ops->host_free) {
             h->be->ops->host_free(h->be, h->send_host);
             h->be->ops->host_free(h->be, h->recv_host);

@@ -108,6 +108,8 @@ typedef struct ks_halo {
     ks_backend *be;
     int staged;
     int direct;           /* device buffers straight to a CUDA-aware MPI (no staging) */
+    int sends_pending;    /* staged: begin queued the packed entries' copy to the host
+                           * (the backend's staging queue); end waits for it, sends */
     ks_int nghost;
     ks_int *idx_be;       /* send_idx on be */
     double *send_be;      /* the packed entries on be */
@@ -133,11 +135,12 @@ extern int ks_halo_stage_always;
 int ks_mpi_cuda_aware(void);
 /* Post the receives into ghost (nghost doubles), pack x's entries the
  * neighbours need and send them; returns once the sends are posted (a
- * staged exchange waits for its copy to the host first). x and ghost are
- * in the attached backend's memory. */
+ * staged exchange only queues the packing and its copy to the host, and
+ * end sends). x and ghost are in the attached backend's memory. */
 ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost);
-/* Wait until ghost holds the neighbours' values and the sends are done
- * (staged: the copy into ghost included). */
+/* Wait until the neighbours' values have arrived and the sends are done;
+ * staged, the copy into ghost is queued on the backend's staging queue,
+ * and work queued on the backend afterwards waits for it. */
 ks_error ks_halo_end(ks_halo *h, double *ghost);
 /* Host bytes the plan holds. */
 double ks_halo_bytes(const ks_halo *h);

@@ -237,6 +237,11 @@ ks_error ks_matrix_acquire_values(ks_matrix *M, double **val);
 int ks_matrix_has_gs_sweep(const ks_matrix *M);
 int ks_matrix_has_fused_step(const ks_matrix *M);
 int ks_matrix_float_values(const ks_matrix *M);
+/* Free the host copy ks_matrix_host_csr made of a matrix on a backend
+ * without host memory (a distributed matrix's: its blocks' too); the next
+ * call makes it again. Nothing on a host-memory backend (the copy is a
+ * view there). Pointers from earlier calls become invalid. */
+void ks_matrix_host_csr_free(ks_matrix *M);
 /* One hybrid Gauss-Seidel sweep for M x = b in place (see gs_sweep). */
 ks_error ks_matrix_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int reverse);
 /* Bytes M holds in its backend's memory: its CSR and the format's own

@@ -679,6 +679,20 @@ const ks_csr *ks_matrix_host_csr(const ks_matrix *M)
     return &m->host;
 }
 
+void ks_matrix_host_csr_free(ks_matrix *M)
+{
+    if (!M)
+        return;
+    if (M->host_owned) {
+        ks_csr_free(&M->host);
+        M->host_owned = 0;
+    }
+    if (M->dist) {
+        ks_matrix_host_csr_free(M->dist->local);
+        ks_matrix_host_csr_free(M->dist->ghost);
+    }
+}
+
 ks_error ks_matrix_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int reverse)
 {
     if (!M || !b || !x)

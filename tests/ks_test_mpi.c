@@ -1,6 +1,7 @@
 /* The mpirun test harness (ks_test_mpi.h). */
 #include "ks_test_mpi.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,34 @@
 ks_comm *comm;
 ks_backend *be;
 int rank, nranks;
+
+ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count)
+{
+    const ks_int base = A->rowptr[begin], nnz = A->rowptr[begin + count] - base;
+    ks_int *rp = malloc(((size_t)count + 1) * sizeof *rp);
+    ks_gint *ci = malloc(((size_t)nnz + 1) * sizeof *ci);
+    for (ks_int i = 0; i <= count; i++)
+        rp[i] = A->rowptr[begin + i] - base;
+    for (ks_int k = 0; k < nnz; k++)
+        ci[k] = A->colind[base + k];
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create_dist(b, comm, count, A->nrows, rp, ci, A->val + base, "auto", NULL,
+                                 &M));
+    free(rp);
+    free(ci);
+    return M;
+}
+
+void ks_test_dist_rhs(ks_vec *b)
+{
+    const ks_int n = ks_vec_size(b);
+    const ks_gint r0 = ks_vec_row_begin(b);
+    double *h = malloc(((size_t)n + 1) * sizeof *h);
+    for (ks_int i = 0; i < n; i++)
+        h[i] = 1.0 + sin(0.37 * (double)(r0 + i));
+    KS_ALL(ks_vec_set_host(b, h));
+    free(h);
+}
 
 int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...)
 {

@@ -45,6 +45,13 @@ int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...) KS_PRIN
             ks_last_error(), ks_error_name(want), (part));                          \
     } while (0)
 
+/* Collective: rows begin .. begin + count - 1 of the global matrix A as
+ * this rank's part of a distributed matrix on backend b ("auto" format). */
+ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count);
+/* b[i] = 1 + sin(0.37 g) for this rank's rows g of the distributed vector
+ * b (a right-hand side with no symmetry the solvers could use). */
+void ks_test_dist_rhs(ks_vec *b);
+
 /* The whole program: MPI_Init, the globals above, make()'s suite run as
  * described, the ranks' failures combined, after() (may be NULL: extra
  * output, on every rank), the teardown. Returns the exit status. At most

@@ -6,7 +6,7 @@
  * file or b of the wrong length fails with exit status 2 and the file's
  * name (and line), and a header claiming more rows than the memory holds
  * is refused before allocating; what is not done yet (AMG, several backends) fails with
- * exit status 2 and says so. This program itself never calls MPI: it
+ * exit status 2 and says so; with a GPU, PCG + AMG on cuda over 2 ranks. This program itself never calls MPI: it
  * starts mpirun as a child. */
 #include "cli_run.h"
 #include "ks_test.h"
@@ -146,6 +146,58 @@ START_TEST(test_not_done_yet)
     /* not converged: status 1 on every rank */
     EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 -p solver.max_iters=3", 1);
     ck_assert_msg(strstr(out_buf, "MAX_ITERS"), "%s", out_buf);
+}
+END_TEST
+
+/* The number after "key": in a JSON text (NAN when the key is absent). */
+static double json_number(const char *text, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(text, k);
+    return p ? strtod(p + strlen(k), NULL) : NAN;
+}
+
+/* PCG + AMG on the cuda backend under mpirun -np 2 (both ranks may share
+ * one GPU): the default configuration and PMIS with D1 and JACOBI_L1
+ * within 2 iterations of one process on cuda and of 2 ranks on the cpu;
+ * the report's MPI lines and JSON's halo figures (the staged exchange's
+ * time, with its copies) there. Added only where a CUDA device exists. */
+START_TEST(test_cuda_amg_over_ranks)
+{
+    const char *json = ks_test_tmpfile(".json");
+    const char *variants[] = {"",
+                              "-p solver.preconditioner.smoother.solver=JACOBI_L1 "
+                              "-p solver.preconditioner.interpolator=D1"};
+    for (int v = 0; v < 2; v++) {
+        char args[1024];
+        snprintf(args, sizeof args, "--backend cuda -p matrix.n=20 %s", variants[v]);
+        EXPECT_RC(0, args, 0);
+        const int one = iterations();
+        snprintf(args, sizeof args, "--backend cpu -p matrix.n=20 %s", variants[v]);
+        EXPECT_RC(2, args, 0);
+        const int cpu2 = iterations();
+        snprintf(args, sizeof args, "--backend cuda -p matrix.n=20 %s --json '%s'", variants[v],
+                 json);
+        EXPECT_RC(2, args, 0);
+        const int cu2 = iterations();
+        ck_assert_msg(strstr(out_buf, "2 MPI ranks") && strstr(out_buf, "CONVERGED") &&
+                          strstr(out_buf, "solve communication       halo "),
+                      "variant '%s':\n%s", variants[v], out_buf);
+        ck_assert_msg(abs(cu2 - one) <= 2 && abs(cu2 - cpu2) <= 2,
+                      "variant '%s': iterations: cuda on 2 ranks %d, cuda on one process %d, "
+                      "cpu on 2 ranks %d", variants[v], cu2, one, cpu2);
+        static char text[1 << 16];
+        slurp(json, text, sizeof text);
+        const double hs = json_number(text, "halo_seconds"),
+                     hx = json_number(text, "halo_exchanges");
+        ck_assert_msg(hs > 0.0 && hx >= cu2, "variant '%s': halo_seconds %g, halo_exchanges %g "
+                      "for %d iterations in\n%s", variants[v], hs, hx, cu2, text);
+        printf("cuda AMG under mpirun, variant '%s': %d iterations on 2 ranks (one process %d, "
+               "cpu 2 ranks %d), halo %.3g s in %.0f exchanges\n",
+               variants[v], cu2, one, cpu2, hs, hx);
+    }
+    remove(json);
 }
 END_TEST
 
@@ -357,6 +409,10 @@ int main(void)
     tcase_add_test(t, test_bad_file_over_ranks);
     tcase_add_test(t, test_huge_header_over_ranks);
     tcase_add_test(t, test_options_over_ranks);
+    if (ks_test_have_cuda())
+        tcase_add_test(t, test_cuda_amg_over_ranks);
+    else
+        ks_test_skip(1, "no CUDA device: the tool's cuda AMG solve under mpirun");
     if (ks_test_shared_matrix("fv1.mtx.gz"))
         tcase_add_test(t, test_shared_file_over_ranks);
     else

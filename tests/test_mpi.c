@@ -892,6 +892,15 @@ START_TEST(test_device_backend)
                                      D.rowptr, D.colind, D.val, "auto", NULL, &M),
                KS_ERR_UNSUPPORTED, "no gather");
     ALL(M == NULL, "no matrix after a failure");
+    /* nor can one without staging copies stage */
+    ops.gather = orig->gather;
+    ops.stage_wait = NULL;
+    ks_halo_stage_always = 1;
+    EXPECT_ERR(ks_matrix_create_dist(rank == last ? nog : be, comm, D.nrows, D.ncols_global,
+                                     D.rowptr, D.colind, D.val, "auto", NULL, &M),
+               KS_ERR_UNSUPPORTED, "no staging copies");
+    ks_halo_stage_always = 0;
+    ALL(M == NULL, "no matrix after a failure");
     nog->ops = orig;
     ks_backend_destroy(&nog);
     ks_dist_csr_free(&D);

@@ -80,18 +80,7 @@ static ks_matrix *dist_of(const ks_csr *A, int kind)
     ks_gint b;
     ks_int n;
     layout(kind, A->nrows, &b, &n);
-    const ks_int base = A->rowptr[b], nnz = A->rowptr[b + n] - base;
-    ks_int *rp = malloc(((size_t)n + 1) * sizeof *rp);
-    ks_gint *ci = malloc(((size_t)nnz + 1) * sizeof *ci);
-    for (ks_int i = 0; i <= n; i++)
-        rp[i] = A->rowptr[b + i] - base;
-    for (ks_int k = 0; k < nnz; k++)
-        ci[k] = A->colind[base + k];
-    ks_matrix *M = NULL;
-    KS_ALL(ks_matrix_create_dist(be, comm, n, A->nrows, rp, ci, A->val + base, "auto", NULL, &M));
-    free(rp);
-    free(ci);
-    return M;
+    return ks_test_dist_rows(be, A, b, n);
 }
 
 /* ---------------------------------------------------------------- solves */
@@ -134,8 +123,6 @@ static ks_config *config_of(const amg_case *c)
     return cfg;
 }
 
-static double rhs_value(ks_gint i) { return 1.0 + sin(0.37 * (double)i); }
-
 typedef struct solve_out {
     ks_solve_status status;
     int iterations;
@@ -154,11 +141,7 @@ static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
     KS_ALL(ks_matrix_vec_create(M, &b));
     KS_ALL(ks_matrix_vec_create(M, &x));
     const ks_int n = ks_matrix_rows(M);
-    const ks_gint r0 = ks_matrix_row_begin(M);
-    double *bh = malloc(((size_t)n + 1) * sizeof *bh);
-    for (ks_int i = 0; i < n; i++)
-        bh[i] = rhs_value(r0 + i);
-    KS_ALL(ks_vec_set_host(b, bh));
+    ks_test_dist_rhs(b);
     KS_ALL(ks_vec_fill(x, 0.0));
     KS_ALL(ks_solver_solve(s, b, x));
     const ks_solve_stats *st = ks_solver_stats(s);
@@ -167,7 +150,6 @@ static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
     o->true_rel = st->true_relative_residual;
     o->x = malloc(((size_t)n + 1) * sizeof *o->x);
     KS_ALL(ks_vec_get_host(x, o->x));
-    free(bh);
     ks_vec_destroy(&b);
     ks_vec_destroy(&x);
     ks_solver_destroy(&s);

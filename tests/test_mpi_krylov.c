@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double rhs_value(ks_gint i) { return 1.0 + sin(0.37 * (double)i); }
-
 /* This rank's row count: even blocks, or (3 ranks or more) rank 1 empty. */
 static ks_int my_rows(int64_t n, int empty_rank)
 {
@@ -50,11 +48,7 @@ static void solve(ks_matrix *M, const char *solver, const char *pc, int restart,
     KS_ALL(ks_matrix_vec_create(M, &b));
     KS_ALL(ks_matrix_vec_create(M, &x));
     ks_int n = ks_matrix_rows(M);
-    ks_gint r0 = ks_matrix_row_begin(M);
-    double *bh = malloc(((size_t)n + 1) * sizeof *bh);
-    for (ks_int i = 0; i < n; i++)
-        bh[i] = rhs_value(r0 + i);
-    KS_ALL(ks_vec_set_host(b, bh));
+    ks_test_dist_rhs(b);
     KS_ALL(ks_vec_fill(x, 0.0));
     ks_comm_reset_stats(comm);
     KS_ALL(ks_solver_solve(s, b, x));
@@ -65,7 +59,6 @@ static void solve(ks_matrix *M, const char *solver, const char *pc, int restart,
     o->iterations = ks_solver_stats(s)->iterations;
     o->x = malloc(((size_t)n + 1) * sizeof *o->x);
     KS_ALL(ks_vec_get_host(x, o->x));
-    free(bh);
     ks_vec_destroy(&b);
     ks_vec_destroy(&x);
     ks_solver_destroy(&s);

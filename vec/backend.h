@@ -101,6 +101,19 @@ typedef struct ks_backend_ops {
      * (cuda: makes the device current there). */
     ks_backend *(*side)(ks_backend *be);
     ks_error (*attach)(ks_backend *be);
+    /* Optional: copies between host_alloc memory and be's on a staging
+     * queue of their own, returning at once (a distributed matrix's halo:
+     * the host waits for the ghost values it sends without waiting for the
+     * kernels queued after them, and what arrived is copied in beside
+     * them). stage_download runs after all work queued on be so far (with
+     * bytes 0 it only orders the queue so); stage_upload after the staging
+     * copies before it, and work queued on be afterwards waits for it;
+     * stage_wait returns when every staging copy is done. Required to
+     * stage a halo (a backend without host memory, an MPI that does not
+     * read its memory). */
+    ks_error (*stage_download)(ks_backend *be, void *dst, const void *src, size_t bytes);
+    ks_error (*stage_upload)(ks_backend *be, void *dst, const void *src, size_t bytes);
+    ks_error (*stage_wait)(ks_backend *be);
 
     /* Block vectors (ks_block): n rows of k columns, row-interleaved
      * (entry (i, j) at x[i*k + j]), 1 <= k <= KS_BLOCK_MAX_COLS; the

@@ -511,6 +511,11 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .download = cpu_memcpy,
     .copy = cpu_memcpy,
     .sync = cpu_sync,
+    /* host memory: a staging copy is done when the call returns (the
+     * halo's staged path runs so in tests: ks_halo_stage_always) */
+    .stage_download = cpu_memcpy,
+    .stage_upload = cpu_memcpy,
+    .stage_wait = cpu_sync,
     .fill = cpu_fill,
     .scale = cpu_scale,
     .axpy = cpu_axpy,

@@ -48,6 +48,10 @@ typedef struct cuda_impl {
     cudaMemPool_t pool; /* the backend's own stream-ordered pool */
     ks_backend *side;   /* cuda_side's backend, made on first need */
     int borrowed;       /* 1 in a side backend: pool belongs to the parent */
+    /* The staging queue (stage_download etc.), made on first use: a
+     * stream, and events ordering it against `stream` both ways. */
+    cudaStream_t stage;
+    cudaEvent_t to_stage, from_stage;
 } cuda_impl;
 
 static cuda_impl *impl_of(ks_backend *be) { return (cuda_impl *)be->impl; }
@@ -349,6 +353,14 @@ static void cuda_cleanup(cuda_impl *c)
         (void)cudaFree(c->partials);
     if (c->result)
         (void)cudaFreeHost(c->result);
+    if (c->stage)
+        (void)cudaStreamSynchronize(c->stage);
+    if (c->to_stage)
+        (void)cudaEventDestroy(c->to_stage);
+    if (c->from_stage)
+        (void)cudaEventDestroy(c->from_stage);
+    if (c->stage)
+        (void)cudaStreamDestroy(c->stage);
     if (c->stream)
         (void)cudaStreamDestroy(c->stream);
     /* blocks still allocated keep it alive until they are freed */
@@ -552,6 +564,53 @@ static void cuda_host_free(ks_backend *be, void *p)
         (void)cudaFreeHost(p);
         (void)cudaGetLastError();
     }
+}
+
+/* The staging queue of the halo exchange: a second stream, so the host
+ * waits for the packed ghost values' copy alone while the local product
+ * queued after it runs, and the received values' copy runs beside that
+ * product. Made on first use (only distributed matrices stage). */
+static ks_error stage_queue(cuda_impl *c)
+{
+    if (c->stage)
+        return KS_OK;
+    KS_CUDA_CHECK(cudaEventCreateWithFlags(&c->to_stage, cudaEventDisableTiming));
+    KS_CUDA_CHECK(cudaEventCreateWithFlags(&c->from_stage, cudaEventDisableTiming));
+    KS_CUDA_CHECK(cudaStreamCreate(&c->stage));
+    return KS_OK;
+}
+
+/* After everything queued on the stream so far (the gather that packed
+ * src, the last reader of whatever the next stage_upload overwrites). */
+static ks_error cuda_stage_download(ks_backend *be, void *dst, const void *src, size_t bytes)
+{
+    cuda_impl *c = impl_of(be);
+    KS_TRY(stage_queue(c));
+    KS_CUDA_CHECK(cudaEventRecord(c->to_stage, c->stream));
+    KS_CUDA_CHECK(cudaStreamWaitEvent(c->stage, c->to_stage, 0));
+    if (bytes > 0)
+        KS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stage));
+    return KS_OK;
+}
+
+/* Beside the kernels already queued; those queued later wait for it. */
+static ks_error cuda_stage_upload(ks_backend *be, void *dst, const void *src, size_t bytes)
+{
+    cuda_impl *c = impl_of(be);
+    KS_TRY(stage_queue(c));
+    if (bytes > 0)
+        KS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stage));
+    KS_CUDA_CHECK(cudaEventRecord(c->from_stage, c->stage));
+    KS_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->from_stage, 0));
+    return KS_OK;
+}
+
+static ks_error cuda_stage_wait(ks_backend *be)
+{
+    cuda_impl *c = impl_of(be);
+    if (c->stage)
+        KS_CUDA_CHECK(cudaStreamSynchronize(c->stage));
+    return KS_OK;
 }
 
 /* The blocks a setup freed go back to the device (beyond KS_CU_POOL_KEEP
@@ -846,6 +905,9 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_host_free,     /* host_free */
     cuda_side,          /* side */
     cuda_attach,        /* attach */
+    cuda_stage_download, /* stage_download */
+    cuda_stage_upload,   /* stage_upload */
+    cuda_stage_wait,     /* stage_wait */
     ks_cuda_baxpby,     /* baxpby */
     ks_cuda_baxpbypcz,  /* baxpbypcz */
     ks_cuda_bpmul,      /* bpmul */

@@ -1,0 +1,369 @@
+/* Distributed AMG on the cuda backend, under mpirun on 1 and 2 ranks
+ * (tests/meson.build; every rank may share one GPU). For each problem and
+ * configuration (the default PCG + AMG, and PMIS with D1 / JACOBI_L1 and
+ * D2 / JACOBI with a W cycle, small coarsest levels so that coarse levels
+ * move onto fewer ranks), four solves of the same system:
+ *   - the float64 reference: one process, cpu backend;
+ *   - one process on cuda (ks_amg_setup's device setup);
+ *   - distributed on cpu (mpi/amg_dist_setup.c);
+ *   - distributed on cuda (the same setup, the operators on the device).
+ * Checked: every solve converges; the distributed cuda solve's iterations
+ * within 2 of the one-process cuda solve and of the distributed cpu solve;
+ * its hierarchy the distributed cpu one (levels, global rows and nonzeros
+ * of A, P and R: the setup runs the same host pieces); x within 1e-7 (of
+ * max |x|) of the reference and the true residual reached; a second solve
+ * with the same iterations; with more than one rank, halo exchanges
+ * counted with their time and bytes. Skipped, with the reason printed,
+ * unless every rank has a CUDA device. Rank 0 prints each case's numbers. */
+#include "ks_test_mpi.h"
+#include "ksolve_mpi.h"
+#include "mpi/mpi_internal.h" /* ks_halo_stage_always */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ks_backend *cuda;
+static int have_cuda;
+static char cuda_err[256]; /* why the backend could not be made, on this rank */
+
+/* The cuda backend exists on every rank (made in suite()). */
+static void need_cuda(void)
+{
+    ALL(cuda != NULL, "ks_backend_create(\"cuda\") failed on a rank with a device: %s",
+        cuda_err);
+}
+
+static void generate(ks_gen_kind kind, int n, ks_csr *A)
+{
+    ks_gen_params g;
+    ks_gen_params_default(&g);
+    g.kind = kind;
+    g.nx = g.ny = g.nz = n;
+    KS_CHECK(ks_generate(&g, A));
+}
+
+/* This rank's rows of N: even blocks, or (empty = 1, several ranks) all
+ * on rank 0 but a tenth on the last rank, the ranks between without rows. */
+static void layout(int empty, ks_int N, ks_gint *begin, ks_int *count)
+{
+    ks_int c[8] = {0};
+    if (!empty || nranks == 1) {
+        for (int q = 0; q < nranks; q++)
+            c[q] = N / nranks + (q < N % nranks);
+    } else {
+        c[nranks - 1] = N / 10;
+        c[0] = N - c[nranks - 1];
+    }
+    ks_gint b = 0;
+    for (int q = 0; q < rank; q++)
+        b += c[q];
+    *begin = b;
+    *count = c[rank];
+}
+
+/* A's rows of this rank as a distributed matrix on dbe. */
+static ks_matrix *dist_of(ks_backend *dbe, const ks_csr *A, int empty)
+{
+    ks_gint b;
+    ks_int n;
+    layout(empty, A->nrows, &b, &n);
+    return ks_test_dist_rows(dbe, A, b, n);
+}
+
+typedef struct amg_case {
+    const char *name;
+    const char *smoother, *interp, *cycle; /* NULL: the default configuration's */
+} amg_case;
+
+static ks_config *config_of(const amg_case *c)
+{
+    ks_config *cfg = NULL;
+    KS_CHECK(ks_config_create_default(&cfg));
+    KS_CHECK(ks_config_set(cfg, "solver.solver", "PCG"));
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.solver", "AMG"));
+    if (c->smoother) {
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.selector", "PMIS"));
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother.solver", c->smoother));
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.interpolator", c->interp));
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.cycle", c->cycle));
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.coarse_max_rows", "40"));
+    }
+    KS_CHECK(ks_config_set(cfg, "solver.tolerance", "1e-10"));
+    KS_CHECK(ks_config_set(cfg, "solver.max_iters", "300"));
+    return cfg;
+}
+
+typedef struct solve_out {
+    ks_solve_status status;
+    int iterations, again; /* the first solve's and a second one's iterations */
+    double true_rel;
+    int nlevels;
+    long long sizes[4 * 32]; /* per level: rows, nnz, P nnz, R nnz */
+    ks_comm_stats cs;        /* the first solve's communication */
+    ks_int nrows;            /* this rank's rows */
+    double *x;               /* M's rows of this rank */
+} solve_out;
+
+static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
+{
+    memset(o, 0, sizeof *o);
+    ks_config *cfg = config_of(c);
+    ks_solver *s = NULL;
+    ks_vec *b = NULL, *x = NULL;
+    KS_ALL(ks_solver_create(ks_matrix_backend(M), cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    ks_hierarchy_info h;
+    KS_ALL(ks_solver_hierarchy(s, &h));
+    o->nlevels = h.nlevels < 32 ? h.nlevels : 32;
+    for (int l = 0; l < o->nlevels; l++) {
+        o->sizes[4 * l] = h.levels[l].rows;
+        o->sizes[4 * l + 1] = h.levels[l].nnz;
+        o->sizes[4 * l + 2] = h.levels[l].p_nnz;
+        o->sizes[4 * l + 3] = h.levels[l].r_nnz;
+    }
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    const ks_int n = ks_matrix_rows(M);
+    o->nrows = n;
+    ks_test_dist_rhs(b);
+    KS_ALL(ks_vec_fill(x, 0.0));
+    ks_comm_reset_stats(comm);
+    KS_ALL(ks_solver_solve(s, b, x));
+    KS_ALL(ks_comm_get_stats(comm, &o->cs));
+    const ks_solve_stats *st = ks_solver_stats(s);
+    o->status = st->status;
+    o->iterations = st->iterations;
+    o->true_rel = st->true_relative_residual;
+    o->x = malloc(((size_t)n + 1) * sizeof *o->x);
+    KS_ALL(ks_vec_get_host(x, o->x));
+    KS_ALL(ks_vec_fill(x, 0.0));
+    KS_ALL(ks_solver_solve(s, b, x));
+    o->again = ks_solver_stats(s)->iterations;
+    ks_vec_destroy(&b);
+    ks_vec_destroy(&x);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+}
+
+/* One process (every rank alike) on backend obe. */
+static void solve_one(ks_backend *obe, const ks_csr *A, const amg_case *c, solve_out *o)
+{
+    ks_matrix *M = NULL;
+    KS_ALL(ks_matrix_create(obe, A, "auto", NULL, &M));
+    solve(M, c, o);
+    ks_matrix_destroy(&M);
+}
+
+static int same_hierarchy(const solve_out *a, const solve_out *b)
+{
+    return a->nlevels == b->nlevels &&
+           !memcmp(a->sizes, b->sizes, 4 * (size_t)a->nlevels * sizeof a->sizes[0]);
+}
+
+static void compare(const char *problem, const ks_csr *A, const amg_case *c, int empty)
+{
+    solve_out ref, one_cu, dcpu, dcu;
+    solve_one(be, A, c, &ref);
+    solve_one(cuda, A, c, &one_cu);
+    ks_matrix *Mc = dist_of(be, A, empty), *Mg = dist_of(cuda, A, empty);
+    solve(Mc, c, &dcpu);
+    solve(Mg, c, &dcu);
+    const ks_gint r0 = ks_matrix_row_begin(Mg);
+    const ks_int n = ks_matrix_rows(Mg);
+    double v[2] = {0.0, 0.0};
+    for (ks_int i = 0; i < n; i++) {
+        v[0] = fmax(v[0], fabs(dcu.x[i] - ref.x[r0 + i]));
+        v[1] = fmax(v[1], fabs(ref.x[r0 + i]));
+    }
+    KS_ALL(ks_comm_max(comm, v, 2));
+    char what[160];
+    snprintf(what, sizeof what, "%s, %s, %d ranks%s", problem, c->name, nranks,
+             empty && nranks > 1 ? " (uneven rows, any ranks between empty)" : "");
+    ALL(ref.status == KS_SOLVE_CONVERGED && one_cu.status == KS_SOLVE_CONVERGED &&
+            dcpu.status == KS_SOLVE_CONVERGED && dcu.status == KS_SOLVE_CONVERGED,
+        "%s: not converged: reference %s, one-process cuda %s, distributed cpu %s, "
+        "distributed cuda %s",
+        what, ks_solve_status_name(ref.status), ks_solve_status_name(one_cu.status),
+        ks_solve_status_name(dcpu.status), ks_solve_status_name(dcu.status));
+    ALL(abs(dcu.iterations - one_cu.iterations) <= 2,
+        "%s: distributed cuda took %d iterations, one-process cuda %d (allowed +-2)", what,
+        dcu.iterations, one_cu.iterations);
+    ALL(abs(dcu.iterations - dcpu.iterations) <= 2,
+        "%s: distributed cuda took %d iterations, distributed cpu %d (allowed +-2)", what,
+        dcu.iterations, dcpu.iterations);
+    ALL(same_hierarchy(&dcu, &dcpu),
+        "%s: the distributed cuda hierarchy (%d levels, level 1: %lld rows) differs from the "
+        "distributed cpu one (%d levels, level 1: %lld rows)",
+        what, dcu.nlevels, dcu.nlevels > 1 ? dcu.sizes[4] : 0LL, dcpu.nlevels,
+        dcpu.nlevels > 1 ? dcpu.sizes[4] : 0LL);
+    ALL(dcu.true_rel < 1e-9, "%s: distributed cuda: true relative residual %g", what,
+        dcu.true_rel);
+    ALL(v[0] <= 1e-7 * v[1], "%s: distributed cuda x differs from the float64 reference by %g "
+        "(max |x| %g)", what, v[0], v[1]);
+    ALL(dcu.again == dcu.iterations, "%s: distributed cuda: a second solve took %d iterations, "
+        "the first %d", what, dcu.again, dcu.iterations);
+    /* Each rank with a neighbour exchanges every SpMV's halo; the time
+     * includes the staging copies through the host. */
+    ks_int ng = 0, ns = 0;
+    int nb = 0;
+    KS_ALL(ks_matrix_halo_size(Mg, &ng, &ns, &nb));
+    ALL(nb == 0 || (dcu.cs.halo_exchanges >= dcu.iterations && dcu.cs.halo_seconds > 0.0 &&
+                    (ns == 0 || dcu.cs.halo_bytes_sent > 0.0)),
+        "%s: rank %d has %d neighbours but counted %lld halo exchanges, %g s, %g bytes sent",
+        what, rank, nb, dcu.cs.halo_exchanges, dcu.cs.halo_seconds, dcu.cs.halo_bytes_sent);
+    if (rank == 0)
+        printf("%s: iterations: distributed cuda %d, one-process cuda %d, distributed cpu %d, "
+               "reference %d; %d levels; rank 0 halo: %lld exchanges, %.3g s, %.0f bytes sent, "
+               "%d neighbours\n",
+               what, dcu.iterations, one_cu.iterations, dcpu.iterations, ref.iterations,
+               dcu.nlevels, dcu.cs.halo_exchanges, dcu.cs.halo_seconds, dcu.cs.halo_bytes_sent,
+               nb);
+    free(ref.x);
+    free(one_cu.x);
+    free(dcpu.x);
+    free(dcu.x);
+    ks_matrix_destroy(&Mc);
+    ks_matrix_destroy(&Mg);
+}
+
+static const amg_case cases[] = {
+    {"default PCG + AMG", NULL, NULL, NULL},
+    {"PMIS D1 JACOBI_L1 V", "JACOBI_L1", "D1", "V"},
+    {"PMIS D2 JACOBI W", "JACOBI", "D2", "W"},
+};
+
+START_TEST(test_poisson7)
+{
+    need_cuda();
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 16, &A);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        compare("7-point 16^3", &A, &cases[k], 0);
+    compare("7-point 16^3", &A, &cases[1], 1);
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(test_poisson27)
+{
+    need_cuda();
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_27, 12, &A);
+    compare("27-point 12^3", &A, &cases[0], 0);
+    compare("27-point 12^3", &A, &cases[2], 0);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* Without a GPU too: every level's halo (A, P, R, the coarse inverse)
+ * staged through host buffers and the backend's staging queue, the path
+ * cuda takes, gives the unstaged distributed solve's iterations and bits
+ * on the cpu (the copies change no arithmetic). */
+START_TEST(test_staged_levels_cpu)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 12, &A);
+    for (size_t k = 0; k < 2; k++) {
+        solve_out plain, staged;
+        ks_matrix *M = dist_of(be, &A, 1);
+        solve(M, &cases[k], &plain);
+        ks_matrix_destroy(&M);
+        ks_halo_stage_always = 1;
+        M = dist_of(be, &A, 1);
+        solve(M, &cases[k], &staged);
+        ks_matrix_destroy(&M);
+        ks_halo_stage_always = 0;
+        int same = plain.status == KS_SOLVE_CONVERGED && staged.iterations == plain.iterations &&
+                   same_hierarchy(&plain, &staged);
+        const ks_int n = plain.nrows;
+        for (ks_int i = 0; same && i < n; i++)
+            same = !memcmp(&plain.x[i], &staged.x[i], sizeof(double));
+        ALL(same, "%s on %d ranks: staged halos give %d iterations (%s), unstaged %d (%s), or "
+            "other bits or levels", cases[k].name, nranks, staged.iterations,
+            ks_solve_status_name(staged.status), plain.iterations,
+            ks_solve_status_name(plain.status));
+        free(plain.x);
+        free(staged.x);
+    }
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* The standalone AMG solver over ranks on cuda: the cycle alone. */
+START_TEST(test_amg_standalone)
+{
+    need_cuda();
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 12, &A);
+    ks_config *cfg = NULL;
+    KS_CHECK(ks_config_create_default(&cfg));
+    KS_CHECK(ks_config_set(cfg, "solver.solver", "AMG"));
+    KS_CHECK(ks_config_set(cfg, "solver.tolerance", "1e-8"));
+    KS_CHECK(ks_config_set(cfg, "solver.max_iters", "100"));
+    int its[2] = {0, 0};
+    ks_solve_status st[2] = {KS_SOLVE_DIVERGED, KS_SOLVE_DIVERGED};
+    ks_backend *bes[2] = {be, cuda};
+    for (int k = 0; k < 2; k++) {
+        ks_matrix *M = dist_of(bes[k], &A, 0);
+        ks_solver *s = NULL;
+        ks_vec *b = NULL, *x = NULL;
+        KS_ALL(ks_solver_create(bes[k], cfg, &s));
+        KS_ALL(ks_solver_setup(s, M));
+        KS_ALL(ks_matrix_vec_create(M, &b));
+        KS_ALL(ks_matrix_vec_create(M, &x));
+        KS_ALL(ks_vec_fill(b, 1.0));
+        KS_ALL(ks_vec_fill(x, 0.0));
+        KS_ALL(ks_solver_solve(s, b, x));
+        its[k] = ks_solver_stats(s)->iterations;
+        st[k] = ks_solver_stats(s)->status;
+        ks_vec_destroy(&b);
+        ks_vec_destroy(&x);
+        ks_solver_destroy(&s);
+        ks_matrix_destroy(&M);
+    }
+    ALL(st[0] == KS_SOLVE_CONVERGED && st[1] == KS_SOLVE_CONVERGED && abs(its[0] - its[1]) <= 2,
+        "standalone AMG on %d ranks: cpu %s in %d, cuda %s in %d iterations", nranks,
+        ks_solve_status_name(st[0]), its[0], ks_solve_status_name(st[1]), its[1]);
+    if (rank == 0)
+        printf("standalone AMG, 7-point 12^3, %d ranks: cuda %d, cpu %d iterations\n", nranks,
+               its[1], its[0]);
+    ks_config_destroy(&cfg);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* The skip line scripts/test counts (the MPI harness prints none itself);
+ * the cuda backend goes before MPI_Finalize. */
+static void after(void)
+{
+    if (rank == 0 && !have_cuda)
+        printf("SKIPPED: 3 (no CUDA device on every rank: distributed AMG on cuda)\n");
+    ks_backend_destroy(&cuda);
+}
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("mpi_amg_cuda");
+    TCase *t = tcase_create("amg_cuda");
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, test_staged_levels_cpu);
+    /* every rank must have a device (a collective question) */
+    have_cuda = ks_backend_available("cuda");
+    MPI_Allreduce(MPI_IN_PLACE, &have_cuda, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (have_cuda) {
+        if (ks_backend_create("cuda", &cuda) != KS_OK)
+            snprintf(cuda_err, sizeof cuda_err, "%s", ks_last_error());
+        tcase_add_test(t, test_poisson7);
+        tcase_add_test(t, test_poisson27);
+        tcase_add_test(t, test_amg_standalone);
+    }
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return ks_test_mpi_run(&argc, &argv, "test_mpi_amg_cuda", suite, after);
+}

@@ -540,6 +540,7 @@ void ks_amg_clear(ks_amg *amg)
     ks_amg_spectral_cancel(amg);
     ks_amg_coarse_cancel(amg);
     ks_amg_graph_reset(amg);
+    ks_amg_blocks_free(amg);
     if (!amg->levels)
         return;
     ks_matrix *Am0 = amg->levels[0].Am;

@@ -119,6 +119,7 @@ typedef struct ks_amg {
     const double *graph_b, *graph_x;
     const void *graph_A;
     int graph_off;              /* capture failed or not offered: run directly */
+    struct ks_amg_blocks *blocks; /* the block cycle's level blocks (cycle_block.c) */
     /* ks_amg_info's per-level entries (refreshed by every call) and the
      * cycle profile (ks_amg_profile): per level and step, sums of seconds
      * and calls since profiling was turned on. */
@@ -252,6 +253,16 @@ int ks_amg_chebyshev_steps(const ks_amg *amg, int l);
  * result. x_zero = 1: start from x = 0 whatever x holds (preconditioner
  * use: z = M^-1 r). */
 ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero);
+
+/* -------------------------------------------------------- cycle_block.c */
+/* X = one cycle from X = 0 on every column of B (the preconditioner on k
+ * right-hand sides), by SpMM and block kernels. */
+ks_error ks_amg_cycle_block(ks_amg *amg, const ks_block *B, ks_block *X);
+/* 1 when the hierarchy's cycle has a block form (not Gauss-Seidel, not
+ * over MPI ranks). */
+int ks_amg_has_block_cycle(const ks_amg *amg);
+/* Free the block cycle's level blocks (ks_amg_clear). */
+void ks_amg_blocks_free(ks_amg *amg);
 
 /* -------------------------------------------------------- cycle_graph.c */
 /* z = one cycle from z = 0 (the preconditioner), replayed from a captured

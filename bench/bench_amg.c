@@ -81,6 +81,7 @@
 typedef struct opts {
     const char *gen, *mtx, *backends, *config, *algorithm, *solver, *format, *json;
     int n, repeat, vcycle, level_formats, breakdown;
+    int nrhs; /* --nrhs K: also K right-hand sides solved together */
     double tol;
     int nsets;
     const char *set_key[MAX_SETS];
@@ -104,6 +105,10 @@ static void usage(FILE *f)
             "  --format F          SpMV format of A [auto]\n"
             "  -p, --set KEY=VAL   any config key (ks_config_set), applied last; repeatable\n"
             "  --repeat R          timed setups and solves, medians reported [3]\n"
+            "  --nrhs K            also solve K right-hand sides together (ks_solver_solve_many:\n"
+            "                      column 0 the b of the one-column solve, column j > 0\n"
+            "                      A x_j with x_j[i] = sin(j (i+1))), its solve time beside\n"
+            "                      one right-hand side's (medians of --repeat) [1: not run]\n"
             "  --json FILE         write the results per backend as JSON (setup, per-phase\n"
             "                      setup, solve, time to solution, iterations, levels,\n"
             "                      complexities, hierarchy bytes, host memory)\n"
@@ -180,6 +185,12 @@ static int parse(int argc, char **argv, opts *o)
         } else if (!strcmp(a, "--n")) {
             o->n = (int)strtol(v, &end, 10);
             gen_given = 1;
+        } else if (!strcmp(a, "--nrhs")) {
+            o->nrhs = (int)strtol(v, &end, 10);
+            if (o->nrhs < 1 || o->nrhs > KS_BLOCK_MAX_COLS) {
+                fprintf(stderr, "bench_amg: --nrhs %s: 1 to %d\n", v, KS_BLOCK_MAX_COLS);
+                return 1;
+            }
         } else if (!strcmp(a, "--repeat")) {
             o->repeat = (int)strtol(v, &end, 10);
         } else if (!strcmp(a, "--tol")) {
@@ -341,6 +352,11 @@ typedef struct result {
     char step_names[KS_NSTEPS][16]; /* the summary's step_names */
     double profile_sum_s; /* sum over the levels, per cycle */
     double copy_gbs;      /* the backend's copy bandwidth (several backends only; 0: not run) */
+    /* --nrhs K > 1: the K columns solved together (median), the slowest
+     * column's iterations, the first status that is not CONVERGED */
+    int nrhs, many_iterations;
+    double many_s;
+    ks_solve_status many_status;
 } result;
 
 #define FAIL(call)                                                                       \
@@ -635,6 +651,63 @@ static const char *mb_text(double bytes, char *buf, size_t len)
     return buf;
 }
 
+/* --nrhs K: the K right-hand sides solved together, --repeat times after a
+ * warm-up; the median solve time beside the one-column solve's. tv:
+ * scratch of --repeat entries. */
+static int solve_many(ks_backend *be, const ks_csr *A, const double *bh, const opts *o, run *r,
+                      result *res, double *tv)
+{
+    int rc = 1;
+    const int k = o->nrhs;
+    const ks_int n = A->nrows;
+    ks_block *B = NULL, *X = NULL;
+    double *h = malloc((size_t)n * (size_t)k * sizeof *h + 1);
+    double *xj = malloc((size_t)n * sizeof *xj + 1), *bj = malloc((size_t)n * sizeof *bj + 1);
+    if (!h || !xj || !bj) {
+        fprintf(stderr, "bench_amg: out of memory\n");
+        goto done;
+    }
+    for (int j = 0; j < k; j++) {
+        if (j > 0) {
+            for (ks_int i = 0; i < n; i++)
+                xj[i] = sin((double)j * (double)(i + 1));
+            ks_csr_spmv_ref(A, 1.0, xj, 0.0, bj);
+        }
+        for (ks_int i = 0; i < n; i++) /* row-interleaved */
+            h[(size_t)i * k + j] = j ? bj[i] : bh[i];
+    }
+    FAIL(ks_block_create(be, n, k, &B));
+    FAIL(ks_block_create(be, n, k, &X));
+    FAIL(ks_block_set_host(B, h));
+    const ks_solve_stats *st = ks_solver_stats(r->s);
+    FAIL(ks_block_fill(X, 0.0)); /* warm-up: the level blocks are allocated */
+    FAIL(ks_solver_solve_many(r->s, B, X));
+    for (int t = 0; t < o->repeat; t++) {
+        FAIL(ks_block_fill(X, 0.0));
+        FAIL(ks_solver_solve_many(r->s, B, X));
+        tv[t] = st->solve_seconds;
+    }
+    res->nrhs = k;
+    res->many_s = bench_median(tv, o->repeat);
+    res->many_iterations = st->iterations;
+    res->many_status = st->status;
+    printf("  %d right-hand sides together: solve %.4f s = %.2fx one right-hand side's "
+           "(%.2fx per column), %s, iterations per column:",
+           k, res->many_s, res->many_s / res->solve_s, res->many_s / res->solve_s / k,
+           ks_solve_status_name(st->status));
+    for (int j = 0; j < k; j++)
+        printf(" %d", ks_solver_stats_column(r->s, j)->iterations);
+    printf("\n");
+    rc = 0;
+done:
+    ks_block_destroy(&B);
+    ks_block_destroy(&X);
+    free(h);
+    free(xj);
+    free(bj);
+    return rc;
+}
+
 /* Set up and solve A x = b on be with the fine matrix in fine_format and,
  * when level_format is not NULL, that AMG level format; print heading and
  * the results. Setups: a warm-up and --repeat timed ones (medians), but a
@@ -741,6 +814,8 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
         printf(" (sum %.4f)\n", sum);
     }
     printf("  time to solution %.4f s (setup + solve)\n", res->tts_s);
+    if (o->nrhs > 1 && solve_many(be, A, bh, o, r, res, tv))
+        goto done;
     if (res->levels)
         printf("  hierarchy memory %.2f MB, %.1f bytes per fine row, on the %s\n",
                res->bytes / MB, res->bytes_per_row, res->location);
@@ -1087,6 +1162,13 @@ static json_t *result_json(const result *q, const opts *o)
     bad |= jset(j, "status", json_string(ks_solve_status_name(q->status)));
     bad |= jset(j, "iterations", json_integer(q->iterations));
     bad |= jset(j, "true_relative_residual", jnum(q->true_rel));
+    if (q->nrhs > 1) {
+        bad |= jset(j, "nrhs", json_integer(q->nrhs));
+        bad |= jset(j, "solve_many_seconds", jnum(q->many_s));
+        bad |= jset(j, "solve_many_over_one", jnum(q->many_s / q->solve_s));
+        bad |= jset(j, "solve_many_iterations", json_integer(q->many_iterations));
+        bad |= jset(j, "solve_many_status", json_string(ks_solve_status_name(q->many_status)));
+    }
     bad |= jset(j, "setups_timed", json_integer(q->nsetups));
     bad |= jset(j, "solves_timed", json_integer(o->repeat));
     bad |= jset(j, "setup_seconds", jnum(q->setup_s));

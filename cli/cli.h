@@ -79,6 +79,9 @@ typedef struct ks_run_result {
     double total_seconds;         /* matrix + solver setup + solve */
     char format_reason[160];      /* ks_matrix_format_reason: "" when named */
     ks_dist_summary dist;         /* under mpirun; ranks = 0 otherwise */
+    int ncols;                    /* > 0: k right-hand sides solved together, */
+    ks_solve_stats *cols;         /* each column's statistics (owned; no history);
+                                   * stats above then summarises them */
 } ks_run_result;
 
 /* What was solved: shared by every backend's run. */
@@ -88,6 +91,7 @@ typedef struct ks_problem_info {
     char x0_source[KS_PATH_MAX + 64]; /* the --x0 file, or "" for x0 = 0 */
     int64_t duplicates_summed;
     ks_int nrows, ncols, nnz;
+    int nrhs;                      /* right-hand sides solved together (1: one) */
     double load_seconds;           /* reading or generating A */
 } ks_problem_info;
 

@@ -18,7 +18,10 @@ void ks_cli_usage(FILE *out)
             "\n"
             "Options (they override CONFIG.json):\n"
             "  -A, --matrix FILE        matrix in Matrix Market format (.mtx or .mtx.gz)\n"
-            "  -b, --rhs FILE           right-hand side vector (Matrix Market); default b = A*1\n"
+            "  -b, --rhs FILE           right-hand side vector (Matrix Market); default b = A*1;\n"
+            "                           an n x k array solves k systems at once\n"
+            "      --nrhs K             K right-hand sides, solved together (generated b:\n"
+            "                           column j > 0 is A x_j, x_j[i] = sin(j (i+1)))\n"
             "  -x, --solution FILE      write the solution x (Matrix Market array)\n"
             "      --x0 FILE            initial guess x0 (Matrix Market vector); default x0 = 0\n"
             "      --backend NAME       cpu, cuda, or cpu,cuda (both, compared side by side)\n"
@@ -107,6 +110,7 @@ static const opt_def opts[] = {
     {NULL, "--x0", "x0.file", O_SET},
     {NULL, "--backend", "backend", O_SET},
     {NULL, "--threads", "threads", O_SET_NUM},
+    {NULL, "--nrhs", "rhs.count", O_SET_NUM},
     {"-p", "--param", NULL, O_PARAM},
     {NULL, "--json", NULL, O_JSON},
     {"-h", "--help", NULL, O_HELP},

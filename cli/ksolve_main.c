@@ -64,8 +64,12 @@ static ks_error load_matrix(const ks_problem_params *pp, uint64_t row_bytes, ks_
     return KS_OK;
 }
 
-/* The right-hand side on the host (malloc'ed). */
-static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **bout,
+/* The right-hand sides on the host (malloc'ed): *kout columns of n values
+ * one after the other. A file gives its columns (rhs.count, when set,
+ * must agree); generated ones are rhs.count columns, the first as
+ * rhs.type says and column j > 0 b_j = A x_j with x_j[i] = sin(j (i + 1))
+ * (zero for rhs.type zero), so that every column differs. */
+static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **bout, int *kout,
                          ks_problem_info *pi)
 {
     *bout = NULL;
@@ -73,22 +77,36 @@ static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **
     if (pp->rhs_file[0]) {
         double *b;
         ks_int nb;
+        int k;
         /* a length other than A's rows is refused before it is allocated */
-        KS_TRY(ks_mm_read_vector_sized(pp->rhs_file, n, "b", "A", &b, &nb));
+        KS_TRY(ks_mm_read_block_sized(pp->rhs_file, n, "b", "A", &b, &nb, &k));
+        if (k > KS_BLOCK_MAX_COLS) {
+            free(b);
+            return ks_seterr(KS_ERR_SIZE, "%s: b has %d columns; at most %d right-hand sides "
+                             "are solved together", pp->rhs_file, k, KS_BLOCK_MAX_COLS);
+        }
+        if (pp->nrhs > 0 && pp->nrhs != k) {
+            free(b);
+            return ks_seterr(KS_ERR_SIZE, "%s: b has %d column%s but rhs.count (--nrhs) is %d",
+                             pp->rhs_file, k, k == 1 ? "" : "s", pp->nrhs);
+        }
         snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s", pp->rhs_file);
         *bout = b;
+        *kout = k;
         return KS_OK;
     }
-    double *b = ks_malloc((size_t)n * sizeof *b, "right-hand side");
-    double *x = ks_malloc((size_t)n * sizeof *x, "right-hand side");
+    const int k = pp->nrhs > 0 ? pp->nrhs : 1;
+    double *b = ks_malloc((size_t)n * (size_t)k * sizeof *b + 1, "right-hand side");
+    double *x = ks_malloc((size_t)n * sizeof *x + 1, "right-hand side");
     if (!b || !x) {
         free(b);
         free(x);
         return KS_ERR_MEMORY;
     }
     const char *kind = pp->rhs_kind;
-    if (strcmp(kind, "ones") == 0 || strcmp(kind, "zero") == 0) {
-        double v = kind[0] == 'o' ? 1.0 : 0.0;
+    const int zero = strcmp(kind, "zero") == 0;
+    if (strcmp(kind, "ones") == 0 || zero) {
+        double v = zero ? 0.0 : 1.0;
         for (ks_int i = 0; i < n; i++)
             b[i] = v;
         snprintf(pi->rhs_source, sizeof pi->rhs_source, "b = %g", v);
@@ -100,8 +118,22 @@ static ks_error make_rhs(const ks_problem_params *pp, const ks_csr *A, double **
         snprintf(pi->rhs_source, sizeof pi->rhs_source, "%s",
                  sine ? "b = A*x with x[i] = sin(i)" : "b = A*1 (no right-hand side given)");
     }
+    for (int j = 1; j < k; j++) {
+        double *bj = b + (size_t)j * (size_t)n;
+        for (ks_int i = 0; i < n; i++)
+            x[i] = zero ? 0.0 : sin((double)j * (double)(i + 1));
+        ks_csr_spmv_ref(A, 1.0, x, 0.0, bj);
+    }
+    if (k > 1) {
+        size_t len = strlen(pi->rhs_source);
+        snprintf(pi->rhs_source + len, sizeof pi->rhs_source - len,
+                 zero ? "; %d columns" : "; %d columns, b_j = A*x_j with x_j[i] = sin(j (i+1)) "
+                                         "for j > 0",
+                 k);
+    }
     free(x);
     *bout = b;
+    *kout = k;
     return KS_OK;
 }
 
@@ -120,13 +152,75 @@ static int split_backends(const char *list, char names[MAX_RUNS][16])
     return n;
 }
 
+/* Column-major host columns (n x k) into a row-interleaved block and back;
+ * k0 = 1 gives every column the same values (one x0 for all). */
+static ks_error block_from_host(ks_block *X, const double *cm, ks_int n, int k, int k0)
+{
+    double *h = ks_malloc((size_t)n * (size_t)k * sizeof *h + 1, "block upload");
+    if (!h)
+        return KS_ERR_MEMORY;
+    for (ks_int i = 0; i < n; i++)
+        for (int j = 0; j < k; j++)
+            h[(size_t)i * k + j] = cm[(size_t)(k0 == 1 ? 0 : j) * n + i];
+    ks_error e = ks_block_set_host(X, h);
+    free(h);
+    return e;
+}
+
+static ks_error block_to_host(const ks_block *X, ks_int n, int k, double *cm)
+{
+    double *h = ks_malloc((size_t)n * (size_t)k * sizeof *h + 1, "block download");
+    if (!h)
+        return KS_ERR_MEMORY;
+    ks_error e = ks_block_get_host(X, h);
+    for (ks_int i = 0; e == KS_OK && i < n; i++)
+        for (int j = 0; j < k; j++)
+            cm[(size_t)j * n + i] = h[(size_t)i * k + j];
+    free(h);
+    return e;
+}
+
+/* The k right-hand sides together (ks_solver_solve_many): blocks from the
+ * host columns, the solve, each column's statistics into r->cols. */
+static ks_error solve_block(ks_solver *s, ks_backend *be, ks_int n, int k, const double *b,
+                            const double *x0, int x0_cols, double *x_out, ks_run_result *r)
+{
+    ks_block *B = NULL, *X = NULL;
+    ks_error e = ks_block_create(be, n, k, &B);
+    if (e == KS_OK)
+        e = ks_block_create(be, n, k, &X);
+    if (e == KS_OK)
+        e = block_from_host(B, b, n, k, k);
+    if (e == KS_OK)
+        e = x0 ? block_from_host(X, x0, n, k, x0_cols) : ks_block_fill(X, 0.0);
+    if (e == KS_OK)
+        e = ks_solver_solve_many(s, B, X);
+    if (e == KS_OK) {
+        r->cols = ks_malloc((size_t)k * sizeof *r->cols, "per-column statistics");
+        if (!r->cols)
+            e = KS_ERR_MEMORY;
+    }
+    if (e == KS_OK) {
+        r->ncols = k;
+        for (int j = 0; j < k; j++) {
+            r->cols[j] = *ks_solver_stats_column(s, j);
+            r->cols[j].history = NULL;
+        }
+    }
+    if (e == KS_OK && x_out)
+        e = block_to_host(X, n, k, x_out);
+    ks_block_destroy(&B);
+    ks_block_destroy(&X);
+    return e;
+}
+
 /* One backend's run: matrix in the configured format, solver, solve from
  * x0 (NULL: zero). x_out (may be NULL) receives the solution; su what the
  * setup built (AMG grid table). The monitor's heading goes to rep (none
  * when quiet). Frees everything on every path but su. */
 static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *A,
-                            const double *b, const double *x0, int quiet, FILE *rep,
-                            double *x_out, ks_run_result *r, ks_run_setup *su)
+                            const double *b, int nrhs, const double *x0, int x0_cols, int quiet,
+                            FILE *rep, double *x_out, ks_run_result *r, ks_run_setup *su)
 {
     const ks_problem_params *pp = ks_problem_params_of(cfg);
     const ks_solver_params *sp = ks_config_solver_params(cfg);
@@ -154,6 +248,21 @@ static ks_error run_backend(ks_backend *be, const ks_config *cfg, const ks_csr *
     }
     if (e == KS_OK)
         e = ks_run_setup_capture(s, su);
+    if (e == KS_OK && nrhs > 1) {
+        if (sp->monitor_residual && !quiet)
+            fprintf(rep, "residual monitor: %s + %s on %s, %d right-hand sides\n", r->solver,
+                    r->precond, r->backend, nrhs);
+        fflush(rep);
+        e = solve_block(s, be, A->nrows, nrhs, b, x0, x0_cols, x_out, r);
+        if (e == KS_OK) {
+            const ks_solve_stats *st = ks_solver_stats(s);
+            r->stats = *st;
+            r->total_seconds = r->format_setup_seconds + st->setup_seconds + st->solve_seconds;
+        }
+        ks_solver_destroy(&s);
+        ks_matrix_destroy(&M);
+        return e != KS_OK ? ks_adderr(e, "%s backend", r->backend) : KS_OK;
+    }
     if (e == KS_OK)
         e = ks_vec_create(be, A->nrows, &bv);
     if (e == KS_OK)
@@ -273,6 +382,8 @@ typedef struct ks_cli_state {
     int nbe;
     ks_csr A;
     double *b, *x, *x0;
+    int nrhs;             /* columns of b (and x) */
+    int x0_cols;          /* columns of x0: 1 (every column starts from it) or nrhs */
     ks_run_result runs[MAX_RUNS];
     ks_run_setup setups[MAX_RUNS];
     int nruns;
@@ -284,6 +395,7 @@ static void state_free(ks_cli_state *st)
 {
     for (int i = 0; i < st->nruns; i++) {
         free(st->runs[i].history);
+        free(st->runs[i].cols);
         ks_run_setup_free(&st->setups[i]);
     }
     for (int i = 0; i < st->nbe; i++)
@@ -351,6 +463,11 @@ static int run(int argc, char **argv, ks_cli_state *st)
     const ks_problem_params *pp = ks_problem_params_of(st->cfg);
     const ks_solver_params *sp = ks_config_solver_params(st->cfg);
 #ifdef KS_HAVE_MPI
+    if (st->comm && pp->nrhs > 1) {
+        ks_seterr(KS_ERR_UNSUPPORTED, "rhs.count (--nrhs) %d under mpirun: block solves are "
+                  "local to one process (not yet done over MPI ranks)", pp->nrhs);
+        return fail();
+    }
     if (st->comm) { /* each rank solves its rows; rank 0 reports */
         int converged = 0;
         if (ks_cli_dist_solve(st->comm, st->cfg, a->json_file, a->quiet, &converged) != KS_OK)
@@ -383,23 +500,32 @@ static int run(int argc, char **argv, ks_cli_state *st)
         host_backends += ks_backend_host_memory(st->be[i]);
     if (load_matrix(pp, ks_cli_vector_row_bytes(pp, host_backends), &st->A, &st->pi) != KS_OK)
         return fail();
-    if (make_rhs(pp, &st->A, &st->b, &st->pi) != KS_OK)
+    if (make_rhs(pp, &st->A, &st->b, &st->nrhs, &st->pi) != KS_OK)
         return fail();
     if (pp->x0_file[0]) {
         ks_int n0;
-        if (ks_mm_read_vector_sized(pp->x0_file, st->A.nrows, "x0", "A", &st->x0, &n0) != KS_OK)
+        if (ks_mm_read_block_sized(pp->x0_file, st->A.nrows, "x0", "A", &st->x0, &n0,
+                                   &st->x0_cols) != KS_OK)
             return fail();
+        if (st->x0_cols != 1 && st->x0_cols != st->nrhs) {
+            ks_seterr(KS_ERR_SIZE, "%s: x0 has %d columns, b %d (give one column, which every "
+                      "system starts from, or one per right-hand side)",
+                      pp->x0_file, st->x0_cols, st->nrhs);
+            return fail();
+        }
         snprintf(st->pi.x0_source, sizeof st->pi.x0_source, "%s", pp->x0_file);
     }
+    st->pi.nrhs = st->nrhs;
     if (pp->solution_file[0]) {
-        st->x = ks_malloc((size_t)st->A.nrows * sizeof *st->x, "solution");
+        st->x = ks_malloc((size_t)st->A.nrows * (size_t)st->nrhs * sizeof *st->x + 1,
+                          "solution");
         if (!st->x)
             return fail();
     }
     for (int i = 0; i < st->nbe; i++) {
         st->nruns = i + 1;
         /* The solution written is the first backend's. */
-        if (run_backend(st->be[i], st->cfg, &st->A, st->b, st->x0, a->quiet,
+        if (run_backend(st->be[i], st->cfg, &st->A, st->b, st->nrhs, st->x0, st->x0_cols, a->quiet,
                         json_stdout ? stderr : stdout, i == 0 ? st->x : NULL, &st->runs[i],
                         &st->setups[i]) != KS_OK)
             return fail();
@@ -411,7 +537,7 @@ static int run(int argc, char **argv, ks_cli_state *st)
     if (!a->quiet)
         ks_report_print_setup(rep, &st->pi, sp, st->runs, st->setups, st->nruns);
     if (pp->solution_file[0]) {
-        if (ks_mm_write_vector(pp->solution_file, st->x, st->A.nrows) != KS_OK)
+        if (ks_mm_write_block(pp->solution_file, st->x, st->A.nrows, st->nrhs) != KS_OK)
             return fail();
         if (!a->quiet)
             fprintf(rep, "  solution (%s) written to %s\n", st->runs[0].backend,

@@ -20,6 +20,7 @@ typedef struct ks_problem_params {
     ks_gen_params gen;             /* default: poisson3d_7 sized to take seconds */
     char rhs_file[KS_PATH_MAX];    /* "" when rhs_kind is used */
     char rhs_kind[KS_NAME_MAX];    /* "A_ones" (b = A*1, default), "ones", "A_sin", "zero" */
+    int nrhs;                      /* right-hand sides (--nrhs): 0 = the file's columns, or 1 */
     char x0_file[KS_PATH_MAX];     /* initial guess; "" = x0 = 0 */
     char solution_file[KS_PATH_MAX]; /* "" = do not write */
     int threads;                   /* OpenMP threads; 0 = OpenMP's default (OMP_NUM_THREADS) */

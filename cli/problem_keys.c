@@ -163,6 +163,7 @@ static const ks_key_spec keys[] = {
      .xside = 0},
     {.path = "rhs.type", .type = KT_ENUM, .choices = rhs_choices, .store = ST_STRING,
      P_(rhs_kind), .xgroup = XG_RHS, .xside = 1},
+    {.path = "rhs.count", .type = KT_INT, .lo = 0, .hi = KS_BLOCK_MAX_COLS, .store = ST_INT, P_(nrhs)},
     {.path = "x0", .type = KT_SCOPE},
     {.path = "x0.file", .type = KT_PATH, .store = ST_STRING, P_(x0_file)},
     {.path = "solution", .type = KT_SCOPE},

@@ -329,6 +329,29 @@ static void row_setup(FILE *out, const char *label, const ks_run_setup *setups, 
     row_cells(out, label, cells, nruns < MAX_COLS ? nruns : MAX_COLS, NULL);
 }
 
+/* A block solve: one line per right-hand side and run (the rows above
+ * then summarise the columns: the most iterations, the largest residuals,
+ * the first status that is not CONVERGED). */
+static void print_columns(FILE *out, const ks_run_result *runs, int nruns)
+{
+    for (int i = 0; i < nruns; i++) {
+        const ks_run_result *r = &runs[i];
+        if (r->ncols <= 0)
+            continue;
+        fprintf(out, "\n  %d right-hand sides solved together%s%s (above: the slowest column, "
+                     "the largest residuals)\n",
+                r->ncols, nruns > 1 ? " on " : "", nruns > 1 ? r->backend : "");
+        fprintf(out, "  %8s  %10s  %14s  %14s  %s\n", "column", "iterations", "final rel res",
+                "true rel res", "status");
+        for (int j = 0; j < r->ncols; j++) {
+            const ks_solve_stats *c = &r->cols[j];
+            fprintf(out, "  %8d  %10d  %14.3e  %14.3e  %s%s%s\n", j, c->iterations,
+                    c->relative_residual, c->true_relative_residual,
+                    ks_solve_status_name(c->status), c->breakdown[0] ? ": " : "", c->breakdown);
+        }
+    }
+}
+
 static void print_dist(FILE *out, const ks_dist_summary *d)
 {
     char a[64], b[64];
@@ -443,6 +466,7 @@ void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver
                 fprintf(out, "  %s: %s: %s\n", runs[i].backend,
                         ks_solve_status_name(runs[i].stats.status), runs[i].stats.breakdown);
     }
+    print_columns(out, runs, nruns);
     if (nruns == 1)
         fprintf(out, "  (residual norm in %s; true relative residual = ||b - A x||_2 / ||b||_2, "
                      "recomputed)\n",
@@ -474,6 +498,24 @@ static json_t *run_json(const ks_run_result *r)
                      jnum(st->setup_seconds), "solve_seconds", jnum(st->solve_seconds),
                      "total_seconds", jnum(r->total_seconds), "seconds_per_iteration",
                      jnum(per_iter(r)), "history", hist ? hist : json_null());
+}
+
+/* Each right-hand side's statistics of a block solve. */
+static json_t *columns_json(const ks_run_result *r)
+{
+    json_t *a = json_array();
+    for (int j = 0; a && j < r->ncols; j++) {
+        const ks_solve_stats *c = &r->cols[j];
+        json_array_append_new(
+            a, json_pack("{s:i, s:s, s:s, s:b, s:i, s:o, s:o, s:o, s:o, s:o}", "column", j,
+                         "status", ks_solve_status_name(c->status), "breakdown", c->breakdown,
+                         "converged", c->status == KS_SOLVE_CONVERGED, "iterations",
+                         c->iterations, "initial_residual", jnum(c->initial_residual),
+                         "final_residual", jnum(c->final_residual), "rhs_norm",
+                         jnum(c->rhs_norm), "relative_residual", jnum(c->relative_residual),
+                         "true_relative_residual", jnum(c->true_relative_residual)));
+    }
+    return a ? a : json_null();
 }
 
 /* The AMG settings, as in the config. */
@@ -537,6 +579,8 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
             json_object_set_new(r, "setup_summary", json_string(su->text));
         if (r && su && su->amg_levels > 0)
             json_object_set_new(r, "amg", amg_setup_json(su));
+        if (r && runs[i].ncols > 0)
+            json_object_set_new(r, "columns", columns_json(&runs[i]));
         const ks_dist_summary *d = &runs[i].dist;
         if (r && d->ranks > 0)
             json_object_set_new(
@@ -565,6 +609,8 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
         return ks_seterr(KS_ERR_MEMORY, "out of memory building the JSON statistics");
     json_object_set_new(json_object_get(root, "problem"), "x0",
                         json_string(pi->x0_source[0] ? pi->x0_source : "x0 = 0"));
+    json_object_set_new(json_object_get(root, "problem"), "nrhs",
+                        json_integer(pi->nrhs > 0 ? pi->nrhs : 1));
     if (strcmp(sp->pc.solver, "AMG") == 0)
         json_object_set_new(json_object_get(root, "solver"), "amg", amg_params_json(&sp->pc.amg));
     if (ks_solver_params_is_gmres(sp))

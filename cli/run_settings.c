@@ -79,5 +79,7 @@ uint64_t ks_cli_vector_row_bytes(const ks_problem_params *pp, int host_backends)
      * is certain to be right. */
     uint64_t vectors = 2 + (pp->solution_file[0] != 0) + (pp->x0_file[0] != 0);
     vectors += 4 * (uint64_t)host_backends;
-    return vectors * sizeof(double);
+    /* --nrhs k: each of them k columns wide (a file's count is known only
+     * when it is read, and checked there) */
+    return vectors * (uint64_t)(pp->nrhs > 1 ? pp->nrhs : 1) * sizeof(double);
 }

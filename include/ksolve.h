@@ -415,6 +415,27 @@ ks_error ks_solver_resetup(ks_solver *s, ks_matrix *A);
  * use or device failure. */
 ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x);
 const ks_solve_stats *ks_solver_stats(const ks_solver *s);
+/* Solve the k systems A X[:,j] = B[:,j] together (B, X: blocks of k
+ * columns of the matrix's rows, on the solver's backend; X holds the
+ * initial guesses and receives the solutions). CG/PCG, BiCGStab/PBiCGStab
+ * and GMRES iterate on the k columns at once, each with its own scalars
+ * and stopping rule, with one SpMM and one block preconditioner
+ * application per iteration for the columns still running (a column that
+ * stops is left as it is and no longer computed); the other methods
+ * (FGMRES, PIPECG, PIPEBICGSTAB, AMG) solve the columns one after the
+ * other. Each column ends as its single solve would (the same iterations
+ * and status; results equal to rounding). Returns KS_OK when the solve
+ * ran: ks_solver_stats_column has each column's statistics; ks_solver_stats
+ * then summarises them (the most iterations, the first status that is not
+ * CONVERGED, the largest relative residuals; no history). Local matrices
+ * only (KS_ERR_UNSUPPORTED for a distributed one). */
+ks_error ks_solver_solve_many(ks_solver *s, const ks_block *B, ks_block *X);
+/* Columns of the last solve (1 after ks_solver_solve, k after
+ * ks_solver_solve_many, 0 before any) and column j's statistics (its
+ * residual history included when store_res_history is on); NULL for j out
+ * of range. Valid until the next solve. */
+int ks_solver_stats_count(const ks_solver *s);
+const ks_solve_stats *ks_solver_stats_column(const ks_solver *s, int j);
 /* Name of the method, e.g. "PCG", and of its preconditioner. */
 const char *ks_solver_name(const ks_solver *s);
 const char *ks_solver_preconditioner_name(const ks_solver *s);

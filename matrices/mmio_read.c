@@ -521,26 +521,38 @@ static ks_error read_array_values(ks_gzr *r, const mm_header *h, double **v)
     return KS_OK;
 }
 
-static ks_error read_vector(ks_gzr *r, int64_t want, const char *name, const char *of,
-                            double **out, ks_int *nout)
+/* A vector (n x 1 or 1 x n), or with `multi` also an n x k block (k
+ * columns, stored column after column as the file lists them). */
+static ks_error read_dense(ks_gzr *r, int64_t want, const char *name, const char *of, int multi,
+                           double **out, ks_int *nout, int *kout)
 {
     mm_header h;
     KS_TRY(ks_mm_read_header(r, &h));
-    if (h.m != 1 && h.n != 1)
+    /* A block has the rows asked for; else a 1 x n file is a vector. */
+    const int block = multi && (want < 0 ? h.m != 1 : h.m == want);
+    if (!block && h.m != 1 && h.n != 1 && multi)
+        return ks_seterr(KS_ERR_SIZE, "%s:%ld: %s has %" PRId64 " rows but %s has %" PRId64,
+                         r->path, h.size_line, name, h.m, of, want);
+    if (!block && h.m != 1 && h.n != 1)
         return fmt_err(r, h.size_line, "size %" PRId64 " x %" PRId64 " is not a vector "
                        "(expected n x 1 or 1 x n)", h.m, h.n);
     if (h.sym != KS_MM_GENERAL)
         return fmt_err(r, h.banner_line, "a vector file must be 'general' (expected no symmetry)");
-    int64_t len = h.m * h.n;
-    if (want >= 0 && len != want)
+    const int64_t rows = block ? h.m : h.m * h.n, cols = block ? h.n : 1;
+    int64_t len = rows * cols;
+    if (want >= 0 && rows != want)
         return ks_seterr(KS_ERR_SIZE, "%s:%ld: %s has %" PRId64 " rows but %s has %" PRId64,
-                         r->path, h.size_line, name, len, of, want);
+                         r->path, h.size_line, name, rows, of, want);
+    if (cols > 1 && (cols > INT32_MAX || len > INT32_MAX))
+        return ks_seterr(KS_ERR_SIZE, "%s:%ld: %s is %" PRId64 " x %" PRId64 ": more entries "
+                         "than a 32-bit count holds", r->path, h.size_line, name, rows, cols);
     /* An array's values are stored as they come (at least "0\n" each); a
      * coordinate vector is dense from the start, plus its entries. */
     uint64_t need = h.array ? 8 * (uint64_t)entries_bound(r, len, 2)
                             : 8 * (uint64_t)len + 16 * (uint64_t)entries_bound(r, h.nnz, 4);
     char what[160];
-    snprintf(what, sizeof what, "reading this vector of %" PRId64 " rows", len);
+    snprintf(what, sizeof what, "reading this %s of %" PRId64 " rows",
+             cols > 1 ? "block of vectors" : "vector", rows);
     KS_TRY(check_memory(r, &h, need, what));
     double *v = NULL;
     ks_error e;
@@ -549,14 +561,16 @@ static ks_error read_vector(ks_gzr *r, int64_t want, const char *name, const cha
         if (e == KS_OK && !v && !(v = ks_malloc(sizeof *v, "vector")))
             e = ks_adderr(KS_ERR_MEMORY, "%s", r->path);
     } else {
-        v = ks_calloc((size_t)len, sizeof *v, "vector");
+        v = ks_calloc((size_t)(len ? len : 1), sizeof *v, "vector");
         if (!v)
             return ks_adderr(KS_ERR_MEMORY, "%s:%ld", r->path, h.size_line);
         coo c;
         e = ks_mm_read_entries(r, &h, &c, NULL, NULL);
         if (e == KS_OK) /* missing entries stay zero, duplicates add up */
-            for (int64_t k = 0; k < c.n; k++)
-                v[h.n == 1 ? c.row[k] : c.col[k]] += c.val ? c.val[k] : 1.0;
+            for (int64_t k = 0; k < c.n; k++) {
+                int64_t at = rows == h.m ? (int64_t)c.col[k] * rows + c.row[k] : c.col[k];
+                v[at] += c.val ? c.val[k] : 1.0;
+            }
         ks_mm_coo_free(&c);
     }
     if (e != KS_OK) {
@@ -564,12 +578,14 @@ static ks_error read_vector(ks_gzr *r, int64_t want, const char *name, const cha
         return e;
     }
     *out = v;
-    *nout = (ks_int)len;
+    *nout = (ks_int)rows;
+    if (kout)
+        *kout = (int)cols;
     return KS_OK;
 }
 
-ks_error ks_mm_read_vector_sized(const char *path, int64_t want, const char *name,
-                                 const char *of, double **v, ks_int *n)
+static ks_error read_dense_path(const char *path, int64_t want, const char *name,
+                                const char *of, int multi, double **v, ks_int *n, int *k)
 {
     if (!v || !n)
         return ks_seterr(KS_ERR_ARG, "ks_mm_read_vector: NULL output");
@@ -580,9 +596,24 @@ ks_error ks_mm_read_vector_sized(const char *path, int64_t want, const char *nam
     ks_gzr r;
     KS_TRY(ks_gzr_open(&r, path));
     /* Every message names the file once (set where it arises). */
-    ks_error e = read_vector(&r, want, name, of, v, n);
+    ks_error e = read_dense(&r, want, name, of, multi, v, n, k);
     ks_gzr_close(&r);
     return e;
+}
+
+ks_error ks_mm_read_block_sized(const char *path, int64_t want, const char *name,
+                                const char *of, double **v, ks_int *n, int *k)
+{
+    if (!k)
+        return ks_seterr(KS_ERR_ARG, "ks_mm_read_block: NULL column count");
+    *k = 0;
+    return read_dense_path(path, want, name, of, 1, v, n, k);
+}
+
+ks_error ks_mm_read_vector_sized(const char *path, int64_t want, const char *name,
+                                 const char *of, double **v, ks_int *n)
+{
+    return read_dense_path(path, want, name, of, 0, v, n, NULL);
 }
 
 ks_error ks_mm_read_vector(const char *path, double **v, ks_int *n)

@@ -28,6 +28,14 @@ ks_error ks_mm_read_csr_sized(const char *path, ks_csr *A, ks_mm_info *info,
 ks_error ks_mm_read_vector_sized(const char *path, int64_t want, const char *name,
                                  const char *of, double **v, ks_int *n);
 
+/* ks_mm_read_vector_sized that also takes an n x k block (array or
+ * coordinate, k >= 1 columns): *v holds k columns of *n values one after
+ * the other (the file's column-major order). A 1 x n file is a vector. */
+ks_error ks_mm_read_block_sized(const char *path, int64_t want, const char *name,
+                                const char *of, double **v, ks_int *n, int *k);
+/* Write an n x k array real general (columns one after the other). */
+ks_error ks_mm_write_block(const char *path, const double *v, ks_int n, int k);
+
 #ifdef __cplusplus
 }
 #endif

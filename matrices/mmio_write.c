@@ -3,6 +3,7 @@
  * %.17g so reading back gives the same bits; integral values (the common
  * case for generated matrices) take a fast path with identical output. */
 #include "mmio_internal.h"
+#include "mmio_sized.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -229,22 +230,28 @@ ks_error ks_mm_write_csr(const char *path, const ks_csr *A)
     return w_close(&w);
 }
 
-ks_error ks_mm_write_vector(const char *path, const double *v, ks_int n)
+ks_error ks_mm_write_block(const char *path, const double *v, ks_int n, int k)
 {
-    if (!path || (!v && n > 0) || n < 0)
+    if (!path || (!v && n > 0) || n < 0 || k < 1)
         return ks_seterr(KS_ERR_ARG, "ks_mm_write_vector: %s", !path ? "NULL path"
-                         : n < 0 ? "negative length" : "NULL vector");
+                         : n < 0 ? "negative length" : k < 1 ? "no columns" : "NULL vector");
     mm_writer w;
     KS_TRY(w_open(&w, path));
     char head[128];
     snprintf(head, sizeof head, "%%%%MatrixMarket matrix array real general\n"
-             "%% written by ksolve %s\n%" PRId32 " 1\n", KS_VERSION_STRING, n);
+             "%% written by ksolve %s\n%" PRId32 " %d\n", KS_VERSION_STRING, n, k);
     w_text(&w, head);
-    for (ks_int i = 0; i < n && w.err == KS_OK; i++) {
+    const size_t len = (size_t)n * (size_t)k;
+    for (size_t i = 0; i < len && w.err == KS_OK; i++) {
         char *p = w_room(&w), *s = p;
         p = put_double(p, v[i]);
         *p++ = '\n';
         w.len += (size_t)(p - s);
     }
     return w_close(&w);
+}
+
+ks_error ks_mm_write_vector(const char *path, const double *v, ks_int n)
+{
+    return ks_mm_write_block(path, v, n, 1);
 }

@@ -3,7 +3,7 @@
  * rounding and the convergence test sees the true residual. A vanishing
  * Krylov scalar ends the solve with KS_SOLVE_BREAKDOWN naming it; there is
  * no silent restart, so the caller knows the method failed. */
-#include "krylov.h"
+#include "many.h"
 #include "../vec/vec_fused.h"
 
 #include <math.h>
@@ -107,4 +107,5 @@ const ks_krylov_ops ks_krylov_bicgstab_ops = {
     .preconditioned = 1,
     .work_vectors = NWORK,
     .solve = bicgstab_solve,
+    .solve_block = ks_krylov_bicgstab_many,
 };

@@ -3,7 +3,7 @@
  * must stay positive, p'Ap and r'z, are checked every iteration so a
  * non-SPD input ends in KS_SOLVE_BREAKDOWN naming the culprit instead of
  * silently iterating. */
-#include "krylov.h"
+#include "many.h"
 
 #include <math.h>
 
@@ -90,4 +90,5 @@ const ks_krylov_ops ks_krylov_cg_ops = {
     .preconditioned = 1,
     .work_vectors = NWORK,
     .solve = cg_solve,
+    .solve_block = ks_krylov_cg_many,
 };

@@ -20,7 +20,7 @@
  * invariant: a "lucky" breakdown) ends the cycle with the exact solution of
  * the projected problem; only when the projected matrix is singular as well
  * does the solve stop with BREAKDOWN. */
-#include "krylov.h"
+#include "many.h"
 #include "../vec/vec_fused.h"
 
 #include <float.h>
@@ -252,6 +252,7 @@ const ks_krylov_ops ks_krylov_gmres_ops = {
     .preconditioned = 1,
     .work_count = gmres_count,
     .solve = gmres_solve,
+    .solve_block = ks_krylov_gmres_many,
 };
 
 const ks_krylov_ops ks_krylov_fgmres_ops = {
@@ -259,4 +260,5 @@ const ks_krylov_ops ks_krylov_fgmres_ops = {
     .preconditioned = 1,
     .work_count = fgmres_count,
     .solve = fgmres_solve,
+    .solve_block = ks_krylov_gmres_many,
 };

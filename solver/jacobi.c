@@ -80,6 +80,13 @@ static ks_error jacobi_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)
     return ks_vec_pointwise_mult(pc->data, r, z);
 }
 
+static ks_error jacobi_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z)
+{
+    if (!pc->data)
+        return ks_seterr(KS_ERR_ARG, "%s apply before setup", pc->ops->name);
+    return ks_block_pointwise_mult(pc->data, R, Z);
+}
+
 static void jacobi_destroy(ks_precond *pc)
 {
     ks_vec *d = pc->data;
@@ -92,6 +99,7 @@ const ks_precond_ops ks_precond_jacobi_ops = {
     .setup = jacobi_setup,
     .apply = jacobi_apply,
     .destroy = jacobi_destroy,
+    .apply_block = jacobi_apply_block,
 };
 
 const ks_precond_ops ks_precond_jacobi_l1_ops = {
@@ -99,4 +107,5 @@ const ks_precond_ops ks_precond_jacobi_l1_ops = {
     .setup = jacobi_l1_setup,
     .apply = jacobi_apply,
     .destroy = jacobi_destroy,
+    .apply_block = jacobi_apply_block,
 };

@@ -48,6 +48,11 @@ ks_error ks_krylov_axpy_norm(ks_solver *s, double a, const ks_vec *x, ks_vec *y,
  * Otherwise *rnorm is ||r0||. */
 ks_error ks_krylov_start(ks_solver *s, const ks_vec *b, ks_vec *x, ks_vec *r, double *rnorm,
                          int *stop);
+/* ks_krylov_start's decisions from the norms bn = ||b|| and rn = ||r0||
+ * (rn unused when bn is 0 or not finite), for a caller that computed them
+ * itself (a column of a block solve); x and r are the caller's to zero
+ * when bn == 0. */
+ks_error ks_krylov_start_norms(ks_solver *s, double bn, double rn, double *rnorm, int *stop);
 /* Record the residual norm of iteration `it` (history, stats, monitor line)
  * without deciding anything. */
 ks_error ks_krylov_record(ks_solver *s, int it, double rnorm);

@@ -152,11 +152,24 @@ ks_error ks_krylov_decide(ks_solver *s, int it, double rnorm, int *stop)
 ks_error ks_krylov_start(ks_solver *s, const ks_vec *b, ks_vec *x, ks_vec *r, double *rnorm,
                          int *stop)
 {
+    double bn, rn = 0.0;
+    KS_TRY(ks_krylov_norm(s, b, &bn));
+    if (bn == 0.0) {
+        /* A x = 0 has the exact answer x = 0 (for any nonsingular A); iterating
+         * would only divide by zero norms. */
+        KS_TRY(ks_vec_fill(x, 0.0));
+        KS_TRY(ks_vec_fill(r, 0.0));
+    } else if (isfinite(bn)) {
+        KS_TRY(ks_krylov_norm(s, r, &rn));
+    }
+    return ks_krylov_start_norms(s, bn, rn, rnorm, stop);
+}
+
+ks_error ks_krylov_start_norms(ks_solver *s, double bn, double rn, double *rnorm, int *stop)
+{
     ks_solve_stats *st = &s->stats;
-    double bn, rn;
     *stop = 1;
     *rnorm = NAN;
-    KS_TRY(ks_krylov_norm(s, b, &bn));
     st->rhs_norm = bn;
     if (s->prm.monitor_residual)
         ks_log(KS_LOG_INFO, "%8s  %14s  %8s\n", "iter", "residual", "rate");
@@ -168,17 +181,12 @@ ks_error ks_krylov_start(ks_solver *s, const ks_vec *b, ks_vec *x, ks_vec *r, do
         return KS_OK;
     }
     if (bn == 0.0) {
-        /* A x = 0 has the exact answer x = 0 (for any nonsingular A); iterating
-         * would only divide by zero norms. */
-        KS_TRY(ks_vec_fill(x, 0.0));
-        KS_TRY(ks_vec_fill(r, 0.0));
         st->initial_residual = 0.0;
         KS_TRY(ks_krylov_record(s, 0, 0.0));
         st->status = KS_SOLVE_CONVERGED;
         *rnorm = 0.0;
         return KS_OK;
     }
-    KS_TRY(ks_krylov_norm(s, r, &rn));
     st->initial_residual = rn;
     if (!isfinite(rn)) {
         KS_TRY(ks_krylov_record(s, 0, rn));

@@ -19,13 +19,46 @@ static ks_error identity_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)
     return ks_vec_copy(r, z);
 }
 
+static ks_error identity_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z)
+{
+    (void)pc;
+    return ks_block_copy(R, Z);
+}
+
 static void identity_destroy(ks_precond *pc) { (void)pc; }
+
+ks_error ks_precond_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z)
+{
+    if (pc->ops->apply_block)
+        return pc->ops->apply_block(pc, R, Z);
+    return ks_precond_apply_columns(pc, R, Z);
+}
+
+ks_error ks_precond_apply_columns(ks_precond *pc, const ks_block *R, ks_block *Z)
+{
+    /* Column by column through two vectors. */
+    ks_vec *r = NULL, *z = NULL;
+    ks_error e = ks_vec_create(pc->be, R->n, &r);
+    if (e == KS_OK)
+        e = ks_vec_create(pc->be, R->n, &z);
+    for (int j = 0; j < R->k && e == KS_OK; j++) {
+        e = ks_block_get_col(R, j, r);
+        if (e == KS_OK)
+            e = pc->ops->apply(pc, r, z);
+        if (e == KS_OK)
+            e = ks_block_set_col(Z, j, z);
+    }
+    ks_vec_destroy(&r);
+    ks_vec_destroy(&z);
+    return e;
+}
 
 const ks_precond_ops ks_precond_identity_ops = {
     .name = "NOSOLVER",
     .setup = identity_setup,
     .apply = identity_apply,
     .destroy = identity_destroy,
+    .apply_block = identity_apply_block,
 };
 
 static const struct {

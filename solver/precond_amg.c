@@ -53,6 +53,23 @@ static ks_error amg_pc_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)
     return ks_amg_precond_cycle(pc->data, r, z);
 }
 
+/* The block cycle where the hierarchy has one; Gauss-Seidel smoothers
+ * (and a hierarchy over ranks) apply the single cycle to each column. */
+static ks_error amg_pc_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z)
+{
+    if (!pc->data)
+        return ks_seterr(KS_ERR_ARG, "AMG apply before setup");
+    if (!ks_amg_has_block_cycle(pc->data)) {
+        if (!pc->block_fallback_said) {
+            pc->block_fallback_said = 1;
+            ks_log(KS_LOG_INFO, "ksolve: the AMG cycle with this smoother (Gauss-Seidel) or "
+                                "over MPI ranks has no block form: one cycle per column\n");
+        }
+        return ks_precond_apply_columns(pc, R, Z);
+    }
+    return ks_amg_cycle_block(pc->data, R, Z);
+}
+
 static void amg_pc_destroy(ks_precond *pc)
 {
     ks_amg_destroy(pc->data);
@@ -86,6 +103,7 @@ const ks_precond_ops ks_precond_amg_ops = {
     .print = amg_pc_print,
     .hierarchy = amg_pc_hierarchy,
     .profile = amg_pc_profile,
+    .apply_block = amg_pc_apply_block,
 };
 
 const ks_amg *ks_precond_amg(const ks_precond *pc)

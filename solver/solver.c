@@ -3,6 +3,7 @@
  * after every solve so a reported convergence can be trusted independently
  * of the method's recurrence. */
 #include "krylov.h"
+#include "many.h"
 #include "solver_create.h"
 #include "precond_amg.h"
 #include "../vec/vec_fused.h"
@@ -327,6 +328,22 @@ static void print_stats(const ks_solver *s)
         ks_log(KS_LOG_INFO, "  reason: %s\n", st->breakdown);
 }
 
+void ks_solver_print_many(const ks_solver *s)
+{
+    const ks_solve_stats *st = &s->stats;
+    ks_log(KS_LOG_INFO, "%s + %s on %s, %d right-hand sides: %s (slowest column %d iteration%s)\n",
+           s->prm.solver, s->pc->ops->name, ks_backend_name(s->be), s->ncols,
+           ks_solve_status_name(st->status), st->iterations, st->iterations == 1 ? "" : "s");
+    for (int j = 0; j < s->ncols; j++) {
+        const ks_solve_stats *c = &s->col_stats[j];
+        ks_log(KS_LOG_INFO, "  column %d: %s after %d iterations, relative residual %.3e, true "
+                            "%.3e%s%s\n",
+               j, ks_solve_status_name(c->status), c->iterations, c->relative_residual,
+               c->true_relative_residual, c->breakdown[0] ? ": " : "", c->breakdown);
+    }
+    ks_log(KS_LOG_INFO, "  setup %.4f s, solve %.4f s\n", st->setup_seconds, st->solve_seconds);
+}
+
 ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
 {
     if (!s || !b || !x)
@@ -346,7 +363,13 @@ ks_error ks_solver_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
                          ks_backend_name(s->be));
     if (b == x)
         return ks_seterr(KS_ERR_ARG, "ks_solver_solve: b and x must be distinct vectors");
+    s->ncols = 1;
+    s->many_last = 0;
+    return ks_solver_solve_one(s, b, x);
+}
 
+ks_error ks_solver_solve_one(ks_solver *s, const ks_vec *b, ks_vec *x)
+{
     double setup = s->stats.setup_seconds;
     memset(&s->stats, 0, sizeof s->stats);
     s->stats.setup_seconds = setup;
@@ -426,5 +449,6 @@ void ks_solver_destroy(ks_solver **sp)
     free_work(s);
     ks_precond_destroy(s->pc);
     free(s->history);
+    ks_solver_free_columns(s);
     free(s);
 }

@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 typedef struct ks_precond ks_precond;
+struct ks_many;
 
 typedef struct ks_precond_ops {
     const char *name;
@@ -29,6 +30,9 @@ typedef struct ks_precond_ops {
      * profile switch (ks_solver_profile_cycles). */
     ks_error (*hierarchy)(ks_precond *pc, ks_hierarchy_info *info);
     ks_error (*profile)(ks_precond *pc, int on);
+    /* Optional: Z = M^{-1} R for every column of block R (solve_many);
+     * NULL: ks_precond_apply_block applies apply to each column. */
+    ks_error (*apply_block)(ks_precond *pc, const ks_block *R, ks_block *Z);
 } ks_precond_ops;
 
 struct ks_precond {
@@ -36,7 +40,14 @@ struct ks_precond {
     ks_backend *be;
     ks_precond_params prm;
     void *data;
+    int block_fallback_said; /* logged that blocks are applied column by column */
 };
+
+/* Z = M^{-1} R column by column: apply_block where the preconditioner has
+ * one, else apply on each column copied out to a vector. */
+ks_error ks_precond_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z);
+/* The same always column by column (apply on each column). */
+ks_error ks_precond_apply_columns(ks_precond *pc, const ks_block *R, ks_block *Z);
 
 /* Create by prm->solver name; "NOSOLVER" gives the identity. */
 ks_error ks_precond_create(ks_backend *be, const ks_precond_params *prm, ks_precond **pc);
@@ -51,6 +62,10 @@ typedef struct ks_krylov_ops {
     int (*work_count)(const ks_solver_params *prm);
     /* Iterate from x; fill s->stats (status, iterations, residuals). */
     ks_error (*solve)(ks_solver *s, const ks_vec *b, ks_vec *x);
+    /* Optional: the k systems of a ks_solver_solve_many together, each
+     * column with its own scalars and stopping rule (solver/many.h); NULL:
+     * solve_many solves the columns one after the other with solve. */
+    ks_error (*solve_block)(ks_solver *s, struct ks_many *m);
 } ks_krylov_ops;
 
 struct ks_solver {
@@ -68,6 +83,16 @@ struct ks_solver {
      * normally, see ks_solver_solve): residuals inside the iteration are
      * scaled by it, everything reported is divided by it. */
     double scale;
+    /* The last solve's per-column statistics (ks_solver_stats_column):
+     * ncols columns (1 after ks_solver_solve, whose column is stats),
+     * each with its own history array (col_hist, col_hist_cap entries). */
+    int ncols;
+    ks_solve_stats *col_stats;
+    double **col_hist;
+    int *col_hist_cap;
+    int col_cap;         /* entries allocated in the three arrays */
+    int many_last;       /* the last solve was ks_solver_solve_many */
+    int many_fallback_said; /* logged that the method solves columns one by one */
 };
 
 #ifdef __cplusplus

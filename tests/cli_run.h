@@ -17,6 +17,19 @@ extern char ks_cli_err[KS_CLI_ERR_MAX];
  * mpirun); returns the exit status, or -1 when it did not exit normally. */
 int ks_cli_run(int np, const char *args);
 
+/* Checks on one run without mpirun (test_cli_options.c, test_cli_many.c):
+ * its exit status, and text its standard output or error must hold. */
+#define KS_CLI_EXPECT_RC(args, want)                                                           \
+    do {                                                                                       \
+        int rc_ = ks_cli_run(0, args);                                                         \
+        ck_assert_msg(rc_ == (want), "ksolve %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", \
+                      args, rc_, want, ks_cli_out, ks_cli_err);                                \
+    } while (0)
+#define KS_CLI_EXPECT_OUT(sub) \
+    ck_assert_msg(strstr(ks_cli_out, sub), "stdout lacks '%s':\n%s", sub, ks_cli_out)
+#define KS_CLI_EXPECT_ERR(sub) \
+    ck_assert_msg(strstr(ks_cli_err, sub), "stderr lacks '%s':\n%s", sub, ks_cli_err)
+
 /* The file's text into buf (empty when it cannot be read). */
 void ks_cli_slurp(const char *path, char *buf, size_t len);
 

@@ -16,16 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define EXPECT_RC(args, want)                                                                  \
-    do {                                                                                       \
-        int rc_ = ks_cli_run(0, args);                                                         \
-        ck_assert_msg(rc_ == (want), "ksolve %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", \
-                      args, rc_, want, ks_cli_out, ks_cli_err);                                \
-    } while (0)
-#define EXPECT_OUT(sub) \
-    ck_assert_msg(strstr(ks_cli_out, sub), "stdout lacks '%s':\n%s", sub, ks_cli_out)
-#define EXPECT_ERR(sub) \
-    ck_assert_msg(strstr(ks_cli_err, sub), "stderr lacks '%s':\n%s", sub, ks_cli_err)
+#define EXPECT_RC KS_CLI_EXPECT_RC
+#define EXPECT_OUT KS_CLI_EXPECT_OUT
+#define EXPECT_ERR KS_CLI_EXPECT_ERR
 
 /* The text after "label" up to the end of its report line. */
 static const char *report_value(const char *label, char *buf, size_t len)

@@ -140,6 +140,13 @@ typedef struct ks_backend_ops {
     /* x[i*kx + cols[q]] = y[i*m + q] for q < m: the inverse scatter. */
     ks_error (*bscatter)(ks_backend *be, ks_int n, int m, const double *y, const int *cols,
                          int kx, double *x);
+    /* Optional (NULL: the AMG cycle applies blocks column by column): the
+     * smoother update on k row-interleaved columns, xout[e] = xin[e] +
+     * c w[e/k] (b[e] - t[e]) + a (xin[e] - xprev[e]) (t, xin, xprev NULL:
+     * zero; xprev may be xout), vec/block_smooth.h. */
+    ks_error (*bsmooth)(ks_backend *be, ks_int n, int k, double a, double c, const double *w,
+                        const double *b, const double *t, const double *xin,
+                        const double *xprev, double *xout);
 
     /* Capabilities, for code outside vec/ (which never compares kinds):
      * host_memory = 1 when the backend's memory is ordinary host memory

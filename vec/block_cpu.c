@@ -8,8 +8,6 @@
 
 /* Below this many entries (n*k) a kernel runs on one thread. */
 #define KS_CPU_BLOCK_PAR_MIN 16384
-/* Rows per reduction block of bdot. */
-#define KS_CPU_BLOCK_ROWS 1024
 
 /* BODY for every row i, with o = i*k its first entry; the rows split over
  * the team when n*k is large. */
@@ -59,47 +57,6 @@ ks_error ks_cpu_bpmul(ks_backend *be, ks_int n, int k, const double *w, const do
         for (int j = 0; j < k; j++)
             y[o + j] = w[i] * x[o + j];
     });
-    return KS_OK;
-}
-
-/* Pairwise sum of column j of p (nb rows of k) in a fixed order. */
-static double pairwise_col(const double *p, ks_int nb, int k, int j)
-{
-    if (nb <= 8) {
-        double s = 0.0;
-        for (ks_int b = 0; b < nb; b++)
-            s += p[(size_t)b * k + j];
-        return s;
-    }
-    ks_int h = nb / 2;
-    return pairwise_col(p, h, k, j) + pairwise_col(p + (size_t)h * k, nb - h, k, j);
-}
-
-ks_error ks_cpu_bdot(ks_backend *be, ks_int n, int k, const double *x, const double *y,
-                     double *r)
-{
-    (void)be;
-    ks_int nb = (ks_int)(((int64_t)n + KS_CPU_BLOCK_ROWS - 1) / KS_CPU_BLOCK_ROWS);
-    double *p = ks_malloc((size_t)(nb ? nb : 1) * (size_t)k * sizeof(double),
-                          "block dot partials");
-    if (!p)
-        return KS_ERR_MEMORY;
-#pragma omp parallel for schedule(static) if (nb > 1 && (int64_t)n * k > KS_CPU_BLOCK_PAR_MIN)
-    for (ks_int b = 0; b < nb; b++) {
-        ks_int lo = b * KS_CPU_BLOCK_ROWS;
-        ks_int hi = lo + KS_CPU_BLOCK_ROWS < n ? lo + KS_CPU_BLOCK_ROWS : n;
-        double acc[KS_BLOCK_MAX_COLS] = {0};
-        for (ks_int i = lo; i < hi; i++) {
-            const size_t o = (size_t)i * k;
-            for (int j = 0; j < k; j++)
-                acc[j] += x[o + j] * y[o + j];
-        }
-        for (int j = 0; j < k; j++)
-            p[(size_t)b * k + j] = acc[j];
-    }
-    for (int j = 0; j < k; j++)
-        r[j] = pairwise_col(p, nb, k, j);
-    free(p);
     return KS_OK;
 }
 

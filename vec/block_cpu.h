@@ -11,8 +11,6 @@ ks_error ks_cpu_baxpbypcz(ks_backend *be, ks_int n, int k, const double *a, cons
                           const double *b, const double *y, const double *c, double *z);
 ks_error ks_cpu_bpmul(ks_backend *be, ks_int n, int k, const double *w, const double *x,
                       double *y);
-ks_error ks_cpu_bdot(ks_backend *be, ks_int n, int k, const double *x, const double *y,
-                     double *r);
 ks_error ks_cpu_bgather(ks_backend *be, ks_int n, int kx, const double *x, int m,
                         const int *cols, double *y);
 ks_error ks_cpu_bscatter(ks_backend *be, ks_int n, int m, const double *y, const int *cols,

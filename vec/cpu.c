@@ -7,6 +7,7 @@
  * so dot products and norms are identical for any OMP_NUM_THREADS. */
 #include "backend.h"
 #include "block_cpu.h"
+#include "block_smooth.h"
 #include "smooth_value.h"
 
 #include <math.h>
@@ -377,6 +378,26 @@ static void blk_mdot(const red_args *g, ks_int lo, ks_int hi, double *out)
         out[j] = block_dot(g->xs[j], g->ys[j], lo, hi);
 }
 
+/* Column j of a row-interleaved block (stride k) summed term by term as
+ * block_dot sums a vector: the same lanes, the same tree. */
+static double block_dot_col(const double *x, const double *y, int stride, ks_int lo, ks_int hi)
+{
+    LANES_DECL;
+    /* (not named k: LANES_LOOP's remainder loop counts with a k) */
+#define COL_TERM(j) (x[(size_t)(j) * (size_t)stride] * y[(size_t)(j) * (size_t)stride])
+    LANES_LOOP(lo, hi, COL_TERM);
+#undef COL_TERM
+    return LANES_SUM;
+}
+
+/* Columns a .. a + g->k - 1 of the blocks g->x, g->y of g->a columns. */
+static void blk_bdot(const red_args *g, ks_int lo, ks_int hi, double *out)
+{
+    const int stride = (int)g->a;
+    for (int j = 0; j < g->k; j++)
+        out[j] = block_dot_col(g->u + j, g->v + j, stride, lo, hi);
+}
+
 static void blk_asum(const red_args *g, ks_int lo, ks_int hi, double *out)
 {
     out[0] = block_asum(g->x, lo, hi);
@@ -434,6 +455,22 @@ static ks_error cpu_maxpy(ks_backend *be, ks_int n, int k, const double *a,
             for (ks_int i = lo; i < hi; i++)
                 y[i] += aj * xj[i];
         }
+    }
+    return KS_OK;
+}
+
+/* Block dot: each column reduced exactly as cpu_dot reduces a vector (the
+ * same blocks, lanes and pairwise tree), so column j's result has the bits
+ * of ks_vec_dot on that column, and a block solve repeats its columns'
+ * single solves step for step (BiCGStab amplifies the last bit). */
+static ks_error cpu_bdot(ks_backend *be, ks_int n, int k, const double *x, const double *y,
+                         double *r)
+{
+    (void)be;
+    for (int j0 = 0; j0 < k; j0 += KS_VEC_MULTI_MAX) {
+        int m = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
+        red_args g = {.u = x + j0, .v = y + j0, .k = m, .a = (double)k};
+        KS_TRY(reduce_blocks(n, m, blk_bdot, &g, 0, r + j0));
     }
     return KS_OK;
 }
@@ -497,7 +534,8 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .baxpby = ks_cpu_baxpby,
     .baxpbypcz = ks_cpu_baxpbypcz,
     .bpmul = ks_cpu_bpmul,
-    .bdot = ks_cpu_bdot,
+    .bdot = cpu_bdot,
     .bgather = ks_cpu_bgather,
     .bscatter = ks_cpu_bscatter,
+    .bsmooth = ks_cpu_bsmooth,
 };

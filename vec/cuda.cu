@@ -15,6 +15,7 @@
  * threads at once (as is sharing its stream). */
 #include "backend.h"
 #include "block_cuda.h"
+#include "block_smooth.h"
 #include "cuda_check.h"
 #include "smooth_value.h"
 
@@ -913,6 +914,7 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     ks_cuda_bdot,       /* bdot */
     ks_cuda_bgather,    /* bgather */
     ks_cuda_bscatter,   /* bscatter */
+    ks_cuda_bsmooth,    /* bsmooth */
     0,                  /* host_memory: device memory */
 };
 

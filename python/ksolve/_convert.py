@@ -146,6 +146,26 @@ def host_vector(v, n, what):
     return a
 
 
+def host_block(v, n, k, what):
+    """v as a C-contiguous float64 n x k array: the row-interleaved layout
+    of a ks_block (entry (i, j) at i*k + j). A vector (n entries) is
+    repeated in every column (one x0 for all)."""
+    a = np.asarray(v)
+    if a.ndim == 1 or (a.ndim == 2 and a.shape[1] == 1 and k != 1):
+        a = np.repeat(host_vector(a, n, what).reshape(n, 1), k, axis=1)
+    if a.ndim != 2 or a.shape != (n, k):
+        raise _lib.ArgumentError(
+            f"ksolve: {what} must be {n} x {k} (or a vector of {n}), got shape {a.shape}",
+            "KS_ERR_SIZE")
+    a = np.ascontiguousarray(_values64(a, what))
+    if not np.isfinite(a).all():
+        i, j = (int(t) for t in np.argwhere(~np.isfinite(a))[0])
+        raise _lib.NumericError(
+            f"ksolve: {what}[{i}, {j}] is {float(a[i, j])}: {what} must be finite",
+            "KS_ERR_NUMERIC")
+    return a
+
+
 def check_finite(a, what, xp=np):
     """Refuse NaN or Inf in a right-hand side or initial guess (the solve
     would only end with status NAN): NumericError naming the first entry.

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from . import _lib
-from ._convert import HostCSR, check_finite, host_vector
+from ._convert import HostCSR, check_finite, host_block, host_vector
 from ._lib import check, lib, text
 
 _PATHLIKE = (str, bytes, os.PathLike)
@@ -75,6 +75,7 @@ class Solver:
         self._shape = None
         self._matrix_seconds = 0.0
         self._solve_call_seconds = 0.0
+        self._many = False
         self._duplicates = 0
         self.raise_on_failure = bool(raise_on_failure)
         if not isinstance(backend, str):
@@ -221,10 +222,15 @@ class Solver:
         NumPy array (any real dtype; float64 is used); on cuda a NumPy or a
         CuPy array, and x is then of the same kind (CuPy arrays stay on the
         device). Not converging is a status in ``stats``, or
-        NotConvergedError with raise_on_failure."""
+        NotConvergedError with raise_on_failure. A 2-D b of n x k (k >= 2)
+        solves the k systems together (ks_solver_solve_many) and gives x of
+        n x k; x0 is then n x k or one vector for every column, and
+        ``stats["columns"]`` holds each column's statistics."""
         with self._lock:
             self._alive()
             n = self._rows()
+            if np.ndim(b) == 2 and np.shape(b)[1] > 1:
+                return self._solve_many(b, x0, n)
             vb, vx = self._vec("b", n), self._vec("x", n)
             on_device = _is_cuda_array(b)
             if on_device or (x0 is not None and _is_cuda_array(x0)):
@@ -244,18 +250,57 @@ class Solver:
                 else:
                     self._upload(vx, x0, n, "x0")
             t0 = lib.ks_wtime()
+            self._many = False
             check(lib.ks_solver_solve(self._s, vb, vx))
             self._solve_call_seconds = lib.ks_wtime() - t0
             x = self._device.download(vx, n) if on_device else self._download(vx, n)
-            if self.raise_on_failure:
-                st = self.stats
-                if st["status"] != "CONVERGED":
-                    raise _lib.NotConvergedError(
-                        f"ksolve: {st['solver']} did not converge: {st['status']} after "
-                        f"{st['iterations']} iterations, relative residual "
-                        f"{st['relative_residual']:.3e}"
-                        + (f" ({st['breakdown']})" if st["breakdown"] else ""), st)
+            self._raise_unless_converged()
         return x
+
+    def _raise_unless_converged(self):
+        if not self.raise_on_failure:
+            return
+        st = self.stats
+        if st["status"] != "CONVERGED":
+            raise _lib.NotConvergedError(
+                f"ksolve: {st['solver']} did not converge: {st['status']} after "
+                f"{st['iterations']} iterations, relative residual "
+                f"{st['relative_residual']:.3e}"
+                + (f" ({st['breakdown']})" if st["breakdown"] else ""), st)
+
+    def _solve_many(self, b, x0, n):
+        """The k columns of b together, through host arrays in the blocks'
+        row-interleaved layout (a C-ordered n x k array is that layout).
+        CuPy arrays go through the host and come back as CuPy."""
+        cp = None
+        if _is_cuda_array(b) or (x0 is not None and _is_cuda_array(x0)):
+            if self._device is None:
+                raise _lib.ArgumentError(
+                    "ksolve: CUDA arrays need backend=\"cuda\" (this solver is on "
+                    f"{self.backend})", "KS_ERR_ARG")
+            cp = self._device._cupy()
+            b = cp.asnumpy(b)
+            x0 = cp.asnumpy(x0) if x0 is not None else None
+        k = np.shape(b)[1]
+        bh = host_block(b, n, k, "b")
+        xh = np.zeros((n, k)) if x0 is None else np.array(host_block(x0, n, k, "x0"))
+        dp = ctypes.POINTER(ctypes.c_double)
+        B, X = ctypes.c_void_p(), ctypes.c_void_p()
+        try:
+            check(lib.ks_block_create(self._be, n, k, ctypes.byref(B)))
+            check(lib.ks_block_create(self._be, n, k, ctypes.byref(X)))
+            check(lib.ks_block_set_host(B, bh.ctypes.data_as(dp)))
+            check(lib.ks_block_set_host(X, xh.ctypes.data_as(dp)))
+            t0 = lib.ks_wtime()
+            self._many = True
+            check(lib.ks_solver_solve_many(self._s, B, X))
+            self._solve_call_seconds = lib.ks_wtime() - t0
+            check(lib.ks_block_get_host(X, xh.ctypes.data_as(dp)))
+        finally:
+            lib.ks_block_destroy(ctypes.byref(B))
+            lib.ks_block_destroy(ctypes.byref(X))
+        self._raise_unless_converged()
+        return cp.asarray(xh) if cp is not None else xh
 
     @staticmethod
     def _upload(v, a, n, what):
@@ -306,29 +351,17 @@ class Solver:
         and upload of A), solve_call_time (the whole ks_solver_solve call:
         solve_time plus the true residual's recomputation), solver and
         preconditioner names, spmv_format, and
-        "amg" (the grid table as a dict, see hierarchy_info) when AMG is used."""
+        "amg" (the grid table as a dict, see hierarchy_info) when AMG is used.
+        After a solve of a 2-D b, "columns": one dict of the fields above
+        (status .. solve_time) per column; the top-level fields then
+        summarise them (ks_solver_solve_many)."""
         with self._lock:
             self._alive()
             p = lib.ks_solver_stats(self._s)
             if not p:
                 raise _lib.KsolveError("ksolve: the solver has no statistics", "KS_ERR_ARG")
-            st = p.contents
-            status = text(lib.ks_solve_status_name(st.status))
-            hist = (np.ctypeslib.as_array(st.history, shape=(st.history_len,)).copy()
-                    if st.history and st.history_len > 0 else np.zeros(0))
-            d = {
-                "status": status,
-                "converged": status == "CONVERGED",
-                "iterations": st.iterations,
-                "residual_history": hist,
-                "initial_residual": st.initial_residual,
-                "final_residual": st.final_residual,
-                "relative_residual": st.relative_residual,
-                "true_relative_residual": st.true_relative_residual,
-                "rhs_norm": st.rhs_norm,
-                "breakdown": text(st.breakdown),
-                "setup_time": st.setup_seconds,
-                "solve_time": st.solve_seconds,
+            d = _stats_of(p.contents)
+            d.update({
                 "matrix_time": self._matrix_seconds,
                 "solve_call_time": self._solve_call_seconds,
                 "duplicates_summed": self._duplicates,
@@ -336,7 +369,10 @@ class Solver:
                 "preconditioner": text(lib.ks_solver_preconditioner_name(self._s)),
                 "backend": self.backend,
                 "spmv_format": text(lib.ks_matrix_format(self._M)) if self._M.value else "",
-            }
+            })
+            if self._many:
+                d["columns"] = [_stats_of(lib.ks_solver_stats_column(self._s, j).contents)
+                                for j in range(lib.ks_solver_stats_count(self._s))]
             amg = self.hierarchy_info
             if amg is not None:
                 d["amg"] = amg
@@ -398,6 +434,27 @@ class Solver:
         return (f"<ksolve.Solver {text(lib.ks_solver_name(self._s))} + "
                 f"{text(lib.ks_solver_preconditioner_name(self._s))} on {self.backend}"
                 + (f", {self._shape[0]} x {self._shape[1]}>" if self._shape else ">"))
+
+
+def _stats_of(st):
+    """A ks_solve_stats as the dict fields of Solver.stats."""
+    status = text(lib.ks_solve_status_name(st.status))
+    hist = (np.ctypeslib.as_array(st.history, shape=(st.history_len,)).copy()
+            if st.history and st.history_len > 0 else np.zeros(0))
+    return {
+        "status": status,
+        "converged": status == "CONVERGED",
+        "iterations": st.iterations,
+        "residual_history": hist,
+        "initial_residual": st.initial_residual,
+        "final_residual": st.final_residual,
+        "relative_residual": st.relative_residual,
+        "true_relative_residual": st.true_relative_residual,
+        "rhs_norm": st.rhs_norm,
+        "breakdown": text(st.breakdown),
+        "setup_time": st.setup_seconds,
+        "solve_time": st.solve_seconds,
+    }
 
 
 def _print_to_string(write):

@@ -11,7 +11,7 @@ import pytest
 from ksolve import _lib
 
 HEADER = os.path.join(os.path.dirname(__file__), "..", "..", "include", "ksolve.h")
-HANDLES = {"ks_backend", "ks_vec", "ks_matrix", "ks_config", "ks_solver"}
+HANDLES = {"ks_backend", "ks_vec", "ks_block", "ks_matrix", "ks_config", "ks_solver"}
 STRUCTS = {"ks_csr": _lib.ks_csr, "ks_solve_stats": _lib.ks_solve_stats,
            "ks_hierarchy_level": _lib.ks_hierarchy_level,
            "ks_hierarchy_info": _lib.ks_hierarchy_info}

@@ -69,7 +69,8 @@ def test_wrong_sizes(rng):
         s.solve(np.ones(35))
     with pytest.raises(ksolve.ArgumentError, match="x0 has 37 entries"):
         s.solve(np.ones(36), x0=np.zeros(37))
-    with pytest.raises(ksolve.ArgumentError, match="must be a vector"):
+    # a 2-D b is k right-hand sides (test_many.py): rows must be the matrix's
+    with pytest.raises(ksolve.ArgumentError, match=r"b must be 36 x 6 \(or a vector of 36\)"):
         s.solve(np.ones((6, 6)))
     with pytest.raises(ksolve.ArgumentError, match="setup had 36 x 36"):
         s.resetup(poisson2d(5))

@@ -110,7 +110,9 @@ static ks_error comm_max(const ks_comm *c, double *v, int k)
     return gather_combine(c, v, k, 1, "maximum over ranks");
 }
 
-ks_error ks_comm_agree(const ks_comm *c, ks_error e)
+/* ks_comm_agree; with same, the failing ranks too take the first one's
+ * message, prefixed like the others' (every rank then says the same). */
+static ks_error agree(const ks_comm *c, ks_error e, int same)
 {
     const ks_comm_mpi *m = (const ks_comm_mpi *)c;
     const int p = c->size;
@@ -141,13 +143,17 @@ ks_error ks_comm_agree(const ks_comm *c, ks_error e)
     snprintf(msg, sizeof msg, "%s", c->rank == first ? ks_last_error() : "");
     em = ks_mpi_check(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, m->comm),
                       "MPI_Bcast (error message)");
-    if (e != KS_OK) /* this rank failed itself: its own message stands */
+    if (e != KS_OK && !same) /* this rank failed itself: its own message stands */
         return e;
     if (em != KS_OK)
         return failed;
     msg[sizeof msg - 1] = '\0';
     return ks_seterr(failed, "rank %d: %s", first, msg);
 }
+
+ks_error ks_comm_agree(const ks_comm *c, ks_error e) { return agree(c, e, 0); }
+
+ks_error ks_comm_agree_same(const ks_comm *c, ks_error e) { return agree(c, e, 1); }
 
 static ks_error comm_agree(const ks_comm *c, ks_error e) { return ks_comm_agree(c, e); }
 

@@ -5,8 +5,9 @@
  * ParCSR's diag and offd. Input rows may be unsorted; a column given twice
  * in a row is refused (not summed: the caller's assembly has a bug there,
  * and summing would hide it), as are columns out of range and values that
- * are not finite. Local work only: the caller agrees the outcome over the
- * ranks. */
+ * are not finite. Each input entry's place in the blocks is kept, so new
+ * values in the caller's order can be scattered later (dist_values.c).
+ * Local work only: the caller agrees the outcome over the ranks. */
 #include "mpi_internal.h"
 
 #include <math.h>
@@ -166,6 +167,10 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
         e = ks_csr_alloc(&S->local, nloc, nloc, nl[nloc]);
     if (e == KS_OK)
         e = ks_csr_alloc(&S->ghost, nloc, nghost, nnz - nl[nloc]);
+    if (e == KS_OK) {
+        S->entry_pos = ks_malloc(((size_t)nnz + 1) * sizeof *S->entry_pos, "entry places");
+        e = S->entry_pos ? KS_OK : KS_ERR_MEMORY;
+    }
     if (e != KS_OK) {
         free(perm);
         free(nl);
@@ -174,7 +179,8 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
     }
     /* Both blocks' rows in ascending column order: the ghost numbers
      * ascend with the global ids. */
-    ks_int *lrp = S->local.rowptr, *grp = S->ghost.rowptr;
+    ks_int *lrp = S->local.rowptr, *grp = S->ghost.rowptr, *pos = S->entry_pos;
+    const ks_int nnz_local = nl[nloc];
     memcpy(lrp, nl, ((size_t)nloc + 1) * sizeof *lrp);
     for (ks_int i = 0; i <= nloc; i++)
         grp[i] = rp[i] - lrp[i];
@@ -185,9 +191,11 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
             const ks_int src = perm[k];
             const ks_gint c = ci[src];
             if (c >= row_begin && c < row_end) {
+                pos[src] = ql;
                 S->local.colind[ql] = (ks_int)(c - row_begin);
                 S->local.val[ql++] = val[src];
             } else {
+                pos[src] = nnz_local + qg;
                 S->ghost.colind[qg] = ks_gmap_ext_find(&gm, c);
                 S->ghost.val[qg++] = val[src];
             }
@@ -204,4 +212,6 @@ void ks_dist_split_free(ks_dist_split *S)
     ks_csr_free(&S->ghost);
     free(S->ghost_gid);
     S->ghost_gid = NULL;
+    free(S->entry_pos);
+    S->entry_pos = NULL;
 }

@@ -17,11 +17,13 @@ static void dist_destroy(ks_matrix_dist *base)
     ks_halo_destroy(d->halo);
     ks_vec_destroy(&d->xghost);
     free(d->ghost_gid);
+    free(d->entry_pos);
     free(d);
 }
 
 static const ks_dist_ops mpi_dist_ops = {
     .apply = ks_dist_apply,
+    .set_values = ks_dist_set_values,
     .destroy = dist_destroy,
 };
 
@@ -65,6 +67,8 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
 {
     d->ghost_gid = S->ghost_gid;
     S->ghost_gid = NULL;
+    d->entry_pos = S->entry_pos;
+    S->entry_pos = NULL;
     d->nghost = S->ghost.ncols;
     ks_error e = block_matrix(be, &S->local, format, params, &d->base.local);
     if (e == KS_OK && d->nghost > 0)
@@ -84,7 +88,10 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     if (e == KS_OK)
         d->base.halo_bytes = ks_halo_bytes(d->halo) +
                              (double)d->nghost * (sizeof(ks_gint) + sizeof(double)) +
-                             ((double)comm->size + 1) * sizeof(ks_gint);
+                             ((double)comm->size + 1) * sizeof(ks_gint) +
+                             (d->entry_pos ? (double)ks_matrix_nnz(d->base.local) +
+                                                 (d->base.ghost ? ks_matrix_nnz(d->base.ghost) : 0)
+                                           : 0.0) * sizeof(ks_int);
     return e;
 }
 

@@ -30,6 +30,10 @@ typedef struct ks_comm_mpi {
     int split_k;
 } ks_comm_mpi;
 
+/* Collective. ks_comm_agree, the first failing rank's message (prefixed
+ * "rank R: ") on every rank, that rank's and the other failing ones'
+ * included: the same error wherever it is read. */
+ks_error ks_comm_agree_same(const ks_comm *c, ks_error e);
 /* The MPI communicator under c. */
 MPI_Comm ks_comm_mpi_of(const ks_comm *c);
 /* KS_OK for MPI_SUCCESS; else KS_ERR_MPI naming `call` and MPI's reason. */
@@ -104,6 +108,9 @@ typedef struct ks_dist_split {
     ks_csr local;       /* nloc x nloc: owned columns, minus the first row */
     ks_csr ghost;       /* nloc x nghost: other ranks' columns, by ghost number */
     ks_gint *ghost_gid; /* nghost (= ghost.ncols) global columns, ascending */
+    ks_int *entry_pos;  /* ks_dist_csr_split only (else NULL): input entry k's place,
+                         * k' < local.nnz in the local block's values, else
+                         * k' - local.nnz in the ghost block's */
 } ks_dist_split;
 
 /* Local (no communication): rows row_begin .. row_begin+nloc-1 of a
@@ -185,6 +192,7 @@ typedef struct ks_dist_impl {
     ks_vec *xghost;       /* x's ghost entries, filled by the halo exchange */
     ks_gint *ghost_gid;   /* global column of each ghost */
     ks_int nghost;
+    ks_int *entry_pos;    /* the split's (NULL: built by the AMG, no caller order) */
 } ks_dist_impl;
 
 /* Collective. The distributed matrix of split rows S (its blocks and ghost
@@ -197,6 +205,9 @@ typedef struct ks_dist_impl {
 ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint *row_offsets,
                                    ks_gint *col_offsets, ks_dist_split *S, const char *format,
                                    const ks_spmv_params *params, ks_matrix **M);
+
+/* Collective. New values for d (ks_dist_ops.set_values; dist_values.c). */
+ks_error ks_dist_set_values(ks_matrix_dist *d, const void *val, int on_backend, const char *fn);
 
 /* y = alpha A x + beta y: the halo exchange around the local block's
  * product, then the ghost block's (dist_apply.c; ks_dist_ops.apply). */

@@ -146,6 +146,10 @@ typedef struct ks_dist_ops {
      * overlapped with the local block's SpMV, then the ghost block's. x and
      * y are checked: M's layout, distinct. */
     ks_error (*apply)(ks_matrix_dist *d, double alpha, const ks_vec *x, double beta, ks_vec *y);
+    /* ks_matrix_set_values(_device) (collective): val holds this rank's
+     * entries in the order its rows were given at create (in the
+     * backend's memory when on_backend); fn names the caller. */
+    ks_error (*set_values)(ks_matrix_dist *d, const void *val, int on_backend, const char *fn);
     void (*destroy)(ks_matrix_dist *d);
 } ks_dist_ops;
 

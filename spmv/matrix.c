@@ -454,8 +454,8 @@ static ks_int first_nonfinite(const double *val, ks_int nnz)
     return nnz;
 }
 
-/* What changes values in place is not there yet for distributed matrices
- * (their values sit in two blocks in another order than the caller's). */
+/* Values changed in place: a distributed matrix's sit in two blocks, in
+ * another order than the caller's (ks_matrix_set_values takes them). */
 static ks_error not_dist(const char *fn)
 {
     return ks_seterr(KS_ERR_UNSUPPORTED, "%s: not yet for a distributed matrix", fn);
@@ -516,10 +516,10 @@ static ks_error values_finite(const ks_matrix *M, const char *fn, const void *va
  * or in the backend's (on_backend). */
 static ks_error set_values(ks_matrix *M, const void *val, int on_backend, const char *fn)
 {
+    if (M && M->dist) /* the blocks' values in the caller's order: mpi/ */
+        return M->dist->ops->set_values(M->dist, val, on_backend, fn);
     if (!M || (!val && M->A.nnz > 0))
         return ks_seterr(KS_ERR_ARG, "%s: NULL %s", fn, M ? "values" : "matrix");
-    if (M->dist)
-        return not_dist(fn);
     if (M->values_released)
         return released(fn);
     const ks_int nnz = M->A.nnz;

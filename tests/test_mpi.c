@@ -316,6 +316,108 @@ static void random_global(uint64_t seed, const ks_gint *off, ks_csr *A)
     free(v);
 }
 
+/* The same message on every rank. */
+static int same_text_on_all(const char *msg)
+{
+    char mine[512] = {0};
+    snprintf(mine, sizeof mine, "%s", msg);
+    char *all = malloc(sizeof mine * (size_t)nranks);
+    MPI_Allgather(mine, (int)sizeof mine, MPI_CHAR, all, (int)sizeof mine, MPI_CHAR,
+                  MPI_COMM_WORLD);
+    int same = 1;
+    for (int q = 1; q < nranks; q++)
+        same &= strcmp(all, all + sizeof mine * (size_t)q) == 0;
+    free(all);
+    return same;
+}
+
+/* y = M x on this rank's rows against the reference of A (global): the
+ * largest relative difference. */
+static double spmv_err(ks_matrix *M, const ks_csr *A, const ks_gint *off, const double *xg,
+                       ks_vec *x, ks_vec *y)
+{
+    const ks_int N = A->nrows, nloc = (ks_int)(off[rank + 1] - off[rank]);
+    double *yg = calloc((size_t)N + 1, sizeof *yg), *yl = malloc(((size_t)nloc + 1) * sizeof *yl);
+    ks_csr_spmv_ref(A, 1.0, xg, 0.0, yg);
+    KS_ALL(ks_vec_set_host(x, xg + off[rank]));
+    KS_ALL(ks_matrix_apply(M, 1.0, x, 0.0, y));
+    KS_ALL(ks_vec_get_host(y, yl));
+    double err = ks_test_max_relerr(yl, yg + off[rank], nloc);
+    free(yg);
+    free(yl);
+    return err;
+}
+
+/* New values for the distributed M of A (ks_matrix_set_values from the
+ * host, or _device from the backend's memory in even trials), given in
+ * the caller's order (rows_of: odd rows reversed): its SpMV then matches the
+ * reference with the new values. A NaN on the last rank with entries is
+ * refused on every rank with the same message naming its global row and
+ * column, and M keeps the values it had. */
+static void new_values_trial(ks_backend *b, ks_matrix *M, const ks_csr *A, const ks_gint *off,
+                             int trial, ks_vec *x, ks_vec *y)
+{
+    ks_csr A2;
+    KS_CHECK(ks_csr_copy(A, &A2));
+    for (ks_int i = 0; i < A2.nrows; i++)
+        for (ks_int k = A2.rowptr[i]; k < A2.rowptr[i + 1]; k++)
+            A2.val[k] = cos(0.3 * i + 0.11 * A2.colind[k] + trial) - 0.2;
+    ks_int nloc, *rp;
+    ks_gint *ci;
+    double *v2;
+    rows_of(&A2, off, &nloc, &rp, &ci, &v2);
+    const ks_int nnz = rp[nloc];
+    const int device = trial % 2 == 0;
+    const size_t vb = ((size_t)nnz + 1) * sizeof(double);
+    void *dv = NULL;
+    if (device)
+        KS_ALL(ks_be_upload_new(b, v2, vb, &dv, "test new values"));
+    KS_ALL(device ? ks_matrix_set_values_device(M, dv) : ks_matrix_set_values(M, v2));
+    double *xg = malloc(((size_t)A->nrows + 1) * sizeof *xg);
+    for (ks_int i = 0; i < A->nrows; i++)
+        xg[i] = 1.0 + 0.5 * sin(0.9 * i - trial);
+    double err = spmv_err(M, &A2, off, xg, x, y);
+    ALL(err <= 1e-14, "%s, trial %d: SpMV after %s differs from the reference by %g",
+        ks_backend_name(b), trial, device ? "set_values_device" : "set_values", err);
+
+    /* a NaN on the last rank holding entries */
+    int last = -1;
+    for (int q = 0; q < nranks; q++)
+        if (A->rowptr[off[q + 1]] > A->rowptr[off[q]])
+            last = q;
+    char want[160] = "";
+    if (last >= 0) {
+        const ks_int lo = (ks_int)off[last], k0 = A2.rowptr[off[last + 1]] - 1;
+        ks_int row = (ks_int)off[last + 1] - 1;
+        while (A2.rowptr[row] > k0)
+            row--;
+        /* the last stored entry of the last rank: in the caller's order
+         * its place is that row's first (odd) or last (even) entry */
+        snprintf(want, sizeof want, "ks_matrix_set_values%s (distributed): rank %d: the value "
+                 "at global row %ld, column %ld", device ? "_device" : "", last, (long)row,
+                 (long)A2.colind[k0]);
+        if (rank == last) {
+            const ks_int at = row % 2 ? rp[row - lo] : rp[row - lo + 1] - 1;
+            v2[at] = NAN;
+        }
+        if (device)
+            KS_ALL(b->ops->upload(b, dv, v2, vb));
+        EXPECT_ERR(device ? ks_matrix_set_values_device(M, dv) : ks_matrix_set_values(M, v2),
+                   KS_ERR_NUMERIC, want);
+        ALL(same_text_on_all(ks_last_error()), "trial %d: the NaN's message differs over the "
+            "ranks: %s", trial, ks_last_error());
+        err = spmv_err(M, &A2, off, xg, x, y);
+        ALL(err <= 1e-14, "trial %d: the refused values changed M (%g)", trial, err);
+    }
+    if (dv)
+        b->ops->free(b, dv);
+    ks_csr_free(&A2);
+    free(rp);
+    free(ci);
+    free(v2);
+    free(xg);
+}
+
 /* Trial `trial` of the distributed SpMV on backend b against the host
  * reference. */
 static void spmv_trial(ks_backend *b, int trial)
@@ -358,6 +460,7 @@ static void spmv_trial(ks_backend *b, int trial)
     double err = ks_test_max_relerr(yl, yg + off[rank], nloc);
     ALL(err <= 1e-14, "%s, trial %d: distributed SpMV differs from the reference by %g",
         ks_backend_name(b), trial, err);
+    new_values_trial(b, M, &A, off, trial, x, y);
     ks_vec_destroy(&x);
     ks_vec_destroy(&y);
     ks_matrix_destroy(&M);

@@ -268,6 +268,81 @@ START_TEST(test_amg_smoothed_coarsest)
 }
 END_TEST
 
+/* New values (D A D + 0.3 I, d_i = 1 + 0.5 sin(i): SPD, the pattern kept)
+ * set on the distributed matrix of A (layout kind), then a re-setup and a
+ * solve: the same iterations and x as a fresh setup on a matrix created
+ * with those values (the re-setup over ranks is a full setup). */
+static void resetup_new_values(const ks_csr *A, int kind, const amg_case *c)
+{
+    ks_csr A2;
+    KS_CHECK(ks_csr_copy(A, &A2));
+    for (ks_int i = 0; i < A2.nrows; i++)
+        for (ks_int k = A2.rowptr[i]; k < A2.rowptr[i + 1]; k++) {
+            const ks_int j = A2.colind[k];
+            A2.val[k] *= (1.0 + 0.5 * sin((double)i)) * (1.0 + 0.5 * sin((double)j));
+            A2.val[k] += i == j ? 0.3 : 0.0;
+        }
+    ks_matrix *M = dist_of(A, kind), *F = dist_of(&A2, kind);
+    ks_config *cfg = config_of(c);
+    ks_solver *s = NULL;
+    ks_vec *b = NULL, *x = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    ks_test_dist_rhs(b);
+    KS_ALL(ks_solver_setup(s, M));
+    KS_ALL(ks_vec_fill(x, 0.0));
+    KS_ALL(ks_solver_solve(s, b, x));
+    const int it_old = ks_solver_stats(s)->iterations;
+    /* this rank's rows of A2, in the order dist_of gave A's */
+    const ks_gint r0 = ks_matrix_row_begin(M);
+    KS_ALL(ks_matrix_set_values(M, A2.val + A2.rowptr[r0]));
+    KS_ALL(ks_solver_resetup(s, M));
+    KS_ALL(ks_vec_fill(x, 0.0));
+    KS_ALL(ks_solver_solve(s, b, x));
+    const ks_solve_stats st = *ks_solver_stats(s);
+    const ks_int n = ks_matrix_rows(M);
+    double *xr = malloc(((size_t)n + 1) * sizeof *xr);
+    KS_ALL(ks_vec_get_host(x, xr));
+    solve_out fresh;
+    solve(F, c, &fresh);
+    double v[2] = {0.0, 0.0};
+    for (ks_int i = 0; i < n; i++) {
+        v[0] = fmax(v[0], fabs(xr[i] - fresh.x[i]));
+        v[1] = fmax(v[1], fabs(fresh.x[i]));
+    }
+    KS_ALL(ks_comm_max(comm, v, 2));
+    ALL(st.status == KS_SOLVE_CONVERGED && st.iterations == fresh.iterations &&
+            v[0] <= 1e-12 * v[1],
+        "layout %d: re-setup on new values: %d iterations (%s), a fresh setup %d (the "
+        "old values took %d); x differs by %g (max %g)",
+        kind, st.iterations, ks_solve_status_name(st.status), fresh.iterations, it_old, v[0],
+        v[1]);
+    /* the new values changed the problem: the fresh solve is of A2, not A */
+    ALL(st.true_relative_residual < 1e-9, "layout %d: true relative residual %g after the "
+        "re-setup", kind, st.true_relative_residual);
+    free(xr);
+    free(fresh.x);
+    ks_vec_destroy(&b);
+    ks_vec_destroy(&x);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+    ks_matrix_destroy(&F);
+    ks_matrix_destroy(&M);
+    ks_csr_free(&A2);
+}
+
+START_TEST(test_amg_resetup_new_values)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 10, &A);
+    amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
+    for (int kind = 0; kind < 2; kind++)
+        resetup_new_values(&A, kind, &c);
+    ks_csr_free(&A);
+}
+END_TEST
+
 START_TEST(test_amg_resetup)
 {
     /* a re-setup over ranks is a full setup: the same iterations after */
@@ -766,6 +841,7 @@ static Suite *amg_solve_suite(void)
     tcase_add_test(t, test_amg_standalone);
     tcase_add_test(t, test_amg_smoothed_coarsest);
     tcase_add_test(t, test_amg_resetup);
+    tcase_add_test(t, test_amg_resetup_new_values);
     tcase_add_test(t, test_amg_hmis);
     tcase_add_test(t, test_amg_aggressive);
     tcase_add_test(t, test_amg_aggressive_hmis);

@@ -338,7 +338,10 @@ const ks_csr *ks_matrix_host_csr(const ks_matrix *M);
 double ks_matrix_bytes_per_apply(const ks_matrix *M);
 /* Replace the values (nnz entries, in the CSR order of the matrix given to
  * ks_matrix_create) keeping the sparsity pattern; for time-stepping codes
- * followed by ks_solver_resetup. */
+ * followed by ks_solver_resetup. Of a distributed matrix (ksolve_mpi.h):
+ * collective, this rank's entries in the order of the rows it gave
+ * ks_matrix_create_dist (its own order within each row); a value that is
+ * not finite fails on every rank with the same message. */
 ks_error ks_matrix_set_values(ks_matrix *M, const double *val);
 /* The same from nnz doubles in the memory of the matrix's backend (a CUDA
  * device pointer on cuda: no host round trip; host memory on the cpu), as
@@ -408,7 +411,8 @@ ks_error ks_solver_create(ks_backend *be, const ks_config *cfg, ks_solver **s);
 ks_error ks_solver_setup(ks_solver *s, ks_matrix *A);
 /* Re-setup after the values of A changed but not its pattern (see
  * ks_matrix_set_values): AMG keeps its coarsening and interpolation pattern
- * and recomputes the values, which is much cheaper than a fresh setup. */
+ * and recomputes the values, which is much cheaper than a fresh setup. On a
+ * distributed matrix AMG runs a full setup (no values-only path over ranks). */
 ks_error ks_solver_resetup(ks_solver *s, ks_matrix *A);
 /* Solve A x = b using x as the initial guess. Returns KS_OK when the solve
  * ran (converged or not: see ks_solver_stats); an error only for invalid

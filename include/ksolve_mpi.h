@@ -106,7 +106,9 @@ ks_gint ks_vec_global_size(const ks_vec *v);
  * "auto": the backend's choice) and a ghost block (the other ranks'
  * columns, compressed) in csr. The backend must have host memory (cpu):
  * KS_ERR_UNSUPPORTED otherwise. ks_matrix_rows, ks_matrix_cols and
- * ks_matrix_nnz are this rank's; ks_matrix_global_rows the whole. */
+ * ks_matrix_nnz are this rank's; ks_matrix_global_rows the whole.
+ * ks_matrix_set_values(_device) later takes new values in the order of
+ * these rowptr/colind (collective; docs/mpi.md "New values"). */
 ks_error ks_matrix_create_dist(ks_backend *be, const ks_comm *comm, ks_int nlocal_rows,
                                ks_gint ncols_global, const ks_int *rowptr, const ks_gint *colind,
                                const double *val, const char *format,

@@ -40,7 +40,8 @@ static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
 
 static ks_error amg_pc_resetup(ks_precond *pc, ks_matrix *A)
 {
-    /* No values-only re-setup over ranks yet: a full setup is correct. */
+    /* No values-only re-setup over ranks yet: a full setup from the new
+     * values (ks_matrix_set_values over ranks) is correct. */
     if (!pc->data || ks_matrix_distributed(A))
         return amg_pc_setup(pc, A);
     return ks_amg_resetup(pc->data, A);

@@ -2,7 +2,8 @@
  * row layouts and the ghost map and halo plan of a hand-made matrix,
  * distributed SpMV against the serial reference on random matrices (empty
  * rows, rows with only ghost entries, a rank without rows, unsorted input,
- * nonsymmetric patterns), reductions (rank-order sums: the same bits on
+ * nonsymmetric patterns) and after new values (ks_matrix_set_values and
+ * _device; a NaN refused alike on every rank), reductions (rank-order sums: the same bits on
  * every rank and in every call), parallel generation against ks_generate,
  * CG and BiCGStab against one-process solves, the same solve twice, input
  * errors failing on every rank without a hang (AMG over ranks:

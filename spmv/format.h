@@ -162,7 +162,8 @@ struct ks_matrix_dist {
                          * transfer operator (mpi/), whose x is laid out thus */
     ks_matrix *local;   /* owned columns */
     ks_matrix *ghost;   /* ghost columns; NULL when this rank's rows have none */
-    double halo_bytes;  /* the halo exchange's buffers */
+    double halo_bytes;  /* the halo exchange's buffers, the ghost ids, the input
+                         * entries' places (ks_matrix_set_values) */
 };
 
 /* Matrix object: the matrix as CSR in its backend's memory (a ks_sparse,

@@ -143,6 +143,8 @@ static ks_error inverse_rows(ks_amg *amg, const ks_matrix *M, const ks_csr *inv,
     if (e == KS_OK)
         e = ks_matrix_create_dist(amg->be, ks_matrix_comm(M), nloc, n, rp, ci, inv->val + base,
                                   "auto", NULL, out);
+    if (e == KS_OK)
+        ks_dist_drop_entry_order(*out);
     free(rp);
     free(ci);
     return e;

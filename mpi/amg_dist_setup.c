@@ -164,6 +164,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         e = ks_matrix_create_dist(amg->be, c, Ac.nrows, Ac.ncols_global, Ac.rowptr, Ac.colind,
                                   Ac.val, ks_amg_dist_level_format(amg), NULL, &C->Am);
     if (e == KS_OK) {
+        ks_dist_drop_entry_order(C->Am); /* the AMG sets no values of it */
         /* views of the matrices' local blocks: what sizes and reports read */
         L->P = *ks_matrix_sparse(L->Pm);
         L->R = *ks_matrix_sparse(L->Rm);

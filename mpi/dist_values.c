@@ -92,17 +92,28 @@ static ks_error ghost_values(const ks_matrix *G, ks_int ng, double **old)
     return KS_OK;
 }
 
+void ks_dist_drop_entry_order(ks_matrix *M)
+{
+    ks_dist_impl *d = (ks_dist_impl *)M->dist;
+    if (!d->entry_pos)
+        return;
+    const ks_int nnz = ks_matrix_nnz(M);
+    free(d->entry_pos);
+    d->entry_pos = NULL;
+    d->base.halo_bytes -= (double)nnz * sizeof(ks_int);
+}
+
 ks_error ks_dist_set_values(ks_matrix_dist *base, const void *val, int on_backend, const char *fn)
 {
     ks_dist_impl *d = (ks_dist_impl *)base;
     const ks_comm *c = base->comm;
     ks_matrix *L = base->local, *G = base->ghost;
     const ks_int nl = ks_matrix_nnz(L), ng = G ? ks_matrix_nnz(G) : 0, nnz = nl + ng;
-    /* The same on every rank: a matrix the AMG built has no caller order. */
+    /* The same on every rank: the AMG's own matrices keep no caller order. */
     if (!d->entry_pos)
         return ks_seterr(KS_ERR_UNSUPPORTED,
-                         "%s: this distributed matrix was not made by ks_matrix_create_dist "
-                         "(an AMG level's): its values have no caller order",
+                         "%s: this distributed matrix is an AMG level's or transfer "
+                         "operator: its values have no caller order",
                          fn);
     ks_error e = !val && nnz > 0 ? ks_seterr(KS_ERR_ARG, "NULL values (%ld entries)", (long)nnz)
                                  : KS_OK;

@@ -206,6 +206,10 @@ ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint 
                                    ks_gint *col_offsets, ks_dist_split *S, const char *format,
                                    const ks_spmv_params *params, ks_matrix **M);
 
+/* Not collective. Forget the caller's entry order of a distributed M that
+ * no caller will give new values (the AMG's coarse operators): its
+ * ks_int per entry is freed; ks_matrix_set_values then refuses M. */
+void ks_dist_drop_entry_order(ks_matrix *M);
 /* Collective. New values for d (ks_dist_ops.set_values; dist_values.c). */
 ks_error ks_dist_set_values(ks_matrix_dist *d, const void *val, int on_backend, const char *fn);
 

@@ -354,7 +354,7 @@ static double spmv_err(ks_matrix *M, const ks_csr *A, const ks_gint *off, const 
  * the caller's order (rows_of: odd rows reversed): its SpMV then matches the
  * reference with the new values. A NaN on the last rank with entries is
  * refused on every rank with the same message naming its global row and
- * column, and M keeps the values it had. */
+ * column, and so are NULL values there; M keeps the values it had. */
 static void new_values_trial(ks_backend *b, ks_matrix *M, const ks_csr *A, const ks_gint *off,
                              int trial, ks_vec *x, ks_vec *y)
 {
@@ -397,6 +397,8 @@ static void new_values_trial(ks_backend *b, ks_matrix *M, const ks_csr *A, const
         snprintf(want, sizeof want, "ks_matrix_set_values%s (distributed): rank %d: the value "
                  "at global row %ld, column %ld", device ? "_device" : "", last, (long)row,
                  (long)A2.colind[k0]);
+        /* NULL values on one rank with entries: refused on all */
+        EXPECT_ERR(ks_matrix_set_values(M, rank == last ? NULL : v2), KS_ERR_ARG, "NULL values");
         if (rank == last) {
             const ks_int at = row % 2 ? rp[row - lo] : rp[row - lo + 1] - 1;
             v2[at] = NAN;

@@ -5,7 +5,8 @@
  * nonsymmetric patterns) and after new values (ks_matrix_set_values and
  * _device; a NaN refused alike on every rank), reductions (rank-order sums: the same bits on
  * every rank and in every call), parallel generation against ks_generate,
- * CG and BiCGStab against one-process solves, the same solve twice, input
+ * CG and BiCGStab against one-process solves, the same solve twice, a
+ * re-setup after new values against a fresh setup, input
  * errors failing on every rank without a hang (AMG over ranks:
  * test_mpi_amg_solve.c).
  *
@@ -752,9 +753,9 @@ static void solve_with(ks_matrix *M, const char *solver, const char *pc, solve_o
     ks_config_destroy(&cfg);
 }
 
-/* The distributed matrix of g on backend b in even blocks, or with rank 1
- * (of 3 or more) holding no rows. */
-static ks_matrix *dist_matrix(ks_backend *b, const ks_gen_params *g, int empty_rank)
+/* This rank's rows of g in even blocks, or with rank 1 (of 3 or more)
+ * holding no rows. */
+static void dist_rows(const ks_gen_params *g, int empty_rank, ks_dist_csr *D)
 {
     ks_int nl = -1;
     if (empty_rank) {
@@ -765,8 +766,14 @@ static ks_matrix *dist_matrix(ks_backend *b, const ks_gen_params *g, int empty_r
         ks_layout_even(n, holders, idx, &b, &c);
         nl = nranks >= 3 && rank == 1 ? 0 : (ks_int)c;
     }
+    KS_ALL(ks_generate_dist(comm, g, nl, D));
+}
+
+/* The distributed matrix of g's rows (dist_rows) on backend b. */
+static ks_matrix *dist_matrix(ks_backend *b, const ks_gen_params *g, int empty_rank)
+{
     ks_dist_csr D;
-    KS_ALL(ks_generate_dist(comm, g, nl, &D));
+    dist_rows(g, empty_rank, &D);
     ks_matrix *M = NULL;
     KS_ALL(ks_matrix_create_dist(b, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
                                  "auto", NULL, &M));
@@ -835,6 +842,65 @@ START_TEST(test_bicgstab_convdiff)
     g.vz = 2.0;
     compare_solves(&g, "PBICGSTAB", "JACOBI", 0);
     compare_solves(&g, "BICGSTAB", "NOSOLVER", 1);
+}
+END_TEST
+
+/* PCG with l1-Jacobi after new values (D A D + 0.3 I, d_i = 1 + 0.5 sin(i),
+ * in the order the rows were given; a rank without rows): ks_solver_resetup
+ * then gives the iterations and x of a solver set up afresh on a matrix
+ * created with those values. */
+START_TEST(test_resetup_new_values)
+{
+    ks_gen_params g;
+    grid(&g, KS_GEN_POISSON3D_7, 10);
+    ks_dist_csr D;
+    dist_rows(&g, 1, &D);
+    ks_matrix *M = NULL, *F = NULL;
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &M));
+    ks_config *cfg = config_for("PCG", "JACOBI_L1");
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    for (ks_int i = 0; i < D.nrows; i++)
+        for (ks_int k = D.rowptr[i]; k < D.rowptr[i + 1]; k++) {
+            const ks_gint gi = D.row_begin + i, gj = D.colind[k];
+            D.val[k] *= (1.0 + 0.5 * sin((double)gi)) * (1.0 + 0.5 * sin((double)gj));
+            D.val[k] += gi == gj ? 0.3 : 0.0;
+        }
+    KS_ALL(ks_matrix_set_values(M, D.val));
+    KS_ALL(ks_solver_resetup(s, M));
+    ks_vec *b = NULL, *x = NULL;
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    const ks_int n = D.nrows;
+    double *h = malloc(((size_t)n + 1) * sizeof *h);
+    for (ks_int i = 0; i < n; i++)
+        h[i] = rhs_value(D.row_begin + i);
+    KS_ALL(ks_vec_set_host(b, h));
+    KS_ALL(ks_vec_fill(x, 0.0));
+    KS_ALL(ks_solver_solve(s, b, x));
+    const int it = ks_solver_stats(s)->iterations;
+    KS_ALL(ks_vec_get_host(x, h));
+    KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
+                                 "auto", NULL, &F));
+    solve_out fresh;
+    solve_with(F, "PCG", "JACOBI_L1", &fresh);
+    int same = fresh.iterations == it && fresh.status == KS_SOLVE_CONVERGED;
+    for (ks_int i = 0; same && i < n; i++)
+        same = !memcmp(&h[i], &fresh.x[i], sizeof *h);
+    ALL(same, "re-setup after new values: %d iterations, a fresh setup %d (%s); x %s", it,
+        fresh.iterations, ks_solve_status_name(fresh.status),
+        same ? "the same" : "differs");
+    out_free(&fresh);
+    free(h);
+    ks_vec_destroy(&b);
+    ks_vec_destroy(&x);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+    ks_matrix_destroy(&F);
+    ks_matrix_destroy(&M);
+    ks_dist_csr_free(&D);
 }
 END_TEST
 
@@ -1182,6 +1248,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(t, test_cg_poisson);
     tcase_add_test(t, test_bicgstab_convdiff);
     tcase_add_test(t, test_same_bits_twice);
+    tcase_add_test(t, test_resetup_new_values);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_bad_rows);

@@ -3,12 +3,12 @@
  * distributed SpMV against the serial reference on random matrices (empty
  * rows, rows with only ghost entries, a rank without rows, unsorted input,
  * nonsymmetric patterns) and after new values (ks_matrix_set_values and
- * _device; a NaN refused alike on every rank), reductions (rank-order sums: the same bits on
- * every rank and in every call), parallel generation against ks_generate,
- * CG and BiCGStab against one-process solves, the same solve twice, a
- * re-setup after new values against a fresh setup, input
- * errors failing on every rank without a hang (AMG over ranks:
- * test_mpi_amg_solve.c).
+ * _device; a NaN refused alike on every rank), reductions (rank-order
+ * sums: the same bits on every rank and in every call), parallel
+ * generation against ks_generate, CG and BiCGStab against one-process
+ * solves, the same solve twice, a re-setup after new values against a
+ * fresh setup, input errors failing on every rank without a hang (AMG over
+ * ranks: test_mpi_amg_solve.c).
  *
  * Check runs without fork (forking after MPI_Init is unsafe), so every
  * assertion is first combined over the ranks: all ranks fail together and

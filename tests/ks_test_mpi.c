@@ -27,6 +27,14 @@ ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_i
     return M;
 }
 
+void ks_test_solve_free(ks_solver **s, ks_config **cfg, ks_vec **b, ks_vec **x)
+{
+    ks_vec_destroy(b);
+    ks_vec_destroy(x);
+    ks_solver_destroy(s);
+    ks_config_destroy(cfg);
+}
+
 void ks_test_dist_rhs(ks_vec *b)
 {
     const ks_int n = ks_vec_size(b);

@@ -48,6 +48,8 @@ int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...) KS_PRIN
 /* Collective: rows begin .. begin + count - 1 of the global matrix A as
  * this rank's part of a distributed matrix on backend b ("auto" format). */
 ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count);
+/* Destroys a solve's solver, config and its two vectors (NULLs them). */
+void ks_test_solve_free(ks_solver **s, ks_config **cfg, ks_vec **b, ks_vec **x);
 /* b[i] = 1 + sin(0.37 g) for this rank's rows g of the distributed vector
  * b (a right-hand side with no symmetry the solvers could use). */
 void ks_test_dist_rhs(ks_vec *b);

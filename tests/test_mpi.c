@@ -894,10 +894,7 @@ START_TEST(test_resetup_new_values)
         same ? "the same" : "differs");
     out_free(&fresh);
     free(h);
-    ks_vec_destroy(&b);
-    ks_vec_destroy(&x);
-    ks_solver_destroy(&s);
-    ks_config_destroy(&cfg);
+    ks_test_solve_free(&s, &cfg, &b, &x);
     ks_matrix_destroy(&F);
     ks_matrix_destroy(&M);
     ks_dist_csr_free(&D);

@@ -323,10 +323,7 @@ static void resetup_new_values(const ks_csr *A, int kind, const amg_case *c)
         "re-setup", kind, st.true_relative_residual);
     free(xr);
     free(fresh.x);
-    ks_vec_destroy(&b);
-    ks_vec_destroy(&x);
-    ks_solver_destroy(&s);
-    ks_config_destroy(&cfg);
+    ks_test_solve_free(&s, &cfg, &b, &x);
     ks_matrix_destroy(&F);
     ks_matrix_destroy(&M);
     ks_csr_free(&A2);

@@ -315,8 +315,8 @@ int main(int argc, char **argv)
                ks_solver_name(solver), ks_solver_preconditioner_name(solver), (int)g.nx,
                (int)g.ny, (int)g.nz, halo_max);
         if (o.bandwidth_mb > 0)
-            printf("# copy bandwidth per rank: %.2f GB/s (all %d ranks copying at once; the "
-                   "slowest rank, best of 5 copies of %ld MiB; mean over the ranks %.2f GB/s)\n",
+            printf("# copy bandwidth per rank: %.3g GB/s (all %d ranks copying at once; the "
+                   "slowest rank, best of 5 copies of %ld MiB; mean over the ranks %.3g GB/s)\n",
                    bw.slowest_gbs, nranks, o.bandwidth_mb, bw.mean_gbs);
         else
             printf("# copy bandwidth per rank: not measured (--no-bandwidth)\n");

@@ -4,10 +4,12 @@
  *
  *   mpirun -np P mpi_weak_scaling [n] [--solver PCG] [--pc JACOBI|JACOBI_L1|AMG]
  *                                 [--tol 1e-8] [--max-iters 1000] [--runs 1]
- *                                 [--bandwidth-mb 128] [--no-bandwidth]
+ *                                 [--global N] [--bandwidth-mb 128] [--no-bandwidth]
  *                                 [-p KEY=VALUE ...]
  *
- * n is the edge of each rank's block (default 32: 32^3 rows a rank). -p sets
+ * n is the edge of each rank's block (default 32: 32^3 rows a rank);
+ * --global N solves the N^3 grid instead, in even row blocks (rows/rank is
+ * then the largest block), e.g. 320^3 on 16 ranks. -p sets
  * any key of the library's config (docs/config.md), e.g.
  * -p solver.preconditioner.smoother.solver=JACOBI. Rank 0 prints one line a
  * solve: ranks, rows per rank, global rows, iterations, setup and solve
@@ -79,6 +81,7 @@ typedef struct options {
     const char *tol, *max_iters;
     int runs;
     long bandwidth_mb; /* each of the two copied arrays; 0: --no-bandwidth */
+    long global;       /* --global N: the N^3 grid over the ranks; 0: n^3 a rank */
     const char *sets[MAX_SETS]; /* -p KEY=VALUE, applied last */
     int nsets;
 } options;
@@ -89,7 +92,7 @@ static void usage(FILE *out)
                  "PBICGSTAB|BICGSTAB]\n"
                  "       [--pc JACOBI|JACOBI_L1|AMG|NOSOLVER] [--tol T] [--max-iters K] "
                  "[--runs R]\n"
-                 "       [--bandwidth-mb M] [--no-bandwidth] [-p KEY=VALUE ...]\n");
+                 "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [-p KEY=VALUE ...]\n");
 }
 
 /* Every rank parses the same argv, so every rank reaches the same verdict;
@@ -120,6 +123,15 @@ static int parse(int argc, char **argv, int rank, options *o)
                 if (rank == 0)
                     fprintf(stderr, "mpi_weak_scaling: --runs %s: expected a count >= 1\n",
                             argv[i]);
+                return 1;
+            }
+        } else if (!strcmp(a, "--global") && has_value) {
+            char *end;
+            o->global = strtol(argv[++i], &end, 10);
+            if (*end || o->global < 1 || o->global > 1 << 20) {
+                if (rank == 0)
+                    fprintf(stderr, "mpi_weak_scaling: --global %s: expected the grid edge "
+                                    "N >= 1\n", argv[i]);
                 return 1;
             }
         } else if (!strcmp(a, "--no-bandwidth")) {
@@ -223,8 +235,11 @@ int main(int argc, char **argv)
      * n x n planes whatever P is, so each rank's work and messages stay
      * constant as P grows. (A px x py x pz split of cubes would give ranks
      * rows that are not consecutive in this numbering.) */
-    const int64_t n = o.n, nlocal = n * n * n;
-    if (nlocal * 7 > INT32_MAX || n * nranks > INT32_MAX) { /* ks_int: 32-bit local indices */
+    /* --global N instead: the N^3 cube in even row blocks (slabs of about
+     * N / P planes), for a fixed whole problem such as 320^3. */
+    const int64_t n = o.global ? o.global : o.n, nz = o.global ? n : n * nranks;
+    const int64_t nlocal = o.global ? (n * n * n + nranks - 1) / nranks : n * n * n;
+    if (nlocal * 7 > INT32_MAX || nz > INT32_MAX) { /* ks_int: 32-bit local indices */
         if (rank == 0)
             fprintf(stderr, "mpi_weak_scaling: n = %lld is too large (at most %lld rows and "
                             "nonzeros a rank)\n", (long long)n, (long long)INT32_MAX);
@@ -234,12 +249,12 @@ int main(int argc, char **argv)
     ks_gen_params_default(&g);
     g.kind = KS_GEN_POISSON3D_7;
     g.nx = g.ny = (ks_int)n;
-    g.nz = (ks_int)(n * nranks);
+    g.nz = (ks_int)nz;
 
     CHECK(ks_backend_create("cpu", &be));
     double t0 = ks_wtime();
     /* Each rank generates only its own rows: no rank ever holds the whole matrix. */
-    CHECK(ks_generate_dist(comm, &g, (ks_int)nlocal, &rows));
+    CHECK(ks_generate_dist(comm, &g, o.global ? -1 : (ks_int)nlocal, &rows));
     CHECK(ks_matrix_create_dist(be, comm, rows.nrows, rows.ncols_global, rows.rowptr,
                                 rows.colind, rows.val, "auto", NULL, &A));
     ks_dist_csr_free(&rows); /* the matrix keeps its own copy */

@@ -4,14 +4,31 @@
  *
  *   mpirun -np P mpi_weak_scaling [n] [--solver PCG] [--pc JACOBI|JACOBI_L1|AMG]
  *                                 [--tol 1e-8] [--max-iters 1000] [--runs 1]
+ *                                 [--global N] [--bandwidth-mb 128] [--no-bandwidth]
  *                                 [-p KEY=VALUE ...]
  *
- * n is the edge of each rank's block (default 32: 32^3 rows a rank). -p sets
+ * n is the edge of each rank's block (default 32: 32^3 rows a rank);
+ * --global N solves the N^3 grid instead, in even row blocks (rows/rank is
+ * then the largest block), e.g. 320^3 on 16 ranks. -p sets
  * any key of the library's config (docs/config.md), e.g.
  * -p solver.preconditioner.smoother.solver=JACOBI. Rank 0 prints one line a
  * solve: ranks, rows per rank, global rows, iterations, setup and solve
  * seconds (the slowest rank's), seconds per iteration and the slowest rank's
- * communication in the solve (halo exchanges + reductions).
+ * communication in the solve (halo exchanges + reductions), and iter_GB:
+ * seconds per iteration times the per-rank copy bandwidth measured in the
+ * same run with all ranks copying at once. Then each rank's peak memory.
+ *
+ * iter_GB is an iteration's time expressed in gigabytes a rank could copy
+ * in it: ranks on one host share its memory bandwidth, so s/iter grows with
+ * the ranks even when nothing else does, and iter_GB takes that growth out.
+ * Across a series (the same n on 1, 2, ..., P ranks, one run each) the
+ * ratio iter_GB(P) / iter_GB(1) is the time per iteration's growth divided
+ * by the bandwidth's fall. The bandwidth is the slowest rank's in the best
+ * of 5 copies of --bandwidth-mb MiB (default 128, well beyond the caches):
+ * the solve waits for its slowest rank at every reduction, so that rank's
+ * memory speed is the one s/iter reflects. The test runs after the solves,
+ * and the peak memory is read before it, so its arrays never count there.
+ * --no-bandwidth skips it (iter_GB prints "-").
  *
  * Read the numbers with care: with Jacobi the iterations grow with the
  * grid's longest edge (n * P here), so compare the time per iteration; with
@@ -21,6 +38,8 @@
  * Exit status: 0 every solve converged, 1 one did not, 2 a usage or library
  * error (the message says which call failed and why). */
 #include <ksolve_mpi.h>
+
+#include "rank_measure.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -47,11 +66,22 @@
 
 #define MAX_SETS 16
 
+/* One solve's line, kept until the bandwidth is known (it is measured
+ * after the solves, so that its arrays stay out of the peak memory). */
+typedef struct solve_result {
+    int iterations;
+    ks_solve_status status;
+    double v[6]; /* matrix, setup, solve, comm, halo, reduce seconds */
+    double err;
+} solve_result;
+
 typedef struct options {
     long n;           /* edge of each rank's block */
     const char *solver, *pc;
     const char *tol, *max_iters;
     int runs;
+    long bandwidth_mb; /* each of the two copied arrays; 0: --no-bandwidth */
+    long global;       /* --global N: the N^3 grid over the ranks; 0: n^3 a rank */
     const char *sets[MAX_SETS]; /* -p KEY=VALUE, applied last */
     int nsets;
 } options;
@@ -61,7 +91,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: mpirun -np P mpi_weak_scaling [n_per_rank_edge] [--solver PCG|CG|"
                  "PBICGSTAB|BICGSTAB]\n"
                  "       [--pc JACOBI|JACOBI_L1|AMG|NOSOLVER] [--tol T] [--max-iters K] "
-                 "[--runs R] [-p KEY=VALUE ...]\n");
+                 "[--runs R]\n"
+                 "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [-p KEY=VALUE ...]\n");
 }
 
 /* Every rank parses the same argv, so every rank reaches the same verdict;
@@ -70,7 +101,7 @@ static void usage(FILE *out)
 static int parse(int argc, char **argv, int rank, options *o)
 {
     *o = (options){.n = 32, .solver = "PCG", .pc = "JACOBI", .tol = "1e-8",
-                   .max_iters = "1000", .runs = 1};
+                   .max_iters = "1000", .runs = 1, .bandwidth_mb = 128};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int has_value = i + 1 < argc;
@@ -92,6 +123,27 @@ static int parse(int argc, char **argv, int rank, options *o)
                 if (rank == 0)
                     fprintf(stderr, "mpi_weak_scaling: --runs %s: expected a count >= 1\n",
                             argv[i]);
+                return 1;
+            }
+        } else if (!strcmp(a, "--global") && has_value) {
+            char *end;
+            o->global = strtol(argv[++i], &end, 10);
+            if (*end || o->global < 1 || o->global > 1 << 20) {
+                if (rank == 0)
+                    fprintf(stderr, "mpi_weak_scaling: --global %s: expected the grid edge "
+                                    "N >= 1\n", argv[i]);
+                return 1;
+            }
+        } else if (!strcmp(a, "--no-bandwidth")) {
+            o->bandwidth_mb = 0;
+        } else if (!strcmp(a, "--bandwidth-mb") && has_value) {
+            char *end;
+            o->bandwidth_mb = strtol(argv[++i], &end, 10);
+            /* 16 GiB of doubles is the most a vector's 32-bit length takes */
+            if (*end || o->bandwidth_mb < 1 || o->bandwidth_mb > 16383) {
+                if (rank == 0)
+                    fprintf(stderr, "mpi_weak_scaling: --bandwidth-mb %s: expected MiB "
+                                    "from 1 to 16383\n", argv[i]);
                 return 1;
             }
         } else if (!strcmp(a, "-p") && has_value) {
@@ -159,6 +211,7 @@ int main(int argc, char **argv)
     ks_vec *b = NULL, *x = NULL, *ones = NULL;
     ks_config *cfg = NULL;
     ks_solver *solver = NULL;
+    solve_result *res = NULL;
 
     ks_error e = ks_comm_create(MPI_COMM_WORLD, &comm);
     if (e != KS_OK) { /* no comm to agree over; this fails on every rank alike */
@@ -182,8 +235,11 @@ int main(int argc, char **argv)
      * n x n planes whatever P is, so each rank's work and messages stay
      * constant as P grows. (A px x py x pz split of cubes would give ranks
      * rows that are not consecutive in this numbering.) */
-    const int64_t n = o.n, nlocal = n * n * n;
-    if (nlocal * 7 > INT32_MAX || n * nranks > INT32_MAX) { /* ks_int: 32-bit local indices */
+    /* --global N instead: the N^3 cube in even row blocks (slabs of about
+     * N / P planes), for a fixed whole problem such as 320^3. */
+    const int64_t n = o.global ? o.global : o.n, nz = o.global ? n : n * nranks;
+    const int64_t nlocal = o.global ? (n * n * n + nranks - 1) / nranks : n * n * n;
+    if (nlocal * 7 > INT32_MAX || nz > INT32_MAX) { /* ks_int: 32-bit local indices */
         if (rank == 0)
             fprintf(stderr, "mpi_weak_scaling: n = %lld is too large (at most %lld rows and "
                             "nonzeros a rank)\n", (long long)n, (long long)INT32_MAX);
@@ -193,12 +249,12 @@ int main(int argc, char **argv)
     ks_gen_params_default(&g);
     g.kind = KS_GEN_POISSON3D_7;
     g.nx = g.ny = (ks_int)n;
-    g.nz = (ks_int)(n * nranks);
+    g.nz = (ks_int)nz;
 
     CHECK(ks_backend_create("cpu", &be));
     double t0 = ks_wtime();
     /* Each rank generates only its own rows: no rank ever holds the whole matrix. */
-    CHECK(ks_generate_dist(comm, &g, (ks_int)nlocal, &rows));
+    CHECK(ks_generate_dist(comm, &g, o.global ? -1 : (ks_int)nlocal, &rows));
     CHECK(ks_matrix_create_dist(be, comm, rows.nrows, rows.ncols_global, rows.rowptr,
                                 rows.colind, rows.val, "auto", NULL, &A));
     ks_dist_csr_free(&rows); /* the matrix keeps its own copy */
@@ -227,18 +283,13 @@ int main(int argc, char **argv)
     double halo_max = (double)nghost;
     CHECK(ks_comm_max(comm, &halo_max, 1));
 
-    if (rank == 0)
-        printf("# %s + %s, 3D Poisson 7-point %d x %d x %d, up to %.0f ghost values a rank\n"
-               "# seconds, each column the slowest rank's; matrix: generation + "
-               "ks_matrix_create_dist; comm: halo + reductions in the solve\n"
-               "# %5s %10s %12s %6s %9s %8s %8s %8s %9s %8s %8s %8s %8s\n",
-               ks_solver_name(solver), ks_solver_preconditioner_name(solver), (int)g.nx,
-               (int)g.ny, (int)g.nz, halo_max, "ranks", "rows/rank", "global_rows", "iters",
-               "status", "matrix_s", "setup_s", "solve_s", "s/iter", "comm_s", "halo_s",
-               "reduce_s", "max_err");
-
     rc = 0;
+    res = calloc((size_t)o.runs, sizeof *res);
+    if (!res)
+        fprintf(stderr, "mpi_weak_scaling: rank %d: no memory for %d results\n", rank, o.runs);
+    CHECK(res ? KS_OK : KS_ERR_MEMORY);
     for (int run = 0; run < o.runs; run++) {
+        solve_result *r = &res[run];
         CHECK(ks_vec_fill(x, 0.0));
         /* Count only this solve's messages: the stats accumulate per comm. */
         ks_comm_reset_stats(comm);
@@ -250,29 +301,68 @@ int main(int argc, char **argv)
 
         /* The slowest rank decides the wall time: maxima over the ranks (of
          * each rank's own sum for comm_s, so it never exceeds solve_s). */
-        double v[6] = {t_matrix, t_setup, t_solve, cs.halo_seconds + cs.reduce_seconds,
-                       cs.halo_seconds, cs.reduce_seconds};
+        double *v = r->v;
+        v[0] = t_matrix, v[1] = t_setup, v[2] = t_solve;
+        v[3] = cs.halo_seconds + cs.reduce_seconds, v[4] = cs.halo_seconds;
+        v[5] = cs.reduce_seconds;
         CHECK(ks_comm_max(comm, v, 6));
 
         /* max |x - 1| over all ranks (a collective norm) */
-        double err;
         CHECK(ks_vec_axpy(-1.0, ones, x));
-        CHECK(ks_vec_norminf(x, &err));
+        CHECK(ks_vec_norminf(x, &r->err));
 
         const ks_solve_stats *st = ks_solver_stats(solver);
-        if (rank == 0) {
-            printf("  %5d %10lld %12lld %6d %9s %8.4f %8.4f %8.4f %9.3e %8.4f %8.4f %8.4f "
-                   "%8.1e\n",
-                   nranks, (long long)nlocal, (long long)ks_matrix_global_rows(A),
-                   st->iterations, ks_solve_status_name(st->status), v[0], v[1], v[2],
-                   st->iterations > 0 ? v[2] / st->iterations : 0.0, v[3], v[4], v[5], err);
-            fflush(stdout);
-        }
+        r->iterations = st->iterations;
+        r->status = st->status;
         if (st->status != KS_SOLVE_CONVERGED)
             rc = 1;
     }
 
+    /* Peak memory first: the bandwidth test's arrays must not count. */
+    rank_memory mem;
+    CHECK(rank_peak_memory(comm, &mem));
+    rank_bandwidth bw = {0};
+    if (o.bandwidth_mb > 0)
+        CHECK(rank_copy_bandwidth(comm, be, (size_t)o.bandwidth_mb << 20, 5, &bw));
+
+    if (rank == 0) {
+        printf("# %s + %s, 3D Poisson 7-point %d x %d x %d, up to %.0f ghost values a rank\n",
+               ks_solver_name(solver), ks_solver_preconditioner_name(solver), (int)g.nx,
+               (int)g.ny, (int)g.nz, halo_max);
+        if (o.bandwidth_mb > 0)
+            printf("# copy bandwidth per rank: %.3g GB/s (all %d ranks copying at once; the "
+                   "slowest rank, best of 5 copies of %ld MiB; mean over the ranks %.3g GB/s)\n",
+                   bw.slowest_gbs, nranks, o.bandwidth_mb, bw.mean_gbs);
+        else
+            printf("# copy bandwidth per rank: not measured (--no-bandwidth)\n");
+        printf("# seconds, each column the slowest rank's; matrix: generation + "
+               "ks_matrix_create_dist; comm: halo + reductions in the solve; "
+               "iter_GB: s/iter x copy GB/s\n"
+               "# %5s %10s %12s %6s %9s %8s %8s %8s %9s %8s %8s %8s %8s %8s\n",
+               "ranks", "rows/rank", "global_rows", "iters", "status", "matrix_s", "setup_s",
+               "solve_s", "s/iter", "iter_GB", "comm_s", "halo_s", "reduce_s", "max_err");
+        for (int run = 0; run < o.runs; run++) {
+            const solve_result *r = &res[run];
+            const double *v = r->v;
+            const double s_iter = r->iterations > 0 ? v[2] / r->iterations : 0.0;
+            char iter_gb[32] = "-";
+            if (o.bandwidth_mb > 0)
+                snprintf(iter_gb, sizeof iter_gb, "%.3g", s_iter * bw.slowest_gbs);
+            printf("  %5d %10lld %12lld %6d %9s %8.4f %8.4f %8.4f %9.3e %8s %8.4f %8.4f %8.4f "
+                   "%8.1e\n",
+                   nranks, (long long)nlocal, (long long)ks_matrix_global_rows(A), r->iterations,
+                   ks_solve_status_name(r->status), v[0], v[1], v[2], s_iter, iter_gb, v[3],
+                   v[4], v[5], r->err);
+        }
+        printf("# peak memory a rank (ru_maxrss, before the bandwidth test): max %.1f MiB, "
+               "min %.1f MiB; all %d ranks %.1f MiB, the largest rank 1/%.1f of it\n",
+               mem.max_mib, mem.min_mib, nranks, mem.sum_mib,
+               mem.max_mib > 0 ? mem.sum_mib / mem.max_mib : 0.0);
+        fflush(stdout);
+    }
+
 done:
+    free(res);
     ks_solver_destroy(&solver);
     ks_config_destroy(&cfg);
     ks_vec_destroy(&ones);

@@ -579,6 +579,14 @@ __device__ __forceinline__ int list_rank(const ks_int (&cols)[kThreadMax], int c
     return r;
 }
 
+/* An empty list (every element defined: the selects read them all). */
+__device__ __forceinline__ void list_clear(ks_int (&cols)[kThreadMax])
+{
+#pragma unroll
+    for (int u = 0; u < kThreadMax; u++)
+        cols[u] = -1;
+}
+
 /* cols[at] = j (at < kThreadMax): a select per element (see values_thread). */
 __device__ __forceinline__ void list_put(ks_int (&cols)[kThreadMax], int at, ks_int j)
 {
@@ -600,9 +608,7 @@ __global__ void count_thread(const ks_int *__restrict__ rows, ks_int count,
         const ks_int i = rows[t];
         ks_int cols[kThreadMax]; /* registers: see list_find */
         int cnt = 0;             /* <= ub <= kThreadMax */
-#pragma unroll
-        for (int u = 0; u < kThreadMax; u++) /* defined: the selects read every element */
-            cols[u] = -1;
+        list_clear(cols);
         for (ks_int k = xrp[i]; k < xrp[i + 1]; k++) {
             const ks_int b = xci[k];
             for (ks_int q = yrp[b]; q < yrp[b + 1]; q++) {
@@ -870,9 +876,7 @@ __device__ __forceinline__ int thread_row(ks_int i, const ks_int *__restrict__ x
                                           ks_int (&cols)[kThreadMax], double *my)
 {
     int cnt = 0; /* <= ub <= kThreadMax */
-#pragma unroll
-    for (int u = 0; u < kThreadMax; u++) /* defined: the selects read every element */
-        cols[u] = -1;
+    list_clear(cols);
     for (ks_int k = xrp[i]; k < xrp[i + 1]; k++) {
         const ks_int b = xci[k];
         const double xv = xval[k];

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Runs examples/mpi_weak_scaling on NP ranks and checks that its report is
+# whole and consistent: one bandwidth line (a figure for NP ranks, or "not
+# measured" with --no-bandwidth), RUNS converged solve lines of 14 columns
+# whose iter_GB is s/iter x that bandwidth (or "-"), and a peak-memory line
+# with 0 < min <= max and the sum over NP ranks between NP x min and NP x max.
+# usage: weak_scaling_output.sh MPIRUN EXE NP RUNS [ARGS...]
+set -u
+mpirun=$1 exe=$2 np=$3 runs=$4
+shift 4
+bw=1
+for a in "$@"; do [ "$a" = --no-bandwidth ] && bw=0; done
+out=$("$mpirun" --oversubscribe -np "$np" "$exe" "$@")
+rc=$?
+printf '%s\n' "$out"
+[ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
+printf '%s\n' "$out" | awk -v np="$np" -v runs="$runs" -v bw="$bw" '
+function bad(why) { print "FAIL: " why ": " $0; failed = 1 }
+function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? -b : b) + 1e-12 }
+/^# copy bandwidth per rank: / {
+    nbw++
+    if (!bw) {
+        if (index($0, "not measured (--no-bandwidth)") == 0) bad("bandwidth measured")
+    } else {
+        gbs = $6 + 0
+        if ($7 != "GB/s" || gbs <= 0) bad("no bandwidth figure")
+        if (index($0, "(all " np " ranks copying at once") == 0) bad("rank count")
+    }
+}
+/^# +ranks / { if ($11 != "iter_GB" || NF != 15) bad("header"); else nhead++ }
+/^ +[0-9]/ {
+    lines++
+    if (NF != 14 || $1 != np || $5 != "CONVERGED") bad("solve line")
+    else if (bw && (nbw != 1 || !near($10 + 0, ($9 + 0) * gbs))) bad("iter_GB != s/iter x GB/s")
+    else if (!bw && $10 != "-") bad("iter_GB without a bandwidth")
+}
+/^# peak memory a rank/ {
+    nmem++
+    max = $12 + 0; min = $15 + 0; sum = $20 + 0
+    if ($11 != "max" || $14 != "min" || $18 != np) bad("peak memory line")
+    else if (min <= 0 || min > max || sum < np * (min - 0.1) || sum > np * (max + 0.1))
+        bad("peak memory figures")
+}
+END {
+    if (nbw != 1 || nhead != 1 || lines != runs || nmem != 1) {
+        printf "FAIL: %d bandwidth lines, %d headers, %d solve lines (want %d), %d memory lines\n",
+               nbw, nhead, lines, runs, nmem
+        failed = 1
+    }
+    exit failed
+}'

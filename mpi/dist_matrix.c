@@ -95,6 +95,23 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     return e;
 }
 
+/* Collective. After build() gave e: d as the ks_matrix *M (agreed), or
+ * d and any *M freed on failure. */
+static ks_error wrap(const ks_comm *comm, ks_dist_impl *d, ks_error e, ks_matrix **M)
+{
+    if (e == KS_OK) {
+        e = ks_matrix_wrap_dist(&d->base, M); /* takes d, also on failure */
+        d = NULL;
+        e = ks_comm_agree(comm, e);
+    }
+    if (e != KS_OK) {
+        if (d)
+            dist_destroy(&d->base);
+        ks_matrix_destroy(M);
+    }
+    return e;
+}
+
 ks_error ks_matrix_create_dist(ks_backend *be, const ks_comm *comm, ks_int nloc, ks_gint ncols,
                                const ks_int *rowptr, const ks_gint *colind, const double *val,
                                const char *format, const ks_spmv_params *params, ks_matrix **M)
@@ -141,18 +158,8 @@ ks_error ks_matrix_create_dist(ks_backend *be, const ks_comm *comm, ks_int nloc,
     }
     ks_dist_split_free(&S);
     free(offsets);
-    if (e == KS_OK) {
-        e = ks_matrix_wrap_dist(&d->base, M); /* takes d, also on failure */
-        d = NULL;
-        e = ks_comm_agree(comm, e);
-    }
-    if (e != KS_OK) {
-        if (d)
-            dist_destroy(&d->base);
-        ks_matrix_destroy(M);
-        return ks_adderr(e, "%s", fn);
-    }
-    return KS_OK;
+    e = wrap(comm, d, e, M);
+    return e == KS_OK ? KS_OK : ks_adderr(e, "%s", fn);
 }
 
 ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint *row_offsets,
@@ -173,17 +180,7 @@ ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint 
     d->base.offsets = row_offsets;
     d->base.col_offsets = col_offsets;
     e = build(be, comm, S, format, params, d);
-    if (e == KS_OK) {
-        e = ks_matrix_wrap_dist(&d->base, M); /* takes d, also on failure */
-        d = NULL;
-        e = ks_comm_agree(comm, e);
-    }
-    if (e != KS_OK) {
-        if (d)
-            dist_destroy(&d->base);
-        ks_matrix_destroy(M);
-    }
-    return e;
+    return wrap(comm, d, e, M);
 }
 
 const ks_comm *ks_matrix_comm(const ks_matrix *M)

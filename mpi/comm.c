@@ -238,9 +238,14 @@ ks_error ks_comm_create(MPI_Comm comm, ks_comm **out)
     }
     if (!m || !m->scratch || !m->split)
         e = KS_ERR_MEMORY;
+    /* the halo transport's default, for runs that cannot set it (tests) */
+    const char *ht = getenv("KS_MPI_HALO");
+    const int transport = ht && *ht ? ks_halo_transport_parse(ht) : KS_HALO_AUTO;
+    if (e == KS_OK && transport < 0)
+        e = ks_seterr(KS_ERR_ARG, "KS_MPI_HALO=%s: expected auto, staged, direct or nccl", ht);
     /* Every rank has its ks_comm, or none has. */
     const ks_comm_mpi probe = {{&mpi_comm_ops, rank, size}, dup, NULL, {0}, NULL,
-                               MPI_REQUEST_NULL, 0};
+                               MPI_REQUEST_NULL, 0, KS_HALO_AUTO, NULL};
     e = ks_comm_agree(&probe.base, e);
     if (e != KS_OK) {
         if (m) {
@@ -253,6 +258,7 @@ ks_error ks_comm_create(MPI_Comm comm, ks_comm **out)
     }
     m->base = probe.base;
     m->comm = dup;
+    m->halo_transport = transport;
     *out = &m->base;
     return KS_OK;
 }
@@ -267,9 +273,28 @@ void ks_comm_destroy(ks_comm **cp)
     int finalized = 1;
     if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
         MPI_Comm_free(&m->comm);
+#ifdef KS_HAVE_NCCL
+    ks_nccl_free(m->nccl);
+#endif
     free(m->scratch);
     free(m->split);
     free(m);
+}
+
+ks_error ks_comm_set_halo_transport(ks_comm *c, const char *name)
+{
+    const int t = ks_halo_transport_parse(name);
+    if (!c || t < 0)
+        return ks_seterr(KS_ERR_ARG, "ks_comm_set_halo_transport: %s%s%s", !c ? "NULL comm" : "",
+                         c ? "unknown transport " : "",
+                         c ? (name ? name : "(NULL)") : "");
+    ((ks_comm_mpi *)c)->halo_transport = t;
+    return KS_OK;
+}
+
+const char *ks_comm_halo_transport(const ks_comm *c)
+{
+    return ks_halo_transport_name(c ? ((const ks_comm_mpi *)c)->halo_transport : KS_HALO_AUTO);
 }
 
 int ks_comm_rank(const ks_comm *c) { return c ? c->rank : 0; }

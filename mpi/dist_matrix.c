@@ -215,3 +215,9 @@ ks_error ks_matrix_halo_size(const ks_matrix *M, ks_int *nghost, ks_int *nsend, 
     *neighbours = n;
     return KS_OK;
 }
+
+const char *ks_matrix_halo_transport(const ks_matrix *M)
+{
+    return M && M->dist ? ks_halo_transport_name(((const ks_dist_impl *)M->dist)->halo->transport)
+                        : NULL;
+}

@@ -21,7 +21,10 @@
  * copy of what arrived into the ghost vector beside the local product;
  * the ghost block's product waits for it on the device, not the host.
  * Where the MPI library reads device memory (CUDA-aware, asked at run
- * time) the device buffers go to MPI as they are. */
+ * time) the device buffers go to MPI as they are; where NCCL is built
+ * and every rank has a GPU of its own, NCCL moves them GPU to GPU on the
+ * staging queue (halo_nccl.c). Which one runs is the comm's setting,
+ * agreed over the ranks when the plan is attached. */
 #include "mpi_internal.h"
 
 #include <limits.h>
@@ -83,6 +86,7 @@ ks_error ks_halo_create(const ks_comm *c, const ks_gint *offsets, const ks_gint 
     int *rcount = cnt, *scount = cnt + p, *rdispl = cnt + 2 * p, *sdispl = cnt + 3 * p;
     if (e == KS_OK) {
         h->comm = comm;
+        h->kc = c;
         h->stats = &((ks_comm_mpi *)c)->stats;
         /* Ghosts ascend, layout blocks ascend: one walk finds the owners. */
         int q = 0;
@@ -153,6 +157,21 @@ static ks_int halo_nout(const ks_halo *h)
 
 int ks_halo_stage_always = 0;
 
+static const char *const transport_names[] = {"auto", "staged", "direct", "nccl", "host"};
+
+int ks_halo_transport_parse(const char *name)
+{
+    for (int t = KS_HALO_AUTO; name && t <= KS_HALO_NCCL; t++)
+        if (!strcmp(name, transport_names[t]))
+            return t;
+    return -1;
+}
+
+const char *ks_halo_transport_name(int t)
+{
+    return t >= KS_HALO_AUTO && t <= KS_HALO_HOST ? transport_names[t] : "?";
+}
+
 int ks_mpi_cuda_aware(void)
 {
     const char *v = getenv("KS_MPI_CUDA_AWARE");
@@ -165,13 +184,102 @@ int ks_mpi_cuda_aware(void)
 #endif
 }
 
+/* 1 when this build and be can run the NCCL transport. */
+static int nccl_capable(const ks_backend *be)
+{
+#ifdef KS_HAVE_NCCL
+    const ks_backend_ops *o = be->ops;
+    return !o->host_memory && o->stage_native && o->device_key && o->stage_download &&
+           o->stage_upload && o->stage_wait;
+#else
+    (void)be;
+    return 0;
+#endif
+}
+
+/* Why the NCCL transport cannot run (v: choose()'s minima). */
+static ks_error nccl_refusal(const ks_backend *be, const int *v)
+{
+#ifndef KS_HAVE_NCCL
+    (void)be;
+    (void)v;
+    return ks_seterr(KS_ERR_UNSUPPORTED, "halo transport nccl: this ksolve was built without "
+                     "NCCL (meson -Dnccl=enabled, with cuda)");
+#else
+    if (!v[2])
+        return ks_seterr(KS_ERR_UNSUPPORTED, "halo transport nccl: a rank's backend keeps its "
+                         "vectors in host memory (NCCL moves device memory; this rank's: %s)",
+                         ks_backend_name((ks_backend *)be));
+    return ks_seterr(KS_ERR_UNSUPPORTED, "halo transport nccl: a rank's backend has no staging "
+                     "queue or device name (stage_native, device_key; this rank's: %s)",
+                     ks_backend_name((ks_backend *)be));
+#endif
+}
+
+/* Collective: the transport that runs, the same verdict on every rank.
+ * One reduction of what each rank asks for and can do; then, where NCCL
+ * is to run or may, its communicator (which refuses ranks sharing a GPU:
+ * auto then stages). */
+static ks_error choose(ks_halo *h, ks_backend *be)
+{
+    const ks_comm *c = h->kc;
+    const int want = ks_halo_stage_always ? KS_HALO_STAGED
+                                          : ((const ks_comm_mpi *)c)->halo_transport;
+    const int host = ks_backend_host_memory(be);
+    /* minima: the setting (and its negative: equal everywhere?), every
+     * rank's vectors on a device, every device rank's MPI reading them,
+     * every rank able to run NCCL */
+    int v[5] = {want, -want, !host, host || ks_mpi_cuda_aware(), nccl_capable(be)};
+    KS_TRY(ks_mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT, MPI_MIN, h->comm),
+                        "MPI_Allreduce (halo transport)"));
+    if (v[0] != -v[1])
+        return ks_seterr(KS_ERR_ARG, "halo transport: the ranks ask for different ones (%s and "
+                         "%s; ks_comm_set_halo_transport or KS_MPI_HALO alike on every rank)",
+                         ks_halo_transport_name(v[0]), ks_halo_transport_name(-v[1]));
+    const int direct_ok = v[3], nccl_ok = v[2] && v[4];
+    switch (want) {
+    case KS_HALO_STAGED:
+        h->transport = KS_HALO_STAGED;
+        return KS_OK;
+    case KS_HALO_DIRECT:
+        if (!direct_ok)
+            return ks_seterr(KS_ERR_UNSUPPORTED, "halo transport direct: the MPI library does "
+                             "not read device memory on every rank (not CUDA-aware, or "
+                             "KS_MPI_CUDA_AWARE=0): use staged, nccl or auto");
+        h->transport = host ? KS_HALO_HOST : KS_HALO_DIRECT;
+        return KS_OK;
+    case KS_HALO_NCCL:
+        if (!nccl_ok)
+            return nccl_refusal(be, v);
+        break;
+    default: /* auto */
+        if (host || direct_ok) {
+            h->transport = host ? KS_HALO_HOST : KS_HALO_DIRECT;
+            return KS_OK;
+        }
+        h->transport = KS_HALO_STAGED;
+        if (!nccl_ok || c->size == 1) /* one rank: nothing travels */
+            return KS_OK;
+        break;
+    }
+#ifdef KS_HAVE_NCCL
+    ks_error e = ks_nccl_ready(c, be);
+    if (e == KS_ERR_UNSUPPORTED && want == KS_HALO_AUTO) { /* on every rank: stage */
+        ks_clear_error();
+        return KS_OK;
+    }
+    KS_TRY(e);
+    h->transport = KS_HALO_NCCL;
+#endif
+    return KS_OK;
+}
+
 ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
 {
     h->be = be;
     h->nghost = nghost;
-    const int host = ks_backend_host_memory(be);
-    h->direct = !host && !ks_halo_stage_always && ks_mpi_cuda_aware();
-    const int staged = (!host && !h->direct) || ks_halo_stage_always;
+    KS_TRY(choose(h, be));
+    const int staged = h->transport == KS_HALO_STAGED;
     const ks_int nout = halo_nout(h);
     if (!be->ops->gather)
         return ks_seterr(KS_ERR_UNSUPPORTED, "halo exchange: the %s backend has no gather",
@@ -179,8 +287,8 @@ ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
     if (staged && !(be->ops->stage_download && be->ops->stage_upload && be->ops->stage_wait))
         return ks_seterr(KS_ERR_UNSUPPORTED, "halo exchange: the %s backend has no staging "
                          "copies (stage_download, stage_upload, stage_wait)", ks_backend_name(be));
-    h->staged = staged;
-    if (!h->staged) { /* the host arrays serve as they are */
+    h->staged = staged; /* destroy then waits for the staging queue */
+    if (h->transport == KS_HALO_HOST) { /* the host arrays serve as they are */
         h->idx_be = h->send_idx;
         h->send_be = h->send_buf;
         return KS_OK;
@@ -189,7 +297,7 @@ ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
                             (void **)&h->idx_be, "halo send list"));
     KS_TRY(ks_be_alloc(be, (size_t)nout * sizeof(double) + 1, (void **)&h->send_be,
                        "halo send buffer"));
-    if (h->direct) /* MPI takes the device buffers themselves */
+    if (!staged) /* MPI or NCCL takes the device buffers themselves */
         return KS_OK;
     const size_t sb = (size_t)nout * sizeof(double) + 1, rb = (size_t)nghost * sizeof(double) + 1;
     if (be->ops->host_alloc) {
@@ -216,11 +324,32 @@ static ks_error post_sends(ks_halo *h, double *buf)
     return KS_OK;
 }
 
+/* NCCL's exchange: the gather on be's queue, the messages on the staging
+ * queue after it (end orders the ghost block's product after them). */
+static ks_error begin_nccl(ks_halo *h, const double *x, double *ghost)
+{
+#ifdef KS_HAVE_NCCL
+    const ks_int nout = halo_nout(h);
+    if (nout > 0)
+        KS_TRY(h->be->ops->gather(h->be, nout, h->idx_be, x, h->send_be));
+    return h->nrecv + h->nsend > 0 ? ks_nccl_exchange(h, ghost) : KS_OK;
+#else
+    (void)x;
+    (void)ghost;
+    return ks_seterr(KS_ERR_UNSUPPORTED, "halo exchange: %s without NCCL",
+                     ks_halo_transport_name(h->transport));
+#endif
+}
+
 ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
 {
     ks_backend *be = h->be;
     double *rbuf = h->staged ? h->recv_host : ghost;
     const double t0 = ks_wtime();
+    if (h->transport == KS_HALO_NCCL) {
+        KS_TRY(begin_nccl(h, x, ghost));
+        goto counted;
+    }
     /* the last exchange's copy out of recv_host is done before it refills */
     if (h->staged)
         KS_TRY(be->ops->stage_wait(be));
@@ -241,14 +370,15 @@ ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
                                        (size_t)nout * sizeof *buf));
         h->sends_pending = 1;
     } else {
-        if (h->direct && nout > 0) { /* MPI reads the packed entries once they exist */
+        if (h->transport == KS_HALO_DIRECT && nout > 0) { /* MPI reads them once they exist */
             KS_TRY(be->ops->sync(be));
             buf = h->send_be;
         }
         KS_TRY(post_sends(h, buf));
     }
+counted:
     h->stats->halo_exchanges++;
-    h->stats->halo_bytes_sent += (double)nout * sizeof(double);
+    h->stats->halo_bytes_sent += (double)halo_nout(h) * sizeof(double);
     h->stats->halo_seconds += ks_wtime() - t0;
     return KS_OK;
 }
@@ -259,6 +389,14 @@ ks_error ks_halo_end(ks_halo *h, double *ghost)
     const int n = h->nrecv + h->nsend;
     const double t0 = ks_wtime();
     ks_error e = KS_OK;
+    if (h->transport == KS_HALO_NCCL) {
+        /* be's later work (the ghost block's product) waits for NCCL's
+         * messages on the device; the host waits for nothing */
+        if (n > 0)
+            e = be->ops->stage_upload(be, NULL, NULL, 0);
+        h->stats->halo_seconds += ks_wtime() - t0;
+        return e;
+    }
     if (h->sends_pending) {
         /* The packed entries' copy alone (the local product queued after
          * it keeps running). Sent even if it failed, so no neighbour waits
@@ -286,6 +424,8 @@ double ks_halo_bytes(const ks_halo *h)
     if (!h)
         return 0.0;
     const double nout = halo_nout(h);
+    /* staged: the host lists, their copies on the backend, the staging
+     * buffers (direct and nccl: the copies on the device not counted) */
     return nout * (sizeof(ks_int) + sizeof(double)) * (h->staged ? 3 : 1) +
            (h->staged ? (double)h->nghost * sizeof(double) : 0.0) +
            (h->nrecv + h->nsend) * (2.0 * sizeof(int) + sizeof(ks_int) + sizeof(MPI_Request));
@@ -299,13 +439,14 @@ void ks_halo_destroy(ks_halo *h)
     free(h->send_rank);
     free(h->recv_start);
     free(h->send_start);
-    if ((h->staged || h->direct) && h->be) {
+    if ((h->staged || h->transport == KS_HALO_NCCL) && h->be)
+        /* no staging copy or NCCL message outlives the buffers */
+        (void)h->be->ops->stage_wait(h->be);
+    if (h->transport != KS_HALO_HOST && h->be) {
         h->be->ops->free(h->be, h->idx_be);
         h->be->ops->free(h->be, h->send_be);
     }
     if (h->staged && h->be) {
-        /* no staging copy outlives the buffers */
-            (void)h->be->ops->stage_wait(h->be);
         if (h->be->ops->host_free) {
             h->be->ops->host_free(h->be, h->send_host);
             h->be->ops->host_free(h->be, h->recv_host);

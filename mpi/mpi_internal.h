@@ -28,6 +28,12 @@ typedef struct ks_comm_mpi {
     double *split;
     MPI_Request split_req;
     int split_k;
+    /* The halo transport matrices made on this comm ask for
+     * (ks_halo_transport: ks_comm_set_halo_transport, else KS_MPI_HALO,
+     * else auto), and the NCCL communicator of halo_nccl.c, made on first
+     * use and destroyed with the comm (NULL: none). */
+    int halo_transport;
+    struct ks_nccl *nccl;
 } ks_comm_mpi;
 
 /* Collective. ks_comm_agree, the first failing rank's message (prefixed
@@ -123,6 +129,19 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
 void ks_dist_split_free(ks_dist_split *S);
 
 /* ------------------------------------------------------------- halo.c */
+/* How a halo's values travel (docs/mpi.md "Halo transports"). The setting
+ * names the first four; what runs is one of the last four. */
+typedef enum ks_halo_transport {
+    KS_HALO_AUTO = 0, /* direct where MPI reads device memory, else nccl, else staged */
+    KS_HALO_STAGED,   /* through page-locked host buffers (the backend's stage_* ops) */
+    KS_HALO_DIRECT,   /* the backend's buffers to MPI as they are (CUDA-aware MPI) */
+    KS_HALO_NCCL,     /* NCCL sends and receives between the GPUs (halo_nccl.c) */
+    KS_HALO_HOST      /* runs only: a host-memory backend's vectors to MPI */
+} ks_halo_transport;
+/* The setting's value of a name ("auto", "staged", "direct", "nccl"), or -1. */
+int ks_halo_transport_parse(const char *name);
+const char *ks_halo_transport_name(int t);
+
 /* The communication plan of one matrix: which ranks send this rank which
  * of their x entries (its ghosts), and which of its own entries it sends
  * to which ranks. Built once; every apply runs begin, then end. */
@@ -140,8 +159,9 @@ typedef struct ks_halo {
      * (idx_be -> send_be), copied to host buffers, sent; what arrives lands
      * in recv_host and is copied into the ghost vector. */
     ks_backend *be;
-    int staged;
-    int direct;           /* device buffers straight to a CUDA-aware MPI (no staging) */
+    const ks_comm *kc;    /* the plan's comm (its transport setting, its NCCL communicator) */
+    ks_halo_transport transport; /* what runs (ks_halo_attach) */
+    int staged;           /* transport == KS_HALO_STAGED */
     int sends_pending;    /* staged: begin queued the packed entries' copy to the host
                            * (the backend's staging queue); end waits for it, sends */
     ks_int nghost;
@@ -157,11 +177,15 @@ typedef struct ks_halo {
  * offsets. */
 ks_error ks_halo_create(const ks_comm *c, const ks_gint *offsets, const ks_gint *ghost_gid,
                         ks_int nghost, ks_halo **h);
-/* The backend of the vectors the plan exchanges (local to each rank: no
- * communication); where it has no host memory, the staging buffers. */
+/* Collective. The backend of the vectors the plan exchanges, the
+ * transport (the comm's setting, agreed over the ranks: a setting that
+ * cannot run is KS_ERR_UNSUPPORTED on every rank, saying why) and its
+ * buffers (staged: the host ones; nccl: the comm's NCCL communicator, made
+ * on first use). Local failures are the caller's to agree. */
 ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost);
-/* Tests: plans attached while this is set stage on any backend (the cpu
- * then runs the path cuda takes, with copies that are memcpy). */
+/* Tests: plans attached while this is set stage on any backend, whatever
+ * the setting (the cpu then runs the path cuda takes, with copies that
+ * are memcpy). */
 extern int ks_halo_stage_always;
 /* 1 when the MPI library reads and writes device memory (Open MPI's
  * MPIX_Query_cuda_support at run time, where the library was built with
@@ -179,6 +203,23 @@ ks_error ks_halo_end(ks_halo *h, double *ghost);
 /* Host bytes the plan holds. */
 double ks_halo_bytes(const ks_halo *h);
 void ks_halo_destroy(ks_halo *h);
+
+/* -------------------------------------------------------- halo_nccl.c */
+#ifdef KS_HAVE_NCCL
+/* Collective. The comm's NCCL communicator on be's device (made on first
+ * call: ncclGetUniqueId on rank 0, MPI_Bcast, ncclCommInitRank). Refused
+ * before any NCCL call, KS_ERR_UNSUPPORTED on every rank naming them,
+ * when two ranks share a GPU (NCCL cannot put two ranks on one device),
+ * or when be's device is not the one the communicator was made on; NCCL's
+ * failures are KS_ERR_DEVICE naming the call. */
+ks_error ks_nccl_ready(const ks_comm *c, ks_backend *be);
+/* Queues h's sends and receives on be's staging queue after the work
+ * queued on be (the gather): each source's values straight into its
+ * slice of ghost, each destination's slice of h->send_be sent. The caller
+ * orders later work on be after them (stage_upload of 0 bytes). */
+ks_error ks_nccl_exchange(ks_halo *h, double *ghost);
+void ks_nccl_free(struct ks_nccl *n);
+#endif
 
 /* ---------------------------------------------------------- mm_dist.c */
 /* Tests: entries per message of ks_mm_read_dist, as rank 0 sets it (0:

@@ -27,6 +27,39 @@ ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_i
     return M;
 }
 
+/* A random N x N matrix in layout off, the same on every rank (seeded):
+ * nonsymmetric, some rows empty, and each rank's first row (when another
+ * rank has rows) holding only other ranks' columns. */
+void ks_test_random_global(uint64_t seed, const ks_gint *off, ks_csr *A)
+{
+    const ks_int N = (ks_int)off[nranks];
+    ks_test_rng_seed(seed);
+    const int64_t cap = (int64_t)N * 8 + 8;
+    ks_int *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+    double *v = malloc((size_t)cap * sizeof *v);
+    int64_t m = 0;
+    for (ks_int i = 0; i < N; i++) {
+        int q = 0;
+        while (i >= off[q + 1])
+            q++;
+        const ks_gint lo = off[q], hi = off[q + 1];
+        const int only_ghost = i == lo && hi - lo < N;
+        const int len = (int)(ks_test_rng_next() % 6); /* 0: an empty row */
+        for (int k = 0; k < len; k++) {
+            ks_int j = (ks_int)(ks_test_rng_next() % (uint64_t)N);
+            if (only_ghost && j >= lo && j < hi)
+                j = (ks_int)((hi + ks_test_rng_next() % (uint64_t)(N - (hi - lo))) % N);
+            r[m] = i;
+            c[m] = j;
+            v[m++] = ks_test_urand() - 0.5;
+        }
+    }
+    KS_CHECK(ks_csr_from_coo(N, N, m, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
 void ks_test_solve_free(ks_solver **s, ks_config **cfg, ks_vec **b, ks_vec **x)
 {
     ks_vec_destroy(b);

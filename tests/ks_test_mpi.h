@@ -48,6 +48,11 @@ int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...) KS_PRIN
 /* Collective: rows begin .. begin + count - 1 of the global matrix A as
  * this rank's part of a distributed matrix on backend b ("auto" format). */
 ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count);
+/* A random N x N matrix in layout off (nranks + 1 offsets), the same on
+ * every rank (seeded): nonsymmetric, some rows empty, and each rank's
+ * first row (when another rank has rows) holding only other ranks'
+ * columns. */
+void ks_test_random_global(uint64_t seed, const ks_gint *off, ks_csr *A);
 /* Destroys a solve's solver, config and its two vectors (NULLs them). */
 void ks_test_solve_free(ks_solver **s, ks_config **cfg, ks_vec **b, ks_vec **x);
 /* b[i] = 1 + sin(0.37 g) for this rank's rows g of the distributed vector

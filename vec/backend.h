@@ -114,6 +114,17 @@ typedef struct ks_backend_ops {
     ks_error (*stage_download)(ks_backend *be, void *dst, const void *src, size_t bytes);
     ks_error (*stage_upload)(ks_backend *be, void *dst, const void *src, size_t bytes);
     ks_error (*stage_wait)(ks_backend *be);
+    /* Optional, for a library that queues its own work on the staging
+     * queue (mpi/halo_nccl.c: NCCL's sends and receives): *queue = its
+     * native handle (cuda: the cudaStream_t), made on first use. With
+     * bytes 0, stage_download orders that queue after the work queued on
+     * be so far, and stage_upload the work queued on be afterwards after
+     * what is queued on it so far: the event record / wait pair such work
+     * needs, the host waiting for neither. */
+    ks_error (*stage_native)(ks_backend *be, void **queue);
+    /* Optional: a name of be's device unique on its host (cuda: its PCI
+     * bus id), so that ranks can tell whether they share one. */
+    ks_error (*device_key)(ks_backend *be, char *buf, size_t len);
 
     /* Block vectors (ks_block): n rows of k columns, row-interleaved
      * (entry (i, j) at x[i*k + j]), 1 <= k <= KS_BLOCK_MAX_COLS; the

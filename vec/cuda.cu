@@ -569,14 +569,34 @@ static void cuda_host_free(ks_backend *be, void *p)
 /* The staging queue of the halo exchange: a second stream, so the host
  * waits for the packed ghost values' copy alone while the local product
  * queued after it runs, and the received values' copy runs beside that
- * product. Made on first use (only distributed matrices stage). */
+ * product (or NCCL's transfer kernels, stage_native). Made on first use
+ * (only distributed matrices stage). At the greatest priority: a kernel
+ * queued there (NCCL's) takes the first free block slots instead of
+ * waiting behind the local product's blocks; copies ignore priority. */
 static ks_error stage_queue(cuda_impl *c)
 {
     if (c->stage)
         return KS_OK;
+    int least = 0, greatest = 0;
+    KS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     KS_CUDA_CHECK(cudaEventCreateWithFlags(&c->to_stage, cudaEventDisableTiming));
     KS_CUDA_CHECK(cudaEventCreateWithFlags(&c->from_stage, cudaEventDisableTiming));
-    KS_CUDA_CHECK(cudaStreamCreate(&c->stage));
+    KS_CUDA_CHECK(cudaStreamCreateWithPriority(&c->stage, cudaStreamDefault, greatest));
+    return KS_OK;
+}
+
+static ks_error cuda_stage_native(ks_backend *be, void **queue)
+{
+    cuda_impl *c = impl_of(be);
+    *queue = NULL;
+    KS_TRY(stage_queue(c));
+    *queue = (void *)c->stage;
+    return KS_OK;
+}
+
+static ks_error cuda_device_key(ks_backend *be, char *buf, size_t len)
+{
+    KS_CUDA_CHECK(cudaDeviceGetPCIBusId(buf, (int)len, impl_of(be)->dev));
     return KS_OK;
 }
 
@@ -908,6 +928,8 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_stage_download, /* stage_download */
     cuda_stage_upload,   /* stage_upload */
     cuda_stage_wait,     /* stage_wait */
+    cuda_stage_native,   /* stage_native */
+    cuda_device_key,     /* device_key */
     ks_cuda_baxpby,     /* baxpby */
     ks_cuda_baxpbypcz,  /* baxpbypcz */
     ks_cuda_bpmul,      /* bpmul */

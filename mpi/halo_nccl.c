@@ -1,0 +1,166 @@
+/* The halo's NCCL transport (built with NCCL only): the ghost values go
+ * GPU to GPU with ncclSend / ncclRecv, where the MPI library cannot read
+ * device memory (the GPU machines' Open MPI).
+ *
+ * One NCCL communicator per ks_comm, made when the first plan asks for it
+ * (ncclGetUniqueId on rank 0, MPI_Bcast, ncclCommInitRank over the comm's
+ * ranks with their ks_comm numbers) and destroyed with the comm. NCCL
+ * cannot put two ranks on one GPU, so every rank's host and device (PCI
+ * bus id) are gathered first and a shared GPU is refused on every rank
+ * before any NCCL call.
+ *
+ * An exchange is queued, never waited for: the gather fills the send
+ * buffer on the backend's queue, the staging queue waits for it (an
+ * event), and one NCCL group receives each source's values straight into
+ * its slice of the ghost vector and sends each destination its slice, on
+ * that queue; the local product runs meanwhile on the backend's queue,
+ * and ks_halo_end makes that queue wait for the staging queue (an event)
+ * before the ghost block's product. CUDA types come from nccl.h; the
+ * stream and events are the backend's (vec/backend.h: stage_native,
+ * stage_download / stage_upload of 0 bytes). */
+#include "mpi_internal.h"
+
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEVICE_KEY_LEN 64
+
+struct ks_nccl {
+    ncclComm_t comm;
+    char device[DEVICE_KEY_LEN]; /* the device it was made on (device_key) */
+};
+
+/* KS_OK for ncclSuccess; else KS_ERR_DEVICE naming the call and NCCL's
+ * reason (and its last message, where it has one). */
+static ks_error nccl_check(ncclResult_t r, const char *call)
+{
+    if (r == ncclSuccess)
+        return KS_OK;
+    const char *last = ncclGetLastError(NULL);
+    return ks_seterr(KS_ERR_DEVICE, "%s failed: %s%s%s%s", call, ncclGetErrorString(r),
+                     last && *last ? " (" : "", last && *last ? last : "",
+                     last && *last ? ")" : "");
+}
+
+/* Where a rank runs: its host and its device there. */
+typedef struct place {
+    char host[MPI_MAX_PROCESSOR_NAME];
+    char device[DEVICE_KEY_LEN];
+} place;
+
+/* Collective: KS_OK when no two ranks share a device of one host;
+ * KS_ERR_UNSUPPORTED on every rank naming the first pair otherwise (the
+ * verdict is read off the same gathered table everywhere). dev: this
+ * rank's device. */
+static ks_error own_gpus(const ks_comm *c, ks_backend *be, char *dev)
+{
+    const int p = c->size;
+    place me, *all = ks_malloc((size_t)p * sizeof *all, "the ranks' GPUs");
+    memset(&me, 0, sizeof me);
+    int len = 0;
+    ks_error e = all ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK)
+        e = ks_mpi_check(MPI_Get_processor_name(me.host, &len), "MPI_Get_processor_name");
+    if (e == KS_OK)
+        e = be->ops->device_key(be, me.device, sizeof me.device);
+    me.device[sizeof me.device - 1] = '\0';
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ks_mpi_check(MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all,
+                                                        (int)sizeof me, MPI_BYTE,
+                                                        ks_comm_mpi_of(c)),
+                                          "MPI_Allgather (the ranks' GPUs)"));
+    for (int q = 1; q < p && e == KS_OK; q++)
+        for (int r = 0; r < q && e == KS_OK; r++)
+            if (!memcmp(&all[q], &all[r], sizeof me))
+                e = ks_seterr(KS_ERR_UNSUPPORTED,
+                              "halo transport nccl: ranks %d and %d share GPU %s on host %.64s "
+                              "(NCCL cannot put two ranks on one GPU: give each rank its own, "
+                              "or use the staged transport)",
+                              r, q, all[q].device, all[q].host);
+    if (e == KS_OK)
+        snprintf(dev, DEVICE_KEY_LEN, "%s", me.device);
+    free(all);
+    return e;
+}
+
+ks_error ks_nccl_ready(const ks_comm *c, ks_backend *be)
+{
+    ks_comm_mpi *m = (ks_comm_mpi *)c;
+    char dev[DEVICE_KEY_LEN] = "";
+    if (m->nccl) { /* made: the plan's device must be its device */
+        ks_error e = be->ops->device_key(be, dev, sizeof dev);
+        dev[sizeof dev - 1] = '\0';
+        if (e == KS_OK && strcmp(dev, m->nccl->device))
+            e = ks_seterr(KS_ERR_UNSUPPORTED,
+                          "halo transport nccl: rank %d's NCCL communicator is on GPU %s, but "
+                          "this matrix's backend on GPU %s (one GPU a rank over a comm)",
+                          c->rank, m->nccl->device, dev);
+        return ks_comm_agree(c, e);
+    }
+    KS_TRY(own_gpus(c, be, dev));
+    struct ks_nccl *n = ks_calloc(1, sizeof *n, "NCCL communicator");
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    ks_error e = n ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK && c->rank == 0)
+        e = nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK)
+        e = ks_mpi_check(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, ks_comm_mpi_of(c)),
+                         "MPI_Bcast (NCCL id)");
+    /* NCCL takes the device current on this thread: the backend's */
+    if (e == KS_OK && be->ops->attach)
+        e = be->ops->attach(be);
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK)
+        e = ks_comm_agree(c, nccl_check(ncclCommInitRank(&n->comm, c->size, id, c->rank),
+                                        "ncclCommInitRank"));
+    if (e != KS_OK) {
+        if (n && n->comm) /* made here, failed elsewhere: no peer to finish with */
+            (void)ncclCommAbort(n->comm);
+        free(n);
+        return ks_adderr(e, "halo transport nccl");
+    }
+    snprintf(n->device, sizeof n->device, "%s", dev);
+    m->nccl = n;
+    return KS_OK;
+}
+
+ks_error ks_nccl_exchange(ks_halo *h, double *ghost)
+{
+    ks_backend *be = h->be;
+    const ncclComm_t comm = ((const ks_comm_mpi *)h->kc)->nccl->comm;
+    void *queue = NULL;
+    KS_TRY(be->ops->stage_native(be, &queue));
+    /* the staging queue after the gather (and after the last reader of
+     * the ghost vector, which the receives overwrite) */
+    KS_TRY(be->ops->stage_download(be, NULL, NULL, 0));
+    const cudaStream_t s = (cudaStream_t)queue;
+    KS_TRY(nccl_check(ncclGroupStart(), "ncclGroupStart (halo)"));
+    ks_error e = KS_OK;
+    for (int r = 0; r < h->nrecv && e == KS_OK; r++) {
+        const ks_int at = h->recv_start[r], n = h->recv_start[r + 1] - at;
+        e = nccl_check(ncclRecv(ghost + at, (size_t)n, ncclDouble, h->recv_rank[r], comm, s),
+                       "ncclRecv (halo)");
+    }
+    for (int r = 0; r < h->nsend && e == KS_OK; r++) {
+        const ks_int at = h->send_start[r], n = h->send_start[r + 1] - at;
+        e = nccl_check(ncclSend(h->send_be + at, (size_t)n, ncclDouble, h->send_rank[r], comm,
+                                s),
+                       "ncclSend (halo)");
+    }
+    /* the group ends even after a failure inside it */
+    ks_error eg = nccl_check(ncclGroupEnd(), "ncclGroupEnd (halo)");
+    return e != KS_OK ? e : eg;
+}
+
+void ks_nccl_free(struct ks_nccl *n)
+{
+    if (!n)
+        return;
+    (void)ncclCommDestroy(n->comm);
+    free(n);
+}

@@ -64,6 +64,7 @@ typedef struct ks_dist_summary {
     int neighbours_max;
     double halo_seconds, reduce_seconds;
     long long halo_exchanges, reductions;
+    char halo_transport[16];        /* ks_matrix_halo_transport of A */
 } ks_dist_summary;
 
 typedef struct ks_run_result {

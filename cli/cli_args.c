@@ -29,6 +29,8 @@ void ks_cli_usage(FILE *out)
             "                           -p solver.preconditioner=JACOBI_L1 -p matrix.n=[30,30]\n"
             "                           (VALUE is JSON when it parses as JSON, else a string)\n"
             "      --threads N          OpenMP threads (0: OMP_NUM_THREADS or all cores)\n"
+            "      --halo NAME          under mpirun: how halo values travel between GPUs:\n"
+            "                           auto, staged, direct (CUDA-aware MPI) or nccl\n"
             "      --json FILE          write all statistics and the residual history as JSON\n"
             "                           (FILE '-': standard output)\n"
             "  -q, --quiet              no report or monitor output, only errors and warnings\n"
@@ -110,6 +112,7 @@ static const opt_def opts[] = {
     {NULL, "--x0", "x0.file", O_SET},
     {NULL, "--backend", "backend", O_SET},
     {NULL, "--threads", "threads", O_SET_NUM},
+    {NULL, "--halo", "mpi.halo", O_SET},
     {NULL, "--nrhs", "rhs.count", O_SET_NUM},
     {"-p", "--param", NULL, O_PARAM},
     {NULL, "--json", NULL, O_JSON},

@@ -19,10 +19,10 @@ int ks_cli_dist_launched(void);
 ks_error ks_cli_dist_init(int *argc, char ***argv, struct ks_comm **comm);
 /* The comm goes, then MPI_Finalize (when MPI_Init ran). */
 void ks_cli_dist_finish(struct ks_comm *comm);
-/* The configured problem solved over the ranks; *converged as the report
- * says; quiet: no report or monitor heading. Errors are the same on every
- * rank. */
-ks_error ks_cli_dist_solve(const struct ks_comm *comm, const ks_config *cfg,
+/* The configured problem solved over the ranks (comm takes mpi.halo's
+ * transport); *converged as the report says; quiet: no report or monitor
+ * heading. Errors are the same on every rank. */
+ks_error ks_cli_dist_solve(struct ks_comm *comm, const ks_config *cfg,
                            const char *json_file, int quiet, int *converged);
 
 #ifdef __cplusplus

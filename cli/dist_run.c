@@ -235,6 +235,7 @@ static ks_error summarize(const ks_comm *comm, const ks_matrix *M, ks_dist_summa
     s->reduce_seconds = v[6];
     s->halo_exchanges = cs.halo_exchanges;
     s->reductions = cs.reductions;
+    snprintf(s->halo_transport, sizeof s->halo_transport, "%s", ks_matrix_halo_transport(M));
     return KS_OK;
 }
 
@@ -281,7 +282,7 @@ static ks_error solve(const ks_comm *comm, const ks_config *cfg, int quiet, FILE
     return ks_comm_agree(comm, r->history || !st->history_len ? KS_OK : KS_ERR_MEMORY);
 }
 
-ks_error ks_cli_dist_solve(const ks_comm *comm, const ks_config *cfg, const char *json_file,
+ks_error ks_cli_dist_solve(ks_comm *comm, const ks_config *cfg, const char *json_file,
                            int quiet, int *converged)
 {
     const ks_problem_params *pp = ks_problem_params_of(cfg);
@@ -297,6 +298,9 @@ ks_error ks_cli_dist_solve(const ks_comm *comm, const ks_config *cfg, const char
     ks_error e = ks_backend_create(pp->backend, &d.be);
     if (e != KS_OK)
         ks_adderr(e, "backend '%s'", pp->backend);
+    /* mpi.halo: auto leaves the comm's default (KS_MPI_HALO, else auto) */
+    if (e == KS_OK && strcmp(pp->halo, "auto"))
+        e = ks_comm_set_halo_transport(comm, pp->halo);
     e = ks_comm_agree(comm, e);
     if (e == KS_OK)
         e = build_matrix(comm, pp, &d);

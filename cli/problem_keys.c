@@ -30,6 +30,9 @@ static const ks_name backend_choices[] = {
 static const ks_name rhs_choices[] = {
     {"A_ones", 0, 0}, {"ones", 1, 0}, {"A_sin", 2, 0}, {"zero", 3, 0}, {NULL, 0, 0}};
 static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
+/* ks_comm_set_halo_transport's names (docs/mpi.md "Halo transports") */
+static const ks_name halo_choices[] = {
+    {"auto", 0, 0}, {"staged", 1, 0}, {"direct", 2, 0}, {"nccl", 3, 0}, {NULL, 0, 0}};
 
 static int gen_is_2d(ks_gen_kind k) { return k == KS_GEN_POISSON2D_5 || k == KS_GEN_POISSON2D_9; }
 
@@ -145,6 +148,8 @@ static const ks_key_spec keys[] = {
     {.path = "spmv", .type = KT_SCOPE},
     {.path = "spmv.threads_per_row", .type = KT_INT, .lo = 0, .hi = 32, .int_set = tpr_set,
      .store = ST_INT, P_(spmv.threads_per_row)},
+    {.path = "mpi", .type = KT_SCOPE},
+    {.path = "mpi.halo", .type = KT_ENUM, .choices = halo_choices, .store = ST_STRING, P_(halo)},
     {.path = "matrix", .type = KT_SCOPE},
     {.path = "matrix.file", .type = KT_PATH, .store = ST_STRING, P_(matrix_file),
      .xgroup = XG_MATRIX, .xside = 0},
@@ -189,6 +194,7 @@ void ks_problem_params_default(ks_problem_params *p)
     p->gen.kind = KS_GEN_POISSON3D_7;
     p->gen.nx = p->gen.ny = p->gen.nz = 64;
     strcpy(p->rhs_kind, "A_ones");
+    strcpy(p->halo, "auto");
 }
 
 static void problem_defaults(void *block)

@@ -361,9 +361,9 @@ static void print_dist(FILE *out, const ks_dist_summary *d)
     fprintf(out, "%s .. %s\n", fmt_count(a, sizeof a, d->rows_min),
             fmt_count(b, sizeof b, d->rows_max));
     row_label(out, "halo per rank");
-    fprintf(out, "%s .. %s values received per product, up to %d neighbours\n",
+    fprintf(out, "%s .. %s values received per product, up to %d neighbours, %s transport\n",
             fmt_count(a, sizeof a, d->ghosts_min), fmt_count(b, sizeof b, d->ghosts_max),
-            d->neighbours_max);
+            d->neighbours_max, d->halo_transport);
     row_label(out, "solve communication");
     fprintf(out, "halo %s in %lld exchanges, reductions %s in %lld (slowest rank)\n",
             fmt_time(a, sizeof a, d->halo_seconds), d->halo_exchanges,
@@ -585,11 +585,13 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
         if (r && d->ranks > 0)
             json_object_set_new(
                 r, "mpi",
-                json_pack("{s:i, s:I, s:I, s:I, s:I, s:i, s:o, s:I, s:o, s:I}", "ranks", d->ranks,
+                json_pack("{s:i, s:I, s:I, s:I, s:I, s:i, s:s, s:o, s:I, s:o, s:I}", "ranks",
+                          d->ranks,
                           "rows_min", (json_int_t)d->rows_min, "rows_max",
                           (json_int_t)d->rows_max, "ghosts_min", (json_int_t)d->ghosts_min,
                           "ghosts_max", (json_int_t)d->ghosts_max, "neighbours_max",
-                          d->neighbours_max, "halo_seconds", jnum(d->halo_seconds),
+                          d->neighbours_max, "halo_transport", d->halo_transport,
+                          "halo_seconds", jnum(d->halo_seconds),
                           "halo_exchanges", (json_int_t)d->halo_exchanges, "reduce_seconds",
                           jnum(d->reduce_seconds), "reductions", (json_int_t)d->reductions));
         json_array_append_new(jruns, r);

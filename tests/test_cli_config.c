@@ -64,10 +64,11 @@ START_TEST(test_defaults)
     ck_assert_int_eq(json_integer_value(at(t, "threads", NULL, NULL)), 0);
     ck_assert_ptr_null(json_object_get(t, "x0")); /* no file: x0 = 0 */
     const char *order[] = {"config_version", "solver", "backend", "spmv_format", "threads",
-                           "spmv", "matrix", "rhs"};
+                           "spmv", "mpi", "matrix", "rhs"};
+    ck_assert_str_eq(json_string_value(at(t, "mpi", "halo", NULL)), "auto");
     int i = 0;
     json_object_foreach(t, key, v) {
-        ck_assert_int_lt(i, 8);
+        ck_assert_int_lt(i, 9);
         ck_assert_str_eq(key, order[i++]);
     }
     json_decref(t);
@@ -199,7 +200,7 @@ START_TEST(test_unknown_keys)
                 "unknown key 'matrix.generatr'", "(did you mean 'generator'?)");
     expect_fail("{\"nosuch\": 1}", KS_ERR_CONFIG, "unknown key 'nosuch'",
                 "(keys allowed here: config_version, solver, backend, spmv_format, threads, spmv, "
-                "matrix, rhs, x0, solution)");
+                "mpi, matrix, rhs, x0, solution)");
 }
 END_TEST
 

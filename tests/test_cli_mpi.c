@@ -87,14 +87,15 @@ START_TEST(test_generated_over_ranks)
      * 288 on the middle one */
     ck_assert_msg(strstr(out_buf, "rows per rank             576 .. 576\n") &&
                       strstr(out_buf, "144 .. 288 values received per product, up to 2 "
-                                      "neighbours") &&
+                                      "neighbours, host transport") &&
                       strstr(out_buf, "solve communication       halo "),
                   "%s", out_buf);
     static char text[1 << 16];
     slurp(json, text, sizeof text);
     ck_assert_msg(strstr(text, "\"rows\": 1728") && strstr(text, "3 MPI ranks"), "%s", text);
     ck_assert_msg(strstr(text, "\"ranks\": 3") && strstr(text, "\"ghosts_max\": 288") &&
-                      strstr(text, "\"halo_exchanges\""),
+                      strstr(text, "\"halo_exchanges\"") &&
+                      strstr(text, "\"halo_transport\": \"host\""),
                   "%s", text);
     remove(xs);
     remove(xd);
@@ -146,6 +147,14 @@ START_TEST(test_not_done_yet)
     /* not converged: status 1 on every rank */
     EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 -p solver.max_iters=3", 1);
     ck_assert_msg(strstr(out_buf, "MAX_ITERS"), "%s", out_buf);
+    /* the halo transport (mpi.halo, --halo): staged runs on the cpu too
+     * (copies through host buffers); nccl moves device memory only */
+    EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 --halo staged", 0);
+    ck_assert_msg(strstr(out_buf, "up to 1 neighbours, staged transport"), "%s", out_buf);
+    EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 -p mpi.halo=nccl", 2);
+    ck_assert_msg(strstr(err_buf, "halo transport nccl: "), "%s", err_buf);
+    EXPECT_RC(2, "-p matrix.n=10 --halo fast", 2);
+    ck_assert_msg(strstr(err_buf, "mpi.halo") && strstr(err_buf, "nccl"), "%s", err_buf);
 }
 END_TEST
 

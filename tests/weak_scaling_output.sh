@@ -3,20 +3,26 @@
 # whole and consistent: one bandwidth line (a figure for NP ranks, or "not
 # measured" with --no-bandwidth), RUNS converged solve lines of 14 columns
 # whose iter_GB is s/iter x that bandwidth (or "-"), and a peak-memory line
-# with 0 < min <= max and the sum over NP ranks between NP x min and NP x max.
+# with 0 < min <= max and the sum over NP ranks between NP x min and NP x max;
+# the first line names the halo transport (--halo's, else host on the cpu).
 # usage: weak_scaling_output.sh MPIRUN EXE NP RUNS [ARGS...]
 set -u
 mpirun=$1 exe=$2 np=$3 runs=$4
 shift 4
-bw=1
-for a in "$@"; do [ "$a" = --no-bandwidth ] && bw=0; done
+bw=1 halo=host prev=
+for a in "$@"; do
+    [ "$a" = --no-bandwidth ] && bw=0
+    [ "$prev" = --halo ] && [ "$a" != auto ] && [ "$a" != direct ] && halo=$a
+    prev=$a
+done
 out=$("$mpirun" --oversubscribe -np "$np" "$exe" "$@")
 rc=$?
 printf '%s\n' "$out"
 [ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
-printf '%s\n' "$out" | awk -v np="$np" -v runs="$runs" -v bw="$bw" '
+printf '%s\n' "$out" | awk -v np="$np" -v runs="$runs" -v bw="$bw" -v halo="$halo" '
 function bad(why) { print "FAIL: " why ": " $0; failed = 1 }
 function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? -b : b) + 1e-12 }
+/^# .*, halo transport / { if ($NF != halo) bad("halo transport, want " halo); else nhalo++ }
 /^# copy bandwidth per rank: / {
     nbw++
     if (!bw) {
@@ -42,9 +48,9 @@ function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? 
         bad("peak memory figures")
 }
 END {
-    if (nbw != 1 || nhead != 1 || lines != runs || nmem != 1) {
-        printf "FAIL: %d bandwidth lines, %d headers, %d solve lines (want %d), %d memory lines\n",
-               nbw, nhead, lines, runs, nmem
+    if (nbw != 1 || nhead != 1 || lines != runs || nmem != 1 || nhalo != 1) {
+        printf "FAIL: %d bandwidth lines, %d headers, %d solve lines (want %d), %d memory lines, %d transport lines\n",
+               nbw, nhead, lines, runs, nmem, nhalo
         failed = 1
     }
     exit failed

@@ -10,7 +10,8 @@ ks_comm *comm;
 ks_backend *be;
 int rank, nranks;
 
-ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count)
+ks_error ks_test_dist_rows_try(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count,
+                               ks_matrix **M)
 {
     const ks_int base = A->rowptr[begin], nnz = A->rowptr[begin + count] - base;
     ks_int *rp = malloc(((size_t)count + 1) * sizeof *rp);
@@ -19,11 +20,17 @@ ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_i
         rp[i] = A->rowptr[begin + i] - base;
     for (ks_int k = 0; k < nnz; k++)
         ci[k] = A->colind[base + k];
-    ks_matrix *M = NULL;
-    KS_ALL(ks_matrix_create_dist(b, comm, count, A->nrows, rp, ci, A->val + base, "auto", NULL,
-                                 &M));
+    ks_error e = ks_matrix_create_dist(b, comm, count, A->nrows, rp, ci, A->val + base, "auto",
+                                       NULL, M);
     free(rp);
     free(ci);
+    return e;
+}
+
+ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count)
+{
+    ks_matrix *M = NULL;
+    KS_ALL(ks_test_dist_rows_try(b, A, begin, count, &M));
     return M;
 }
 

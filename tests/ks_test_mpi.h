@@ -48,6 +48,9 @@ int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...) KS_PRIN
 /* Collective: rows begin .. begin + count - 1 of the global matrix A as
  * this rank's part of a distributed matrix on backend b ("auto" format). */
 ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count);
+/* The same, its outcome returned (for failures expected on every rank). */
+ks_error ks_test_dist_rows_try(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count,
+                               ks_matrix **M);
 /* A random N x N matrix in layout off (nranks + 1 offsets), the same on
  * every rank (seeded): nonsymmetric, some rows empty, and each rank's
  * first row (when another rank has rows) holding only other ranks'

@@ -45,22 +45,12 @@ static ks_matrix *with_transport(ks_backend *b, const char *transport, const ks_
 static ks_error create_with(ks_backend *b, const char *transport, const ks_csr *A,
                             ks_gint begin, ks_int count)
 {
-    const ks_int base = A->rowptr[begin], nnz = A->rowptr[begin + count] - base;
-    ks_int *rp = malloc(((size_t)count + 1) * sizeof *rp);
-    ks_gint *ci = malloc(((size_t)nnz + 1) * sizeof *ci);
-    for (ks_int i = 0; i <= count; i++)
-        rp[i] = A->rowptr[begin + i] - base;
-    for (ks_int k = 0; k < nnz; k++)
-        ci[k] = A->colind[base + k];
     ks_matrix *M = NULL;
     KS_ALL(ks_comm_set_halo_transport(comm, transport));
-    ks_error e = ks_matrix_create_dist(b, comm, count, A->nrows, rp, ci, A->val + base, "auto",
-                                       NULL, &M);
+    ks_error e = ks_test_dist_rows_try(b, A, begin, count, &M);
     KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
     ALL(M == NULL || e == KS_OK, "a matrix after a failure");
     ks_matrix_destroy(&M);
-    free(rp);
-    free(ci);
     return e;
 }
 

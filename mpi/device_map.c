@@ -2,59 +2,12 @@
  * memory split, so no launcher's variables are needed) and the map turns
  * that number into a device, before the cuda backend is created (it takes
  * the device current on its thread). */
-#include "device_map.h"
+#include "mpi_internal.h"
 #include "../vec/gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A map's list: the entries (decimal, in range for ngpus) and how many. */
-static ks_error parse_list(const char *map, const char *what, int ngpus, int *list, int max,
-                           int *n)
-{
-    *n = 0;
-    for (const char *s = map;; s++) {
-        long v = 0;
-        const char *d = s;
-        while (*s >= '0' && *s <= '9' && v <= 1000000)
-            v = v * 10 + (*s++ - '0');
-        if (s == d || (*s != ',' && *s != '\0') || v > 1000000)
-            return ks_seterr(KS_ERR_ARG,
-                             "%s \"%s\": expected local, none, a GPU index or a list of them "
-                             "(e.g. 0,2,1,3)", what, map);
-        if (v >= ngpus)
-            return ks_seterr(KS_ERR_ARG, "%s \"%s\": GPU %ld, but this node has %d (0 to %d)",
-                             what, map, v, ngpus, ngpus - 1);
-        if (*n == max)
-            return ks_seterr(KS_ERR_ARG, "%s \"%s\": more than %d entries", what, map, max);
-        list[(*n)++] = (int)v;
-        if (*s == '\0')
-            return KS_OK;
-    }
-}
-
-ks_error ks_device_map_pick(const char *map, const char *what, int local_rank, int ngpus,
-                            int *device)
-{
-    *device = -1;
-    if (!map || local_rank < 0)
-        return ks_seterr(KS_ERR_ARG, "%s: no map, or a negative local rank", what);
-    if (!strcmp(map, "none"))
-        return KS_OK;
-    if (ngpus < 1)
-        return ks_seterr(KS_ERR_UNSUPPORTED,
-                         "%s \"%s\": this node has no GPU (cudaGetDeviceCount found none)", what,
-                         map);
-    if (!strcmp(map, "local")) {
-        *device = local_rank % ngpus;
-        return KS_OK;
-    }
-    int list[256], n = 0;
-    KS_TRY(parse_list(map, what, ngpus, list, 256, &n));
-    *device = list[local_rank % n];
-    return KS_OK;
-}
 
 ks_error ks_comm_local_rank(const ks_comm *c, int *local_rank, int *local_size)
 {
@@ -74,19 +27,12 @@ ks_error ks_comm_select_device(const ks_comm *c, const char *map, int *device)
     if (!c || !device)
         return ks_seterr(KS_ERR_ARG, "ks_comm_select_device: NULL %s", !c ? "comm" : "output");
     *device = -1;
-    /* An explicit map, else the environment's, else one GPU a local rank. */
-    const char *what = "GPU map";
-    const char *env = getenv("KS_GPU_MAP");
-    if (!map && env && env[0]) {
-        map = env;
-        what = "KS_GPU_MAP";
-    }
-    if (!map)
-        map = "local";
+    const char *what;
+    map = ks_gpu_map_resolve(map, &what);
     int local = 0, nlocal = 1, dev = -1;
     ks_error e = ks_comm_local_rank(c, &local, &nlocal);
     if (e == KS_OK)
-        e = ks_device_map_pick(map, what, local, ks_gpu_count(), &dev);
+        e = ks_gpu_map_pick(map, what, local, ks_gpu_count(), &dev);
     if (e == KS_OK && dev >= 0)
         e = ks_gpu_use(dev);
     KS_TRY(ks_comm_agree(c, e));

@@ -18,9 +18,8 @@ const char *ks_gpu_map_resolve(const char *map, const char **what)
     return "local";
 }
 
-/* A map's list: the entries (decimal, in range for ngpus) and how many. */
-static ks_error parse_list(const char *map, const char *what, int ngpus, int *list, int max,
-                           int *n)
+/* A map's list: its entries (decimal) and how many. */
+static ks_error parse_list(const char *map, const char *what, int *list, int max, int *n)
 {
     *n = 0;
     for (const char *s = map;; s++) {
@@ -32,9 +31,6 @@ static ks_error parse_list(const char *map, const char *what, int ngpus, int *li
             return ks_seterr(KS_ERR_ARG,
                              "%s \"%s\": expected local, none, a GPU index or a list of them "
                              "(e.g. 0,2,1,3)", what, map);
-        if (v >= ngpus)
-            return ks_seterr(KS_ERR_ARG, "%s \"%s\": GPU %ld, but this node has %d (0 to %d)",
-                             what, map, v, ngpus, ngpus - 1);
         if (*n == max)
             return ks_seterr(KS_ERR_ARG, "%s \"%s\": more than %d entries", what, map, max);
         list[(*n)++] = (int)v;
@@ -44,23 +40,27 @@ static ks_error parse_list(const char *map, const char *what, int ngpus, int *li
 }
 
 ks_error ks_gpu_map_pick(const char *map, const char *what, int local_rank, int ngpus,
-                            int *device)
+                         int *device)
 {
     *device = -1;
     if (!map || local_rank < 0)
         return ks_seterr(KS_ERR_ARG, "%s: no map, or a negative local rank", what);
     if (!strcmp(map, "none"))
         return KS_OK;
+    /* The syntax first, so a typo reads the same on every node. */
+    int list[256], n = 0;
+    const int local = !strcmp(map, "local");
+    if (!local)
+        KS_TRY(parse_list(map, what, list, 256, &n));
     if (ngpus < 1)
         return ks_seterr(KS_ERR_UNSUPPORTED,
-                         "%s \"%s\": this node has no GPU (cudaGetDeviceCount found none)", what,
-                         map);
-    if (!strcmp(map, "local")) {
-        *device = local_rank % ngpus;
-        return KS_OK;
-    }
-    int list[256], n = 0;
-    KS_TRY(parse_list(map, what, ngpus, list, 256, &n));
-    *device = list[local_rank % n];
+                         "%s \"%s\": this node has no GPU (none that CUDA sees, or ksolve was "
+                         "built without CUDA)",
+                         what, map);
+    for (int i = 0; i < n; i++)
+        if (list[i] >= ngpus)
+            return ks_seterr(KS_ERR_ARG, "%s \"%s\": GPU %d, but this node has %d (0 to %d)",
+                             what, map, list[i], ngpus, ngpus - 1);
+    *device = local ? local_rank % ngpus : list[local_rank % n];
     return KS_OK;
 }

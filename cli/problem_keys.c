@@ -140,9 +140,12 @@ static ks_error parse_gpu_map(void *block, const ks_key_spec *k, const char *pat
     char *dst = ((problem_block *)block)->p.gpu_map;
     const size_t cap = sizeof ((problem_block *)block)->p.gpu_map;
     (void)k;
-    if (!json_is_string(v))
-        return ks_config_type_error(path, "a GPU map (string: local, none, N or N,M,...)", v);
-    const char *s = json_string_value(v);
+    char num[32];
+    if (json_is_integer(v)) /* -p gpu_map=1 reads as a number */
+        snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (!json_is_string(v))
+        return ks_config_type_error(path, "a GPU map (local, none, N or \"N,M,...\")", v);
+    const char *s = json_is_integer(v) ? num : json_string_value(v);
     int dev;
     if (strlen(s) >= cap)
         return ks_seterr(KS_ERR_CONFIG, "%s: \"%.20s...\" is longer than %zu characters", path,

@@ -23,7 +23,7 @@ extern "C" ks_error ks_backend_gpu(const ks_backend *be, ks_gpu_desc *d)
         return KS_OK;
     cudaDeviceProp prop;
     KS_CUDA_CHECK(cudaGetDeviceProperties(&prop, d->device));
-    snprintf(d->name, sizeof d->name, "%s", prop.name);
+    snprintf(d->name, sizeof d->name, "%.95s", prop.name);
     KS_CUDA_CHECK(cudaDeviceGetPCIBusId(d->pci_bus_id, (int)sizeof d->pci_bus_id, d->device));
     return KS_OK;
 }

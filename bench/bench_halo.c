@@ -21,9 +21,9 @@
  * exchange the full product hides: (exchange + local - full) / exchange.
  *
  * It times the halo's pieces apart, so it reads the library's private
- * plan (mpi/mpi_internal.h) as the tests do. Until the rank-to-GPU mapping
- * (ks_comm_select_device) is merged, each rank takes the GPU of its local
- * rank here. Exit status 0, or 2 on a usage or library error. */
+ * plan (mpi/mpi_internal.h) as the tests do. On cuda each rank takes its
+ * GPU by ks_comm_select_device (KS_GPU_MAP, else rank k of a node on GPU
+ * k mod G). Exit status 0, or 2 on a usage or library error. */
 #include "ksolve_mpi.h"
 #include "../mpi/mpi_internal.h"
 #include "bench_util.h"
@@ -31,9 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef KS_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 typedef struct opts {
     int n, reps, warmup;
@@ -63,23 +60,6 @@ static int parse(int argc, char **argv, opts *o)
         i++;
     }
     return o->n >= 1 && o->n <= 1000 && o->reps >= 1 && o->warmup >= 0;
-}
-
-/* The GPU of this rank's local rank (replaced by ks_comm_select_device
- * once the mapping is merged); before the cuda backend is made. */
-static void pick_device(void)
-{
-#ifdef KS_HAVE_CUDA
-    MPI_Comm local;
-    int lrank = 0, count = 0;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    MPI_Comm_free(&local);
-    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0)
-        (void)cudaSetDevice(lrank % count);
-    else
-        (void)cudaGetLastError();
-#endif
 }
 
 enum { T_EXCHANGE, T_LOCAL, T_FULL };
@@ -194,15 +174,16 @@ int main(int argc, char **argv)
                             "[--reps 200] [--warmup 20] [--transports staged,direct,nccl]\n");
         goto done;
     }
-    if (!strcmp(o.backend, "cuda"))
-        pick_device();
     ks_gen_params g;
     ks_gen_params_default(&g);
     g.kind = KS_GEN_POISSON3D_7;
     g.nx = g.ny = o.n;
     g.nz = o.n * p;
     t = malloc((size_t)o.reps * sizeof *t);
-    ks_error e = ks_backend_create(o.backend, &be);
+    int gpu = -1;
+    ks_error e = strcmp(o.backend, "cuda") ? KS_OK : ks_comm_select_device(comm, NULL, &gpu);
+    if (e == KS_OK)
+        e = ks_backend_create(o.backend, &be);
     if (e == KS_OK)
         e = t ? KS_OK : KS_ERR_MEMORY;
     e = ks_comm_agree(comm, e);

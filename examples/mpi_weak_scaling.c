@@ -5,18 +5,18 @@
  *   mpirun -np P mpi_weak_scaling [n] [--solver PCG] [--pc JACOBI|JACOBI_L1|AMG]
  *                                 [--tol 1e-8] [--max-iters 1000] [--runs 1]
  *                                 [--global N] [--bandwidth-mb 128] [--no-bandwidth]
- *                                 [--backend cpu|cuda] [--halo auto|staged|direct|nccl]
+ *                                 [--backend cpu|cuda] [--gpu-map MAP]
+ *                                 [--halo auto|staged|direct|nccl]
  *                                 [-p KEY=VALUE ...]
  *
  * n is the edge of each rank's block (default 32: 32^3 rows a rank);
  * --global N solves the N^3 grid instead, in even row blocks (rows/rank is
  * then the largest block), e.g. 320^3 on 16 ranks. -p sets
  * any key of the library's config (docs/config.md), e.g.
- * -p solver.preconditioner.smoother.solver=JACOBI. --backend picks where
- * each rank solves (default cpu; cuda takes the device current on each
- * rank), --halo how the ranks exchange their halos (ks_comm_set_halo_transport:
- * staged through host buffers, direct to a CUDA-aware MPI, nccl GPU to GPU;
- * default auto), and the first line names the transport that ran. Rank 0 prints one line a
+ * -p solver.preconditioner.smoother.solver=JACOBI. --halo says how the
+ * ranks exchange their halos (ks_comm_set_halo_transport: staged through
+ * host buffers, direct to a CUDA-aware MPI, nccl GPU to GPU; default
+ * auto), and the first line names the transport that ran. Rank 0 prints one line a
  * solve: ranks, rows per rank, global rows, iterations, setup and solve
  * seconds (the slowest rank's), seconds per iteration and the slowest rank's
  * communication in the solve (halo exchanges + reductions), and iter_GB:
@@ -33,7 +33,9 @@
  * the solve waits for its slowest rank at every reduction, so that rank's
  * memory speed is the one s/iter reflects. The test runs after the solves,
  * and the peak memory is read before it, so its arrays never count there.
- * --no-bandwidth skips it (iter_GB prints "-").
+ * --no-bandwidth skips it (iter_GB prints "-"). --backend cuda solves on
+ * one GPU a rank (--gpu-map, docs/mpi.md "GPU mapping"), each rank's GPU
+ * printed last.
  *
  * Read the numbers with care: with Jacobi the iterations grow with the
  * grid's longest edge (n * P here), so compare the time per iteration; with
@@ -44,6 +46,7 @@
  * error (the message says which call failed and why). */
 #include <ksolve_mpi.h>
 
+#include "rank_gpu.h"
 #include "rank_measure.h"
 
 #include <stdint.h>
@@ -87,7 +90,8 @@ typedef struct options {
     int runs;
     long bandwidth_mb; /* each of the two copied arrays; 0: --no-bandwidth */
     long global;       /* --global N: the N^3 grid over the ranks; 0: n^3 a rank */
-    const char *backend, *halo;
+    const char *backend, *gpu_map; /* gpu_map NULL: KS_GPU_MAP, else local */
+    const char *halo;  /* --halo: ks_comm_set_halo_transport's name */
     const char *sets[MAX_SETS]; /* -p KEY=VALUE, applied last */
     int nsets;
 } options;
@@ -98,8 +102,8 @@ static void usage(FILE *out)
                  "PBICGSTAB|BICGSTAB]\n"
                  "       [--pc JACOBI|JACOBI_L1|AMG|NOSOLVER] [--tol T] [--max-iters K] "
                  "[--runs R]\n"
-                 "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [--backend cpu|cuda]\n"
-                 "       [--halo auto|staged|direct|nccl] [-p KEY=VALUE ...]\n");
+                 "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [-p KEY=VALUE ...]\n"
+                 "       [--backend cpu|cuda] [--gpu-map MAP] [--halo auto|staged|direct|nccl]\n");
 }
 
 /* Every rank parses the same argv, so every rank reaches the same verdict;
@@ -121,8 +125,6 @@ static int parse(int argc, char **argv, int rank, options *o)
             o->solver = argv[++i];
         } else if (!strcmp(a, "--pc") && has_value) {
             o->pc = argv[++i];
-        } else if (!strcmp(a, "--backend") && has_value) {
-            o->backend = argv[++i];
         } else if (!strcmp(a, "--halo") && has_value) {
             o->halo = argv[++i];
         } else if (!strcmp(a, "--tol") && has_value) {
@@ -146,6 +148,10 @@ static int parse(int argc, char **argv, int rank, options *o)
                                     "N >= 1\n", argv[i]);
                 return 1;
             }
+        } else if (!strcmp(a, "--backend") && has_value) {
+            o->backend = argv[++i];
+        } else if (!strcmp(a, "--gpu-map") && has_value) {
+            o->gpu_map = argv[++i];
         } else if (!strcmp(a, "--no-bandwidth")) {
             o->bandwidth_mb = 0;
         } else if (!strcmp(a, "--bandwidth-mb") && has_value) {
@@ -267,7 +273,7 @@ int main(int argc, char **argv)
      * sharing a GPU, direct without a CUDA-aware MPI) fails the matrix's
      * creation on every rank, saying why. */
     CHECK(ks_comm_set_halo_transport(comm, o.halo));
-    CHECK(ks_backend_create(o.backend, &be));
+    CHECK(rank_backend_create(comm, o.backend, o.gpu_map, &be));
     double t0 = ks_wtime();
     /* Each rank generates only its own rows: no rank ever holds the whole matrix. */
     CHECK(ks_generate_dist(comm, &g, o.global ? -1 : (ks_int)nlocal, &rows));
@@ -377,6 +383,7 @@ int main(int argc, char **argv)
                mem.max_mib > 0 ? mem.sum_mib / mem.max_mib : 0.0);
         fflush(stdout);
     }
+    CHECK(rank_print_gpus(comm, be, stdout, "# GPU of "));
 
 done:
     free(res);

@@ -189,8 +189,8 @@ static int nccl_capable(const ks_backend *be)
 {
 #ifdef KS_HAVE_NCCL
     const ks_backend_ops *o = be->ops;
-    return !o->host_memory && o->stage_native && o->device_key && o->stage_download &&
-           o->stage_upload && o->stage_wait;
+    return !o->host_memory && o->stage_native && o->stage_download && o->stage_upload &&
+           o->stage_wait;
 #else
     (void)be;
     return 0;
@@ -211,7 +211,7 @@ static ks_error nccl_refusal(const ks_backend *be, const int *v)
                          "vectors in host memory (NCCL moves device memory; this rank's: %s)",
                          ks_backend_name((ks_backend *)be));
     return ks_seterr(KS_ERR_UNSUPPORTED, "halo transport nccl: a rank's backend has no staging "
-                     "queue or device name (stage_native, device_key; this rank's: %s)",
+                     "queue to run NCCL on (stage_native; this rank's: %s)",
                      ks_backend_name((ks_backend *)be));
 #endif
 }

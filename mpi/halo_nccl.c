@@ -7,7 +7,7 @@
  * ranks with their ks_comm numbers) and destroyed with the comm. NCCL
  * cannot put two ranks on one GPU, so every rank's host and device (PCI
  * bus id) are gathered first and a shared GPU is refused on every rank
- * before any NCCL call.
+ * (ks_comm_gather_devices) before any NCCL call.
  *
  * An exchange is queued, never waited for: the gather fills the send
  * buffer on the backend's queue, the staging queue waits for it (an
@@ -17,8 +17,9 @@
  * and ks_halo_end makes that queue wait for the staging queue (an event)
  * before the ghost block's product. CUDA types come from nccl.h; the
  * stream and events are the backend's (vec/backend.h: stage_native,
- * stage_download / stage_upload of 0 bytes). */
+ * stage_download / stage_upload of 0 bytes), the device's name vec/gpu.h's. */
 #include "mpi_internal.h"
+#include "../vec/gpu.h"
 
 #include <nccl.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@
 
 struct ks_nccl {
     ncclComm_t comm;
-    char device[DEVICE_KEY_LEN]; /* the device it was made on (device_key) */
+    char device[DEVICE_KEY_LEN]; /* the PCI bus id of the device it was made on */
 };
 
 /* KS_OK for ncclSuccess; else KS_ERR_DEVICE naming the call and NCCL's
@@ -44,46 +45,44 @@ static ks_error nccl_check(ncclResult_t r, const char *call)
                      last && *last ? ")" : "");
 }
 
-/* Where a rank runs: its host and its device there. */
-typedef struct place {
-    char host[MPI_MAX_PROCESSOR_NAME];
-    char device[DEVICE_KEY_LEN];
-} place;
-
-/* Collective: KS_OK when no two ranks share a device of one host;
- * KS_ERR_UNSUPPORTED on every rank naming the first pair otherwise (the
- * verdict is read off the same gathered table everywhere). dev: this
+/* Collective: KS_OK when every rank's backend has a GPU and no two ranks
+ * share one of a host (ks_comm_gather_devices: host names and PCI bus
+ * ids); KS_ERR_UNSUPPORTED on every rank naming the first pair otherwise
+ * (the verdict is read off the same gathered table everywhere). dev: this
  * rank's device. */
 static ks_error own_gpus(const ks_comm *c, ks_backend *be, char *dev)
 {
     const int p = c->size;
-    place me, *all = ks_malloc((size_t)p * sizeof *all, "the ranks' GPUs");
-    memset(&me, 0, sizeof me);
-    int len = 0;
-    ks_error e = all ? KS_OK : KS_ERR_MEMORY;
+    ks_rank_device *all = ks_calloc((size_t)p, sizeof *all, "the ranks' GPUs");
+    ks_error e = ks_comm_agree(c, all ? KS_OK : KS_ERR_MEMORY);
     if (e == KS_OK)
-        e = ks_mpi_check(MPI_Get_processor_name(me.host, &len), "MPI_Get_processor_name");
-    if (e == KS_OK)
-        e = be->ops->device_key(be, me.device, sizeof me.device);
-    me.device[sizeof me.device - 1] = '\0';
-    e = ks_comm_agree(c, e);
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_mpi_check(MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all,
-                                                        (int)sizeof me, MPI_BYTE,
-                                                        ks_comm_mpi_of(c)),
-                                          "MPI_Allgather (the ranks' GPUs)"));
+        e = ks_comm_agree(c, ks_comm_gather_devices(c, be, all));
+    for (int q = 0; q < p && e == KS_OK; q++)
+        if (all[q].device < 0)
+            e = ks_seterr(KS_ERR_UNSUPPORTED, "halo transport nccl: rank %d's backend has no GPU",
+                          q);
     for (int q = 1; q < p && e == KS_OK; q++)
         for (int r = 0; r < q && e == KS_OK; r++)
-            if (!memcmp(&all[q], &all[r], sizeof me))
+            if (!strcmp(all[q].host, all[r].host) &&
+                !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
                 e = ks_seterr(KS_ERR_UNSUPPORTED,
-                              "halo transport nccl: ranks %d and %d share GPU %s on host %.64s "
+                              "halo transport nccl: ranks %d and %d share GPU %s on host %s "
                               "(NCCL cannot put two ranks on one GPU: give each rank its own, "
                               "or use the staged transport)",
-                              r, q, all[q].device, all[q].host);
+                              r, q, all[q].pci_bus_id, all[q].host);
     if (e == KS_OK)
-        snprintf(dev, DEVICE_KEY_LEN, "%s", me.device);
+        snprintf(dev, DEVICE_KEY_LEN, "%s", all[c->rank].pci_bus_id);
     free(all);
     return e;
+}
+
+/* This rank's device: be's PCI bus id. */
+static ks_error device_of(ks_backend *be, char *dev)
+{
+    ks_gpu_desc d;
+    KS_TRY(ks_backend_gpu(be, &d));
+    snprintf(dev, DEVICE_KEY_LEN, "%s", d.device < 0 ? "(none)" : d.pci_bus_id);
+    return KS_OK;
 }
 
 ks_error ks_nccl_ready(const ks_comm *c, ks_backend *be)
@@ -91,8 +90,7 @@ ks_error ks_nccl_ready(const ks_comm *c, ks_backend *be)
     ks_comm_mpi *m = (ks_comm_mpi *)c;
     char dev[DEVICE_KEY_LEN] = "";
     if (m->nccl) { /* made: the plan's device must be its device */
-        ks_error e = be->ops->device_key(be, dev, sizeof dev);
-        dev[sizeof dev - 1] = '\0';
+        ks_error e = device_of(be, dev);
         if (e == KS_OK && strcmp(dev, m->nccl->device))
             e = ks_seterr(KS_ERR_UNSUPPORTED,
                           "halo transport nccl: rank %d's NCCL communicator is on GPU %s, but "

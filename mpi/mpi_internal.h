@@ -40,6 +40,9 @@ typedef struct ks_comm_mpi {
  * "rank R: ") on every rank, that rank's and the other failing ones'
  * included: the same error wherever it is read. */
 ks_error ks_comm_agree_same(const ks_comm *c, ks_error e);
+/* Collective (device_map.c). This rank's place among the ranks of c on
+ * its node (MPI_COMM_TYPE_SHARED) and how many there are. */
+ks_error ks_comm_local_rank(const ks_comm *c, int *local_rank, int *local_size);
 /* The MPI communicator under c. */
 MPI_Comm ks_comm_mpi_of(const ks_comm *c);
 /* KS_OK for MPI_SUCCESS; else KS_ERR_MPI naming `call` and MPI's reason. */
@@ -209,7 +212,8 @@ void ks_halo_destroy(ks_halo *h);
 /* Collective. The comm's NCCL communicator on be's device (made on first
  * call: ncclGetUniqueId on rank 0, MPI_Bcast, ncclCommInitRank). Refused
  * before any NCCL call, KS_ERR_UNSUPPORTED on every rank naming them,
- * when two ranks share a GPU (NCCL cannot put two ranks on one device),
+ * when a rank has no GPU or two ranks share one (NCCL cannot put two
+ * ranks on one device; ks_comm_gather_devices tells),
  * or when be's device is not the one the communicator was made on; NCCL's
  * failures are KS_ERR_DEVICE naming the call. */
 ks_error ks_nccl_ready(const ks_comm *c, ks_backend *be);

@@ -7,8 +7,8 @@
  * is refused on every rank with the reason, different settings on the
  * ranks are refused, a bad name is an error.
  *
- * With NCCL built and every rank on a GPU of its own (each rank takes
- * the GPU of its local rank here): distributed SpMV over NCCL against the
+ * With NCCL built and every rank on a GPU of its own (ks_comm_select_device's
+ * default map: rank k of a node on GPU k mod G): distributed SpMV over NCCL against the
  * float64 serial product and bit for bit against the staged transport, on
  * random matrices with even and uneven rows, a rank without rows and a
  * rank without ghosts, also three products chained on the device; PCG +
@@ -23,9 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef KS_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 static ks_backend *cuda;
 static char skip_why[200]; /* why the NCCL tests do not run ("" when they do) */
@@ -324,30 +321,18 @@ START_TEST(test_nccl_shared_gpu)
 }
 END_TEST
 
-#endif /* KS_HAVE_NCCL */
-
-/* The GPU of this rank's local rank (ranks of one host numbered apart).
- * The lead replaces this with ks_comm_select_device (issue 14, item 1)
- * once it is merged. *own: 1 when the host has a GPU for each of its
- * ranks. Before the cuda backend is made (it takes the current device). */
-static int pick_device(int *own)
+/* Collective: 1 when two ranks run on one GPU of one host. */
+static int gpus_shared(void)
 {
-    *own = 0;
-#ifdef KS_HAVE_CUDA
-    MPI_Comm local;
-    int lrank = 0, lsize = 1, count = 0;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    MPI_Comm_size(local, &lsize);
-    MPI_Comm_free(&local);
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-        return 0;
-    *own = count >= lsize;
-    return cudaSetDevice(lrank % count) == cudaSuccess;
-#else
+    ks_rank_device all[8];
+    KS_CHECK(ks_comm_gather_devices(comm, cuda, all));
+    for (int q = 1; q < nranks; q++)
+        for (int r = 0; r < q; r++)
+            if (!strcmp(all[q].host, all[r].host) && !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
+                return 1;
     return 0;
-#endif
 }
+#endif /* KS_HAVE_NCCL */
 
 static void after(void)
 {
@@ -363,20 +348,23 @@ static Suite *suite(void)
     tcase_set_timeout(t, 300);
     tcase_add_test(t, test_setting_cpu);
     tcase_add_test(t, test_setting_env);
-    /* collective questions: every rank's answer counts */
-    int own = 0, dev = ks_backend_available("cuda") && pick_device(&own);
-    dev = dev && ks_backend_create("cuda", &cuda) == KS_OK;
-    int v[2] = {dev, own};
-    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    /* collective questions: every rank's answer counts; each rank on its
+     * GPU of the default map (rank k of a node on GPU k mod G) */
+    int dev = ks_backend_available("cuda"), gpu = -1;
+    MPI_Allreduce(MPI_IN_PLACE, &dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (dev)
+        dev = ks_comm_select_device(comm, "local", &gpu) == KS_OK &&
+              ks_backend_create("cuda", &cuda) == KS_OK;
+    MPI_Allreduce(MPI_IN_PLACE, &dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 #ifndef KS_HAVE_NCCL
     snprintf(skip_why, sizeof skip_why, "this ksolve was built without NCCL");
 #else
-    if (!v[0])
+    if (!dev)
         snprintf(skip_why, sizeof skip_why, "no CUDA device on every rank");
     else if (nranks < 2)
         snprintf(skip_why, sizeof skip_why, "one rank: nothing travels");
-    else if (!v[1]) {
-        snprintf(skip_why, sizeof skip_why, "fewer GPUs than ranks on a host");
+    else if (gpus_shared()) {
+        snprintf(skip_why, sizeof skip_why, "ranks share a GPU (fewer GPUs than ranks on a host)");
         tcase_add_test(t, test_nccl_shared_gpu);
     }
     if (!skip_why[0]) {

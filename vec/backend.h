@@ -122,9 +122,6 @@ typedef struct ks_backend_ops {
      * what is queued on it so far: the event record / wait pair such work
      * needs, the host waiting for neither. */
     ks_error (*stage_native)(ks_backend *be, void **queue);
-    /* Optional: a name of be's device unique on its host (cuda: its PCI
-     * bus id), so that ranks can tell whether they share one. */
-    ks_error (*device_key)(ks_backend *be, char *buf, size_t len);
 
     /* Block vectors (ks_block): n rows of k columns, row-interleaved
      * (entry (i, j) at x[i*k + j]), 1 <= k <= KS_BLOCK_MAX_COLS; the
@@ -205,6 +202,8 @@ void *ks_cuda_stream(ks_backend *be);
 void *ks_cuda_cusparse(ks_backend *be);
 /* Number of usable devices; 0 (and no error) when there is no driver. */
 int ks_cuda_device_count(void);
+/* The device a cuda backend runs on. */
+int ks_cuda_device(const ks_backend *be);
 #endif
 
 /* ops->trim where the backend has one. */

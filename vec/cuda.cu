@@ -395,8 +395,8 @@ static ks_error cuda_queue_init(cuda_impl *c)
 
 static ks_error cuda_init_impl(ks_backend *be, cuda_impl *c)
 {
-    /* The device current on this thread (0 unless the caller chose one with
-     * cudaSetDevice, e.g. one per MPI rank). */
+    /* The device current on this thread (0 unless the caller chose one:
+     * cudaSetDevice, or ks_comm_select_device for one GPU an MPI rank). */
     KS_CUDA_CHECK(cudaGetDevice(&c->dev));
     /* Create the context now so failures surface here, not in a kernel. */
     KS_CUDA_CHECK(cudaSetDevice(c->dev));
@@ -591,12 +591,6 @@ static ks_error cuda_stage_native(ks_backend *be, void **queue)
     *queue = NULL;
     KS_TRY(stage_queue(c));
     *queue = (void *)c->stage;
-    return KS_OK;
-}
-
-static ks_error cuda_device_key(ks_backend *be, char *buf, size_t len)
-{
-    KS_CUDA_CHECK(cudaDeviceGetPCIBusId(buf, (int)len, impl_of(be)->dev));
     return KS_OK;
 }
 
@@ -929,7 +923,6 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     cuda_stage_upload,   /* stage_upload */
     cuda_stage_wait,     /* stage_wait */
     cuda_stage_native,   /* stage_native */
-    cuda_device_key,     /* device_key */
     ks_cuda_baxpby,     /* baxpby */
     ks_cuda_baxpbypcz,  /* baxpbypcz */
     ks_cuda_bpmul,      /* bpmul */
@@ -959,6 +952,11 @@ extern "C" void *ks_cuda_cusparse(ks_backend *be)
     if (!be || be->ops != &ks_backend_cuda_ops || !be->impl)
         return NULL;
     return (void *)impl_of(be)->sparse;
+}
+
+extern "C" int ks_cuda_device(const ks_backend *be)
+{
+    return ((const cuda_impl *)be->impl)->dev;
 }
 
 extern "C" int ks_cuda_device_count(void)

@@ -54,6 +54,9 @@ ks_error ks_exchange_bytes(const ks_comm *c, const void *out, const int *scount,
 /* Collective: (*offsets)[0..size] from each rank's count (malloc'ed; the
  * same on every rank): rank r holds offsets[r] .. offsets[r+1]-1. */
 ks_error ks_layout_gather(const ks_comm *c, ks_int nlocal, ks_gint **offsets);
+/* Local. A malloc'ed copy of the layout off (size + 1 offsets); NULL when
+ * out of memory. */
+ks_gint *ks_layout_copy(const ks_comm *c, const ks_gint *off);
 /* Even row blocks of n rows over p ranks, the first n mod p one row more:
  * rank r's first row and count. */
 void ks_layout_even(ks_gint n, int p, int r, ks_gint *begin, ks_gint *count);
@@ -205,6 +208,14 @@ typedef struct ks_dist_impl {
 ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint *row_offsets,
                                    ks_gint *col_offsets, ks_dist_split *S, const char *format,
                                    const ks_spmv_params *params, ks_matrix **M);
+
+/* Collective. A copy of the distributed M (its layouts, ghost columns and
+ * values) whose blocks are made anew with `format` (the local block; the
+ * ghost block "auto") and params (the ghost block takes float_values
+ * alone), with a halo plan of its own: the AMG's float32 hierarchy. M is
+ * read through its blocks' host CSR. */
+ks_error ks_dist_matrix_recast(const ks_matrix *M, const char *format,
+                               const ks_spmv_params *params, ks_matrix **out);
 
 /* Not collective. Forget the caller's entry order of a distributed M that
  * no caller will give new values (the AMG's coarse operators): its

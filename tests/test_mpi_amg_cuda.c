@@ -75,6 +75,10 @@ static ks_matrix *dist_of(ks_backend *dbe, const ks_csr *A, int empty)
 typedef struct amg_case {
     const char *name;
     const char *smoother, *interp, *cycle; /* NULL: the default configuration's */
+    /* the options beyond classical PMIS (NULL / 0: PMIS, CLASSICAL, none, DOUBLE) */
+    const char *selector, *algorithm;
+    int aggressive;
+    const char *precision;
 } amg_case;
 
 static ks_config *config_of(const amg_case *c)
@@ -84,12 +88,22 @@ static ks_config *config_of(const amg_case *c)
     KS_CHECK(ks_config_set(cfg, "solver.solver", "PCG"));
     KS_CHECK(ks_config_set(cfg, "solver.preconditioner.solver", "AMG"));
     if (c->smoother) {
-        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.selector", "PMIS"));
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.selector",
+                               c->selector ? c->selector : "PMIS"));
         KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother.solver", c->smoother));
         KS_CHECK(ks_config_set(cfg, "solver.preconditioner.interpolator", c->interp));
         KS_CHECK(ks_config_set(cfg, "solver.preconditioner.cycle", c->cycle));
         KS_CHECK(ks_config_set(cfg, "solver.preconditioner.coarse_max_rows", "40"));
     }
+    if (c->algorithm)
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.algorithm", c->algorithm));
+    if (c->aggressive) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", c->aggressive);
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.aggressive_levels", v));
+    }
+    if (c->precision)
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.hierarchy_precision", c->precision));
     KS_CHECK(ks_config_set(cfg, "solver.tolerance", "1e-10"));
     KS_CHECK(ks_config_set(cfg, "solver.max_iters", "300"));
     return cfg;
@@ -104,6 +118,8 @@ typedef struct solve_out {
     ks_comm_stats cs;        /* the first solve's communication */
     ks_int nrows;            /* this rank's rows */
     double *x;               /* M's rows of this rank */
+    double *hist;            /* the first solve's residual history (hlen entries) */
+    int hlen;
 } solve_out;
 
 static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
@@ -136,6 +152,10 @@ static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
     o->status = st->status;
     o->iterations = st->iterations;
     o->true_rel = st->true_relative_residual;
+    o->hlen = st->history ? st->history_len : 0;
+    o->hist = malloc(((size_t)o->hlen + 1) * sizeof *o->hist);
+    if (o->hlen)
+        memcpy(o->hist, st->history, (size_t)o->hlen * sizeof *o->hist);
     o->x = malloc(((size_t)n + 1) * sizeof *o->x);
     KS_ALL(ks_vec_get_host(x, o->x));
     KS_ALL(ks_vec_fill(x, 0.0));
@@ -154,6 +174,12 @@ static void solve_one(ks_backend *obe, const ks_csr *A, const amg_case *c, solve
     KS_ALL(ks_matrix_create(obe, A, "auto", NULL, &M));
     solve(M, c, o);
     ks_matrix_destroy(&M);
+}
+
+static void out_free(solve_out *o)
+{
+    free(o->x);
+    free(o->hist);
 }
 
 static int same_hierarchy(const solve_out *a, const solve_out *b)
@@ -220,10 +246,10 @@ static void compare(const char *problem, const ks_csr *A, const amg_case *c, int
                what, dcu.iterations, one_cu.iterations, dcpu.iterations, ref.iterations,
                dcu.nlevels, dcu.cs.halo_exchanges, dcu.cs.halo_seconds, dcu.cs.halo_bytes_sent,
                nb);
-    free(ref.x);
-    free(one_cu.x);
-    free(dcpu.x);
-    free(dcu.x);
+    out_free(&ref);
+    out_free(&one_cu);
+    out_free(&dcpu);
+    out_free(&dcu);
     ks_matrix_destroy(&Mc);
     ks_matrix_destroy(&Mg);
 }
@@ -284,8 +310,8 @@ START_TEST(test_staged_levels_cpu)
             "other bits or levels", cases[k].name, nranks, staged.iterations,
             ks_solve_status_name(staged.status), plain.iterations,
             ks_solve_status_name(plain.status));
-        free(plain.x);
-        free(staged.x);
+        out_free(&plain);
+        out_free(&staged);
     }
     ks_csr_free(&A);
 }

@@ -31,16 +31,38 @@
 #include <string.h>
 #include <time.h>
 
-/* What the distributed setup cannot do yet, named by its option. The
- * parameters are the caller's on each rank; the answer is agreed. */
-static ks_error refuse(const ks_amg_params *p)
+static int gs_smoother(const ks_amg_params *p)
 {
-    if (p->smoother.solver != KS_SMOOTHER_GS && p->smoother.solver != KS_SMOOTHER_SGS)
+    return p->smoother.solver == KS_SMOOTHER_GS || p->smoother.solver == KS_SMOOTHER_SGS;
+}
+
+/* The levels' matrices' format: one with a Gauss-Seidel sweep for GS and
+ * SGS (as serially), else the transfers' (prm.level_format or "auto"). */
+static const char *level_matrix_format(const ks_amg *amg)
+{
+    return gs_smoother(&amg->prm) ? ks_spmv_format_with_gs(amg->be->ops->kind)
+                                  : ks_amg_dist_level_format(amg);
+}
+
+/* The caller's matrix's local block sweeps for GS and SGS; a backend
+ * without a sweeping format (cuda) refuses them, as serially. The answer
+ * is agreed. */
+static ks_error check_gs(const ks_backend *be, const ks_amg_params *p, const ks_matrix *A)
+{
+    if (!gs_smoother(p))
         return KS_OK;
-    return ks_seterr(KS_ERR_UNSUPPORTED,
-                     "AMG on a distributed matrix: smoother %s is not supported yet; use JACOBI, "
-                     "JACOBI_L1 or CHEBYSHEV",
-                     p->smoother.solver == KS_SMOOTHER_GS ? "GS" : "SGS");
+    const char *name = p->smoother.solver == KS_SMOOTHER_GS ? "GS" : "SGS";
+    const char *fmt = ks_spmv_format_with_gs(be->ops->kind);
+    if (!fmt)
+        return ks_seterr(KS_ERR_UNSUPPORTED, "AMG on a distributed matrix: smoother %s needs an "
+                         "SpMV format with a Gauss-Seidel sweep; the %s backend has none; use "
+                         "JACOBI_L1 or CHEBYSHEV", name, ks_backend_name(be));
+    if (!ks_matrix_has_gs_sweep(A))
+        return ks_seterr(KS_ERR_UNSUPPORTED, "AMG on a distributed matrix: smoother %s sweeps "
+                         "the matrix's local block, whose format '%s' has no Gauss-Seidel "
+                         "sweep; make the matrix with format %s, or use JACOBI_L1 or CHEBYSHEV",
+                         name, ks_matrix_format(A->dist->local), fmt);
+    return KS_OK;
 }
 
 /* Every row of level l has a nonzero finite diagonal, on every rank; the
@@ -148,7 +170,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);
     if (e == KS_OK)
         e = ks_matrix_create_dist(amg->be, c, Ac.nrows, Ac.ncols_global, Ac.rowptr, Ac.colind,
-                                  Ac.val, ks_amg_dist_level_format(amg), NULL, &C->Am);
+                                  Ac.val, level_matrix_format(amg), NULL, &C->Am);
     if (e == KS_OK) {
         ks_dist_drop_entry_order(C->Am); /* the AMG sets no values of it */
         /* views of the matrices' local blocks: what sizes and reports read */
@@ -262,11 +284,13 @@ static ks_error float_hierarchy(ks_amg *amg)
     if (!sp.float_values)
         return KS_OK;
     const char *fmt = ks_amg_dist_level_format(amg);
-    KS_TRY(ks_dist_matrix_recast(amg->levels[0].Am, fmt, &sp, &amg->A0f));
+    /* Gauss-Seidel sweeps the caller's level 0 (as serially: no copy) */
+    if (!gs_smoother(&amg->prm))
+        KS_TRY(ks_dist_matrix_recast(amg->levels[0].Am, fmt, &sp, &amg->A0f));
     for (int l = 0; l < amg->nlevels; l++) {
         ks_amg_level *L = &amg->levels[l];
         if (l > 0) {
-            KS_TRY(to_float(&L->Am, fmt, &sp));
+            KS_TRY(to_float(&L->Am, level_matrix_format(amg), &sp));
             L->A = *ks_matrix_sparse(L->Am);
         }
         if (L->Pm) {
@@ -338,7 +362,7 @@ ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *
     if (e == KS_OK)
         e = ks_amg_params_check(prm, NULL);
     if (e == KS_OK)
-        e = refuse(prm);
+        e = check_gs(be, prm, A);
     ks_amg *amg = NULL;
     if (e == KS_OK) {
         amg = ks_calloc(1, sizeof *amg, "AMG hierarchy");

@@ -16,6 +16,7 @@ static void dist_destroy(ks_matrix_dist *base)
     free(base->col_offsets);
     ks_halo_destroy(d->halo);
     ks_vec_destroy(&d->xghost);
+    ks_vec_destroy(&d->gs_rhs);
     free(d->ghost_gid);
     free(d->entry_pos);
     free(d);
@@ -24,6 +25,7 @@ static void dist_destroy(ks_matrix_dist *base)
 static const ks_dist_ops mpi_dist_ops = {
     .apply = ks_dist_apply,
     .set_values = ks_dist_set_values,
+    .gs_sweep = ks_dist_gs_sweep,
     .destroy = dist_destroy,
 };
 

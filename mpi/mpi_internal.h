@@ -196,6 +196,7 @@ typedef struct ks_dist_impl {
     ks_gint *ghost_gid;   /* global column of each ghost */
     ks_int nghost;
     ks_int *entry_pos;    /* the split's (NULL: built by the AMG, no caller order) */
+    ks_vec *gs_rhs;       /* the Gauss-Seidel sweep's right side (dist_gs.c; made on first use) */
 } ks_dist_impl;
 
 /* Collective. The distributed matrix of split rows S (its blocks and ghost
@@ -223,6 +224,10 @@ ks_error ks_dist_matrix_recast(const ks_matrix *M, const char *format,
 void ks_dist_drop_entry_order(ks_matrix *M);
 /* Collective. New values for d (ks_dist_ops.set_values; dist_values.c). */
 ks_error ks_dist_set_values(ks_matrix_dist *d, const void *val, int on_backend, const char *fn);
+
+/* One hybrid (processor-block) Gauss-Seidel sweep (dist_gs.c;
+ * ks_dist_ops.gs_sweep). */
+ks_error ks_dist_gs_sweep(ks_matrix_dist *d, const ks_vec *b, ks_vec *x, int reverse);
 
 /* y = alpha A x + beta y: the halo exchange around the local block's
  * product, then the ghost block's (dist_apply.c; ks_dist_ops.apply). */

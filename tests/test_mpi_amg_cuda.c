@@ -412,6 +412,29 @@ START_TEST(test_options_poisson27)
 }
 END_TEST
 
+/* What stays refused on cuda over ranks: the Gauss-Seidel smoothers (no
+ * cuda format has a sweep), on every rank with the same message. */
+START_TEST(test_gs_refused)
+{
+    need_cuda();
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 8, &A);
+    ks_matrix *M = dist_of(cuda, &A, 1);
+    const char *gs[] = {"GS", "SGS"};
+    for (int k = 0; k < 2; k++) {
+        amg_case c = {"refused", gs[k], "D2", "V", NULL, NULL, 0, NULL};
+        ks_config *cfg = config_of(&c);
+        ks_solver *s = NULL;
+        KS_ALL(ks_solver_create(cuda, cfg, &s));
+        EXPECT_ERR(ks_solver_setup(s, M), KS_ERR_UNSUPPORTED, "the cuda backend has none");
+        ks_solver_destroy(&s);
+        ks_config_destroy(&cfg);
+    }
+    ks_matrix_destroy(&M);
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* Without a GPU too: every level's halo (A, P, R, the coarse inverse)
  * staged through host buffers and the backend's staging queue, the path
  * cuda takes, gives the unstaged distributed solve's iterations and bits
@@ -494,7 +517,7 @@ END_TEST
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 5 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 6 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -514,6 +537,7 @@ static Suite *suite(void)
         tcase_add_test(t, test_poisson27);
         tcase_add_test(t, test_options_poisson7);
         tcase_add_test(t, test_options_poisson27);
+        tcase_add_test(t, test_gs_refused);
         tcase_add_test(t, test_amg_standalone);
     }
     suite_add_tcase(s, t);

@@ -199,14 +199,8 @@ static void compare(const char *problem, const ks_csr *A, const amg_case *c, int
     ks_matrix *Mc = dist_of(be, A, empty), *Mg = dist_of(cuda, A, empty);
     solve(Mc, c, &dcpu);
     solve(Mg, c, &dcu);
-    const ks_gint r0 = ks_matrix_row_begin(Mg);
-    const ks_int n = ks_matrix_rows(Mg);
-    double v[2] = {0.0, 0.0};
-    for (ks_int i = 0; i < n; i++) {
-        v[0] = fmax(v[0], fabs(dcu.x[i] - ref.x[r0 + i]));
-        v[1] = fmax(v[1], fabs(ref.x[r0 + i]));
-    }
-    KS_ALL(ks_comm_max(comm, v, 2));
+    double v[2];
+    ks_test_dist_xerr(Mg, dcu.x, ref.x, v);
     char what[160];
     snprintf(what, sizeof what, "%s, %s, %d ranks%s", problem, c->name, nranks,
              empty && nranks > 1 ? " (uneven rows, any ranks between empty)" : "");
@@ -307,14 +301,8 @@ static void compare_cpu(const char *problem, const ks_csr *A, const amg_case *c,
     ks_matrix *Mc = dist_of(be, A, empty), *Mg = dist_of(cuda, A, empty);
     solve(Mc, c, &dcpu);
     solve(Mg, c, &dcu);
-    const ks_gint r0 = ks_matrix_row_begin(Mg);
-    const ks_int n = ks_matrix_rows(Mg);
-    double v[2] = {0.0, 0.0}, dh = 0.0;
-    for (ks_int i = 0; i < n; i++) {
-        v[0] = fmax(v[0], fabs(dcu.x[i] - ref.x[r0 + i]));
-        v[1] = fmax(v[1], fabs(ref.x[r0 + i]));
-    }
-    KS_ALL(ks_comm_max(comm, v, 2));
+    double v[2], dh = 0.0;
+    ks_test_dist_xerr(Mg, dcu.x, ref.x, v);
     for (int k = 0; k < dcu.hlen && k < dcpu.hlen; k++)
         dh = fmax(dh, fabs(dcu.hist[k] - dcpu.hist[k]) / dcpu.hist[k]);
     char what[200];

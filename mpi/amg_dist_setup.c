@@ -5,6 +5,8 @@
  *   strength -> PMIS | HMIS -> coarse ids -> D1 | extended+i -> truncation
  *   [-> aggressive second stage, P = P1 P2 (aggressive_dist.c)]
  *   -> R = P^T -> Ac = R A P (rows at the coarse points' owners)
+ *   ... coarse inverse, smoother data; [FLOAT: the cycle's operators
+ *   remade with float32 blocks (float_hierarchy)]
  *
  * Each level's A, P and R become distributed ks_matrix objects (P and R
  * with a column layout of their own), so the cycle of amg/cycle.c runs on

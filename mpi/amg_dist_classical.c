@@ -58,23 +58,13 @@ const char *ks_amg_dist_level_format(const ks_amg *amg)
     return amg->prm.level_format[0] ? amg->prm.level_format : "auto";
 }
 
-/* A copy of a layout (size + 1 offsets). */
-static ks_gint *copy_layout(const ks_comm *c, const ks_gint *off)
-{
-    const size_t bytes = ((size_t)c->size + 1) * sizeof *off;
-    ks_gint *o = ks_malloc(bytes, "layout");
-    if (o)
-        memcpy(o, off, bytes);
-    return o;
-}
-
 ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
                                      const ks_gint *coff, ks_matrix **M)
 {
     const ks_comm *c = X->comm;
     ks_dist_split S;
     KS_TRY(ks_dist_prows_split(X, &S));
-    ks_gint *ro = copy_layout(c, roff), *co = copy_layout(c, coff);
+    ks_gint *ro = ks_layout_copy(c, roff), *co = ks_layout_copy(c, coff);
     ks_error e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
     if (e == KS_OK) {
         e = ks_dist_matrix_from_split(amg->be, c, ro, co, &S, ks_amg_dist_level_format(amg),

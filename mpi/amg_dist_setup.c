@@ -5,6 +5,8 @@
  *   strength -> PMIS | HMIS -> coarse ids -> D1 | extended+i -> truncation
  *   [-> aggressive second stage, P = P1 P2 (aggressive_dist.c)]
  *   -> R = P^T -> Ac = R A P (rows at the coarse points' owners)
+ *   ... coarse inverse, smoother data; [FLOAT: the cycle's operators
+ *   remade with float32 blocks (float_hierarchy)]
  *
  * Each level's A, P and R become distributed ks_matrix objects (P and R
  * with a column layout of their own), so the cycle of amg/cycle.c runs on
@@ -31,30 +33,38 @@
 #include <string.h>
 #include <time.h>
 
-/* What the distributed setup cannot do yet, named by its option. The
- * parameters are the caller's on each rank; the answer is agreed. */
-static ks_error refuse(const ks_backend *be, const ks_amg_params *p)
+static int gs_smoother(const ks_amg_params *p)
 {
-    const char *what = NULL, *hint = "";
-    /* HMIS, aggressive coarsening and aggregation over ranks came with the
-     * cpu's distributed setup; on cuda only classical PMIS has been run
-     * (test_mpi_amg_cuda) */
-    if (!ks_backend_host_memory(be) &&
-        (p->algorithm == KS_AMG_AGGREGATION || p->selector == KS_AMG_HMIS ||
-         p->aggressive_levels > 0))
-        what = p->algorithm == KS_AMG_AGGREGATION ? "algorithm AGGREGATION on the cuda backend"
-               : p->selector == KS_AMG_HMIS       ? "selector HMIS on the cuda backend"
-                                                  : "aggressive coarsening on the cuda backend",
-        hint = "; use CLASSICAL with PMIS and aggressive_levels 0 there, or the cpu backend";
-    else if (p->hierarchy_precision == KS_AMG_FLOAT)
-        what = "hierarchy_precision FLOAT", hint = "; use DOUBLE";
-    else if (p->smoother.solver == KS_SMOOTHER_GS || p->smoother.solver == KS_SMOOTHER_SGS)
-        what = p->smoother.solver == KS_SMOOTHER_GS ? "smoother GS" : "smoother SGS",
-        hint = "; use JACOBI, JACOBI_L1 or CHEBYSHEV";
-    if (!what)
+    return p->smoother.solver == KS_SMOOTHER_GS || p->smoother.solver == KS_SMOOTHER_SGS;
+}
+
+/* The levels' matrices' format: one with a Gauss-Seidel sweep for GS and
+ * SGS (as serially), else the transfers' (prm.level_format or "auto"). */
+static const char *level_matrix_format(const ks_amg *amg)
+{
+    return gs_smoother(&amg->prm) ? ks_spmv_format_with_gs(amg->be->ops->kind)
+                                  : ks_amg_dist_level_format(amg);
+}
+
+/* The caller's matrix's local block sweeps for GS and SGS; a backend
+ * without a sweeping format (cuda) refuses them, as serially. The answer
+ * is agreed. */
+static ks_error check_gs(const ks_backend *be, const ks_amg_params *p, const ks_matrix *A)
+{
+    if (!gs_smoother(p))
         return KS_OK;
-    return ks_seterr(KS_ERR_UNSUPPORTED,
-                     "AMG on a distributed matrix: %s is not supported yet%s", what, hint);
+    const char *name = p->smoother.solver == KS_SMOOTHER_GS ? "GS" : "SGS";
+    const char *fmt = ks_spmv_format_with_gs(be->ops->kind);
+    if (!fmt)
+        return ks_seterr(KS_ERR_UNSUPPORTED, "AMG on a distributed matrix: smoother %s needs an "
+                         "SpMV format with a Gauss-Seidel sweep; the %s backend has none; use "
+                         "JACOBI_L1 or CHEBYSHEV", name, ks_backend_name(be));
+    if (!ks_matrix_has_gs_sweep(A))
+        return ks_seterr(KS_ERR_UNSUPPORTED, "AMG on a distributed matrix: smoother %s sweeps "
+                         "the matrix's local block, whose format '%s' has no Gauss-Seidel "
+                         "sweep; make the matrix with format %s, or use JACOBI_L1 or CHEBYSHEV",
+                         name, ks_matrix_format(A->dist->local), fmt);
+    return KS_OK;
 }
 
 /* Every row of level l has a nonzero finite diagonal, on every rank; the
@@ -162,7 +172,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);
     if (e == KS_OK)
         e = ks_matrix_create_dist(amg->be, c, Ac.nrows, Ac.ncols_global, Ac.rowptr, Ac.colind,
-                                  Ac.val, ks_amg_dist_level_format(amg), NULL, &C->Am);
+                                  Ac.val, level_matrix_format(amg), NULL, &C->Am);
     if (e == KS_OK) {
         ks_dist_drop_entry_order(C->Am); /* the AMG sets no values of it */
         /* views of the matrices' local blocks: what sizes and reports read */
@@ -253,6 +263,48 @@ static void drop_host_copies(ks_amg *amg)
     ks_matrix_host_csr_free(amg->coarse_inv);
 }
 
+/* *M (owned) replaced by its copy with float32 values (recast). */
+static ks_error to_float(ks_matrix **M, const char *fmt, const ks_spmv_params *sp)
+{
+    ks_matrix *f = NULL;
+    KS_TRY(ks_dist_matrix_recast(*M, fmt, sp, &f));
+    ks_matrix_destroy(M);
+    *M = f;
+    return KS_OK;
+}
+
+/* hierarchy_precision FLOAT, as the serial upload does it: once the
+ * hierarchy and the smoothers' data are built from the float64 values,
+ * the operators the cycle applies (level 0's copy for the cycle, the
+ * coarse levels' matrices, P, R, the coarse inverse) get float32 values
+ * in their local and ghost blocks; the float64 coarse operators go (the
+ * Krylov method keeps the caller's level 0). */
+static ks_error float_hierarchy(ks_amg *amg)
+{
+    ks_spmv_params sp;
+    ks_amg_level_spmv_params(amg, &sp);
+    if (!sp.float_values)
+        return KS_OK;
+    const char *fmt = ks_amg_dist_level_format(amg);
+    /* Gauss-Seidel sweeps the caller's level 0 (as serially: no copy) */
+    if (!gs_smoother(&amg->prm))
+        KS_TRY(ks_dist_matrix_recast(amg->levels[0].Am, fmt, &sp, &amg->A0f));
+    for (int l = 0; l < amg->nlevels; l++) {
+        ks_amg_level *L = &amg->levels[l];
+        if (l > 0) {
+            KS_TRY(to_float(&L->Am, level_matrix_format(amg), &sp));
+            L->A = *ks_matrix_sparse(L->Am);
+        }
+        if (L->Pm) {
+            KS_TRY(to_float(&L->Pm, fmt, &sp));
+            KS_TRY(to_float(&L->Rm, fmt, &sp));
+            L->P = *ks_matrix_sparse(L->Pm);
+            L->R = *ks_matrix_sparse(L->Rm);
+        }
+    }
+    return amg->coarse_inv ? to_float(&amg->coarse_inv, "auto", &sp) : KS_OK;
+}
+
 static ks_error build(ks_amg *amg)
 {
     const ks_amg_params *p = &amg->prm;
@@ -287,6 +339,8 @@ static ks_error build(ks_amg *amg)
         KS_TRY(ks_amg_dist_smoother_setup(amg, l));
     ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
     KS_TRY(global_sizes(amg));
+    KS_TRY(float_hierarchy(amg));
+    ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_UPLOAD, "float32 operators", &t);
     drop_host_copies(amg);
     if (p->print_setup_progress && c->rank == 0)
         ks_log(KS_LOG_INFO | KS_LOG_STDERR,
@@ -310,7 +364,7 @@ ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *
     if (e == KS_OK)
         e = ks_amg_params_check(prm, NULL);
     if (e == KS_OK)
-        e = refuse(be, prm);
+        e = check_gs(be, prm, A);
     ks_amg *amg = NULL;
     if (e == KS_OK) {
         amg = ks_calloc(1, sizeof *amg, "AMG hierarchy");

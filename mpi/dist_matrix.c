@@ -16,6 +16,7 @@ static void dist_destroy(ks_matrix_dist *base)
     free(base->col_offsets);
     ks_halo_destroy(d->halo);
     ks_vec_destroy(&d->xghost);
+    ks_vec_destroy(&d->gs_rhs);
     free(d->ghost_gid);
     free(d->entry_pos);
     free(d);
@@ -24,6 +25,7 @@ static void dist_destroy(ks_matrix_dist *base)
 static const ks_dist_ops mpi_dist_ops = {
     .apply = ks_dist_apply,
     .set_values = ks_dist_set_values,
+    .gs_sweep = ks_dist_gs_sweep,
     .destroy = dist_destroy,
 };
 
@@ -71,10 +73,13 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     S->entry_pos = NULL;
     d->nghost = S->ghost.ncols;
     ks_error e = block_matrix(be, &S->local, format, params, &d->base.local);
+    /* narrow and irregular: the backend's own choice ("csr" is the cpu's
+     * only; cuda has none of that name), float32 values when asked */
+    ks_spmv_params gp;
+    memset(&gp, 0, sizeof gp);
+    gp.float_values = params ? params->float_values : 0;
     if (e == KS_OK && d->nghost > 0)
-        /* narrow and irregular: the backend's own choice ("csr" is the
-         * cpu's only; cuda has none of that name) */
-        e = block_matrix(be, &S->ghost, "auto", NULL, &d->base.ghost);
+        e = block_matrix(be, &S->ghost, "auto", &gp, &d->base.ghost);
     if (e == KS_OK)
         e = ks_vec_create(be, d->nghost, &d->xghost);
     /* A format may refuse one rank's block and take another's. */
@@ -181,6 +186,43 @@ ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint 
     d->base.col_offsets = col_offsets;
     e = build(be, comm, S, format, params, d);
     return wrap(comm, d, e, M);
+}
+
+ks_error ks_dist_matrix_recast(const ks_matrix *M, const char *format,
+                               const ks_spmv_params *params, ks_matrix **out)
+{
+    *out = NULL;
+    const ks_dist_impl *d = (const ks_dist_impl *)M->dist;
+    const ks_comm *c = d->base.comm;
+    ks_dist_split S;
+    memset(&S, 0, sizeof S);
+    const ks_csr *L = ks_matrix_host_csr(d->base.local);
+    const ks_csr *G = d->base.ghost ? ks_matrix_host_csr(d->base.ghost) : NULL;
+    ks_error e = L && (G || !d->base.ghost) ? ks_csr_copy(L, &S.local)
+                                            : ks_seterr(KS_ERR_MEMORY, "host rows of a block");
+    if (e == KS_OK && G)
+        e = ks_csr_copy(G, &S.ghost);
+    S.ghost.ncols = d->nghost;
+    if (e == KS_OK && d->nghost > 0) {
+        S.ghost_gid = ks_malloc((size_t)d->nghost * sizeof *S.ghost_gid, "ghost columns");
+        if (S.ghost_gid)
+            memcpy(S.ghost_gid, d->ghost_gid, (size_t)d->nghost * sizeof *S.ghost_gid);
+        else
+            e = KS_ERR_MEMORY;
+    }
+    ks_gint *ro = ks_layout_copy(c, d->base.offsets);
+    ks_gint *co = d->base.col_offsets ? ks_layout_copy(c, d->base.col_offsets) : NULL;
+    if (e == KS_OK && (!ro || (d->base.col_offsets && !co)))
+        e = KS_ERR_MEMORY;
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK) {
+        e = ks_dist_matrix_from_split(M->be, c, ro, co, &S, format, params, out);
+    } else {
+        free(ro);
+        free(co);
+    }
+    ks_dist_split_free(&S);
+    return e;
 }
 
 const ks_comm *ks_matrix_comm(const ks_matrix *M)

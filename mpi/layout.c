@@ -3,6 +3,17 @@
  * own count (a user's partition is just those counts) or even blocks. */
 #include "mpi_internal.h"
 
+#include <string.h>
+
+ks_gint *ks_layout_copy(const ks_comm *c, const ks_gint *off)
+{
+    const size_t bytes = ((size_t)c->size + 1) * sizeof *off;
+    ks_gint *o = ks_malloc(bytes, "layout");
+    if (o)
+        memcpy(o, off, bytes);
+    return o;
+}
+
 ks_error ks_layout_gather(const ks_comm *c, ks_int nlocal, ks_gint **out)
 {
     *out = NULL;

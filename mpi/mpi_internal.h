@@ -63,6 +63,9 @@ ks_error ks_exchange_bytes(const ks_comm *c, const void *out, const int *scount,
 /* Collective: (*offsets)[0..size] from each rank's count (malloc'ed; the
  * same on every rank): rank r holds offsets[r] .. offsets[r+1]-1. */
 ks_error ks_layout_gather(const ks_comm *c, ks_int nlocal, ks_gint **offsets);
+/* Local. A malloc'ed copy of the layout off (size + 1 offsets); NULL when
+ * out of memory. */
+ks_gint *ks_layout_copy(const ks_comm *c, const ks_gint *off);
 /* Even row blocks of n rows over p ranks, the first n mod p one row more:
  * rank r's first row and count. */
 void ks_layout_even(ks_gint n, int p, int r, ks_gint *begin, ks_gint *count);
@@ -238,6 +241,7 @@ typedef struct ks_dist_impl {
     ks_gint *ghost_gid;   /* global column of each ghost */
     ks_int nghost;
     ks_int *entry_pos;    /* the split's (NULL: built by the AMG, no caller order) */
+    ks_vec *gs_rhs;       /* the Gauss-Seidel sweep's right side (dist_gs.c; made on first use) */
 } ks_dist_impl;
 
 /* Collective. The distributed matrix of split rows S (its blocks and ghost
@@ -251,12 +255,24 @@ ks_error ks_dist_matrix_from_split(ks_backend *be, const ks_comm *comm, ks_gint 
                                    ks_gint *col_offsets, ks_dist_split *S, const char *format,
                                    const ks_spmv_params *params, ks_matrix **M);
 
+/* Collective. A copy of the distributed M (its layouts, ghost columns and
+ * values) whose blocks are made anew with `format` (the local block; the
+ * ghost block "auto") and params (the ghost block takes float_values
+ * alone), with a halo plan of its own: the AMG's float32 hierarchy. M is
+ * read through its blocks' host CSR. */
+ks_error ks_dist_matrix_recast(const ks_matrix *M, const char *format,
+                               const ks_spmv_params *params, ks_matrix **out);
+
 /* Not collective. Forget the caller's entry order of a distributed M that
  * no caller will give new values (the AMG's coarse operators): its
  * ks_int per entry is freed; ks_matrix_set_values then refuses M. */
 void ks_dist_drop_entry_order(ks_matrix *M);
 /* Collective. New values for d (ks_dist_ops.set_values; dist_values.c). */
 ks_error ks_dist_set_values(ks_matrix_dist *d, const void *val, int on_backend, const char *fn);
+
+/* One hybrid (processor-block) Gauss-Seidel sweep (dist_gs.c;
+ * ks_dist_ops.gs_sweep). */
+ks_error ks_dist_gs_sweep(ks_matrix_dist *d, const ks_vec *b, ks_vec *x, int reverse);
 
 /* y = alpha A x + beta y: the halo exchange around the local block's
  * product, then the ghost block's (dist_apply.c; ks_dist_ops.apply). */

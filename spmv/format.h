@@ -150,6 +150,11 @@ typedef struct ks_dist_ops {
      * entries in the order its rows were given at create (in the
      * backend's memory when on_backend); fn names the caller. */
     ks_error (*set_values)(ks_matrix_dist *d, const void *val, int on_backend, const char *fn);
+    /* One hybrid Gauss-Seidel sweep for A x = b in place (collective): x's
+     * halo exchanged, then the local block swept with the ghost values
+     * moved to the right side. b and x are checked: M's layout, distinct;
+     * the local block has a sweep. */
+    ks_error (*gs_sweep)(ks_matrix_dist *d, const ks_vec *b, ks_vec *x, int reverse);
     void (*destroy)(ks_matrix_dist *d);
 } ks_dist_ops;
 
@@ -200,6 +205,9 @@ int ks_matrix_distributed(const ks_matrix *M);
 /* ks_matrix_apply of a distributed matrix (spmv/matrix_dist.c). */
 ks_error ks_matrix_dist_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta,
                               ks_vec *y);
+/* ks_matrix_gs_sweep of a distributed matrix (spmv/matrix_dist.c): the
+ * vectors checked, then ks_dist_ops.gs_sweep. */
+ks_error ks_matrix_dist_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int reverse);
 /* The outcome of a step that may fail on some ranks only (see
  * ks_comm_ops.agree): e itself for a local matrix. Collective for a
  * distributed one. */

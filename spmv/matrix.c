@@ -647,7 +647,10 @@ const ks_sparse *ks_matrix_sparse(const ks_matrix *M) { return M ? &M->A : NULL;
 /* A distributed matrix has neither: its passes would need the halo. */
 int ks_matrix_has_gs_sweep(const ks_matrix *M)
 {
-    return M && !M->dist && M->ops->gs_sweep != NULL;
+    if (M && M->dist) /* square: the sweep updates x by its own rows */
+        return M->dist->ops->gs_sweep && !M->dist->col_offsets &&
+               ks_matrix_has_gs_sweep(M->dist->local);
+    return M && M->ops->gs_sweep != NULL;
 }
 int ks_matrix_has_fused_step(const ks_matrix *M)
 {
@@ -698,7 +701,7 @@ ks_error ks_matrix_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int 
     if (!M || !b || !x)
         return ks_seterr(KS_ERR_ARG, "ks_matrix_gs_sweep: NULL argument");
     if (M->dist)
-        return not_dist("ks_matrix_gs_sweep");
+        return ks_matrix_dist_gs_sweep(M, b, x, reverse);
     if (!M->ops->gs_sweep)
         return ks_seterr(KS_ERR_UNSUPPORTED, "SpMV format '%s' has no Gauss-Seidel sweep",
                          M->ops->name);

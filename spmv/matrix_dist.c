@@ -66,6 +66,27 @@ ks_error ks_matrix_dist_apply(ks_matrix *M, double alpha, const ks_vec *x, doubl
     return KS_OK;
 }
 
+ks_error ks_matrix_dist_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int reverse)
+{
+    ks_matrix_dist *d = M->dist;
+    const char *fn = "ks_matrix_gs_sweep";
+    if (!ks_matrix_has_gs_sweep(M))
+        return ks_seterr(KS_ERR_UNSUPPORTED, "%s: the local block's SpMV format '%s' has no "
+                         "Gauss-Seidel sweep%s", fn, ks_matrix_format(d->local),
+                         d->col_offsets ? " (or the matrix is not square)" : "");
+    if (b->be != M->be || x->be != M->be)
+        return ks_seterr(KS_ERR_ARG, "%s: %s is on another backend object than the matrix", fn,
+                         b->be != M->be ? "b" : "x");
+    KS_TRY(check_layout(d, d->offsets, b, fn, "b"));
+    KS_TRY(check_layout(d, d->offsets, x, fn, "x"));
+    if (b == x || (b->data == x->data && x->n > 0))
+        return ks_seterr(KS_ERR_ARG, "%s: b and x must be distinct vectors", fn);
+    ks_error e = d->ops->gs_sweep(d, b, x, reverse);
+    if (e != KS_OK)
+        return ks_adderr(e, "%s (distributed, rank %d)", fn, d->comm->rank);
+    return KS_OK;
+}
+
 ks_error ks_matrix_vec_create(const ks_matrix *M, ks_vec **v)
 {
     if (!v)

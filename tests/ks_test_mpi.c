@@ -86,6 +86,17 @@ void ks_test_dist_rhs(ks_vec *b)
     free(h);
 }
 
+void ks_test_dist_xerr(const ks_matrix *M, const double *x, const double *ref, double v[2])
+{
+    const ks_gint r0 = ks_matrix_row_begin(M);
+    v[0] = v[1] = 0.0;
+    for (ks_int i = 0; i < ks_matrix_rows(M); i++) {
+        v[0] = fmax(v[0], fabs(x[i] - ref[r0 + i]));
+        v[1] = fmax(v[1], fabs(ref[r0 + i]));
+    }
+    KS_ALL(ks_comm_max(comm, v, 2));
+}
+
 int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...)
 {
     int mine = ok ? nranks : rank, first = nranks;

@@ -61,6 +61,9 @@ void ks_test_solve_free(ks_solver **s, ks_config **cfg, ks_vec **b, ks_vec **x);
 /* b[i] = 1 + sin(0.37 g) for this rank's rows g of the distributed vector
  * b (a right-hand side with no symmetry the solvers could use). */
 void ks_test_dist_rhs(ks_vec *b);
+/* Collective: v[0] = max |x_i - ref[g]| over every rank's rows g of M
+ * (x: this rank's, ref: the whole vector), v[1] = max |ref[g]| alike. */
+void ks_test_dist_xerr(const ks_matrix *M, const double *x, const double *ref, double v[2]);
 
 /* The whole program: MPI_Init, the globals above, make()'s suite run as
  * described, the ranks' failures combined, after() (may be NULL: extra

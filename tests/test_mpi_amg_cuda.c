@@ -13,7 +13,10 @@
  * of A, P and R: the setup runs the same host pieces); x within 1e-7 (of
  * max |x|) of the reference and the true residual reached; a second solve
  * with the same iterations; with more than one rank, halo exchanges
- * counted with their time and bytes. Skipped, with the reason printed,
+ * counted with their time and bytes. HMIS, aggregation, aggressive
+ * coarsening and FLOAT hierarchies (compare_cpu): the distributed cuda
+ * solve against the distributed cpu solve of the same options and
+ * partition, iteration for iteration. Skipped, with the reason printed,
  * unless every rank has a CUDA device. Rank 0 prints each case's numbers. */
 #include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
@@ -75,6 +78,10 @@ static ks_matrix *dist_of(ks_backend *dbe, const ks_csr *A, int empty)
 typedef struct amg_case {
     const char *name;
     const char *smoother, *interp, *cycle; /* NULL: the default configuration's */
+    /* the options beyond classical PMIS (NULL / 0: PMIS, CLASSICAL, none, DOUBLE) */
+    const char *selector, *algorithm;
+    int aggressive;
+    const char *precision;
 } amg_case;
 
 static ks_config *config_of(const amg_case *c)
@@ -84,12 +91,22 @@ static ks_config *config_of(const amg_case *c)
     KS_CHECK(ks_config_set(cfg, "solver.solver", "PCG"));
     KS_CHECK(ks_config_set(cfg, "solver.preconditioner.solver", "AMG"));
     if (c->smoother) {
-        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.selector", "PMIS"));
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.selector",
+                               c->selector ? c->selector : "PMIS"));
         KS_CHECK(ks_config_set(cfg, "solver.preconditioner.smoother.solver", c->smoother));
         KS_CHECK(ks_config_set(cfg, "solver.preconditioner.interpolator", c->interp));
         KS_CHECK(ks_config_set(cfg, "solver.preconditioner.cycle", c->cycle));
         KS_CHECK(ks_config_set(cfg, "solver.preconditioner.coarse_max_rows", "40"));
     }
+    if (c->algorithm)
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.algorithm", c->algorithm));
+    if (c->aggressive) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", c->aggressive);
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.aggressive_levels", v));
+    }
+    if (c->precision)
+        KS_CHECK(ks_config_set(cfg, "solver.preconditioner.hierarchy_precision", c->precision));
     KS_CHECK(ks_config_set(cfg, "solver.tolerance", "1e-10"));
     KS_CHECK(ks_config_set(cfg, "solver.max_iters", "300"));
     return cfg;
@@ -104,6 +121,8 @@ typedef struct solve_out {
     ks_comm_stats cs;        /* the first solve's communication */
     ks_int nrows;            /* this rank's rows */
     double *x;               /* M's rows of this rank */
+    double *hist;            /* the first solve's residual history (hlen entries) */
+    int hlen;
 } solve_out;
 
 static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
@@ -136,6 +155,10 @@ static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
     o->status = st->status;
     o->iterations = st->iterations;
     o->true_rel = st->true_relative_residual;
+    o->hlen = st->history ? st->history_len : 0;
+    o->hist = malloc(((size_t)o->hlen + 1) * sizeof *o->hist);
+    if (o->hlen)
+        memcpy(o->hist, st->history, (size_t)o->hlen * sizeof *o->hist);
     o->x = malloc(((size_t)n + 1) * sizeof *o->x);
     KS_ALL(ks_vec_get_host(x, o->x));
     KS_ALL(ks_vec_fill(x, 0.0));
@@ -156,6 +179,12 @@ static void solve_one(ks_backend *obe, const ks_csr *A, const amg_case *c, solve
     ks_matrix_destroy(&M);
 }
 
+static void out_free(solve_out *o)
+{
+    free(o->x);
+    free(o->hist);
+}
+
 static int same_hierarchy(const solve_out *a, const solve_out *b)
 {
     return a->nlevels == b->nlevels &&
@@ -170,14 +199,8 @@ static void compare(const char *problem, const ks_csr *A, const amg_case *c, int
     ks_matrix *Mc = dist_of(be, A, empty), *Mg = dist_of(cuda, A, empty);
     solve(Mc, c, &dcpu);
     solve(Mg, c, &dcu);
-    const ks_gint r0 = ks_matrix_row_begin(Mg);
-    const ks_int n = ks_matrix_rows(Mg);
-    double v[2] = {0.0, 0.0};
-    for (ks_int i = 0; i < n; i++) {
-        v[0] = fmax(v[0], fabs(dcu.x[i] - ref.x[r0 + i]));
-        v[1] = fmax(v[1], fabs(ref.x[r0 + i]));
-    }
-    KS_ALL(ks_comm_max(comm, v, 2));
+    double v[2];
+    ks_test_dist_xerr(Mg, dcu.x, ref.x, v);
     char what[160];
     snprintf(what, sizeof what, "%s, %s, %d ranks%s", problem, c->name, nranks,
              empty && nranks > 1 ? " (uneven rows, any ranks between empty)" : "");
@@ -220,18 +243,18 @@ static void compare(const char *problem, const ks_csr *A, const amg_case *c, int
                what, dcu.iterations, one_cu.iterations, dcpu.iterations, ref.iterations,
                dcu.nlevels, dcu.cs.halo_exchanges, dcu.cs.halo_seconds, dcu.cs.halo_bytes_sent,
                nb);
-    free(ref.x);
-    free(one_cu.x);
-    free(dcpu.x);
-    free(dcu.x);
+    out_free(&ref);
+    out_free(&one_cu);
+    out_free(&dcpu);
+    out_free(&dcu);
     ks_matrix_destroy(&Mc);
     ks_matrix_destroy(&Mg);
 }
 
 static const amg_case cases[] = {
-    {"default PCG + AMG", NULL, NULL, NULL},
-    {"PMIS D1 JACOBI_L1 V", "JACOBI_L1", "D1", "V"},
-    {"PMIS D2 JACOBI W", "JACOBI", "D2", "W"},
+    {"default PCG + AMG", NULL, NULL, NULL, NULL, NULL, 0, NULL},
+    {"PMIS D1 JACOBI_L1 V", "JACOBI_L1", "D1", "V", NULL, NULL, 0, NULL},
+    {"PMIS D2 JACOBI W", "JACOBI", "D2", "W", NULL, NULL, 0, NULL},
 };
 
 START_TEST(test_poisson7)
@@ -253,6 +276,149 @@ START_TEST(test_poisson27)
     generate(KS_GEN_POISSON3D_27, 12, &A);
     compare("27-point 12^3", &A, &cases[0], 0);
     compare("27-point 12^3", &A, &cases[2], 0);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* The options the one-process cuda setup splits otherwise (HMIS over
+ * ranks, uncoupled aggregates) or that need the float32 blocks: the
+ * distributed cuda solve against the distributed cpu solve of the same
+ * options and partition, whose hierarchy it shares (the same host pieces;
+ * only the Chebyshev and aggregation estimates' SpMVs run on the device):
+ * the same iterations, the residual histories equal to rounding (1e-10
+ * relative, entry by entry; the one-process and distributed cpu solves of
+ * one hierarchy differ by 1e-14 at most), the same hierarchy, x within
+ * 1e-7 of the one-process float64 cpu reference, a second solve alike.
+ * With FLOAT (PMIS, so the hierarchy is the one-process one) also at most
+ * one iteration more than the float64 distributed cuda solve and than the
+ * one-process cuda FLOAT solve. */
+static void compare_cpu(const char *problem, const ks_csr *A, const amg_case *c, int empty)
+{
+    solve_out ref, dcpu, dcu;
+    amg_case r = *c;
+    r.precision = NULL;
+    solve_one(be, A, &r, &ref);
+    ks_matrix *Mc = dist_of(be, A, empty), *Mg = dist_of(cuda, A, empty);
+    solve(Mc, c, &dcpu);
+    solve(Mg, c, &dcu);
+    double v[2], dh = 0.0;
+    ks_test_dist_xerr(Mg, dcu.x, ref.x, v);
+    for (int k = 0; k < dcu.hlen && k < dcpu.hlen; k++)
+        dh = fmax(dh, fabs(dcu.hist[k] - dcpu.hist[k]) / dcpu.hist[k]);
+    char what[200];
+    snprintf(what, sizeof what, "%s, %s, %d ranks%s", problem, c->name, nranks,
+             empty && nranks > 1 ? " (uneven rows, any ranks between empty)" : "");
+    ALL(ref.status == KS_SOLVE_CONVERGED && dcpu.status == KS_SOLVE_CONVERGED &&
+            dcu.status == KS_SOLVE_CONVERGED,
+        "%s: not converged: reference %s, distributed cpu %s, distributed cuda %s", what,
+        ks_solve_status_name(ref.status), ks_solve_status_name(dcpu.status),
+        ks_solve_status_name(dcu.status));
+    ALL(dcu.iterations == dcpu.iterations && dcu.hlen == dcpu.hlen && dcu.hlen > 1,
+        "%s: distributed cuda took %d iterations (%d history entries), distributed cpu %d (%d)",
+        what, dcu.iterations, dcu.hlen, dcpu.iterations, dcpu.hlen);
+    ALL(dh <= 1e-10, "%s: the residual histories of cuda and cpu differ by %g (relative)", what,
+        dh);
+    ALL(same_hierarchy(&dcu, &dcpu),
+        "%s: the distributed cuda hierarchy (%d levels, level 1: %lld rows) differs from the "
+        "distributed cpu one (%d levels, level 1: %lld rows)",
+        what, dcu.nlevels, dcu.nlevels > 1 ? dcu.sizes[4] : 0LL, dcpu.nlevels,
+        dcpu.nlevels > 1 ? dcpu.sizes[4] : 0LL);
+    ALL(dcu.true_rel < 1e-9 && v[0] <= 1e-7 * v[1],
+        "%s: distributed cuda: true relative residual %g, x differs from the float64 reference "
+        "by %g (max |x| %g)", what, dcu.true_rel, v[0], v[1]);
+    ALL(dcu.again == dcu.iterations, "%s: distributed cuda: a second solve took %d iterations, "
+        "the first %d", what, dcu.again, dcu.iterations);
+    int one_its = -1, dbl_its = -1;
+    if (c->precision) {
+        solve_out one_cu, dbl;
+        solve_one(cuda, A, c, &one_cu);
+        solve(Mg, &r, &dbl);
+        one_its = one_cu.iterations;
+        dbl_its = dbl.iterations;
+        ALL(one_cu.status == KS_SOLVE_CONVERGED && dcu.iterations <= one_its + 1 &&
+                dcu.iterations <= dbl_its + 1,
+            "%s: distributed cuda %s took %d iterations, one-process cuda %s %d (%s), "
+            "distributed cuda float64 %d (at most one more allowed)", what, c->precision,
+            dcu.iterations, c->precision, one_its, ks_solve_status_name(one_cu.status),
+            dbl_its);
+        out_free(&one_cu);
+        out_free(&dbl);
+    }
+    if (rank == 0 && c->precision)
+        printf("%s: iterations: distributed cuda %d, distributed cpu %d, reference %d, "
+               "one-process cuda %d, distributed cuda float64 %d; %d levels; histories within "
+               "%.2g\n",
+               what, dcu.iterations, dcpu.iterations, ref.iterations, one_its, dbl_its,
+               dcu.nlevels, dh);
+    else if (rank == 0)
+        printf("%s: iterations: distributed cuda %d, distributed cpu %d, reference %d; %d "
+               "levels; histories within %.2g\n",
+               what, dcu.iterations, dcpu.iterations, ref.iterations, dcu.nlevels, dh);
+    out_free(&ref);
+    out_free(&dcpu);
+    out_free(&dcu);
+    ks_matrix_destroy(&Mc);
+    ks_matrix_destroy(&Mg);
+}
+
+static const amg_case option_cases[] = {
+    {"HMIS D2 JACOBI_L1 V", "JACOBI_L1", "D2", "V", "HMIS", NULL, 0, NULL},
+    {"HMIS D1 CHEBYSHEV W", "CHEBYSHEV", "D1", "W", "HMIS", NULL, 0, NULL},
+    {"AGGREGATION JACOBI_L1 V", "JACOBI_L1", "D2", "V", NULL, "AGGREGATION", 0, NULL},
+    {"AGGREGATION CHEBYSHEV W", "CHEBYSHEV", "D2", "W", NULL, "AGGREGATION", 0, NULL},
+    {"PMIS aggressive 1 D2 JACOBI_L1 V", "JACOBI_L1", "D2", "V", NULL, NULL, 1, NULL},
+    {"HMIS aggressive 2 D1 CHEBYSHEV V", "CHEBYSHEV", "D1", "V", "HMIS", NULL, 2, NULL},
+    {"PMIS D2 JACOBI_L1 V FLOAT", "JACOBI_L1", "D2", "V", NULL, NULL, 0, "FLOAT"},
+    {"PMIS D1 CHEBYSHEV W FLOAT", "CHEBYSHEV", "D1", "W", NULL, NULL, 0, "FLOAT"},
+};
+#define NOPTION_CASES (sizeof option_cases / sizeof option_cases[0])
+
+START_TEST(test_options_poisson7)
+{
+    need_cuda();
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 16, &A);
+    for (size_t k = 0; k < NOPTION_CASES; k++)
+        compare_cpu("7-point 16^3", &A, &option_cases[k], 0);
+    compare_cpu("7-point 16^3", &A, &option_cases[0], 1);
+    compare_cpu("7-point 16^3", &A, &option_cases[2], 1);
+    compare_cpu("7-point 16^3", &A, &option_cases[6], 1);
+    ks_csr_free(&A);
+}
+END_TEST
+
+START_TEST(test_options_poisson27)
+{
+    need_cuda();
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_27, 12, &A);
+    compare_cpu("27-point 12^3", &A, &option_cases[0], 0);
+    compare_cpu("27-point 12^3", &A, &option_cases[3], 1);
+    compare_cpu("27-point 12^3", &A, &option_cases[4], 0);
+    compare_cpu("27-point 12^3", &A, &option_cases[7], 0);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* What stays refused on cuda over ranks: the Gauss-Seidel smoothers (no
+ * cuda format has a sweep), on every rank with the same message. */
+START_TEST(test_gs_refused)
+{
+    need_cuda();
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 8, &A);
+    ks_matrix *M = dist_of(cuda, &A, 1);
+    const char *gs[] = {"GS", "SGS"};
+    for (int k = 0; k < 2; k++) {
+        amg_case c = {"refused", gs[k], "D2", "V", NULL, NULL, 0, NULL};
+        ks_config *cfg = config_of(&c);
+        ks_solver *s = NULL;
+        KS_ALL(ks_solver_create(cuda, cfg, &s));
+        EXPECT_ERR(ks_solver_setup(s, M), KS_ERR_UNSUPPORTED, "the cuda backend has none");
+        ks_solver_destroy(&s);
+        ks_config_destroy(&cfg);
+    }
+    ks_matrix_destroy(&M);
     ks_csr_free(&A);
 }
 END_TEST
@@ -284,8 +450,8 @@ START_TEST(test_staged_levels_cpu)
             "other bits or levels", cases[k].name, nranks, staged.iterations,
             ks_solve_status_name(staged.status), plain.iterations,
             ks_solve_status_name(plain.status));
-        free(plain.x);
-        free(staged.x);
+        out_free(&plain);
+        out_free(&staged);
     }
     ks_csr_free(&A);
 }
@@ -339,7 +505,7 @@ END_TEST
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 3 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 6 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -357,6 +523,9 @@ static Suite *suite(void)
             snprintf(cuda_err, sizeof cuda_err, "%s", ks_last_error());
         tcase_add_test(t, test_poisson7);
         tcase_add_test(t, test_poisson27);
+        tcase_add_test(t, test_options_poisson7);
+        tcase_add_test(t, test_options_poisson27);
+        tcase_add_test(t, test_gs_refused);
         tcase_add_test(t, test_amg_standalone);
     }
     suite_add_tcase(s, t);

@@ -8,24 +8,27 @@
  *        belong to other blocks on other multiprocessors: all come from
  *        L2, 7 x 64 + 56 (values) + 64 (Y) = 568 bytes a row through L2
  *        for the 184 the floor counts from memory.
- *  tile: the same threads, but each block walks a tile of rows (4096 by
- *        default) in steps of 1024 / k rows, so an X row fetched for one
- *        row's +n is still in L1 when it serves later rows as their 0,
- *        +-1 and -n (a window of 2n + 1024 / k rows, 40 KB); only the
- *        +-n^2 rows come from L2 again: 56 + 64 + 128 + 64 = 312 bytes a
- *        row through L2, memory still 184. The blocks of a wave sit
- *        tile apart, each at the same point of its tile, so the +-n^2
- *        uses of an X row (tiles n^2 / tile apart) come close in time
- *        and hit L2; only where they fall in different waves (about
- *        2 (n^2 / tile) / (tiles a wave) of them) memory is read again.
- *        Longer tiles: fewer of those, fewer halos, a longer last wave.
+ *  tile: the same threads, but each 512-thread block walks a tile of rows
+ *        (4096 by default) in steps of 512 / k rows, so an X row fetched
+ *        for one row's +n is still in L1 when it serves later rows as
+ *        their 0, +-1 and -n (a window of 2n + 512 / k rows, 36 KB); only
+ *        the +-n^2 rows come from L2 again: 56 + 64 + 128 + 64 = 312 bytes
+ *        a row through L2, memory still 184. The blocks of a wave sit a
+ *        tile apart, each at about the same point of its tile, so the
+ *        +-n^2 uses of an X row (tiles n^2 / tile apart) come close in
+ *        time and hit L2; only where they fall in different waves (about
+ *        2 (n^2 / tile) / (tiles a wave) of them, 12 % at 4096 rows and
+ *        264 tiles a wave) is memory read again. Longer tiles: fewer of
+ *        those, fewer halos (2n rows a tile), a longer last wave.
  *  vec:  tile with two columns a thread (one 16-byte load of X and one
- *        store of Y for the pair; k / 2 threads a row, a warp's load of
+ *        store of Y for the pair; k / 2 threads a row, so a warp's load of
  *        one diagonal is 8 whole rows at k = 8, 512 contiguous bytes):
  *        half the load instructions and L1 wavefronts. k even and X, Y
- *        16-byte aligned; otherwise it runs as tile.
- *  vec256: vec in 256-thread blocks: four blocks a multiprocessor, so four
- *        L1 windows at once (each 2n + 64 rows at k = 8).
+ *        16-byte aligned; otherwise it runs as tile. The default.
+ *  vec256, vec1024: vec in 256- or 1024-thread blocks: 4 or 1 blocks a
+ *        multiprocessor (each block's L1 window 2n + B / (k / 2) rows;
+ *        a lone block leaves its multiprocessor idle while its last warps
+ *        finish a tile).
  *
  * The tile kernels load a chunk of kUnroll diagonals' values and X rows
  * before they use any (the last chunk's spare slots clamp to the last
@@ -39,8 +42,6 @@
 #include "../vec/cuda_check.h"
 
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 namespace {
 
@@ -82,7 +83,7 @@ ks_error run_old(const ks_dia_spmm_args *a, const V *val)
     return KS_OK;
 }
 
-/* ---------------------------------------------------- tile, vec, vec256 */
+/* ------------------------------------------------------- tile and vec */
 /* C consecutive columns of one X row (C = 2: one 16-byte load). */
 template <int C>
 __device__ __forceinline__ void load_cols(const double *__restrict__ p, double *x);
@@ -99,7 +100,9 @@ __device__ __forceinline__ void load_cols<2>(const double *__restrict__ p, doubl
     x[1] = t.y;
 }
 
-/* Y's C entries at p = alpha sum + beta Y (beta == 0: Y not read). */
+/* Y's C entries at p = alpha sum + beta Y (beta == 0: Y not read), on
+ * the evict-first path: Y is touched once and should not push X's rows
+ * out of L2 before their +-n^2 uses. */
 template <int C>
 __device__ __forceinline__ void store_cols(double *p, const double *sum, double alpha,
                                            double beta);
@@ -107,7 +110,7 @@ template <>
 __device__ __forceinline__ void store_cols<1>(double *p, const double *sum, double alpha,
                                               double beta)
 {
-    ks_spmm_store(p, 0, alpha, sum[0], beta);
+    __stcs(p, beta == 0.0 ? alpha * sum[0] : alpha * sum[0] + beta * __ldcs(p));
 }
 template <>
 __device__ __forceinline__ void store_cols<2>(double *p, const double *sum, double alpha,
@@ -118,11 +121,11 @@ __device__ __forceinline__ void store_cols<2>(double *p, const double *sum, doub
         y.x = alpha * sum[0];
         y.y = alpha * sum[1];
     } else {
-        const double2 o = *(const double2 *)p;
+        const double2 o = __ldcs((const double2 *)p);
         y.x = alpha * sum[0] + beta * o.x;
         y.y = alpha * sum[1] + beta * o.y;
     }
-    *(double2 *)p = y;
+    __stcs((double2 *)p, y);
 }
 
 /* Block of B threads: k / C threads a row (thread t: row t / (k / C) of
@@ -213,43 +216,14 @@ ks_error run(const ks_dia_spmm_args *a, const V *val)
 {
     switch (a->how.variant) {
     case KS_DIA_SPMM_OLD: return run_old<V>(a, val);
-    case KS_DIA_SPMM_TILE: return run_tiles<V, 1024>(a, val, false);
+    case KS_DIA_SPMM_TILE: return run_tiles<V, 512>(a, val, false);
     case KS_DIA_SPMM_VEC256: return run_tiles<V, 256>(a, val, true);
-    default: return run_tiles<V, 1024>(a, val, true);
+    case KS_DIA_SPMM_VEC1024: return run_tiles<V, 1024>(a, val, true);
+    default: return run_tiles<V, 512>(a, val, true);
     }
 }
 
 } // namespace
-
-ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
-{
-    static const char *const names[] = {"old", "tile", "vec", "vec256"};
-    const char *s = getenv("KS_DIA_SPMM");
-    c->variant = KS_DIA_SPMM_VEC;
-    c->tile_rows = KS_DIA_SPMM_TILE_ROWS;
-    if (!s || !*s)
-        return KS_OK;
-    const char *colon = strchr(s, ':');
-    const size_t len = colon ? (size_t)(colon - s) : strlen(s);
-    int v = -1;
-    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-        if (strlen(names[i]) == len && strncmp(s, names[i], len) == 0)
-            v = i;
-    if (len == 3 && strncmp(s, "new", 3) == 0)
-        v = KS_DIA_SPMM_VEC;
-    long rows = KS_DIA_SPMM_TILE_ROWS;
-    char *end = NULL;
-    if (colon)
-        rows = strtol(colon + 1, &end, 10);
-    if (v < 0 || (colon && (end == colon + 1 || *end || rows < 1 || rows > (1L << 24))))
-        return ks_seterr(KS_ERR_ARG,
-                         "KS_DIA_SPMM=%s: expected old, tile, vec (or new) or vec256, "
-                         "optionally :ROWS (1 to %ld, the rows a block walks)",
-                         s, 1L << 24);
-    c->variant = v;
-    c->tile_rows = (int)rows;
-    return KS_OK;
-}
 
 ks_error ks_dia_spmm_run(const ks_dia_spmm_args *a)
 {

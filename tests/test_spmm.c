@@ -7,6 +7,7 @@
  * cpu formats run here, the cuda ones with a GPU (skipped otherwise). */
 #include "ks_test.h"
 #include "spmv_cases.h"
+#include "spmv/dia_spmm.h"
 #include "spmv/format.h"
 
 #include <math.h>
@@ -159,6 +160,23 @@ START_TEST(spmm_float_values)
 }
 END_TEST
 
+/* KS_DIA_SPMM as the test found it (a copy, or NULL when unset), and put
+ * back. */
+static char *env_save(void)
+{
+    const char *v = getenv("KS_DIA_SPMM");
+    return v ? strdup(v) : NULL;
+}
+
+static void env_restore(char *keep)
+{
+    if (keep)
+        setenv("KS_DIA_SPMM", keep, 1);
+    else
+        unsetenv("KS_DIA_SPMM");
+    free(keep);
+}
+
 /* cuda dia's SpMM variants (KS_DIA_SPMM, read when a matrix is set up; the
  * tile ones also with odd tile lengths): each against the SpMV and the
  * reference, float64 and float32 values, k of every kernel instance (the
@@ -171,7 +189,8 @@ static const int dia_ks[] = {1, 2, 3, 4, 6, 8, 16, 32, 64};
 
 START_TEST(spmm_dia_variants)
 {
-    static const char *const variants[] = {"old", "tile", "vec", "vec256", "tile:1", "vec:100"};
+    static const char *const variants[] = {"old",    "tile",   "vec",   "vec256",
+                                           "vec1024", "tile:1", "vec:100"};
     ks_backend *be;
     KS_CHECK(ks_backend_create("cuda", &be));
     ks_csr mats[5];
@@ -182,8 +201,7 @@ START_TEST(spmm_dia_variants)
     sc_make_random(&mats[2], 1100, 700, 9, 37);
     sc_make_gen(&mats[3], KS_GEN_POISSON3D_7, 20);
     sc_make_empty(&mats[4], 300, 200);
-    const char *saved = getenv("KS_DIA_SPMM");
-    char *keep = saved ? strdup(saved) : NULL;
+    char *keep = env_save();
     for (int v = 0; v < (int)(sizeof variants / sizeof variants[0]); v++) {
         setenv("KS_DIA_SPMM", variants[v], 1);
         for (int f32 = 0; f32 < 2; f32++) {
@@ -201,24 +219,53 @@ START_TEST(spmm_dia_variants)
             }
         }
     }
-    /* a name it does not know, or a bad row count: the setup says so */
-    static const char *const bad[] = {"fast", "vec:", "vec:0", "tile:12x", "old2", "vec:99999999"};
-    for (int b = 0; b < (int)(sizeof bad / sizeof bad[0]); b++) {
-        setenv("KS_DIA_SPMM", bad[b], 1);
-        ks_matrix *M = NULL;
-        ck_assert_int_eq(ks_matrix_create(be, &mats[3], "dia", NULL, &M), KS_ERR_ARG);
-        ck_assert_ptr_null(M);
-        ck_assert_msg(strstr(ks_last_error(), "KS_DIA_SPMM") != NULL, "%s: %s", bad[b],
-                      ks_last_error());
-    }
-    if (keep)
-        setenv("KS_DIA_SPMM", keep, 1);
-    else
-        unsetenv("KS_DIA_SPMM");
-    free(keep);
+    /* a bad value (dia_spmm_choice has the parsing): the setup fails */
+    setenv("KS_DIA_SPMM", "fast", 1);
+    ks_matrix *M = NULL;
+    ck_assert_int_eq(ks_matrix_create(be, &mats[3], "dia", NULL, &M), KS_ERR_ARG);
+    ck_assert_ptr_null(M);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM"));
+    env_restore(keep);
     for (int m = 0; m < 5; m++)
         ks_csr_free(&mats[m]);
     ks_backend_destroy(&be);
+}
+END_TEST
+
+/* KS_DIA_SPMM's parsing: names, the alias, a tile length, bad values. */
+START_TEST(dia_spmm_choice)
+{
+    static const struct {
+        const char *env;
+        int variant, rows;
+    } good[] = {{"", KS_DIA_SPMM_VEC, KS_DIA_SPMM_TILE_ROWS},
+                {"old", KS_DIA_SPMM_OLD, KS_DIA_SPMM_TILE_ROWS},
+                {"tile", KS_DIA_SPMM_TILE, KS_DIA_SPMM_TILE_ROWS},
+                {"new", KS_DIA_SPMM_VEC, KS_DIA_SPMM_TILE_ROWS},
+                {"vec256:1", KS_DIA_SPMM_VEC256, 1},
+                {"vec1024:16777216", KS_DIA_SPMM_VEC1024, 1 << 24},
+                {"vec:8192", KS_DIA_SPMM_VEC, 8192}};
+    static const char *const bad[] = {"fast", "vec:", "vec:0", "tile:12x", "old2", "ve",
+                                      "vec:16777217", ":64", "vec:-4"};
+    char *keep = env_save();
+    ks_dia_spmm_choice c;
+    unsetenv("KS_DIA_SPMM");
+    KS_CHECK(ks_dia_spmm_choice_get(&c));
+    ck_assert_int_eq(c.variant, KS_DIA_SPMM_VEC);
+    ck_assert_int_eq(c.tile_rows, KS_DIA_SPMM_TILE_ROWS);
+    for (int g = 0; g < (int)(sizeof good / sizeof good[0]); g++) {
+        setenv("KS_DIA_SPMM", good[g].env, 1);
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ck_assert_msg(c.variant == good[g].variant && c.tile_rows == good[g].rows,
+                      "KS_DIA_SPMM=%s: variant %d rows %d", good[g].env, c.variant, c.tile_rows);
+    }
+    for (int b = 0; b < (int)(sizeof bad / sizeof bad[0]); b++) {
+        setenv("KS_DIA_SPMM", bad[b], 1);
+        ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
+        ck_assert_msg(strstr(ks_last_error(), "KS_DIA_SPMM") != NULL, "%s: %s", bad[b],
+                      ks_last_error());
+    }
+    env_restore(keep);
 }
 END_TEST
 
@@ -341,6 +388,7 @@ int main(void)
     tcase_add_test(tc, errors);
     tcase_add_test(tc, fallback);
     tcase_add_test(tc, spmm_float_values);
+    tcase_add_test(tc, dia_spmm_choice);
     suite_add_tcase(s, tc);
     tc = tcase_create("cuda");
     if (ks_test_have_cuda()) {

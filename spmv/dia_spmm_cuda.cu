@@ -33,9 +33,13 @@
  * The tile kernels load a chunk of kUnroll diagonals' values and X rows
  * before they use any (the last chunk's spare slots clamp to the last
  * diagonal and are masked), so that many loads are in flight a thread
- * (about 60 registers: 1024 threads a multiprocessor); values go through
- * the evict-first path (__ldcs: only one row's threads use each) so that
- * they do not push X's window out of L1. */
+ * (64 registers: 1024 threads a multiprocessor). What no other row of the
+ * tile reads goes through the evict-first path (__ldcs), so that it does
+ * not push X's window out of L1: the values, Y, and the X rows of a
+ * diagonal with no other within a tile of it (+-n^2 at 4096-row tiles).
+ * The window then holds about 2n X rows a block, 32 KB at k = 8, where
+ * everything read over the 2n / rows-a-step steps between an X row's +n
+ * and -n uses would be 2n x 248 bytes, 127 KB. */
 #include "dia_spmm_cuda.h"
 #include "format_cuda.h"
 #include "spmm_cuda.h"
@@ -84,20 +88,18 @@ ks_error run_old(const ks_dia_spmm_args *a, const V *val)
 }
 
 /* ------------------------------------------------------- tile and vec */
-/* C consecutive columns of one X row (C = 2: one 16-byte load). */
-template <int C>
-__device__ __forceinline__ void load_cols(const double *__restrict__ p, double *x);
-template <>
-__device__ __forceinline__ void load_cols<1>(const double *__restrict__ p, double *x)
+/* C consecutive columns of one X row (C = 2: one 16-byte load); ONCE: on
+ * the evict-first path, for rows the block will not read again. */
+template <int C, bool ONCE>
+__device__ __forceinline__ void load_cols(const double *__restrict__ p, double *x)
 {
-    x[0] = __ldg(p);
-}
-template <>
-__device__ __forceinline__ void load_cols<2>(const double *__restrict__ p, double *x)
-{
-    const double2 t = __ldg((const double2 *)p);
-    x[0] = t.x;
-    x[1] = t.y;
+    if (C == 1) {
+        x[0] = ONCE ? __ldcs(p) : __ldg(p);
+    } else {
+        const double2 t = ONCE ? __ldcs((const double2 *)p) : __ldg((const double2 *)p);
+        x[0] = t.x;
+        x[C - 1] = t.y;
+    }
 }
 
 /* Y's C entries at p = alpha sum + beta Y (beta == 0: Y not read), on
@@ -154,18 +156,36 @@ __global__ void __launch_bounds__(B, 1024 / B)
         for (ks_int d0 = 0; d0 < ndiag; d0 += kUnroll) {
             V a[kUnroll];
             double x[kUnroll][C];
-            bool use[kUnroll];
+            unsigned use = 0; /* bit u: diagonal d0 + u exists and its column is in range */
+            ks_int off[kUnroll + 2]; /* off[u + 1]: diagonal d0 + u's (clamped into range) */
+#pragma unroll
+            for (int u = -1; u <= kUnroll; u++) {
+                const ks_int d = d0 + u;
+                off[u + 1] = __ldg(offset + (d < 0 ? 0 : d < ndiag ? d : ndiag - 1));
+            }
+            /* bit u: diagonal d0 + u's neighbours (offsets sorted) are a tile
+             * or more away, so no other row of the tile reads its X rows */
+            unsigned once = 0;
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++)
+                if ((d0 + u == 0 || (long long)off[u + 1] - off[u] >= tile) &&
+                    (d0 + u + 1 >= ndiag || (long long)off[u + 2] - off[u + 1] >= tile))
+                    once |= 1u << u;
 #pragma unroll
             for (int u = 0; u < kUnroll; u++) {
                 const ks_int d = d0 + u < ndiag ? d0 + u : ndiag - 1;
-                const long long c = i + __ldg(offset + d);
-                use[u] = d0 + u < ndiag && c >= 0 && c < ncols;
+                const long long c = i + off[u + 1];
+                use |= (d0 + u < ndiag && c >= 0 && c < ncols ? 1u : 0u) << u;
                 a[u] = __ldcs(val + (long long)d * nrows + i);
-                load_cols<C>(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * kk + j, x[u]);
+                const double *p = X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * kk + j;
+                if (once >> u & 1u)
+                    load_cols<C, true>(p, x[u]);
+                else
+                    load_cols<C, false>(p, x[u]);
             }
 #pragma unroll
             for (int u = 0; u < kUnroll; u++)
-                if (use[u])
+                if (use >> u & 1u)
 #pragma unroll
                     for (int q = 0; q < C; q++)
                         sum[q] += (double)a[u] * x[u][q];

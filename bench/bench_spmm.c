@@ -187,6 +187,8 @@ int main(int argc, char **argv)
         printf("copy bandwidth: %.1f GB/s (read+write, %.0f MiB, median of %d); SpMM and SpMV "
                "times: median of %d after %d warm-up\n",
                copy_gbs, mib, samples, o.reps, o.warmup);
+        if (cuda && getenv("KS_DIA_SPMM")) /* which dia SpMM kernel (docs/blocks.md) */
+            printf("KS_DIA_SPMM=%s\n", getenv("KS_DIA_SPMM"));
         printf("%-13s %10s %10s %11s %8s %7s %11s %11s %10s %10s\n", "format", "spmm_us",
                "spmv_us", "bytes/row", "GB/s", "%floor", "vs_cusparse", "per_rhs/mv", "spmm",
                "max_err");

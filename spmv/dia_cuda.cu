@@ -8,8 +8,10 @@
  *        memory (columns outside the matrix as 0, so the inner loop has no
  *        bounds test; a few loads in flight per thread), then thread i sums
  *        val[...k*rows + i] * s_x[shift[k] + i] over the block's own
- *        diagonals only. */
+ *        diagonals only.
+ * dia's SpMM is in dia_spmm_cuda.cu (variants). */
 #include "format_cuda.h"
+#include "dia_spmm_cuda.h"
 #include "other_formats.h"
 #include "spmm_cuda.h"
 #include "../vec/cuda_check.h"
@@ -28,6 +30,7 @@ struct dia_state {
     ks_int *offset;
     double *val; /* NULL when the values are float32 (valf) */
     float *valf;
+    ks_dia_spmm_choice spmm; /* KS_DIA_SPMM's, read at setup */
 };
 
 /* x_c, or the scaled iterate (xs xw_c) b_c of a step from zero (fused.h). */
@@ -85,31 +88,6 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks)
                                                           x, NULL, 0.0, NULL, NULL);
     /* beta == 0 must not read y: it may hold garbage or NaN. */
     y[i] = beta == 0.0 ? alpha * sum : alpha * sum + beta * y[i];
-}
-
-/* SpMM (spmm_cuda.h): thread e = i*k + j sums column j of row i over the
- * diagonals in dia_row_sum's order (so each column equals the SpMV's
- * bits); the k threads of a row share each value load, and the stencil's
- * X rows come from L2 after their first use, so the matrix and X are read
- * from memory about once. */
-template <typename V, int K>
-__global__ void __launch_bounds__(kBlock)
-    dia_spmm_kernel(ks_int nrows, ks_int ncols, ks_int ndiag, const ks_int *__restrict__ offset,
-                    const V *__restrict__ val, int k, const double *__restrict__ X,
-                    double alpha, double beta, double *__restrict__ Y)
-{
-    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * kBlock + threadIdx.x, k);
-    if (q.i >= nrows)
-        return;
-    double sum = 0.0;
-    for (ks_int d = 0; d < ndiag; d++) {
-        const long long c = q.i + __ldg(offset + d);
-        const V v = __ldg(val + (long long)d * nrows + q.i);
-        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * q.kk + q.j);
-        if (c >= 0 && c < ncols)
-            sum += (double)v * xv;
-    }
-    ks_spmm_store(Y, q.e, alpha, sum, beta);
 }
 
 /* The fused residual / smoother pass (fused.h). With W = f.wkind (not
@@ -176,9 +154,12 @@ ks_error dia_setup(ks_backend *be, const void *layout, void **state)
 {
     const ks_dia_layout *L = (const ks_dia_layout *)layout;
     *state = NULL;
+    ks_dia_spmm_choice how;
+    KS_TRY(ks_dia_spmm_choice_get(&how));
     dia_state *s = (dia_state *)ks_calloc(1, sizeof *s, "dia state");
     if (!s)
         return KS_ERR_MEMORY;
+    s->spmm = how;
     s->nrows = L->nrows;
     s->ncols = L->ncols;
     s->ndiag = L->ndiag;
@@ -281,7 +262,9 @@ ks_error dia_setup_sparse(ks_backend *be, const ks_sparse *A, const ks_spmv_para
 {
     *state = NULL;
     double max_fill;
+    ks_dia_spmm_choice how;
     KS_TRY(ks_ofmt_max_fill(prm, "dia", &max_fill));
+    KS_TRY(ks_dia_spmm_choice_get(&how));
     const ks_int n = A->nrows, m = A->ncols;
     const int f32 = prm && prm->float_values;
     const long long span = n > 0 && m > 0 ? (long long)n + m - 1 : 0;
@@ -358,6 +341,7 @@ ks_error dia_setup_sparse(ks_backend *be, const ks_sparse *A, const ks_spmv_para
         s->nrows = n;
         s->ncols = m;
         s->ndiag = ndiag;
+        s->spmm = how;
         const size_t slots = (size_t)ndiag * (size_t)n;
         const ks_cufmt_array a[] = {
             {(void **)&s->offset, offs, sizeof(ks_int) * (size_t)ndiag, "dia offsets"},
@@ -426,31 +410,14 @@ ks_error dia_apply(ks_backend *be, void *state, double alpha, const double *x, d
     return KS_OK;
 }
 
-template <typename V>
-void dia_spmm_launch(const dia_state *s, const V *val, const ks_cufmt_launch &lc, int k,
-                     const double *X, double alpha, double beta, double *Y)
-{
-#define KS_DIA_SPMM(K)                                                                        \
-    dia_spmm_kernel<V, K><<<lc.blocks, kBlock, 0, lc.stream>>>(s->nrows, s->ncols, s->ndiag,  \
-                                                               s->offset, val, k, X, alpha,   \
-                                                               beta, Y)
-    KS_SPMM_DISPATCH(k, KS_DIA_SPMM);
-#undef KS_DIA_SPMM
-}
-
+/* SpMM: the variant chosen at setup (dia_spmm_cuda.h). */
 ks_error dia_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
                   double beta, double *Y)
 {
     const dia_state *s = (const dia_state *)state;
-    ks_cufmt_launch lc;
-    if (!ks_cufmt_launch_for(be, (long long)s->nrows * k, kBlock, &lc))
-        return KS_OK;
-    if (s->valf)
-        dia_spmm_launch<float>(s, s->valf, lc, k, X, alpha, beta, Y);
-    else
-        dia_spmm_launch<double>(s, s->val, lc, k, X, alpha, beta, Y);
-    KS_CUDA_LAUNCH_CHECK("dia_spmm_kernel");
-    return KS_OK;
+    const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols,
+                                s->ndiag, s->offset, s->val, s->valf, k, X, alpha, beta, Y};
+    return ks_dia_spmm_run(&a);
 }
 
 ks_error dia_fused_step(ks_backend *be, void *state, const ks_fused_step *f)

@@ -3,10 +3,11 @@
  * the float64 reference, on random matrices with empty rows (square and
  * rectangular) and a 7-point stencil (so the banded formats build), for
  * k = 1, 2, 3, 8, 32 and alpha / beta pairs with beta = 0 (Y poisoned
- * with NaN: it must not be read); bad input. cpu formats run here, the
- * cuda ones with a GPU (skipped otherwise). */
+ * with NaN: it must not be read); cuda dia's SpMM variants; bad input.
+ * cpu formats run here, the cuda ones with a GPU (skipped otherwise). */
 #include "ks_test.h"
 #include "spmv_cases.h"
+#include "spmv/dia_spmm.h"
 #include "spmv/format.h"
 
 #include <math.h>
@@ -20,8 +21,8 @@ static const sc_coef coefs[] = {{1.0, 0.0}, {-0.5, 2.0}};
 
 /* Y = alpha A X + beta Y0 by the format's SpMM against the format's SpMV
  * per column and the reference. Returns 0 when the format refused A. */
-static int check_format(ks_backend *be, const char *fmt, const ks_csr *A, const char *what,
-                        const ks_spmv_params *prm)
+static int check_format_k(ks_backend *be, const char *fmt, const ks_csr *A, const char *what,
+                          const ks_spmv_params *prm, const int *ks, int nk)
 {
     ks_matrix *M = NULL;
     ks_error e = ks_matrix_create(be, A, fmt, prm, &M);
@@ -30,9 +31,9 @@ static int check_format(ks_backend *be, const char *fmt, const ks_csr *A, const 
     if (e == KS_ERR_UNSUPPORTED) /* the layout does not suit A (too much fill) */
         return 0;
     ck_assert_msg(e == KS_OK, "%s %s: create: %s", what, fmt, ks_last_error());
-    for (int t = 0; t < NK; t++)
+    for (int t = 0; t < nk; t++)
         for (int c = 0; c < NC; c++) {
-            const int k = kcols[t];
+            const int k = ks[t];
             const double alpha = coefs[c].alpha, beta = coefs[c].beta;
             const size_t mx = (size_t)A->ncols * k, my = (size_t)A->nrows * k;
             double *hx = malloc((mx + 1) * sizeof(double)), *hy0 = malloc((my + 1) * sizeof(double));
@@ -89,6 +90,12 @@ static int check_format(ks_backend *be, const char *fmt, const ks_csr *A, const 
         }
     ks_matrix_destroy(&M);
     return 1;
+}
+
+static int check_format(ks_backend *be, const char *fmt, const ks_csr *A, const char *what,
+                        const ks_spmv_params *prm)
+{
+    return check_format_k(be, fmt, A, what, prm, kcols, NK);
 }
 
 /* Every format of backend `name` on the test matrices; each must build on
@@ -150,6 +157,115 @@ START_TEST(spmm_float_values)
     }
     ks_csr_free(&A);
     ks_csr_free(&S);
+}
+END_TEST
+
+/* KS_DIA_SPMM as the test found it (a copy, or NULL when unset), and put
+ * back. */
+static char *env_save(void)
+{
+    const char *v = getenv("KS_DIA_SPMM");
+    return v ? strdup(v) : NULL;
+}
+
+static void env_restore(char *keep)
+{
+    if (keep)
+        setenv("KS_DIA_SPMM", keep, 1);
+    else
+        unsetenv("KS_DIA_SPMM");
+    free(keep);
+}
+
+/* cuda dia's SpMM variants (KS_DIA_SPMM, read when a matrix is set up; the
+ * tile ones also with odd tile lengths): each against the SpMV and the
+ * reference, float64 and float32 values, k of every kernel instance (the
+ * constants, an odd and an even run-time k, 64). max_fill high, so the
+ * random matrices build too: hundreds of diagonals (chunks of loads and a
+ * ragged last one), offsets out of range (rectangular), empty rows; a
+ * matrix without entries (no diagonal); the 7-point 20^3 spans several
+ * tiles of several steps, the last one partial. */
+static const int dia_ks[] = {1, 2, 3, 4, 6, 8, 16, 32, 64};
+
+START_TEST(spmm_dia_variants)
+{
+    static const char *const variants[] = {"old",    "tile",   "vec",   "vec256",
+                                           "vec1024", "tile:1", "vec:100"};
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cuda", &be));
+    ks_csr mats[5];
+    const char *what[5] = {"random 900x900", "random 700x1100", "random 1100x700", "7-point 20^3",
+                           "empty 300x200"};
+    sc_make_random(&mats[0], 900, 900, 12, 35);
+    sc_make_random(&mats[1], 700, 1100, 9, 36);
+    sc_make_random(&mats[2], 1100, 700, 9, 37);
+    sc_make_gen(&mats[3], KS_GEN_POISSON3D_7, 20);
+    sc_make_empty(&mats[4], 300, 200);
+    char *keep = env_save();
+    for (int v = 0; v < (int)(sizeof variants / sizeof variants[0]); v++) {
+        setenv("KS_DIA_SPMM", variants[v], 1);
+        for (int f32 = 0; f32 < 2; f32++) {
+            ks_spmv_params prm;
+            memset(&prm, 0, sizeof prm);
+            prm.max_fill = 1e6;
+            prm.float_values = f32;
+            for (int m = 0; m < 5; m++) {
+                char label[96];
+                snprintf(label, sizeof label, "KS_DIA_SPMM=%s%s %s", variants[v],
+                         f32 ? " float32" : "", what[m]);
+                ck_assert_msg(check_format_k(be, "dia", &mats[m], label, &prm, dia_ks,
+                                             (int)(sizeof dia_ks / sizeof dia_ks[0])),
+                              "%s: dia refused the matrix", label);
+            }
+        }
+    }
+    /* a bad value (dia_spmm_choice has the parsing): the setup fails */
+    setenv("KS_DIA_SPMM", "fast", 1);
+    ks_matrix *M = NULL;
+    ck_assert_int_eq(ks_matrix_create(be, &mats[3], "dia", NULL, &M), KS_ERR_ARG);
+    ck_assert_ptr_null(M);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM"));
+    env_restore(keep);
+    for (int m = 0; m < 5; m++)
+        ks_csr_free(&mats[m]);
+    ks_backend_destroy(&be);
+}
+END_TEST
+
+/* KS_DIA_SPMM's parsing: names, the alias, a tile length, bad values. */
+START_TEST(dia_spmm_choice)
+{
+    static const struct {
+        const char *env;
+        int variant, rows;
+    } good[] = {{"", KS_DIA_SPMM_VEC, KS_DIA_SPMM_TILE_ROWS},
+                {"old", KS_DIA_SPMM_OLD, KS_DIA_SPMM_TILE_ROWS},
+                {"tile", KS_DIA_SPMM_TILE, KS_DIA_SPMM_TILE_ROWS},
+                {"new", KS_DIA_SPMM_VEC, KS_DIA_SPMM_TILE_ROWS},
+                {"vec256:1", KS_DIA_SPMM_VEC256, 1},
+                {"vec1024:16777216", KS_DIA_SPMM_VEC1024, 1 << 24},
+                {"vec:8192", KS_DIA_SPMM_VEC, 8192}};
+    static const char *const bad[] = {"fast", "vec:", "vec:0", "tile:12x", "old2", "ve",
+                                      "vec:16777217", ":64", "vec:-4"};
+    char *keep = env_save();
+    ks_dia_spmm_choice c;
+    unsetenv("KS_DIA_SPMM");
+    KS_CHECK(ks_dia_spmm_choice_get(&c));
+    ck_assert_int_eq(c.variant, KS_DIA_SPMM_VEC);
+    ck_assert_int_eq(c.tile_rows, KS_DIA_SPMM_TILE_ROWS);
+    for (int g = 0; g < (int)(sizeof good / sizeof good[0]); g++) {
+        setenv("KS_DIA_SPMM", good[g].env, 1);
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ck_assert_msg(c.variant == good[g].variant && c.tile_rows == good[g].rows,
+                      "KS_DIA_SPMM=%s: variant %d rows %d", good[g].env, c.variant, c.tile_rows);
+    }
+    for (int b = 0; b < (int)(sizeof bad / sizeof bad[0]); b++) {
+        setenv("KS_DIA_SPMM", bad[b], 1);
+        ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
+        ck_assert_msg(strstr(ks_last_error(), "KS_DIA_SPMM") != NULL, "%s: %s", bad[b],
+                      ks_last_error());
+    }
+    env_restore(keep);
 }
 END_TEST
 
@@ -272,12 +388,16 @@ int main(void)
     tcase_add_test(tc, errors);
     tcase_add_test(tc, fallback);
     tcase_add_test(tc, spmm_float_values);
+    tcase_add_test(tc, dia_spmm_choice);
     suite_add_tcase(s, tc);
     tc = tcase_create("cuda");
-    if (ks_test_have_cuda())
+    if (ks_test_have_cuda()) {
         tcase_add_test(tc, spmm_cuda);
-    else
-        ks_test_skip(1, "no CUDA device: SpMM of the cuda formats against k SpMVs");
+        tcase_add_test(tc, spmm_dia_variants);
+    } else {
+        ks_test_skip(2, "no CUDA device: SpMM of the cuda formats against k SpMVs, dia's "
+                        "SpMM variants");
+    }
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

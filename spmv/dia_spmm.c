@@ -1,0 +1,35 @@
+/* KS_DIA_SPMM's parsing (dia_spmm.h). */
+#include "dia_spmm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
+{
+    static const char *const names[] = {"old", "tile", "vec", "vec256", "vec1024"};
+    const char *s = getenv("KS_DIA_SPMM");
+    c->variant = KS_DIA_SPMM_VEC;
+    c->tile_rows = KS_DIA_SPMM_TILE_ROWS;
+    if (!s || !*s)
+        return KS_OK;
+    const char *colon = strchr(s, ':');
+    const size_t len = colon ? (size_t)(colon - s) : strlen(s);
+    int v = -1;
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strlen(names[i]) == len && strncmp(s, names[i], len) == 0)
+            v = i;
+    if (len == 3 && strncmp(s, "new", 3) == 0)
+        v = KS_DIA_SPMM_VEC;
+    long rows = KS_DIA_SPMM_TILE_ROWS;
+    char *end = NULL;
+    if (colon)
+        rows = strtol(colon + 1, &end, 10);
+    if (v < 0 || (colon && (end == colon + 1 || *end || rows < 1 || rows > (1L << 24))))
+        return ks_seterr(KS_ERR_ARG,
+                         "KS_DIA_SPMM=%s: expected old, tile, vec (or new), vec256 or vec1024, "
+                         "optionally :ROWS (1 to %ld, the rows a block walks)",
+                         s, 1L << 24);
+    c->variant = v;
+    c->tile_rows = (int)rows;
+    return KS_OK;
+}

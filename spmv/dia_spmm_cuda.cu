@@ -1,0 +1,253 @@
+/* dia's SpMM on the cuda backend (dia_spmm_cuda.h). Every variant sums
+ * each column over the diagonals in the SpMV's order (dia_cuda.cu's
+ * dia_row_sum), so a column equals the SpMV's result up to contraction.
+ * Bytes below: 7-point n^3 with n = 256 at k = 8 (an X row is 64 bytes).
+ *
+ *  old:  thread e = i*k + j sums entry (i, j). A 256-thread block covers
+ *        256 / k rows (32 at k = 8), so a row's X rows at +-n and +-n^2
+ *        belong to other blocks on other multiprocessors: all come from
+ *        L2, 7 x 64 + 56 (values) + 64 (Y) = 568 bytes a row through L2
+ *        for the 184 the floor counts from memory.
+ *  tile: the same threads, but each 512-thread block walks a tile of rows
+ *        (4096 by default) in steps of 512 / k rows, so an X row fetched
+ *        for one row's +n is still in L1 when it serves later rows as
+ *        their 0, +-1 and -n (a window of 2n + 512 / k rows, 36 KB); only
+ *        the +-n^2 rows come from L2 again: 56 + 64 + 128 + 64 = 312 bytes
+ *        a row through L2, memory still 184. The blocks of a wave sit a
+ *        tile apart, each at about the same point of its tile, so the
+ *        +-n^2 uses of an X row (tiles n^2 / tile apart) come close in
+ *        time and hit L2; only where they fall in different waves (about
+ *        2 (n^2 / tile) / (tiles a wave) of them, 12 % at 4096 rows and
+ *        264 tiles a wave) is memory read again. Longer tiles: fewer of
+ *        those, fewer halos (2n rows a tile), a longer last wave.
+ *  vec:  tile with two columns a thread (one 16-byte load of X and one
+ *        store of Y for the pair; k / 2 threads a row, so a warp's load of
+ *        one diagonal is 8 whole rows at k = 8, 512 contiguous bytes):
+ *        half the load instructions and L1 wavefronts. k even and X, Y
+ *        16-byte aligned; otherwise it runs as tile. The default.
+ *  vec256, vec1024: vec in 256- or 1024-thread blocks: 4 or 1 blocks a
+ *        multiprocessor (each block's L1 window 2n + B / (k / 2) rows;
+ *        a lone block leaves its multiprocessor idle while its last warps
+ *        finish a tile).
+ *
+ * The tile kernels load a chunk of kUnroll diagonals' values and X rows
+ * before they use any (the last chunk's spare slots clamp to the last
+ * diagonal and are masked), so that many loads are in flight a thread
+ * (64 registers: 1024 threads a multiprocessor). What no other row of the
+ * tile reads goes through the evict-first path (__ldcs), so that it does
+ * not push X's window out of L1: the values, Y, and the X rows of a
+ * diagonal with no other within a tile of it (+-n^2 at 4096-row tiles).
+ * The window then holds about 2n X rows a block, 32 KB at k = 8, where
+ * everything read over the 2n / rows-a-step steps between an X row's +n
+ * and -n uses would be 2n x 248 bytes, 127 KB. */
+#include "dia_spmm_cuda.h"
+#include "format_cuda.h"
+#include "spmm_cuda.h"
+#include "../vec/cuda_check.h"
+
+#include <stdint.h>
+
+namespace {
+
+const int kOldBlock = 256;
+/* Diagonals whose loads a thread issues before it sums any. */
+const int kUnroll = 8;
+
+/* ---------------------------------------------------------------- old */
+template <typename V, int K>
+__global__ void __launch_bounds__(kOldBlock)
+    dia_spmm_kernel(ks_int nrows, ks_int ncols, ks_int ndiag, const ks_int *__restrict__ offset,
+                    const V *__restrict__ val, int k, const double *__restrict__ X,
+                    double alpha, double beta, double *__restrict__ Y)
+{
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * kOldBlock + threadIdx.x, k);
+    if (q.i >= nrows)
+        return;
+    double sum = 0.0;
+    for (ks_int d = 0; d < ndiag; d++) {
+        const long long c = q.i + __ldg(offset + d);
+        const V v = __ldg(val + (long long)d * nrows + q.i);
+        const double xv = __ldg(X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * q.kk + q.j);
+        if (c >= 0 && c < ncols)
+            sum += (double)v * xv;
+    }
+    ks_spmm_store(Y, q.e, alpha, sum, beta);
+}
+
+template <typename V>
+ks_error run_old(const ks_dia_spmm_args *a, const V *val)
+{
+    const unsigned blocks = ks_cufmt_blocks((long long)a->nrows * a->k, kOldBlock);
+#define KS_DIA_SPMM_OLD_LAUNCH(K)                                                             \
+    dia_spmm_kernel<V, K><<<blocks, kOldBlock, 0, a->stream>>>(                               \
+        a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, a->X, a->alpha, a->beta, a->Y)
+    KS_SPMM_DISPATCH(a->k, KS_DIA_SPMM_OLD_LAUNCH);
+#undef KS_DIA_SPMM_OLD_LAUNCH
+    KS_CUDA_LAUNCH_CHECK("dia_spmm_kernel");
+    return KS_OK;
+}
+
+/* ------------------------------------------------------- tile and vec */
+/* C consecutive columns of one X row (C = 2: one 16-byte load); ONCE: on
+ * the evict-first path, for rows the block will not read again. */
+template <int C, bool ONCE>
+__device__ __forceinline__ void load_cols(const double *__restrict__ p, double *x)
+{
+    if (C == 1) {
+        x[0] = ONCE ? __ldcs(p) : __ldg(p);
+    } else {
+        const double2 t = ONCE ? __ldcs((const double2 *)p) : __ldg((const double2 *)p);
+        x[0] = t.x;
+        x[C - 1] = t.y;
+    }
+}
+
+/* Y's C entries at p = alpha sum + beta Y (beta == 0: Y not read), on
+ * the evict-first path: Y is touched once and should not push X's rows
+ * out of L2 before their +-n^2 uses. */
+template <int C>
+__device__ __forceinline__ void store_cols(double *p, const double *sum, double alpha,
+                                           double beta);
+template <>
+__device__ __forceinline__ void store_cols<1>(double *p, const double *sum, double alpha,
+                                              double beta)
+{
+    __stcs(p, beta == 0.0 ? alpha * sum[0] : alpha * sum[0] + beta * __ldcs(p));
+}
+template <>
+__device__ __forceinline__ void store_cols<2>(double *p, const double *sum, double alpha,
+                                              double beta)
+{
+    double2 y;
+    if (beta == 0.0) {
+        y.x = alpha * sum[0];
+        y.y = alpha * sum[1];
+    } else {
+        const double2 o = __ldcs((const double2 *)p);
+        y.x = alpha * sum[0] + beta * o.x;
+        y.y = alpha * sum[1] + beta * o.y;
+    }
+    __stcs((double2 *)p, y);
+}
+
+/* Block of B threads: k / C threads a row (thread t: row t / (k / C) of
+ * each step, columns C * (t % (k / C)) on), B / (k / C) rows a step,
+ * rows [blockIdx.x * tile, + tile) in all. Threads past the last whole
+ * row of a step (B % (k / C) of them) have nothing to do. */
+template <typename V, int K, int C, int B>
+__global__ void __launch_bounds__(B, 1024 / B)
+    dia_spmm_tile_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
+                         const ks_int *__restrict__ offset, const V *__restrict__ val, int k,
+                         long long tile, const double *__restrict__ X, double alpha,
+                         double beta, double *__restrict__ Y)
+{
+    const int kk = K ? K : k, tpr = kk / C, rows = B / tpr;
+    const int r = threadIdx.x / tpr;
+    if (r >= rows)
+        return;
+    const int j = (threadIdx.x - r * tpr) * C;
+    const long long t0 = (long long)blockIdx.x * tile;
+    const long long end = t0 + tile < nrows ? t0 + tile : nrows;
+    for (long long i = t0 + r; i < end; i += rows) {
+        double sum[C];
+#pragma unroll
+        for (int q = 0; q < C; q++)
+            sum[q] = 0.0;
+        for (ks_int d0 = 0; d0 < ndiag; d0 += kUnroll) {
+            V a[kUnroll];
+            double x[kUnroll][C];
+            unsigned use = 0; /* bit u: diagonal d0 + u exists and its column is in range */
+            ks_int off[kUnroll + 2]; /* off[u + 1]: diagonal d0 + u's (clamped into range) */
+#pragma unroll
+            for (int u = -1; u <= kUnroll; u++) {
+                const ks_int d = d0 + u;
+                off[u + 1] = __ldg(offset + (d < 0 ? 0 : d < ndiag ? d : ndiag - 1));
+            }
+            /* bit u: diagonal d0 + u's neighbours (offsets sorted) are a tile
+             * or more away, so no other row of the tile reads its X rows */
+            unsigned once = 0;
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++)
+                if ((d0 + u == 0 || (long long)off[u + 1] - off[u] >= tile) &&
+                    (d0 + u + 1 >= ndiag || (long long)off[u + 2] - off[u + 1] >= tile))
+                    once |= 1u << u;
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                const ks_int d = d0 + u < ndiag ? d0 + u : ndiag - 1;
+                const long long c = i + off[u + 1];
+                use |= (d0 + u < ndiag && c >= 0 && c < ncols ? 1u : 0u) << u;
+                a[u] = __ldcs(val + (long long)d * nrows + i);
+                const double *p = X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * kk + j;
+                if (once >> u & 1u)
+                    load_cols<C, true>(p, x[u]);
+                else
+                    load_cols<C, false>(p, x[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++)
+                if (use >> u & 1u)
+#pragma unroll
+                    for (int q = 0; q < C; q++)
+                        sum[q] += (double)a[u] * x[u][q];
+        }
+        store_cols<C>(Y + i * kk + j, sum, alpha, beta);
+    }
+}
+
+bool aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+/* One tile-kernel launch: two columns a thread when `pairs` allows it. */
+template <typename V, int K, int B>
+ks_error run_tile(const ks_dia_spmm_args *a, const V *val, bool pairs)
+{
+    const int kk = K ? K : a->k;
+    const bool two = pairs && kk % 2 == 0 && aligned16(a->X) && aligned16(a->Y);
+    const int tpr = two ? kk / 2 : kk, rows = B / tpr;
+    const long long tile = (long long)((a->how.tile_rows + rows - 1) / rows) * rows;
+    const unsigned blocks = ks_cufmt_blocks(a->nrows, (int)tile);
+    /* K == 1 never pairs; its C = 2 instance would divide by 0 */
+    if (two)
+        dia_spmm_tile_kernel<V, K, K == 1 ? 1 : 2, B><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, a->X, a->alpha, a->beta,
+            a->Y);
+    else
+        dia_spmm_tile_kernel<V, K, 1, B><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, a->X, a->alpha, a->beta,
+            a->Y);
+    KS_CUDA_LAUNCH_CHECK("dia_spmm_tile_kernel");
+    return KS_OK;
+}
+
+template <typename V, int B>
+ks_error run_tiles(const ks_dia_spmm_args *a, const V *val, bool pairs)
+{
+    ks_error e = KS_OK;
+#define KS_DIA_SPMM_TILE_LAUNCH(K) e = run_tile<V, K, B>(a, val, pairs)
+    KS_SPMM_DISPATCH(a->k, KS_DIA_SPMM_TILE_LAUNCH);
+#undef KS_DIA_SPMM_TILE_LAUNCH
+    return e;
+}
+
+template <typename V>
+ks_error run(const ks_dia_spmm_args *a, const V *val)
+{
+    switch (a->how.variant) {
+    case KS_DIA_SPMM_OLD: return run_old<V>(a, val);
+    case KS_DIA_SPMM_TILE: return run_tiles<V, 512>(a, val, false);
+    case KS_DIA_SPMM_VEC256: return run_tiles<V, 256>(a, val, true);
+    case KS_DIA_SPMM_VEC1024: return run_tiles<V, 1024>(a, val, true);
+    default: return run_tiles<V, 512>(a, val, true);
+    }
+}
+
+} // namespace
+
+ks_error ks_dia_spmm_run(const ks_dia_spmm_args *a)
+{
+    if (a->nrows == 0)
+        return KS_OK;
+    return a->valf ? run<float>(a, a->valf) : run<double>(a, a->val);
+}

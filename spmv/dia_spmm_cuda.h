@@ -1,0 +1,30 @@
+/* dia's SpMM on the cuda backend (Y = alpha A X + beta Y on row-interleaved
+ * blocks, spmm_cuda.h), in variants that KS_DIA_SPMM picks when a matrix
+ * is set up, so that one benchmark run can measure them against each other
+ * (docs/blocks.md). For dia_cuda.cu. Not installed. */
+#ifndef KS_DIA_SPMM_CUDA_H
+#define KS_DIA_SPMM_CUDA_H
+
+#include "dia_spmm.h"
+
+#include <cuda_runtime.h>
+
+/* One SpMM: the dia state's arrays (val, or valf when the values are
+ * float32) and the operands. */
+struct ks_dia_spmm_args {
+    cudaStream_t stream;
+    ks_dia_spmm_choice how;
+    ks_int nrows, ncols, ndiag;
+    const ks_int *offset;
+    const double *val;
+    const float *valf;
+    int k;
+    const double *X;
+    double alpha, beta;
+    double *Y;
+};
+
+/* Launches it (nothing for 0 rows); KS_ERR_DEVICE when a launch fails. */
+ks_error ks_dia_spmm_run(const ks_dia_spmm_args *a);
+
+#endif

@@ -455,6 +455,66 @@ ks_error csr_vector_spmm(ks_backend *be, void *state, int k, double alpha, const
     return ks_csr_device_spmm(be, &s->A, k, alpha, X, beta, Y);
 }
 
+/* The fused pass on k columns (fused.h, ks_fused_bload): csr_spmm_kernel's
+ * sum for entry (i, j), then the entry's epilogue, so the k threads of a
+ * row read its matrix entries once for all the columns and the update
+ * reads B, X, Xprev and writes Xo in the same pass (the two-pass step
+ * also writes and reads back the product). S: the iterate made from B
+ * (xw), its row weight loaded by each of the row's k threads (one load
+ * serves them). */
+template <typename E, int K, bool S>
+__global__ void __launch_bounds__(256)
+    csr_fused_block_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
+                           const ks_fused_step f)
+{
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
+    if (q.i >= nrows)
+        return;
+    double sum = 0.0;
+    for (ks_int p = __ldg(rowptr + q.i), end = __ldg(rowptr + q.i + 1); p < end; p++) {
+        ks_int c;
+        typename E::value_type v;
+        ent.load(p, c, v);
+        const double x = __ldg(f.x + (long long)c * q.kk + q.j);
+        sum += (double)v * (S ? f.xs * __ldg(f.xw + c) * x : x);
+    }
+    const ks_fused_in in = ks_fused_bload(&f, (ks_int)q.i, q.kk, q.j);
+    ks_fused_store(&f, (ks_int)q.e, &in, sum, in.w);
+}
+
+template <typename E>
+ks_error csr_fused_block(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
+                         const ks_fused_step *f)
+{
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, (long long)nrows * k, 256, &lc))
+        return KS_OK;
+#define KS_CSR_FUSED_BLOCK(K)                                                                 \
+    do {                                                                                      \
+        if (f->xw)                                                                            \
+            csr_fused_block_kernel<E, K, true>                                                \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
+        else                                                                                  \
+            csr_fused_block_kernel<E, K, false>                                               \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
+    } while (0)
+    KS_SPMM_DISPATCH(k, KS_CSR_FUSED_BLOCK);
+#undef KS_CSR_FUSED_BLOCK
+    KS_CUDA_LAUNCH_CHECK("csr_fused_block_kernel");
+    return KS_OK;
+}
+
+ks_error csr_vector_fused_block(ks_backend *be, void *state, int k, const ks_fused_step *f)
+{
+    const csr_vector_state *s = (const csr_vector_state *)state;
+    if (s->cv) {
+        entries_f32 ent = {s->cv};
+        return csr_fused_block(be, s->A.nrows, s->A.rowptr, ent, k, f);
+    }
+    entries_f64 ent = {s->A.colind, s->A.val};
+    return csr_fused_block(be, s->A.nrows, s->A.rowptr, ent, k, f);
+}
+
 } // namespace
 
 extern "C" void ks_csr_device_free(ks_backend *be, ks_csr_device *d)
@@ -513,4 +573,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     csr_vector_state_bytes,
     csr_vector_reads_values,
     csr_vector_spmm,
+    csr_vector_fused_block,
 };

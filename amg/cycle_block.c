@@ -97,7 +97,7 @@ static ks_matrix *fused_view(ks_amg *amg, int l)
         return M;
     level_blocks *L = &amg->blocks->lv[l];
     const void *id = ks_matrix_storage_id(M);
-    if (L->fview && L->fview_of == id)
+    if (L->fview_of == id) /* made (or found impossible) for this storage */
         return L->fview;
     ks_matrix_destroy(&L->fview);
     L->fview_of = id;

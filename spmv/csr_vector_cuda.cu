@@ -511,8 +511,7 @@ ks_error csr_vector_fused_block(ks_backend *be, void *state, int k, const ks_fus
         entries_f32 ent = {s->cv};
         return csr_fused_block(be, s->A.nrows, s->A.rowptr, ent, k, f);
     }
-    entries_f64 ent = {s->A.colind, s->A.val};
-    return csr_fused_block(be, s->A.nrows, s->A.rowptr, ent, k, f);
+    return ks_csr_device_fused_block(be, &s->A, k, f);
 }
 
 } // namespace
@@ -552,6 +551,13 @@ extern "C" ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, i
 {
     entries_f64 ent = {A->colind, A->val};
     return csr_spmm(be, A->nrows, A->rowptr, ent, k, alpha, X, beta, Y);
+}
+
+extern "C" ks_error ks_csr_device_fused_block(ks_backend *be, const ks_csr_device *A, int k,
+                                             const ks_fused_step *f)
+{
+    entries_f64 ent = {A->colind, A->val};
+    return csr_fused_block(be, A->nrows, A->rowptr, ent, k, f);
 }
 
 extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {

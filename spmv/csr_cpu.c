@@ -171,13 +171,23 @@ row_sums(const csr_cpu_state *s, ks_int i, int k, const double *restrict X,
     }
 }
 
-/* Rows [r0, r1) of the SpMM (k a constant where inlined, as row_sums). */
+/* Rows [r0, r1) of the SpMM (f NULL) or of the fused block pass f
+ * (fused.h, ks_fused_bload), k a constant where inlined, as row_sums. */
 static inline __attribute__((always_inline)) void
-spmm_rows(const csr_cpu_state *s, ks_int r0, ks_int r1, int k, double alpha,
-          const double *restrict X, double beta, double *restrict Y)
+block_rows(const csr_cpu_state *s, ks_int r0, ks_int r1, int k, double alpha,
+           const double *restrict X, double beta, double *restrict Y, const ks_fused_step *f)
 {
     for (ks_int i = r0; i < r1; i++) {
         double sum[KS_BLOCK_MAX_COLS];
+        if (f) {
+            row_sums(s, i, k, f->x, f->xw, f->xs, sum);
+            for (int c = 0; c < k; c++) {
+                const ks_fused_in in = ks_fused_bload(f, i, k, c);
+                ks_fused_store(f, (ks_int)((size_t)i * (size_t)k + (size_t)c), &in, sum[c],
+                               in.w);
+            }
+            continue;
+        }
         row_sums(s, i, k, X, NULL, 0.0, sum);
         double *restrict yr = Y + (size_t)i * k;
         /* beta == 0 must not read Y */
@@ -190,27 +200,12 @@ spmm_rows(const csr_cpu_state *s, ks_int r0, ks_int r1, int k, double alpha,
     }
 }
 
-/* Rows [r0, r1) of the fused block pass (fused.h, ks_fused_bload). */
-static inline __attribute__((always_inline)) void
-fused_block_rows(const csr_cpu_state *s, ks_int r0, ks_int r1, int k, const ks_fused_step *f)
+/* The SpMM or the fused block pass over the row parts: each row's entries
+ * read once for the k columns of X (row-interleaved, so the k values of X
+ * at a column index are contiguous). */
+static void block_pass(const csr_cpu_state *s, int k, double alpha, const double *X,
+                       double beta, double *Y, const ks_fused_step *f)
 {
-    for (ks_int i = r0; i < r1; i++) {
-        double sum[KS_BLOCK_MAX_COLS];
-        row_sums(s, i, k, f->x, f->xw, f->xs, sum);
-        for (int c = 0; c < k; c++) {
-            const ks_fused_in in = ks_fused_bload(f, i, k, c);
-            ks_fused_store(f, (ks_int)((size_t)i * (size_t)k + (size_t)c), &in, sum[c], in.w);
-        }
-    }
-}
-
-/* SpMM: each row's entries read once for the k columns of X (row-
- * interleaved, so the k values of X at a column index are contiguous). */
-static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
-                             double beta, double *Y)
-{
-    (void)be;
-    const csr_cpu_state *s = state;
     const ks_int *part = s->part;
     const int nparts = s->nparts;
     const int64_t work = ((int64_t)s->A.nnz + s->A.nrows) * k;
@@ -221,14 +216,21 @@ static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, c
     for (int p = 0; p < nparts; p++) {
         const ks_int r0 = part[p], r1 = part[p + 1];
         switch (k) {
-        case 1: spmm_rows(s, r0, r1, 1, alpha, X, beta, Y); break;
-        case 2: spmm_rows(s, r0, r1, 2, alpha, X, beta, Y); break;
-        case 4: spmm_rows(s, r0, r1, 4, alpha, X, beta, Y); break;
-        case 8: spmm_rows(s, r0, r1, 8, alpha, X, beta, Y); break;
-        case 16: spmm_rows(s, r0, r1, 16, alpha, X, beta, Y); break;
-        default: spmm_rows(s, r0, r1, k, alpha, X, beta, Y); break;
+        case 1: block_rows(s, r0, r1, 1, alpha, X, beta, Y, f); break;
+        case 2: block_rows(s, r0, r1, 2, alpha, X, beta, Y, f); break;
+        case 4: block_rows(s, r0, r1, 4, alpha, X, beta, Y, f); break;
+        case 8: block_rows(s, r0, r1, 8, alpha, X, beta, Y, f); break;
+        case 16: block_rows(s, r0, r1, 16, alpha, X, beta, Y, f); break;
+        default: block_rows(s, r0, r1, k, alpha, X, beta, Y, f); break;
         }
     }
+}
+
+static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                             double beta, double *Y)
+{
+    (void)be;
+    block_pass(state, k, alpha, X, beta, Y, NULL);
     return KS_OK;
 }
 
@@ -237,25 +239,7 @@ static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, c
 static ks_error csr_cpu_fused_block(ks_backend *be, void *state, int k, const ks_fused_step *f)
 {
     (void)be;
-    const csr_cpu_state *s = state;
-    const ks_int *part = s->part;
-    const int nparts = s->nparts;
-    const int64_t work = ((int64_t)s->A.nnz + s->A.nrows) * k;
-    (void)work;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
-#endif
-    for (int p = 0; p < nparts; p++) {
-        const ks_int r0 = part[p], r1 = part[p + 1];
-        switch (k) {
-        case 1: fused_block_rows(s, r0, r1, 1, f); break;
-        case 2: fused_block_rows(s, r0, r1, 2, f); break;
-        case 4: fused_block_rows(s, r0, r1, 4, f); break;
-        case 8: fused_block_rows(s, r0, r1, 8, f); break;
-        case 16: fused_block_rows(s, r0, r1, 16, f); break;
-        default: fused_block_rows(s, r0, r1, k, f); break;
-        }
-    }
+    block_pass(state, k, 0.0, NULL, 0.0, NULL, f);
     return KS_OK;
 }
 

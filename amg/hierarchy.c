@@ -451,11 +451,13 @@ ks_error ks_amg_build(ks_amg *amg)
     int l = 0;
     amg->nlevels = 1;
     for (;; l++) {
-        /* level 0's estimate beside the coarser levels' build, which leaves
-         * the device idle between small kernels (level 0's own steps keep
-         * it busy) */
+        /* the first levels' estimates beside the coarser levels' build,
+         * which leaves the device idle between small kernels (level 0's
+         * own steps keep it busy); level l's operator is final here */
         if (l == 1)
             ks_amg_spectral_start(amg);
+        if (l >= 1)
+            KS_TRY(ks_amg_spectral_give(amg, l));
         ks_amg_level *L = &amg->levels[l];
         if (p->print_setup_progress)
             ks_log(KS_LOG_INFO | KS_LOG_STDERR,
@@ -481,10 +483,14 @@ ks_error ks_amg_build(ks_amg *amg)
     double t0 = ks_wtime();
     for (l = 0; l < amg->nlevels && e == KS_OK; l++) {
         double t1 = ks_wtime();
+        /* levels 1.. become formats' (which may rewrite them) only after
+         * the side queue has read them; level 0's upload only reads */
+        if (l == 1)
+            ks_amg_spectral_finish(amg);
         e = upload_level(amg, l);
         if (e != KS_OK)
             e = ks_adderr(e, "AMG level %d: creating backend objects", l);
-        else if (amg->be->ops->sync(amg->be) == KS_OK)
+        else if (ks_amg_tracing() && amg->be->ops->sync(amg->be) == KS_OK)
             ks_amg_trace(l, "matrices and vectors of the level", ks_wtime() - t1);
     }
     if (e == KS_OK)
@@ -492,17 +498,17 @@ ks_error ks_amg_build(ks_amg *amg)
     amg->phase_seconds[KS_AMG_PHASE_UPLOAD] += ks_wtime() - t0;
 
     t0 = ks_wtime();
-    /* level 0 last: its estimate may still run on the side queue */
-    for (int k = 1; k <= amg->nlevels && e == KS_OK; k++) {
-        l = k % amg->nlevels;
+    /* one synchronisation for all levels unless each is traced */
+    for (l = 0; l < amg->nlevels && e == KS_OK; l++) {
         double t1 = ks_wtime();
-        if (l == 0)
-            ks_amg_spectral_finish(amg);
         e = ks_amg_smoother_setup(amg, l);
-        if (e == KS_OK)
+        if (e == KS_OK && ks_amg_tracing()) {
             e = ks_backend_sync(amg->be);
-        ks_amg_trace(l, "smoother setup", ks_wtime() - t1);
+            ks_amg_trace(l, "smoother setup", ks_wtime() - t1);
+        }
     }
+    if (e == KS_OK)
+        e = ks_backend_sync(amg->be);
     amg->phase_seconds[KS_AMG_PHASE_SMOOTHER] += ks_wtime() - t0;
     if (e != KS_OK) {
         ks_amg_coarse_cancel(amg);

@@ -100,7 +100,7 @@ typedef struct ks_amg {
     ks_dense_lu lu;
     ks_matrix *coarse_inv;
     struct ks_amg_coarse_job *coarse_job; /* between coarse_start and _finish (coarse.c) */
-    struct ks_amg_spectral_job *spectral_job; /* level 0's estimate (spectral_async.c) */
+    struct ks_amg_spectral_job *spectral_job; /* the first levels' estimates (spectral_async.c) */
     /* hierarchy_precision FLOAT: the cycle's own float32 copy of level 0
      * (the Krylov method keeps the caller's float64 matrix); else NULL. */
     ks_matrix *A0f;
@@ -164,12 +164,16 @@ void ks_amg_coarse_cancel(ks_amg *amg);
 /* ---------------------------------------------------- spectral_async.c */
 /* Lanczos / power steps of every spectral estimate of rho(D^-1 A). */
 #define KS_AMG_SPECTRAL_STEPS 12
-/* Level 0's Chebyshev estimate on the backend's side queue from a host
- * thread (where the backend has one and it pays), overlapping the
- * hierarchy's build: start launches it, finish waits and stores it as
- * level 0's rho (a failed one is dropped: the smoother setup computes it
- * again), cancel waits and drops it (error paths, ks_amg_clear). */
+/* The Chebyshev estimates of the first levels on the backend's side queue
+ * from a host thread (where the backend has one and it pays), overlapping
+ * the hierarchy's build: start launches it with level 0, give hands it
+ * level l (1, 2; each only after the one before) once that level's
+ * operator is made (it synchronises the main queue), finish waits and stores them as the levels' rho (a failed one is
+ * dropped: the smoother setup computes it again), cancel waits and drops
+ * them (error paths, ks_amg_clear). Nothing may write a given level's
+ * operator before finish. */
 void ks_amg_spectral_start(ks_amg *amg);
+ks_error ks_amg_spectral_give(ks_amg *amg, int l);
 void ks_amg_spectral_finish(ks_amg *amg);
 void ks_amg_spectral_cancel(ks_amg *amg);
 

@@ -35,6 +35,15 @@ void ks_cli_usage(FILE *out);
  * OMP_NUM_THREADS sets); call before creating a backend. Without OpenMP
  * more than one is an error. */
 ks_error ks_cli_apply_threads(int threads);
+/* 1 when the backend list has cuda. */
+int ks_cli_uses_cuda(const ks_problem_params *pp);
+/* The GPU map in force: the gpu_map key when given (*what "gpu_map"),
+ * else KS_GPU_MAP, else "local" (ks_gpu_map_resolve). */
+const char *ks_cli_gpu_map(const ks_problem_params *pp, const char **what);
+/* One process with the cuda backend: makes the map's GPU for local rank 0
+ * current (call before creating the backend); nothing without a GPU (the
+ * backend then says why) or without cuda in the backend list. */
+ks_error ks_cli_apply_gpu_map(const ks_problem_params *pp);
 /* --quiet: the library's information lines (monitor, summary, progress)
  * are dropped; errors and warnings stay. */
 void ks_cli_apply_quiet(int quiet);
@@ -64,6 +73,9 @@ typedef struct ks_dist_summary {
     int neighbours_max;
     double halo_seconds, reduce_seconds;
     long long halo_exchanges, reductions;
+    /* On the cuda backend: each rank's host and GPU, ranks entries in rank
+     * order (owned; NULL on the cpu). */
+    struct ks_rank_device *gpus;
 } ks_dist_summary;
 
 typedef struct ks_run_result {

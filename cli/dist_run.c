@@ -10,6 +10,7 @@
 #include "ksolve_mpi.h"
 #include "../mpi/mm_dist_sized.h"
 #include "../vec/backend.h"
+#include "../vec/gpu.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -152,6 +153,7 @@ static void run_free(dist_run *d)
     ks_matrix_destroy(&d->M);
     ks_dist_csr_free(&d->rows);
     ks_backend_destroy(&d->be);
+    free(d->r.dist.gpus);
     free(d->r.history);
     ks_run_setup_free(&d->su);
 }
@@ -281,6 +283,27 @@ static ks_error solve(const ks_comm *comm, const ks_config *cfg, int quiet, FILE
     return ks_comm_agree(comm, r->history || !st->history_len ? KS_OK : KS_ERR_MEMORY);
 }
 
+/* The cuda backend: this rank's GPU made current by the map (before the
+ * backend is made), then every rank's host and GPU for the report.
+ * Collective. */
+static ks_error select_gpu(const ks_comm *comm, const ks_problem_params *pp)
+{
+    const char *what, *map = ks_cli_gpu_map(pp, &what);
+    int dev = -1;
+    ks_error e = ks_comm_select_device(comm, map, &dev);
+    if (e != KS_OK && pp->gpu_map[0])
+        ks_adderr(e, "%s", what);
+    return e;
+}
+
+static ks_error gather_gpus(const ks_comm *comm, dist_run *d)
+{
+    d->r.dist.gpus = ks_calloc((size_t)ks_comm_size(comm), sizeof *d->r.dist.gpus,
+                               "the ranks' GPUs");
+    KS_TRY(ks_comm_agree(comm, d->r.dist.gpus ? KS_OK : KS_ERR_MEMORY));
+    return ks_comm_gather_devices(comm, d->be, d->r.dist.gpus);
+}
+
 ks_error ks_cli_dist_solve(const ks_comm *comm, const ks_config *cfg, const char *json_file,
                            int quiet, int *converged)
 {
@@ -294,10 +317,21 @@ ks_error ks_cli_dist_solve(const ks_comm *comm, const ks_config *cfg, const char
     FILE *rep = json_stdout ? stderr : stdout;
     dist_run d;
     memset(&d, 0, sizeof d);
-    ks_error e = ks_backend_create(pp->backend, &d.be);
-    if (e != KS_OK)
-        ks_adderr(e, "backend '%s'", pp->backend);
-    e = ks_comm_agree(comm, e);
+    /* Decided alike on every rank (the selection is collective): a node
+     * without GPUs among others with some fails in the selection. */
+    double ngpus = ks_cli_uses_cuda(pp) ? ks_gpu_count() : 0;
+    ks_error e = ks_comm_max(comm, &ngpus, 1);
+    const int gpu = ngpus > 0;
+    if (e == KS_OK && gpu)
+        e = select_gpu(comm, pp);
+    if (e == KS_OK) {
+        e = ks_backend_create(pp->backend, &d.be);
+        if (e != KS_OK)
+            ks_adderr(e, "backend '%s'", pp->backend);
+        e = ks_comm_agree(comm, e);
+    }
+    if (e == KS_OK && gpu)
+        e = gather_gpus(comm, &d);
     if (e == KS_OK)
         e = build_matrix(comm, pp, &d);
     if (e == KS_OK)

@@ -483,6 +483,8 @@ static int run(int argc, char **argv, ks_cli_state *st)
     if (a->json_file && strcmp(a->json_file, "-") != 0 &&
         check_output_path(a->json_file, "JSON statistics") != KS_OK)
         return fail();
+    if (ks_cli_apply_gpu_map(pp) != KS_OK)
+        return fail();
     char names[MAX_RUNS][16];
     int nb = split_backends(pp->backend, names);
     for (int i = 0; i < nb; i++) {

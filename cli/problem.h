@@ -1,5 +1,5 @@
 /* The ksolve tool's own config keys: what to solve and where (backend,
- * spmv_format, spmv.*, threads, matrix.*, rhs.*, x0.*, solution.*). They are a scope the
+ * spmv_format, spmv.*, threads, gpu_map, matrix.*, rhs.*, x0.*, solution.*). They are a scope the
  * tool registers with the library's config engine (solver/config_scope.h);
  * libksolve itself knows only the solver keys. Not installed. */
 #ifndef KS_CLI_PROBLEM_H
@@ -24,6 +24,7 @@ typedef struct ks_problem_params {
     char x0_file[KS_PATH_MAX];     /* initial guess; "" = x0 = 0 */
     char solution_file[KS_PATH_MAX]; /* "" = do not write */
     int threads;                   /* OpenMP threads; 0 = OpenMP's default (OMP_NUM_THREADS) */
+    char gpu_map[64];              /* the GPU each process takes; "" = KS_GPU_MAP, else "local" */
 } ks_problem_params;
 
 /* Documented defaults (docs/config.md lists the same values). */

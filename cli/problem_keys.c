@@ -3,6 +3,7 @@
  * rules between keys (a matrix file or a generator, an rhs file or a type,
  * grid sizes that fit the generator) and the values the dump shows. */
 #include "problem.h"
+#include "../vec/gpu.h"
 
 #include <limits.h>
 #include <math.h>
@@ -132,6 +133,40 @@ static json_t *dump_vec3(const void *block, const ks_key_spec *k)
     return json_pack("[fff]", v[0], v[1], v[2]);
 }
 
+/* gpu_map: its syntax now (the GPUs are counted where the backend is made). */
+static ks_error parse_gpu_map(void *block, const ks_key_spec *k, const char *path,
+                              const json_t *v)
+{
+    char *dst = ((problem_block *)block)->p.gpu_map;
+    const size_t cap = sizeof ((problem_block *)block)->p.gpu_map;
+    (void)k;
+    char num[32];
+    if (json_is_integer(v)) /* -p gpu_map=1 reads as a number */
+        snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (!json_is_string(v))
+        return ks_config_type_error(path, "a GPU map (local, none, N or \"N,M,...\")", v);
+    const char *s = json_is_integer(v) ? num : json_string_value(v);
+    int dev;
+    if (strlen(s) >= cap)
+        return ks_seterr(KS_ERR_CONFIG, "%s: \"%.20s...\" is longer than %zu characters", path,
+                         s, cap - 1);
+    if (ks_gpu_map_pick(s, path, 0, INT_MAX, &dev) != KS_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", ks_last_error());
+        return ks_seterr(KS_ERR_CONFIG, "%s", why);
+    }
+    snprintf(dst, cap, "%s", s);
+    return KS_OK;
+}
+
+/* Not given: the map that applies (KS_GPU_MAP, else local). */
+static json_t *dump_gpu_map(const void *block, const ks_key_spec *k)
+{
+    (void)k;
+    const char *m = ((const problem_block *)block)->p.gpu_map, *what;
+    return json_string(ks_gpu_map_resolve(m[0] ? m : NULL, &what));
+}
+
 /* ------------------------------------------------------------ the table */
 #define P_(m) .off = offsetof(problem_block, p.m), .size = sizeof(((problem_block *)0)->p.m)
 #define P3_(m) .off = offsetof(problem_block, p.m), .size = 3 * sizeof(double)
@@ -142,6 +177,7 @@ static const ks_key_spec keys[] = {
      P_(backend)},
     {.path = "spmv_format", .type = KT_FORMAT, .store = ST_STRING, P_(spmv_format)},
     {.path = "threads", .type = KT_INT, .lo = 0, .hi = 65536, .store = ST_INT, P_(threads)},
+    {.path = "gpu_map", .type = KT_CUSTOM, .parse = parse_gpu_map, .dump = dump_gpu_map},
     {.path = "spmv", .type = KT_SCOPE},
     {.path = "spmv.threads_per_row", .type = KT_INT, .lo = 0, .hi = 32, .int_set = tpr_set,
      .store = ST_INT, P_(spmv.threads_per_row)},

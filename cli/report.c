@@ -7,6 +7,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef KS_HAVE_MPI
+#include "ksolve_mpi.h"
+#endif
 
 #define LABEL_W 26
 #define COL_W 18
@@ -352,6 +355,59 @@ static void print_columns(FILE *out, const ks_run_result *runs, int nruns)
     }
 }
 
+#ifdef KS_HAVE_MPI
+/* Each rank's GPU, a line a rank up to this many ranks; beyond, a summary. */
+#define GPU_LINES_MAX 16
+
+/* Ranks 0 .. i-1 on one of i's host and GPU (PCI bus id) / on i's host. */
+static int same_gpu_before(const ks_rank_device *g, int i, int host_only)
+{
+    for (int j = 0; j < i; j++)
+        if (!strcmp(g[j].host, g[i].host) &&
+            (host_only || !strcmp(g[j].pci_bus_id, g[i].pci_bus_id)))
+            return 1;
+    return 0;
+}
+
+static void print_gpus(FILE *out, const ks_dist_summary *d)
+{
+    const ks_rank_device *g = d->gpus;
+    row_label(out, "GPUs");
+    if (d->ranks <= GPU_LINES_MAX) {
+        for (int r = 0; r < d->ranks; r++) {
+            if (r > 0)
+                row_label(out, "");
+            fprintf(out, "rank %d: host %s, GPU %d (%s, %s)\n", r, g[r].host, g[r].device,
+                    g[r].name, g[r].pci_bus_id);
+        }
+        return;
+    }
+    int hosts = 0, gpus = 0, models = 0;
+    for (int r = 0; r < d->ranks; r++) {
+        hosts += !same_gpu_before(g, r, 1);
+        gpus += !same_gpu_before(g, r, 0);
+        int seen = 0;
+        for (int j = 0; j < r && !seen; j++)
+            seen = !strcmp(g[j].name, g[r].name);
+        models += !seen;
+    }
+    fprintf(out, "%d ranks on %d GPUs of %d hosts (%s%s); rank 0: host %s, GPU %d (%s)\n",
+            d->ranks, gpus, hosts, g[0].name, models > 1 ? " and other models" : "", g[0].host,
+            g[0].device, g[0].pci_bus_id);
+}
+
+static json_t *gpus_json(const ks_dist_summary *d)
+{
+    json_t *a = json_array();
+    for (int r = 0; a && r < d->ranks; r++)
+        json_array_append_new(a, json_pack("{s:i, s:s, s:i, s:s, s:s}", "rank", r, "host",
+                                           d->gpus[r].host, "device", d->gpus[r].device, "name",
+                                           d->gpus[r].name, "pci_bus_id",
+                                           d->gpus[r].pci_bus_id));
+    return a;
+}
+#endif
+
 static void print_dist(FILE *out, const ks_dist_summary *d)
 {
     char a[64], b[64];
@@ -368,6 +424,10 @@ static void print_dist(FILE *out, const ks_dist_summary *d)
     fprintf(out, "halo %s in %lld exchanges, reductions %s in %lld (slowest rank)\n",
             fmt_time(a, sizeof a, d->halo_seconds), d->halo_exchanges,
             fmt_time(b, sizeof b, d->reduce_seconds), d->reductions);
+#ifdef KS_HAVE_MPI
+    if (d->gpus)
+        print_gpus(out, d);
+#endif
 }
 
 void ks_report_print_setup(FILE *out, const ks_problem_info *pi, const ks_solver_params *sp,
@@ -592,6 +652,10 @@ ks_error ks_report_write_json_setup(const char *path, const ks_problem_info *pi,
                           d->neighbours_max, "halo_seconds", jnum(d->halo_seconds),
                           "halo_exchanges", (json_int_t)d->halo_exchanges, "reduce_seconds",
                           jnum(d->reduce_seconds), "reductions", (json_int_t)d->reductions));
+#ifdef KS_HAVE_MPI
+        if (r && d->ranks > 0 && d->gpus)
+            json_object_set_new(json_object_get(r, "mpi"), "gpus", gpus_json(d));
+#endif
         json_array_append_new(jruns, r);
     }
     json_t *root = json_pack(

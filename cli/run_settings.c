@@ -1,8 +1,9 @@
 /* What the tool sets up around a solve, process-wide: the OpenMP thread
- * count (--threads, the `threads` key), --quiet, where the library's lines
+ * count (--threads, the `threads` key), the GPU (`gpu_map`), --quiet, where the library's lines
  * go with --json -, the AMG setup progress a terminal gets, and the memory
  * its vectors will take (checked before the matrix is read). */
 #include "cli.h"
+#include "../vec/gpu.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,29 @@ ks_error ks_cli_apply_threads(int threads)
                          "(one thread)", threads);
     return KS_OK;
 #endif
+}
+
+int ks_cli_uses_cuda(const ks_problem_params *pp) { return strstr(pp->backend, "cuda") != NULL; }
+
+const char *ks_cli_gpu_map(const ks_problem_params *pp, const char **what)
+{
+    if (pp->gpu_map[0]) {
+        *what = "gpu_map";
+        return pp->gpu_map;
+    }
+    return ks_gpu_map_resolve(NULL, what);
+}
+
+ks_error ks_cli_apply_gpu_map(const ks_problem_params *pp)
+{
+    /* No GPU: the cuda backend says so itself (and what still works). */
+    const int ngpus = ks_gpu_count();
+    if (!ks_cli_uses_cuda(pp) || ngpus == 0)
+        return KS_OK;
+    const char *what, *map = ks_cli_gpu_map(pp, &what);
+    int dev = -1;
+    KS_TRY(ks_gpu_map_pick(map, what, 0, ngpus, &dev)); /* one process: local rank 0 */
+    return dev >= 0 ? ks_gpu_use(dev) : KS_OK;
 }
 
 void ks_cli_apply_quiet(int quiet)

@@ -1,6 +1,7 @@
 /* Embedding ksolve in an MPI code that owns its mesh and its partition.
  *
- *   mpirun -np P mpi_embed_partition [m] [--max-iters K]
+ *   mpirun -np P mpi_embed_partition [m] [--max-iters K] [--backend cpu|cuda]
+ *                                    [--gpu-map MAP]
  *
  * The application here is a 2D convection-diffusion problem on an m x m grid
  * (default m = 64): -u_xx - u_yy + v . grad u on the unit square, u = 0 on
@@ -19,8 +20,12 @@
  * The answer is checked: we pick a solution x*, form b = A x*, solve from
  * x = 0 and compare x with x* (max relative error over the ranks). Exit
  * status 0 only when the solve converged and the error is below 1e-6; 1
- * when not (--max-iters 2 shows that path); 2 on a usage or library error. */
+ * when not (--max-iters 2 shows that path); 2 on a usage or library error.
+ * --backend cuda solves on one GPU a rank (--gpu-map, docs/mpi.md "GPU
+ * mapping"; rank 0 prints each rank's GPU). */
 #include <ksolve_mpi.h>
+
+#include "rank_gpu.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -125,11 +130,16 @@ int main(int argc, char **argv)
 
     /* Arguments: the same on every rank, so every rank agrees. */
     long m = 64, max_iters = 2000;
+    const char *backend = "cpu", *gpu_map = NULL;
     int bad = 0;
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--max-iters") && i + 1 < argc)
             max_iters = strtol(argv[++i], &end, 10);
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i], end = "";
+        else if (!strcmp(argv[i], "--gpu-map") && i + 1 < argc)
+            gpu_map = argv[++i], end = "";
         else
             m = strtol(argv[i], &end, 10);
         if (!end || *end || m < 1 || m > 40000 || max_iters < 1)
@@ -138,7 +148,7 @@ int main(int argc, char **argv)
     if (ks_comm_agree(comm, bad ? KS_ERR_ARG : KS_OK) != KS_OK) {
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np P mpi_embed_partition [m: 1..40000] "
-                            "[--max-iters K]\n");
+                            "[--max-iters K] [--backend cpu|cuda] [--gpu-map MAP]\n");
         goto done;
     }
 
@@ -151,7 +161,8 @@ int main(int argc, char **argv)
                 (int)nloc);
     CHECK(rowptr && colind && val ? KS_OK : KS_ERR_MEMORY);
 
-    CHECK(ks_backend_create("cpu", &be));
+    CHECK(rank_backend_create(comm, backend, gpu_map, &be));
+    CHECK(rank_print_gpus(comm, be, stdout, ""));
     /* Each rank passes its row count; the library adds them up in rank order
      * (rank r's first row = the lower ranks' counts), which is our layout. */
     CHECK(ks_matrix_create_dist(be, comm, nloc, n, rowptr, colind, val, "auto", NULL, &A));

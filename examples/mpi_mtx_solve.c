@@ -2,6 +2,7 @@
  *
  *   mpirun -np P mpi_mtx_solve A.mtx[.gz] [b.mtx] [--bicgstab] [--pc JACOBI|JACOBI_L1]
  *                              [--tol 1e-8] [--max-iters 1000] [-x x.mtx]
+ *                              [--backend cpu|cuda] [--gpu-map MAP]
  *
  * Rank 0 reads the file once and sends every rank its block of rows
  * (ks_mm_read_dist); b is split the same way (ks_mm_read_vector_dist), or
@@ -9,9 +10,13 @@
  * positive definite matrices); --bicgstab for nonsymmetric ones. After the
  * solve the true residual ||b - A x|| / ||b|| is recomputed over the ranks;
  * -x gathers the solution on rank 0, which writes it (ks_mm_write_vector_dist).
+ * --backend cuda solves on one GPU a rank (--gpu-map, docs/mpi.md "GPU
+ * mapping"; rank 0 prints each rank's GPU).
  *
  * Exit status: 0 converged, 1 not converged, 2 a usage or library error. */
 #include <ksolve_mpi.h>
+
+#include "rank_gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,20 +41,23 @@
 typedef struct options {
     const char *A, *b, *x; /* file names; b and x may be NULL */
     const char *solver, *pc, *tol, *max_iters;
+    const char *backend, *gpu_map; /* gpu_map NULL: KS_GPU_MAP, else local */
 } options;
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np P mpi_mtx_solve A.mtx[.gz] [b.mtx] [--bicgstab] "
                  "[--pc JACOBI|JACOBI_L1|NOSOLVER]\n"
-                 "       [--tol T] [--max-iters K] [-x x.mtx]\n");
+                 "       [--tol T] [--max-iters K] [-x x.mtx] [--backend cpu|cuda] "
+                 "[--gpu-map MAP]\n");
 }
 
 /* Every rank parses the same argv and reaches the same verdict; rank 0 says
  * what is wrong. Returns 0 on success. */
 static int parse(int argc, char **argv, int rank, options *o)
 {
-    *o = (options){.solver = "PCG", .pc = "JACOBI", .tol = "1e-8", .max_iters = "1000"};
+    *o = (options){.solver = "PCG", .pc = "JACOBI", .tol = "1e-8", .max_iters = "1000",
+                   .backend = "cpu"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int has_value = i + 1 < argc;
@@ -63,6 +71,10 @@ static int parse(int argc, char **argv, int rank, options *o)
             o->max_iters = argv[++i];
         else if (!strcmp(a, "-x") && has_value)
             o->x = argv[++i];
+        else if (!strcmp(a, "--backend") && has_value)
+            o->backend = argv[++i];
+        else if (!strcmp(a, "--gpu-map") && has_value)
+            o->gpu_map = argv[++i];
         else if (a[0] != '-' && !o->A)
             o->A = a;
         else if (a[0] != '-' && !o->b)
@@ -124,7 +136,8 @@ int main(int argc, char **argv)
     /* parse printed what is wrong: agree on the verdict and leave */
     if (ks_comm_agree(comm, parse(argc, argv, rank, &o) ? KS_ERR_ARG : KS_OK) != KS_OK)
         goto done;
-    CHECK(ks_backend_create("cpu", &be));
+    CHECK(rank_backend_create(comm, o.backend, o.gpu_map, &be));
+    CHECK(rank_print_gpus(comm, be, stdout, ""));
 
     /* Even row blocks (nlocal = -1); pass a count to choose your own split. */
     ks_mm_info info;

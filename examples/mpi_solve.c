@@ -5,15 +5,20 @@
  *
  *   mpirun -np 4 mpi_solve [N [PRECONDITIONER]]   (an N^3 grid, default 32;
  *                                                  JACOBI (default) or AMG)
+ *          [--backend cpu|cuda] [--gpu-map MAP]   (cuda: one GPU a rank,
+ *                                                  docs/mpi.md "GPU mapping")
  *
  * b = A * 1, so the exact solution is all ones; rank 0 prints the
  * iterations and the largest error over all ranks. Exit status 0 when the
  * solve converged. */
 #include <ksolve_mpi.h>
 
+#include "rank_gpu.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Collective calls fail on every rank alike: each rank jumps to the cleanup. */
 #define CHECK(call)                                                                  \
@@ -41,11 +46,23 @@ int main(int argc, char **argv)
     ks_config *cfg = NULL;
     ks_solver *solver = NULL;
 
+    /* The options, then N and the preconditioner in that order. */
+    const char *pos[2] = {"32", "JACOBI"}, *backend = "cpu", *gpu_map = NULL;
+    for (int i = 1, npos = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
+        else if (!strcmp(argv[i], "--gpu-map") && i + 1 < argc)
+            gpu_map = argv[++i];
+        else if (npos < 2)
+            pos[npos++] = argv[i];
+    }
+
     CHECK(ks_comm_create(MPI_COMM_WORLD, &comm));
-    CHECK(ks_backend_create("cpu", &be));
+    CHECK(rank_backend_create(comm, backend, gpu_map, &be));
+    CHECK(rank_print_gpus(comm, be, stdout, ""));
     ks_gen_params g;
     ks_gen_params_default(&g);
-    g.nx = g.ny = g.nz = argc > 1 ? atoi(argv[1]) : 32;
+    g.nx = g.ny = g.nz = atoi(pos[0]);
     CHECK(ks_generate_dist(comm, &g, -1, &rows)); /* even row blocks */
     CHECK(ks_matrix_create_dist(be, comm, rows.nrows, rows.ncols_global, rows.rowptr,
                                 rows.colind, rows.val, "auto", NULL, &A));
@@ -59,7 +76,7 @@ int main(int argc, char **argv)
     CHECK(ks_vec_fill(x, 0.0));
 
     char config_json[512];
-    snprintf(config_json, sizeof config_json, config_fmt, argc > 2 ? argv[2] : "JACOBI");
+    snprintf(config_json, sizeof config_json, config_fmt, pos[1]);
     CHECK(ks_config_create_from_string(config_json, &cfg));
     CHECK(ks_solver_create(be, cfg, &solver));
     CHECK(ks_solver_setup(solver, A));

@@ -5,6 +5,7 @@
  *   mpirun -np P mpi_weak_scaling [n] [--solver PCG] [--pc JACOBI|JACOBI_L1|AMG]
  *                                 [--tol 1e-8] [--max-iters 1000] [--runs 1]
  *                                 [--global N] [--bandwidth-mb 128] [--no-bandwidth]
+ *                                 [--backend cpu|cuda] [--gpu-map MAP]
  *                                 [-p KEY=VALUE ...]
  *
  * n is the edge of each rank's block (default 32: 32^3 rows a rank);
@@ -28,7 +29,9 @@
  * the solve waits for its slowest rank at every reduction, so that rank's
  * memory speed is the one s/iter reflects. The test runs after the solves,
  * and the peak memory is read before it, so its arrays never count there.
- * --no-bandwidth skips it (iter_GB prints "-").
+ * --no-bandwidth skips it (iter_GB prints "-"). --backend cuda solves on
+ * one GPU a rank (--gpu-map, docs/mpi.md "GPU mapping"), each rank's GPU
+ * printed last.
  *
  * Read the numbers with care: with Jacobi the iterations grow with the
  * grid's longest edge (n * P here), so compare the time per iteration; with
@@ -39,6 +42,7 @@
  * error (the message says which call failed and why). */
 #include <ksolve_mpi.h>
 
+#include "rank_gpu.h"
 #include "rank_measure.h"
 
 #include <stdint.h>
@@ -82,6 +86,7 @@ typedef struct options {
     int runs;
     long bandwidth_mb; /* each of the two copied arrays; 0: --no-bandwidth */
     long global;       /* --global N: the N^3 grid over the ranks; 0: n^3 a rank */
+    const char *backend, *gpu_map; /* gpu_map NULL: KS_GPU_MAP, else local */
     const char *sets[MAX_SETS]; /* -p KEY=VALUE, applied last */
     int nsets;
 } options;
@@ -92,7 +97,8 @@ static void usage(FILE *out)
                  "PBICGSTAB|BICGSTAB]\n"
                  "       [--pc JACOBI|JACOBI_L1|AMG|NOSOLVER] [--tol T] [--max-iters K] "
                  "[--runs R]\n"
-                 "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [-p KEY=VALUE ...]\n");
+                 "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [-p KEY=VALUE ...]\n"
+                 "       [--backend cpu|cuda] [--gpu-map MAP]\n");
 }
 
 /* Every rank parses the same argv, so every rank reaches the same verdict;
@@ -101,7 +107,7 @@ static void usage(FILE *out)
 static int parse(int argc, char **argv, int rank, options *o)
 {
     *o = (options){.n = 32, .solver = "PCG", .pc = "JACOBI", .tol = "1e-8",
-                   .max_iters = "1000", .runs = 1, .bandwidth_mb = 128};
+                   .max_iters = "1000", .runs = 1, .bandwidth_mb = 128, .backend = "cpu"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int has_value = i + 1 < argc;
@@ -134,6 +140,10 @@ static int parse(int argc, char **argv, int rank, options *o)
                                     "N >= 1\n", argv[i]);
                 return 1;
             }
+        } else if (!strcmp(a, "--backend") && has_value) {
+            o->backend = argv[++i];
+        } else if (!strcmp(a, "--gpu-map") && has_value) {
+            o->gpu_map = argv[++i];
         } else if (!strcmp(a, "--no-bandwidth")) {
             o->bandwidth_mb = 0;
         } else if (!strcmp(a, "--bandwidth-mb") && has_value) {
@@ -251,7 +261,7 @@ int main(int argc, char **argv)
     g.nx = g.ny = (ks_int)n;
     g.nz = (ks_int)nz;
 
-    CHECK(ks_backend_create("cpu", &be));
+    CHECK(rank_backend_create(comm, o.backend, o.gpu_map, &be));
     double t0 = ks_wtime();
     /* Each rank generates only its own rows: no rank ever holds the whole matrix. */
     CHECK(ks_generate_dist(comm, &g, o.global ? -1 : (ks_int)nlocal, &rows));
@@ -360,6 +370,7 @@ int main(int argc, char **argv)
                mem.max_mib > 0 ? mem.sum_mib / mem.max_mib : 0.0);
         fflush(stdout);
     }
+    CHECK(rank_print_gpus(comm, be, stdout, "# GPU of "));
 
 done:
     free(res);

@@ -74,6 +74,35 @@ typedef struct ks_comm_stats {
 ks_error ks_comm_get_stats(const ks_comm *c, ks_comm_stats *stats);
 void ks_comm_reset_stats(ks_comm *c);
 
+/* ------------------------------------------------------------ one GPU a rank */
+/* Collective. Makes this rank's GPU current on the calling thread, so a
+ * cuda backend created afterwards on it runs there (call it first). map:
+ *   "local"      the rank's place among the ranks of c on its node (MPI's
+ *                shared-memory split) modulo the node's GPUs: rank k of a
+ *                node on GPU k mod G (the default);
+ *   "none"       the current device is left alone (*device = -1), for a
+ *                caller that chooses it itself;
+ *   "N"          every rank on GPU N;
+ *   "N,M,..."    the node's k-th rank on the (k mod length)-th entry.
+ * NULL: the environment variable KS_GPU_MAP (same syntax) when set and not
+ * empty, else "local"; an explicit map wins over KS_GPU_MAP. The GPUs are
+ * those the process sees (CUDA_VISIBLE_DEVICES applies). *device: the GPU
+ * chosen. A malformed map or an index beyond the node's GPUs is KS_ERR_ARG,
+ * no GPU (or a build without CUDA) KS_ERR_UNSUPPORTED, naming the map (and
+ * KS_GPU_MAP when it came from there), on every rank alike. */
+ks_error ks_comm_select_device(const ks_comm *c, const char *map, int *device);
+
+/* A rank's host and the GPU its backend runs on. */
+typedef struct ks_rank_device {
+    char host[64];        /* MPI_Get_processor_name, truncated */
+    int device;           /* the GPU's index; -1: the backend has none (cpu) */
+    char name[96];        /* "NVIDIA H100 80GB HBM3"; "" without a GPU */
+    char pci_bus_id[32];  /* "0000:1b:00.0"; "" without a GPU */
+} ks_rank_device;
+/* Collective. Every rank's ks_rank_device for be (each rank's own backend),
+ * in rank order, on every rank: all has ks_comm_size(c) entries. */
+ks_error ks_comm_gather_devices(const ks_comm *c, const ks_backend *be, ks_rank_device *all);
+
 /* ----------------------------------------------------------------- vectors */
 /* Collective. A vector with nlocal entries on this rank, the ranks' parts
  * following each other in rank order. ks_vec_size, ks_vec_set_host and

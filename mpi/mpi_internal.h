@@ -34,6 +34,9 @@ typedef struct ks_comm_mpi {
  * "rank R: ") on every rank, that rank's and the other failing ones'
  * included: the same error wherever it is read. */
 ks_error ks_comm_agree_same(const ks_comm *c, ks_error e);
+/* Collective (device_map.c). This rank's place among the ranks of c on
+ * its node (MPI_COMM_TYPE_SHARED) and how many there are. */
+ks_error ks_comm_local_rank(const ks_comm *c, int *local_rank, int *local_size);
 /* The MPI communicator under c. */
 MPI_Comm ks_comm_mpi_of(const ks_comm *c);
 /* KS_OK for MPI_SUCCESS; else KS_ERR_MPI naming `call` and MPI's reason. */

@@ -4,6 +4,7 @@
  * and unsupported-smoother errors, the hierarchy report, ks_matrix_set_values,
  * the Gauss-Seidel sweep's thread-count independence, and CPU/CUDA
  * agreement. Iteration bounds are the measured counts plus a margin. */
+#include "core/ks_internal.h"
 #include "ks_test.h"
 #include "solver/precond_amg.h"
 #include "solver/solver_create.h"
@@ -19,6 +20,7 @@ static int enum_of(const ks_name *t, const char *name)
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -842,7 +844,8 @@ END_TEST
 START_TEST(test_cuda_spectral_async)
 {
     prob p;
-    prob_gen(&p, "cuda", KS_GEN_POISSON3D_7, 48, 48, 48);
+    /* 72^3: levels 0 and 1 (and maybe 2) are large enough for the thread */
+    prob_gen(&p, "cuda", KS_GEN_POISSON3D_7, 72, 72, 72);
     ks_solver_params prm;
     params(&prm, "PCG");
     prm.pc.amg.smoother.solver = enum_of(ks_amg_smoother_names, "CHEBYSHEV");
@@ -856,6 +859,32 @@ START_TEST(test_cuda_spectral_async)
                   "the side queue's estimate changed the solution");
     free(r0.x);
     free(r1.x);
+    /* the thread took levels 0 and 1 (the trace, at the debug log level,
+     * says where each estimate ran) */
+    const size_t cap = (size_t)1 << 22;
+    char *trace = malloc(cap);
+    FILE *tf = tmpfile();
+    ck_assert_ptr_nonnull(tf);
+    ck_assert_ptr_nonnull(trace);
+    const int level = ks_log_level();
+    fflush(stderr);
+    const int saved = dup(2);
+    dup2(fileno(tf), 2);
+    ks_set_log_level(KS_LOG_DEBUG);
+    run(&p, &prm, &r1, NULL);
+    ks_set_log_level(level);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tf);
+    const size_t got = fread(trace, 1, cap - 1, tf);
+    trace[got] = 0;
+    fclose(tf);
+    free(r1.x);
+    ck_assert_msg(strstr(trace, "level 0: spectral estimate on a side queue") &&
+                      strstr(trace, "level 1: spectral estimate on a side queue"),
+                  "levels 0 and 1 were not estimated on the side queue:\n%.2000s", trace);
+    free(trace);
 
     const size_t base = ks_backend_memory_in_use(p.be);
     double *v = malloc(sizeof(double) * (size_t)p.A.nnz);

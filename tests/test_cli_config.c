@@ -63,11 +63,12 @@ START_TEST(test_defaults)
     json_t *v;
     ck_assert_int_eq(json_integer_value(at(t, "threads", NULL, NULL)), 0);
     ck_assert_ptr_null(json_object_get(t, "x0")); /* no file: x0 = 0 */
+    ck_assert_str_eq(json_string_value(at(t, "gpu_map", NULL, NULL)), "local");
     const char *order[] = {"config_version", "solver", "backend", "spmv_format", "threads",
-                           "spmv", "matrix", "rhs"};
+                           "gpu_map", "spmv", "matrix", "rhs"};
     int i = 0;
     json_object_foreach(t, key, v) {
-        ck_assert_int_lt(i, 8);
+        ck_assert_int_lt(i, 9);
         ck_assert_str_eq(key, order[i++]);
     }
     json_decref(t);
@@ -198,8 +199,12 @@ START_TEST(test_unknown_keys)
     expect_fail("{\"matrix\": {\"generatr\": \"aniso3d\"}}", KS_ERR_CONFIG,
                 "unknown key 'matrix.generatr'", "(did you mean 'generator'?)");
     expect_fail("{\"nosuch\": 1}", KS_ERR_CONFIG, "unknown key 'nosuch'",
-                "(keys allowed here: config_version, solver, backend, spmv_format, threads, spmv, "
-                "matrix, rhs, x0, solution)");
+                "(keys allowed here: config_version, solver, backend, spmv_format, threads, "
+                "gpu_map, spmv, matrix, rhs, x0, solution)");
+    /* gpu_map: its syntax checked on load (the GPUs are counted at run time) */
+    expect_fail("{\"gpu_map\": \"0,,1\"}", KS_ERR_CONFIG, "gpu_map \"0,,1\"",
+                "expected local, none, a GPU index or a list");
+    expect_fail("{\"gpu_map\": [0, 1]}", KS_ERR_CONFIG, "gpu_map", "got array");
 }
 END_TEST
 

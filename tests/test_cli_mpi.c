@@ -6,10 +6,13 @@
  * file or b of the wrong length fails with exit status 2 and the file's
  * name (and line), and a header claiming more rows than the memory holds
  * is refused before allocating; what is not done yet (AMG, several backends) fails with
- * exit status 2 and says so; with a GPU, PCG + AMG on cuda over 2 ranks. This program itself never calls MPI: it
+ * exit status 2 and says so; a malformed gpu_map is refused naming the key, and on
+ * the cpu nothing about GPUs is printed; with a GPU, PCG + AMG on cuda over 2 ranks, each
+ * rank's GPU named (rank r on GPU r mod G). This program itself never calls MPI: it
  * starts mpirun as a child. */
 #include "cli_run.h"
 #include "ks_test.h"
+#include "vec/gpu.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -96,6 +99,8 @@ START_TEST(test_generated_over_ranks)
     ck_assert_msg(strstr(text, "\"ranks\": 3") && strstr(text, "\"ghosts_max\": 288") &&
                       strstr(text, "\"halo_exchanges\""),
                   "%s", text);
+    /* the cpu backend: nothing about GPUs */
+    ck_assert_msg(!strstr(out_buf, "GPU") && !strstr(text, "gpus"), "%s\n%s", out_buf, text);
     remove(xs);
     remove(xd);
     remove(json);
@@ -136,6 +141,19 @@ START_TEST(test_default_amg_over_ranks)
     ck_assert_msg(strstr(err_buf, "hierarchy_precision FLOAT is not supported yet") &&
                       count_of(err_buf, "ksolve: error") == 1,
                   "%s", err_buf);
+}
+END_TEST
+
+/* gpu_map: a malformed map is refused when the config loads, naming the key. */
+START_TEST(test_gpu_map_over_ranks)
+{
+    EXPECT_RC(2, "-p matrix.n=6 -p gpu_map=0,x", 2);
+    ck_assert_msg(strstr(err_buf, "gpu_map \"0,x\": expected local, none") &&
+                      count_of(err_buf, "ksolve: error") == 1,
+                  "%s", err_buf);
+    /* on the cpu backend the map is not used: no GPU needed */
+    EXPECT_RC(2, "-p matrix.n=6 -p gpu_map=3 -p solver.preconditioner.solver=JACOBI", 0);
+    ck_assert_msg(!strstr(out_buf, "GPU"), "%s", out_buf);
 }
 END_TEST
 
@@ -193,6 +211,17 @@ START_TEST(test_cuda_amg_over_ranks)
                      hx = json_number(text, "halo_exchanges");
         ck_assert_msg(hs > 0.0 && hx >= cu2, "variant '%s': halo_seconds %g, halo_exchanges %g "
                       "for %d iterations in\n%s", variants[v], hs, hx, cu2, text);
+        /* each rank's GPU named: rank r on GPU r mod G (one node) */
+        const int g = ks_gpu_count();
+        for (int r = 0; r < 2; r++) {
+            char want[64];
+            snprintf(want, sizeof want, "rank %d: host ", r);
+            const char *line = strstr(out_buf, want);
+            snprintf(want, sizeof want, ", GPU %d (", r % g);
+            ck_assert_msg(line && strstr(line, want) && strstr(line, want) < strchr(line, '\n'),
+                          "rank %d's GPU (%d of %d) not named in\n%s", r, r % g, g, out_buf);
+        }
+        ck_assert_msg(strstr(text, "\"gpus\"") && strstr(text, "\"pci_bus_id\""), "%s", text);
         printf("cuda AMG under mpirun, variant '%s': %d iterations on 2 ranks (one process %d, "
                "cpu 2 ranks %d), halo %.3g s in %.0f exchanges\n",
                variants[v], cu2, one, cpu2, hs, hx);
@@ -405,6 +434,7 @@ int main(void)
     tcase_add_test(t, test_generated_over_ranks);
     tcase_add_test(t, test_default_amg_over_ranks);
     tcase_add_test(t, test_not_done_yet);
+    tcase_add_test(t, test_gpu_map_over_ranks);
     tcase_add_test(t, test_file_over_ranks);
     tcase_add_test(t, test_bad_file_over_ranks);
     tcase_add_test(t, test_huge_header_over_ranks);

@@ -3,18 +3,28 @@
 # whole and consistent: one bandwidth line (a figure for NP ranks, or "not
 # measured" with --no-bandwidth), RUNS converged solve lines of 14 columns
 # whose iter_GB is s/iter x that bandwidth (or "-"), and a peak-memory line
-# with 0 < min <= max and the sum over NP ranks between NP x min and NP x max.
+# with 0 < min <= max and the sum over NP ranks between NP x min and NP x max;
+# with --backend cuda a GPU line a rank (index, name, PCI bus id), none on
+# the cpu (skipped, exit 77, where the node has no GPU).
 # usage: weak_scaling_output.sh MPIRUN EXE NP RUNS [ARGS...]
 set -u
 mpirun=$1 exe=$2 np=$3 runs=$4
 shift 4
-bw=1
-for a in "$@"; do [ "$a" = --no-bandwidth ] && bw=0; done
-out=$("$mpirun" --oversubscribe -np "$np" "$exe" "$@")
+bw=1 gpus=0 prev=
+for a in "$@"; do
+    [ "$a" = --no-bandwidth ] && bw=0
+    [ "$prev" = --backend ] && [ "$a" = cuda ] && gpus=$np
+    prev=$a
+done
+out=$("$mpirun" --oversubscribe -np "$np" "$exe" "$@" 2>&1)
 rc=$?
 printf '%s\n' "$out"
+if [ $gpus -gt 0 ] && printf '%s\n' "$out" | grep -q "this node has no GPU"; then
+    echo "SKIPPED: 1 (no GPU: the weak-scaling example on cuda)"
+    exit 77
+fi
 [ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
-printf '%s\n' "$out" | awk -v np="$np" -v runs="$runs" -v bw="$bw" '
+printf '%s\n' "$out" | awk -v np="$np" -v runs="$runs" -v bw="$bw" -v gpus="$gpus" '
 function bad(why) { print "FAIL: " why ": " $0; failed = 1 }
 function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? -b : b) + 1e-12 }
 /^# copy bandwidth per rank: / {
@@ -34,6 +44,11 @@ function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? 
     else if (bw && (nbw != 1 || !near($10 + 0, ($9 + 0) * gbs))) bad("iter_GB != s/iter x GB/s")
     else if (!bw && $10 != "-") bad("iter_GB without a bandwidth")
 }
+/^# GPU of rank / {
+    ngpu++
+    if ($5 != (ngpu - 1) ":" || $8 != "GPU" || $9 !~ /^[0-9]+$/ || $0 !~ /, [0-9a-fA-F:.]+\)$/)
+        bad("GPU line")
+}
 /^# peak memory a rank/ {
     nmem++
     max = $12 + 0; min = $15 + 0; sum = $20 + 0
@@ -42,9 +57,9 @@ function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? 
         bad("peak memory figures")
 }
 END {
-    if (nbw != 1 || nhead != 1 || lines != runs || nmem != 1) {
-        printf "FAIL: %d bandwidth lines, %d headers, %d solve lines (want %d), %d memory lines\n",
-               nbw, nhead, lines, runs, nmem
+    if (nbw != 1 || nhead != 1 || lines != runs || nmem != 1 || ngpu != gpus) {
+        printf "FAIL: %d bandwidth lines, %d headers, %d solve lines (want %d), %d memory " \
+               "lines, %d GPU lines (want %d)\n", nbw, nhead, lines, runs, nmem, ngpu, gpus
         failed = 1
     }
     exit failed

@@ -194,6 +194,8 @@ void *ks_cuda_stream(ks_backend *be);
 void *ks_cuda_cusparse(ks_backend *be);
 /* Number of usable devices; 0 (and no error) when there is no driver. */
 int ks_cuda_device_count(void);
+/* The device a cuda backend runs on. */
+int ks_cuda_device(const ks_backend *be);
 #endif
 
 /* ops->trim where the backend has one. */

@@ -395,8 +395,8 @@ static ks_error cuda_queue_init(cuda_impl *c)
 
 static ks_error cuda_init_impl(ks_backend *be, cuda_impl *c)
 {
-    /* The device current on this thread (0 unless the caller chose one with
-     * cudaSetDevice, e.g. one per MPI rank). */
+    /* The device current on this thread (0 unless the caller chose one:
+     * cudaSetDevice, or ks_comm_select_device for one GPU an MPI rank). */
     KS_CUDA_CHECK(cudaGetDevice(&c->dev));
     /* Create the context now so failures surface here, not in a kernel. */
     KS_CUDA_CHECK(cudaSetDevice(c->dev));
@@ -937,6 +937,11 @@ extern "C" void *ks_cuda_cusparse(ks_backend *be)
     if (!be || be->ops != &ks_backend_cuda_ops || !be->impl)
         return NULL;
     return (void *)impl_of(be)->sparse;
+}
+
+extern "C" int ks_cuda_device(const ks_backend *be)
+{
+    return ((const cuda_impl *)be->impl)->dev;
 }
 
 extern "C" int ks_cuda_device_count(void)

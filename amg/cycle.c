@@ -24,7 +24,7 @@ typedef ks_amg_cycle_kind cycle_kind;
 
 /* Number of times level l's smoothing swaps x between its two buffers in
  * one visit (the coarsest level: its sweeps when it has no dense solve). */
-static int level_swaps(const ks_amg *amg, int l, int x_zero)
+int ks_amg_level_swaps(const ks_amg *amg, int l, int x_zero)
 {
     int n;
     if (l == amg->nlevels - 1)
@@ -105,7 +105,7 @@ static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int 
 {
     ks_amg_level *L = &amg->levels[l];
     ks_amg_xbuf xb = {x, L->w};
-    const int odd = level_swaps(amg, l, x_zero) & 1;
+    const int odd = ks_amg_level_swaps(amg, l, x_zero) & 1;
     if (odd && x_zero) {
         xb.cur = L->w;
         xb.spare = x;

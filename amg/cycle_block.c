@@ -1,10 +1,16 @@
 /* The AMG cycle on block vectors (k right-hand sides, ks_solver_solve_many):
  * cycle.c's V/W/F cycles with every operator applied to all k columns at
- * once by SpMM (smoother residuals, restriction R, prolongation P, the
- * coarsest level's explicit inverse) and each Jacobi, l1-Jacobi or
- * Chebyshev step as an SpMM (A x) and one block update (vec/block_smooth.h,
- * the single cycle's per-entry expression): two passes where cycle.c's
- * fused step is one, since the update is not fused into the SpMM.
+ * once (restriction R, prolongation P and the coarsest level's explicit
+ * inverse by SpMM). Residuals and Jacobi, l1-Jacobi or Chebyshev steps are
+ * fused block passes of the level's matrix (ks_matrix_fused_block: one
+ * pass reads A, B, X, X_old and writes the result, as cycle.c's fused
+ * steps do for one vector), the first two Chebyshev steps from x = 0 one
+ * pass. A level whose format has no fused block pass (cuda's dia, sell...)
+ * is applied through a view of its CSR in a format that has one (csr_vector
+ * on cuda: it borrows the float64 arrays, so it costs no matrix memory).
+ * KS_BLOCK_FUSED=0 in the environment selects the two-pass steps instead
+ * (the SpMM, then the update vec/block_smooth.h, which has the same
+ * per-entry expression): the A/B comparison of docs/blocks.md.
  * Gauss-Seidel smoothers and a cycle replayed from a graph have no block
  * form: the preconditioner then applies the single cycle to each column
  * (solver/precond_amg.c).
@@ -12,6 +18,7 @@
  * The levels' blocks are allocated for the widest block seen and used as
  * views of fewer columns when a block solve has retired some. */
 #include "hierarchy.h"
+#include "../spmv/format.h"
 #include "../vec/block_smooth.h"
 
 #include <stdlib.h>
@@ -21,6 +28,9 @@
 
 typedef struct level_blocks {
     ks_block *x, *b, *r, *w; /* x, b NULL on level 0 (the caller's) */
+    ks_matrix *fview;        /* the level's CSR in a format with a fused block pass, when
+                              * the cycle's matrix has none (NULL: it has, or no view) */
+    const void *fview_of;    /* the cycle matrix's storage when the view was made */
 } level_blocks;
 
 struct ks_amg_blocks {
@@ -39,6 +49,7 @@ void ks_amg_blocks_free(ks_amg *amg)
         ks_block_destroy(&bl->lv[l].b);
         ks_block_destroy(&bl->lv[l].r);
         ks_block_destroy(&bl->lv[l].w);
+        ks_matrix_destroy(&bl->lv[l].fview);
     }
     free(bl->lv);
     free(bl);
@@ -74,6 +85,36 @@ static ks_error blocks_reserve(ks_amg *amg, int k)
     return KS_OK;
 }
 
+/* Level l's view for the fused block pass, made on first need and again
+ * when the cycle matrix's storage changed (a re-setup's new values: a
+ * float32 view keeps its own copy). None when the matrix has the pass
+ * itself, no format of the backend has it, or the float64 values were
+ * released; a view that cannot be made (memory) leaves the two passes. */
+static ks_matrix *fused_view(ks_amg *amg, int l)
+{
+    ks_matrix *M = ks_amg_cycle_matrix(amg, l);
+    if (ks_matrix_has_fused_block(M))
+        return M;
+    level_blocks *L = &amg->blocks->lv[l];
+    const void *id = ks_matrix_storage_id(M);
+    if (L->fview_of == id) /* made (or found impossible) for this storage */
+        return L->fview;
+    ks_matrix_destroy(&L->fview);
+    L->fview_of = id;
+    const char *fmt = ks_spmv_format_with_fused_block(amg->be->ops->kind);
+    const ks_sparse *A = ks_matrix_sparse(M);
+    if (!fmt || !A->val || ks_matrix_distributed(M))
+        return NULL;
+    ks_spmv_params sp;
+    ks_amg_level_spmv_params(amg, &sp);
+    if (ks_matrix_create_view(amg->be, A, fmt, &sp, &L->fview) != KS_OK) {
+        ks_log(KS_LOG_INFO, "ksolve: AMG level %d: no %s view for the fused block pass (%s); "
+                            "its block steps take two passes\n", l, fmt, ks_last_error());
+        L->fview = NULL;
+    }
+    return L->fview;
+}
+
 /* A view of k columns over a block allocated for at least k. */
 static ks_block view(const ks_block *B, int k)
 {
@@ -86,7 +127,14 @@ static ks_block view(const ks_block *B, int k)
 typedef struct bcycle {
     ks_amg *amg;
     int k;
+    int fused; /* KS_BLOCK_FUSED: fused block passes where a level has one */
 } bcycle;
+
+/* The matrix of level l's fused block passes, or NULL for two passes. */
+static ks_matrix *fused_matrix(bcycle *c, int l)
+{
+    return c->fused ? fused_view(c->amg, l) : NULL;
+}
 
 typedef struct bxbuf {
     ks_block *cur, *spare;
@@ -95,33 +143,44 @@ typedef struct bxbuf {
 /* R = B - A_l X */
 static ks_error residual(bcycle *c, int l, const ks_block *B, const ks_block *X, ks_block *R)
 {
+    ks_matrix *F = fused_matrix(c, l);
+    if (F)
+        return ks_matrix_fused_block(F, B, X, NULL, 0.0, R, 0.0, 0.0, NULL, NULL, NULL, NULL);
     KS_TRY(ks_block_copy(B, R));
     return ks_matrix_apply_block(ks_amg_cycle_matrix(c->amg, l), -1.0, X, 1.0, R);
 }
 
 /* ks_amg_jacobi_step on blocks: x_new = x + cc dinv.*(b - A x) + a (x - x_old),
  * x in cur, x_old in spare (zero when prev_zero); x_zero: x = 0, x_new =
- * cc dinv.*b into cur. Two passes over the k columns, A x by the SpMM into
- * R and the update (the single cycle's expression, vec/smooth_value.h), so
- * on the cpu a column rounds as the single cycle's fused pass does. */
+ * cc dinv.*b into cur. One fused pass (R unused), or the SpMM into R and
+ * the update (the same per-entry expression, vec/smooth_value.h), so on
+ * the cpu a column rounds as the single cycle's fused pass does. */
 static ks_error jacobi_step(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_block *R,
                             double a, double cc, int x_zero, int prev_zero)
 {
     const ks_vec *w = c->amg->levels[l].dinv;
     if (x_zero)
         return ks_block_smooth_update(0.0, cc, w, B, NULL, NULL, NULL, xb->cur);
-    KS_TRY(ks_matrix_apply_block(ks_amg_cycle_matrix(c->amg, l), 1.0, xb->cur, 0.0, R));
-    /* out of place even when a = 0: a Chebyshev step after it reads this
-     * x as its x_old */
-    KS_TRY(ks_block_smooth_update(a, cc, w, B, R, xb->cur, prev_zero ? NULL : xb->spare,
-                                  xb->spare));
+    ks_matrix *F = fused_matrix(c, l);
+    const ks_block *prev = a != 0.0 && !prev_zero ? xb->spare : NULL;
+    if (F) {
+        KS_TRY(ks_matrix_fused_block(F, B, xb->cur, NULL, 0.0, NULL, a, cc, w, prev, xb->spare,
+                                     NULL));
+    } else {
+        KS_TRY(ks_matrix_apply_block(ks_amg_cycle_matrix(c->amg, l), 1.0, xb->cur, 0.0, R));
+        /* out of place even when a = 0: a Chebyshev step after it reads
+         * this x as its x_old */
+        KS_TRY(ks_block_smooth_update(a, cc, w, B, R, xb->cur, prev, xb->spare));
+    }
     ks_block *tmp = xb->cur;
     xb->cur = xb->spare;
     xb->spare = tmp;
     return KS_OK;
 }
 
-/* chebyshev.c's steps on blocks (its first two steps from zero as two). */
+/* chebyshev.c's steps on blocks, its first two from zero one fused pass
+ * (x1 into cur only when a third step reads it as x_old), or two steps
+ * where the level has no fused pass. */
 static ks_error chebyshev(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_block *R,
                           int x_zero)
 {
@@ -130,7 +189,20 @@ static ks_error chebyshev(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_blo
     const double theta = 0.5 * (L->lmax + L->lmin), delta = 0.5 * (L->lmax - L->lmin);
     const double sigma = steps > 1 ? theta / delta : 0.0;
     double rho = steps > 1 ? 1.0 / sigma : 0.0;
+    ks_matrix *F = x_zero && steps > 1 ? fused_matrix(c, l) : NULL;
     for (int k = 0; k < steps; k++) {
+        if (k == 0 && F) {
+            const double rho_new = 1.0 / (2.0 * sigma - rho);
+            KS_TRY(ks_matrix_fused_block(F, B, NULL, L->dinv, 1.0 / theta, NULL, rho_new * rho,
+                                         2.0 * rho_new / delta, L->dinv, NULL, xb->spare,
+                                         steps > 2 ? xb->cur : NULL));
+            ks_block *tmp = xb->cur;
+            xb->cur = xb->spare;
+            xb->spare = tmp;
+            rho = rho_new;
+            k++;
+            continue;
+        }
         if (k == 0) {
             KS_TRY(jacobi_step(c, l, B, xb, R, 0.0, 1.0 / theta, x_zero, 0));
             continue;
@@ -184,7 +256,13 @@ static ks_error cycle_level(bcycle *c, int l, const ks_block *B, ks_block *X, in
     ks_amg *amg = c->amg;
     level_blocks *LB = &amg->blocks->lv[l];
     ks_block R = view(LB->r, c->k), W = view(LB->w, c->k);
+    /* as cycle.c: with an odd number of swaps ahead, a visit from x = 0
+     * starts in the spare block, so that the result lands in X uncopied */
     bxbuf xb = {X, &W};
+    if (x_zero && (ks_amg_level_swaps(amg, l, x_zero) & 1)) {
+        xb.cur = &W;
+        xb.spare = X;
+    }
     if (l == amg->nlevels - 1) {
         KS_TRY(coarse_solve(c, l, B, &xb, &R, x_zero));
         return settle(&xb, X);
@@ -236,6 +314,7 @@ ks_error ks_amg_cycle_block(ks_amg *amg, const ks_block *B, ks_block *X)
     if (B == X)
         return ks_seterr(KS_ERR_ARG, "AMG block cycle: B and X must be distinct blocks");
     KS_TRY(blocks_reserve(amg, X->k));
-    bcycle c = {.amg = amg, .k = X->k};
+    const char *env = getenv("KS_BLOCK_FUSED");
+    bcycle c = {.amg = amg, .k = X->k, .fused = !(env && strcmp(env, "0") == 0)};
     return cycle_level(&c, 0, B, X, 1, amg->prm.cycle);
 }

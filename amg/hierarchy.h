@@ -241,6 +241,9 @@ ks_error ks_amg_jacobi_step(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb
  * Chebyshev step reads it as x_old) and scratch otherwise. */
 ks_error ks_amg_jacobi_two_from_zero(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *xb,
                                      double c0, double a, double c, int keep_x1);
+/* Times level l's smoothing swaps x between its two buffers in one visit
+ * (cycle.c): a visit from x = 0 with an odd count starts in the spare. */
+int ks_amg_level_swaps(const ks_amg *amg, int l, int x_zero);
 /* The matrix the cycle applies on level l (level 0: A0f when present). */
 ks_matrix *ks_amg_cycle_matrix(const ks_amg *amg, int l);
 /* r = b - A_l x (one fused pass) */

@@ -340,6 +340,11 @@ ks_error adaptive_spmm(ks_backend *be, void *state, int k, double alpha, const d
     return ks_csr_device_spmm(be, &((const adaptive_state *)state)->A, k, alpha, X, beta, Y);
 }
 
+ks_error adaptive_fused_block(ks_backend *be, void *state, int k, const ks_fused_step *f)
+{
+    return ks_csr_device_fused_block(be, &((const adaptive_state *)state)->A, k, f);
+}
+
 } // namespace
 
 extern "C" const ks_spmv_format_ops ks_format_csr_adaptive_cuda = {
@@ -362,4 +367,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_adaptive_cuda = {
     NULL, /* state_bytes */
     NULL, /* reads_values */
     adaptive_spmm,
+    adaptive_fused_block,
 };

@@ -142,27 +142,53 @@ static ks_error csr_cpu_apply(ks_backend *be, void *state, double alpha, const d
     return KS_OK;
 }
 
-/* Rows [r0, r1) of the SpMM; inlined with k a constant for the common k
- * (the column loop then unrolls and vectorises). Each column's sum in the
- * order apply sums it. */
+/* Row i's k column sums of A X into sum; with xw the iterate is made from
+ * X as the fused pass makes it (xs xw_c X(c, j), ks_fused_bx). Inlined
+ * with k a constant for the common k (the column loop then unrolls and
+ * vectorises; a NULL xw folds away). Each column's sum in the order apply
+ * sums it. */
 static inline __attribute__((always_inline)) void
-spmm_rows(const csr_cpu_state *s, ks_int r0, ks_int r1, int k, double alpha,
-          const double *restrict X, double beta, double *restrict Y)
+row_sums(const csr_cpu_state *s, ks_int i, int k, const double *restrict X,
+         const double *restrict xw, double xs, double *restrict sum)
 {
     const ks_int *restrict rowptr = s->A.rowptr;
     const ks_int *restrict colind = s->A.colind;
     const double *restrict val = s->A.val;
     const float *restrict valf = s->valf;
-    for (ks_int i = r0; i < r1; i++) {
-        double sum[KS_BLOCK_MAX_COLS];
-        for (int c = 0; c < k; c++)
-            sum[c] = 0.0;
-        for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++) {
-            const double a = val_at(val, valf, j);
-            const double *restrict xr = X + (size_t)colind[j] * k;
+    for (int c = 0; c < k; c++)
+        sum[c] = 0.0;
+    for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++) {
+        const double a = val_at(val, valf, j);
+        const double *restrict xr = X + (size_t)colind[j] * k;
+        if (xw) {
+            const double sc = xs * xw[colind[j]];
+            for (int c = 0; c < k; c++)
+                sum[c] += a * (sc * xr[c]);
+        } else {
             for (int c = 0; c < k; c++)
                 sum[c] += a * xr[c];
         }
+    }
+}
+
+/* Rows [r0, r1) of the SpMM (f NULL) or of the fused block pass f
+ * (fused.h, ks_fused_bload), k a constant where inlined, as row_sums. */
+static inline __attribute__((always_inline)) void
+block_rows(const csr_cpu_state *s, ks_int r0, ks_int r1, int k, double alpha,
+           const double *restrict X, double beta, double *restrict Y, const ks_fused_step *f)
+{
+    for (ks_int i = r0; i < r1; i++) {
+        double sum[KS_BLOCK_MAX_COLS];
+        if (f) {
+            row_sums(s, i, k, f->x, f->xw, f->xs, sum);
+            for (int c = 0; c < k; c++) {
+                const ks_fused_in in = ks_fused_bload(f, i, k, c);
+                ks_fused_store(f, (ks_int)((size_t)i * (size_t)k + (size_t)c), &in, sum[c],
+                               in.w);
+            }
+            continue;
+        }
+        row_sums(s, i, k, X, NULL, 0.0, sum);
         double *restrict yr = Y + (size_t)i * k;
         /* beta == 0 must not read Y */
         if (beta == 0.0)
@@ -174,13 +200,12 @@ spmm_rows(const csr_cpu_state *s, ks_int r0, ks_int r1, int k, double alpha,
     }
 }
 
-/* SpMM: each row's entries read once for the k columns of X (row-
- * interleaved, so the k values of X at a column index are contiguous). */
-static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
-                             double beta, double *Y)
+/* The SpMM or the fused block pass over the row parts: each row's entries
+ * read once for the k columns of X (row-interleaved, so the k values of X
+ * at a column index are contiguous). */
+static void block_pass(const csr_cpu_state *s, int k, double alpha, const double *X,
+                       double beta, double *Y, const ks_fused_step *f)
 {
-    (void)be;
-    const csr_cpu_state *s = state;
     const ks_int *part = s->part;
     const int nparts = s->nparts;
     const int64_t work = ((int64_t)s->A.nnz + s->A.nrows) * k;
@@ -191,14 +216,30 @@ static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, c
     for (int p = 0; p < nparts; p++) {
         const ks_int r0 = part[p], r1 = part[p + 1];
         switch (k) {
-        case 1: spmm_rows(s, r0, r1, 1, alpha, X, beta, Y); break;
-        case 2: spmm_rows(s, r0, r1, 2, alpha, X, beta, Y); break;
-        case 4: spmm_rows(s, r0, r1, 4, alpha, X, beta, Y); break;
-        case 8: spmm_rows(s, r0, r1, 8, alpha, X, beta, Y); break;
-        case 16: spmm_rows(s, r0, r1, 16, alpha, X, beta, Y); break;
-        default: spmm_rows(s, r0, r1, k, alpha, X, beta, Y); break;
+        case 1: block_rows(s, r0, r1, 1, alpha, X, beta, Y, f); break;
+        case 2: block_rows(s, r0, r1, 2, alpha, X, beta, Y, f); break;
+        case 4: block_rows(s, r0, r1, 4, alpha, X, beta, Y, f); break;
+        case 8: block_rows(s, r0, r1, 8, alpha, X, beta, Y, f); break;
+        case 16: block_rows(s, r0, r1, 16, alpha, X, beta, Y, f); break;
+        default: block_rows(s, r0, r1, k, alpha, X, beta, Y, f); break;
         }
     }
+}
+
+static ks_error csr_cpu_spmm(ks_backend *be, void *state, int k, double alpha, const double *X,
+                             double beta, double *Y)
+{
+    (void)be;
+    block_pass(state, k, alpha, X, beta, Y, NULL);
+    return KS_OK;
+}
+
+/* The fused pass on k columns: the SpMM's row sums, then each entry's
+ * epilogue, so a column rounds as csr_cpu_fused_step rounds its vector. */
+static ks_error csr_cpu_fused_block(ks_backend *be, void *state, int k, const ks_fused_step *f)
+{
+    (void)be;
+    block_pass(state, k, 0.0, NULL, 0.0, NULL, f);
     return KS_OK;
 }
 
@@ -343,4 +384,5 @@ const ks_spmv_format_ops ks_format_csr_cpu = {
     .state_bytes = csr_cpu_state_bytes,
     .reads_values = csr_cpu_reads_values,
     .spmm = csr_cpu_spmm,
+    .fused_block = csr_cpu_fused_block,
 };

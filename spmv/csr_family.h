@@ -102,6 +102,11 @@ void ks_csr_device_free(ks_backend *be, ks_csr_device *d);
  * of the cuda CSR formats, spmv/format.h). Defined in csr_vector_cuda.cu. */
 ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, int k, double alpha,
                             const double *X, double beta, double *Y);
+/* The fused block pass (format.h's fused_block) on a device CSR with
+ * float64 values: one thread an entry (i, j), the SpMM's sum, then the
+ * entry's update. */
+ks_error ks_csr_device_fused_block(ks_backend *be, const ks_csr_device *A, int k,
+                                   const ks_fused_step *f);
 
 extern const ks_spmv_format_ops ks_format_csr_scalar_cuda;
 extern const ks_spmv_format_ops ks_format_csr_adaptive_cuda;

@@ -407,6 +407,25 @@ ks_error csr_vector_fused_step(ks_backend *be, void *state, const ks_fused_step 
     return dispatch(be, (const csr_vector_state *)state, 0.0, NULL, 0.0, NULL, f);
 }
 
+/* Column q.j of row q.i's product, the row's entries in order; S: the
+ * iterate made from X as the fused pass makes it (xs xw_c X(c, j)). */
+template <typename E, bool S>
+__device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q,
+                                                const ks_int *__restrict__ rowptr, E ent,
+                                                const double *__restrict__ X,
+                                                const double *__restrict__ xw, double xs)
+{
+    double sum = 0.0;
+    for (ks_int p = __ldg(rowptr + q.i), end = __ldg(rowptr + q.i + 1); p < end; p++) {
+        ks_int c;
+        typename E::value_type v;
+        ent.load(p, c, v);
+        const double x = __ldg(X + (long long)c * q.kk + q.j);
+        sum += (double)v * (S ? xs * __ldg(xw + c) * x : x);
+    }
+    return sum;
+}
+
 /* SpMM (spmm_cuda.h): thread e = i*k + j sums column j of row i over the
  * row's entries in order; the row's k threads share each entry load. */
 template <typename E, int K>
@@ -416,31 +435,53 @@ __global__ void __launch_bounds__(256)
                     double *__restrict__ Y)
 {
     const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
-    if (q.i >= nrows)
-        return;
-    double sum = 0.0;
-    for (ks_int p = __ldg(rowptr + q.i), end = __ldg(rowptr + q.i + 1); p < end; p++) {
-        ks_int c;
-        typename E::value_type v;
-        ent.load(p, c, v);
-        sum += (double)v * __ldg(X + (long long)c * q.kk + q.j);
-    }
-    ks_spmm_store(Y, q.e, alpha, sum, beta);
+    if (q.i < nrows)
+        ks_spmm_store(Y, q.e, alpha, block_row_sum<E, false>(q, rowptr, ent, X, NULL, 0.0),
+                      beta);
 }
 
+/* The fused pass on k columns (fused.h, ks_fused_bload): the SpMM's sum
+ * for entry (i, j), then the entry's epilogue, so the k threads of a row
+ * read its matrix entries once for all the columns and the update reads
+ * B, X, Xprev and writes Xo in the same pass (the two-pass step also
+ * writes and reads back the product). S: the iterate made from B (xw). */
+template <typename E, int K, bool S>
+__global__ void __launch_bounds__(256)
+    csr_fused_block_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
+                           const ks_fused_step f)
+{
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
+    if (q.i >= nrows)
+        return;
+    const double sum = block_row_sum<E, S>(q, rowptr, ent, f.x, f.xw, f.xs);
+    const ks_fused_in in = ks_fused_bload(&f, (ks_int)q.i, q.kk, q.j);
+    ks_fused_store(&f, (ks_int)q.e, &in, sum, in.w);
+}
+
+/* The SpMM (f NULL) or the fused block pass f, one thread an entry. */
 template <typename E>
-ks_error csr_spmm(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
-                  double alpha, const double *X, double beta, double *Y)
+ks_error csr_block(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
+                   double alpha, const double *X, double beta, double *Y,
+                   const ks_fused_step *f)
 {
     ks_cufmt_launch lc;
     if (!ks_cufmt_launch_for(be, (long long)nrows * k, 256, &lc))
         return KS_OK;
-#define KS_CSR_SPMM(K)                                                                        \
-    csr_spmm_kernel<E, K><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, X, alpha,  \
-                                                            beta, Y)
-    KS_SPMM_DISPATCH(k, KS_CSR_SPMM);
-#undef KS_CSR_SPMM
-    KS_CUDA_LAUNCH_CHECK("csr_spmm_kernel");
+#define KS_CSR_BLOCK(K)                                                                       \
+    do {                                                                                      \
+        if (!f)                                                                               \
+            csr_spmm_kernel<E, K><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, X, \
+                                                                    alpha, beta, Y);          \
+        else if (f->xw)                                                                       \
+            csr_fused_block_kernel<E, K, true>                                                \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
+        else                                                                                  \
+            csr_fused_block_kernel<E, K, false>                                               \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
+    } while (0)
+    KS_SPMM_DISPATCH(k, KS_CSR_BLOCK);
+#undef KS_CSR_BLOCK
+    KS_CUDA_LAUNCH_CHECK(f ? "csr_fused_block_kernel" : "csr_spmm_kernel");
     return KS_OK;
 }
 
@@ -450,9 +491,19 @@ ks_error csr_vector_spmm(ks_backend *be, void *state, int k, double alpha, const
     const csr_vector_state *s = (const csr_vector_state *)state;
     if (s->cv) {
         entries_f32 ent = {s->cv};
-        return csr_spmm(be, s->A.nrows, s->A.rowptr, ent, k, alpha, X, beta, Y);
+        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, alpha, X, beta, Y, NULL);
     }
     return ks_csr_device_spmm(be, &s->A, k, alpha, X, beta, Y);
+}
+
+ks_error csr_vector_fused_block(ks_backend *be, void *state, int k, const ks_fused_step *f)
+{
+    const csr_vector_state *s = (const csr_vector_state *)state;
+    if (s->cv) {
+        entries_f32 ent = {s->cv};
+        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, 0.0, NULL, 0.0, NULL, f);
+    }
+    return ks_csr_device_fused_block(be, &s->A, k, f);
 }
 
 } // namespace
@@ -491,7 +542,14 @@ extern "C" ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, i
                                        double alpha, const double *X, double beta, double *Y)
 {
     entries_f64 ent = {A->colind, A->val};
-    return csr_spmm(be, A->nrows, A->rowptr, ent, k, alpha, X, beta, Y);
+    return csr_block(be, A->nrows, A->rowptr, ent, k, alpha, X, beta, Y, NULL);
+}
+
+extern "C" ks_error ks_csr_device_fused_block(ks_backend *be, const ks_csr_device *A, int k,
+                                             const ks_fused_step *f)
+{
+    entries_f64 ent = {A->colind, A->val};
+    return csr_block(be, A->nrows, A->rowptr, ent, k, 0.0, NULL, 0.0, NULL, f);
 }
 
 extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
@@ -513,4 +571,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     csr_vector_state_bytes,
     csr_vector_reads_values,
     csr_vector_spmm,
+    csr_vector_fused_block,
 };

@@ -237,4 +237,5 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     NULL, /* state_bytes */
     NULL, /* reads_values */
     cusparse_spmm,
+    NULL, /* fused_block */
 };

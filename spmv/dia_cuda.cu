@@ -641,6 +641,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     NULL, /* state_bytes: what its setup allocates */
     NULL, /* reads_values */
     dia_spmm,
+    NULL, /* fused_block */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -662,4 +663,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     NULL, /* state_bytes */
     NULL, /* reads_values */
     bdia_spmm,
+    NULL, /* fused_block */
 };

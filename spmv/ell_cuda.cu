@@ -153,6 +153,7 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     NULL, /* state_bytes */
     NULL, /* reads_values */
     NULL, /* spmm: k SpMVs */
+    NULL, /* fused_block */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -174,4 +175,5 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     NULL, /* state_bytes */
     NULL, /* reads_values */
     NULL, /* spmm: k SpMVs */
+    NULL, /* fused_block */
 };

@@ -81,6 +81,12 @@ typedef struct ks_spmv_format_ops {
      * equals the SpMV to rounding). */
     ks_error (*spmm)(ks_backend *be, void *state, int k, double alpha, const double *X,
                      double beta, double *Y);
+    /* Optional (NULL: ks_matrix_fused_block refuses; the AMG block cycle
+     * then applies the format through a view in a format that has it, or
+     * the SpMM and an update): the fused pass of fused.h on k
+     * row-interleaved columns (ks_fused_bload), one pass over the matrix
+     * and the blocks. Each column's row sum in the order spmm sums it. */
+    ks_error (*fused_block)(ks_backend *be, void *state, int k, const ks_fused_step *f);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */
@@ -131,6 +137,23 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
 ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, double c0, double a,
                                         double c, const ks_vec *w, int wkind, double wscale,
                                         ks_vec *x1, int keep_x1, ks_vec *r, ks_vec *xo);
+
+/* The fused pass on k-column blocks (M square and local, its format's
+ * fused_block op): for every entry (i, j), with t = B - A X,
+ *   R(i, j) = t                                             when R
+ *   Xo(i, j) = X + c w_i t + a (X - Xprev)                  when Xo
+ * Xprev NULL: zero (not read when a == 0); it may be Xo. xw != NULL: the
+ * iterate is not stored but made from B by a Jacobi step, X(i, j) = (xs
+ * xw_i) B(i, j) (X must then be NULL, and X1, when given, stores it). w
+ * required with Xo. Every block of B's shape; R, Xo, X1 distinct from X, B
+ * and each other. KS_ERR_UNSUPPORTED when the format has no fused_block. */
+ks_error ks_matrix_fused_block(const ks_matrix *M, const ks_block *B, const ks_block *X,
+                               const ks_vec *xw, double xs, ks_block *R, double a, double c,
+                               const ks_vec *w, const ks_block *Xprev, ks_block *Xo,
+                               ks_block *X1);
+int ks_matrix_has_fused_block(const ks_matrix *M);
+/* Name of a format of backend kind k with a fused block pass, or NULL. */
+const char *ks_spmv_format_with_fused_block(ks_backend_kind k);
 
 /* A distributed matrix's own part (mpi/ builds it, ksolve_mpi.h): this
  * rank's row block as a local block (the columns this rank owns, numbered

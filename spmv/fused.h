@@ -95,6 +95,30 @@ KS_SMOOTH_FN void ks_fused_store(const ks_fused_step *f, ks_int i, const ks_fuse
         f->x1[i] = in->x;
 }
 
+/* The same pass on k row-interleaved columns (the format op fused_block,
+ * ks_matrix_fused_block): entry (i, j) of every block at e = i*k + j, the
+ * row's w_i (and xw) shared by its k entries; wkind is not used (w is
+ * read). Row i's operands for column j: */
+KS_SMOOTH_FN ks_fused_in ks_fused_bload(const ks_fused_step *f, ks_int i, int k, int j)
+{
+    const size_t e = (size_t)i * (size_t)k + (size_t)j;
+    ks_fused_in in = {f->b[e], 0.0, 0.0, 0.0};
+    if (f->xo) {
+        in.x = f->xw ? f->xs * f->xw[i] * f->x[e] : f->x[e];
+        if (f->a != 0.0 && f->xprev)
+            in.xprev = f->xprev[e];
+        in.w = f->w[i];
+    }
+    return in;
+}
+
+/* Entry (c, j) of the gathered iterate (column c of the matrix). */
+KS_SMOOTH_FN double ks_fused_bx(const ks_fused_step *f, ks_int c, int k, int j)
+{
+    const double x = f->x[(size_t)c * (size_t)k + (size_t)j];
+    return f->xw ? f->xs * f->xw[c] * x : x;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /* ks_matrix_apply_block: Y = alpha A X + beta Y on block vectors, through
  * the format's SpMM (one pass over the matrix for the k columns), or, for
- * a format without one, k SpMVs on columns copied out of the blocks. */
+ * a format without one, k SpMVs on columns copied out of the blocks. And
+ * ks_matrix_fused_block, the fused residual / smoothing pass on blocks. */
 #include "format.h"
 
 #include <stdio.h>
@@ -74,5 +75,78 @@ ks_error ks_matrix_apply_block(ks_matrix *M, double alpha, const ks_block *X, do
                               : spmm_by_columns(M, alpha, X, beta, Y);
     if (e != KS_OK)
         return ks_adderr(e, "SpMM of format '%s' (k = %d)", M->ops->name, X->k);
+    return KS_OK;
+}
+
+int ks_matrix_has_fused_block(const ks_matrix *M)
+{
+    return M && !M->dist && M->ops->fused_block != NULL;
+}
+
+/* Y absent, or of B's shape on B's backend. */
+static ks_error fb_shape(const ks_block *B, const ks_block *Y, const char *name)
+{
+    if (Y && (Y->be != B->be || Y->n != B->n || Y->k != B->k))
+        return ks_seterr(Y->be != B->be ? KS_ERR_ARG : KS_ERR_SIZE,
+                         "ks_matrix_fused_block: %s is %ld x %d%s, B %ld x %d", name,
+                         (long)Y->n, Y->k, Y->be != B->be ? " on another backend" : "",
+                         (long)B->n, B->k);
+    return KS_OK;
+}
+
+static ks_error fb_weights(const ks_block *B, const ks_vec *v, const char *name)
+{
+    if (v && (v->be != B->be || v->n != B->n || v->comm))
+        return ks_seterr(KS_ERR_SIZE, "ks_matrix_fused_block: %s is not a local vector of the "
+                                      "blocks' %ld rows on their backend", name, (long)B->n);
+    return KS_OK;
+}
+
+ks_error ks_matrix_fused_block(const ks_matrix *M, const ks_block *B, const ks_block *X,
+                               const ks_vec *xw, double xs, ks_block *R, double a, double c,
+                               const ks_vec *w, const ks_block *Xprev, ks_block *Xo,
+                               ks_block *X1)
+{
+    const char *fn = "ks_matrix_fused_block";
+    if (!M || !B || (!X && !xw) || (X && xw) || (!R && !Xo) || (Xo && !w) || (X1 && (!xw || !Xo)))
+        return ks_seterr(KS_ERR_ARG, "%s: NULL matrix or B, neither or both of X and xw, no "
+                                     "output, Xo without w or X1 without xw and Xo", fn);
+    if (!ks_matrix_has_fused_block(M))
+        return ks_seterr(KS_ERR_UNSUPPORTED, "%s: SpMV format '%s'%s has no fused block pass",
+                         fn, M->ops->name, M->dist ? " (distributed)" : "");
+    if (B->be != M->be || B->n != M->A.nrows || M->A.nrows != M->A.ncols)
+        return ks_seterr(B->be != M->be ? KS_ERR_ARG : KS_ERR_SIZE,
+                         "%s: B (%ld rows) is not on the backend of the square matrix of %ld x "
+                         "%ld", fn, (long)B->n, (long)M->A.nrows, (long)M->A.ncols);
+    KS_TRY(fb_shape(B, X, "X"));
+    KS_TRY(fb_shape(B, R, "R"));
+    KS_TRY(fb_shape(B, Xprev, "Xprev"));
+    KS_TRY(fb_shape(B, Xo, "Xo"));
+    KS_TRY(fb_shape(B, X1, "X1"));
+    KS_TRY(fb_weights(B, w, "w"));
+    KS_TRY(fb_weights(B, xw, "xw"));
+    const ks_block *in[] = {B, X}, *out[] = {R, Xo, X1};
+    for (int o = 0; o < 3; o++) {
+        for (int i = 0; i < 2 && out[o]; i++)
+            if (in[i] && in[i]->data == out[o]->data)
+                return ks_seterr(KS_ERR_ARG, "%s: an output block aliases B or X", fn);
+        for (int p = o + 1; p < 3; p++)
+            if (out[o] && out[p] && out[o]->data == out[p]->data)
+                return ks_seterr(KS_ERR_ARG, "%s: R, Xo and X1 must be distinct", fn);
+    }
+    if (Xprev && X && Xprev->data == X->data)
+        return ks_seterr(KS_ERR_ARG, "%s: Xprev aliases X", fn);
+    if (B->n == 0)
+        return KS_OK;
+    if (!M->state)
+        return ks_seterr(KS_ERR_ARG, "%s: the matrix has no SpMV state (a failed change of "
+                                     "values)", fn);
+    const ks_fused_step f = {B->data, X ? X->data : B->data, R ? R->data : NULL, a, c,
+                             w ? w->data : NULL, Xprev ? Xprev->data : NULL,
+                             Xo ? Xo->data : NULL, KS_W_VECTOR, 0.0, xw ? xw->data : NULL, xs,
+                             X1 ? X1->data : NULL};
+    ks_error e = M->ops->fused_block(M->be, M->state, B->k, &f);
+    if (e != KS_OK)
+        return ks_adderr(e, "fused block pass of format '%s' (k = %d)", M->ops->name, B->k);
     return KS_OK;
 }

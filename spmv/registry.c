@@ -171,11 +171,22 @@ const char *ks_spmv_gs_where(char *buf, size_t len)
     return buf;
 }
 
-const char *ks_spmv_format_with_gs(ks_backend_kind k)
+/* The first format of backend kind k that has the op `has` tests for. */
+static const char *format_with(ks_backend_kind k, int (*has)(const ks_spmv_format_ops *))
 {
     const ks_spmv_format_ops *const *all = ks_spmv_format_all();
     for (int i = 0; all[i]; i++)
-        if (all[i]->backend == k && all[i]->gs_sweep)
+        if (all[i]->backend == k && has(all[i]))
             return all[i]->name;
     return NULL;
+}
+
+static int has_gs(const ks_spmv_format_ops *o) { return o->gs_sweep != NULL; }
+static int has_fused_block(const ks_spmv_format_ops *o) { return o->fused_block != NULL; }
+
+const char *ks_spmv_format_with_gs(ks_backend_kind k) { return format_with(k, has_gs); }
+
+const char *ks_spmv_format_with_fused_block(ks_backend_kind k)
+{
+    return format_with(k, has_fused_block);
 }

@@ -208,6 +208,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     NULL, /* state_bytes */
     NULL, /* reads_values */
     sell_spmm,
+    NULL, /* fused_block */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -229,4 +230,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     NULL, /* state_bytes */
     NULL, /* reads_values */
     sell_spmm,
+    NULL, /* fused_block */
 };

@@ -549,6 +549,9 @@ void ks_amg_clear(ks_amg *amg)
     ks_amg_blocks_free(amg);
     if (!amg->levels)
         return;
+    if (amg->dist_keep_free)
+        amg->dist_keep_free(amg->dist_keep);
+    amg->dist_keep = NULL;
     ks_matrix *Am0 = amg->levels[0].Am;
     for (int l = 0; l < amg->prm.max_levels; l++)
         free_level(amg, &amg->levels[l]);

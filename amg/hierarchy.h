@@ -129,6 +129,12 @@ typedef struct ks_amg {
     double (*prof_seconds)[KS_NSTEPS];
     long (*prof_calls)[KS_NSTEPS];
     int ranks;                  /* > 0: distributed over that many MPI ranks (mpi/) */
+    /* A hierarchy over ranks: what its values-only re-setup reuses
+     * (mpi/amg_dist_resetup.c; NULL when the configuration has no such
+     * path), freed through dist_keep_free by ks_amg_clear: amg/ knows
+     * nothing of its contents. */
+    void *dist_keep;
+    void (*dist_keep_free)(void *keep);
     double grid_complexity;     /* sum rows / rows(0) */
     double operator_complexity; /* sum nnz / nnz(0) */
 } ks_amg;

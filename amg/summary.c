@@ -45,6 +45,7 @@ ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info)
     info->grid_complexity = amg->grid_complexity;
     info->operator_complexity = amg->operator_complexity;
     info->last_was_resetup = amg->last_was_resetup;
+    info->resetup_rebuilt = amg->last_was_resetup && amg->resetup_fell_back;
     info->setup_seconds = amg->last_was_resetup ? amg->resetup_seconds : amg->setup_seconds;
     for (int k = 0; k < KS_AMG_NPHASES && k < KS_MAX_PHASES; k++) {
         info->phase_names[k] = ks_amg_phase_names[k];

@@ -411,8 +411,10 @@ ks_error ks_solver_create(ks_backend *be, const ks_config *cfg, ks_solver **s);
 ks_error ks_solver_setup(ks_solver *s, ks_matrix *A);
 /* Re-setup after the values of A changed but not its pattern (see
  * ks_matrix_set_values): AMG keeps its coarsening and interpolation pattern
- * and recomputes the values, which is much cheaper than a fresh setup. On a
- * distributed matrix AMG runs a full setup (no values-only path over ranks). */
+ * and recomputes the values, which is much cheaper than a fresh setup; over
+ * ranks too (classical AMG without aggressive coarsening, float64 hierarchy;
+ * other configurations, and another matrix than the last setup's, rebuild:
+ * ks_hierarchy_info.resetup_rebuilt says which happened). */
 ks_error ks_solver_resetup(ks_solver *s, ks_matrix *A);
 /* Solve A x = b using x as the initial guess. Returns KS_OK when the solve
  * ran (converged or not: see ks_solver_stats); an error only for invalid
@@ -489,6 +491,10 @@ typedef struct ks_hierarchy_info {
                                        * inverse (one SpMV), 0: by smoothing sweeps */
     double setup_seconds;             /* the last setup or re-setup */
     int last_was_resetup;
+    int resetup_rebuilt;              /* that re-setup rebuilt the whole hierarchy (another
+                                       * matrix, a pattern the kept one cannot hold, or a
+                                       * configuration without a values-only path); 0: only
+                                       * values were recomputed */
     int nphases;                      /* setup time per phase */
     const char *phase_names[KS_MAX_PHASES];
     double phase_seconds[KS_MAX_PHASES];

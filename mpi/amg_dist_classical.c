@@ -81,6 +81,13 @@ ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
                                  unsigned long long seed, ks_amg_interp kind, int *stalled,
                                  ks_dist_prows *P)
 {
+    return ks_amg_dist_classical_p_keep(amg, l, A, seed, kind, stalled, P, NULL);
+}
+
+ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
+                                      unsigned long long seed, ks_amg_interp kind, int *stalled,
+                                      ks_dist_prows *P, ks_dist_level_keep *keep)
+{
     const ks_amg_params *p = &amg->prm;
     const ks_comm *c = ks_matrix_comm(A);
     ks_dist_strength S;
@@ -115,6 +122,14 @@ ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
     if (e == KS_OK && !*stalled && ks_amg_dist_truncating(p)) {
         e = ks_dist_prows_truncate(P, p->interp_max_elements, p->interp_truncation_factor);
         ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
+    }
+    if (e == KS_OK && !*stalled && keep) { /* the re-setup's (moved, not freed) */
+        keep->S = S;
+        keep->cf = cf;
+        keep->C = Cid;
+        memset(&S, 0, sizeof S);
+        memset(&Cid, 0, sizeof Cid);
+        cf = NULL;
     }
     free(cf);
     ks_dist_coarse_free(&Cid);

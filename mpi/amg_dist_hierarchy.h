@@ -18,6 +18,14 @@ extern "C" {
  * run distributed yet fail with KS_ERR_UNSUPPORTED naming the option; every
  * failure is the same on every rank. ks_amg_destroy frees the result. */
 ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out);
+/* Collective over A's ranks. A's values changed, not its pattern (the
+ * matrix of the last setup, ks_matrix_set_values): the hierarchy keeps
+ * its splittings, patterns and halo plans and recomputes values, as
+ * ks_amg_resetup (amg/resetup.c) does on one process; it rebuilds
+ * (resetup_fell_back = 1) where that cannot be done
+ * (mpi/amg_dist_resetup.c says when). On failure the hierarchy is left
+ * empty, as serially. */
+ks_error ks_amg_resetup_dist(ks_amg *amg, ks_matrix *A);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,7 @@ static ks_error check_gs(const ks_backend *be, const ks_amg_params *p, const ks_
 
 /* Every row of level l has a nonzero finite diagonal, on every rank; the
  * message names the global row. */
-static ks_error check_diagonal(ks_amg *amg, int l)
+ks_error ks_amg_dist_check_diagonal(ks_amg *amg, int l)
 {
     const ks_amg_level *L = &amg->levels[l];
     ks_int bad;
@@ -143,10 +143,11 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     ks_gint *coff = NULL;
 
     /* the serial driver's seed of level l, so the splitting is its own */
+    ks_dist_level_keep *K = ks_amg_dist_keep_level(amg, l);
     ks_error e = p->algorithm == KS_AMG_AGGREGATION
                      ? ks_amg_dist_aggregation_p(amg, l, A, stalled, &P)
-                     : ks_amg_dist_classical_p(amg, l, A, p->seed + (unsigned long long)l,
-                                               p->interpolator, stalled, &P);
+                     : ks_amg_dist_classical_p_keep(amg, l, A, p->seed + (unsigned long long)l,
+                                                    p->interpolator, stalled, &P, K);
     if (e == KS_OK && *stalled)
         goto done;
     double t = ks_wtime();
@@ -184,6 +185,12 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         C->own_Am = 1;
     }
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_UPLOAD, "distributed P, R and coarse matrix", &t);
+    if (e == KS_OK && K) { /* P's pattern and layout, for a re-setup */
+        K->P = P;
+        K->coff = coff;
+        memset(&P, 0, sizeof P);
+        coff = NULL;
+    }
 done:
     free(coff);
     ks_dist_csr_free(&Ac);
@@ -249,7 +256,7 @@ static ks_error level_vectors(ks_amg_level *L, int l)
  * levels (ks_matrix_host_csr), which the cycle does not need: freed, but
  * level 0's, which belongs to the caller's matrix (a re-setup reads it
  * again). */
-static void drop_host_copies(ks_amg *amg)
+void ks_amg_dist_drop_host_copies(ks_amg *amg)
 {
     if (ks_backend_host_memory(amg->be))
         return;
@@ -305,12 +312,13 @@ static ks_error float_hierarchy(ks_amg *amg)
     return amg->coarse_inv ? to_float(&amg->coarse_inv, "auto", &sp) : KS_OK;
 }
 
-static ks_error build(ks_amg *amg)
+ks_error ks_amg_dist_build(ks_amg *amg)
 {
     const ks_amg_params *p = &amg->prm;
     const ks_comm *c = ks_matrix_comm(amg->levels[0].Am);
     const double t_start = ks_wtime();
     ks_amg_dist_trace_start();
+    KS_TRY(ks_amg_dist_keep_start(amg));
     amg->nlevels = 1;
     for (int l = 0;; l++) {
         ks_amg_level *L = &amg->levels[l];
@@ -319,7 +327,7 @@ static ks_error build(ks_amg *amg)
             ks_log(KS_LOG_INFO | KS_LOG_STDERR,
                    "AMG setup: level %d: %lld rows over %d ranks, %.3f s\n", l, (long long)n,
                    c->size, ks_wtime() - t_start);
-        KS_TRY(check_diagonal(amg, l));
+        KS_TRY(ks_amg_dist_check_diagonal(amg, l));
         if (n <= p->coarse_max_rows || n <= p->min_coarse_rows || l >= p->max_levels - 1)
             break;
         int stalled = 0;
@@ -341,7 +349,7 @@ static ks_error build(ks_amg *amg)
     KS_TRY(global_sizes(amg));
     KS_TRY(float_hierarchy(amg));
     ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_UPLOAD, "float32 operators", &t);
-    drop_host_copies(amg);
+    ks_amg_dist_drop_host_copies(amg);
     if (p->print_setup_progress && c->rank == 0)
         ks_log(KS_LOG_INFO | KS_LOG_STDERR,
                "AMG setup: %d level%s, coarse solve and smoothers ready, %.3f s\n",
@@ -385,7 +393,7 @@ ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *
     const double t0 = ks_wtime();
     const size_t in_use = ks_backend_memory_in_use(be);
     ks_amg_start(amg, A);
-    e = build(amg);
+    e = ks_amg_dist_build(amg);
     if (e != KS_OK) {
         ks_amg_destroy(amg);
         return e;

@@ -23,6 +23,37 @@ extern "C" {
 #define KS_AMG_DIST_AGGLOMERATE_ROWS 64
 extern int ks_amg_dist_agglomerate_rows;
 
+/* Collective. Every level below level 0 built on amg's level 0 (which
+ * ks_amg_start set), then the coarse inverse, work vectors, smoother data,
+ * global sizes and float32 operators: the whole setup after its checks. */
+ks_error ks_amg_dist_build(ks_amg *amg);
+/* Collective. Every row of level l has a nonzero finite diagonal, on
+ * every rank; the message names the global row. */
+ks_error ks_amg_dist_check_diagonal(ks_amg *amg, int l);
+/* On a backend without host memory, free the host copies the setup's
+ * pieces read (but level 0's: the caller's matrix's). */
+void ks_amg_dist_drop_host_copies(ks_amg *amg);
+
+/* ------------------------------------------------- amg_dist_resetup.c */
+/* What a values-only re-setup reuses of a level with classical
+ * interpolation: the strength graph, splitting and coarse ids it was made
+ * from, and the final P (truncated, in the coarse layout after
+ * agglomeration: its pattern is kept, its values rewritten). S borrows
+ * the level matrix's layout and plan, which stay as long as the level. */
+typedef struct ks_dist_level_keep {
+    ks_dist_strength S;
+    int *cf;
+    ks_dist_coarse C;
+    ks_dist_prows P;
+    ks_gint *coff;   /* P's coarse layout (size + 1) */
+} ks_dist_level_keep;
+/* Collective (agreed). Start keeping (amg->dist_keep) where the
+ * configuration has a values-only re-setup: classical, no aggressive
+ * level, float64 hierarchy; nothing otherwise. */
+ks_error ks_amg_dist_keep_start(ks_amg *amg);
+/* Level l's keep, NULL when nothing is kept. */
+ks_dist_level_keep *ks_amg_dist_keep_level(ks_amg *amg, int l);
+
 /* ------------------------------------------------ amg_dist_classical.c */
 /* As the serial driver: a coarse grid of nc points from n stalls (none,
  * or more than 90% kept). */
@@ -48,6 +79,11 @@ int ks_amg_dist_truncating(const ks_amg_params *p);
 ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
                                  unsigned long long seed, ks_amg_interp kind, int *stalled,
                                  ks_dist_prows *P);
+/* The same; keep (may be NULL) takes the strength, splitting and coarse
+ * ids when P is made (keep->P and coff are the caller's). */
+ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
+                                      unsigned long long seed, ks_amg_interp kind, int *stalled,
+                                      ks_dist_prows *P, ks_dist_level_keep *keep);
 
 /* ---------------------------------------------------- aggregate_dist.c */
 /* Collective. Smoothed aggregation's P for level l of A (algorithm

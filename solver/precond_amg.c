@@ -40,11 +40,15 @@ static ks_error amg_pc_setup(ks_precond *pc, ks_matrix *A)
 
 static ks_error amg_pc_resetup(ks_precond *pc, ks_matrix *A)
 {
-    /* No values-only re-setup over ranks yet: a full setup from the new
-     * values (ks_matrix_set_values over ranks) is correct. */
-    if (!pc->data || ks_matrix_distributed(A))
+    if (!pc->data)
         return amg_pc_setup(pc, A);
-    return ks_amg_resetup(pc->data, A);
+    if (!ks_matrix_distributed(A))
+        return ks_amg_resetup(pc->data, A);
+#ifdef KS_HAVE_MPI
+    return ks_amg_resetup_dist(pc->data, A);
+#else
+    return amg_pc_setup(pc, A); /* refuses the distributed matrix */
+#endif
 }
 
 static ks_error amg_pc_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)

@@ -139,14 +139,11 @@ typedef struct solve_out {
     double *x; /* M's rows of this rank */
 } solve_out;
 
-static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
+/* The solve of M with s set up on it. */
+static void run(ks_solver *s, ks_matrix *M, solve_out *o)
 {
     memset(o, 0, sizeof *o);
-    ks_config *cfg = config_of(c);
-    ks_solver *s = NULL;
     ks_vec *b = NULL, *x = NULL;
-    KS_ALL(ks_solver_create(be, cfg, &s));
-    KS_ALL(ks_solver_setup(s, M));
     KS_ALL(ks_matrix_vec_create(M, &b));
     KS_ALL(ks_matrix_vec_create(M, &x));
     const ks_int n = ks_matrix_rows(M);
@@ -161,6 +158,15 @@ static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
     KS_ALL(ks_vec_get_host(x, o->x));
     ks_vec_destroy(&b);
     ks_vec_destroy(&x);
+}
+
+static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
+{
+    ks_config *cfg = config_of(c);
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    run(s, M, o);
     ks_solver_destroy(&s);
     ks_config_destroy(&cfg);
 }
@@ -262,111 +268,6 @@ START_TEST(test_amg_smoothed_coarsest)
 }
 END_TEST
 
-/* New values (D A D + 0.3 I, d_i = 1 + 0.5 sin(i): SPD, the pattern kept)
- * set on the distributed matrix of A (layout kind), then a re-setup and a
- * solve: the same iterations and x as a fresh setup on a matrix created
- * with those values (the re-setup over ranks is a full setup). */
-static void resetup_new_values(const ks_csr *A, int kind, const amg_case *c)
-{
-    ks_csr A2;
-    KS_CHECK(ks_csr_copy(A, &A2));
-    for (ks_int i = 0; i < A2.nrows; i++)
-        for (ks_int k = A2.rowptr[i]; k < A2.rowptr[i + 1]; k++) {
-            const ks_int j = A2.colind[k];
-            A2.val[k] *= (1.0 + 0.5 * sin((double)i)) * (1.0 + 0.5 * sin((double)j));
-            A2.val[k] += i == j ? 0.3 : 0.0;
-        }
-    ks_matrix *M = dist_of(A, kind), *F = dist_of(&A2, kind);
-    ks_config *cfg = config_of(c);
-    ks_solver *s = NULL;
-    ks_vec *b = NULL, *x = NULL;
-    KS_ALL(ks_solver_create(be, cfg, &s));
-    KS_ALL(ks_matrix_vec_create(M, &b));
-    KS_ALL(ks_matrix_vec_create(M, &x));
-    ks_test_dist_rhs(b);
-    KS_ALL(ks_solver_setup(s, M));
-    KS_ALL(ks_vec_fill(x, 0.0));
-    KS_ALL(ks_solver_solve(s, b, x));
-    const int it_old = ks_solver_stats(s)->iterations;
-    /* this rank's rows of A2, in the order dist_of gave A's */
-    const ks_gint r0 = ks_matrix_row_begin(M);
-    KS_ALL(ks_matrix_set_values(M, A2.val + A2.rowptr[r0]));
-    KS_ALL(ks_solver_resetup(s, M));
-    KS_ALL(ks_vec_fill(x, 0.0));
-    KS_ALL(ks_solver_solve(s, b, x));
-    const ks_solve_stats st = *ks_solver_stats(s);
-    const ks_int n = ks_matrix_rows(M);
-    double *xr = malloc(((size_t)n + 1) * sizeof *xr);
-    KS_ALL(ks_vec_get_host(x, xr));
-    solve_out fresh;
-    solve(F, c, &fresh);
-    double v[2] = {0.0, 0.0};
-    for (ks_int i = 0; i < n; i++) {
-        v[0] = fmax(v[0], fabs(xr[i] - fresh.x[i]));
-        v[1] = fmax(v[1], fabs(fresh.x[i]));
-    }
-    KS_ALL(ks_comm_max(comm, v, 2));
-    ALL(st.status == KS_SOLVE_CONVERGED && st.iterations == fresh.iterations &&
-            v[0] <= 1e-12 * v[1],
-        "layout %d: re-setup on new values: %d iterations (%s), a fresh setup %d (the "
-        "old values took %d); x differs by %g (max %g)",
-        kind, st.iterations, ks_solve_status_name(st.status), fresh.iterations, it_old, v[0],
-        v[1]);
-    /* the new values changed the problem: the fresh solve is of A2, not A */
-    ALL(st.true_relative_residual < 1e-9, "layout %d: true relative residual %g after the "
-        "re-setup", kind, st.true_relative_residual);
-    free(xr);
-    free(fresh.x);
-    ks_test_solve_free(&s, &cfg, &b, &x);
-    ks_matrix_destroy(&F);
-    ks_matrix_destroy(&M);
-    ks_csr_free(&A2);
-}
-
-START_TEST(test_amg_resetup_new_values)
-{
-    ks_csr A;
-    generate(KS_GEN_POISSON3D_7, 10, &A);
-    amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
-    for (int kind = 0; kind < 2; kind++)
-        resetup_new_values(&A, kind, &c);
-    ks_csr_free(&A);
-}
-END_TEST
-
-START_TEST(test_amg_resetup)
-{
-    /* a re-setup over ranks is a full setup: the same iterations after */
-    ks_csr A;
-    generate(KS_GEN_POISSON3D_7, 10, &A);
-    ks_matrix *M = dist_of(&A, 1);
-    amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
-    ks_config *cfg = config_of(&c);
-    ks_solver *s = NULL;
-    ks_vec *b = NULL, *x = NULL;
-    KS_ALL(ks_solver_create(be, cfg, &s));
-    KS_ALL(ks_matrix_vec_create(M, &b));
-    KS_ALL(ks_matrix_vec_create(M, &x));
-    KS_ALL(ks_vec_fill(b, 1.0));
-    int it[2];
-    for (int k = 0; k < 2; k++) {
-        KS_ALL(k == 0 ? ks_solver_setup(s, M) : ks_solver_resetup(s, M));
-        KS_ALL(ks_vec_fill(x, 0.0));
-        KS_ALL(ks_solver_solve(s, b, x));
-        it[k] = ks_solver_stats(s)->iterations;
-    }
-    ALL(it[0] == it[1] && ks_solver_stats(s)->status == KS_SOLVE_CONVERGED,
-        "setup: %d iterations, re-setup: %d (%s)", it[0], it[1],
-        ks_solve_status_name(ks_solver_stats(s)->status));
-    ks_vec_destroy(&b);
-    ks_vec_destroy(&x);
-    ks_solver_destroy(&s);
-    ks_config_destroy(&cfg);
-    ks_matrix_destroy(&M);
-    ks_csr_free(&A);
-}
-END_TEST
-
 START_TEST(test_amg_standalone)
 {
     ks_csr A;
@@ -444,16 +345,8 @@ static double apply_diff(ks_matrix *Md, ks_vec *xd, ks_vec *yd, ks_matrix *Ms)
  * number, and on each the global rows (the C points of the level above),
  * the nonzeros of A, P and R, and P, R and the coarse inverse applied to
  * a vector giving the serial products to rounding. */
-static void check_levels_of(const ks_csr *A, int kind, const amg_case *c, const char *what)
+static void compare_levels(ks_amg *ser, ks_amg *dis, int kind, const char *what)
 {
-    ks_config *cfg = config_of(c);
-    const ks_solver_params *sp = ks_config_solver_params(cfg);
-    ks_matrix *S = NULL;
-    KS_ALL(ks_matrix_create(be, A, "auto", NULL, &S));
-    ks_amg *ser = NULL, *dis = NULL;
-    KS_ALL(ks_amg_setup(be, &sp->pc.amg, S, &ser));
-    ks_matrix *M = dist_of(A, kind);
-    KS_ALL(ks_amg_setup_dist(be, &sp->pc.amg, M, &dis));
     ALL(ser->nlevels == dis->nlevels && ser->nlevels >= 3,
         "%s layout %d: %d levels on %d ranks, %d on one process", what, kind, dis->nlevels,
         nranks, ser->nlevels);
@@ -477,8 +370,14 @@ static void check_levels_of(const ks_csr *A, int kind, const amg_case *c, const 
         /* P: coarse -> fine; R: fine -> coarse (the levels' work vectors) */
         const double dp = apply_diff(Ld->Pm, Cd->x, Ld->r, Ls->Pm);
         const double dr = apply_diff(Ld->Rm, Ld->r, Cd->b, Ls->Rm);
-        ALL(dp <= 1e-14 && dr <= 1e-14, "%s layout %d level %d: P x differs by %g, R x by %g",
-            what, kind, l, dp, dr);
+        /* the coarse operator, and the smoother's interval */
+        const ks_amg_level *Cs = &ser->levels[l + 1];
+        const double da = apply_diff(Cd->Am, Cd->x, Cd->r, Cs->Am);
+        const double dl = Cs->lmax != 0.0 ? fabs(Cd->lmax - Cs->lmax) / fabs(Cs->lmax) : 0.0;
+        ALL(dp <= 1e-14 && dr <= 1e-14 && da <= 1e-13 && dl <= 1e-10,
+            "%s layout %d level %d: P x differs by %g, R x by %g, level %d's A x by %g, its "
+            "lmax by %g",
+            what, kind, l, dp, dr, l + 1, da, dl);
     }
     ALL(dis->coarse_inv != NULL && ser->coarse_inv != NULL, "%s: no dense coarse solve", what);
     if (dis->coarse_inv && ser->coarse_inv) {
@@ -487,6 +386,19 @@ static void check_levels_of(const ks_csr *A, int kind, const amg_case *c, const 
         ALL(di <= 1e-12, "%s layout %d: the coarse inverse applied differs by %g", what, kind,
             di);
     }
+}
+
+static void check_levels_of(const ks_csr *A, int kind, const amg_case *c, const char *what)
+{
+    ks_config *cfg = config_of(c);
+    const ks_solver_params *sp = ks_config_solver_params(cfg);
+    ks_matrix *S = NULL;
+    KS_ALL(ks_matrix_create(be, A, "auto", NULL, &S));
+    ks_amg *ser = NULL, *dis = NULL;
+    KS_ALL(ks_amg_setup(be, &sp->pc.amg, S, &ser));
+    ks_matrix *M = dist_of(A, kind);
+    KS_ALL(ks_amg_setup_dist(be, &sp->pc.amg, M, &dis));
+    compare_levels(ser, dis, kind, what);
     ks_amg_destroy(dis);
     ks_amg_destroy(ser);
     ks_matrix_destroy(&M);
@@ -895,6 +807,266 @@ START_TEST(test_symmetry)
 }
 END_TEST
 
+/* ------------------------------------------------------------- re-setup */
+
+/* A's pattern with new values: D A D + shift I, d_i = 1 + 0.5 sin(i) when
+ * perturb, else scale A + shift I. SPD where A is. */
+static void new_values(const ks_csr *A, int perturb, double scale, double shift, ks_csr *A2)
+{
+    KS_CHECK(ks_csr_copy(A, A2));
+    for (ks_int i = 0; i < A2->nrows; i++)
+        for (ks_int k = A2->rowptr[i]; k < A2->rowptr[i + 1]; k++) {
+            const ks_int j = A2->colind[k];
+            A2->val[k] *= perturb ? (1.0 + 0.5 * sin((double)i)) * (1.0 + 0.5 * sin((double)j))
+                                  : scale;
+            A2->val[k] += i == j ? shift : 0.0;
+        }
+}
+
+/* A2's values on M (this rank's rows of A2, in the order dist_of gave A's;
+ * all of them on one process). */
+static void set_values_of(ks_matrix *M, const ks_csr *A2)
+{
+    const ks_gint r0 = ks_matrix_distributed(M) ? ks_matrix_row_begin(M) : 0;
+    KS_ALL(ks_matrix_set_values(M, A2->val + A2->rowptr[r0]));
+}
+
+/* Seconds the last (re-)setup spent on strength and coarsening: none in a
+ * values-only re-setup. */
+static double split_seconds(const ks_hierarchy_info *info)
+{
+    double t = 0.0;
+    for (int i = 0; i < info->nphases; i++)
+        if (!strcmp(info->phase_names[i], "strength") ||
+            !strcmp(info->phase_names[i], "coarsening"))
+            t += info->phase_seconds[i];
+    return t;
+}
+
+/* What a re-setup did (ks_solver_hierarchy). */
+typedef struct resetup_info {
+    int resetup, rebuilt;
+    double split_s;
+} resetup_info;
+
+static void resetup_info_of(const ks_solver *s, resetup_info *r)
+{
+    ks_hierarchy_info info;
+    KS_ALL(ks_solver_hierarchy(s, &info));
+    r->resetup = info.last_was_resetup;
+    r->rebuilt = info.resetup_rebuilt;
+    r->split_s = split_seconds(&info);
+}
+
+/* Setup on M, A2's values set on it, re-setup, solve. */
+static void resetup_solve(ks_matrix *M, const ks_csr *A2, const amg_case *c, solve_out *o,
+                          resetup_info *r)
+{
+    ks_config *cfg = config_of(c);
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    set_values_of(M, A2);
+    KS_ALL(ks_solver_resetup(s, M));
+    resetup_info_of(s, r);
+    run(s, M, o);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+}
+
+/* New values on the distributed matrix of A (layout kind), a re-setup and
+ * a solve: values only (no strength or coarsening time), the iterations
+ * and x of the one-process re-setup, and iterations within one of a fresh
+ * setup on the new values (which may truncate P to other entries). */
+static void resetup_new_values(const ks_csr *A, int kind, const amg_case *c, int vs_serial)
+{
+    ks_csr A2;
+    new_values(A, 1, 1.0, 0.3, &A2);
+    solve_out ser = {0}, dis, fresh;
+    resetup_info rs = {1, 0, 0.0}, rd;
+    ks_matrix *S = NULL;
+    if (vs_serial) {
+        KS_ALL(ks_matrix_create(be, A, "auto", NULL, &S));
+        resetup_solve(S, &A2, c, &ser, &rs);
+    }
+    ks_matrix *M = dist_of(A, kind), *F = dist_of(&A2, kind);
+    resetup_solve(M, &A2, c, &dis, &rd);
+    solve(F, c, &fresh);
+    ALL(rd.resetup && !rd.rebuilt && rd.split_s == 0.0 && rs.resetup && !rs.rebuilt,
+        "%s layout %d: the re-setup rebuilt (%d; one process %d) or split (%g s)", c->interp,
+        kind, rd.rebuilt, rs.rebuilt, rd.split_s);
+    ALL(dis.status == KS_SOLVE_CONVERGED && dis.true_rel < 1e-9 &&
+            abs(dis.iterations - fresh.iterations) <= 1,
+        "%s layout %d: re-setup on new values: %d iterations (%s, true residual %g), a fresh "
+        "setup %d",
+        c->interp, kind, dis.iterations, ks_solve_status_name(dis.status), dis.true_rel,
+        fresh.iterations);
+    if (vs_serial) {
+        double v[2];
+        ks_test_dist_xerr(M, dis.x, ser.x, v);
+        ALL(abs(dis.iterations - ser.iterations) <= iter_slack && v[0] <= 1e-7 * v[1],
+            "%s layout %d: re-setup: %d iterations on %d ranks, %d on one process; x differs "
+            "by %g (max %g)",
+            c->interp, kind, dis.iterations, nranks, ser.iterations, v[0], v[1]);
+    }
+    if (rank == 0 && getenv("KS_TEST_VERBOSE"))
+        printf("re-setup %s layout %d: %d iterations on %d ranks, one process %d, fresh %d\n",
+               c->interp, kind, dis.iterations, nranks, ser.iterations, fresh.iterations);
+    free(ser.x);
+    free(dis.x);
+    free(fresh.x);
+    ks_matrix_destroy(&F);
+    ks_matrix_destroy(&M);
+    ks_matrix_destroy(&S);
+    ks_csr_free(&A2);
+}
+
+START_TEST(test_amg_resetup_new_values)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 10, &A);
+    amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
+    for (int kind = 0; kind < 2; kind++)
+        resetup_new_values(&A, kind, &c, 1);
+    c.interp = "D1";
+    c.smoother = "JACOBI_L1";
+    resetup_new_values(&A, 1, &c, 1);
+    /* HMIS over ranks splits by the partition: against the fresh setup */
+    amg_case h = {"PCG", "CHEBYSHEV", "D2", "V", "selector", "HMIS"};
+    resetup_new_values(&A, 1, &h, nranks == 1);
+    ks_csr_free(&A);
+}
+END_TEST
+
+/* The hierarchy of a distributed re-setup level by level against the
+ * one-process re-setup's (the same splitting, P pattern, projected values,
+ * coarse operators, coarse inverse and Chebyshev interval), or, for
+ * A2 = 4 A, against a fresh one-process setup of A2 (scaling changes no
+ * choice and, by a power of two, no bit). */
+static void check_resetup_levels(const ks_csr *A, const ks_csr *A2, int kind, const char *interp,
+                                 int fresh, const char *what)
+{
+    amg_case c = {"PCG", "CHEBYSHEV", interp, "V", NULL, NULL};
+    ks_config *cfg = config_of(&c);
+    const ks_amg_params *prm = &ks_config_solver_params(cfg)->pc.amg;
+    ks_matrix *S = NULL;
+    ks_amg *ser = NULL, *dis = NULL;
+    if (fresh) {
+        KS_ALL(ks_matrix_create(be, A2, "auto", NULL, &S));
+        KS_ALL(ks_amg_setup(be, prm, S, &ser));
+    } else {
+        KS_ALL(ks_matrix_create(be, A, "auto", NULL, &S));
+        KS_ALL(ks_amg_setup(be, prm, S, &ser));
+        set_values_of(S, A2);
+        KS_ALL(ks_amg_resetup(ser, S));
+    }
+    ks_matrix *M = dist_of(A, kind);
+    KS_ALL(ks_amg_setup_dist(be, prm, M, &dis));
+    set_values_of(M, A2);
+    KS_ALL(ks_amg_resetup_dist(dis, M));
+    ALL(dis->last_was_resetup && !dis->resetup_fell_back && dis->resetup_count == 1 &&
+            (fresh || !ser->resetup_fell_back),
+        "%s layout %d: the re-setup rebuilt (%d ranks: %d, one process: %d)", what, kind,
+        nranks, dis->resetup_fell_back, ser->resetup_fell_back);
+    compare_levels(ser, dis, kind, what);
+    ks_amg_destroy(dis);
+    ks_amg_destroy(ser);
+    ks_matrix_destroy(&M);
+    ks_matrix_destroy(&S);
+    ks_config_destroy(&cfg);
+}
+
+START_TEST(test_resetup_matches_serial)
+{
+    ks_csr A, A2, A4;
+    generate(KS_GEN_POISSON3D_7, 14, &A);
+    new_values(&A, 1, 1.0, 0.3, &A2);
+    new_values(&A, 0, 4.0, 0.0, &A4);
+    for (int kind = 0; kind < 2; kind++) {
+        check_resetup_levels(&A, &A2, kind, "D2", 0, "re-setup poisson3d_7 14^3");
+        check_resetup_levels(&A, &A4, kind, "D2", 1, "re-setup 4 x poisson3d_7 14^3");
+    }
+    check_resetup_levels(&A, &A2, 1, "D1", 0, "re-setup poisson3d_7 14^3");
+    /* every coarse level on rank 0 */
+    const int keep = ks_amg_dist_agglomerate_rows;
+    ks_amg_dist_agglomerate_rows = 1 << 30;
+    check_resetup_levels(&A, &A2, 0, "D2", 0, "re-setup poisson3d_7 14^3, agglomerated");
+    ks_amg_dist_agglomerate_rows = keep;
+    ks_csr_free(&A);
+    ks_csr_free(&A2);
+    ks_csr_free(&A4);
+    generate(KS_GEN_POISSON3D_27, 10, &A);
+    new_values(&A, 1, 1.0, 0.3, &A2);
+    check_resetup_levels(&A, &A2, 1, "D2", 0, "re-setup poisson3d_27 10^3");
+    ks_csr_free(&A);
+    ks_csr_free(&A2);
+}
+END_TEST
+
+/* A re-setup on unchanged values gives the setup's solve back; another
+ * matrix (another pattern) and configurations without a values-only path
+ * (aggressive coarsening, float32 hierarchy) rebuild, as a fresh setup. */
+START_TEST(test_amg_resetup)
+{
+    ks_csr A, B;
+    generate(KS_GEN_POISSON3D_7, 10, &A);
+    generate(KS_GEN_POISSON3D_27, 10, &B);
+    ks_matrix *M = dist_of(&A, 1), *N = dist_of(&B, 1);
+    amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
+    ks_config *cfg = config_of(&c);
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    solve_out o[3], fresh;
+    resetup_info r[2];
+    KS_ALL(ks_solver_setup(s, M));
+    run(s, M, &o[0]);
+    KS_ALL(ks_solver_resetup(s, M));
+    resetup_info_of(s, &r[0]);
+    run(s, M, &o[1]);
+    double v[2] = {0.0, 0.0}; /* both x are this rank's rows */
+    for (ks_int i = 0; i < ks_matrix_rows(M); i++) {
+        v[0] = fmax(v[0], fabs(o[1].x[i] - o[0].x[i]));
+        v[1] = fmax(v[1], fabs(o[0].x[i]));
+    }
+    KS_ALL(ks_comm_max(comm, v, 2));
+    ALL(r[0].resetup && !r[0].rebuilt && o[0].iterations == o[1].iterations &&
+            v[0] <= 1e-12 * v[1] && o[1].status == KS_SOLVE_CONVERGED,
+        "setup: %d iterations, re-setup (rebuilt %d): %d (%s); x differs by %g (max %g)",
+        o[0].iterations, r[0].rebuilt, o[1].iterations, ks_solve_status_name(o[1].status),
+        v[0], v[1]);
+    KS_ALL(ks_solver_resetup(s, N));
+    resetup_info_of(s, &r[1]);
+    run(s, N, &o[2]);
+    solve(N, &c, &fresh);
+    int same = o[2].iterations == fresh.iterations;
+    for (ks_int i = 0; same && i < ks_matrix_rows(N); i++)
+        same = !memcmp(&o[2].x[i], &fresh.x[i], sizeof(double));
+    ALL(r[1].resetup && r[1].rebuilt && same,
+        "re-setup on another matrix: rebuilt %d, %d iterations, a fresh setup %d (same x: %d)",
+        r[1].rebuilt, o[2].iterations, fresh.iterations, same);
+    for (int k = 0; k < 3; k++)
+        free(o[k].x);
+    free(fresh.x);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+    const char *keys[][2] = {{"aggressive_levels", "1"}, {"hierarchy_precision", "FLOAT"}};
+    for (int k = 0; k < 2; k++) {
+        amg_case d = {"PCG", "CHEBYSHEV", "D2", "V", keys[k][0], keys[k][1]};
+        resetup_info rk;
+        solve_out ok;
+        resetup_solve(M, &A, &d, &ok, &rk);
+        ALL(rk.resetup && rk.rebuilt && ok.status == KS_SOLVE_CONVERGED,
+            "%s %s: re-setup rebuilt %d (%s)", keys[k][0], keys[k][1], rk.rebuilt,
+            ks_solve_status_name(ok.status));
+        free(ok.x);
+    }
+    ks_matrix_destroy(&N);
+    ks_matrix_destroy(&M);
+    ks_csr_free(&B);
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* --------------------------------------------------------------- errors */
 
 START_TEST(test_zero_diagonal)
@@ -936,6 +1108,7 @@ static Suite *amg_solve_suite(void)
     tcase_add_test(t, test_spectral_estimate);
     tcase_add_test(t, test_symmetry);
     tcase_add_test(t, test_agglomeration);
+    tcase_add_test(t, test_resetup_matches_serial);
     suite_add_tcase(s, t);
     t = tcase_create("solve");
     tcase_add_test(t, test_pcg_amg_poisson);

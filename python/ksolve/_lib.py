@@ -47,7 +47,8 @@ class ks_hierarchy_info(Structure):
                 ("location", c_char_p), ("grid_complexity", c_double),
                 ("operator_complexity", c_double), ("bytes", c_double),
                 ("coarse_direct", c_int), ("setup_seconds", c_double),
-                ("last_was_resetup", c_int), ("nphases", c_int),
+                ("last_was_resetup", c_int), ("resetup_rebuilt", c_int),
+                ("nphases", c_int),
                 ("phase_names", c_char_p * KS_MAX_PHASES),
                 ("phase_seconds", c_double * KS_MAX_PHASES),
                 ("profiled_cycles", c_long), ("step_names", POINTER(c_char_p))]

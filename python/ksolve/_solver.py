@@ -383,7 +383,7 @@ class Solver:
         """What the AMG setup built, as a dict (None without AMG): levels (a
         list of dicts: rows, nnz, p_nnz, r_nnz, bytes, format), location,
         grid_complexity, operator_complexity, bytes, coarse_direct,
-        setup_time, last_was_resetup, phases (name -> seconds)."""
+        setup_time, last_was_resetup, resetup_rebuilt, phases (name -> seconds)."""
         with self._lock:
             self._alive()
             info = _lib.ks_hierarchy_info()
@@ -404,6 +404,7 @@ class Solver:
                 "coarse_direct": bool(info.coarse_direct),
                 "setup_time": info.setup_seconds,
                 "last_was_resetup": bool(info.last_was_resetup),
+                "resetup_rebuilt": bool(info.resetup_rebuilt),
                 "phases": {text(info.phase_names[i]): info.phase_seconds[i]
                            for i in range(info.nphases)},
             }

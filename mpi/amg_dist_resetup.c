@@ -1,0 +1,295 @@
+/* Values-only re-setup of a distributed AMG hierarchy (new values, same
+ * pattern), amg/resetup.c's rule over ranks. Kept from the setup (the
+ * level keeps of amg_dist_setup.h): each level's strength graph, C/F
+ * splitting, coarse ids and truncated P pattern in its coarse layout
+ * (agglomeration included), and the distributed matrices P, R and the
+ * coarse operators with their ghost columns and halo plans. Recomputed:
+ * the interpolation's values from the kept S and splitting on the new A
+ * (untruncated, the rows it reads on other ranks fetched again), projected
+ * onto the kept pattern as ks_amgk_project does (the dropped weight's row
+ * sum rescaled onto the kept entries, the same bits as the serial
+ * re-setup's), R = P^T, the Galerkin product, the gathered coarse LU and
+ * the smoothers' data (diagonals, l1 sums, Chebyshev estimates). The new
+ * values go into the matrices' blocks in place (their patterns compared
+ * first), so every halo plan stays.
+ *
+ * As serially, the whole hierarchy is rebuilt (resetup_fell_back = 1)
+ * when the kept pattern cannot hold the new operator (an interpolation row
+ * that would lose weight without truncation or keeps none, a product
+ * entry outside the kept pattern), when the matrix is another object than
+ * the last setup's, and, over ranks only, when the configuration keeps
+ * nothing (aggregation, aggressive coarsening, float32 hierarchies). Every
+ * decision is agreed over the ranks, and a failure ends every rank's
+ * re-setup with the same error. */
+#include "amg_dist_setup.h"
+
+#include <string.h>
+
+typedef struct dist_keep {
+    int nlevels;                 /* entries of lv (prm.max_levels) */
+    ks_dist_level_keep *lv;
+} dist_keep;
+
+static void level_keep_free(ks_dist_level_keep *K)
+{
+    ks_dist_strength_free(&K->S);
+    free(K->cf);
+    ks_dist_coarse_free(&K->C);
+    ks_dist_prows_free(&K->P);
+    free(K->coff);
+    memset(K, 0, sizeof *K);
+}
+
+static void keep_free(void *p)
+{
+    dist_keep *k = p;
+    if (!k)
+        return;
+    for (int l = 0; l < k->nlevels; l++)
+        level_keep_free(&k->lv[l]);
+    free(k->lv);
+    free(k);
+}
+
+static int keeps(const ks_amg *amg)
+{
+    ks_spmv_params sp;
+    ks_amg_level_spmv_params(amg, &sp);
+    return amg->prm.algorithm == KS_AMG_CLASSICAL && amg->prm.aggressive_levels == 0 &&
+           !sp.float_values;
+}
+
+ks_error ks_amg_dist_keep_start(ks_amg *amg)
+{
+    if (amg->dist_keep_free)
+        amg->dist_keep_free(amg->dist_keep);
+    amg->dist_keep = NULL;
+    amg->dist_keep_free = keep_free;
+    if (!keeps(amg))
+        return KS_OK;
+    dist_keep *k = ks_calloc(1, sizeof *k, "AMG re-setup data");
+    if (k) {
+        k->lv = ks_calloc((size_t)amg->prm.max_levels, sizeof *k->lv, "AMG re-setup levels");
+        k->nlevels = amg->prm.max_levels;
+    }
+    if (k && !k->lv) {
+        free(k);
+        k = NULL;
+    }
+    amg->dist_keep = k;
+    return ks_matrix_agree(amg->levels[0].Am, k ? KS_OK : KS_ERR_MEMORY);
+}
+
+ks_dist_level_keep *ks_amg_dist_keep_level(ks_amg *amg, int l)
+{
+    dist_keep *k = amg->dist_keep;
+    return k && l < k->nlevels ? &k->lv[l] : NULL;
+}
+
+/* Pn's values onto P's pattern (P's values rewritten), row by row as
+ * amg/cpu's interpolation projection: entries outside the pattern dropped,
+ * the kept ones rescaled to the untruncated row sum where some were
+ * dropped. 1 when a row does not fit (dropped entries without truncation,
+ * or no kept weight). Local. */
+static int project(const ks_dist_prows *Pn, ks_dist_prows *P, int truncated)
+{
+    if (Pn->nloc != P->nloc)
+        return 1;
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad)
+    for (ks_int i = 0; i < P->nloc; i++) {
+        ks_int a = Pn->rowptr[i], ae = Pn->rowptr[i + 1];
+        const ks_int k0 = P->rowptr[i], k1 = P->rowptr[i + 1];
+        double sum_all = 0.0, sum_kept = 0.0;
+        int dropped = 0;
+        for (ks_int j = a; j < ae; j++)
+            sum_all += Pn->val[j];
+        for (ks_int k = k0; k < k1; k++) {
+            while (a < ae && Pn->col[a] < P->col[k]) {
+                a++;
+                dropped = 1;
+            }
+            const double v = a < ae && Pn->col[a] == P->col[k] ? Pn->val[a++] : 0.0;
+            P->val[k] = v;
+            sum_kept += v;
+        }
+        if (a < ae)
+            dropped = 1;
+        if (!dropped)
+            continue;
+        if (!truncated || sum_kept == 0.0) {
+            bad = 1;
+            continue;
+        }
+        const double scale = sum_all / sum_kept;
+        for (ks_int k = k0; k < k1; k++)
+            P->val[k] *= scale;
+    }
+    return bad;
+}
+
+static int same_pattern(const ks_csr *X, const ks_csr *Y)
+{
+    if (X->nrows != Y->nrows || X->nnz != Y->nnz)
+        return 0;
+    return !memcmp(X->rowptr, Y->rowptr, ((size_t)X->nrows + 1) * sizeof *X->rowptr) &&
+           (X->nnz == 0 || !memcmp(X->colind, Y->colind, (size_t)X->nnz * sizeof *X->colind));
+}
+
+/* The split rows' values into M's blocks when their pattern and ghost
+ * columns are M's (else *changed = 1, M untouched). Local; the caller
+ * agrees. */
+static ks_error set_split(ks_matrix *M, const ks_dist_split *S, int *changed)
+{
+    const ks_dist_impl *d = (const ks_dist_impl *)M->dist;
+    const ks_csr *L = ks_matrix_host_csr(d->base.local);
+    const ks_csr *G = d->base.ghost ? ks_matrix_host_csr(d->base.ghost) : NULL;
+    if (!L || (d->base.ghost && !G))
+        return ks_seterr(KS_ERR_MEMORY, "host copy of a level's blocks");
+    const ks_int ng = S->ghost.ncols;
+    if (ng != d->nghost || !same_pattern(&S->local, L) ||
+        (ng > 0 && (!G || !same_pattern(&S->ghost, G) ||
+                    memcmp(S->ghost_gid, d->ghost_gid, (size_t)ng * sizeof *d->ghost_gid)))) {
+        *changed = 1;
+        return KS_OK;
+    }
+    KS_TRY(ks_matrix_set_values(d->base.local, S->local.val));
+    return ng > 0 ? ks_matrix_set_values(d->base.ghost, S->ghost.val) : KS_OK;
+}
+
+/* Transfer rows (P or R, global columns) into the distributed M. */
+static ks_error set_prows(ks_matrix *M, const ks_dist_prows *X, int *changed)
+{
+    ks_dist_split S;
+    KS_TRY(ks_dist_prows_split(X, &S));
+    ks_error e = set_split(M, &S, changed);
+    ks_dist_split_free(&S);
+    return e;
+}
+
+/* Coarse operator rows into the distributed M. */
+static ks_error set_rows(ks_matrix *M, const ks_dist_csr *Ac, int *changed)
+{
+    ks_dist_split S;
+    ks_error e = ks_dist_csr_split(ks_matrix_comm(M)->rank, Ac->row_begin, Ac->ncols_global,
+                                   Ac->nrows, Ac->rowptr, Ac->colind, Ac->val, &S);
+    if (e == KS_OK)
+        e = set_split(M, &S, changed);
+    ks_dist_split_free(&S);
+    return e;
+}
+
+/* *changed over the ranks: 1 everywhere when it is 1 somewhere. */
+static ks_error agree_changed(const ks_comm *c, ks_error e, int *changed)
+{
+    e = ks_comm_agree(c, e);
+    double v = *changed;
+    if (e == KS_OK)
+        e = ks_comm_max(c, &v, 1);
+    *changed = v > 0.0;
+    return e;
+}
+
+/* Level l's P, R and level l + 1's operator from the new values of level
+ * l's A, into the kept patterns (*changed = 1, agreed, when they do not
+ * fit). Collective. */
+static ks_error level_values(ks_amg *amg, int l, int *changed)
+{
+    ks_amg_level *L = &amg->levels[l], *C = &amg->levels[l + 1];
+    ks_dist_level_keep *K = ks_amg_dist_keep_level(amg, l);
+    const ks_matrix *A = L->Am;
+    const ks_comm *c = ks_matrix_comm(A);
+    ks_dist_prows Pn, R;
+    ks_dist_csr Ac;
+    memset(&Pn, 0, sizeof Pn);
+    memset(&R, 0, sizeof R);
+    memset(&Ac, 0, sizeof Ac);
+    double t = ks_wtime();
+    ks_error e = amg->prm.interpolator == KS_AMG_D1
+                     ? ks_dist_interp_direct(A, &K->S, K->cf, &K->C, &Pn)
+                     : ks_dist_interp_extended_i(A, &K->S, K->cf, &K->C, &Pn);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation values", &t);
+    if (e == KS_OK)
+        *changed = project(&Pn, &K->P, ks_amg_dist_truncating(&amg->prm));
+    e = agree_changed(c, e, changed);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "projection onto the kept P", &t);
+    if (e == KS_OK && !*changed)
+        e = ks_dist_prows_transpose(&K->P, A->dist->offsets, K->coff, &R);
+    if (e == KS_OK && !*changed)
+        e = ks_dist_rap_r(A, &K->P, &R, &Ac);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP values", &t);
+    if (e == KS_OK && !*changed)
+        e = agree_changed(c, set_prows(L->Pm, &K->P, changed), changed);
+    if (e == KS_OK && !*changed)
+        e = agree_changed(c, set_prows(L->Rm, &R, changed), changed);
+    if (e == KS_OK && !*changed)
+        e = agree_changed(c, set_rows(C->Am, &Ac, changed), changed);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_UPLOAD, "P, R and coarse values into the matrices",
+                      &t);
+    ks_dist_csr_free(&Ac);
+    ks_dist_prows_free(&R);
+    ks_dist_prows_free(&Pn);
+    return e == KS_OK ? KS_OK : ks_adderr(e, "AMG re-setup, level %d (distributed)", l);
+}
+
+static ks_error values_only(ks_amg *amg, int *changed)
+{
+    for (int l = 0; l < amg->nlevels - 1 && !*changed; l++) {
+        KS_TRY(ks_amg_dist_check_diagonal(amg, l));
+        KS_TRY(level_values(amg, l, changed));
+    }
+    if (*changed)
+        return KS_OK;
+    const int last = amg->nlevels - 1;
+    KS_TRY(ks_amg_dist_check_diagonal(amg, last));
+    double t = ks_wtime();
+    ks_matrix_destroy(&amg->coarse_inv);
+    KS_TRY(ks_amg_dist_coarse_setup(amg));
+    ks_amg_dist_phase(amg, last, KS_AMG_PHASE_COARSE, "gathered coarse LU and inverse", &t);
+    for (int l = 0; l < amg->nlevels; l++) {
+        amg->levels[l].rho_valid = 0; /* the estimate of the old values */
+        KS_TRY(ks_amg_dist_smoother_setup(amg, l));
+    }
+    ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
+    ks_amg_dist_drop_host_copies(amg);
+    return KS_OK;
+}
+
+ks_error ks_amg_resetup_dist(ks_amg *amg, ks_matrix *A)
+{
+    if (!amg || !A || !ks_matrix_distributed(A))
+        return ks_seterr(KS_ERR_ARG, "ks_amg_resetup_dist: NULL hierarchy, or the matrix is "
+                         "not distributed");
+    ks_error e = ks_matrix_backend(A) != amg->be
+                     ? ks_seterr(KS_ERR_ARG, "AMG re-setup: the matrix lives on another "
+                                 "backend object")
+                     : KS_OK;
+    KS_TRY(ks_matrix_agree(A, e));
+    const ks_comm *c = ks_matrix_comm(A);
+    const double t0 = ks_wtime();
+    memset(amg->phase_seconds, 0, sizeof amg->phase_seconds);
+    ks_amg_graph_reset(amg);
+    ks_amg_dist_trace_start();
+    amg->last_was_resetup = 1;
+    amg->resetup_fell_back = 0;
+    /* another matrix (its pattern unknown), a failed earlier (re-)setup or
+     * nothing kept: rebuild */
+    int changed = amg->nlevels < 1 || ks_matrix_id(A) != amg->A0_id || !amg->dist_keep;
+    e = agree_changed(c, KS_OK, &changed);
+    if (e == KS_OK && !changed)
+        e = values_only(amg, &changed);
+    if (e == KS_OK && changed) {
+        ks_amg_clear(amg);
+        ks_amg_start(amg, A);
+        amg->resetup_fell_back = 1;
+        e = ks_amg_dist_build(amg);
+    }
+    if (e != KS_OK) {
+        /* half updated: unusable until a setup succeeds */
+        ks_amg_clear(amg);
+        return e;
+    }
+    amg->resetup_seconds = ks_wtime() - t0;
+    amg->resetup_count++;
+    return KS_OK;
+}

@@ -97,6 +97,44 @@ void ks_test_dist_xerr(const ks_matrix *M, const double *x, const double *ref, d
     KS_ALL(ks_comm_max(comm, v, 2));
 }
 
+void ks_test_dist_xdiff(const ks_matrix *M, const double *x, const double *y, double v[2])
+{
+    v[0] = v[1] = 0.0;
+    for (ks_int i = 0; i < ks_matrix_rows(M); i++) {
+        v[0] = fmax(v[0], fabs(x[i] - y[i]));
+        v[1] = fmax(v[1], fabs(y[i]));
+    }
+    KS_ALL(ks_comm_max(comm, v, 2));
+}
+
+void ks_test_new_values(const ks_csr *A, int perturb, double scale, double shift, ks_csr *A2)
+{
+    KS_CHECK(ks_csr_copy(A, A2));
+    for (ks_int i = 0; i < A2->nrows; i++)
+        for (ks_int k = A2->rowptr[i]; k < A2->rowptr[i + 1]; k++) {
+            const ks_int j = A2->colind[k];
+            A2->val[k] *= perturb ? (1.0 + 0.5 * sin((double)i)) * (1.0 + 0.5 * sin((double)j))
+                                  : scale;
+            A2->val[k] += i == j ? shift : 0.0;
+        }
+}
+
+void ks_test_set_values_of(ks_matrix *M, const ks_csr *A2)
+{
+    const ks_gint r0 = ks_matrix_row_begin(M); /* 0 for a matrix on one process */
+    KS_ALL(ks_matrix_set_values(M, A2->val + A2->rowptr[r0]));
+}
+
+double ks_test_split_seconds(const ks_hierarchy_info *info)
+{
+    double t = 0.0;
+    for (int i = 0; i < info->nphases; i++)
+        if (!strcmp(info->phase_names[i], "strength") ||
+            !strcmp(info->phase_names[i], "coarsening"))
+            t += info->phase_seconds[i];
+    return t;
+}
+
 int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...)
 {
     int mine = ok ? nranks : rank, first = nranks;

@@ -65,6 +65,20 @@ void ks_test_dist_rhs(ks_vec *b);
  * (x: this rank's, ref: the whole vector), v[1] = max |ref[g]| alike. */
 void ks_test_dist_xerr(const ks_matrix *M, const double *x, const double *ref, double v[2]);
 
+/* Collective: v[0] = max |x_i - y_i|, v[1] = max |y_i| over every rank's
+ * rows of M (x, y: this rank's). */
+void ks_test_dist_xdiff(const ks_matrix *M, const double *x, const double *y, double v[2]);
+
+/* Re-setup tests: A's pattern with new values, D A D + shift I with
+ * d_i = 1 + 0.5 sin(i) when perturb, else scale A + shift I (SPD where A
+ * is); A2's values set on M (this rank's rows of A2 when M is distributed
+ * with A's rows in order, all of them otherwise); the seconds the last
+ * (re-)setup spent on strength and coarsening (none in a values-only
+ * re-setup). */
+void ks_test_new_values(const ks_csr *A, int perturb, double scale, double shift, ks_csr *A2);
+void ks_test_set_values_of(ks_matrix *M, const ks_csr *A2);
+double ks_test_split_seconds(const ks_hierarchy_info *info);
+
 /* The whole program: MPI_Init, the globals above, make()'s suite run as
  * described, the ranks' failures combined, after() (may be NULL: extra
  * output, on every rank), the teardown. Returns the exit status. At most

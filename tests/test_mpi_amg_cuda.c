@@ -16,7 +16,8 @@
  * counted with their time and bytes. HMIS, aggregation, aggressive
  * coarsening and FLOAT hierarchies (compare_cpu): the distributed cuda
  * solve against the distributed cpu solve of the same options and
- * partition, iteration for iteration. Skipped, with the reason printed,
+ * partition, iteration for iteration. A values-only re-setup on cuda
+ * against the same on the cpu (compare_resetup). Skipped, with the reason printed,
  * unless every rank has a CUDA device. Rank 0 prints each case's numbers. */
 #include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
@@ -125,14 +126,11 @@ typedef struct solve_out {
     int hlen;
 } solve_out;
 
-static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
+/* The hierarchy's sizes and two solves with s, set up on M. */
+static void solve_set_up(ks_solver *s, ks_matrix *M, solve_out *o)
 {
     memset(o, 0, sizeof *o);
-    ks_config *cfg = config_of(c);
-    ks_solver *s = NULL;
     ks_vec *b = NULL, *x = NULL;
-    KS_ALL(ks_solver_create(ks_matrix_backend(M), cfg, &s));
-    KS_ALL(ks_solver_setup(s, M));
     ks_hierarchy_info h;
     KS_ALL(ks_solver_hierarchy(s, &h));
     o->nlevels = h.nlevels < 32 ? h.nlevels : 32;
@@ -166,6 +164,35 @@ static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
     o->again = ks_solver_stats(s)->iterations;
     ks_vec_destroy(&b);
     ks_vec_destroy(&x);
+}
+
+static void solve(ks_matrix *M, const amg_case *c, solve_out *o)
+{
+    ks_config *cfg = config_of(c);
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(ks_matrix_backend(M), cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    solve_set_up(s, M, o);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+}
+
+/* Setup on M, A2's values set on it, a re-setup, then solve_set_up;
+ * *values_only: the re-setup kept the hierarchy (not rebuilt, no strength
+ * or coarsening time). */
+static void resetup_solve(ks_matrix *M, const ks_csr *A2, const amg_case *c, solve_out *o,
+                          int *values_only)
+{
+    ks_config *cfg = config_of(c);
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(ks_matrix_backend(M), cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    ks_test_set_values_of(M, A2);
+    KS_ALL(ks_solver_resetup(s, M));
+    ks_hierarchy_info h;
+    KS_ALL(ks_solver_hierarchy(s, &h));
+    *values_only = h.last_was_resetup && !h.resetup_rebuilt && ks_test_split_seconds(&h) == 0.0;
+    solve_set_up(s, M, o);
     ks_solver_destroy(&s);
     ks_config_destroy(&cfg);
 }
@@ -500,12 +527,64 @@ START_TEST(test_amg_standalone)
 }
 END_TEST
 
+/* A values-only re-setup on cuda (the setup's pieces on host copies, as
+ * the setup runs them) against the same re-setup of the same distributed
+ * matrix on the cpu: new values D A D + 0.3 I on A's pattern; both values
+ * only, the same hierarchy sizes, iterations within one of each other,
+ * x within 1e-9 of the cpu re-setup's x (relative to max |x|) and the
+ * true residual reached; a second solve alike. */
+static void compare_resetup(const char *problem, const ks_csr *A, const amg_case *c, int empty)
+{
+    ks_csr A2;
+    ks_test_new_values(A, 1, 1.0, 0.3, &A2);
+    ks_matrix *Mc = dist_of(be, A, empty), *Mg = dist_of(cuda, A, empty);
+    solve_out dcpu, dcu;
+    int vo_cpu = 0, vo_cu = 0;
+    resetup_solve(Mc, &A2, c, &dcpu, &vo_cpu);
+    resetup_solve(Mg, &A2, c, &dcu, &vo_cu);
+    double v[2];
+    ks_test_dist_xdiff(Mg, dcu.x, dcpu.x, v);
+    char what[200];
+    snprintf(what, sizeof what, "re-setup %s, %s, %d ranks%s", problem, c->name, nranks,
+             empty && nranks > 1 ? " (uneven rows)" : "");
+    ALL(vo_cpu && vo_cu, "%s: values only on cpu %d, on cuda %d", what, vo_cpu, vo_cu);
+    ALL(dcpu.status == KS_SOLVE_CONVERGED && dcu.status == KS_SOLVE_CONVERGED &&
+            abs(dcu.iterations - dcpu.iterations) <= 1 && dcu.again == dcu.iterations,
+        "%s: distributed cuda %d iterations (%s, again %d), distributed cpu %d (%s)", what,
+        dcu.iterations, ks_solve_status_name(dcu.status), dcu.again, dcpu.iterations,
+        ks_solve_status_name(dcpu.status));
+    ALL(same_hierarchy(&dcu, &dcpu), "%s: the cuda hierarchy (%d levels) differs from the cpu "
+        "one (%d levels)", what, dcu.nlevels, dcpu.nlevels);
+    ALL(dcu.true_rel < 1e-9 && v[0] <= 1e-9 * v[1],
+        "%s: cuda: true relative residual %g, x differs from the cpu re-setup's by %g (max "
+        "%g)", what, dcu.true_rel, v[0], v[1]);
+    if (rank == 0)
+        printf("%s: iterations: distributed cuda %d, distributed cpu %d; %d levels\n", what,
+               dcu.iterations, dcpu.iterations, dcu.nlevels);
+    out_free(&dcpu);
+    out_free(&dcu);
+    ks_matrix_destroy(&Mc);
+    ks_matrix_destroy(&Mg);
+    ks_csr_free(&A2);
+}
+
+START_TEST(test_resetup)
+{
+    need_cuda();
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 16, &A);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        compare_resetup("poisson3d_7 16^3", &A, &cases[k], (int)(k % 2));
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* The skip line scripts/test counts (the MPI harness prints none itself);
  * the cuda backend goes before MPI_Finalize. */
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 6 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 7 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -527,6 +606,7 @@ static Suite *suite(void)
         tcase_add_test(t, test_options_poisson27);
         tcase_add_test(t, test_gs_refused);
         tcase_add_test(t, test_amg_standalone);
+        tcase_add_test(t, test_resetup);
     }
     suite_add_tcase(s, t);
     return s;

@@ -809,40 +809,6 @@ END_TEST
 
 /* ------------------------------------------------------------- re-setup */
 
-/* A's pattern with new values: D A D + shift I, d_i = 1 + 0.5 sin(i) when
- * perturb, else scale A + shift I. SPD where A is. */
-static void new_values(const ks_csr *A, int perturb, double scale, double shift, ks_csr *A2)
-{
-    KS_CHECK(ks_csr_copy(A, A2));
-    for (ks_int i = 0; i < A2->nrows; i++)
-        for (ks_int k = A2->rowptr[i]; k < A2->rowptr[i + 1]; k++) {
-            const ks_int j = A2->colind[k];
-            A2->val[k] *= perturb ? (1.0 + 0.5 * sin((double)i)) * (1.0 + 0.5 * sin((double)j))
-                                  : scale;
-            A2->val[k] += i == j ? shift : 0.0;
-        }
-}
-
-/* A2's values on M (this rank's rows of A2, in the order dist_of gave A's;
- * all of them on one process). */
-static void set_values_of(ks_matrix *M, const ks_csr *A2)
-{
-    const ks_gint r0 = ks_matrix_distributed(M) ? ks_matrix_row_begin(M) : 0;
-    KS_ALL(ks_matrix_set_values(M, A2->val + A2->rowptr[r0]));
-}
-
-/* Seconds the last (re-)setup spent on strength and coarsening: none in a
- * values-only re-setup. */
-static double split_seconds(const ks_hierarchy_info *info)
-{
-    double t = 0.0;
-    for (int i = 0; i < info->nphases; i++)
-        if (!strcmp(info->phase_names[i], "strength") ||
-            !strcmp(info->phase_names[i], "coarsening"))
-            t += info->phase_seconds[i];
-    return t;
-}
-
 /* What a re-setup did (ks_solver_hierarchy). */
 typedef struct resetup_info {
     int resetup, rebuilt;
@@ -855,7 +821,7 @@ static void resetup_info_of(const ks_solver *s, resetup_info *r)
     KS_ALL(ks_solver_hierarchy(s, &info));
     r->resetup = info.last_was_resetup;
     r->rebuilt = info.resetup_rebuilt;
-    r->split_s = split_seconds(&info);
+    r->split_s = ks_test_split_seconds(&info);
 }
 
 /* Setup on M, A2's values set on it, re-setup, solve. */
@@ -866,7 +832,7 @@ static void resetup_solve(ks_matrix *M, const ks_csr *A2, const amg_case *c, sol
     ks_solver *s = NULL;
     KS_ALL(ks_solver_create(be, cfg, &s));
     KS_ALL(ks_solver_setup(s, M));
-    set_values_of(M, A2);
+    ks_test_set_values_of(M, A2);
     KS_ALL(ks_solver_resetup(s, M));
     resetup_info_of(s, r);
     run(s, M, o);
@@ -881,7 +847,7 @@ static void resetup_solve(ks_matrix *M, const ks_csr *A2, const amg_case *c, sol
 static void resetup_new_values(const ks_csr *A, int kind, const amg_case *c, int vs_serial)
 {
     ks_csr A2;
-    new_values(A, 1, 1.0, 0.3, &A2);
+    ks_test_new_values(A, 1, 1.0, 0.3, &A2);
     solve_out ser = {0}, dis, fresh;
     resetup_info rs = {1, 0, 0.0}, rd;
     ks_matrix *S = NULL;
@@ -957,12 +923,12 @@ static void check_resetup_levels(const ks_csr *A, const ks_csr *A2, int kind, co
     } else {
         KS_ALL(ks_matrix_create(be, A, "auto", NULL, &S));
         KS_ALL(ks_amg_setup(be, prm, S, &ser));
-        set_values_of(S, A2);
+        ks_test_set_values_of(S, A2);
         KS_ALL(ks_amg_resetup(ser, S));
     }
     ks_matrix *M = dist_of(A, kind);
     KS_ALL(ks_amg_setup_dist(be, prm, M, &dis));
-    set_values_of(M, A2);
+    ks_test_set_values_of(M, A2);
     KS_ALL(ks_amg_resetup_dist(dis, M));
     ALL(dis->last_was_resetup && !dis->resetup_fell_back && dis->resetup_count == 1 &&
             (fresh || !ser->resetup_fell_back),
@@ -980,8 +946,8 @@ START_TEST(test_resetup_matches_serial)
 {
     ks_csr A, A2, A4;
     generate(KS_GEN_POISSON3D_7, 14, &A);
-    new_values(&A, 1, 1.0, 0.3, &A2);
-    new_values(&A, 0, 4.0, 0.0, &A4);
+    ks_test_new_values(&A, 1, 1.0, 0.3, &A2);
+    ks_test_new_values(&A, 0, 4.0, 0.0, &A4);
     for (int kind = 0; kind < 2; kind++) {
         check_resetup_levels(&A, &A2, kind, "D2", 0, "re-setup poisson3d_7 14^3");
         check_resetup_levels(&A, &A4, kind, "D2", 1, "re-setup 4 x poisson3d_7 14^3");
@@ -996,7 +962,7 @@ START_TEST(test_resetup_matches_serial)
     ks_csr_free(&A2);
     ks_csr_free(&A4);
     generate(KS_GEN_POISSON3D_27, 10, &A);
-    new_values(&A, 1, 1.0, 0.3, &A2);
+    ks_test_new_values(&A, 1, 1.0, 0.3, &A2);
     check_resetup_levels(&A, &A2, 1, "D2", 0, "re-setup poisson3d_27 10^3");
     ks_csr_free(&A);
     ks_csr_free(&A2);
@@ -1023,12 +989,8 @@ START_TEST(test_amg_resetup)
     KS_ALL(ks_solver_resetup(s, M));
     resetup_info_of(s, &r[0]);
     run(s, M, &o[1]);
-    double v[2] = {0.0, 0.0}; /* both x are this rank's rows */
-    for (ks_int i = 0; i < ks_matrix_rows(M); i++) {
-        v[0] = fmax(v[0], fabs(o[1].x[i] - o[0].x[i]));
-        v[1] = fmax(v[1], fabs(o[0].x[i]));
-    }
-    KS_ALL(ks_comm_max(comm, v, 2));
+    double v[2];
+    ks_test_dist_xdiff(M, o[1].x, o[0].x, v);
     ALL(r[0].resetup && !r[0].rebuilt && o[0].iterations == o[1].iterations &&
             v[0] <= 1e-12 * v[1] && o[1].status == KS_SOLVE_CONVERGED,
         "setup: %d iterations, re-setup (rebuilt %d): %d (%s); x differs by %g (max %g)",
@@ -1100,6 +1062,50 @@ START_TEST(test_zero_diagonal)
 }
 END_TEST
 
+/* A re-setup whose new values put a zero on the last row's diagonal (the
+ * last rank's) fails on every rank with that rank's message and leaves no
+ * preconditioner; a re-setup with good values then builds afresh. */
+START_TEST(test_resetup_zero_diagonal)
+{
+    ks_csr A, Z;
+    generate(KS_GEN_POISSON3D_7, 8, &A);
+    KS_CHECK(ks_csr_copy(&A, &Z));
+    const ks_int r = A.nrows - 1;
+    for (ks_int k = Z.rowptr[r]; k < Z.rowptr[r + 1]; k++)
+        if (Z.colind[k] == r)
+            Z.val[k] = 0.0;
+    ks_matrix *M = dist_of(&A, 0);
+    amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
+    ks_config *cfg = config_of(&c);
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create(be, cfg, &s));
+    KS_ALL(ks_solver_setup(s, M));
+    ks_test_set_values_of(M, &Z);
+    char who[64];
+    if (rank == nranks - 1)
+        snprintf(who, sizeof who, "zero diagonal at global row %ld", (long)r);
+    else
+        snprintf(who, sizeof who, "rank %d: ", nranks - 1);
+    EXPECT_ERR(ks_solver_resetup(s, M), KS_ERR_NUMERIC, who);
+    ALL(strstr(ks_last_error(), "re-setup") != NULL, "%s", ks_last_error());
+    ks_hierarchy_info info;
+    KS_ALL(ks_solver_hierarchy(s, &info));
+    ALL(info.nlevels == 0, "a failed re-setup left %d levels", info.nlevels);
+    ks_test_set_values_of(M, &A);
+    KS_ALL(ks_solver_resetup(s, M));
+    solve_out o;
+    run(s, M, &o);
+    ALL(o.status == KS_SOLVE_CONVERGED, "after a failed re-setup: %s",
+        ks_solve_status_name(o.status));
+    free(o.x);
+    ks_solver_destroy(&s);
+    ks_config_destroy(&cfg);
+    ks_matrix_destroy(&M);
+    ks_csr_free(&Z);
+    ks_csr_free(&A);
+}
+END_TEST
+
 static Suite *amg_solve_suite(void)
 {
     Suite *s = suite_create("mpi_amg_solve");
@@ -1131,6 +1137,7 @@ static Suite *amg_solve_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_zero_diagonal);
+    tcase_add_test(t, test_resetup_zero_diagonal);
     suite_add_tcase(s, t);
     return s;
 }

@@ -36,6 +36,7 @@ static void level_keep_free(ks_dist_level_keep *K)
     free(K->cf);
     ks_dist_coarse_free(&K->C);
     ks_dist_prows_free(&K->P);
+    ks_dist_rap_plan_free(&K->rap);
     free(K->coff);
     memset(K, 0, sizeof *K);
 }
@@ -215,8 +216,9 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "projection onto the kept P", &t);
     if (e == KS_OK && !*changed)
         e = ks_dist_prows_transpose(&K->P, A->dist->offsets, K->coff, &R);
-    if (e == KS_OK && !*changed)
-        e = ks_dist_rap_r(A, &K->P, &R, &Ac);
+    if (e == KS_OK && !*changed) /* Ac: a view of the kept product */
+        e = K->rap.made ? ks_dist_rap_plan_numeric(A, &K->P, &R, &K->rap, &Ac)
+                        : ks_dist_rap_plan_make(A, &K->P, &R, &K->rap, &Ac);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP values", &t);
     if (e == KS_OK && !*changed)
         e = agree_changed(c, set_prows(L->Pm, &K->P, changed), changed);
@@ -226,7 +228,6 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
         e = agree_changed(c, set_rows(C->Am, &Ac, changed), changed);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_UPLOAD, "P, R and coarse values into the matrices",
                       &t);
-    ks_dist_csr_free(&Ac);
     ks_dist_prows_free(&R);
     ks_dist_prows_free(&Pn);
     return e == KS_OK ? KS_OK : ks_adderr(e, "AMG re-setup, level %d (distributed)", l);

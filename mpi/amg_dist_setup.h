@@ -46,6 +46,7 @@ typedef struct ks_dist_level_keep {
     ks_dist_coarse C;
     ks_dist_prows P;
     ks_gint *coff;   /* P's coarse layout (size + 1) */
+    ks_dist_rap_plan rap; /* made by the first re-setup, then values only */
 } ks_dist_level_keep;
 /* Collective (agreed). Start keeping (amg->dist_keep) where the
  * configuration has a values-only re-setup: classical, no aggressive

@@ -106,3 +106,8 @@ ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)
     }
     return KS_OK;
 }
+
+ks_error ks_dist_merge_blocks(const ks_csr *AL, const ks_csr *AG, const ks_gmap *fm, ks_csr *M)
+{
+    return merge_blocks(AL, AG, fm, M);
+}

@@ -92,6 +92,46 @@ ks_error ks_dist_rap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *Ac
 ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
                        ks_dist_csr *Ac);
 
+/* Local. A's rows, its local (AL) and ghost (AG, may be NULL) blocks
+ * merged into one CSR over the compact fine numbers of fm (AG's columns
+ * are fm's ext ids): the left operand of A P. */
+ks_error ks_dist_merge_blocks(const ks_csr *AL, const ks_csr *AG, const ks_gmap *fm, ks_csr *M);
+
+/* ------------------------------------------------- rap_numeric_dist.c */
+/* A level's Galerkin product kept for re-setup: the fetched rows' lengths,
+ * the plan over R's ghost fine columns, the compact operands and both
+ * products' patterns (values refilled on each product). */
+typedef struct ks_dist_rap_plan {
+    int made;
+    /* A P: P's rows of A's ghost columns (A's halo plan) */
+    ks_int *pg_rowptr;   /* A's ghost count + 1 */
+    ks_int pg_nb;        /* of them below this rank's rows */
+    ks_csr B;            /* P's own and fetched rows stacked, compact coarse columns */
+    ks_csr T;            /* A P, compact columns */
+    ks_gint *ap_col;     /* its global columns */
+    /* R (A P): A P's rows of R's ghost fine columns */
+    ks_gmap fm;          /* R's fine columns */
+    ks_halo *h;          /* the plan over fm.ext */
+    ks_int *ag_rowptr;   /* fm.next + 1 */
+    ks_csr Rm;           /* R, compact fine columns */
+    ks_csr B2;           /* A P's own and fetched rows stacked */
+    ks_csr T2;           /* Ac, compact columns */
+    ks_gint *ac_col;     /* its global columns */
+} ks_dist_rap_plan;
+
+/* Collective. Ac = R (A P) as ks_dist_rap_r computes it (the same bits),
+ * keeping the plan; *Ac is a view of the plan's arrays (valid until the
+ * next call or the plan's free; not to be freed). */
+ks_error ks_dist_rap_plan_make(const ks_matrix *A, const ks_dist_prows *P,
+                               const ks_dist_prows *R, ks_dist_rap_plan *pl, ks_dist_csr *Ac);
+/* Collective. The same product for new values of A, P and R on the
+ * patterns the plan was made with: values only travel (through the kept
+ * plans) and the numeric spgemm passes fill the kept patterns, the bits
+ * of a fresh product. *Ac as above. */
+ks_error ks_dist_rap_plan_numeric(const ks_matrix *A, const ks_dist_prows *P,
+                                  const ks_dist_prows *R, ks_dist_rap_plan *pl, ks_dist_csr *Ac);
+void ks_dist_rap_plan_free(ks_dist_rap_plan *pl);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,7 @@
  * re-setup with the same error. */
 #include "amg_dist_setup.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct dist_keep {
@@ -37,6 +38,7 @@ static void level_keep_free(ks_dist_level_keep *K)
     ks_dist_coarse_free(&K->C);
     ks_dist_prows_free(&K->P);
     ks_dist_rap_plan_free(&K->rap);
+    ks_dist_ext_rows_free(&K->ext);
     free(K->coff);
     memset(K, 0, sizeof *K);
 }
@@ -129,6 +131,87 @@ static int project(const ks_dist_prows *Pn, ks_dist_prows *P, int truncated)
     return bad;
 }
 
+/* Own row i's values in global column order (its local and ghost
+ * entries merged), as the fetch of extended+i's rows packs them. */
+typedef struct row_values {
+    const ks_csr *AL, *AG;
+    const ks_dist_strength *S;
+} row_values;
+
+static ks_int pack_row_values(const void *ctx, ks_int i, void *out)
+{
+    const row_values *x = ctx;
+    const ks_csr *AL = x->AL, *AG = x->AG;
+    const ks_int l0 = AL->rowptr[i], l1 = AL->rowptr[i + 1];
+    const ks_int g0 = AG ? AG->rowptr[i] : 0, g1 = AG ? AG->rowptr[i + 1] : 0;
+    double *w = out;
+    if (!w)
+        return (l1 - l0) + (g1 - g0);
+    ks_int kl = l0, kg = g0, m = 0;
+    while (kl < l1 || kg < g1) {
+        const ks_gint a = kl < l1 ? x->S->row_begin + AL->colind[kl] : INT64_MAX;
+        const ks_gint b = kg < g1 ? x->S->ghost_gid[AG->colind[kg]] : INT64_MAX;
+        w[m++] = a < b ? AL->val[kl++] : AG->val[kg++];
+    }
+    return m;
+}
+
+/* Extended+i's rows of other ranks for level l's new values: fetched with
+ * their plan by the first re-setup (kept), then their values only through
+ * that plan (their patterns, strong flags and coarse ids are the kept S's
+ * and splitting's). Collective (agreed). */
+static ks_error ext_rows(const ks_matrix *A, ks_dist_level_keep *K, const ks_csr *AL,
+                         const ks_csr *AG)
+{
+    if (!K->ext_made) {
+        KS_TRY(ks_dist_fetch_ext_rows(A, &K->S, K->cf, &K->C, &K->ext));
+        K->ext_made = 1;
+        return KS_OK;
+    }
+    const ks_comm *c = K->S.comm;
+    const row_values x = {AL, AG, &K->S};
+    ks_int *rp = NULL;
+    double *in = NULL;
+    ks_error e = ks_halo_rows_fetch(c, K->ext.halo, K->S.nloc, K->ext.n, sizeof(double),
+                                    pack_row_values, &x, &rp, (void **)&in);
+    if (e == KS_OK && memcmp(rp, K->ext.rowptr, ((size_t)K->ext.n + 1) * sizeof *rp))
+        e = ks_seterr(KS_ERR_ARG, "extended+i's fetched rows changed their pattern");
+    if (e == KS_OK)
+        memcpy(K->ext.val, in, (size_t)rp[K->ext.n] * sizeof *in);
+    free(rp);
+    free(in);
+    return ks_comm_agree(c, e);
+}
+
+/* Level l's interpolation of its new values (untruncated) from the kept
+ * strength, splitting and coarse ids. */
+static ks_error interpolation(ks_amg *amg, const ks_matrix *A, ks_dist_level_keep *K,
+                              ks_dist_prows *Pn)
+{
+    if (amg->prm.interpolator == KS_AMG_D1)
+        return ks_dist_interp_direct(A, &K->S, K->cf, &K->C, Pn);
+    static const char who[] = "distributed extended+i interpolation (re-setup)";
+    const ks_comm *c = K->S.comm;
+    const ks_csr *AL = ks_matrix_host_csr(A->dist->local);
+    const ks_csr *AG = A->dist->ghost ? ks_matrix_host_csr(A->dist->ghost) : NULL;
+    ks_error e = !AL || (A->dist->ghost && !AG)
+                     ? ks_seterr(KS_ERR_MEMORY, "%s: host copy of the level's blocks", who)
+                     : KS_OK;
+    KS_TRY(ks_comm_agree(c, e));
+    KS_TRY(ext_rows(A, K, AL, AG));
+    memset(Pn, 0, sizeof *Pn);
+    Pn->comm = c;
+    Pn->nloc = K->S.nloc;
+    Pn->row_begin = K->S.row_begin;
+    Pn->c_begin = K->C.c_begin;
+    Pn->nc = K->C.nc;
+    Pn->nc_global = K->C.nc_global;
+    e = ks_comm_agree(c, ks_dist_interp_rows(AL, AG, &K->S, K->cf, &K->C, &K->ext, Pn, who));
+    if (e != KS_OK)
+        ks_dist_prows_free(Pn);
+    return e;
+}
+
 static int same_pattern(const ks_csr *X, const ks_csr *Y)
 {
     if (X->nrows != Y->nrows || X->nnz != Y->nnz)
@@ -206,9 +289,7 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
     memset(&R, 0, sizeof R);
     memset(&Ac, 0, sizeof Ac);
     double t = ks_wtime();
-    ks_error e = amg->prm.interpolator == KS_AMG_D1
-                     ? ks_dist_interp_direct(A, &K->S, K->cf, &K->C, &Pn)
-                     : ks_dist_interp_extended_i(A, &K->S, K->cf, &K->C, &Pn);
+    ks_error e = interpolation(amg, A, K, &Pn);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation values", &t);
     if (e == KS_OK)
         *changed = project(&Pn, &K->P, ks_amg_dist_truncating(&amg->prm));

@@ -47,6 +47,8 @@ typedef struct ks_dist_level_keep {
     ks_dist_prows P;
     ks_gint *coff;   /* P's coarse layout (size + 1) */
     ks_dist_rap_plan rap; /* made by the first re-setup, then values only */
+    ks_dist_ext_rows ext; /* extended+i's fetched rows and their plan (likewise) */
+    int ext_made;
 } ks_dist_level_keep;
 /* Collective (agreed). Start keeping (amg->dist_keep) where the
  * configuration has a values-only re-setup: classical, no aggressive

@@ -75,7 +75,7 @@ void ks_amg_print(const ks_amg *amg, FILE *out)
         sum += amg->phase_seconds[k];
     if (amg->last_was_resetup)
         fprintf(out, "  re-setup %.4f s%s (full setup %.4f s):", amg->resetup_seconds,
-                amg->resetup_fell_back ? " (pattern changed: rebuilt)" : "",
+                amg->resetup_fell_back ? " (rebuilt: another pattern, or no values-only path)" : "",
                 amg->setup_seconds);
     else
         fprintf(out, "  setup %.4f s:", amg->setup_seconds);

@@ -499,6 +499,9 @@ static void resetup_case(const ks_csr *A, const double *v, ks_solver_params *prm
     ck_assert(amg != NULL);
     ck_assert_int_eq(amg->resetup_fell_back, 0);
     ck_assert_int_eq(amg->resetup_count, 1);
+    ks_hierarchy_info info;
+    KS_CHECK(ks_solver_hierarchy(s, &info));
+    ck_assert(info.last_was_resetup && !info.resetup_rebuilt);
     KS_CHECK(ks_vec_fill(p.x, 0.0));
     KS_CHECK(ks_solver_solve(s, p.b, p.x));
     rr.iters = ks_solver_stats(s)->iterations;

@@ -29,6 +29,7 @@ def test_resetup_new_values(rng):
     assert relres(A, x2, b) > 1e-3  # really solved the new system
     amg = s.stats["amg"]
     assert amg["last_was_resetup"] is True
+    assert amg["resetup_rebuilt"] is False  # values only
     assert [L["rows"] for L in amg["levels"]] == levels  # coarsening kept
     ref = spla.spsolve(A2.tocsc(), b)
     assert np.allclose(x2, ref, atol=1e-7 * np.abs(ref).max(), rtol=0)

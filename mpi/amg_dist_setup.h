@@ -34,8 +34,8 @@ ks_error ks_amg_dist_check_diagonal(ks_amg *amg, int l);
  * pieces read (but level 0's: the caller's matrix's). */
 void ks_amg_dist_drop_host_copies(ks_amg *amg);
 
-/* ------------------------------------------------- amg_dist_resetup.c */
-/* What a values-only re-setup reuses of a level with classical
+/* ---------------------------------------------------- amg_dist_keep.c */
+/* What a values-only re-setup (amg_dist_resetup.c) reuses of a level with classical
  * interpolation: the strength graph, splitting and coarse ids it was made
  * from, and the final P (truncated, in the coarse layout after
  * agglomeration: its pattern is kept, its values rewritten). S borrows

@@ -1,15 +1,17 @@
 /* Values-only re-setup of a distributed AMG hierarchy (new values, same
  * pattern), amg/resetup.c's rule over ranks. Kept from the setup (the
- * level keeps of amg_dist_setup.h): each level's strength graph, C/F
+ * level keeps, amg_dist_keep.c): each level's strength graph, C/F
  * splitting, coarse ids and truncated P pattern in its coarse layout
  * (agglomeration included), and the distributed matrices P, R and the
- * coarse operators with their ghost columns and halo plans. Recomputed:
- * the interpolation's values from the kept S and splitting on the new A
- * (untruncated, the rows it reads on other ranks fetched again), projected
- * onto the kept pattern as ks_amgk_project does (the dropped weight's row
- * sum rescaled onto the kept entries, the same bits as the serial
- * re-setup's), R = P^T, the Galerkin product, the gathered coarse LU and
- * the smoothers' data (diagonals, l1 sums, Chebyshev estimates). The new
+ * coarse operators with their ghost columns and halo plans; kept from the
+ * first re-setup: extended+i's fetched rows with their plan and the
+ * Galerkin product's plan (rap_numeric_dist.c), so later ones send values
+ * only. Recomputed: the interpolation's values from the kept S and
+ * splitting on the new A (untruncated), projected onto the kept pattern
+ * as ks_amgk_project does (the dropped weight's row sum rescaled onto the
+ * kept entries, the same bits as the serial re-setup's), R = P^T, the
+ * Galerkin product, the gathered coarse LU and the smoothers' data
+ * (diagonals, l1 sums, Chebyshev estimates). The new
  * values go into the matrices' blocks in place (their patterns compared
  * first), so every halo plan stays.
  *

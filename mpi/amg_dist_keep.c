@@ -17,6 +17,8 @@ static void level_keep_free(ks_dist_level_keep *K)
     free(K->cf);
     ks_dist_coarse_free(&K->C);
     ks_dist_prows_free(&K->P);
+    ks_dist_prows_free(&K->R);
+    ks_dist_transpose_plan_free(&K->tr);
     ks_dist_rap_plan_free(&K->rap);
     ks_dist_ext_rows_free(&K->ext);
     free(K->coff);

@@ -4,9 +4,9 @@
  * splitting, coarse ids and truncated P pattern in its coarse layout
  * (agglomeration included), and the distributed matrices P, R and the
  * coarse operators with their ghost columns and halo plans; kept from the
- * first re-setup: extended+i's fetched rows with their plan and the
- * Galerkin product's plan (rap_numeric_dist.c), so later ones send values
- * only. Recomputed: the interpolation's values from the kept S and
+ * first re-setup: extended+i's fetched rows with their plan, R = P^T with
+ * its plan (transpose_numeric_dist.c) and the Galerkin product's plan
+ * (rap_numeric_dist.c), so later ones send values only. Recomputed: the interpolation's values from the kept S and
  * splitting on the new A (untruncated), projected onto the kept pattern
  * as ks_amgk_project does (the dropped weight's row sum rescaled onto the
  * kept entries, the same bits as the serial re-setup's), R = P^T, the
@@ -213,6 +213,17 @@ static ks_error agree_changed(const ks_comm *c, ks_error e, int *changed)
     return e;
 }
 
+/* K->R = K->P^T: by the first re-setup with its plan (kept), then values
+ * only on it. Collective. */
+static ks_error transpose(const ks_matrix *A, ks_dist_level_keep *K)
+{
+    if (K->tr.made)
+        return ks_dist_transpose_numeric(&K->P, &K->tr, &K->R);
+    ks_dist_prows_free(&K->R);
+    KS_TRY(ks_dist_prows_transpose(&K->P, A->dist->offsets, K->coff, &K->R));
+    return ks_dist_transpose_plan_make(&K->P, &K->R, K->coff, &K->tr);
+}
+
 /* Level l's P, R and level l + 1's operator from the new values of level
  * l's A, into the kept patterns (*changed = 1, agreed, when they do not
  * fit). Collective. */
@@ -222,10 +233,9 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
     ks_dist_level_keep *K = ks_amg_dist_keep_level(amg, l);
     const ks_matrix *A = L->Am;
     const ks_comm *c = ks_matrix_comm(A);
-    ks_dist_prows Pn, R;
+    ks_dist_prows Pn;
     ks_dist_csr Ac;
     memset(&Pn, 0, sizeof Pn);
-    memset(&R, 0, sizeof R);
     memset(&Ac, 0, sizeof Ac);
     double t = ks_wtime();
     ks_error e = interpolation(amg, A, K, &Pn);
@@ -235,20 +245,19 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
     e = agree_changed(c, e, changed);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "projection onto the kept P", &t);
     if (e == KS_OK && !*changed)
-        e = ks_dist_prows_transpose(&K->P, A->dist->offsets, K->coff, &R);
+        e = transpose(A, K);
     if (e == KS_OK && !*changed) /* Ac: a view of the kept product */
-        e = K->rap.made ? ks_dist_rap_plan_numeric(A, &K->P, &R, &K->rap, &Ac)
-                        : ks_dist_rap_plan_make(A, &K->P, &R, &K->rap, &Ac);
+        e = K->rap.made ? ks_dist_rap_plan_numeric(A, &K->P, &K->R, &K->rap, &Ac)
+                        : ks_dist_rap_plan_make(A, &K->P, &K->R, &K->rap, &Ac);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP values", &t);
     if (e == KS_OK && !*changed)
         e = agree_changed(c, set_prows(L->Pm, &K->P, changed), changed);
     if (e == KS_OK && !*changed)
-        e = agree_changed(c, set_prows(L->Rm, &R, changed), changed);
+        e = agree_changed(c, set_prows(L->Rm, &K->R, changed), changed);
     if (e == KS_OK && !*changed)
         e = agree_changed(c, set_rows(C->Am, &Ac, changed), changed);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_UPLOAD, "P, R and coarse values into the matrices",
                       &t);
-    ks_dist_prows_free(&R);
     ks_dist_prows_free(&Pn);
     return e == KS_OK ? KS_OK : ks_adderr(e, "AMG re-setup, level %d (distributed)", l);
 }

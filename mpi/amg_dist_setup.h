@@ -46,7 +46,9 @@ typedef struct ks_dist_level_keep {
     ks_dist_coarse C;
     ks_dist_prows P;
     ks_gint *coff;   /* P's coarse layout (size + 1) */
-    ks_dist_rap_plan rap; /* made by the first re-setup, then values only */
+    ks_dist_prows R;      /* R = P^T and its transpose plan, */
+    ks_dist_transpose_plan tr;
+    ks_dist_rap_plan rap; /* the product's plan: made by the first re-setup, then values only */
     ks_dist_ext_rows ext; /* extended+i's fetched rows and their plan (likewise) */
     int ext_made;
 } ks_dist_level_keep;

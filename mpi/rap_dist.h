@@ -92,6 +92,26 @@ ks_error ks_dist_rap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *Ac
 ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
                        ks_dist_csr *Ac);
 
+/* ------------------------------------------------ transpose_numeric_dist.c */
+/* R = P^T's values kept for re-setup: where each of P's entries goes in
+ * the send buffer, the byte counts, and where each arrival goes in R. */
+typedef struct ks_dist_transpose_plan {
+    int made;
+    int *scount, *sdispl; /* per rank, bytes (one array of 2 p) */
+    ks_int *send_at;      /* P's entries */
+    ks_int *recv_at;      /* the arrivals (nrecv) */
+    int64_t nrecv;
+} ks_dist_transpose_plan;
+/* Collective. The plan of ks_dist_prows_transpose(P, ., coff, R) from the
+ * patterns of P and of the R it made. */
+ks_error ks_dist_transpose_plan_make(const ks_dist_prows *P, const ks_dist_prows *R,
+                                     const ks_gint *coff, ks_dist_transpose_plan *t);
+/* Collective. R's values from P's new values on the plan's patterns: the
+ * values ks_dist_prows_transpose gives, values only on the wire. */
+ks_error ks_dist_transpose_numeric(const ks_dist_prows *P, const ks_dist_transpose_plan *t,
+                                   ks_dist_prows *R);
+void ks_dist_transpose_plan_free(ks_dist_transpose_plan *t);
+
 /* Local. A's rows, its local (AL) and ghost (AG, may be NULL) blocks
  * merged into one CSR over the compact fine numbers of fm (AG's columns
  * are fm's ext ids): the left operand of A P. */

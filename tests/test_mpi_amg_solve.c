@@ -1013,6 +1013,19 @@ START_TEST(test_amg_resetup)
     ALL(r[1].resetup && r[1].rebuilt && same,
         "re-setup on another matrix: rebuilt %d, %d iterations, a fresh setup %d (same x: %d)",
         r[1].rebuilt, o[2].iterations, fresh.iterations, same);
+    /* the rebuilt hierarchy keeps again: new values on it, values only */
+    ks_csr B2;
+    ks_test_new_values(&B, 1, 1.0, 0.3, &B2);
+    ks_test_set_values_of(N, &B2);
+    KS_ALL(ks_solver_resetup(s, N));
+    resetup_info_of(s, &r[1]);
+    solve_out ob;
+    run(s, N, &ob);
+    ALL(r[1].resetup && !r[1].rebuilt && ob.status == KS_SOLVE_CONVERGED && ob.true_rel < 1e-9,
+        "re-setup after a rebuild: rebuilt %d, %s, true residual %g", r[1].rebuilt,
+        ks_solve_status_name(ob.status), ob.true_rel);
+    free(ob.x);
+    ks_csr_free(&B2);
     for (int k = 0; k < 3; k++)
         free(o[k].x);
     free(fresh.x);

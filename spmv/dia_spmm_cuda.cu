@@ -39,7 +39,12 @@
  * diagonal with no other within a tile of it (+-n^2 at 4096-row tiles).
  * The window then holds about 2n X rows a block, 32 KB at k = 8, where
  * everything read over the 2n / rows-a-step steps between an X row's +n
- * and -n uses would be 2n x 248 bytes, 127 KB. */
+ * and -n uses would be 2n x 248 bytes, 127 KB.
+ *
+ * The fused block pass (fused.h) is the same tile kernel with another
+ * epilogue (fused_op in place of spmm_op): the row's column sums, then
+ * each entry's residual / smoother update, so a column sums as the SpMM
+ * sums it. `old` has no fused form: the pass runs as `tile` there. */
 #include "dia_spmm_cuda.h"
 #include "format_cuda.h"
 #include "spmm_cuda.h"

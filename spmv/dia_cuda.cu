@@ -9,7 +9,7 @@
  *        bounds test; a few loads in flight per thread), then thread i sums
  *        val[...k*rows + i] * s_x[shift[k] + i] over the block's own
  *        diagonals only.
- * dia's SpMM is in dia_spmm_cuda.cu (variants). */
+ * dia's SpMM and fused block pass are in dia_spmm_cuda.cu (variants). */
 #include "format_cuda.h"
 #include "dia_spmm_cuda.h"
 #include "other_formats.h"
@@ -415,8 +415,19 @@ ks_error dia_spmm(ks_backend *be, void *state, int k, double alpha, const double
                   double beta, double *Y)
 {
     const dia_state *s = (const dia_state *)state;
-    const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols,
-                                s->ndiag, s->offset, s->val, s->valf, k, X, alpha, beta, Y};
+    const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols, s->ndiag,
+                                s->offset, s->val, s->valf, k, X, alpha, beta, Y, NULL};
+    return ks_dia_spmm_run(&a);
+}
+
+/* The fused pass on k columns (fused.h): the SpMM's tile walk and column
+ * sums (dia_spmm_cuda.cu), then each entry's update, so a 7-point row
+ * reads 7 values for its k columns and no product is stored. */
+ks_error dia_fused_block(ks_backend *be, void *state, int k, const ks_fused_step *f)
+{
+    const dia_state *s = (const dia_state *)state;
+    const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols, s->ndiag,
+                                s->offset, s->val, s->valf, k, NULL, 0.0, 0.0, NULL, f};
     return ks_dia_spmm_run(&a);
 }
 
@@ -641,7 +652,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     NULL, /* state_bytes: what its setup allocates */
     NULL, /* reads_values */
     dia_spmm,
-    NULL, /* fused_block */
+    dia_fused_block,
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {

@@ -8,8 +8,8 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
 {
     static const char *const names[] = {"old", "tile", "vec", "vec256", "vec1024"};
     const char *s = getenv("KS_DIA_SPMM");
-    c->variant = KS_DIA_SPMM_VEC;
-    c->tile_rows = KS_DIA_SPMM_TILE_ROWS;
+    c->variant = KS_DIA_SPMM_VEC1024;
+    c->tile_rows = KS_DIA_SPMM_DEFAULT_ROWS;
     if (!s || !*s)
         return KS_OK;
     const char *colon = strchr(s, ':');

@@ -10,8 +10,8 @@
 extern "C" {
 #endif
 
-/* KS_DIA_SPMM's variant names, in this order: old, tile, vec (also "new",
- * the default), vec256, vec1024. */
+/* KS_DIA_SPMM's variant names, in this order: old, tile, vec (also "new"),
+ * vec256, vec1024 (the default, with KS_DIA_SPMM_DEFAULT_ROWS). */
 enum ks_dia_spmm_variant {
     KS_DIA_SPMM_OLD,     /* one thread per entry of Y, 256 threads cover 256 / k rows */
     KS_DIA_SPMM_TILE,    /* one thread per entry, each 512-thread block walks a tile of rows */
@@ -21,15 +21,18 @@ enum ks_dia_spmm_variant {
 };
 
 /* What KS_DIA_SPMM asks for: "NAME" or "NAME:ROWS" (the rows a block of the
- * tile variants walks, 1 to 2^24; default KS_DIA_SPMM_TILE_ROWS). */
+ * tile variants walks, 1 to 2^24; a NAME alone: KS_DIA_SPMM_TILE_ROWS). Unset:
+ * vec1024 walking KS_DIA_SPMM_DEFAULT_ROWS, the fastest measured (H100,
+ * 7-point 256^3, k = 8: 1658 us against vec's 1737 us; docs/blocks.md). */
 #define KS_DIA_SPMM_TILE_ROWS 4096
+#define KS_DIA_SPMM_DEFAULT_ROWS 16384
 typedef struct ks_dia_spmm_choice {
     int variant;
     int tile_rows;
 } ks_dia_spmm_choice;
 
-/* Read at each dia setup (unset or empty: vec, 4096 rows); KS_ERR_ARG for
- * an unknown name or a bad row count. */
+/* Read at each dia setup (unset or empty: vec1024, 16384 rows); KS_ERR_ARG
+ * for an unknown name or a bad row count. */
 ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c);
 
 #ifdef __cplusplus

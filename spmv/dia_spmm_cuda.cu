@@ -39,7 +39,12 @@
  * diagonal with no other within a tile of it (+-n^2 at 4096-row tiles).
  * The window then holds about 2n X rows a block, 32 KB at k = 8, where
  * everything read over the 2n / rows-a-step steps between an X row's +n
- * and -n uses would be 2n x 248 bytes, 127 KB. */
+ * and -n uses would be 2n x 248 bytes, 127 KB.
+ *
+ * The fused block pass (fused.h) is the same tile kernel with another
+ * epilogue (fused_op in place of spmm_op): the row's column sums, then
+ * each entry's residual / smoother update, so a column sums as the SpMM
+ * sums it. `old` has no fused form: the pass runs as `tile` there. */
 #include "dia_spmm_cuda.h"
 #include "format_cuda.h"
 #include "spmm_cuda.h"
@@ -88,8 +93,8 @@ ks_error run_old(const ks_dia_spmm_args *a, const V *val)
 }
 
 /* ------------------------------------------------------- tile and vec */
-/* C consecutive columns of one X row (C = 2: one 16-byte load); ONCE: on
- * the evict-first path, for rows the block will not read again. */
+/* C consecutive columns of one block row (C = 2: one 16-byte load); ONCE:
+ * on the evict-first path, for rows the block will not read again. */
 template <int C, bool ONCE>
 __device__ __forceinline__ void load_cols(const double *__restrict__ p, double *x)
 {
@@ -102,50 +107,132 @@ __device__ __forceinline__ void load_cols(const double *__restrict__ p, double *
     }
 }
 
-/* Y's C entries at p = alpha sum + beta Y (beta == 0: Y not read), on
- * the evict-first path: Y is touched once and should not push X's rows
- * out of L2 before their +-n^2 uses. */
+/* C entries at p, on the evict-first path: outputs are touched once and
+ * should not push X's rows out of L2 before their +-n^2 uses. */
 template <int C>
-__device__ __forceinline__ void store_cols(double *p, const double *sum, double alpha,
-                                           double beta);
-template <>
-__device__ __forceinline__ void store_cols<1>(double *p, const double *sum, double alpha,
-                                              double beta)
+__device__ __forceinline__ void put_cols(double *p, const double *v)
 {
-    __stcs(p, beta == 0.0 ? alpha * sum[0] : alpha * sum[0] + beta * __ldcs(p));
+    if (C == 1)
+        __stcs(p, v[0]);
+    else
+        __stcs((double2 *)p, make_double2(v[0], v[C - 1]));
 }
-template <>
-__device__ __forceinline__ void store_cols<2>(double *p, const double *sum, double alpha,
-                                              double beta)
+
+bool aligned16(const void *p)
 {
-    double2 y;
-    if (beta == 0.0) {
-        y.x = alpha * sum[0];
-        y.y = alpha * sum[1];
-    } else {
-        const double2 o = __ldcs((const double2 *)p);
-        y.x = alpha * sum[0] + beta * o.x;
-        y.y = alpha * sum[1] + beta * o.y;
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+/* What the tile kernel does around its row sums. The SpMM: X as stored,
+ * Y = alpha sum + beta Y (beta == 0: Y not read; Y on the evict-first
+ * path, as it is touched once). */
+struct spmm_op {
+    static const bool is_spmm = true;
+    const double *X;
+    double alpha, beta;
+    double *Y;
+    __device__ const double *x() const { return X; }
+    template <int C>
+    __device__ void scale(long long, double *) const
+    {
     }
-    __stcs((double2 *)p, y);
-}
+    template <int C>
+    __device__ void finish(long long e, long long, const double *sum) const
+    {
+        double y[C];
+        if (beta == 0.0) {
+#pragma unroll
+            for (int q = 0; q < C; q++)
+                y[q] = alpha * sum[q];
+        } else {
+            load_cols<C, true>(Y + e, y);
+#pragma unroll
+            for (int q = 0; q < C; q++)
+                y[q] = alpha * sum[q] + beta * y[q];
+        }
+        put_cols<C>(Y + e, y);
+    }
+    bool pairs_ok() const { return aligned16(X) && aligned16(Y); }
+};
+
+/* The fused block pass (fused.h, ks_fused_bload / ks_fused_store with the
+ * same expressions, on C columns at once). S: the iterate made from B
+ * (f.xw): X(c, j) = (xs xw_c) B(c, j), as ks_fused_bx makes it. B and
+ * Xprev are read once (evict-first; Xprev may be Xo, read before the same
+ * thread writes it, so not through the read-only path); X row i comes
+ * from L1 (the sum's diagonal 0 read it). */
+template <bool S>
+struct fused_op {
+    static const bool is_spmm = false;
+    ks_fused_step f;
+    __device__ const double *x() const { return f.x; }
+    template <int C>
+    __device__ void scale(long long c, double *x) const
+    {
+        if (S) {
+            const double s = f.xs * __ldg(f.xw + c);
+#pragma unroll
+            for (int q = 0; q < C; q++)
+                x[q] = s * x[q];
+        }
+    }
+    template <int C>
+    __device__ void finish(long long e, long long i, const double *sum) const
+    {
+        double b[C], x[C], xp[C], v[C];
+        double w = 0.0;
+        load_cols<C, true>(f.b + e, b);
+#pragma unroll
+        for (int q = 0; q < C; q++)
+            x[q] = xp[q] = 0.0;
+        if (f.xo) {
+            load_cols<C, false>(f.x + e, x);
+            scale<C>(i, x);
+            if (f.a != 0.0 && f.xprev)
+                load_cols<C, true>(f.xprev + e, xp);
+            w = __ldg(f.w + i);
+        }
+#pragma unroll
+        for (int q = 0; q < C; q++)
+            b[q] -= sum[q]; /* t */
+        if (f.r)
+            put_cols<C>(f.r + e, b);
+        if (f.xo) {
+#pragma unroll
+            for (int q = 0; q < C; q++)
+                v[q] = ks_smooth_value_v(f.a, f.c, w, x[q], xp[q], b[q]);
+            put_cols<C>(f.xo + e, v);
+        }
+        if (f.x1)
+            put_cols<C>(f.x1 + e, x);
+    }
+    bool pairs_ok() const
+    {
+        const void *p[] = {f.b, f.x, f.r, f.xprev, f.xo, f.x1};
+        for (int u = 0; u < 6; u++)
+            if (!aligned16(p[u])) /* NULL is aligned */
+                return false;
+        return true;
+    }
+};
 
 /* Block of B threads: k / C threads a row (thread t: row t / (k / C) of
  * each step, columns C * (t % (k / C)) on), B / (k / C) rows a step,
  * rows [blockIdx.x * tile, + tile) in all. Threads past the last whole
- * row of a step (B % (k / C) of them) have nothing to do. */
-template <typename V, int K, int C, int B>
+ * row of a step (B % (k / C) of them) have nothing to do. Op: the SpMM or
+ * the fused pass (what X is, what becomes of the sums). */
+template <typename V, int K, int C, int B, typename Op>
 __global__ void __launch_bounds__(B, 1024 / B)
     dia_spmm_tile_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
                          const ks_int *__restrict__ offset, const V *__restrict__ val, int k,
-                         long long tile, const double *__restrict__ X, double alpha,
-                         double beta, double *__restrict__ Y)
+                         long long tile, const Op op)
 {
     const int kk = K ? K : k, tpr = kk / C, rows = B / tpr;
     const int r = threadIdx.x / tpr;
     if (r >= rows)
         return;
     const int j = (threadIdx.x - r * tpr) * C;
+    const double *__restrict__ X = op.x();
     const long long t0 = (long long)blockIdx.x * tile;
     const long long end = t0 + tile < nrows ? t0 + tile : nrows;
     for (long long i = t0 + r; i < end; i += rows) {
@@ -175,13 +262,15 @@ __global__ void __launch_bounds__(B, 1024 / B)
             for (int u = 0; u < kUnroll; u++) {
                 const ks_int d = d0 + u < ndiag ? d0 + u : ndiag - 1;
                 const long long c = i + off[u + 1];
+                const long long cc = c < 0 ? 0 : c >= ncols ? ncols - 1 : c;
                 use |= (d0 + u < ndiag && c >= 0 && c < ncols ? 1u : 0u) << u;
                 a[u] = __ldcs(val + (long long)d * nrows + i);
-                const double *p = X + (c < 0 ? 0 : c >= ncols ? ncols - 1 : c) * kk + j;
+                const double *p = X + cc * kk + j;
                 if (once >> u & 1u)
                     load_cols<C, true>(p, x[u]);
                 else
                     load_cols<C, false>(p, x[u]);
+                op.template scale<C>(cc, x[u]);
             }
 #pragma unroll
             for (int u = 0; u < kUnroll; u++)
@@ -190,57 +279,68 @@ __global__ void __launch_bounds__(B, 1024 / B)
                     for (int q = 0; q < C; q++)
                         sum[q] += (double)a[u] * x[u][q];
         }
-        store_cols<C>(Y + i * kk + j, sum, alpha, beta);
+        op.template finish<C>(i * kk + j, i, sum);
     }
 }
 
-bool aligned16(const void *p)
-{
-    return ((uintptr_t)p & 15u) == 0;
-}
-
 /* One tile-kernel launch: two columns a thread when `pairs` allows it. */
-template <typename V, int K, int B>
-ks_error run_tile(const ks_dia_spmm_args *a, const V *val, bool pairs)
+template <typename V, int K, int B, typename Op>
+ks_error run_tile(const ks_dia_spmm_args *a, const V *val, bool pairs, const Op &op)
 {
     const int kk = K ? K : a->k;
-    const bool two = pairs && kk % 2 == 0 && aligned16(a->X) && aligned16(a->Y);
+    const bool two = pairs && kk % 2 == 0 && op.pairs_ok();
     const int tpr = two ? kk / 2 : kk, rows = B / tpr;
     const long long tile = (long long)((a->how.tile_rows + rows - 1) / rows) * rows;
     const unsigned blocks = ks_cufmt_blocks(a->nrows, (int)tile);
     /* K == 1 never pairs; its C = 2 instance would divide by 0 */
     if (two)
-        dia_spmm_tile_kernel<V, K, K == 1 ? 1 : 2, B><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, a->X, a->alpha, a->beta,
-            a->Y);
+        dia_spmm_tile_kernel<V, K, K == 1 ? 1 : 2, B, Op><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
     else
-        dia_spmm_tile_kernel<V, K, 1, B><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, a->X, a->alpha, a->beta,
-            a->Y);
-    KS_CUDA_LAUNCH_CHECK("dia_spmm_tile_kernel");
+        dia_spmm_tile_kernel<V, K, 1, B, Op><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+    KS_CUDA_LAUNCH_CHECK(Op::is_spmm ? "dia_spmm_tile_kernel" : "dia_spmm_tile_kernel (fused)");
     return KS_OK;
 }
 
-template <typename V, int B>
-ks_error run_tiles(const ks_dia_spmm_args *a, const V *val, bool pairs)
+template <typename V, int B, typename Op>
+ks_error run_tiles(const ks_dia_spmm_args *a, const V *val, bool pairs, const Op &op)
 {
     ks_error e = KS_OK;
-#define KS_DIA_SPMM_TILE_LAUNCH(K) e = run_tile<V, K, B>(a, val, pairs)
+#define KS_DIA_SPMM_TILE_LAUNCH(K) e = run_tile<V, K, B, Op>(a, val, pairs, op)
     KS_SPMM_DISPATCH(a->k, KS_DIA_SPMM_TILE_LAUNCH);
 #undef KS_DIA_SPMM_TILE_LAUNCH
     return e;
 }
 
+template <typename V, typename Op>
+ks_error run(const ks_dia_spmm_args *a, const V *val, const Op &op)
+{
+    switch (a->how.variant) {
+    case KS_DIA_SPMM_OLD:
+        if (Op::is_spmm)
+            return run_old<V>(a, val);
+        return run_tiles<V, 512>(a, val, false, op);
+    case KS_DIA_SPMM_TILE: return run_tiles<V, 512>(a, val, false, op);
+    case KS_DIA_SPMM_VEC256: return run_tiles<V, 256>(a, val, true, op);
+    case KS_DIA_SPMM_VEC1024: return run_tiles<V, 1024>(a, val, true, op);
+    default: return run_tiles<V, 512>(a, val, true, op);
+    }
+}
+
 template <typename V>
 ks_error run(const ks_dia_spmm_args *a, const V *val)
 {
-    switch (a->how.variant) {
-    case KS_DIA_SPMM_OLD: return run_old<V>(a, val);
-    case KS_DIA_SPMM_TILE: return run_tiles<V, 512>(a, val, false);
-    case KS_DIA_SPMM_VEC256: return run_tiles<V, 256>(a, val, true);
-    case KS_DIA_SPMM_VEC1024: return run_tiles<V, 1024>(a, val, true);
-    default: return run_tiles<V, 512>(a, val, true);
+    if (!a->f) {
+        const spmm_op op = {a->X, a->alpha, a->beta, a->Y};
+        return run(a, val, op);
     }
+    if (a->f->xw) {
+        const fused_op<true> op = {*a->f};
+        return run(a, val, op);
+    }
+    const fused_op<false> op = {*a->f};
+    return run(a, val, op);
 }
 
 } // namespace

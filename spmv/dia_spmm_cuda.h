@@ -1,16 +1,19 @@
 /* dia's SpMM on the cuda backend (Y = alpha A X + beta Y on row-interleaved
  * blocks, spmm_cuda.h), in variants that KS_DIA_SPMM picks when a matrix
  * is set up, so that one benchmark run can measure them against each other
- * (docs/blocks.md). For dia_cuda.cu. Not installed. */
+ * (docs/blocks.md), and its fused block pass (format.h's fused_block) on
+ * the same tile walk. For dia_cuda.cu. Not installed. */
 #ifndef KS_DIA_SPMM_CUDA_H
 #define KS_DIA_SPMM_CUDA_H
 
 #include "dia_spmm.h"
+#include "fused.h"
 
 #include <cuda_runtime.h>
 
-/* One SpMM: the dia state's arrays (val, or valf when the values are
- * float32) and the operands. */
+/* One SpMM, or one fused block pass: the dia state's arrays (val, or valf
+ * when the values are float32) and the operands: f NULL for the SpMM (X,
+ * alpha, beta, Y), else the fused pass f on k columns (X, Y not used). */
 struct ks_dia_spmm_args {
     cudaStream_t stream;
     ks_dia_spmm_choice how;
@@ -22,9 +25,12 @@ struct ks_dia_spmm_args {
     const double *X;
     double alpha, beta;
     double *Y;
+    const ks_fused_step *f;
 };
 
-/* Launches it (nothing for 0 rows); KS_ERR_DEVICE when a launch fails. */
+/* Launches it (nothing for 0 rows); KS_ERR_DEVICE when a launch fails.
+ * The fused pass runs the tile kernel of the variant (`old`, which has
+ * none, as `tile`), each column summed as the SpMM sums it. */
 ks_error ks_dia_spmm_run(const ks_dia_spmm_args *a);
 
 #endif

@@ -3,13 +3,15 @@
  * against the same format's single-vector fused pass on each column
  * (ks_matrix_fused_step: the same bits on the cpu) and against a float64
  * host reference, on random matrices with empty rows and a 7-point
- * stencil, k = 1, 2, 3, 8, 32, for the residual alone, a Jacobi step, a
+ * stencil, k = 1, 2, 3, 8, 32 (dia under several KS_DIA_SPMM tile
+ * walks), for the residual alone, a Jacobi step, a
  * Chebyshev step with x_old (apart, and in the output block), residual and
  * step together, and two steps from zero (the iterate made from B, x1
  * stored); bad input. Then the AMG block cycle with and without it
  * (KS_BLOCK_FUSED): PCG + AMG on k columns repeats its single solves both
- * ways, on the cpu to the bit; on cuda with a dia level 0 and sell levels
- * (applied through csr_vector views). cuda parts skip without a device. */
+ * ways, on the cpu to the bit; on cuda with a dia level 0 (its own pass)
+ * and sell levels (applied through csr_vector views). cuda parts skip
+ * without a device. */
 #include "ks_test.h"
 #include "spmv_cases.h"
 #include "solver/solver_create.h"
@@ -151,6 +153,12 @@ static void check_variant(ks_backend *be, ks_matrix *M, const ks_csr *A, const c
         free(mem[i]);
 }
 
+/* KS_DIA_SPMM settings dia's fused pass runs under ("": the default): each
+ * variant's tile walk, with tile lengths that split the matrices into
+ * several tiles and a partial last one; old runs as tile. */
+static const char *const dia_walks[] = {"", "tile:1", "vec:100", "vec256:37", "old"};
+#define NWALK ((int)(sizeof dia_walks / sizeof dia_walks[0]))
+
 static void check_backend(const char *name)
 {
     ks_backend *be;
@@ -161,15 +169,25 @@ static void check_backend(const char *name)
     sc_make_random(&mats[1], 257, 257, 3, 52);
     sc_make_gen(&mats[2], KS_GEN_POISSON3D_7, 10);
     const char *const *names = ks_spmv_format_names(name);
+    const char *env = getenv("KS_DIA_SPMM");
+    char *keep_env = env ? strdup(env) : NULL;
     int tested = 0;
     for (int f = 0; names[f]; f++) {
         const ks_spmv_format_ops *o = ks_spmv_format_find(names[f], be->ops->kind);
         if (!o || !o->fused_block)
             continue;
+        const int dia = strcmp(names[f], "dia") == 0;
+        for (int walk = 0; walk < (dia ? NWALK : 1); walk++)
         for (int f32 = 0; f32 <= o->float_values; f32++) {
             ks_spmv_params prm;
             memset(&prm, 0, sizeof prm);
             prm.float_values = f32;
+            prm.max_fill = 1e6; /* dia holds the random matrices too */
+            char fmt[64];
+            snprintf(fmt, sizeof fmt, "%s%s%s", names[f], dia ? " KS_DIA_SPMM=" : "",
+                     dia ? dia_walks[walk] : "");
+            if (dia)
+                setenv("KS_DIA_SPMM", dia_walks[walk], 1);
             for (int m = 0; m < 3; m++) {
                 ks_matrix *M = NULL;
                 /* float32 values: the reference has them too */
@@ -185,7 +203,7 @@ static void check_backend(const char *name)
                 }
                 for (int t = 0; t < NK; t++)
                     for (int v = 0; v < NV; v++)
-                        check_variant(be, M, &Am, what[m], names[f], kcols[t], v,
+                        check_variant(be, M, &Am, what[m], fmt, kcols[t], v,
                                       be->ops->host_memory);
                 if (keep) {
                     memcpy(Am.val, keep, (size_t)Am.nnz * sizeof(double));
@@ -196,6 +214,11 @@ static void check_backend(const char *name)
             }
         }
     }
+    if (keep_env)
+        setenv("KS_DIA_SPMM", keep_env, 1);
+    else
+        unsetenv("KS_DIA_SPMM");
+    free(keep_env);
     ck_assert_msg(tested > 0, "backend %s: no format has a fused block pass", name);
     ck_assert_ptr_nonnull(ks_spmv_format_with_fused_block(be->ops->kind));
     for (int m = 0; m < 3; m++)
@@ -356,8 +379,8 @@ static void amg_both_ways(const char *backend, const char *fmt, const char *leve
 START_TEST(amg_cpu) { amg_both_ways("cpu", "csr", NULL); }
 END_TEST
 
-/* dia on level 0 and sell below have no fused block pass of their own:
- * the cycle applies csr_vector views of their CSR. */
+/* dia on level 0 with its own fused block pass; sell below has none: the
+ * cycle applies csr_vector views of its CSR. */
 START_TEST(amg_cuda)
 {
     amg_both_ways("cuda", "auto", NULL);

@@ -238,7 +238,8 @@ START_TEST(dia_spmm_choice)
     static const struct {
         const char *env;
         int variant, rows;
-    } good[] = {{"", KS_DIA_SPMM_VEC, KS_DIA_SPMM_TILE_ROWS},
+    } good[] = {{"", KS_DIA_SPMM_VEC1024, KS_DIA_SPMM_DEFAULT_ROWS},
+                {"vec", KS_DIA_SPMM_VEC, KS_DIA_SPMM_TILE_ROWS},
                 {"old", KS_DIA_SPMM_OLD, KS_DIA_SPMM_TILE_ROWS},
                 {"tile", KS_DIA_SPMM_TILE, KS_DIA_SPMM_TILE_ROWS},
                 {"new", KS_DIA_SPMM_VEC, KS_DIA_SPMM_TILE_ROWS},
@@ -251,8 +252,8 @@ START_TEST(dia_spmm_choice)
     ks_dia_spmm_choice c;
     unsetenv("KS_DIA_SPMM");
     KS_CHECK(ks_dia_spmm_choice_get(&c));
-    ck_assert_int_eq(c.variant, KS_DIA_SPMM_VEC);
-    ck_assert_int_eq(c.tile_rows, KS_DIA_SPMM_TILE_ROWS);
+    ck_assert_int_eq(c.variant, KS_DIA_SPMM_VEC1024);
+    ck_assert_int_eq(c.tile_rows, KS_DIA_SPMM_DEFAULT_ROWS);
     for (int g = 0; g < (int)(sizeof good / sizeof good[0]); g++) {
         setenv("KS_DIA_SPMM", good[g].env, 1);
         KS_CHECK(ks_dia_spmm_choice_get(&c));

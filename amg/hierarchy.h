@@ -215,6 +215,10 @@ ks_error ks_amg_check_diagonal(ks_amg *amg, const ks_sparse *A, int level, const
  * aggregates and the P / RAP patterns, recompute values. Falls back to a
  * full setup (resetup_fell_back = 1) when interpolation's pattern changed. */
 ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A);
+/* The end of a re-setup (this one's and mpi/'s): e != KS_OK clears the
+ * half-updated hierarchy and returns e; else the re-setup's time (from t0)
+ * and count are kept. */
+ks_error ks_amg_resetup_finish(ks_amg *amg, ks_error e, double t0);
 
 /* ---------------------------------------------------------- smoother.c */
 /* Smoother data of level l from its A (dinv, eigenvalue bounds). Zero

@@ -253,6 +253,11 @@ ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A)
     }
     if (e == KS_OK)
         e = ks_backend_sync(amg->be);
+    return ks_amg_resetup_finish(amg, e, t0);
+}
+
+ks_error ks_amg_resetup_finish(ks_amg *amg, ks_error e, double t0)
+{
     if (e != KS_OK) {
         /* The hierarchy is half updated: unusable until a setup succeeds. */
         ks_amg_clear(amg);

@@ -318,12 +318,5 @@ ks_error ks_amg_resetup_dist(ks_amg *amg, ks_matrix *A)
         amg->resetup_fell_back = 1;
         e = ks_amg_dist_build(amg);
     }
-    if (e != KS_OK) {
-        /* half updated: unusable until a setup succeeds */
-        ks_amg_clear(amg);
-        return e;
-    }
-    amg->resetup_seconds = ks_wtime() - t0;
-    amg->resetup_count++;
-    return KS_OK;
+    return ks_amg_resetup_finish(amg, e, t0);
 }

@@ -33,7 +33,8 @@ static const ks_name rhs_choices[] = {
 static const int tpr_set[] = {0, 1, 2, 4, 8, 16, 32, -1};
 /* ks_comm_set_halo_transport's names (docs/mpi.md "Halo transports") */
 static const ks_name halo_choices[] = {
-    {"auto", 0, 0}, {"staged", 1, 0}, {"direct", 2, 0}, {"nccl", 3, 0}, {NULL, 0, 0}};
+    {"auto", 0, 0}, {"staged", 1, 0}, {"direct", 2, 0}, {"nccl", 3, 0}, {"ipc", 4, 0},
+    {NULL, 0, 0}};
 
 static int gen_is_2d(ks_gen_kind k) { return k == KS_GEN_POISSON2D_5 || k == KS_GEN_POISSON2D_9; }
 

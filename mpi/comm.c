@@ -242,10 +242,10 @@ ks_error ks_comm_create(MPI_Comm comm, ks_comm **out)
     const char *ht = getenv("KS_MPI_HALO");
     const int transport = ht && *ht ? ks_halo_transport_parse(ht) : KS_HALO_AUTO;
     if (e == KS_OK && transport < 0)
-        e = ks_seterr(KS_ERR_ARG, "KS_MPI_HALO=%s: expected auto, staged, direct or nccl", ht);
+        e = ks_seterr(KS_ERR_ARG, "KS_MPI_HALO=%s: expected auto, staged, direct, nccl or ipc", ht);
     /* Every rank has its ks_comm, or none has. */
     const ks_comm_mpi probe = {{&mpi_comm_ops, rank, size}, dup, NULL, {0}, NULL,
-                               MPI_REQUEST_NULL, 0, KS_HALO_AUTO, NULL};
+                               MPI_REQUEST_NULL, 0, KS_HALO_AUTO, NULL, 0};
     e = ks_comm_agree(&probe.base, e);
     if (e != KS_OK) {
         if (m) {

@@ -23,7 +23,9 @@
  * Where the MPI library reads device memory (CUDA-aware, asked at run
  * time) the device buffers go to MPI as they are; where NCCL is built
  * and every rank has a GPU of its own, NCCL moves them GPU to GPU on the
- * staging queue (halo_nccl.c). Which one runs is the comm's setting,
+ * staging queue (halo_nccl.c); where every rank has a GPU of one host,
+ * CUDA IPC copies them on the copy engines (halo_ipc.c, asked for by
+ * name). Which one runs is the comm's setting,
  * agreed over the ranks when the plan is attached. */
 #include "mpi_internal.h"
 
@@ -157,11 +159,16 @@ static ks_int halo_nout(const ks_halo *h)
 
 int ks_halo_stage_always = 0;
 
-static const char *const transport_names[] = {"auto", "staged", "direct", "nccl", "host"};
+static const char *const transport_names[] = {"auto", "staged", "direct", "nccl", "ipc", "host"};
+
+/* 1: auto runs ipc where every rank has a GPU of one host (before nccl,
+ * after direct); 0: auto never picks ipc (only asking for it runs it).
+ * The one switch of auto's choice of ipc (choose()). */
+#define AUTO_PICKS_IPC 0
 
 int ks_halo_transport_parse(const char *name)
 {
-    for (int t = KS_HALO_AUTO; name && t <= KS_HALO_NCCL; t++)
+    for (int t = KS_HALO_AUTO; name && t <= KS_HALO_IPC; t++)
         if (!strcmp(name, transport_names[t]))
             return t;
     return -1;
@@ -216,6 +223,35 @@ static ks_error nccl_refusal(const ks_backend *be, const int *v)
 #endif
 }
 
+/* 1 when this build and be can run the IPC transport (a cuda backend). */
+static int ipc_capable(const ks_backend *be)
+{
+#ifdef KS_HAVE_CUDA
+    const ks_backend_ops *o = be->ops;
+    return !o->host_memory && o->gather && o->stage_native && o->stage_download &&
+           o->stage_upload && o->stage_wait && ks_cuda_stream((ks_backend *)be);
+#else
+    (void)be;
+    return 0;
+#endif
+}
+
+/* Why the IPC transport cannot run (v: choose()'s minima). */
+static ks_error ipc_refusal(const ks_backend *be, const int *v)
+{
+#ifndef KS_HAVE_CUDA
+    (void)be;
+    (void)v;
+    return ks_seterr(KS_ERR_UNSUPPORTED, "halo transport ipc: this ksolve was built without "
+                     "CUDA (CUDA IPC moves device memory; meson -Dcuda=enabled)");
+#else
+    return ks_seterr(KS_ERR_UNSUPPORTED, "halo transport ipc: a rank's backend is not cuda "
+                     "(CUDA IPC moves device memory between GPUs; this rank's: %s%s)",
+                     ks_backend_name((ks_backend *)be),
+                     v[2] ? "" : ", its vectors in host memory");
+#endif
+}
+
 /* Collective: the transport that runs, the same verdict on every rank.
  * One reduction of what each rank asks for and can do; then, where NCCL
  * is to run or may, its communicator (which refuses ranks sharing a GPU:
@@ -228,15 +264,16 @@ static ks_error choose(ks_halo *h, ks_backend *be)
     const int host = ks_backend_host_memory(be);
     /* minima: the setting (and its negative: equal everywhere?), every
      * rank's vectors on a device, every device rank's MPI reading them,
-     * every rank able to run NCCL */
-    int v[5] = {want, -want, !host, host || ks_mpi_cuda_aware(), nccl_capable(be)};
-    KS_TRY(ks_mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT, MPI_MIN, h->comm),
+     * every rank able to run NCCL, every rank able to run IPC */
+    int v[6] = {want, -want, !host, host || ks_mpi_cuda_aware(), nccl_capable(be),
+                ipc_capable(be)};
+    KS_TRY(ks_mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_INT, MPI_MIN, h->comm),
                         "MPI_Allreduce (halo transport)"));
     if (v[0] != -v[1])
         return ks_seterr(KS_ERR_ARG, "halo transport: the ranks ask for different ones (%s and "
                          "%s; ks_comm_set_halo_transport or KS_MPI_HALO alike on every rank)",
                          ks_halo_transport_name(v[0]), ks_halo_transport_name(-v[1]));
-    const int direct_ok = v[3], nccl_ok = v[2] && v[4];
+    const int direct_ok = v[3], nccl_ok = v[2] && v[4], ipc_ok = v[2] && v[5];
     switch (want) {
     case KS_HALO_STAGED:
         h->transport = KS_HALO_STAGED;
@@ -252,13 +289,32 @@ static ks_error choose(ks_halo *h, ks_backend *be)
         if (!nccl_ok)
             return nccl_refusal(be, v);
         break;
+    case KS_HALO_IPC: /* ks_ipc_setup checks the hosts */
+        if (!ipc_ok)
+            return ipc_refusal(be, v);
+        h->transport = KS_HALO_IPC;
+        return KS_OK;
     default: /* auto */
         if (host || direct_ok) {
             h->transport = host ? KS_HALO_HOST : KS_HALO_DIRECT;
             return KS_OK;
         }
         h->transport = KS_HALO_STAGED;
-        if (!nccl_ok || c->size == 1) /* one rank: nothing travels */
+        if (c->size == 1) /* one rank: nothing travels */
+            return KS_OK;
+#ifdef KS_HAVE_CUDA
+        if (AUTO_PICKS_IPC && ipc_ok) {
+            ks_error e = ks_ipc_one_host(c, be);
+            if (e == KS_OK) {
+                h->transport = KS_HALO_IPC;
+                return KS_OK;
+            }
+            if (e != KS_ERR_UNSUPPORTED)
+                return e;
+            ks_clear_error(); /* on every rank: another host, nccl or staged */
+        }
+#endif
+        if (!nccl_ok)
             return KS_OK;
         break;
     }
@@ -292,6 +348,14 @@ ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost)
         h->idx_be = h->send_idx;
         h->send_be = h->send_buf;
         return KS_OK;
+    }
+    if (h->transport == KS_HALO_IPC) { /* its send buffer is its own (cudaMalloc) */
+        KS_TRY(ks_comm_agree(h->kc, ks_be_upload_new(be, h->send_idx,
+                                                     (size_t)nout * sizeof *h->send_idx,
+                                                     (void **)&h->idx_be, "halo send list")));
+#ifdef KS_HAVE_CUDA
+        return ks_ipc_setup(h, nout);
+#endif
     }
     KS_TRY(ks_be_upload_new(be, h->send_idx, (size_t)nout * sizeof *h->send_idx,
                             (void **)&h->idx_be, "halo send list"));
@@ -350,6 +414,12 @@ ks_error ks_halo_begin(ks_halo *h, const double *x, double *ghost)
         KS_TRY(begin_nccl(h, x, ghost));
         goto counted;
     }
+#ifdef KS_HAVE_CUDA
+    if (h->transport == KS_HALO_IPC) {
+        KS_TRY(ks_ipc_begin(h, x, halo_nout(h)));
+        goto counted;
+    }
+#endif
     /* the last exchange's copy out of recv_host is done before it refills */
     if (h->staged)
         KS_TRY(be->ops->stage_wait(be));
@@ -397,6 +467,13 @@ ks_error ks_halo_end(ks_halo *h, double *ghost)
         h->stats->halo_seconds += ks_wtime() - t0;
         return e;
     }
+#ifdef KS_HAVE_CUDA
+    if (h->transport == KS_HALO_IPC) { /* the host waits for tokens, not copies */
+        e = ks_ipc_end(h, ghost);
+        h->stats->halo_seconds += ks_wtime() - t0;
+        return e;
+    }
+#endif
     if (h->sends_pending) {
         /* The packed entries' copy alone (the local product queued after
          * it keeps running). Sent even if it failed, so no neighbour waits
@@ -425,7 +502,7 @@ double ks_halo_bytes(const ks_halo *h)
         return 0.0;
     const double nout = halo_nout(h);
     /* staged: the host lists, their copies on the backend, the staging
-     * buffers (direct and nccl: the copies on the device not counted) */
+     * buffers (direct, nccl and ipc: the copies on the device not counted) */
     return nout * (sizeof(ks_int) + sizeof(double)) * (h->staged ? 3 : 1) +
            (h->staged ? (double)h->nghost * sizeof(double) : 0.0) +
            (h->nrecv + h->nsend) * (2.0 * sizeof(int) + sizeof(ks_int) + sizeof(MPI_Request));
@@ -442,6 +519,10 @@ void ks_halo_destroy(ks_halo *h)
     if ((h->staged || h->transport == KS_HALO_NCCL) && h->be)
         /* no staging copy or NCCL message outlives the buffers */
         (void)h->be->ops->stage_wait(h->be);
+#ifdef KS_HAVE_CUDA
+    if (h->transport == KS_HALO_IPC && h->be)
+        ks_ipc_free(h); /* its send buffer too: send_be NULL after */
+#endif
     if (h->transport != KS_HALO_HOST && h->be) {
         h->be->ops->free(h->be, h->idx_be);
         h->be->ops->free(h->be, h->send_be);

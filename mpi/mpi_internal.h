@@ -34,6 +34,9 @@ typedef struct ks_comm_mpi {
      * use and destroyed with the comm (NULL: none). */
     int halo_transport;
     struct ks_nccl *nccl;
+    /* IPC halo plans made on this comm (halo_ipc.c: each plan's message
+     * tags; the same count on every rank, plans being collective). */
+    int ipc_plans;
 } ks_comm_mpi;
 
 /* Collective. ks_comm_agree, the first failing rank's message (prefixed
@@ -136,15 +139,17 @@ void ks_dist_split_free(ks_dist_split *S);
 
 /* ------------------------------------------------------------- halo.c */
 /* How a halo's values travel (docs/mpi.md "Halo transports"). The setting
- * names the first four; what runs is one of the last four. */
+ * names the first five; what runs is one of the last five. */
 typedef enum ks_halo_transport {
     KS_HALO_AUTO = 0, /* direct where MPI reads device memory, else nccl, else staged */
     KS_HALO_STAGED,   /* through page-locked host buffers (the backend's stage_* ops) */
     KS_HALO_DIRECT,   /* the backend's buffers to MPI as they are (CUDA-aware MPI) */
     KS_HALO_NCCL,     /* NCCL sends and receives between the GPUs (halo_nccl.c) */
+    KS_HALO_IPC,      /* CUDA IPC copies between the GPUs of one host (halo_ipc.c) */
     KS_HALO_HOST      /* runs only: a host-memory backend's vectors to MPI */
 } ks_halo_transport;
-/* The setting's value of a name ("auto", "staged", "direct", "nccl"), or -1. */
+/* The setting's value of a name ("auto", "staged", "direct", "nccl",
+ * "ipc"), or -1. */
 int ks_halo_transport_parse(const char *name);
 const char *ks_halo_transport_name(int t);
 
@@ -176,6 +181,7 @@ typedef struct ks_halo {
     double *send_host;    /* staged: be's host buffers (host_alloc) */
     double *recv_host;
     ks_comm_stats *stats; /* the plan's comm's (ks_comm_get_stats) */
+    struct ks_ipc *ipc;   /* ipc: the peers' opened buffers and events (halo_ipc.c) */
 } ks_halo;
 
 /* Collective: the plan for a rank whose rows reference the nghost global
@@ -187,7 +193,7 @@ ks_error ks_halo_create(const ks_comm *c, const ks_gint *offsets, const ks_gint 
  * transport (the comm's setting, agreed over the ranks: a setting that
  * cannot run is KS_ERR_UNSUPPORTED on every rank, saying why) and its
  * buffers (staged: the host ones; nccl: the comm's NCCL communicator, made
- * on first use). Local failures are the caller's to agree. */
+ * on first use; ipc: ks_ipc_setup). Local failures are the caller's to agree. */
 ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost);
 /* Tests: plans attached while this is set stage on any backend, whatever
  * the setting (the cpu then runs the path cuda takes, with copies that
@@ -226,6 +232,30 @@ ks_error ks_nccl_ready(const ks_comm *c, ks_backend *be);
  * orders later work on be after them (stage_upload of 0 bytes). */
 ks_error ks_nccl_exchange(ks_halo *h, double *ghost);
 void ks_nccl_free(struct ks_nccl *n);
+#endif
+
+/* --------------------------------------------------------- halo_ipc.c */
+#ifdef KS_HAVE_CUDA
+/* Collective: KS_OK when every rank's backend has a GPU and all run on one
+ * host (ks_comm_gather_devices), else KS_ERR_UNSUPPORTED on every rank
+ * naming the first rank that does not. */
+ks_error ks_ipc_one_host(const ks_comm *c, ks_backend *be);
+/* Collective (h attached to a cuda backend, idx_be made): refused on every
+ * rank, KS_ERR_UNSUPPORTED naming them, unless every rank has a GPU and
+ * all run on one host; then h->send_be (nout values) from cudaMalloc, the
+ * interprocess events, the handles exchanged and the neighbours' opened
+ * (a failure anywhere: KS_ERR_DEVICE or KS_ERR_MPI naming the call on
+ * every rank, all of it given back). */
+ks_error ks_ipc_setup(ks_halo *h, ks_int nout);
+/* begin: the last pulls of the send buffer waited for (host tokens,
+ * device events), x's nout entries gathered into it, the destinations
+ * told; end: the sources' slices copied into ghost on the staging queue,
+ * the sources told, later work on be ordered after the copies. */
+ks_error ks_ipc_begin(ks_halo *h, const double *x, ks_int nout);
+ks_error ks_ipc_end(ks_halo *h, double *ghost);
+/* The last exchange drained (neighbours' tokens, copies), every handle
+ * closed, the send buffer and events freed. Not collective. */
+void ks_ipc_free(ks_halo *h);
 #endif
 
 /* ---------------------------------------------------------- mm_dist.c */

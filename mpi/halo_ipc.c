@@ -230,7 +230,8 @@ ks_error ks_ipc_setup(ks_halo *h, ks_int nout)
     KS_TRY(ks_ipc_one_host(c, h->be));
     h->ipc = ks_calloc(1, sizeof *h->ipc, "halo ipc");
     ipc_handles mine, *all = ks_calloc((size_t)p, sizeof *all, "halo ipc handles");
-    int64_t *out = ks_calloc(4 * (size_t)p, sizeof *out, "halo ipc slices"), *in = out + 2 * p;
+    int64_t *out = ks_calloc(4 * (size_t)p, sizeof *out, "halo ipc slices");
+    int64_t *in = out ? out + 2 * p : NULL;
     memset(&mine, 0, sizeof mine);
     ks_error e = h->ipc && all && out ? KS_OK : KS_ERR_MEMORY;
     if (e == KS_OK) {
@@ -394,15 +395,19 @@ void ks_ipc_free(ks_halo *h)
      * tokens are sent at their end, so waiting here needs nothing else of
      * them), this rank's copies out of its sources' buffers and its gather
      * too, every token sent is delivered; then everything is given back. */
-    if (ip->pulled_pending && wait_all(h->nsend, rq_pulled_in(h),
-                                       "MPI_Waitall (halo ipc pulled tokens)") == KS_OK)
+    int finalized = 1; /* no MPI call after MPI_Finalize (nothing to drain then) */
+    const int live = MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized;
+    if (live && ip->pulled_pending &&
+        wait_all(h->nsend, rq_pulled_in(h), "MPI_Waitall (halo ipc pulled tokens)") == KS_OK)
         for (int r = 0; r < h->nsend; r++)
             (void)cudaEventSynchronize(ip->dst_pulled[r]);
     ip->pulled_pending = 0;
     (void)h->be->ops->stage_wait(h->be);
     (void)h->be->ops->sync(h->be);
-    (void)wait_all(h->nrecv, rq_ready_in(h), "MPI_Waitall (halo ipc)");
-    (void)wait_all(h->nsend, rq_ready_out(h), "MPI_Waitall (halo ipc)");
-    (void)wait_all(h->nrecv, rq_pulled_out(h), "MPI_Waitall (halo ipc)");
+    if (live) {
+        (void)wait_all(h->nrecv, rq_ready_in(h), "MPI_Waitall (halo ipc)");
+        (void)wait_all(h->nsend, rq_ready_out(h), "MPI_Waitall (halo ipc)");
+        (void)wait_all(h->nrecv, rq_pulled_out(h), "MPI_Waitall (halo ipc)");
+    }
     release(h);
 }

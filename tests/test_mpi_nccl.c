@@ -16,7 +16,7 @@
  * Where ranks share a GPU, the refusal of nccl (every rank, naming the
  * GPU) and auto falling back to staged. Otherwise those tests are skipped
  * with the reason printed. */
-#include "ks_test_mpi.h"
+#include "halo_cases.h"
 #include "ksolve_mpi.h"
 
 #include <math.h>
@@ -27,55 +27,6 @@
 static ks_backend *cuda;
 static char skip_why[200]; /* why the NCCL tests do not run ("" when they do) */
 
-/* Collective: M of A's rows [begin, begin + count) made with `transport`
- * (the comm's setting, back to auto after). */
-static ks_matrix *with_transport(ks_backend *b, const char *transport, const ks_csr *A,
-                                 ks_gint begin, ks_int count)
-{
-    KS_ALL(ks_comm_set_halo_transport(comm, transport));
-    ks_matrix *M = ks_test_dist_rows(b, A, begin, count);
-    KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
-    return M;
-}
-
-/* ks_matrix_create_dist of A's rows with `transport`: its error. */
-static ks_error create_with(ks_backend *b, const char *transport, const ks_csr *A,
-                            ks_gint begin, ks_int count)
-{
-    ks_matrix *M = NULL;
-    KS_ALL(ks_comm_set_halo_transport(comm, transport));
-    ks_error e = ks_test_dist_rows_try(b, A, begin, count, &M);
-    KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
-    ALL(M == NULL || e == KS_OK, "a matrix after a failure");
-    ks_matrix_destroy(&M);
-    return e;
-}
-
-/* Even rows, or (uneven = 1) a tenth on rank 0, or (uneven = 2) none. */
-static void layout(int uneven, ks_int N, ks_gint *off)
-{
-    off[0] = 0;
-    for (int q = 0; q < nranks; q++)
-        off[q + 1] = off[q] + N / nranks + (q < N % nranks);
-    if (uneven && nranks > 1)
-        off[1] = uneven == 1 ? N / 10 : 0;
-}
-
-/* y = A^k x (k = nprod products chained on the backend: y, then A y, ...)
- * on this rank's rows, into yl (host). */
-static void chain(ks_matrix *M, const double *xl, int nprod, double *yl)
-{
-    ks_vec *v[2] = {NULL, NULL};
-    KS_ALL(ks_matrix_vec_create(M, &v[0]));
-    KS_ALL(ks_matrix_vec_create(M, &v[1]));
-    KS_ALL(ks_vec_set_host(v[0], xl));
-    for (int k = 0; k < nprod; k++)
-        KS_ALL(ks_matrix_apply(M, k ? 1.0 : 1.5, v[k % 2], 0.0, v[(k + 1) % 2]));
-    KS_ALL(ks_vec_get_host(v[nprod % 2], yl));
-    ks_vec_destroy(&v[0]);
-    ks_vec_destroy(&v[1]);
-}
-
 /* ------------------------------------------------------- the setting */
 
 START_TEST(test_setting_cpu)
@@ -85,7 +36,7 @@ START_TEST(test_setting_cpu)
         ks_comm_halo_transport(comm));
     ks_gint off[9];
     ks_csr A;
-    layout(1, 60, off);
+    halo_layout(1, 60, off);
     ks_test_random_global(31, off, &A);
     const ks_gint b0 = off[rank];
     const ks_int n = (ks_int)(off[rank + 1] - b0);
@@ -94,12 +45,12 @@ START_TEST(test_setting_cpu)
         x[i] = sin(0.7 * (double)(b0 + i)) + 0.25;
     const char *set[3] = {"auto", "direct", "staged"}, *runs[3] = {"host", "host", "staged"};
     for (int t = 0; t < 3; t++) {
-        ks_matrix *M = with_transport(be, set[t], &A, b0, n);
+        ks_matrix *M = halo_with_transport(be, set[t], &A, b0, n);
         const char *got = ks_matrix_halo_transport(M);
         ALL(got && !strcmp(got, runs[t]), "%s on the cpu runs %s, not %s", set[t],
             got ? got : "(NULL)", runs[t]);
         y[t] = malloc(((size_t)n + 1) * sizeof *y[t]);
-        chain(M, x, 3, y[t]);
+        halo_chain(M, x, 3, y[t]);
         ks_matrix_destroy(&M);
     }
     ALL(!memcmp(y[0], y[2], (size_t)n * sizeof *x) && !memcmp(y[0], y[1], (size_t)n * sizeof *x),
@@ -109,9 +60,9 @@ START_TEST(test_setting_cpu)
 #else
     const char *why = "built without NCCL";
 #endif
-    EXPECT_ERR(create_with(be, "nccl", &A, b0, n), KS_ERR_UNSUPPORTED, why);
+    EXPECT_ERR(halo_create_with(be, "nccl", &A, b0, n), KS_ERR_UNSUPPORTED, why);
     /* the ranks disagree: every rank refuses */
-    EXPECT_ERR(create_with(be, rank == nranks - 1 ? "staged" : "auto", &A, b0, n),
+    EXPECT_ERR(halo_create_with(be, rank == nranks - 1 ? "staged" : "auto", &A, b0, n),
                nranks > 1 ? KS_ERR_ARG : KS_OK, nranks > 1 ? "different" : "");
     ALL(ks_matrix_halo_transport(NULL) == NULL, "a local matrix has a transport");
     for (int t = 0; t < 3; t++)
@@ -140,167 +91,19 @@ END_TEST
 /* -------------------------------------------------- NCCL on the GPUs */
 #ifdef KS_HAVE_NCCL
 
-/* One random matrix over NCCL against the serial product (1e-14, and
- * 1e-12 after 3 chained products) and the staged transport's bits;
- * one_way: rank 0's rows keep only its own columns (no ghosts there, while
- * the others receive from it). */
-static void spmv_case(uint64_t seed, int uneven, int one_way)
-{
-    ks_gint off[9];
-    ks_csr R, A;
-    layout(uneven, 80, off);
-    ks_test_random_global(seed, off, &R);
-    A = R;
-    if (one_way) { /* drop rank 0's entries outside its block */
-        const ks_int N = R.nrows, nnz = R.rowptr[N];
-        ks_int *r = malloc(((size_t)nnz + 1) * sizeof *r), *c = malloc(((size_t)nnz + 1) * sizeof *c);
-        double *v = malloc(((size_t)nnz + 1) * sizeof *v);
-        int64_t m = 0;
-        for (ks_int i = 0; i < N; i++)
-            for (ks_int k = R.rowptr[i]; k < R.rowptr[i + 1]; k++)
-                if (i >= off[1] || R.colind[k] < off[1]) {
-                    r[m] = i;
-                    c[m] = R.colind[k];
-                    v[m++] = R.val[k];
-                }
-        KS_CHECK(ks_csr_from_coo(N, N, m, r, c, v, &A, NULL));
-        ks_csr_free(&R);
-        free(r);
-        free(c);
-        free(v);
-    }
-    const ks_int N = A.nrows, n = (ks_int)(off[rank + 1] - off[rank]);
-    double *xg = malloc((size_t)N * sizeof *xg), *yg = malloc((size_t)N * sizeof *yg);
-    double *yn = malloc(((size_t)n + 1) * sizeof *yn), *ys = malloc(((size_t)n + 1) * sizeof *ys);
-    for (ks_int i = 0; i < N; i++)
-        xg[i] = cos(0.3 * i + (double)seed) + 1.5;
-    ks_matrix *Mn = with_transport(cuda, "nccl", &A, off[rank], n);
-    ks_matrix *Ms = with_transport(cuda, "staged", &A, off[rank], n);
-    char what[120];
-    snprintf(what, sizeof what, "seed %llu, rank 0 %lld rows%s", (unsigned long long)seed,
-             (long long)off[1], one_way ? ", no ghosts on rank 0" : "");
-    ALL(!strcmp(ks_matrix_halo_transport(Mn), "nccl") &&
-            !strcmp(ks_matrix_halo_transport(Ms), "staged"),
-        "%s: transports %s and %s", what, ks_matrix_halo_transport(Mn),
-        ks_matrix_halo_transport(Ms));
-    for (int nprod = 1; nprod <= 3; nprod += 2) {
-        memcpy(yg, xg, (size_t)N * sizeof *yg);
-        for (int k = 0; k < nprod; k++) {
-            double *t = malloc((size_t)N * sizeof *t);
-            ks_csr_spmv_ref(&A, k ? 1.0 : 1.5, yg, 0.0, t);
-            memcpy(yg, t, (size_t)N * sizeof *t);
-            free(t);
-        }
-        ks_comm_reset_stats(comm);
-        chain(Mn, xg + off[rank], nprod, yn);
-        ks_comm_stats cs;
-        KS_ALL(ks_comm_get_stats(comm, &cs));
-        chain(Ms, xg + off[rank], nprod, ys);
-        const double err = ks_test_max_relerr(yn, yg + off[rank], n);
-        ALL(err <= (nprod == 1 ? 1e-14 : 1e-12),
-            "%s, %d products: NCCL's result differs from the reference by %g", what, nprod, err);
-        ALL(!memcmp(yn, ys, (size_t)n * sizeof *yn),
-            "%s, %d products: NCCL's and the staged result differ in their bits", what, nprod);
-        ks_int ng = 0, ns = 0;
-        int nb = 0;
-        KS_ALL(ks_matrix_halo_size(Mn, &ng, &ns, &nb));
-        ALL(cs.halo_exchanges == nprod && cs.halo_bytes_sent == (double)nprod * ns * 8.0,
-            "%s: %lld exchanges and %g bytes counted, want %d and %g", what, cs.halo_exchanges,
-            cs.halo_bytes_sent, nprod, (double)nprod * ns * 8.0);
-    }
-    ks_matrix_destroy(&Mn);
-    ks_matrix_destroy(&Ms);
-    free(xg);
-    free(yg);
-    free(yn);
-    free(ys);
-    ks_csr_free(&A);
-}
-
 START_TEST(test_nccl_spmv)
 {
-    spmv_case(41, 0, 0);
-    spmv_case(42, 1, 0);
-    spmv_case(43, 2, 0); /* rank 0 without rows */
-    spmv_case(44, 0, 1); /* rank 0 without ghosts */
-    spmv_case(45, 1, 1);
+    halo_spmv_case(cuda, "nccl", 41, 0, 0);
+    halo_spmv_case(cuda, "nccl", 42, 1, 0);
+    halo_spmv_case(cuda, "nccl", 43, 2, 0); /* rank 0 without rows */
+    halo_spmv_case(cuda, "nccl", 44, 0, 1); /* rank 0 without ghosts */
+    halo_spmv_case(cuda, "nccl", 45, 1, 1);
 }
 END_TEST
 
-typedef struct solved {
-    int iterations;
-    ks_solve_status status;
-    double rel, true_rel;
-    double *x;
-} solved;
-
-static void solve_amg(ks_matrix *M, solved *o)
-{
-    ks_config *cfg = NULL;
-    ks_solver *s = NULL;
-    ks_vec *b = NULL, *x = NULL;
-    KS_ALL(ks_config_create_default(&cfg));
-    KS_ALL(ks_config_set(cfg, "solver.solver", "PCG"));
-    KS_ALL(ks_config_set(cfg, "solver.preconditioner.solver", "AMG"));
-    KS_ALL(ks_config_set(cfg, "solver.tolerance", "1e-10"));
-    KS_ALL(ks_solver_create(ks_matrix_backend(M), cfg, &s));
-    KS_ALL(ks_solver_setup(s, M));
-    KS_ALL(ks_matrix_vec_create(M, &b));
-    KS_ALL(ks_matrix_vec_create(M, &x));
-    ks_test_dist_rhs(b);
-    KS_ALL(ks_vec_fill(x, 0.0));
-    KS_ALL(ks_solver_solve(s, b, x));
-    const ks_solve_stats *st = ks_solver_stats(s);
-    o->iterations = st->iterations;
-    o->status = st->status;
-    o->rel = st->relative_residual;
-    o->true_rel = st->true_relative_residual;
-    o->x = malloc(((size_t)ks_matrix_rows(M) + 1) * sizeof *o->x);
-    KS_ALL(ks_vec_get_host(x, o->x));
-    ks_test_solve_free(&s, &cfg, &b, &x);
-}
-
-/* PCG + AMG (the default configuration) over NCCL and staged: the same
- * iterations, residual and x, bit for bit (only the transport differs). */
 START_TEST(test_nccl_amg)
 {
-    ks_gen_params g;
-    ks_gen_params_default(&g);
-    g.kind = KS_GEN_POISSON3D_7;
-    g.nx = g.ny = g.nz = 16;
-    ks_csr A;
-    KS_CHECK(ks_generate(&g, &A));
-    for (int uneven = 0; uneven < 2; uneven++) {
-        ks_gint off[9];
-        layout(uneven, A.nrows, off);
-        const ks_int n = (ks_int)(off[rank + 1] - off[rank]);
-        solved r[2];
-        const char *names[2] = {"nccl", "staged"};
-        for (int t = 0; t < 2; t++) {
-            /* the setting holds through the setup: every level's
-             * matrices (A, P, R) exchange over it */
-            KS_ALL(ks_comm_set_halo_transport(comm, names[t]));
-            ks_matrix *M = ks_test_dist_rows(cuda, &A, off[rank], n);
-            solve_amg(M, &r[t]);
-            KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
-            ks_matrix_destroy(&M);
-        }
-        ALL(r[0].status == KS_SOLVE_CONVERGED && r[0].true_rel < 1e-9,
-            "rank 0 %lld rows: PCG + AMG over NCCL: %s, true relative residual %g",
-            (long long)off[1], ks_solve_status_name(r[0].status), r[0].true_rel);
-        ALL(r[0].iterations == r[1].iterations && !memcmp(&r[0].rel, &r[1].rel, sizeof r[0].rel) &&
-                !memcmp(r[0].x, r[1].x, (size_t)n * sizeof *r[0].x),
-            "rank 0 %lld rows: NCCL %d iterations (residual %.17g), staged %d (%.17g), or "
-            "other x bits", (long long)off[1], r[0].iterations, r[0].rel, r[1].iterations,
-            r[1].rel);
-        if (rank == 0)
-            printf("PCG + AMG, 7-point 16^3, rank 0 %lld rows: %d iterations over NCCL and "
-                   "staged, relative residual %.3e\n",
-                   (long long)off[1], r[0].iterations, r[0].rel);
-        free(r[0].x);
-        free(r[1].x);
-    }
-    ks_csr_free(&A);
+    halo_amg_case(cuda, "nccl");
 }
 END_TEST
 
@@ -309,11 +112,11 @@ START_TEST(test_nccl_shared_gpu)
 {
     ks_gint off[9];
     ks_csr A;
-    layout(0, 40, off);
+    halo_layout(0, 40, off);
     ks_test_random_global(51, off, &A);
     const ks_int n = (ks_int)(off[rank + 1] - off[rank]);
-    EXPECT_ERR(create_with(cuda, "nccl", &A, off[rank], n), KS_ERR_UNSUPPORTED, "share GPU");
-    ks_matrix *M = with_transport(cuda, "auto", &A, off[rank], n);
+    EXPECT_ERR(halo_create_with(cuda, "nccl", &A, off[rank], n), KS_ERR_UNSUPPORTED, "share GPU");
+    ks_matrix *M = halo_with_transport(cuda, "auto", &A, off[rank], n);
     ALL(!strcmp(ks_matrix_halo_transport(M), "staged"), "auto with a shared GPU runs %s",
         ks_matrix_halo_transport(M));
     ks_matrix_destroy(&M);

@@ -1,0 +1,33 @@
+/* Cases shared by the halo transport tests under mpirun (test_mpi_nccl.c,
+ * test_mpi_ipc.c): matrices made with a transport, layouts, products
+ * chained on the backend, and a device transport checked against the
+ * float64 serial product and the staged transport's bits. Every call is
+ * collective and asserts through ALL (inside a Check test only). */
+#ifndef KS_TEST_HALO_CASES_H
+#define KS_TEST_HALO_CASES_H
+#include "ks_test_mpi.h"
+
+/* M of A's rows [begin, begin + count) made with `transport` (the comm's
+ * setting, back to auto after). */
+ks_matrix *halo_with_transport(ks_backend *b, const char *transport, const ks_csr *A,
+                               ks_gint begin, ks_int count);
+/* ks_matrix_create_dist of A's rows with `transport`: its error. */
+ks_error halo_create_with(ks_backend *b, const char *transport, const ks_csr *A, ks_gint begin,
+                          ks_int count);
+/* Even rows, or (uneven = 1) a tenth on rank 0, or (uneven = 2) none. */
+void halo_layout(int uneven, ks_int N, ks_gint *off);
+/* y = A^k x (k = nprod products chained on the backend: y, then A y, ...)
+ * on this rank's rows, into yl (host). */
+void halo_chain(ks_matrix *M, const double *xl, int nprod, double *yl);
+/* One random matrix on b over `transport` against the serial product
+ * (1e-14, and 1e-12 after 3 chained products) and the staged transport's
+ * bits, and the halo statistics it counts; one_way: rank 0's rows keep
+ * only its own columns (no ghosts there, while the others receive from
+ * it). */
+void halo_spmv_case(ks_backend *b, const char *transport, uint64_t seed, int uneven,
+                    int one_way);
+/* PCG + AMG (the default configuration) of a 7-point 16^3 Poisson on b
+ * over `transport` and staged, even and uneven rows: converged, the same
+ * iterations, residual and x, bit for bit (only the transport differs). */
+void halo_amg_case(ks_backend *b, const char *transport);
+#endif

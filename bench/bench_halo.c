@@ -1,8 +1,8 @@
 /* bench_halo: the halo exchange of a distributed SpMV over each halo
- * transport (staged, direct, nccl: docs/mpi.md "Halo transports").
+ * transport (staged, direct, nccl, ipc: docs/mpi.md "Halo transports").
  *
  *   mpirun -np P bench_halo [--n 128] [--backend cuda] [--reps 200] [--warmup 20]
- *                           [--transports staged,direct,nccl]
+ *                           [--transports staged,direct,nccl,ipc]
  *
  * Every rank owns an n^3 slab of the 7-point Poisson grid n x n x nP
  * (ks_generate_dist), so an inner rank receives 2 n^2 ghost values a
@@ -39,7 +39,7 @@ typedef struct opts {
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){.n = 128, .reps = 200, .warmup = 20, .transports = "staged,direct,nccl",
+    *o = (opts){.n = 128, .reps = 200, .warmup = 20, .transports = "staged,direct,nccl,ipc",
                 .backend = ks_backend_available("cuda") ? "cuda" : "cpu"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -171,7 +171,7 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np P bench_halo [--n 128] [--backend cpu|cuda] "
-                            "[--reps 200] [--warmup 20] [--transports staged,direct,nccl]\n");
+                            "[--reps 200] [--warmup 20] [--transports staged,direct,nccl,ipc]\n");
         goto done;
     }
     ks_gen_params g;

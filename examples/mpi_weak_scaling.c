@@ -6,7 +6,7 @@
  *                                 [--tol 1e-8] [--max-iters 1000] [--runs 1]
  *                                 [--global N] [--bandwidth-mb 128] [--no-bandwidth]
  *                                 [--backend cpu|cuda] [--gpu-map MAP]
- *                                 [--halo auto|staged|direct|nccl] [--rhs ones|sin]
+ *                                 [--halo auto|staged|direct|nccl|ipc] [--rhs ones|sin]
  *                                 [-p KEY=VALUE ...]
  *
  * n is the edge of each rank's block (default 32: 32^3 rows a rank);
@@ -17,7 +17,8 @@
  * any key of the library's config (docs/config.md), e.g.
  * -p solver.preconditioner.smoother.solver=JACOBI. --halo says how the
  * ranks exchange their halos (ks_comm_set_halo_transport: staged through
- * host buffers, direct to a CUDA-aware MPI, nccl GPU to GPU; default
+ * host buffers, direct to a CUDA-aware MPI, nccl GPU to GPU, ipc CUDA
+ * IPC copies between the GPUs of one host; default
  * auto), and the first line names the transport that ran. Rank 0 prints one line a
  * solve: ranks, rows per rank, global rows, iterations, setup and solve
  * seconds (the slowest rank's), seconds per iteration and the slowest rank's
@@ -108,7 +109,8 @@ static void usage(FILE *out)
                  "[--runs R]\n"
                  "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [--rhs ones|sin]\n"
                  "       [-p KEY=VALUE ...]\n"
-                 "       [--backend cpu|cuda] [--gpu-map MAP] [--halo auto|staged|direct|nccl]\n");
+                 "       [--backend cpu|cuda] [--gpu-map MAP]\n"
+                 "       [--halo auto|staged|direct|nccl|ipc]\n");
 }
 
 /* Every rank parses the same argv, so every rank reaches the same verdict;
@@ -278,7 +280,8 @@ int main(int argc, char **argv)
     g.nz = (ks_int)nz;
 
     /* A transport that cannot run here (nccl without NCCL or with ranks
-     * sharing a GPU, direct without a CUDA-aware MPI) fails the matrix's
+     * sharing a GPU, ipc off cuda or over several hosts, direct without a
+     * CUDA-aware MPI) fails the matrix's
      * creation on every rank, saying why. */
     CHECK(ks_comm_set_halo_transport(comm, o.halo));
     CHECK(rank_backend_create(comm, o.backend, o.gpu_map, &be));

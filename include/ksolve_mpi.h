@@ -65,23 +65,28 @@ ks_error ks_comm_sum_gint(const ks_comm *c, ks_gint *v, int k);
  *             CUDA-aware MPI);
  *   "nccl":   NCCL sends and receives GPU to GPU (a build with NCCL, every
  *             rank its own GPU);
+ *   "ipc":    CUDA IPC copies GPU to GPU on the copy engines (a build with
+ *             CUDA, every rank's backend cuda, all ranks on one host; ranks
+ *             may share a GPU); auto does not pick it;
  *   "auto":   the default: direct where MPI reads the vectors' memory
  *             (always for host memory), else nccl where it can run, else
  *             staged.
  * KS_MPI_HALO in the environment gives the default before any call. Set
  * the same on every rank: matrix creation agrees it over the ranks, and a
  * transport that cannot run there (nccl without NCCL or with two ranks on
- * one GPU, direct without a CUDA-aware MPI) fails with KS_ERR_UNSUPPORTED
+ * one GPU, ipc off cuda or over several hosts, direct without a CUDA-aware
+ * MPI) fails with KS_ERR_UNSUPPORTED
  * on every rank, saying why. KS_ERR_ARG for another name. */
 ks_error ks_comm_set_halo_transport(ks_comm *c, const char *transport);
-/* The setting ("auto", "staged", "direct" or "nccl"). */
+/* The setting ("auto", "staged", "direct", "nccl" or "ipc"). */
 const char *ks_comm_halo_transport(const ks_comm *c);
 
 /* What this rank spent communicating since ks_comm_create or the last
  * ks_comm_reset_stats: the halo exchanges of distributed matrix products
  * on c (the host's time: posting them, staging device buffers, and
  * waiting for them; the local product they overlap is not counted; with
- * nccl the host only queues them, so the figure is that queueing, and the
+ * nccl the host only queues them (ipc: queues them and waits for the
+ * neighbours' tokens), so the figure is that queueing, and the
  * transfer's own time shows in bench/bench_halo) and the reductions
  * (ks_comm_sum, ks_comm_max and the vectors' dot products and norms). */
 typedef struct ks_comm_stats {
@@ -172,7 +177,7 @@ ks_gint ks_matrix_row_begin(const ks_matrix *M);
  * it receives from or sends to). A local matrix has none: all zero. */
 ks_error ks_matrix_halo_size(const ks_matrix *M, ks_int *nghost, ks_int *nsend, int *neighbours);
 /* The transport M's halo exchange runs: "host" (a host-memory backend's
- * vectors to MPI), "staged", "direct" or "nccl" (the same on every rank);
+ * vectors to MPI), "staged", "direct", "nccl" or "ipc" (the same on every rank);
  * NULL for a local matrix. */
 const char *ks_matrix_halo_transport(const ks_matrix *M);
 

@@ -173,8 +173,10 @@ static ks_error open_peers(ks_halo *h, const ipc_handles *all, const int64_t *at
                              "rank %d expects %lld", q, (long long)at[2 * q + 1], h->kc->rank,
                              (long long)n);
         ip->src_at[r] = (ks_int)at[2 * q];
-        char what[80];
-        snprintf(what, sizeof what, "cudaIpcOpenMemHandle (rank %d's send buffer)", q);
+        char what[200];
+        snprintf(what, sizeof what, "cudaIpcOpenMemHandle (rank %d's send buffer; every rank "
+                 "must see the others' GPUs, no CUDA_VISIBLE_DEVICES of one GPU a rank, and "
+                 "different GPUs need peer access)", q);
         KS_TRY(cu_check(cudaIpcOpenMemHandle((void **)&ip->src[r], all[q].buf,
                                              cudaIpcMemLazyEnablePeerAccess),
                         what));
@@ -321,7 +323,12 @@ ks_error ks_ipc_begin(ks_halo *h, const double *x, ks_int nout)
     struct ks_ipc *ip = h->ipc;
     ks_backend *be = h->be;
     ip->count++;
-    ks_error e = senders_wait(h);
+    /* the staging queue after the ghost vector's last readers (queued
+     * before this exchange), not after the gather: the host waits for
+     * neither */
+    ks_error e = h->nrecv > 0 ? be->ops->stage_download(be, NULL, NULL, 0) : KS_OK;
+    if (e == KS_OK)
+        e = senders_wait(h);
     /* the last exchange's sends are done before their value changes */
     ks_error ew = wait_all(h->nsend, rq_ready_out(h), "MPI_Waitall (halo ipc ready tokens)");
     if (e == KS_OK)
@@ -337,13 +344,7 @@ ks_error ks_ipc_begin(ks_halo *h, const double *x, ks_int nout)
     ip->tok_ready = ip->count;
     ks_error es = send_tokens(h, h->nsend, h->send_rank, &ip->tok_ready, ip->tag_ready,
                               rq_ready_out(h));
-    if (e == KS_OK)
-        e = es;
-    /* the staging queue after the ghost vector's last readers (and the
-     * gather), the host waiting for neither */
-    if (e == KS_OK && h->nrecv > 0)
-        e = be->ops->stage_download(be, NULL, NULL, 0);
-    return e;
+    return e == KS_OK ? es : e;
 }
 
 ks_error ks_ipc_end(ks_halo *h, double *ghost)

@@ -59,7 +59,8 @@ void halo_spmv_case(ks_backend *b, const char *transport, uint64_t seed, int une
     A = R;
     if (one_way) { /* drop rank 0's entries outside its block */
         const ks_int N = R.nrows, nnz = R.rowptr[N];
-        ks_int *r = malloc(((size_t)nnz + 1) * sizeof *r), *c = malloc(((size_t)nnz + 1) * sizeof *c);
+        ks_int *r = malloc(((size_t)nnz + 1) * sizeof *r);
+        ks_int *c = malloc(((size_t)nnz + 1) * sizeof *c);
         double *v = malloc(((size_t)nnz + 1) * sizeof *v);
         int64_t m = 0;
         for (ks_int i = 0; i < N; i++)

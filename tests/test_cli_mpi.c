@@ -167,11 +167,13 @@ START_TEST(test_not_done_yet)
     EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 -p solver.max_iters=3", 1);
     ck_assert_msg(strstr(out_buf, "MAX_ITERS"), "%s", out_buf);
     /* the halo transport (mpi.halo, --halo): staged runs on the cpu too
-     * (copies through host buffers); nccl moves device memory only */
+     * (copies through host buffers); nccl and ipc move device memory only */
     EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 --halo staged", 0);
     ck_assert_msg(strstr(out_buf, "up to 1 neighbours, staged transport"), "%s", out_buf);
     EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 -p mpi.halo=nccl", 2);
     ck_assert_msg(strstr(err_buf, "halo transport nccl: "), "%s", err_buf);
+    EXPECT_RC(2, "-p solver.preconditioner.solver=JACOBI -p matrix.n=10 --halo ipc", 2);
+    ck_assert_msg(strstr(err_buf, "halo transport ipc: "), "%s", err_buf);
     EXPECT_RC(2, "-p matrix.n=10 --halo fast", 2);
     ck_assert_msg(strstr(err_buf, "mpi.halo") && strstr(err_buf, "nccl"), "%s", err_buf);
 }

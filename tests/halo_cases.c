@@ -200,3 +200,39 @@ void halo_amg_case(ks_backend *b, const char *transport)
     ks_csr_free(&A);
 }
 
+
+int halo_cuda_backend(ks_backend **cuda)
+{
+    /* collective questions: every rank's answer counts */
+    int dev = ks_backend_available("cuda"), gpu = -1;
+    MPI_Allreduce(MPI_IN_PLACE, &dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (dev)
+        dev = ks_comm_select_device(comm, "local", &gpu) == KS_OK &&
+              ks_backend_create("cuda", cuda) == KS_OK;
+    MPI_Allreduce(MPI_IN_PLACE, &dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return dev;
+}
+
+static char setup_err[400];
+
+int halo_gather_devices(ks_backend *cuda, ks_rank_device *all)
+{
+    const ks_error e = ks_comm_gather_devices(comm, cuda, all);
+    if (e == KS_OK)
+        return 0;
+    snprintf(setup_err, sizeof setup_err, "ks_comm_gather_devices failed: %s: %s",
+             ks_error_name(e), ks_last_error());
+    return -1;
+}
+
+/* The suite's own setup failed: one failing test says why. */
+START_TEST(test_setup)
+{
+    ALL(setup_err[0] == 0, "%s", setup_err);
+}
+END_TEST
+
+void halo_add_setup_test(TCase *t)
+{
+    tcase_add_test(t, test_setup);
+}

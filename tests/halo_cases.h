@@ -30,4 +30,13 @@ void halo_spmv_case(ks_backend *b, const char *transport, uint64_t seed, int une
  * over `transport` and staged, even and uneven rows: converged, the same
  * iterations, residual and x, bit for bit (only the transport differs). */
 void halo_amg_case(ks_backend *b, const char *transport);
+/* Called from a suite's set-up (no assertion there). 1 when every rank
+ * made *cuda, a cuda backend on its GPU of the default map (rank k of a
+ * node on GPU k mod G), else 0 (also every rank). */
+int halo_cuda_backend(ks_backend **cuda);
+/* ks_comm_gather_devices for cuda into all (nranks entries): 0, or -1
+ * with the reason kept for the test halo_add_setup_test adds to t (one
+ * failing test that says why). */
+int halo_gather_devices(ks_backend *cuda, ks_rank_device *all);
+void halo_add_setup_test(TCase *t);
 #endif

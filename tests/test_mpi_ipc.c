@@ -189,31 +189,19 @@ START_TEST(test_ipc_hosts)
 }
 END_TEST
 
-/* Collective: 1 when every rank runs on one host, -1 (the reason in
- * setup_err) when the ranks' devices could not be gathered. Called from
+/* Collective: 1 when every rank runs on one host, -1 when the ranks'
+ * devices could not be gathered (halo_gather_devices). Called from
  * suite(), outside any test, so it must not assert. */
-static char setup_err[400];
 static int one_host(void)
 {
     ks_rank_device all[8];
-    const ks_error e = ks_comm_gather_devices(comm, cuda, all);
-    if (e != KS_OK) {
-        snprintf(setup_err, sizeof setup_err, "ks_comm_gather_devices failed: %s: %s",
-                 ks_error_name(e), ks_last_error());
+    if (halo_gather_devices(cuda, all) < 0)
         return -1;
-    }
     for (int q = 1; q < nranks; q++)
         if (strcmp(all[q].host, all[0].host))
             return 0;
     return 1;
 }
-
-/* The suite's own setup failed: one failing test says why. */
-START_TEST(test_setup)
-{
-    ALL(setup_err[0] == 0, "%s", setup_err);
-}
-END_TEST
 #endif /* KS_HAVE_CUDA */
 
 static void after(void)
@@ -232,15 +220,7 @@ static Suite *suite(void)
 #ifndef KS_HAVE_CUDA
     snprintf(skip_why, sizeof skip_why, "this ksolve was built without CUDA");
 #else
-    /* collective questions: every rank's answer counts; each rank on its
-     * GPU of the default map (rank k of a node on GPU k mod G) */
-    int dev = ks_backend_available("cuda"), gpu = -1;
-    MPI_Allreduce(MPI_IN_PLACE, &dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (dev)
-        dev = ks_comm_select_device(comm, "local", &gpu) == KS_OK &&
-              ks_backend_create("cuda", &cuda) == KS_OK;
-    MPI_Allreduce(MPI_IN_PLACE, &dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!dev)
+    if (!halo_cuda_backend(&cuda))
         snprintf(skip_why, sizeof skip_why, "no CUDA device on every rank");
     else if (nranks < 2)
         snprintf(skip_why, sizeof skip_why, "one rank: nothing travels");
@@ -248,7 +228,7 @@ static Suite *suite(void)
         const int same = one_host();
         if (same < 0) {
             snprintf(skip_why, sizeof skip_why, "the ranks' hosts are unknown");
-            tcase_add_test(t, test_setup);
+            halo_add_setup_test(t);
         } else if (!same) {
             snprintf(skip_why, sizeof skip_why, "the ranks run on several hosts");
             tcase_add_test(t, test_ipc_hosts);

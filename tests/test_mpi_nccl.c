@@ -124,32 +124,20 @@ START_TEST(test_nccl_shared_gpu)
 }
 END_TEST
 
-/* Collective: 1 when two ranks run on one GPU of one host, -1 (the reason
- * in setup_err) when the ranks' devices could not be gathered. Called from
+/* Collective: 1 when two ranks run on one GPU of one host, -1 when the
+ * ranks' devices could not be gathered (halo_gather_devices). Called from
  * suite(), outside any test, so it must not assert. */
-static char setup_err[400];
 static int gpus_shared(void)
 {
     ks_rank_device all[8];
-    const ks_error e = ks_comm_gather_devices(comm, cuda, all);
-    if (e != KS_OK) {
-        snprintf(setup_err, sizeof setup_err, "ks_comm_gather_devices failed: %s: %s",
-                 ks_error_name(e), ks_last_error());
+    if (halo_gather_devices(cuda, all) < 0)
         return -1;
-    }
     for (int q = 1; q < nranks; q++)
         for (int r = 0; r < q; r++)
             if (!strcmp(all[q].host, all[r].host) && !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
                 return 1;
     return 0;
 }
-
-/* The suite's own setup failed: one failing test says why. */
-START_TEST(test_setup)
-{
-    ALL(setup_err[0] == 0, "%s", setup_err);
-}
-END_TEST
 #endif /* KS_HAVE_NCCL */
 
 static void after(void)
@@ -166,15 +154,9 @@ static Suite *suite(void)
     tcase_set_timeout(t, 300);
     tcase_add_test(t, test_setting_cpu);
     tcase_add_test(t, test_setting_env);
-    /* collective questions: every rank's answer counts; each rank on its
-     * GPU of the default map (rank k of a node on GPU k mod G) */
-    int dev = ks_backend_available("cuda"), gpu = -1;
-    MPI_Allreduce(MPI_IN_PLACE, &dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (dev)
-        dev = ks_comm_select_device(comm, "local", &gpu) == KS_OK &&
-              ks_backend_create("cuda", &cuda) == KS_OK;
-    MPI_Allreduce(MPI_IN_PLACE, &dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    const int dev = halo_cuda_backend(&cuda);
 #ifndef KS_HAVE_NCCL
+    (void)dev;
     snprintf(skip_why, sizeof skip_why, "this ksolve was built without NCCL");
 #else
     if (!dev)
@@ -185,7 +167,7 @@ static Suite *suite(void)
         const int shared = gpus_shared();
         if (shared < 0) {
             snprintf(skip_why, sizeof skip_why, "the ranks' GPUs are unknown");
-            tcase_add_test(t, test_setup);
+            halo_add_setup_test(t);
         } else if (shared) {
             snprintf(skip_why, sizeof skip_why,
                      "ranks share a GPU (fewer GPUs than ranks on a host)");

@@ -275,7 +275,7 @@ ks_error ks_ipc_setup(ks_halo *h, ks_int nout)
         (void)MPI_Barrier(comm);
         if (h->ipc)
             release(h);
-        return ks_adderr(e, "halo transport ipc");
+        return e;
     }
     return KS_OK;
 }

@@ -245,7 +245,7 @@ ks_error ks_comm_create(MPI_Comm comm, ks_comm **out)
         e = ks_seterr(KS_ERR_ARG, "KS_MPI_HALO=%s: expected auto, staged, direct, nccl or ipc", ht);
     /* Every rank has its ks_comm, or none has. */
     const ks_comm_mpi probe = {{&mpi_comm_ops, rank, size}, dup, NULL, {0}, NULL,
-                               MPI_REQUEST_NULL, 0, KS_HALO_AUTO, NULL, 0};
+                               MPI_REQUEST_NULL, 0, KS_HALO_AUTO, NULL, 0, NULL};
     e = ks_comm_agree(&probe.base, e);
     if (e != KS_OK) {
         if (m) {
@@ -270,6 +270,13 @@ void ks_comm_destroy(ks_comm **cp)
         return;
     *cp = NULL; /* a second destroy of the same handle is a no-op */
     ks_comm_mpi *m = (ks_comm_mpi *)c;
+#ifdef KS_HAVE_CUDA
+    /* the IPC plans' last buffers, once their neighbours are done (every
+     * rank destroyed its matrices first: only the tokens' travel is left;
+     * a neighbour that never destroys its own is not waited for long) */
+    ks_ipc_reap(m, 5.0);
+    ks_ipc_reap(m, -1.0);
+#endif
     int finalized = 1;
     if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
         MPI_Comm_free(&m->comm);

@@ -29,7 +29,8 @@
  * block's product. The host waits only for tokens, never for the GPU.
  * Tokens carry k, so ranks out of step are an error, not a wrong sum.
  * Each plan has tags of its own (a count of the comm's IPC plans, the
- * same on every rank: plans are made collectively). */
+ * same on every rank: plans are made collectively). At destroy no rank
+ * frees what others imported before they say "done" (ks_ipc_free). */
 #include "mpi_internal.h"
 
 #include <cuda_runtime.h>
@@ -37,8 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tags IPC_TAG .. IPC_TAG + 2 * IPC_TAG_PLANS - 1 (below the other halo
- * tags, inside MPI's guaranteed 32767): ready and pulled of each plan. */
+/* Tags IPC_TAG .. IPC_TAG + 3 * IPC_TAG_PLANS - 1 (below the other halo
+ * tags, inside MPI's guaranteed 32767): ready, pulled and done of each
+ * plan. */
 #define IPC_TAG 0x1000
 #define IPC_TAG_PLANS 4096
 
@@ -60,6 +62,15 @@ struct ks_ipc {
     long long *tok_in, tok_ready, tok_pulled;
     /* ready in (nrecv), ready out (nsend), pulled in (nsend), pulled out (nrecv) */
     MPI_Request *rq;
+    /* After the plan is destroyed (ks_ipc_free): what is left until every
+     * neighbour has said it no longer touches this rank's send buffer and
+     * events ("done": its imports closed after its queues finished), on
+     * the comm's list (ks_ipc_reap). */
+    int tag_done, ndone;       /* ndone requests: sends, then receives */
+    MPI_Request *done_rq;
+    long long done_out, *done_in;
+    double *sbuf;
+    struct ks_ipc *next;
 };
 
 /* What each rank publishes (plain bytes: every rank runs the same build). */
@@ -136,10 +147,13 @@ static ks_error make_own(ks_halo *h, ks_int nout, ipc_handles *mine)
     ip->dst_pulled = ks_calloc(ns + 1, sizeof *ip->dst_pulled, "halo ipc destinations");
     ip->tok_in = ks_calloc(nr + ns + 1, sizeof *ip->tok_in, "halo ipc tokens");
     ip->rq = ks_malloc((2 * (nr + ns) + 1) * sizeof *ip->rq, "halo ipc requests");
-    if (!ip->src || !ip->src_at || !ip->src_ready || !ip->dst_pulled || !ip->tok_in || !ip->rq)
+    ip->done_rq = ks_malloc((2 * (nr + ns) + 1) * sizeof *ip->done_rq, "halo ipc requests");
+    ip->done_in = ks_calloc(nr + ns + 1, sizeof *ip->done_in, "halo ipc tokens");
+    if (!ip->src || !ip->src_at || !ip->src_ready || !ip->dst_pulled || !ip->tok_in || !ip->rq ||
+        !ip->done_rq || !ip->done_in)
         return KS_ERR_MEMORY;
     for (size_t r = 0; r < 2 * (nr + ns); r++)
-        ip->rq[r] = MPI_REQUEST_NULL;
+        ip->rq[r] = ip->done_rq[r] = MPI_REQUEST_NULL;
     ip->main = (cudaStream_t)ks_cuda_stream(h->be);
     if (!ip->main)
         return ks_seterr(KS_ERR_UNSUPPORTED, "halo transport ipc: the %s backend is not cuda",
@@ -189,10 +203,9 @@ static ks_error open_peers(ks_halo *h, const ipc_handles *all, const int64_t *at
     return KS_OK;
 }
 
-/* What setup opened and made, given back (errors ignored: nothing more
- * can be done about them). After a failed setup every rank calls it at
- * once; after exchanges, ks_ipc_free first makes sure no copy still runs. */
-static void release(ks_halo *h)
+/* The neighbours' buffers and events this rank opened, closed (errors
+ * ignored: nothing more can be done about them). */
+static void close_imports(ks_halo *h)
 {
     struct ks_ipc *ip = h->ipc;
     for (int r = 0; ip->src && r < h->nrecv; r++) {
@@ -200,26 +213,72 @@ static void release(ks_halo *h)
             (void)cudaIpcCloseMemHandle(ip->src[r]);
         if (ip->src_ready[r])
             (void)cudaEventDestroy(ip->src_ready[r]);
+        ip->src[r] = NULL;
+        ip->src_ready[r] = NULL;
     }
-    for (int r = 0; ip->dst_pulled && r < h->nsend; r++)
+    for (int r = 0; ip->dst_pulled && r < h->nsend; r++) {
         if (ip->dst_pulled[r])
             (void)cudaEventDestroy(ip->dst_pulled[r]);
+        ip->dst_pulled[r] = NULL;
+    }
+    (void)cudaGetLastError();
+}
+
+/* This rank's send buffer and events, and ip, freed (no neighbour uses
+ * them any more). */
+static void free_own(struct ks_ipc *ip)
+{
     if (ip->own_events > 0)
         (void)cudaEventDestroy(ip->ready);
     if (ip->own_events > 1)
         (void)cudaEventDestroy(ip->pulled);
-    if (h->send_be)
-        (void)cudaFree(h->send_be);
+    if (ip->sbuf)
+        (void)cudaFree(ip->sbuf);
     (void)cudaGetLastError();
-    h->send_be = NULL;
     free(ip->src);
     free(ip->src_at);
     free(ip->src_ready);
     free(ip->dst_pulled);
     free(ip->tok_in);
     free(ip->rq);
+    free(ip->done_rq);
+    free(ip->done_in);
     free(ip);
-    h->ipc = NULL;
+}
+
+/* 1 when every "done" of ip has gone and come (or cannot any more). */
+static int all_done(struct ks_ipc *ip, int live)
+{
+    int flag = 0;
+    if (!live || ip->ndone == 0)
+        return 1;
+    if (MPI_Testall(ip->ndone, ip->done_rq, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        return 1; /* a failed test gives up on the tokens, not the memory */
+    return flag;
+}
+
+void ks_ipc_reap(ks_comm_mpi *m, double wait_s)
+{
+    int finalized = 1; /* after MPI_Finalize nothing is owed any more */
+    const int live = MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized;
+    const double until = ks_wtime() + wait_s;
+    for (struct ks_ipc **at = &m->ipc_dead; *at;) {
+        struct ks_ipc *ip = *at;
+        int done = all_done(ip, live);
+        while (!done && ks_wtime() < until)
+            done = all_done(ip, live);
+        if (!done && wait_s >= 0.0) {
+            at = &ip->next;
+            continue;
+        }
+        for (int r = 0; !done && r < ip->ndone; r++) /* given up: nothing lands later */
+            if (ip->done_rq[r] != MPI_REQUEST_NULL) {
+                (void)MPI_Cancel(&ip->done_rq[r]);
+                (void)MPI_Request_free(&ip->done_rq[r]);
+            }
+        *at = ip->next;
+        free_own(ip);
+    }
 }
 
 ks_error ks_ipc_setup(ks_halo *h, ks_int nout)
@@ -229,6 +288,7 @@ ks_error ks_ipc_setup(ks_halo *h, ks_int nout)
     const int p = c->size;
     ks_comm_mpi *m = (ks_comm_mpi *)c;
     const int plan = m->ipc_plans++ % IPC_TAG_PLANS;
+    ks_ipc_reap(m, 0.0); /* destroyed plans whose neighbours have said done */
     KS_TRY(ks_ipc_one_host(c, h->be));
     h->ipc = ks_calloc(1, sizeof *h->ipc, "halo ipc");
     ipc_handles mine, *all = ks_calloc((size_t)p, sizeof *all, "halo ipc handles");
@@ -237,8 +297,9 @@ ks_error ks_ipc_setup(ks_halo *h, ks_int nout)
     memset(&mine, 0, sizeof mine);
     ks_error e = h->ipc && all && out ? KS_OK : KS_ERR_MEMORY;
     if (e == KS_OK) {
-        h->ipc->tag_ready = IPC_TAG + 2 * plan;
-        h->ipc->tag_pulled = IPC_TAG + 2 * plan + 1;
+        h->ipc->tag_ready = IPC_TAG + 3 * plan;
+        h->ipc->tag_pulled = IPC_TAG + 3 * plan + 1;
+        h->ipc->tag_done = IPC_TAG + 3 * plan + 2;
     }
     /* the handles and buffers belong to the backend's device */
     if (e == KS_OK && h->be->ops->attach)
@@ -266,15 +327,15 @@ ks_error ks_ipc_setup(ks_halo *h, ks_int nout)
     if (e != KS_OK) {
         /* every rank closes what it opened before any frees what it made
          * (the barrier on every rank: the error is agreed) */
-        for (int r = 0; h->ipc && h->ipc->src && r < h->nrecv; r++)
-            if (h->ipc->src[r]) {
-                (void)cudaIpcCloseMemHandle(h->ipc->src[r]);
-                h->ipc->src[r] = NULL;
-            }
-        (void)cudaGetLastError();
-        (void)MPI_Barrier(comm);
         if (h->ipc)
-            release(h);
+            close_imports(h);
+        (void)MPI_Barrier(comm);
+        if (h->ipc) {
+            h->ipc->sbuf = h->send_be;
+            free_own(h->ipc);
+        }
+        h->ipc = NULL;
+        h->send_be = NULL;
         return e;
     }
     return KS_OK;
@@ -392,16 +453,20 @@ void ks_ipc_free(ks_halo *h)
     struct ks_ipc *ip = h->ipc;
     if (!ip)
         return;
-    /* The destinations' last copies out of the send buffer are done (their
-     * tokens are sent at their end, so waiting here needs nothing else of
-     * them), this rank's copies out of its sources' buffers and its gather
-     * too, every token sent is delivered; then everything is given back. */
-    int finalized = 1; /* no MPI call after MPI_Finalize (nothing to drain then) */
+    /* An imported event or buffer must not be used once its maker freed
+     * it, so no rank frees its own before every neighbour has closed its
+     * imports of them: this rank drains the last exchange (its tokens;
+     * its queues: its copies out of the sources' buffers, its waits on
+     * the destinations' events, its gather), closes its imports, tells
+     * every neighbour "done" and frees its own once every neighbour has
+     * told it the same (now, or later from the comm's list: at the next
+     * plan's setup or destroy, at the latest at ks_comm_destroy). Nothing
+     * here waits for a neighbour's progress beyond the tokens of the last
+     * exchange, which are sent at its end: destroys need no common order. */
+    int finalized = 1; /* no MPI call after MPI_Finalize */
     const int live = MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized;
-    if (live && ip->pulled_pending &&
-        wait_all(h->nsend, rq_pulled_in(h), "MPI_Waitall (halo ipc pulled tokens)") == KS_OK)
-        for (int r = 0; r < h->nsend; r++)
-            (void)cudaEventSynchronize(ip->dst_pulled[r]);
+    if (live && ip->pulled_pending)
+        (void)wait_all(h->nsend, rq_pulled_in(h), "MPI_Waitall (halo ipc pulled tokens)");
     ip->pulled_pending = 0;
     (void)h->be->ops->stage_wait(h->be);
     (void)h->be->ops->sync(h->be);
@@ -410,5 +475,29 @@ void ks_ipc_free(ks_halo *h)
         (void)wait_all(h->nsend, rq_ready_out(h), "MPI_Waitall (halo ipc)");
         (void)wait_all(h->nrecv, rq_pulled_out(h), "MPI_Waitall (halo ipc)");
     }
-    release(h);
+    close_imports(h);
+    ip->sbuf = h->send_be;
+    h->send_be = NULL;
+    h->ipc = NULL;
+    ks_comm_mpi *m = (ks_comm_mpi *)h->kc;
+    if (live) {
+        /* to sources and destinations alike (a rank may be both: two
+         * tokens), and from both */
+        const int n = h->nrecv + h->nsend;
+        ks_error e = send_tokens(h, h->nrecv, h->recv_rank, &ip->done_out, ip->tag_done,
+                                 ip->done_rq);
+        if (e == KS_OK)
+            e = send_tokens(h, h->nsend, h->send_rank, &ip->done_out, ip->tag_done,
+                            ip->done_rq + h->nrecv);
+        if (e == KS_OK)
+            e = recv_tokens(h, h->nrecv, h->recv_rank, ip->done_in, ip->tag_done,
+                            ip->done_rq + n);
+        if (e == KS_OK)
+            e = recv_tokens(h, h->nsend, h->send_rank, ip->done_in + h->nrecv, ip->tag_done,
+                            ip->done_rq + n + h->nrecv);
+        ip->ndone = 2 * n;
+    }
+    ip->next = m->ipc_dead;
+    m->ipc_dead = ip;
+    ks_ipc_reap(m, 0.0);
 }

@@ -37,6 +37,9 @@ typedef struct ks_comm_mpi {
     /* IPC halo plans made on this comm (halo_ipc.c: each plan's message
      * tags; the same count on every rank, plans being collective). */
     int ipc_plans;
+    /* Destroyed IPC plans whose send buffers and events wait for their
+     * neighbours' "done" (halo_ipc.c, ks_ipc_reap). */
+    struct ks_ipc *ipc_dead;
 } ks_comm_mpi;
 
 /* Collective. ks_comm_agree, the first failing rank's message (prefixed
@@ -253,9 +256,16 @@ ks_error ks_ipc_setup(ks_halo *h, ks_int nout);
  * the sources told, later work on be ordered after the copies. */
 ks_error ks_ipc_begin(ks_halo *h, const double *x, ks_int nout);
 ks_error ks_ipc_end(ks_halo *h, double *ghost);
-/* The last exchange drained (neighbours' tokens, copies), every handle
- * closed, the send buffer and events freed. Not collective. */
+/* Not collective. The last exchange drained (its tokens, this rank's
+ * queues), the neighbours' handles closed, "done" sent to each; this
+ * rank's send buffer and events go to the comm's list until each
+ * neighbour's "done" came (ks_ipc_reap). */
 void ks_ipc_free(ks_halo *h);
+/* Frees the listed plans whose neighbours have all said "done", trying
+ * for up to wait_s seconds (0: once); those still waiting stay listed,
+ * or (wait_s < 0) are freed anyway, their tokens cancelled.
+ * ks_comm_destroy gives them a few seconds, then frees them anyway. */
+void ks_ipc_reap(ks_comm_mpi *m, double wait_s);
 #endif
 
 /* ---------------------------------------------------------- mm_dist.c */

@@ -512,6 +512,10 @@ void ks_halo_destroy(ks_halo *h)
 {
     if (!h)
         return;
+#ifdef KS_HAVE_CUDA
+    if (h->transport == KS_HALO_IPC && h->be) /* first: it reads the neighbour lists */
+        ks_ipc_free(h); /* its send buffer too: send_be NULL after */
+#endif
     free(h->recv_rank);
     free(h->send_rank);
     free(h->recv_start);
@@ -519,10 +523,6 @@ void ks_halo_destroy(ks_halo *h)
     if ((h->staged || h->transport == KS_HALO_NCCL) && h->be)
         /* no staging copy or NCCL message outlives the buffers */
         (void)h->be->ops->stage_wait(h->be);
-#ifdef KS_HAVE_CUDA
-    if (h->transport == KS_HALO_IPC && h->be)
-        ks_ipc_free(h); /* its send buffer too: send_be NULL after */
-#endif
     if (h->transport != KS_HALO_HOST && h->be) {
         h->be->ops->free(h->be, h->idx_be);
         h->be->ops->free(h->be, h->send_be);

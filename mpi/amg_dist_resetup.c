@@ -303,12 +303,8 @@ ks_error ks_amg_resetup_dist(ks_amg *amg, ks_matrix *A)
     amg->last_was_resetup = 1;
     amg->resetup_fell_back = 0;
     /* another matrix (its pattern unknown), a failed earlier (re-)setup or
-     * nothing kept: rebuild. Also on a backend without host memory (cuda):
-     * there the values-only path gave other iterations than the cpu's on an
-     * H100 (2026-11-28: PMIS D1 JACOBI_L1, 20 against 16, the cause not yet
-     * found), so it rebuilds until that is understood and tested. */
-    int changed = amg->nlevels < 1 || ks_matrix_id(A) != amg->A0_id || !amg->dist_keep ||
-                  !ks_backend_host_memory(amg->be);
+     * nothing kept: rebuild */
+    int changed = amg->nlevels < 1 || ks_matrix_id(A) != amg->A0_id || !amg->dist_keep;
     e = agree_changed(c, KS_OK, &changed);
     if (e == KS_OK && !changed)
         e = values_only(amg, &changed);

@@ -516,8 +516,16 @@ static ks_error values_finite(const ks_matrix *M, const char *fn, const void *va
  * or in the backend's (on_backend). */
 static ks_error set_values(ks_matrix *M, const void *val, int on_backend, const char *fn)
 {
-    if (M && M->dist) /* the blocks' values in the caller's order: mpi/ */
-        return M->dist->ops->set_values(M->dist, val, on_backend, fn);
+    if (M && M->dist) { /* the blocks' values in the caller's order: mpi/ */
+        ks_error e = M->dist->ops->set_values(M->dist, val, on_backend, fn);
+        /* the blocks drop their own host copies; this one (ks_matrix_host_csr
+         * of the whole matrix on a device backend) would keep the old values */
+        if (e == KS_OK && M->host_owned) {
+            ks_csr_free(&M->host);
+            M->host_owned = 0;
+        }
+        return e;
+    }
     if (!M || (!val && M->A.nnz > 0))
         return ks_seterr(KS_ERR_ARG, "%s: NULL %s", fn, M ? "values" : "matrix");
     if (M->values_released)

@@ -7,7 +7,7 @@
  * 12 ms of a 0.2 s 7-point 256^3 setup on an H100) is needed only by the
  * smoother setup at the end. Level l's operator exists once level l-1's
  * Galerkin product is done and is only read after that, so the estimates
- * of levels 1 and 2 (about 4 and 1.5 ms there, mostly latency) follow on
+ * of levels 1 and 2 (about 4 and 1.5 ms there, mostly latency) may follow on
  * the same thread, each while it has at least
  * KS_AMG_SPECTRAL_ASYNC_MIN_ROWS rows, as the coarser levels are built. Those coarser levels' steps leave the device
  * idle between small kernels and host decisions, and the side queue's
@@ -17,7 +17,8 @@
  * error, if any, in its usual place). Only where the backend offers a side
  * queue (cuda) and a level is large enough for it to pay;
  * KS_AMG_SPECTRAL_ASYNC=N in the environment lets at most N levels go
- * there (0 turns it off). */
+ * there (0 turns it off; 1, level 0 alone, is the default: measured the
+ * fastest, below). */
 #include "hierarchy.h"
 
 #include <pthread.h>
@@ -27,8 +28,13 @@
 /* Below this many rows the estimate is cheap and the thread not worth it. */
 #define KS_AMG_SPECTRAL_ASYNC_MIN_ROWS 65536
 /* Levels 0 .. KS_AMG_SPECTRAL_ASYNC_LEVELS-1 may go to the thread, each
- * while it is large enough. */
+ * while it is large enough; by default only level 0: on an H100 at 7-point
+ * 256^3 (pcg_amg_gpu.json, 2026-11-28, three alternating runs each) the
+ * setup took 0.192 s with level 0 alone and 0.193-0.199 s with three, the
+ * later levels' side kernels slowing the Galerkin products they overlap
+ * and the coarse LU's join waiting for them. */
 #define KS_AMG_SPECTRAL_ASYNC_LEVELS 3
+#define KS_AMG_SPECTRAL_ASYNC_DEFAULT 1
 
 struct ks_amg_spectral_job {
     pthread_t thread;
@@ -73,7 +79,7 @@ static int levels_allowed(void)
 {
     const char *v = getenv("KS_AMG_SPECTRAL_ASYNC");
     if (!v || !*v)
-        return KS_AMG_SPECTRAL_ASYNC_LEVELS;
+        return KS_AMG_SPECTRAL_ASYNC_DEFAULT;
     const long n = strtol(v, NULL, 10);
     return n < 0 ? 0 : n > KS_AMG_SPECTRAL_ASYNC_LEVELS ? KS_AMG_SPECTRAL_ASYNC_LEVELS : (int)n;
 }

@@ -6,12 +6,14 @@
  *                                 [--tol 1e-8] [--max-iters 1000] [--runs 1]
  *                                 [--global N] [--bandwidth-mb 128] [--no-bandwidth]
  *                                 [--backend cpu|cuda] [--gpu-map MAP]
- *                                 [--halo auto|staged|direct|nccl]
+ *                                 [--halo auto|staged|direct|nccl] [--rhs ones|sin]
  *                                 [-p KEY=VALUE ...]
  *
  * n is the edge of each rank's block (default 32: 32^3 rows a rank);
  * --global N solves the N^3 grid instead, in even row blocks (rows/rank is
- * then the largest block), e.g. 320^3 on 16 ranks. -p sets
+ * then the largest block), e.g. 320^3 on 16 ranks. --rhs sin makes
+ * b = A x with x_i = sin(i) (i the global row: bench_amg's problem) instead
+ * of x = 1 (the default). -p sets
  * any key of the library's config (docs/config.md), e.g.
  * -p solver.preconditioner.smoother.solver=JACOBI. --halo says how the
  * ranks exchange their halos (ks_comm_set_halo_transport: staged through
@@ -49,6 +51,7 @@
 #include "rank_gpu.h"
 #include "rank_measure.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +95,7 @@ typedef struct options {
     long global;       /* --global N: the N^3 grid over the ranks; 0: n^3 a rank */
     const char *backend, *gpu_map; /* gpu_map NULL: KS_GPU_MAP, else local */
     const char *halo;  /* --halo: ks_comm_set_halo_transport's name */
+    int rhs_sin;       /* --rhs sin: x_i = sin(i) (bench_amg's); else all ones */
     const char *sets[MAX_SETS]; /* -p KEY=VALUE, applied last */
     int nsets;
 } options;
@@ -102,7 +106,8 @@ static void usage(FILE *out)
                  "PBICGSTAB|BICGSTAB]\n"
                  "       [--pc JACOBI|JACOBI_L1|AMG|NOSOLVER] [--tol T] [--max-iters K] "
                  "[--runs R]\n"
-                 "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [-p KEY=VALUE ...]\n"
+                 "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [--rhs ones|sin]\n"
+                 "       [-p KEY=VALUE ...]\n"
                  "       [--backend cpu|cuda] [--gpu-map MAP] [--halo auto|staged|direct|nccl]\n");
 }
 
@@ -127,6 +132,9 @@ static int parse(int argc, char **argv, int rank, options *o)
             o->pc = argv[++i];
         } else if (!strcmp(a, "--halo") && has_value) {
             o->halo = argv[++i];
+        } else if (!strcmp(a, "--rhs") && has_value &&
+                   (!strcmp(argv[i + 1], "ones") || !strcmp(argv[i + 1], "sin"))) {
+            o->rhs_sin = !strcmp(argv[++i], "sin");
         } else if (!strcmp(a, "--tol") && has_value) {
             o->tol = argv[++i];
         } else if (!strcmp(a, "--max-iters") && has_value) {
@@ -282,11 +290,23 @@ int main(int argc, char **argv)
     ks_dist_csr_free(&rows); /* the matrix keeps its own copy */
     double t_matrix = ks_wtime() - t0;
 
-    /* b = A * 1: the exact solution is all ones. */
+    /* b = A * xs: the exact solution xs is all ones, or (--rhs sin) x_i =
+     * sin(i) over the global rows as bench_amg makes it. */
     CHECK(ks_matrix_vec_create(A, &b));
     CHECK(ks_matrix_vec_create(A, &x));
     CHECK(ks_matrix_vec_create(A, &ones));
     CHECK(ks_vec_fill(ones, 1.0));
+    if (o.rhs_sin) {
+        const ks_int nl = ks_vec_size(ones);
+        const ks_gint r0 = ks_vec_row_begin(ones);
+        double *h = malloc(((size_t)nl + 1) * sizeof *h);
+        CHECK(h ? KS_OK : KS_ERR_MEMORY);
+        for (ks_int i = 0; i < nl; i++)
+            h[i] = sin((double)(r0 + i));
+        ks_error e = ks_vec_set_host(ones, h);
+        free(h);
+        CHECK(e);
+    }
     CHECK(ks_matrix_apply(A, 1.0, ones, 0.0, b));
 
     CHECK(make_config(&o, &cfg));
@@ -348,10 +368,10 @@ int main(int argc, char **argv)
         CHECK(rank_copy_bandwidth(comm, be, (size_t)o.bandwidth_mb << 20, 5, &bw));
 
     if (rank == 0) {
-        printf("# %s + %s, 3D Poisson 7-point %d x %d x %d, up to %.0f ghost values a rank, "
-               "%s backend, halo transport %s\n",
+        printf("# %s + %s, 3D Poisson 7-point %d x %d x %d, b = A x with %s, up to %.0f ghost "
+               "values a rank, %s backend, halo transport %s\n",
                ks_solver_name(solver), ks_solver_preconditioner_name(solver), (int)g.nx,
-               (int)g.ny, (int)g.nz, halo_max, ks_backend_name(be), ks_matrix_halo_transport(A));
+               (int)g.ny, (int)g.nz, o.rhs_sin ? "x_i = sin(i)" : "x = 1", halo_max, ks_backend_name(be), ks_matrix_halo_transport(A));
         if (o.bandwidth_mb > 0)
             printf("# copy bandwidth per rank: %.3g GB/s (all %d ranks copying at once; the "
                    "slowest rank, best of 5 copies of %ld MiB; mean over the ranks %.3g GB/s)\n",

@@ -97,6 +97,19 @@ void ks_test_dist_xerr(const ks_matrix *M, const double *x, const double *ref, d
     KS_ALL(ks_comm_max(comm, v, 2));
 }
 
+double ks_test_dist_xrel(const ks_matrix *M, const double *x, const double *ref)
+{
+    const ks_gint r0 = ks_matrix_row_begin(M);
+    double v[2] = {0.0, 0.0};
+    for (ks_int i = 0; i < ks_matrix_rows(M); i++) {
+        const double d = x[i] - ref[r0 + i];
+        v[0] += d * d;
+        v[1] += ref[r0 + i] * ref[r0 + i];
+    }
+    KS_ALL(ks_comm_sum(comm, v, 2));
+    return v[1] > 0.0 ? sqrt(v[0] / v[1]) : sqrt(v[0]);
+}
+
 int ks_test_mpi_all(int ok, char *why, size_t len, const char *fmt, ...)
 {
     int mine = ok ? nranks : rank, first = nranks;

@@ -64,6 +64,9 @@ void ks_test_dist_rhs(ks_vec *b);
 /* Collective: v[0] = max |x_i - ref[g]| over every rank's rows g of M
  * (x: this rank's, ref: the whole vector), v[1] = max |ref[g]| alike. */
 void ks_test_dist_xerr(const ks_matrix *M, const double *x, const double *ref, double v[2]);
+/* Collective: ||x - ref|| / ||ref|| (2-norms over every rank's rows of M;
+ * ref the whole vector), the same on every rank. */
+double ks_test_dist_xrel(const ks_matrix *M, const double *x, const double *ref);
 
 /* The whole program: MPI_Init, the globals above, make()'s suite run as
  * described, the ranks' failures combined, after() (may be NULL: extra

@@ -852,15 +852,22 @@ START_TEST(test_cuda_spectral_async)
     result r0, r1;
     setenv("KS_AMG_SPECTRAL_ASYNC", "0", 1);
     run(&p, &prm, &r0, NULL);
-    unsetenv("KS_AMG_SPECTRAL_ASYNC");
-    run(&p, &prm, &r1, NULL);
-    ck_assert_int_eq(r1.iters, r0.iters);
-    ck_assert_msg(memcmp(r0.x, r1.x, sizeof(double) * (size_t)p.n) == 0,
-                  "the side queue's estimate changed the solution");
+    /* the default (level 0 on the thread) and three levels alike */
+    for (int t = 0; t < 2; t++) {
+        if (t)
+            setenv("KS_AMG_SPECTRAL_ASYNC", "3", 1);
+        else
+            unsetenv("KS_AMG_SPECTRAL_ASYNC");
+        run(&p, &prm, &r1, NULL);
+        ck_assert_int_eq(r1.iters, r0.iters);
+        ck_assert_msg(memcmp(r0.x, r1.x, sizeof(double) * (size_t)p.n) == 0,
+                      "the side queue's estimate changed the solution (%s)",
+                      t ? "three levels" : "default");
+        free(r1.x);
+    }
     free(r0.x);
-    free(r1.x);
-    /* the thread took levels 0 and 1 (the trace, at the debug log level,
-     * says where each estimate ran) */
+    /* with three allowed, the thread took levels 0 and 1 (the trace, at the
+     * debug log level, says where each estimate ran) */
     const size_t cap = (size_t)1 << 22;
     char *trace = malloc(cap);
     FILE *tf = tmpfile();
@@ -881,6 +888,7 @@ START_TEST(test_cuda_spectral_async)
     trace[got] = 0;
     fclose(tf);
     free(r1.x);
+    unsetenv("KS_AMG_SPECTRAL_ASYNC");
     ck_assert_msg(strstr(trace, "level 0: spectral estimate on a side queue") &&
                       strstr(trace, "level 1: spectral estimate on a side queue"),
                   "levels 0 and 1 were not estimated on the side queue:\n%.2000s", trace);

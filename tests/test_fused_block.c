@@ -106,7 +106,10 @@ static void check_variant(ks_backend *be, ks_matrix *M, const ks_csr *A, const c
             KS_CHECK(ks_matrix_fused_step_from_zero(M, bv, xs, a, c, w, KS_W_VECTOR, 0.0, x1v, 1,
                                                     rv, ov));
         else
-            KS_CHECK(ks_matrix_fused_step(M, bv, xv, want_r ? rv : NULL, a, c, want_x ? w : NULL,
+            /* a format without a fused vector pass (csr_adaptive on cuda)
+             * runs it in steps, which need r */
+            KS_CHECK(ks_matrix_fused_step(M, bv, xv, want_r || !M->ops->fused_step ? rv : NULL,
+                                          a, c, want_x ? w : NULL,
                                           KS_W_VECTOR, 0.0,
                                           !has_prev ? NULL : v == V_CHEB_INPLACE ? ov : pv,
                                           want_x ? ov : NULL));

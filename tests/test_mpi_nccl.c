@@ -321,17 +321,32 @@ START_TEST(test_nccl_shared_gpu)
 }
 END_TEST
 
-/* Collective: 1 when two ranks run on one GPU of one host. */
+/* Collective: 1 when two ranks run on one GPU of one host, -1 (the reason
+ * in setup_err) when the ranks' devices could not be gathered. Called from
+ * suite(), outside any test, so it must not assert. */
+static char setup_err[400];
 static int gpus_shared(void)
 {
     ks_rank_device all[8];
-    KS_CHECK(ks_comm_gather_devices(comm, cuda, all));
+    const ks_error e = ks_comm_gather_devices(comm, cuda, all);
+    if (e != KS_OK) {
+        snprintf(setup_err, sizeof setup_err, "ks_comm_gather_devices failed: %s: %s",
+                 ks_error_name(e), ks_last_error());
+        return -1;
+    }
     for (int q = 1; q < nranks; q++)
         for (int r = 0; r < q; r++)
             if (!strcmp(all[q].host, all[r].host) && !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
                 return 1;
     return 0;
 }
+
+/* The suite's own setup failed: one failing test says why. */
+START_TEST(test_setup)
+{
+    ALL(setup_err[0] == 0, "%s", setup_err);
+}
+END_TEST
 #endif /* KS_HAVE_NCCL */
 
 static void after(void)
@@ -363,9 +378,16 @@ static Suite *suite(void)
         snprintf(skip_why, sizeof skip_why, "no CUDA device on every rank");
     else if (nranks < 2)
         snprintf(skip_why, sizeof skip_why, "one rank: nothing travels");
-    else if (gpus_shared()) {
-        snprintf(skip_why, sizeof skip_why, "ranks share a GPU (fewer GPUs than ranks on a host)");
-        tcase_add_test(t, test_nccl_shared_gpu);
+    else {
+        const int shared = gpus_shared();
+        if (shared < 0) {
+            snprintf(skip_why, sizeof skip_why, "the ranks' GPUs are unknown");
+            tcase_add_test(t, test_setup);
+        } else if (shared) {
+            snprintf(skip_why, sizeof skip_why,
+                     "ranks share a GPU (fewer GPUs than ranks on a host)");
+            tcase_add_test(t, test_nccl_shared_gpu);
+        }
     }
     if (!skip_why[0]) {
         tcase_add_test(t, test_nccl_spmv);

@@ -31,19 +31,33 @@ static double trace_cpu0; /* the CPU time at the last phase's end */
 
 void ks_amg_dist_trace_start(void) { trace_cpu0 = cpu_seconds(); }
 
-/* The trace (KS_AMG_TRACE) names the rank and its CPU time of the step,
- * every rank printing. */
+/* The trace (KS_AMG_TRACE): rank 0 prints the step with the slowest
+ * rank's wall and CPU time and the least CPU time of a rank (one
+ * MPI_Reduce, only when tracing: every rank passes here at the same
+ * steps); a wide gap between the CPU figures is imbalance, a wall time
+ * well above the CPU time waiting (or, oversubscribed, sharing a core). */
 void ks_amg_dist_phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, double *t0)
 {
     const double t = ks_wtime();
     amg->phase_seconds[ph] += t - *t0;
     if (ks_amg_tracing()) {
         const double cpu = cpu_seconds();
-        char text[160];
-        snprintf(text, sizeof text, "%s [rank %d, cpu %.3f ms]", what,
-                 ks_matrix_comm(amg->levels[0].Am)->rank, 1e3 * (cpu - trace_cpu0));
-        ks_amg_trace(l, text, t - *t0);
-        trace_cpu0 = cpu;
+        const ks_comm *c = ks_matrix_comm(amg->levels[0].Am);
+        const double mine[3] = {t - *t0, cpu - trace_cpu0, trace_cpu0 - cpu};
+        double most[3] = {mine[0], mine[1], mine[2]};
+        const ks_error e = c->size == 1 ? KS_OK
+                           : ks_mpi_check(MPI_Reduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, 0,
+                                                     ks_comm_mpi_of(c)),
+                                          "MPI_Reduce (setup trace)");
+        if (c->rank == 0 && e == KS_OK) {
+            char text[200];
+            snprintf(text, sizeof text, "%s [%d rank%s: cpu %.3f ms slowest, %.3f ms least]",
+                     what, c->size, c->size == 1 ? "" : "s", 1e3 * most[1], -1e3 * most[2]);
+            ks_amg_trace(l, text, most[0]);
+        }
+        trace_cpu0 = cpu_seconds(); /* the trace's own time counts nowhere */
+        *t0 = ks_wtime();
+        return;
     }
     *t0 = t;
 }

@@ -1,7 +1,8 @@
 /* The coarsest level of a distributed hierarchy, agglomerated: its rows
  * (global columns) are gathered on every rank in rank order, each rank
- * factors the same matrix with the serial dense LU (amg/dense_lu.h) and
- * keeps its own rows of the explicit inverse, which become a distributed
+ * holding rows of it (after agglomeration, usually a few) factors the
+ * same matrix with the serial dense LU (amg/dense_lu.h) and keeps its own
+ * rows of the explicit inverse, which become a distributed
  * matrix laid out like the level. The coarse solve x = A^-1 b is then one
  * distributed SpMV: its halo brings each rank the entries of b it lacks
  * (all of them, the inverse being dense), and every rank's rows of x come
@@ -130,19 +131,21 @@ static ks_error gather_rows(const ks_comm *c, const ks_gint *off, ks_int nloc, c
 static ks_error inverse_rows(ks_amg *amg, const ks_matrix *M, const ks_csr *inv, ks_matrix **out)
 {
     const ks_gint rb = ks_matrix_row_begin(M);
-    const ks_int nloc = M->A.nrows, n = inv->nrows;
-    const ks_int base = inv->rowptr[rb], nnz = inv->rowptr[rb + nloc] - base;
+    const ks_int nloc = M->A.nrows, n = (ks_int)ks_matrix_global_rows(M);
+    static const double none = 0.0; /* a rank without rows has no inverse */
+    const ks_int base = nloc ? inv->rowptr[rb] : 0;
+    const ks_int nnz = nloc ? inv->rowptr[rb + nloc] - base : 0;
     ks_int *rp = ks_malloc(((size_t)nloc + 1) * sizeof *rp, "coarse inverse rows");
     ks_gint *ci = ks_malloc((size_t)nnz * sizeof *ci + 1, "coarse inverse columns");
     ks_error e = rp && ci ? KS_OK : KS_ERR_MEMORY;
     for (ks_int i = 0; i <= nloc && e == KS_OK; i++)
-        rp[i] = inv->rowptr[rb + i] - base;
+        rp[i] = nloc ? inv->rowptr[rb + i] - base : 0;
     for (ks_int k = 0; k < nnz && e == KS_OK; k++)
         ci[k] = inv->colind[base + k];
     e = ks_matrix_agree(M, e);
     if (e == KS_OK)
-        e = ks_matrix_create_dist(amg->be, ks_matrix_comm(M), nloc, n, rp, ci, inv->val + base,
-                                  "auto", NULL, out);
+        e = ks_matrix_create_dist(amg->be, ks_matrix_comm(M), nloc, n, rp, ci,
+                                  nloc ? inv->val + base : &none, "auto", NULL, out);
     if (e == KS_OK)
         ks_dist_drop_entry_order(*out);
     free(rp);
@@ -173,13 +176,16 @@ ks_error ks_amg_dist_coarse_setup(ks_amg *amg)
     free(len);
     free(col);
     free(val);
-    /* the same matrix on every rank: the same factors, the same failure */
+    /* The same matrix on every rank that holds rows of the level: the same
+     * factors, the same failure (agreed). A rank without rows (the level
+     * agglomerated onto fewer ranks) keeps no row of the inverse, so it
+     * skips the n^3 work. */
     ks_dense_lu_free(&amg->lu);
     if (e == KS_OK)
-        e = ks_comm_agree(c, ks_dense_lu_factor(&H, &amg->lu));
+        e = ks_comm_agree(c, nloc > 0 ? ks_dense_lu_factor(&H, &amg->lu) : KS_OK);
     ks_csr_free(&H);
     if (e == KS_OK)
-        e = ks_comm_agree(c, ks_dense_lu_inverse_csr(&amg->lu, &inv));
+        e = ks_comm_agree(c, nloc > 0 ? ks_dense_lu_inverse_csr(&amg->lu, &inv) : KS_OK);
     /* only the inverse's rows are used: the factors would be n^2 more */
     ks_dense_lu_free(&amg->lu);
     if (e == KS_OK)

@@ -156,7 +156,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     int q = 0;
     if (e == KS_OK)
         e = agglomerate(c, &P, &q);
-    if (e == KS_OK && q > 0 && ks_amg_tracing())
+    if (e == KS_OK && q > 0 && ks_amg_tracing() && c->rank == 0)
         ks_log((ks_log_level() >= KS_LOG_DEBUG ? KS_LOG_DEBUG : KS_LOG_INFO) | KS_LOG_STDERR,
                "ksolve AMG level %d: the coarse grid (%lld rows) moves onto %d rank%s\n", l + 1,
                (long long)P.nc_global, q, q == 1 ? "" : "s");

@@ -58,17 +58,21 @@ static ks_error merge_blocks(const ks_csr *AL, const ks_csr *AG, const ks_gmap *
 static ks_error product(const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *d,
                         const ks_dist_prows *P, const ks_dist_ghost_prows *G, ks_dist_csr *AP)
 {
-    ks_gmap fm, cm;
-    ks_gmap_borrow(P->row_begin, P->row_begin + P->nloc, d->ghost_gid, d->nghost, &fm);
+    ks_gmap fm, cm = {0};
     const int64_t np = P->nloc ? P->rowptr[P->nloc] : 0, ng = G->n ? G->rowptr[G->n] : 0;
-    KS_TRY(ks_gmap_make(P->c_begin, P->c_begin + P->nc, P->col, np, G->col, ng, &cm));
+    ks_error e = ks_gmap_borrow(P->row_begin, P->row_begin + P->nloc, d->ghost_gid, d->nghost,
+                                &fm);
+    if (e == KS_OK)
+        e = ks_gmap_make(P->c_begin, P->c_begin + P->nc, P->col, np, G->col, ng, &cm);
     ks_csr M = {0};
-    ks_error e = merge_blocks(AL, AG, &fm, &M);
+    if (e == KS_OK)
+        e = merge_blocks(AL, AG, &fm, &M);
     if (e == KS_OK)
         e = ks_local_product(&M, G, &fm, P->rowptr, P->col, P->val, &cm, AP->row_begin,
                              AP->nrows_global, AP->ncols_global, AP);
     ks_csr_free(&M);
     ks_gmap_free(&cm);
+    ks_gmap_free(&fm);
     return e;
 }
 

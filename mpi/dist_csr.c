@@ -174,6 +174,7 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
     if (e != KS_OK) {
         free(perm);
         free(nl);
+        ks_gmap_free(&gm);
         ks_dist_split_free(S);
         return e;
     }
@@ -203,6 +204,7 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
     }
     free(perm);
     free(nl);
+    ks_gmap_free(&gm); /* its table; the ids are S's */
     return KS_OK;
 }
 

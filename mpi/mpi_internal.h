@@ -83,22 +83,39 @@ int ks_layout_owner(const ks_gint *off, int p, ks_gint g);
  * (nlocal < 0). */
 ks_error ks_layout_make(const ks_comm *c, ks_int nlocal, ks_gint n, ks_gint **offsets);
 
+/* ---------------------------------------------------------- gint_sort.c */
+/* Local. v[0..n) ascending (KS_ERR_MEMORY only for more than 64 ids). */
+ks_error ks_gint_sort(ks_gint *v, int64_t n);
+/* Local. v[0..n) ascending with each id once, in its first *m places. */
+ks_error ks_gint_sort_unique(ks_gint *v, int64_t n, int64_t *m);
+
 /* -------------------------------------------------------------- gmap.c */
 /* A compact 32-bit numbering of global ids that orders like them: the ext
  * ids below lo, all of lo .. hi - 1, the ext ids above (ext ascending,
- * none in the range). */
+ * none in the range). An open-addressing table finds an ext id's place:
+ * the setup looks up every ghost entry, and a binary search per entry
+ * dominated it on several ranks. */
+typedef struct ks_gmap_slot {
+    ks_gint g;
+    ks_int k; /* ext[k] == g; -1: empty */
+} ks_gmap_slot;
+
 typedef struct ks_gmap {
     ks_gint lo, hi;
     ks_gint *ext;
     ks_int next, nbelow; /* nbelow: ext ids below lo */
     int own_ext;         /* ext is the map's (ks_gmap_make), else borrowed */
+    ks_gmap_slot *slot;  /* hmask + 1 slots (NULL when ext is empty) */
+    uint64_t hmask;
+    int hshift;
 } ks_gmap;
 
 /* Local. The map of [lo, hi) and the ids of ids1 and ids2 outside it. */
 ks_error ks_gmap_make(ks_gint lo, ks_gint hi, const ks_gint *ids1, int64_t n1,
                       const ks_gint *ids2, int64_t n2, ks_gmap *m);
-/* The map of [lo, hi) and ext (ascending, outside the range), borrowed. */
-void ks_gmap_borrow(ks_gint lo, ks_gint hi, const ks_gint *ext, ks_int next, ks_gmap *m);
+/* The map of [lo, hi) and ext (ascending, outside the range), ext borrowed
+ * (the table is the map's: ks_gmap_free). */
+ks_error ks_gmap_borrow(ks_gint lo, ks_gint hi, const ks_gint *ext, ks_int next, ks_gmap *m);
 void ks_gmap_free(ks_gmap *m);
 /* Compact number of global id g (which the map holds), and back. */
 ks_int ks_gmap_find(const ks_gmap *m, ks_gint g);

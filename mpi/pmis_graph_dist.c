@@ -28,26 +28,6 @@ void ks_dist_graph_free(ks_dist_graph *G)
     memset(G, 0, sizeof *G);
 }
 
-static int cmp_gint(const void *a, const void *b)
-{
-    const ks_gint x = *(const ks_gint *)a, y = *(const ks_gint *)b;
-    return (x > y) - (x < y);
-}
-
-/* Index of g in the ascending list v[0..n) (it is there). */
-static ks_int find(const ks_gint *v, ks_int n, ks_gint g)
-{
-    ks_int a = 0, b = n;
-    while (b - a > 1) {
-        const ks_int m = a + (b - a) / 2;
-        if (v[m] <= g)
-            a = m;
-        else
-            b = m;
-    }
-    return a;
-}
-
 /* The dependencies received: pairs (own point, dependent global id),
  * grouped into rows of own points, each row ascending. */
 typedef struct ext_deps {
@@ -133,9 +113,8 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
             memcpy(at, X->rp, (size_t)n * sizeof *at);
             for (int64_t k = 0; k < nin; k += 2)
                 X->dep[at[in[k] - S->row_begin]++] = in[k + 1];
-            for (ks_int i = 0; i < n; i++)
-                qsort(X->dep + X->rp[i], (size_t)(X->rp[i + 1] - X->rp[i]), sizeof *X->dep,
-                      cmp_gint);
+            for (ks_int i = 0; i < n && e == KS_OK; i++)
+                e = ks_gint_sort(X->dep + X->rp[i], X->rp[i + 1] - X->rp[i]);
         }
         free(at);
         e = ks_comm_agree(c, e);
@@ -158,14 +137,11 @@ static ks_error external_points(const ks_dist_strength *S, const ext_deps *X, ks
     for (ks_int k = 0; k < ns; k++)
         all[k] = S->ghost_gid[S->gci[k]];
     memcpy(all + ns, X->dep, (size_t)nd * sizeof *all);
-    qsort(all, (size_t)ns + (size_t)nd, sizeof *all, cmp_gint);
-    ks_int m = 0;
-    for (ks_int k = 0; k < ns + nd; k++)
-        if (m == 0 || all[k] != all[m - 1])
-            all[m++] = all[k];
+    int64_t m = 0;
+    const ks_error e = ks_gint_sort_unique(all, (int64_t)ns + nd, &m);
     G->ext_gid = all; /* longer than needed: not worth a realloc */
-    G->next = m;
-    return KS_OK;
+    G->next = (ks_int)m;
+    return e;
 }
 
 /* S and S^T rows in the joint numbering. */
@@ -180,14 +156,18 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
     G->trp = ks_malloc(((size_t)n + 1) * sizeof *G->trp, "joint transposed rows");
     G->tci = ks_malloc((size_t)nt * sizeof *G->tci + 1, "joint transposed columns");
     ks_int *gmap = ks_malloc((size_t)S->nghost * sizeof *gmap + 1, "ghost to external");
-    if (!G->srp || !G->sci || !G->trp || !G->tci || !gmap) {
+    ks_gmap xm = {0}; /* positions in ext_gid (an empty own range) */
+    ks_error e = G->srp && G->sci && G->trp && G->tci && gmap ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK)
+        e = ks_gmap_borrow(0, 0, G->ext_gid, nx, &xm);
+    if (e != KS_OK) {
         free(gmap);
         ks_strength_free(&LT);
-        return KS_ERR_MEMORY;
+        return e;
     }
 #pragma omp parallel for schedule(static)
     for (ks_int g = 0; g < S->nghost; g++) /* unused ghosts map nowhere that is read */
-        gmap[g] = nx ? n + find(G->ext_gid, nx, S->ghost_gid[g]) : 0;
+        gmap[g] = nx ? n + ks_gmap_ext_find(&xm, S->ghost_gid[g]) : 0;
     G->srp[0] = G->trp[0] = 0;
     for (ks_int i = 0; i < n; i++) {
         G->srp[i + 1] = G->srp[i] + (S->local.rowptr[i + 1] - S->local.rowptr[i]) +
@@ -204,8 +184,9 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
         for (ks_int k = LT.rowptr[i]; k < LT.rowptr[i + 1]; k++)
             G->tci[b++] = LT.colind[k];
         for (ks_int k = X->rp[i]; k < X->rp[i + 1]; k++)
-            G->tci[b++] = n + find(G->ext_gid, nx, X->dep[k]);
+            G->tci[b++] = n + ks_gmap_ext_find(&xm, X->dep[k]);
     }
+    ks_gmap_free(&xm);
     free(gmap);
     ks_strength_free(&LT);
     return KS_OK;

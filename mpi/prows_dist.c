@@ -71,11 +71,17 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
     KS_TRY(ks_gmap_make(lo, hi, P->col, nnz, NULL, 0, &gm));
     const ks_int ng = gm.next;
     S->ghost_gid = gm.ext; /* taken */
+    gm.own_ext = 0;
     ks_int nl = 0;
     for (ks_int k = 0; k < nnz; k++)
         nl += P->col[k] >= lo && P->col[k] < hi;
-    KS_TRY(ks_csr_alloc(&S->local, n, P->nc, nl));
-    KS_TRY(ks_csr_alloc(&S->ghost, n, ng, nnz - nl));
+    ks_error e = ks_csr_alloc(&S->local, n, P->nc, nl);
+    if (e == KS_OK)
+        e = ks_csr_alloc(&S->ghost, n, ng, nnz - nl);
+    if (e != KS_OK) {
+        ks_gmap_free(&gm);
+        return e;
+    }
     ks_int ql = 0, qg = 0;
     S->local.rowptr[0] = S->ghost.rowptr[0] = 0;
     for (ks_int i = 0; i < n; i++) {
@@ -92,6 +98,7 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
         S->local.rowptr[i + 1] = ql;
         S->ghost.rowptr[i + 1] = qg;
     }
+    ks_gmap_free(&gm); /* its table; the ids are S's */
     return KS_OK;
 }
 

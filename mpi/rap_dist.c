@@ -43,8 +43,9 @@ static ks_error ptap_rows(const ks_comm *c, const ks_dist_prows *R, const ks_dis
     ks_csr Rm = {0};
     ks_int zero = 0;
     const ks_dist_ghost_prows none = {.n = 0, .rowptr = &zero};
-    ks_gmap rm;
-    ks_gmap_borrow(R->row_begin, R->row_begin + R->nloc, NULL, 0, &rm);
+    ks_gmap rm = {0};
+    if (e == KS_OK) /* no ext ids: nothing allocated */
+        e = ks_gmap_borrow(R->row_begin, R->row_begin + R->nloc, NULL, 0, &rm);
     if (e == KS_OK)
         e = ks_stack_rows(&none, &rm, R->rowptr, R->col, R->val, &fm, &Rm);
     if (e == KS_OK)

@@ -131,14 +131,15 @@ static ks_error check_shapes(const char *who, const ks_csr *A, const ks_strength
  * NULL), and the number of strong F-F pairs (i F, k in S_i F) into *nff
  * (when not NULL). */
 static ks_error scan_rows(const char *who, const ks_csr *A, const ks_strength *S, const int *cf,
-                          double *diag, int64_t *nff)
+                          double *diag, int64_t *nff, int64_t *nused)
 {
     const ks_int n = A->nrows;
     ks_int bad = n;
-    int64_t ff = 0;
-#pragma omp parallel for schedule(static) reduction(min : bad) reduction(+ : ff)
+    int64_t ff = 0, used = 0;
+#pragma omp parallel for schedule(static) reduction(min : bad) reduction(+ : ff, used)
     for (ks_int i = 0; i < n; i++) {
         const ks_int a0 = A->rowptr[i], a1 = A->rowptr[i + 1];
+        used += a1 > a0;
         const ks_int s0 = S->rowptr[i], s1 = S->rowptr[i + 1];
         int ok = a0 <= a1 && s0 <= s1;
         ks_int dpos = -1;
@@ -169,6 +170,7 @@ static ks_error scan_rows(const char *who, const ks_csr *A, const ks_strength *S
                          "or out-of-range column", who, bad);
     if (nff)
         *nff = ff;
+    *nused = used;
     return KS_OK;
 }
 
@@ -297,8 +299,10 @@ static ks_error build_compact(const char *who, const ks_csr *A, const ks_strengt
 /* Scan the rows and prepare what spec asks for; *use_compact says which row
  * builder runs. The compact rows pay off when the distance-two walks are
  * long: about two strong F-F pairs per row or more (they cost a few passes
- * over A; each pair saves a walk of two rows). Either builder gives the
- * same P, so the choice only moves time. */
+ * over A; each pair saves a walk of two rows). Rows without entries do not
+ * count: a rank's local system (mpi/interp_local.c) has one for each point
+ * it only reaches. Either builder gives the same P, so the choice only
+ * moves time. */
 static ks_error prepare(const char *who, const ks_csr *A, const ks_strength *S, const int *cf,
                         const ks_interp_spec *spec, parts *q, ks_interp_ctx *ctx,
                         int *use_compact)
@@ -312,10 +316,10 @@ static ks_error prepare(const char *who, const ks_csr *A, const ks_strength *S, 
         if (!q->diag)
             return KS_ERR_MEMORY;
     }
-    int64_t nff = 0;
-    KS_TRY(scan_rows(who, A, S, cf, q->diag, may_compact ? &nff : NULL));
+    int64_t nff = 0, nused = 0;
+    KS_TRY(scan_rows(who, A, S, cf, q->diag, may_compact ? &nff : NULL, &nused));
     ctx->diag = q->diag;
-    if (may_compact && (spec->compact == KS_INTERP_COMPACT_ALWAYS || nff >= 2 * (int64_t)n)) {
+    if (may_compact && (spec->compact == KS_INTERP_COMPACT_ALWAYS || nff >= 2 * nused)) {
         KS_TRY(build_compact(who, A, S, cf, q));
         ctx->sc_rp = q->sc_rp;
         ctx->sc_ci = q->sc_ci;

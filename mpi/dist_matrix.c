@@ -5,6 +5,7 @@
  * next collective runs only when every rank got there. */
 #include "mpi_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void dist_destroy(ks_matrix_dist *base)
@@ -63,6 +64,22 @@ static ks_error block_matrix(ks_backend *be, ks_csr *H, const char *format,
     return ks_matrix_create_sparse(be, &A, format, params, M);
 }
 
+/* The ghost block's format. It is narrow and irregular: most of its rows
+ * are empty (a 256^3 slab's ghost block has entries in one plane of
+ * 65,536 rows out of 16.7M). A device format that walks every row (cuda's
+ * auto picks csr_vector: one warp a row, ~335 MB moved at 256^3 for 0.5 MB
+ * of entries) adds ~120 us to each distributed product; "coo" touches only
+ * the entries and is deterministic, but stores float64 only. The cpu's
+ * csr skips empty rows cheaply, so there "auto" stays. KS_MPI_GHOST_FORMAT
+ * names another (A/B measurements). */
+static const char *ghost_format(const ks_backend *be, const ks_spmv_params *gp)
+{
+    const char *env = getenv("KS_MPI_GHOST_FORMAT");
+    if (env && env[0])
+        return env;
+    return ks_backend_host_memory(be) || gp->float_values ? "auto" : "coo";
+}
+
 /* The blocks, the ghost buffer and the halo plan from the split rows. */
 static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, const char *format,
                       const ks_spmv_params *params, ks_dist_impl *d)
@@ -73,13 +90,11 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     S->entry_pos = NULL;
     d->nghost = S->ghost.ncols;
     ks_error e = block_matrix(be, &S->local, format, params, &d->base.local);
-    /* narrow and irregular: the backend's own choice ("csr" is the cpu's
-     * only; cuda has none of that name), float32 values when asked */
     ks_spmv_params gp;
     memset(&gp, 0, sizeof gp);
     gp.float_values = params ? params->float_values : 0;
     if (e == KS_OK && d->nghost > 0)
-        e = block_matrix(be, &S->ghost, "auto", &gp, &d->base.ghost);
+        e = block_matrix(be, &S->ghost, ghost_format(be, &gp), &gp, &d->base.ghost);
     if (e == KS_OK)
         e = ks_vec_create(be, d->nghost, &d->xghost);
     /* A format may refuse one rank's block and take another's. */

@@ -381,9 +381,14 @@ ks_error ks_matrix_wrap_dist(ks_matrix_dist *d, ks_matrix **M)
     m->A = L->A;
     m->A_borrowed = 1;
     m->id = new_id();
-    const ks_csr *H = ks_matrix_host_csr(L); /* a view: host-memory backends only */
-    if (H)
-        m->host = *H;
+    /* On a host-memory backend the whole matrix's CSR is the local block's
+     * (a view). On a device backend nothing is copied here: a host copy is
+     * made on the first ks_matrix_host_csr and freed with the matrix. */
+    if (ks_backend_host_memory(L->be)) {
+        const ks_csr *H = ks_matrix_host_csr(L);
+        if (H)
+            m->host = *H;
+    }
     m->bytes_per_apply = L->bytes_per_apply + (d->ghost ? d->ghost->bytes_per_apply : 0.0);
     m->setup_seconds = L->setup_seconds + (d->ghost ? d->ghost->setup_seconds : 0.0);
     memcpy(m->format_reason, L->format_reason, sizeof m->format_reason);

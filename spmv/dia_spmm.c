@@ -10,6 +10,13 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
     const char *s = getenv("KS_DIA_SPMM");
     c->variant = KS_DIA_SPMM_VEC1024;
     c->tile_rows = KS_DIA_SPMM_DEFAULT_ROWS;
+    c->hoist = 1;
+    const char *h = getenv("KS_DIA_SPMM_HOIST");
+    if (h && *h) {
+        if (strcmp(h, "0") != 0 && strcmp(h, "1") != 0)
+            return ks_seterr(KS_ERR_ARG, "KS_DIA_SPMM_HOIST=%s: expected 0 or 1", h);
+        c->hoist = h[0] == '1';
+    }
     if (!s || !*s)
         return KS_OK;
     const char *colon = strchr(s, ':');

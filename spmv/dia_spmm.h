@@ -29,10 +29,14 @@ enum ks_dia_spmm_variant {
 typedef struct ks_dia_spmm_choice {
     int variant;
     int tile_rows;
+    /* The tile variants with at most 8 diagonals: the offsets read once a
+     * thread, not once a row (KS_DIA_SPMM_HOIST=0 turns it off, for A/B). */
+    int hoist;
 } ks_dia_spmm_choice;
 
-/* Read at each dia setup (unset or empty: vec1024, 16384 rows); KS_ERR_ARG
- * for an unknown name or a bad row count. */
+/* Read at each dia setup (unset or empty: vec1024, 16384 rows, hoisted);
+ * KS_ERR_ARG for an unknown name, a bad row count or a KS_DIA_SPMM_HOIST
+ * other than 0 or 1. */
 ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c);
 
 #ifdef __cplusplus

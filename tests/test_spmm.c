@@ -202,7 +202,11 @@ START_TEST(spmm_dia_variants)
     sc_make_gen(&mats[3], KS_GEN_POISSON3D_7, 20);
     sc_make_empty(&mats[4], 300, 200);
     char *keep = env_save();
+    /* hoist 0: the 7-point and empty matrices (at most 8 diagonals) through
+     * the per-row tile kernel too */
+    for (int hoist = 1; hoist >= 0; hoist--)
     for (int v = 0; v < (int)(sizeof variants / sizeof variants[0]); v++) {
+        setenv("KS_DIA_SPMM_HOIST", hoist ? "1" : "0", 1);
         setenv("KS_DIA_SPMM", variants[v], 1);
         for (int f32 = 0; f32 < 2; f32++) {
             ks_spmv_params prm;
@@ -211,8 +215,8 @@ START_TEST(spmm_dia_variants)
             prm.float_values = f32;
             for (int m = 0; m < 5; m++) {
                 char label[96];
-                snprintf(label, sizeof label, "KS_DIA_SPMM=%s%s %s", variants[v],
-                         f32 ? " float32" : "", what[m]);
+                snprintf(label, sizeof label, "KS_DIA_SPMM=%s HOIST=%d%s %s", variants[v],
+                         hoist, f32 ? " float32" : "", what[m]);
                 ck_assert_msg(check_format_k(be, "dia", &mats[m], label, &prm, dia_ks,
                                              (int)(sizeof dia_ks / sizeof dia_ks[0])),
                               "%s: dia refused the matrix", label);
@@ -225,6 +229,7 @@ START_TEST(spmm_dia_variants)
     ck_assert_int_eq(ks_matrix_create(be, &mats[3], "dia", NULL, &M), KS_ERR_ARG);
     ck_assert_ptr_null(M);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM"));
+    unsetenv("KS_DIA_SPMM_HOIST");
     env_restore(keep);
     for (int m = 0; m < 5; m++)
         ks_csr_free(&mats[m]);
@@ -266,6 +271,18 @@ START_TEST(dia_spmm_choice)
         ck_assert_msg(strstr(ks_last_error(), "KS_DIA_SPMM") != NULL, "%s: %s", bad[b],
                       ks_last_error());
     }
+    /* KS_DIA_SPMM_HOIST: on unless 0; anything but 0 or 1 refused */
+    unsetenv("KS_DIA_SPMM");
+    unsetenv("KS_DIA_SPMM_HOIST");
+    KS_CHECK(ks_dia_spmm_choice_get(&c));
+    ck_assert_int_eq(c.hoist, 1);
+    setenv("KS_DIA_SPMM_HOIST", "0", 1);
+    KS_CHECK(ks_dia_spmm_choice_get(&c));
+    ck_assert_int_eq(c.hoist, 0);
+    setenv("KS_DIA_SPMM_HOIST", "yes", 1);
+    ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_HOIST"));
+    unsetenv("KS_DIA_SPMM_HOIST");
     env_restore(keep);
 }
 END_TEST

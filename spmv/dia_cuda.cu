@@ -159,6 +159,7 @@ ks_error dia_setup(ks_backend *be, const void *layout, void **state)
     dia_state *s = (dia_state *)ks_calloc(1, sizeof *s, "dia state");
     if (!s)
         return KS_ERR_MEMORY;
+    ks_dia_spmm_fit_tile(&how, L->nrows, L->offset, L->ndiag, ks_cufmt_sm_count());
     s->spmm = how;
     s->nrows = L->nrows;
     s->ncols = L->ncols;
@@ -341,6 +342,7 @@ ks_error dia_setup_sparse(ks_backend *be, const ks_sparse *A, const ks_spmv_para
         s->nrows = n;
         s->ncols = m;
         s->ndiag = ndiag;
+        ks_dia_spmm_fit_tile(&how, n, offs, ndiag, ks_cufmt_sm_count());
         s->spmm = how;
         const size_t slots = (size_t)ndiag * (size_t)n;
         const ks_cufmt_array a[] = {

@@ -10,6 +10,7 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
     const char *s = getenv("KS_DIA_SPMM");
     c->variant = KS_DIA_SPMM_VEC1024;
     c->tile_rows = KS_DIA_SPMM_DEFAULT_ROWS;
+    c->rows_given = 0;
     c->hoist = 1;
     const char *h = getenv("KS_DIA_SPMM_HOIST");
     if (h && *h) {
@@ -38,5 +39,21 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
                          s, 1L << 24);
     c->variant = v;
     c->tile_rows = (int)rows;
+    c->rows_given = colon != NULL;
     return KS_OK;
+}
+
+void ks_dia_spmm_fit_tile(ks_dia_spmm_choice *c, ks_int nrows, const ks_int *offset,
+                          ks_int ndiag, int nsm)
+{
+    if (c->rows_given || nsm < 1)
+        return;
+    long long L = 0;
+    for (ks_int d = 0; d < ndiag; d++) {
+        const long long a = offset[d] < 0 ? -(long long)offset[d] : offset[d];
+        if (a > L)
+            L = a;
+    }
+    if (L > c->tile_rows && L <= (1L << 24) && (long long)nrows / L >= nsm)
+        c->tile_rows = (int)L;
 }

@@ -32,12 +32,24 @@ typedef struct ks_dia_spmm_choice {
     /* The tile variants with at most 8 diagonals: the offsets read once a
      * thread, not once a row (KS_DIA_SPMM_HOIST=0 turns it off, for A/B). */
     int hoist;
+    int rows_given; /* KS_DIA_SPMM named the rows: ks_dia_spmm_fit_tile keeps them */
 } ks_dia_spmm_choice;
 
 /* Read at each dia setup (unset or empty: vec1024, 16384 rows, hoisted);
  * KS_ERR_ARG for an unknown name, a bad row count or a KS_DIA_SPMM_HOIST
  * other than 0 or 1. */
 ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c);
+
+/* The tile length for one matrix, unless KS_DIA_SPMM named it: the largest
+ * |offset| L when L is longer than the default and the matrix still makes
+ * a tile for each of the nsm multiprocessors. Then the X rows that row i
+ * reads at +L are the rows the next tile reads, at the same point of its
+ * walk, while both are in flight: they come from L2 once (7-point 256^3,
+ * L = n^2 = 65,536; H200, k = 8: 978 us against 1187 us at 16,384 rows).
+ * Otherwise the +-L rows of a row are read a long time apart, and again
+ * from memory. */
+void ks_dia_spmm_fit_tile(ks_dia_spmm_choice *c, ks_int nrows, const ks_int *offset,
+                          ks_int ndiag, int nsm);
 
 #ifdef __cplusplus
 }

@@ -61,6 +61,17 @@ static inline cudaStream_t ks_cufmt_stream(ks_backend *be)
     return (cudaStream_t)ks_cuda_stream(be);
 }
 
+/* The current device's multiprocessors (0 when CUDA cannot say: callers
+ * then keep their defaults). */
+static inline int ks_cufmt_sm_count(void)
+{
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return 0;
+    return n;
+}
+
 /* Blocks covering n items (threads, slices), per_block a block; n is 64-bit
  * so rows * lanes cannot overflow before the division. */
 static inline unsigned ks_cufmt_blocks(long long n, int per_block)

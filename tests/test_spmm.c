@@ -271,6 +271,34 @@ START_TEST(dia_spmm_choice)
         ck_assert_msg(strstr(ks_last_error(), "KS_DIA_SPMM") != NULL, "%s: %s", bad[b],
                       ks_last_error());
     }
+    /* the tile fitted to the largest |offset| (7-point n^3: n^2) when it is
+     * longer than the default and each of nsm multiprocessors gets a tile;
+     * rows named in KS_DIA_SPMM kept */
+    {
+        const ks_int off7[] = {-65536, -256, -1, 0, 1, 256, 65536};
+        unsetenv("KS_DIA_SPMM");
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ck_assert_int_eq(c.rows_given, 0);
+        ks_dia_spmm_fit_tile(&c, 16777216, off7, 7, 132);
+        ck_assert_int_eq(c.tile_rows, 65536);
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ks_dia_spmm_fit_tile(&c, 132 * 65536 - 1, off7, 7, 132); /* a tile short */
+        ck_assert_int_eq(c.tile_rows, KS_DIA_SPMM_DEFAULT_ROWS);
+        const ks_int off_small[] = {-4096, 0, 4096}; /* within the default */
+        ks_dia_spmm_fit_tile(&c, 16777216, off_small, 3, 132);
+        ck_assert_int_eq(c.tile_rows, KS_DIA_SPMM_DEFAULT_ROWS);
+        ks_dia_spmm_fit_tile(&c, 16777216, off7, 7, 0); /* no SM count */
+        ck_assert_int_eq(c.tile_rows, KS_DIA_SPMM_DEFAULT_ROWS);
+        setenv("KS_DIA_SPMM", "vec1024:16384", 1);
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ck_assert_int_eq(c.rows_given, 1);
+        ks_dia_spmm_fit_tile(&c, 16777216, off7, 7, 132);
+        ck_assert_int_eq(c.tile_rows, 16384);
+        setenv("KS_DIA_SPMM", "vec", 1);
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ks_dia_spmm_fit_tile(&c, 16777216, off7, 7, 132);
+        ck_assert_int_eq(c.tile_rows, 65536);
+    }
     /* KS_DIA_SPMM_HOIST: on unless 0; anything but 0 or 1 refused */
     unsetenv("KS_DIA_SPMM");
     unsetenv("KS_DIA_SPMM_HOIST");

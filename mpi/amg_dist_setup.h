@@ -91,12 +91,9 @@ int ks_amg_dist_truncating(const ks_amg_params *p);
  * strength, PMIS or HMIS (prm.selector) with `seed`, the coarse ids; then,
  * unless the coarsening stalls (*stalled = 1: no coarse point, or more
  * than 90% of A's rows kept; P left empty), interpolation `kind` (D1 or
- * extended+i), truncated by the parameters, into P. */
-ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
-                                 unsigned long long seed, ks_amg_interp kind, int *stalled,
-                                 ks_dist_prows *P);
-/* The same; keep (may be NULL) takes the strength, splitting and coarse
- * ids when P is made (keep->P and coff are the caller's). */
+ * extended+i), truncated by the parameters, into P.
+ * keep (may be NULL) takes the strength, splitting and coarse ids when P
+ * is made (keep->P and coff are the caller's). */
 ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
                                       unsigned long long seed, ks_amg_interp kind, int *stalled,
                                       ks_dist_prows *P, ks_dist_level_keep *keep);
@@ -106,7 +103,7 @@ ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
  * AGGREGATION): uncoupled aggregates (each rank's points aggregated by the
  * serial code on its local block's symmetric strength, theta halved per
  * level, the serial seed), the tentative prolongator smoothed by damped
- * Jacobi over ranks. *stalled as ks_amg_dist_classical_p. */
+ * Jacobi over ranks. *stalled as ks_amg_dist_classical_p_keep. */
 ks_error ks_amg_dist_aggregation_p(ks_amg *amg, int l, const ks_matrix *A, int *stalled,
                                    ks_dist_prows *P, ks_dist_level_keep *keep);
 /* Collective. keep (may be NULL) takes P0 when P is made. The smoothing

@@ -412,9 +412,10 @@ ks_error ks_solver_setup(ks_solver *s, ks_matrix *A);
 /* Re-setup after the values of A changed but not its pattern (see
  * ks_matrix_set_values): AMG keeps its coarsening and interpolation pattern
  * and recomputes the values, which is much cheaper than a fresh setup; over
- * ranks too (classical AMG without aggressive coarsening, float64 hierarchy;
- * other configurations, and another matrix than the last setup's, rebuild:
- * ks_hierarchy_info.resetup_rebuilt says which happened). */
+ * ranks too, for every configuration. Another matrix than the last setup's,
+ * or new values the kept pattern cannot hold (amg/resetup.c and
+ * docs/mpi.md say when), rebuild: ks_hierarchy_info.resetup_rebuilt says
+ * which happened. */
 ks_error ks_solver_resetup(ks_solver *s, ks_matrix *A);
 /* Solve A x = b using x as the initial guess. Returns KS_OK when the solve
  * ran (converged or not: see ks_solver_stats); an error only for invalid

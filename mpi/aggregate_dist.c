@@ -16,7 +16,12 @@
  * points; only the cuts between ranks differ from one process, which gets
  * the same aggregates on one rank (the values of P up to the order of the
  * sums: A P0 is summed first here, P0 + the terms serially). Deterministic:
- * every step is. */
+ * every step is.
+ *
+ * A values-only re-setup keeps P0 (its values are 1 / sqrt(|aggregate|):
+ * the aggregates' alone) and smooths it with the new A
+ * (ks_amg_dist_smoothed_p): rho and P anew, whose pattern (A's and the
+ * aggregates') must be the kept P's, as serially. */
 #include "amg_dist_setup.h"
 
 #include <math.h>
@@ -123,8 +128,21 @@ static ks_error smooth(const ks_matrix *A, const ks_dist_prows *P0, double omega
     return e;
 }
 
+ks_error ks_amg_dist_smoothed_p(ks_amg *amg, int l, const ks_matrix *A, const ks_dist_prows *P0,
+                                ks_dist_prows *P)
+{
+    memset(P, 0, sizeof *P);
+    double t = ks_wtime();
+    double rho = 0.0;
+    ks_error e = ks_dist_spectral_radius((ks_matrix *)A, 12, &rho);
+    if (e == KS_OK)
+        e = smooth(A, P0, 4.0 / (3.0 * rho), P);
+    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed smoothed prolongator", &t);
+    return e;
+}
+
 ks_error ks_amg_dist_aggregation_p(ks_amg *amg, int l, const ks_matrix *A, int *stalled,
-                                   ks_dist_prows *P)
+                                   ks_dist_prows *P, ks_dist_level_keep *keep)
 {
     const ks_amg_params *p = &amg->prm;
     ks_dist_prows P0;
@@ -138,12 +156,12 @@ ks_error ks_amg_dist_aggregation_p(ks_amg *amg, int l, const ks_matrix *A, int *
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_COARSENING, "distributed uncoupled aggregation", &t);
     if (e == KS_OK && ks_amg_dist_stalls(P0.nc_global, ks_matrix_global_rows(A)))
         *stalled = 1;
-    double rho = 0.0;
     if (e == KS_OK && !*stalled)
-        e = ks_dist_spectral_radius((ks_matrix *)A, 12, &rho);
-    if (e == KS_OK && !*stalled)
-        e = smooth(A, &P0, 4.0 / (3.0 * rho), P);
-    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed smoothed prolongator", &t);
+        e = ks_amg_dist_smoothed_p(amg, l, A, &P0, P);
+    if (e == KS_OK && !*stalled && keep) { /* the re-setup's (moved) */
+        keep->P0 = P0;
+        memset(&P0, 0, sizeof P0);
+    }
     ks_dist_prows_free(&P0);
     return e == KS_OK ? KS_OK : ks_adderr(e, "smoothed aggregation");
 }

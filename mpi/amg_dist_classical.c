@@ -91,13 +91,6 @@ ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const 
     return e;
 }
 
-ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
-                                 unsigned long long seed, ks_amg_interp kind, int *stalled,
-                                 ks_dist_prows *P)
-{
-    return ks_amg_dist_classical_p_keep(amg, l, A, seed, kind, stalled, P, NULL);
-}
-
 ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
                                       unsigned long long seed, ks_amg_interp kind, int *stalled,
                                       ks_dist_prows *P, ks_dist_level_keep *keep)

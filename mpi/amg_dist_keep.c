@@ -16,6 +16,8 @@ static void level_keep_free(ks_dist_level_keep *K)
     ks_dist_strength_free(&K->S);
     free(K->cf);
     ks_dist_coarse_free(&K->C);
+    free(K->cf2);
+    ks_dist_prows_free(&K->P0);
     ks_dist_prows_free(&K->P);
     ks_dist_prows_free(&K->R);
     ks_dist_transpose_plan_free(&K->tr);
@@ -36,22 +38,12 @@ static void keep_free(void *p)
     free(k);
 }
 
-static int keeps(const ks_amg *amg)
-{
-    ks_spmv_params sp;
-    ks_amg_level_spmv_params(amg, &sp);
-    return amg->prm.algorithm == KS_AMG_CLASSICAL && amg->prm.aggressive_levels == 0 &&
-           !sp.float_values;
-}
-
 ks_error ks_amg_dist_keep_start(ks_amg *amg)
 {
     if (amg->dist_keep_free)
         amg->dist_keep_free(amg->dist_keep);
     amg->dist_keep = NULL;
     amg->dist_keep_free = keep_free;
-    if (!keeps(amg))
-        return KS_OK;
     dist_keep *k = ks_calloc(1, sizeof *k, "AMG re-setup data");
     if (k) {
         k->lv = ks_calloc((size_t)amg->prm.max_levels, sizeof *k->lv, "AMG re-setup levels");
@@ -69,4 +61,15 @@ ks_dist_level_keep *ks_amg_dist_keep_level(ks_amg *amg, int l)
 {
     dist_keep *k = amg->dist_keep;
     return k && l < k->nlevels ? &k->lv[l] : NULL;
+}
+
+void ks_amg_dist_keep_rebind(ks_amg *amg, int l)
+{
+    ks_dist_level_keep *K = ks_amg_dist_keep_level(amg, l);
+    if (!K || !K->cf)
+        return;
+    const ks_dist_impl *d = (const ks_dist_impl *)amg->levels[l].Am->dist;
+    K->S.offsets = d->base.offsets;
+    K->S.ghost_gid = d->ghost_gid;
+    K->S.halo = d->halo;
 }

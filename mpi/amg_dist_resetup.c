@@ -2,27 +2,43 @@
  * pattern), amg/resetup.c's rule over ranks. Kept from the setup (the
  * level keeps, amg_dist_keep.c): each level's strength graph, C/F
  * splitting, coarse ids and truncated P pattern in its coarse layout
- * (agglomeration included), and the distributed matrices P, R and the
- * coarse operators with their ghost columns and halo plans; kept from the
- * first re-setup: extended+i's fetched rows with their plan, R = P^T with
- * its plan (transpose_numeric_dist.c) and the Galerkin product's plan
- * (rap_numeric_dist.c), so later ones send values only. Recomputed: the interpolation's values from the kept S and
- * splitting on the new A (untruncated), projected onto the kept pattern
- * as ks_amgk_project does (the dropped weight's row sum rescaled onto the
- * kept entries, the same bits as the serial re-setup's), R = P^T, the
- * Galerkin product, the gathered coarse LU and the smoothers' data
- * (diagonals, l1 sums, Chebyshev estimates). The new
+ * (agglomeration included), an aggressive level's second-stage splitting,
+ * smoothed aggregation's tentative prolongator (its aggregates), and the
+ * distributed matrices P, R and the coarse operators with their ghost
+ * columns and halo plans; kept from the first re-setup: extended+i's
+ * fetched rows with their plan, R = P^T with its plan
+ * (transpose_numeric_dist.c) and the Galerkin product's plan
+ * (rap_numeric_dist.c), so later ones send values only.
+ *
+ * Recomputed, level by level, P's values:
+ *   classical: the interpolation from the kept S and splitting on the new
+ *     A (untruncated), projected onto the kept pattern as ks_amgk_project
+ *     does (the dropped weight's row sum rescaled onto the kept entries,
+ *     the same bits as the serial re-setup's);
+ *   aggressive: both stages as the setup makes them (the first from the
+ *     kept S and splitting, truncated afresh; the second on the new
+ *     A1 = P1^T A P1 with A1's strength anew and the kept splitting,
+ *     truncated), P1 P2 projected likewise (aggressive_dist.c);
+ *   aggregation: the kept P0 smoothed with the new A (rho anew); its
+ *     pattern must be the kept P's (aggregate_dist.c);
+ * then R = P^T, the Galerkin product, the gathered coarse LU and the
+ * smoothers' data (diagonals, l1 sums, Chebyshev estimates). The new
  * values go into the matrices' blocks in place (their patterns compared
- * first), so every halo plan stays.
+ * first), so every halo plan stays. With hierarchy_precision FLOAT the
+ * blocks the cycle reads are float32 copies whose float64 rows stay: the
+ * values go into those rows and each block remakes its float32 copy
+ * (ks_matrix_set_values), the cycle's copy of level 0 takes the caller's
+ * new values, the coarse inverse is recast as the setup does, and a
+ * level's Chebyshev estimate runs on a float64 copy of its operator made
+ * for it (the setup's estimate ran before the recast, in float64).
  *
  * As serially, the whole hierarchy is rebuilt (resetup_fell_back = 1)
  * when the kept pattern cannot hold the new operator (an interpolation row
- * that would lose weight without truncation or keeps none, a product
- * entry outside the kept pattern), when the matrix is another object than
- * the last setup's, and, over ranks only, when the configuration keeps
- * nothing (aggregation, aggressive coarsening, float32 hierarchies). Every
- * decision is agreed over the ranks, and a failure ends every rank's
- * re-setup with the same error. */
+ * that would lose weight without truncation or keeps none, a smoothed
+ * prolongator or product entry outside the kept pattern) and when the
+ * matrix is another object than the last setup's. Every decision is
+ * agreed over the ranks, and a failure ends every rank's re-setup with
+ * the same error. */
 #include "amg_dist_setup.h"
 
 #include <stdint.h>
@@ -224,6 +240,55 @@ static ks_error transpose(const ks_matrix *A, ks_dist_level_keep *K)
     return ks_dist_transpose_plan_make(&K->P, &K->R, K->coff, &K->tr);
 }
 
+/* Pn's values into P when their patterns are the same (else 1). Local. */
+static int take_values(const ks_dist_prows *Pn, ks_dist_prows *P)
+{
+    const ks_int nnz = P->rowptr[P->nloc];
+    if (Pn->nloc != P->nloc ||
+        memcmp(Pn->rowptr, P->rowptr, ((size_t)P->nloc + 1) * sizeof *P->rowptr) ||
+        memcmp(Pn->col, P->col, (size_t)nnz * sizeof *P->col))
+        return 1;
+    memcpy(P->val, Pn->val, (size_t)nnz * sizeof *P->val);
+    return 0;
+}
+
+/* Level l's new P values into the kept K->P (*changed = 1, agreed, when
+ * they do not fit its pattern). Collective. */
+static ks_error new_interpolation(ks_amg *amg, int l, const ks_matrix *A,
+                                  ks_dist_level_keep *K, int *changed)
+{
+    const ks_amg_params *p = &amg->prm;
+    const int truncating = ks_amg_dist_truncating(p);
+    ks_dist_prows Pn, P1;
+    memset(&Pn, 0, sizeof Pn);
+    memset(&P1, 0, sizeof P1);
+    ks_error e;
+    if (p->algorithm == KS_AMG_AGGREGATION) {
+        e = ks_amg_dist_smoothed_p(amg, l, A, &K->P0, &Pn);
+        if (e == KS_OK)
+            *changed = take_values(&Pn, &K->P);
+    } else {
+        double t = ks_wtime();
+        e = interpolation(amg, A, K, K->aggressive ? &P1 : &Pn);
+        ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation values", &t);
+        if (K->aggressive) { /* the first stage truncated as made, then the second */
+            if (e == KS_OK && truncating)
+                e = ks_dist_prows_truncate(&P1, p->interp_max_elements,
+                                           p->interp_truncation_factor);
+            ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "first stage truncation", &t);
+            if (e == KS_OK)
+                e = ks_amg_dist_aggressive_values(amg, l, A, &P1, K->cf2, &Pn);
+        }
+        t = ks_wtime();
+        if (e == KS_OK)
+            *changed = project(&Pn, &K->P, truncating);
+        ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "projection onto the kept P", &t);
+    }
+    ks_dist_prows_free(&P1);
+    ks_dist_prows_free(&Pn);
+    return agree_changed(ks_matrix_comm(A), e, changed);
+}
+
 /* Level l's P, R and level l + 1's operator from the new values of level
  * l's A, into the kept patterns (*changed = 1, agreed, when they do not
  * fit). Collective. */
@@ -233,17 +298,10 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
     ks_dist_level_keep *K = ks_amg_dist_keep_level(amg, l);
     const ks_matrix *A = L->Am;
     const ks_comm *c = ks_matrix_comm(A);
-    ks_dist_prows Pn;
     ks_dist_csr Ac;
-    memset(&Pn, 0, sizeof Pn);
     memset(&Ac, 0, sizeof Ac);
+    ks_error e = new_interpolation(amg, l, A, K, changed);
     double t = ks_wtime();
-    ks_error e = interpolation(amg, A, K, &Pn);
-    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation values", &t);
-    if (e == KS_OK)
-        *changed = project(&Pn, &K->P, ks_amg_dist_truncating(&amg->prm));
-    e = agree_changed(c, e, changed);
-    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "projection onto the kept P", &t);
     if (e == KS_OK && !*changed)
         e = transpose(A, K);
     if (e == KS_OK && !*changed) /* Ac: a view of the kept product */
@@ -258,8 +316,49 @@ static ks_error level_values(ks_amg *amg, int l, int *changed)
         e = agree_changed(c, set_rows(C->Am, &Ac, changed), changed);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_UPLOAD, "P, R and coarse values into the matrices",
                       &t);
-    ks_dist_prows_free(&Pn);
     return e == KS_OK ? KS_OK : ks_adderr(e, "AMG re-setup, level %d (distributed)", l);
+}
+
+/* FLOAT: the cycle's float32 copy of level 0 (made at setup from the
+ * caller's blocks: the same patterns) takes their new values, on the
+ * backend. */
+static ks_error float_level0(ks_amg *amg)
+{
+    if (!amg->A0f)
+        return KS_OK;
+    const ks_matrix_dist *s = amg->levels[0].Am->dist, *d = amg->A0f->dist;
+    ks_error e = ks_matrix_nnz(s->local) == ks_matrix_nnz(d->local) &&
+                         ks_matrix_nnz(s->ghost) == ks_matrix_nnz(d->ghost) &&
+                         !s->ghost == !d->ghost
+                     ? ks_matrix_set_values_device(d->local, s->local->A.val)
+                     : ks_seterr(KS_ERR_SIZE, "the float32 copy of level 0 has other blocks");
+    if (e == KS_OK && s->ghost)
+        e = ks_matrix_set_values_device(d->ghost, s->ghost->A.val);
+    ks_matrix_host_csr_free(amg->A0f);
+    return ks_matrix_agree(amg->levels[0].Am, e);
+}
+
+/* Level l's smoother data. A FLOAT level below level 0 holds float32
+ * blocks (with their float64 rows): its Chebyshev estimate runs, as the
+ * setup's did before the recast, on float64 blocks, a copy made for it. */
+static ks_error smoother_data(ks_amg *amg, int l)
+{
+    ks_amg_level *L = &amg->levels[l];
+    L->rho_valid = 0; /* the estimate of the old values */
+    if (l > 0 && amg->smoother == KS_SMOOTHER_CHEBYSHEV &&
+        ks_matrix_float_values(L->Am->dist->local)) {
+        ks_matrix *D = NULL;
+        double rho = 0.0;
+        ks_error e = ks_dist_matrix_recast(L->Am, ks_amg_dist_level_format(amg), NULL, &D);
+        if (e == KS_OK)
+            e = ks_dist_spectral_radius(D, 12, &rho);
+        ks_matrix_destroy(&D);
+        if (e != KS_OK)
+            return ks_adderr(e, "AMG level %d: Chebyshev eigenvalue estimate", l);
+        L->rho = rho;
+        L->rho_valid = 1;
+    }
+    return ks_amg_dist_smoother_setup(amg, l);
 }
 
 static ks_error values_only(ks_amg *amg, int *changed)
@@ -275,12 +374,13 @@ static ks_error values_only(ks_amg *amg, int *changed)
     double t = ks_wtime();
     ks_matrix_destroy(&amg->coarse_inv);
     KS_TRY(ks_amg_dist_coarse_setup(amg));
+    KS_TRY(ks_amg_dist_float_coarse_inv(amg));
     ks_amg_dist_phase(amg, last, KS_AMG_PHASE_COARSE, "gathered coarse LU and inverse", &t);
-    for (int l = 0; l < amg->nlevels; l++) {
-        amg->levels[l].rho_valid = 0; /* the estimate of the old values */
-        KS_TRY(ks_amg_dist_smoother_setup(amg, l));
-    }
+    for (int l = 0; l < amg->nlevels; l++)
+        KS_TRY(smoother_data(amg, l));
     ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);
+    KS_TRY(float_level0(amg));
+    ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_UPLOAD, "float32 copy of level 0", &t);
     ks_amg_dist_drop_host_copies(amg);
     return KS_OK;
 }
@@ -302,8 +402,8 @@ ks_error ks_amg_resetup_dist(ks_amg *amg, ks_matrix *A)
     ks_amg_dist_trace_start();
     amg->last_was_resetup = 1;
     amg->resetup_fell_back = 0;
-    /* another matrix (its pattern unknown), a failed earlier (re-)setup or
-     * nothing kept: rebuild */
+    /* another matrix (its pattern unknown) or a failed earlier (re-)setup:
+     * rebuild */
     int changed = amg->nlevels < 1 || ks_matrix_id(A) != amg->A0_id || !amg->dist_keep;
     e = agree_changed(c, KS_OK, &changed);
     if (e == KS_OK && !changed)

@@ -145,14 +145,14 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     /* the serial driver's seed of level l, so the splitting is its own */
     ks_dist_level_keep *K = ks_amg_dist_keep_level(amg, l);
     ks_error e = p->algorithm == KS_AMG_AGGREGATION
-                     ? ks_amg_dist_aggregation_p(amg, l, A, stalled, &P)
+                     ? ks_amg_dist_aggregation_p(amg, l, A, stalled, &P, K)
                      : ks_amg_dist_classical_p_keep(amg, l, A, p->seed + (unsigned long long)l,
                                                     p->interpolator, stalled, &P, K);
     if (e == KS_OK && *stalled)
         goto done;
     double t = ks_wtime();
     if (e == KS_OK && l < p->aggressive_levels)
-        e = ks_amg_dist_aggressive(amg, l, A, &P);
+        e = ks_amg_dist_aggressive(amg, l, A, &P, K);
     int q = 0;
     if (e == KS_OK)
         e = agglomerate(c, &P, &q);
@@ -301,6 +301,7 @@ static ks_error float_hierarchy(ks_amg *amg)
         if (l > 0) {
             KS_TRY(to_float(&L->Am, level_matrix_format(amg), &sp));
             L->A = *ks_matrix_sparse(L->Am);
+            ks_amg_dist_keep_rebind(amg, l); /* its S borrowed the float64 matrix's plan */
         }
         if (L->Pm) {
             KS_TRY(to_float(&L->Pm, fmt, &sp));
@@ -309,7 +310,16 @@ static ks_error float_hierarchy(ks_amg *amg)
             L->R = *ks_matrix_sparse(L->Rm);
         }
     }
-    return amg->coarse_inv ? to_float(&amg->coarse_inv, "auto", &sp) : KS_OK;
+    return ks_amg_dist_float_coarse_inv(amg);
+}
+
+ks_error ks_amg_dist_float_coarse_inv(ks_amg *amg)
+{
+    ks_spmv_params sp;
+    ks_amg_level_spmv_params(amg, &sp);
+    if (!sp.float_values || !amg->coarse_inv)
+        return KS_OK;
+    return to_float(&amg->coarse_inv, "auto", &sp);
 }
 
 ks_error ks_amg_dist_build(ks_amg *amg)

@@ -33,17 +33,25 @@ ks_error ks_amg_dist_check_diagonal(ks_amg *amg, int l);
 /* On a backend without host memory, free the host copies the setup's
  * pieces read (but level 0's: the caller's matrix's). */
 void ks_amg_dist_drop_host_copies(ks_amg *amg);
+/* Collective. hierarchy_precision FLOAT: amg->coarse_inv (just made with
+ * float64 values) replaced by its float32 copy; nothing otherwise. */
+ks_error ks_amg_dist_float_coarse_inv(ks_amg *amg);
 
 /* ---------------------------------------------------- amg_dist_keep.c */
-/* What a values-only re-setup (amg_dist_resetup.c) reuses of a level with classical
- * interpolation: the strength graph, splitting and coarse ids it was made
- * from, and the final P (truncated, in the coarse layout after
+/* What a values-only re-setup (amg_dist_resetup.c) reuses of a level: for
+ * classical coarsening the strength graph, splitting and coarse ids it was
+ * made from (an aggressive level's first stage) and the second stage's
+ * splitting cf2; for smoothed aggregation the tentative prolongator P0
+ * (the aggregates); and the final P (truncated, in the coarse layout after
  * agglomeration: its pattern is kept, its values rewritten). S borrows
  * the level matrix's layout and plan, which stay as long as the level. */
 typedef struct ks_dist_level_keep {
     ks_dist_strength S;
     int *cf;
     ks_dist_coarse C;
+    int aggressive;  /* two stages (aggressive_dist.c): cf2 splits A1's rows */
+    int *cf2;
+    ks_dist_prows P0; /* aggregation: the tentative prolongator */
     ks_dist_prows P;
     ks_gint *coff;   /* P's coarse layout (size + 1) */
     ks_dist_prows R;      /* R = P^T and its transpose plan, */
@@ -52,10 +60,13 @@ typedef struct ks_dist_level_keep {
     ks_dist_ext_rows ext; /* extended+i's fetched rows and their plan (likewise) */
     int ext_made;
 } ks_dist_level_keep;
-/* Collective (agreed). Start keeping (amg->dist_keep) where the
- * configuration has a values-only re-setup: classical, no aggressive
- * level, float64 hierarchy; nothing otherwise. */
+/* Collective (agreed). Start keeping (amg->dist_keep): every
+ * configuration has a values-only re-setup. */
 ks_error ks_amg_dist_keep_start(ks_amg *amg);
+/* Level l's matrix was remade with the same rows, layout and ghost
+ * columns (FLOAT's recast): the kept strength graph borrows the new one's
+ * layout, ghost ids and halo plan. */
+void ks_amg_dist_keep_rebind(ks_amg *amg, int l);
 /* Level l's keep, NULL when nothing is kept. */
 ks_dist_level_keep *ks_amg_dist_keep_level(ks_amg *amg, int l);
 
@@ -80,12 +91,9 @@ int ks_amg_dist_truncating(const ks_amg_params *p);
  * strength, PMIS or HMIS (prm.selector) with `seed`, the coarse ids; then,
  * unless the coarsening stalls (*stalled = 1: no coarse point, or more
  * than 90% of A's rows kept; P left empty), interpolation `kind` (D1 or
- * extended+i), truncated by the parameters, into P. */
-ks_error ks_amg_dist_classical_p(ks_amg *amg, int l, const ks_matrix *A,
-                                 unsigned long long seed, ks_amg_interp kind, int *stalled,
-                                 ks_dist_prows *P);
-/* The same; keep (may be NULL) takes the strength, splitting and coarse
- * ids when P is made (keep->P and coff are the caller's). */
+ * extended+i), truncated by the parameters, into P.
+ * keep (may be NULL) takes the strength, splitting and coarse ids when P
+ * is made (keep->P and coff are the caller's). */
 ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
                                       unsigned long long seed, ks_amg_interp kind, int *stalled,
                                       ks_dist_prows *P, ks_dist_level_keep *keep);
@@ -95,9 +103,14 @@ ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
  * AGGREGATION): uncoupled aggregates (each rank's points aggregated by the
  * serial code on its local block's symmetric strength, theta halved per
  * level, the serial seed), the tentative prolongator smoothed by damped
- * Jacobi over ranks. *stalled as ks_amg_dist_classical_p. */
+ * Jacobi over ranks. *stalled as ks_amg_dist_classical_p_keep. */
 ks_error ks_amg_dist_aggregation_p(ks_amg *amg, int l, const ks_matrix *A, int *stalled,
-                                   ks_dist_prows *P);
+                                   ks_dist_prows *P, ks_dist_level_keep *keep);
+/* Collective. keep (may be NULL) takes P0 when P is made. The smoothing
+ * alone: P = P0 - omega D^-1 A P0 with omega = 4 / (3 rho(D^-1 A)) of
+ * A's values now (what a re-setup recomputes from the kept P0). */
+ks_error ks_amg_dist_smoothed_p(ks_amg *amg, int l, const ks_matrix *A, const ks_dist_prows *P0,
+                                ks_dist_prows *P);
 
 /* --------------------------------------------------- aggressive_dist.c */
 /* Collective. Aggressive coarsening of level l (l < aggressive_levels),
@@ -105,8 +118,19 @@ ks_error ks_amg_dist_aggregation_p(ks_amg *amg, int l, const ks_matrix *A, int *
  * truncated interpolation P1 of A; the second stage splits A1 = P1^T A P1
  * (strength, PMIS or HMIS with the serial second-stage seed, D1 or
  * extended+i by aggressive_interpolator, truncated) and P becomes P1 P2,
- * truncated. When the second stage stalls P stays P1, as serially. */
-ks_error ks_amg_dist_aggressive(ks_amg *amg, int l, const ks_matrix *A, ks_dist_prows *P);
+ * truncated. When the second stage stalls P stays P1, as serially; else
+ * keep (may be NULL) takes the second stage's splitting (keep->cf2,
+ * keep->aggressive = 1). */
+ks_error ks_amg_dist_aggressive(ks_amg *amg, int l, const ks_matrix *A, ks_dist_prows *P,
+                                ks_dist_level_keep *keep);
+/* Collective. A re-setup's aggressive interpolation of A's values now,
+ * amg/resetup.c's reinterp_aggressive over ranks: P1 the first stage
+ * (truncated afresh by the caller), A1 = P1^T A P1, its strength anew, the
+ * kept splitting cf2 (A1's rows of this rank) with its coarse ids, P2 by
+ * aggressive_interpolator, truncated; P = P1 P2, untruncated (the caller
+ * projects it onto the kept pattern). */
+ks_error ks_amg_dist_aggressive_values(ks_amg *amg, int l, const ks_matrix *A,
+                                       const ks_dist_prows *P1, const int *cf2, ks_dist_prows *P);
 
 /* -------------------------------------------------- amg_dist_coarse.c */
 /* Collective. The coarsest level's rows gathered on every rank, factored

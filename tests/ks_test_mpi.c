@@ -125,14 +125,17 @@ void ks_test_set_values_of(ks_matrix *M, const ks_csr *A2)
     KS_ALL(ks_matrix_set_values(M, A2->val + A2->rowptr[r0]));
 }
 
+double ks_test_phase_seconds(const ks_hierarchy_info *info, const char *phase)
+{
+    for (int i = 0; i < info->nphases; i++)
+        if (!strcmp(info->phase_names[i], phase))
+            return info->phase_seconds[i];
+    return 0.0;
+}
+
 double ks_test_split_seconds(const ks_hierarchy_info *info)
 {
-    double t = 0.0;
-    for (int i = 0; i < info->nphases; i++)
-        if (!strcmp(info->phase_names[i], "strength") ||
-            !strcmp(info->phase_names[i], "coarsening"))
-            t += info->phase_seconds[i];
-    return t;
+    return ks_test_phase_seconds(info, "strength") + ks_test_phase_seconds(info, "coarsening");
 }
 
 double ks_test_dist_xrel(const ks_matrix *M, const double *x, const double *ref)

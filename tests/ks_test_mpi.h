@@ -81,6 +81,8 @@ void ks_test_dist_xdiff(const ks_matrix *M, const double *x, const double *y, do
 void ks_test_new_values(const ks_csr *A, int perturb, double scale, double shift, ks_csr *A2);
 void ks_test_set_values_of(ks_matrix *M, const ks_csr *A2);
 double ks_test_split_seconds(const ks_hierarchy_info *info);
+/* The seconds of the last (re-)setup's phase named `phase` (0 if none). */
+double ks_test_phase_seconds(const ks_hierarchy_info *info, const char *phase);
 
 /* The whole program: MPI_Init, the globals above, make()'s suite run as
  * described, the ranks' failures combined, after() (may be NULL: extra

@@ -97,6 +97,8 @@ typedef struct amg_case {
 
 /* Another AMG key every case gets while set (a test sets and clears it). */
 static const char *extra_key, *extra_value;
+/* More AMG keys every case gets while set: key, value pairs, NULL ended. */
+static const char *const *extra_pairs;
 
 static ks_config *config_of(const amg_case *c)
 {
@@ -122,6 +124,10 @@ static ks_config *config_of(const amg_case *c)
     if (c->key) {
         snprintf(key, sizeof key, "%s.%s", scope, c->key);
         KS_CHECK(ks_config_set(cfg, key, c->value));
+    }
+    for (int k = 0; extra_pairs && extra_pairs[k]; k += 2) {
+        snprintf(key, sizeof key, "%s.%s", scope, extra_pairs[k]);
+        KS_CHECK(ks_config_set(cfg, key, extra_pairs[k + 1]));
     }
     if (extra_key) {
         snprintf(key, sizeof key, "%s.%s", scope, extra_key);
@@ -344,8 +350,10 @@ static double apply_diff(ks_matrix *Md, ks_vec *xd, ks_vec *yd, ks_matrix *Ms)
 /* The distributed hierarchy's levels against the serial one's: the same
  * number, and on each the global rows (the C points of the level above),
  * the nonzeros of A, P and R, and P, R and the coarse inverse applied to
- * a vector giving the serial products to rounding. */
-static void compare_levels(ks_amg *ser, ks_amg *dis, int kind, const char *what)
+ * a vector giving the serial products to rounding (tol times the float64
+ * bounds: 1, or the float32 rounding of FLOAT hierarchies), the Chebyshev
+ * interval to 1e-10 (estimated in float64 either way). */
+static void compare_levels(ks_amg *ser, ks_amg *dis, int kind, double tol, const char *what)
 {
     ALL(ser->nlevels == dis->nlevels && ser->nlevels >= 3,
         "%s layout %d: %d levels on %d ranks, %d on one process", what, kind, dis->nlevels,
@@ -374,7 +382,7 @@ static void compare_levels(ks_amg *ser, ks_amg *dis, int kind, const char *what)
         const ks_amg_level *Cs = &ser->levels[l + 1];
         const double da = apply_diff(Cd->Am, Cd->x, Cd->r, Cs->Am);
         const double dl = Cs->lmax != 0.0 ? fabs(Cd->lmax - Cs->lmax) / fabs(Cs->lmax) : 0.0;
-        ALL(dp <= 1e-14 && dr <= 1e-14 && da <= 1e-13 && dl <= 1e-10,
+        ALL(dp <= 1e-14 * tol && dr <= 1e-14 * tol && da <= 1e-13 * tol && dl <= 1e-10,
             "%s layout %d level %d: P x differs by %g, R x by %g, level %d's A x by %g, its "
             "lmax by %g",
             what, kind, l, dp, dr, l + 1, da, dl);
@@ -383,7 +391,7 @@ static void compare_levels(ks_amg *ser, ks_amg *dis, int kind, const char *what)
     if (dis->coarse_inv && ser->coarse_inv) {
         const ks_amg_level *Lc = &dis->levels[dis->nlevels - 1];
         const double di = apply_diff(dis->coarse_inv, Lc->x, Lc->b, ser->coarse_inv);
-        ALL(di <= 1e-12, "%s layout %d: the coarse inverse applied differs by %g", what, kind,
+        ALL(di <= 1e-12 * tol, "%s layout %d: the coarse inverse applied differs by %g", what, kind,
             di);
     }
 }
@@ -398,7 +406,7 @@ static void check_levels_of(const ks_csr *A, int kind, const amg_case *c, const 
     KS_ALL(ks_amg_setup(be, &sp->pc.amg, S, &ser));
     ks_matrix *M = dist_of(A, kind);
     KS_ALL(ks_amg_setup_dist(be, &sp->pc.amg, M, &dis));
-    compare_levels(ser, dis, kind, what);
+    compare_levels(ser, dis, kind, 1.0, what);
     ks_amg_destroy(dis);
     ks_amg_destroy(ser);
     ks_matrix_destroy(&M);
@@ -550,15 +558,12 @@ static int float_blocks(const ks_matrix *M)
     return ks_matrix_float_values(d->local) && (!d->ghost || ks_matrix_float_values(d->ghost));
 }
 
-static void check_float_hierarchy(ks_matrix *M, const amg_case *c, const char *what)
+/* The FLOAT hierarchy amg of M (smoother: the configuration's) holds
+ * float32 blocks where the cycle reads, and M is left float64. */
+static int float_hierarchy_ok(const ks_amg *amg, const ks_matrix *M, const char *smoother)
 {
-    ks_config *cfg = config_of(c);
-    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.hierarchy_precision", "FLOAT"));
-    const ks_solver_params *sp = ks_config_solver_params(cfg);
-    ks_amg *amg = NULL;
-    KS_ALL(ks_amg_setup_dist(be, &sp->pc.amg, M, &amg));
     /* Gauss-Seidel sweeps the caller's level 0: no float32 copy of it */
-    const int gs = strstr(c->smoother, "GS") != NULL;
+    const int gs = strstr(smoother, "GS") != NULL;
     int ok = (gs ? !amg->A0f : amg->A0f && amg->A0f != M && float_blocks(amg->A0f)) &&
              amg->nlevels >= 3 && !ks_matrix_float_values(M->dist->local);
     for (int l = 0; ok && l < amg->nlevels; l++) {
@@ -566,7 +571,17 @@ static void check_float_hierarchy(ks_matrix *M, const amg_case *c, const char *w
         ok = (l == 0 || float_blocks(L->Am)) &&
              (l == amg->nlevels - 1 || (float_blocks(L->Pm) && float_blocks(L->Rm)));
     }
-    ok = ok && (!amg->coarse_inv || float_blocks(amg->coarse_inv));
+    return ok && (!amg->coarse_inv || float_blocks(amg->coarse_inv));
+}
+
+static void check_float_hierarchy(ks_matrix *M, const amg_case *c, const char *what)
+{
+    ks_config *cfg = config_of(c);
+    KS_CHECK(ks_config_set(cfg, "solver.preconditioner.hierarchy_precision", "FLOAT"));
+    const ks_solver_params *sp = ks_config_solver_params(cfg);
+    ks_amg *amg = NULL;
+    KS_ALL(ks_amg_setup_dist(be, &sp->pc.amg, M, &amg));
+    const int ok = float_hierarchy_ok(amg, M, c->smoother);
     ALL(ok, "%s: the FLOAT hierarchy (%d levels) has float64 blocks where the cycle reads, or "
         "changed the caller's matrix", what, amg->nlevels);
     ks_amg_destroy(amg);
@@ -812,7 +827,8 @@ END_TEST
 /* What a re-setup did (ks_solver_hierarchy). */
 typedef struct resetup_info {
     int resetup, rebuilt;
-    double split_s;
+    double split_s;   /* strength and coarsening */
+    double coarsen_s; /* coarsening alone */
 } resetup_info;
 
 static void resetup_info_of(const ks_solver *s, resetup_info *r)
@@ -822,7 +838,40 @@ static void resetup_info_of(const ks_solver *s, resetup_info *r)
     r->resetup = info.last_was_resetup;
     r->rebuilt = info.resetup_rebuilt;
     r->split_s = ks_test_split_seconds(&info);
+    r->coarsen_s = ks_test_phase_seconds(&info, "coarsening");
 }
+
+/* The value of key for c (with the extra keys set now), or NULL. */
+static const char *case_value(const amg_case *c, const char *key)
+{
+    for (int k = 0; extra_pairs && extra_pairs[k]; k += 2)
+        if (!strcmp(extra_pairs[k], key))
+            return extra_pairs[k + 1];
+    if (extra_key && !strcmp(extra_key, key))
+        return extra_value;
+    return c->key && !strcmp(c->key, key) ? c->value : NULL;
+}
+
+/* A values-only re-setup spent nothing on coarsening, and nothing on
+ * strength but where the serial rule computes one anew (an aggressive
+ * level's second stage, on the new A1). */
+static int values_only(const amg_case *c, const resetup_info *r)
+{
+    const char *ag = case_value(c, "aggressive_levels");
+    return r->resetup && !r->rebuilt && r->coarsen_s == 0.0 &&
+           (ag && strcmp(ag, "0") ? 1 : r->split_s == 0.0);
+}
+
+/* The configuration examples/configs/pcg_amg_gpu.json recommends on GPUs
+ * (aggressive coarsening on level 0 with a D1 second stage, D2, CHEBYSHEV
+ * of degree 2, float32 levels below level 0), with the tests' small
+ * coarsest level: gpu_like with extra_pairs = gpu_pairs. */
+static const amg_case gpu_like = {"PCG", "CHEBYSHEV", "D2", "V", "aggressive_levels", "1"};
+static const char *const gpu_pairs[] = {"aggressive_interpolator", "D1", "hierarchy_precision",
+                                        "FLOAT", "smoother.chebyshev_degree", "2", NULL};
+static const char *const d1_pairs[] = {"aggressive_interpolator", "D1", NULL};
+static const char *const untruncated_pairs[] = {"aggressive_interpolator", "D1",
+                                                "interp_max_elements", "0", NULL};
 
 /* Setup on M, A2's values set on it, re-setup, solve. */
 static void resetup_solve(ks_matrix *M, const ks_csr *A2, const amg_case *c, solve_out *o,
@@ -840,50 +889,58 @@ static void resetup_solve(ks_matrix *M, const ks_csr *A2, const amg_case *c, sol
     ks_config_destroy(&cfg);
 }
 
-/* New values on the distributed matrix of A (layout kind), a re-setup and
- * a solve: values only (no strength or coarsening time), the iterations
- * and x of the one-process re-setup, and iterations within one of a fresh
- * setup on the new values (which may truncate P to other entries). */
-static void resetup_new_values(const ks_csr *A, int kind, const amg_case *c, int vs_serial)
+/* A2's values on the distributed matrix of A (layout kind), a re-setup
+ * and a solve: values only, the iterations and x of the one-process
+ * re-setup, and iterations within one of a fresh setup on the new values
+ * (which may truncate P to other entries). */
+static void resetup_to(const ks_csr *A, const ks_csr *A2, int kind, const amg_case *c,
+                       int vs_serial, const char *what)
 {
-    ks_csr A2;
-    ks_test_new_values(A, 1, 1.0, 0.3, &A2);
     solve_out ser = {0}, dis, fresh;
-    resetup_info rs = {1, 0, 0.0}, rd;
+    resetup_info rs = {1, 0, 0.0, 0.0}, rd;
     ks_matrix *S = NULL;
     if (vs_serial) {
         KS_ALL(ks_matrix_create(be, A, "auto", NULL, &S));
-        resetup_solve(S, &A2, c, &ser, &rs);
+        resetup_solve(S, A2, c, &ser, &rs);
     }
-    ks_matrix *M = dist_of(A, kind), *F = dist_of(&A2, kind);
-    resetup_solve(M, &A2, c, &dis, &rd);
+    ks_matrix *M = dist_of(A, kind), *F = dist_of(A2, kind);
+    resetup_solve(M, A2, c, &dis, &rd);
     solve(F, c, &fresh);
-    ALL(rd.resetup && !rd.rebuilt && rd.split_s == 0.0 && rs.resetup && !rs.rebuilt,
-        "%s layout %d: the re-setup rebuilt (%d; one process %d) or split (%g s)", c->interp,
-        kind, rd.rebuilt, rs.rebuilt, rd.split_s);
+    ALL(values_only(c, &rd) && rs.resetup && !rs.rebuilt,
+        "%s %s layout %d: the re-setup rebuilt (%d; one process %d) or split (%g s, "
+        "coarsening %g s)", what, c->interp, kind, rd.rebuilt, rs.rebuilt, rd.split_s,
+        rd.coarsen_s);
     ALL(dis.status == KS_SOLVE_CONVERGED && dis.true_rel < 1e-9 &&
             abs(dis.iterations - fresh.iterations) <= 1,
-        "%s layout %d: re-setup on new values: %d iterations (%s, true residual %g), a fresh "
-        "setup %d",
-        c->interp, kind, dis.iterations, ks_solve_status_name(dis.status), dis.true_rel,
+        "%s %s layout %d: re-setup on new values: %d iterations (%s, true residual %g), a "
+        "fresh setup %d",
+        what, c->interp, kind, dis.iterations, ks_solve_status_name(dis.status), dis.true_rel,
         fresh.iterations);
     if (vs_serial) {
         double v[2];
         ks_test_dist_xerr(M, dis.x, ser.x, v);
         ALL(abs(dis.iterations - ser.iterations) <= iter_slack && v[0] <= 1e-7 * v[1],
-            "%s layout %d: re-setup: %d iterations on %d ranks, %d on one process; x differs "
-            "by %g (max %g)",
-            c->interp, kind, dis.iterations, nranks, ser.iterations, v[0], v[1]);
+            "%s %s layout %d: re-setup: %d iterations on %d ranks, %d on one process; x "
+            "differs by %g (max %g)",
+            what, c->interp, kind, dis.iterations, nranks, ser.iterations, v[0], v[1]);
     }
     if (rank == 0 && getenv("KS_TEST_VERBOSE"))
-        printf("re-setup %s layout %d: %d iterations on %d ranks, one process %d, fresh %d\n",
-               c->interp, kind, dis.iterations, nranks, ser.iterations, fresh.iterations);
+        printf("re-setup %s %s layout %d: %d iterations on %d ranks, one process %d, fresh %d\n",
+               what, c->interp, kind, dis.iterations, nranks, ser.iterations, fresh.iterations);
     free(ser.x);
     free(dis.x);
     free(fresh.x);
     ks_matrix_destroy(&F);
     ks_matrix_destroy(&M);
     ks_matrix_destroy(&S);
+}
+
+/* New values D A D + 0.3 I (resetup_to). */
+static void resetup_new_values(const ks_csr *A, int kind, const amg_case *c, int vs_serial)
+{
+    ks_csr A2;
+    ks_test_new_values(A, 1, 1.0, 0.3, &A2);
+    resetup_to(A, &A2, kind, c, vs_serial, "D A D + 0.3 I");
     ks_csr_free(&A2);
 }
 
@@ -904,16 +961,52 @@ START_TEST(test_amg_resetup_new_values)
 }
 END_TEST
 
+/* The values-only re-setups of aggressive coarsening, float32 hierarchies
+ * and smoothed aggregation, solved: the pcg_amg_gpu.json-like
+ * configuration on both layouts for A + 0.05 I and 4 A, aggressive alone
+ * with a D2 second stage and JACOBI_L1, FLOAT alone with D A D + 0.3 I:
+ * against the one-process re-setup (PMIS: the same hierarchy) and a fresh
+ * setup; aggregation (uncoupled aggregates: the one-process hierarchy on
+ * one rank only) against a fresh setup. */
+START_TEST(test_amg_resetup_other_configs)
+{
+    ks_csr A, As, A4;
+    generate(KS_GEN_POISSON3D_7, 12, &A);
+    ks_test_new_values(&A, 0, 1.0, 0.05, &As);
+    ks_test_new_values(&A, 0, 4.0, 0.0, &A4);
+    extra_pairs = gpu_pairs;
+    for (int kind = 0; kind < 2; kind++) {
+        resetup_to(&A, &As, kind, &gpu_like, 1, "gpu-like, A + 0.05 I");
+        resetup_to(&A, &A4, kind, &gpu_like, 1, "gpu-like, 4 A");
+    }
+    extra_pairs = NULL;
+    amg_case ag = {"PCG", "JACOBI_L1", "D2", "V", "aggressive_levels", "1"};
+    resetup_to(&A, &As, 1, &ag, 1, "aggressive, A + 0.05 I");
+    amg_case fl = {"PCG", "CHEBYSHEV", "D1", "W", "hierarchy_precision", "FLOAT"};
+    resetup_new_values(&A, 0, &fl, 1);
+    amg_case sa = {"PCG", "CHEBYSHEV", "D2", "V", "algorithm", "AGGREGATION"};
+    for (int kind = 0; kind < 2; kind++)
+        resetup_new_values(&A, kind, &sa, nranks == 1);
+    resetup_to(&A, &As, 1, &sa, nranks == 1, "aggregation, A + 0.05 I");
+    ks_csr_free(&A);
+    ks_csr_free(&As);
+    ks_csr_free(&A4);
+}
+END_TEST
+
 /* The hierarchy of a distributed re-setup level by level against the
  * one-process re-setup's (the same splitting, P pattern, projected values,
- * coarse operators, coarse inverse and Chebyshev interval), or, for
- * A2 = 4 A, against a fresh one-process setup of A2 (scaling changes no
- * choice and, by a power of two, no bit). */
-static void check_resetup_levels(const ks_csr *A, const ks_csr *A2, int kind, const char *interp,
-                                 int fresh, const char *what)
+ * coarse operators, coarse inverse and Chebyshev interval; tol as
+ * compare_levels), or, for A2 = 4 A, against a fresh one-process setup of
+ * A2 (scaling changes no choice and, by a power of two, no bit).
+ * fall_back 1: the new values do not fit the kept patterns: both
+ * re-setups rebuild (then both are fresh setups of A2); -1: the
+ * distributed re-setup rebuilds when the serial one does; 0: neither. */
+static void check_resetup_levels_of(const ks_csr *A, const ks_csr *A2, int kind,
+                                    const amg_case *c, int fresh, int fall_back, double tol,
+                                    const char *what)
 {
-    amg_case c = {"PCG", "CHEBYSHEV", interp, "V", NULL, NULL};
-    ks_config *cfg = config_of(&c);
+    ks_config *cfg = config_of(c);
     const ks_amg_params *prm = &ks_config_solver_params(cfg)->pc.amg;
     ks_matrix *S = NULL;
     ks_amg *ser = NULL, *dis = NULL;
@@ -934,19 +1027,44 @@ static void check_resetup_levels(const ks_csr *A, const ks_csr *A2, int kind, co
     ks_test_new_values(A, 0, 0.5, 0.1, &A3);
     ks_test_set_values_of(M, &A3);
     KS_ALL(ks_amg_resetup_dist(dis, M));
+    ALL(!dis->resetup_fell_back, "%s layout %d: the first re-setup (A / 2 + 0.1 I) rebuilt",
+        what, kind);
     ks_test_set_values_of(M, A2);
     KS_ALL(ks_amg_resetup_dist(dis, M));
     ks_csr_free(&A3);
-    ALL(dis->last_was_resetup && !dis->resetup_fell_back && dis->resetup_count == 2 &&
-            (fresh || !ser->resetup_fell_back),
-        "%s layout %d: the re-setup rebuilt (%d ranks: %d, one process: %d)", what, kind,
-        nranks, dis->resetup_fell_back, ser->resetup_fell_back);
-    compare_levels(ser, dis, kind, what);
+    if (rank == 0 && getenv("KS_TEST_VERBOSE"))
+        printf("%s layout %d: rebuilt %d, one process %d\n", what, kind, dis->resetup_fell_back,
+               ser->resetup_fell_back);
+    if (fall_back < 0)
+        ALL(dis->last_was_resetup && dis->resetup_fell_back == ser->resetup_fell_back,
+            "%s layout %d: the re-setup rebuilt %d on %d ranks, %d on one process", what, kind,
+            dis->resetup_fell_back, nranks, ser->resetup_fell_back);
+    else if (fall_back)
+        ALL(dis->last_was_resetup && dis->resetup_fell_back && ser->resetup_fell_back,
+            "%s layout %d: the re-setup kept a pattern that cannot hold the new values (%d "
+            "ranks: rebuilt %d, one process: %d)",
+            what, kind, nranks, dis->resetup_fell_back, ser->resetup_fell_back);
+    else
+        ALL(dis->last_was_resetup && !dis->resetup_fell_back && dis->resetup_count == 2 &&
+                (fresh || !ser->resetup_fell_back),
+            "%s layout %d: the re-setup rebuilt (%d ranks: %d, one process: %d)", what, kind,
+            nranks, dis->resetup_fell_back, ser->resetup_fell_back);
+    compare_levels(ser, dis, kind, tol, what);
+    if (prm->hierarchy_precision == KS_AMG_FLOAT)
+        ALL(float_hierarchy_ok(dis, M, c->smoother), "%s layout %d: the re-setup left float64 "
+            "blocks where the FLOAT cycle reads", what, kind);
     ks_amg_destroy(dis);
     ks_amg_destroy(ser);
     ks_matrix_destroy(&M);
     ks_matrix_destroy(&S);
     ks_config_destroy(&cfg);
+}
+
+static void check_resetup_levels(const ks_csr *A, const ks_csr *A2, int kind, const char *interp,
+                                 int fresh, const char *what)
+{
+    amg_case c = {"PCG", "CHEBYSHEV", interp, "V", NULL, NULL};
+    check_resetup_levels_of(A, A2, kind, &c, fresh, 0, 1.0, what);
 }
 
 START_TEST(test_resetup_matches_serial)
@@ -976,9 +1094,199 @@ START_TEST(test_resetup_matches_serial)
 }
 END_TEST
 
-/* A re-setup on unchanged values gives the setup's solve back; another
- * matrix (another pattern) and configurations without a values-only path
- * (aggressive coarsening, float32 hierarchy) rebuild, as a fresh setup. */
+/* The float32 operators of a FLOAT hierarchy against the serial FLOAT
+ * hierarchy's: each side rounds the same float64 values to float32, but
+ * their products may add in another order or precision. */
+#define FLOAT_TOL 1e8
+
+/* A configuration of test_resetup_aggressive_float_matches_serial. */
+typedef struct rcase {
+    const char *name;
+    amg_case c;
+    const char *const *pairs; /* extra_pairs while it runs */
+    double tol;               /* compare_levels' */
+} rcase;
+
+static void check_rcase(const rcase *r, const ks_csr *A, const ks_csr *A2, int kind, int fresh,
+                        int fall_back, const char *values)
+{
+    char what[160];
+    snprintf(what, sizeof what, "re-setup %s, %s", r->name, values);
+    extra_pairs = r->pairs;
+    check_resetup_levels_of(A, A2, kind, &r->c, fresh, fall_back, r->tol, what);
+    extra_pairs = NULL;
+}
+
+/* test_resetup_matches_serial for aggressive coarsening (D1 and D2 second
+ * stages, one and two levels), FLOAT hierarchies and the
+ * pcg_amg_gpu.json-like configuration: A + 0.05 I and 4 A (against the
+ * fresh setup) values only, both layouts, coarse levels agglomerated;
+ * D A D + 0.3 I as the serial re-setup does it (with a D1 second stage
+ * both rebuild: rows of P1 P2 keep no weight on the kept pattern). And
+ * aggressive coarsening without truncation: values only for A + 0.05 I,
+ * but where the second stage's strength of the new A1 (x couplings
+ * weakened to 0.3) links other points, P1 P2 has entries outside the kept
+ * P: both re-setups rebuild. */
+START_TEST(test_resetup_aggressive_float_matches_serial)
+{
+    ks_csr A, A2, As, A4, Ax;
+    generate(KS_GEN_POISSON3D_7, 14, &A);
+    ks_test_new_values(&A, 1, 1.0, 0.3, &A2);
+    ks_test_new_values(&A, 0, 1.0, 0.05, &As);
+    ks_test_new_values(&A, 0, 4.0, 0.0, &A4);
+    const rcase rc[] = {
+        {"aggressive 1, D1", {"PCG", "CHEBYSHEV", "D2", "V", "aggressive_levels", "1"}, d1_pairs,
+         1.0},
+        {"aggressive 2, D2", {"PCG", "JACOBI_L1", "D1", "V", "aggressive_levels", "2"}, NULL,
+         1.0},
+        {"FLOAT", {"PCG", "CHEBYSHEV", "D2", "V", "hierarchy_precision", "FLOAT"}, NULL,
+         FLOAT_TOL},
+        {"gpu-like", gpu_like, gpu_pairs, FLOAT_TOL},
+    };
+    for (size_t k = 0; k < sizeof rc / sizeof rc[0]; k++) {
+        for (int kind = 0; kind < 2; kind++)
+            check_rcase(&rc[k], &A, &As, kind, 0, 0, "A + 0.05 I");
+        check_rcase(&rc[k], &A, &A4, 1, 1, 0, "4 A");
+        check_rcase(&rc[k], &A, &A2, 0, 0, -1, "D A D + 0.3 I");
+    }
+    const int keep = ks_amg_dist_agglomerate_rows;
+    ks_amg_dist_agglomerate_rows = 1 << 30;
+    check_rcase(&rc[3], &A, &As, 0, 0, 0, "A + 0.05 I, agglomerated");
+    ks_amg_dist_agglomerate_rows = keep;
+    /* no truncation: a pattern that cannot hold the new operator */
+    KS_CHECK(ks_csr_copy(&A, &Ax));
+    for (ks_int i = 0; i < Ax.nrows; i++)
+        for (ks_int q = Ax.rowptr[i]; q < Ax.rowptr[i + 1]; q++)
+            if (Ax.colind[q] == i - 1 || Ax.colind[q] == i + 1)
+                Ax.val[q] *= 0.3;
+    const rcase nt = {"aggressive untruncated",
+                      {"PCG", "CHEBYSHEV", "D2", "V", "aggressive_levels", "1"},
+                      untruncated_pairs, 1.0};
+    check_rcase(&nt, &A, &As, 1, 0, 0, "A + 0.05 I");
+    check_rcase(&nt, &A, &Ax, 1, 0, 1, "x couplings x 0.3");
+    ks_csr_free(&Ax);
+    ks_csr_free(&A);
+    ks_csr_free(&A2);
+    ks_csr_free(&As);
+    ks_csr_free(&A4);
+}
+END_TEST
+
+/* The local and ghost blocks of X and Y: the same patterns, ghost
+ * columns and value bits (this rank's). */
+static int same_blocks(const ks_matrix *X, const ks_matrix *Y)
+{
+    const ks_matrix *bx[2] = {X->dist->local, X->dist->ghost};
+    const ks_matrix *by[2] = {Y->dist->local, Y->dist->ghost};
+    for (int k = 0; k < 2; k++) {
+        if (!bx[k] != !by[k])
+            return 0;
+        if (!bx[k])
+            continue;
+        const ks_csr *u = ks_matrix_host_csr(bx[k]), *v = ks_matrix_host_csr(by[k]);
+        if (!u || !v || u->nrows != v->nrows || u->nnz != v->nnz ||
+            memcmp(u->rowptr, v->rowptr, ((size_t)u->nrows + 1) * sizeof *u->rowptr) ||
+            memcmp(u->colind, v->colind, (size_t)u->nnz * sizeof *u->colind) ||
+            memcmp(u->val, v->val, (size_t)u->nnz * sizeof *u->val))
+            return 0;
+    }
+    const ks_dist_impl *dx = (const ks_dist_impl *)X->dist, *dy = (const ks_dist_impl *)Y->dist;
+    return dx->nghost == dy->nghost &&
+           !memcmp(dx->ghost_gid, dy->ghost_gid, (size_t)dx->nghost * sizeof *dx->ghost_gid);
+}
+
+/* Smoothed aggregation over ranks: the re-setup of A's hierarchy with
+ * A2's values against a fresh setup of A2 whose aggregates are the kept
+ * ones (checked: the kept tentative prolongators equal): the same P, R
+ * and coarse operators bit for bit, and the same Chebyshev intervals. */
+static void aggregation_vs_fresh(const ks_csr *A, const ks_csr *A2, int kind, const char *what)
+{
+    amg_case sa = {"PCG", "CHEBYSHEV", "D2", "V", "algorithm", "AGGREGATION"};
+    ks_config *cfg = config_of(&sa);
+    const ks_amg_params *prm = &ks_config_solver_params(cfg)->pc.amg;
+    ks_matrix *M = dist_of(A, kind), *F = dist_of(A2, kind);
+    ks_amg *dis = NULL, *fr = NULL;
+    KS_ALL(ks_amg_setup_dist(be, prm, M, &dis));
+    ks_test_set_values_of(M, A2);
+    KS_ALL(ks_amg_resetup_dist(dis, M));
+    KS_ALL(ks_amg_setup_dist(be, prm, F, &fr));
+    int aggs = dis->nlevels == fr->nlevels && dis->nlevels >= 3;
+    for (int l = 0; aggs && l < dis->nlevels - 1; l++) {
+        const ks_dist_prows *p = &ks_amg_dist_keep_level(dis, l)->P0;
+        const ks_dist_prows *q = &ks_amg_dist_keep_level(fr, l)->P0;
+        aggs = p->nloc == q->nloc && p->nc_global == q->nc_global &&
+               !memcmp(p->rowptr, q->rowptr, ((size_t)p->nloc + 1) * sizeof *p->rowptr) &&
+               !memcmp(p->col, q->col, (size_t)p->rowptr[p->nloc] * sizeof *p->col);
+    }
+    ALL(!dis->resetup_fell_back && aggs,
+        "%s layout %d: the re-setup rebuilt (%d), or the fresh setup's aggregates are not the "
+        "kept ones (%d levels, fresh %d)",
+        what, kind, dis->resetup_fell_back, dis->nlevels, fr->nlevels);
+    for (int l = 0; aggs && l < dis->nlevels; l++) {
+        const ks_amg_level *Ld = &dis->levels[l], *Lf = &fr->levels[l];
+        const int last = l == dis->nlevels - 1;
+        const int same = (l == 0 || same_blocks(Ld->Am, Lf->Am)) &&
+                         (last || (same_blocks(Ld->Pm, Lf->Pm) && same_blocks(Ld->Rm, Lf->Rm))) &&
+                         Ld->lmax == Lf->lmax && Ld->lmin == Lf->lmin;
+        ALL(same, "%s layout %d level %d: the re-setup's A, P, R or Chebyshev interval differ "
+            "from the fresh setup's", what, kind, l);
+    }
+    ks_amg_destroy(fr);
+    ks_amg_destroy(dis);
+    ks_matrix_destroy(&F);
+    ks_matrix_destroy(&M);
+    ks_config_destroy(&cfg);
+}
+
+/* Smoothed aggregation's re-setup over ranks (uncoupled aggregates, so the
+ * one-process hierarchy on one rank only): on one rank level by level the
+ * one-process re-setup's; on any, against the fresh distributed setup of
+ * the new values where its aggregates are the kept ones (A + 0.05 I, and
+ * 4 A, which changes no aggregate, no rho(D^-1 A) and, by a power of two,
+ * no bit), level by level and for 4 A the solve bit for bit, values only. */
+START_TEST(test_resetup_aggregation)
+{
+    ks_csr A, A2, As, A4;
+    generate(KS_GEN_POISSON3D_7, 14, &A);
+    ks_test_new_values(&A, 1, 1.0, 0.3, &A2);
+    ks_test_new_values(&A, 0, 1.0, 0.05, &As);
+    ks_test_new_values(&A, 0, 4.0, 0.0, &A4);
+    amg_case sa = {"PCG", "CHEBYSHEV", "D2", "V", "algorithm", "AGGREGATION"};
+    if (nranks == 1) {
+        check_resetup_levels_of(&A, &A2, 0, &sa, 0, 0, 1.0, "re-setup aggregation");
+        check_resetup_levels_of(&A, &A4, 0, &sa, 1, 0, 1.0, "re-setup aggregation, 4 A");
+    }
+    for (int kind = 0; kind < 2; kind++) {
+        aggregation_vs_fresh(&A, &As, kind, "re-setup aggregation, A + 0.05 I");
+        aggregation_vs_fresh(&A, &A4, kind, "re-setup aggregation, 4 A");
+        ks_matrix *M = dist_of(&A, kind), *F = dist_of(&A4, kind);
+        solve_out dis, fresh;
+        resetup_info rd;
+        resetup_solve(M, &A4, &sa, &dis, &rd);
+        solve(F, &sa, &fresh);
+        int same = dis.iterations == fresh.iterations;
+        for (ks_int i = 0; same && i < ks_matrix_rows(M); i++)
+            same = !memcmp(&dis.x[i], &fresh.x[i], sizeof(double));
+        ALL(values_only(&sa, &rd) && same && dis.status == KS_SOLVE_CONVERGED,
+            "aggregation, 4 A, layout %d: rebuilt %d (strength and coarsening %g s), %d "
+            "iterations (%s), a fresh setup %d, the same x %d",
+            kind, rd.rebuilt, rd.split_s, dis.iterations, ks_solve_status_name(dis.status),
+            fresh.iterations, same);
+        free(dis.x);
+        free(fresh.x);
+        ks_matrix_destroy(&F);
+        ks_matrix_destroy(&M);
+    }
+    ks_csr_free(&A);
+    ks_csr_free(&A2);
+    ks_csr_free(&As);
+    ks_csr_free(&A4);
+}
+END_TEST
+
+/* A re-setup on unchanged values gives the setup's solve back, also for
+ * aggressive coarsening, float32 hierarchies and aggregation, values only;
+ * another matrix (another pattern) rebuilds, as a fresh setup. */
 START_TEST(test_amg_resetup)
 {
     ks_csr A, B;
@@ -1031,16 +1339,23 @@ START_TEST(test_amg_resetup)
     free(fresh.x);
     ks_solver_destroy(&s);
     ks_config_destroy(&cfg);
-    const char *keys[][2] = {{"aggressive_levels", "1"}, {"hierarchy_precision", "FLOAT"}};
-    for (int k = 0; k < 2; k++) {
+    const char *keys[][2] = {
+        {"aggressive_levels", "1"}, {"hierarchy_precision", "FLOAT"}, {"algorithm", "AGGREGATION"}};
+    for (int k = 0; k < 3; k++) {
         amg_case d = {"PCG", "CHEBYSHEV", "D2", "V", keys[k][0], keys[k][1]};
         resetup_info rk;
-        solve_out ok;
+        solve_out ok, of;
         resetup_solve(M, &A, &d, &ok, &rk);
-        ALL(rk.resetup && rk.rebuilt && ok.status == KS_SOLVE_CONVERGED,
-            "%s %s: re-setup rebuilt %d (%s)", keys[k][0], keys[k][1], rk.rebuilt,
-            ks_solve_status_name(ok.status));
+        solve(M, &d, &of);
+        ks_test_dist_xdiff(M, ok.x, of.x, v);
+        ALL(values_only(&d, &rk) && ok.status == KS_SOLVE_CONVERGED &&
+                ok.iterations == of.iterations && v[0] <= 1e-12 * v[1],
+            "%s %s: re-setup on the same values rebuilt %d (%s), %d iterations, the setup %d; "
+            "x differs by %g (max %g)",
+            keys[k][0], keys[k][1], rk.rebuilt, ks_solve_status_name(ok.status), ok.iterations,
+            of.iterations, v[0], v[1]);
         free(ok.x);
+        free(of.x);
     }
     ks_matrix_destroy(&N);
     ks_matrix_destroy(&M);
@@ -1126,23 +1441,37 @@ START_TEST(test_resetup_zero_diagonal)
 }
 END_TEST
 
+/* A failed test may leave the per-test settings set (Check runs without
+ * fork): each test starts from the defaults. */
+static void reset_settings(void)
+{
+    extra_key = extra_value = NULL;
+    extra_pairs = NULL;
+    iter_slack = 2;
+}
+
 static Suite *amg_solve_suite(void)
 {
     Suite *s = suite_create("mpi_amg_solve");
     TCase *t = tcase_create("hierarchy");
+    tcase_add_checked_fixture(t, reset_settings, NULL);
     tcase_add_test(t, test_hierarchy_matches_serial);
     tcase_add_test(t, test_spectral_estimate);
     tcase_add_test(t, test_symmetry);
     tcase_add_test(t, test_agglomeration);
     tcase_add_test(t, test_resetup_matches_serial);
+    tcase_add_test(t, test_resetup_aggressive_float_matches_serial);
+    tcase_add_test(t, test_resetup_aggregation);
     suite_add_tcase(s, t);
     t = tcase_create("solve");
+    tcase_add_checked_fixture(t, reset_settings, NULL);
     tcase_add_test(t, test_pcg_amg_poisson);
     tcase_add_test(t, test_amg_other_problems);
     tcase_add_test(t, test_amg_standalone);
     tcase_add_test(t, test_amg_smoothed_coarsest);
     tcase_add_test(t, test_amg_resetup);
     tcase_add_test(t, test_amg_resetup_new_values);
+    tcase_add_test(t, test_amg_resetup_other_configs);
     tcase_add_test(t, test_amg_hmis);
     tcase_add_test(t, test_amg_aggressive);
     tcase_add_test(t, test_amg_aggressive_hmis);
@@ -1156,6 +1485,7 @@ static Suite *amg_solve_suite(void)
                         "matrix");
     suite_add_tcase(s, t);
     t = tcase_create("errors");
+    tcase_add_checked_fixture(t, reset_settings, NULL);
     tcase_add_test(t, test_zero_diagonal);
     tcase_add_test(t, test_resetup_zero_diagonal);
     suite_add_tcase(s, t);

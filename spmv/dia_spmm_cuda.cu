@@ -283,6 +283,45 @@ __global__ void __launch_bounds__(B, 1024 / B)
     }
 }
 
+/* One chunk of row i's sum for the hoisted kernels: diagonals d0 ..
+ * d0 + kUnroll - 1 (those below ndiag), off[u] the offset of diagonal
+ * d0 + u, `once` their read-once bits; the loads first, then the sums in
+ * the diagonals' order, as the tile kernel sums them. */
+template <typename V, int C, typename Op>
+__device__ __forceinline__ void chunk_sum(long long i, ks_int nrows, ks_int ncols, ks_int d0,
+                                          ks_int ndiag, const ks_int *off, unsigned once,
+                                          const V *__restrict__ val,
+                                          const double *__restrict__ Xj, int kk, const Op &op,
+                                          double *sum)
+{
+    V a[kUnroll];
+    double x[kUnroll][C];
+    unsigned use = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+        const ks_int d = d0 + u;
+        if (d >= ndiag)
+            break;
+        const long long c = i + off[u];
+        a[u] = __ldcs(val + (long long)d * nrows + i);
+        if (c >= 0 && c < ncols) {
+            use |= 1u << u;
+            const double *p = Xj + c * kk;
+            if (once >> u & 1u)
+                load_cols<C, true>(p, x[u]);
+            else
+                load_cols<C, false>(p, x[u]);
+            op.template scale<C>(c, x[u]);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++)
+        if (use >> u & 1u)
+#pragma unroll
+            for (int q = 0; q < C; q++)
+                sum[q] += (double)a[u] * x[u][q];
+}
+
 /* The tile kernel's walk when every diagonal fits one chunk (ndiag <=
  * kUnroll: 5- and 7-point stencils). The offsets and which diagonals are
  * read once are the same for every row, so they are read and derived
@@ -316,35 +355,11 @@ __global__ void __launch_bounds__(B, 1024 / B)
     const long long t0 = (long long)blockIdx.x * tile;
     const long long end = t0 + tile < nrows ? t0 + tile : nrows;
     for (long long i = t0 + r; i < end; i += rows) {
-        V a[kUnroll];
-        double x[kUnroll][C];
-        unsigned use = 0;
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++) {
-            if (u >= ndiag)
-                break;
-            const long long c = i + off[u];
-            a[u] = __ldcs(val + (long long)u * nrows + i);
-            if (c >= 0 && c < ncols) {
-                use |= 1u << u;
-                const double *p = X + c * kk + j;
-                if (once >> u & 1u)
-                    load_cols<C, true>(p, x[u]);
-                else
-                    load_cols<C, false>(p, x[u]);
-                op.template scale<C>(c, x[u]);
-            }
-        }
         double sum[C];
 #pragma unroll
         for (int q = 0; q < C; q++)
             sum[q] = 0.0;
-#pragma unroll
-        for (int u = 0; u < kUnroll; u++)
-            if (use >> u & 1u)
-#pragma unroll
-                for (int q = 0; q < C; q++)
-                    sum[q] += (double)a[u] * x[u][q];
+        chunk_sum<V, C>(i, nrows, ncols, 0, ndiag, off, once, val, X + j, kk, op, sum);
         op.template finish<C>(i * kk + j, i, sum);
     }
 }
@@ -391,35 +406,9 @@ __global__ void __launch_bounds__(B, 1024 / B)
 #pragma unroll
         for (int q = 0; q < C; q++)
             sum[q] = 0.0;
-        for (ks_int d0 = 0; d0 < ndiag; d0 += kUnroll) {
-            const unsigned once = s_once[d0 / kUnroll];
-            V a[kUnroll];
-            double x[kUnroll][C];
-            unsigned use = 0;
-#pragma unroll
-            for (int u = 0; u < kUnroll; u++) {
-                const ks_int d = d0 + u;
-                if (d >= ndiag)
-                    break;
-                const long long c = i + s_off[d];
-                a[u] = __ldcs(val + (long long)d * nrows + i);
-                if (c >= 0 && c < ncols) {
-                    use |= 1u << u;
-                    const double *p = X + c * kk + j;
-                    if (once >> u & 1u)
-                        load_cols<C, true>(p, x[u]);
-                    else
-                        load_cols<C, false>(p, x[u]);
-                    op.template scale<C>(c, x[u]);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < kUnroll; u++)
-                if (use >> u & 1u)
-#pragma unroll
-                    for (int q = 0; q < C; q++)
-                        sum[q] += (double)a[u] * x[u][q];
-        }
+        for (ks_int d0 = 0; d0 < ndiag; d0 += kUnroll)
+            chunk_sum<V, C>(i, nrows, ncols, d0, ndiag, s_off + d0, s_once[d0 / kUnroll], val,
+                            X + j, kk, op, sum);
         op.template finish<C>(i * kk + j, i, sum);
     }
 }

@@ -576,57 +576,19 @@ typedef struct pipe_case {
     int fewer_ok;                   /* the pipelined method may take fewer */
 } pipe_case;
 
-/* watt_2's trouble in small (a reservoir model: most rows are flow
- * equations scaled by 1e-7, a few are a well's unit-scale constraints
- * x_k - x_w = 0): the 5-point Laplacian on n x n, every row times `scale`,
- * except the nodes of the middle column (rows 1 .. n-2 but the first),
- * whose rows tie them to that first well node. AMG's V-cycle then
+/* watt_2's trouble in small (ks_test_well_poisson): AMG's V-cycle
  * amplifies some components by about 0.2 / scale (||A M^-1|| >= 2e6 at
  * 1e-7), and pipelined BiCGStab's recurrences of (A M^-1)^2 and ^3 lose
  * accuracy: on 32^2 at 1e-7 (nu = 2e7) it diverged, at 1e-3 (nu = 1.9e3)
  * it took 8 iterations against PBICGSTAB's 6 (b of prob_make). */
-static void well_poisson_scaled(int n, double scale, ks_csr *A)
-{
-    int64_t cap = (int64_t)n * n * 5;
-    ks_int *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
-    double *v = malloc((size_t)cap * sizeof *v);
-    ck_assert(r && c && v);
-    int64_t k = 0;
-    ks_int w0 = (ks_int)n + n / 2;
-#define ENT(i, j, x) (r[k] = (i), c[k] = (j), v[k++] = (x))
-    for (int y = 0; y < n; y++)
-        for (int xx = 0; xx < n; xx++) {
-            ks_int i = (ks_int)y * n + xx;
-            if (xx == n / 2 && y >= 1 && y <= n - 2 && i != w0) {
-                ENT(i, i, 1.0);
-                ENT(i, w0, -1.0);
-                continue;
-            }
-            ENT(i, i, 4.0 * scale);
-            if (xx > 0)
-                ENT(i, i - 1, -scale);
-            if (xx < n - 1)
-                ENT(i, i + 1, -scale);
-            if (y > 0)
-                ENT(i, i - n, -scale);
-            if (y < n - 1)
-                ENT(i, i + n, -scale);
-        }
-#undef ENT
-    csr_coo((ks_int)n * n, k, r, c, v, A);
-    free(r);
-    free(c);
-    free(v);
-}
-
 static void well_poisson(int n, ks_csr *A)
 {
-    well_poisson_scaled(n, 1e-7, A);
+    ks_test_well_poisson(n, 1e-7, A);
 }
 
 static void well_poisson_mild(int n, ks_csr *A)
 {
-    well_poisson_scaled(n, 1e-3, A);
+    ks_test_well_poisson(n, 1e-3, A);
 }
 
 static const char *case_name(const pipe_case *c)

@@ -32,7 +32,7 @@
  *
  * Where A M^-1 is large, no replacement helps: z and t hold B^2 times the
  * residual's scale and v B^3, so one iteration's rounding, relative to the
- * residual, is about eps nu^2 with nu = ||B||, and the residual and w drift
+ * residual, is about eps nu^2 to eps nu^3 with nu = ||B||, and r and w drift
  * off by more than the tolerance within an iteration or two (watt_2 + AMG:
  * nu = 1.5e9; replacing every recurrence every iteration still took 471
  * iterations against PBICGSTAB's 22). (t,t)/(w,w) and (v,v)/(z,z) in the

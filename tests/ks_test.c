@@ -135,3 +135,38 @@ void ks_test_set_threads(int t)
     (void)t;
 #endif
 }
+
+void ks_test_well_poisson(int n, double scale, ks_csr *A)
+{
+    int64_t cap = (int64_t)n * n * 5;
+    ks_int *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+    double *v = malloc((size_t)cap * sizeof *v);
+    ck_assert(r && c && v);
+    int64_t k = 0;
+    ks_int w0 = (ks_int)n + n / 2;
+#define ENT(i, j, x) (r[k] = (i), c[k] = (j), v[k++] = (x))
+    for (int y = 0; y < n; y++)
+        for (int xx = 0; xx < n; xx++) {
+            ks_int i = (ks_int)y * n + xx;
+            if (xx == n / 2 && y >= 1 && y <= n - 2 && i != w0) {
+                ENT(i, i, 1.0);
+                ENT(i, w0, -1.0);
+                continue;
+            }
+            ENT(i, i, 4.0 * scale);
+            if (xx > 0)
+                ENT(i, i - 1, -scale);
+            if (xx < n - 1)
+                ENT(i, i + 1, -scale);
+            if (y > 0)
+                ENT(i, i - n, -scale);
+            if (y < n - 1)
+                ENT(i, i + n, -scale);
+        }
+#undef ENT
+    ks_error e = ks_csr_from_coo((ks_int)n * n, (ks_int)n * n, k, r, c, v, A, NULL);
+    ck_assert_msg(e == KS_OK, "ks_csr_from_coo: %s", ks_last_error());
+    free(r);
+    free(c);
+    free(v);
+}

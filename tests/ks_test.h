@@ -37,6 +37,12 @@ uint64_t ks_test_rng_next(void);
 double ks_test_urand(void);
 /* OpenMP team size for the following parallel regions (no-op without OpenMP). */
 void ks_test_set_threads(int t);
+/* watt_2's trouble in small (a reservoir model: most rows are flow
+ * equations scaled by 1e-7, a few are a well's unit-scale constraints
+ * x_k - x_w = 0): the 5-point Laplacian on n x n, every row times `scale`,
+ * except the nodes of the middle column (grid rows 1 .. n-2 but the
+ * first), whose rows tie them to that first well node. */
+void ks_test_well_poisson(int n, double scale, ks_csr *A);
 /* Max |a-b| / max(1, |b|) over n entries. */
 double ks_test_max_relerr(const double *a, const double *b, long n);
 

@@ -571,8 +571,30 @@ typedef struct pipe_case {
     const char *std, *pipe, *pc;
     ks_gen_kind kind;
     int n;
-    const char *file; /* a shared matrix instead */
+    const char *file;               /* a shared matrix instead */
+    void (*build)(int n, ks_csr *A); /* or a matrix of its own (name in file) */
+    int fewer_ok;                   /* the pipelined method may take fewer */
 } pipe_case;
+
+/* watt_2's trouble in small (ks_test_well_poisson): AMG's V-cycle
+ * amplifies some components by about 0.2 / scale (||A M^-1|| >= 2e6 at
+ * 1e-7), and pipelined BiCGStab's recurrences of (A M^-1)^2 and ^3 lose
+ * accuracy: on 32^2 at 1e-7 (nu = 2e7) it diverged, at 1e-3 (nu = 1.9e3)
+ * it took 8 iterations against PBICGSTAB's 6 (b of prob_make). */
+static void well_poisson(int n, ks_csr *A)
+{
+    ks_test_well_poisson(n, 1e-7, A);
+}
+
+static void well_poisson_mild(int n, ks_csr *A)
+{
+    ks_test_well_poisson(n, 1e-3, A);
+}
+
+static const char *case_name(const pipe_case *c)
+{
+    return c->file ? c->file : ks_gen_kind_name(c->kind);
+}
 
 static void pipe_compare(const pipe_case *c, const char *backend, double tol)
 {
@@ -580,7 +602,11 @@ static void pipe_compare(const pipe_case *c, const char *backend, double tol)
     double tr[2];
     for (int m = 0; m < 2; m++) {
         prob p;
-        if (c->file) {
+        if (c->build) {
+            ks_csr A;
+            c->build(c->n, &A);
+            prob_make(&p, backend, &A, NULL);
+        } else if (c->file) {
             ks_csr A;
             KS_CHECK(ks_mm_read_csr(ks_test_shared_matrix(c->file), &A, NULL));
             prob_make(&p, backend, &A, NULL);
@@ -594,7 +620,7 @@ static void pipe_compare(const pipe_case *c, const char *backend, double tol)
         prm.max_iters = 5000;
         const ks_solve_stats *st = run(&p, &prm, &s);
         ck_assert_msg(st->status == KS_SOLVE_CONVERGED, "%s + %s on %s: %s after %d (%s)",
-                      prm.solver, c->pc, c->file ? c->file : ks_gen_kind_name(c->kind),
+                      prm.solver, c->pc, case_name(c),
                       ks_solve_status_name(st->status), st->iterations, st->breakdown);
         its[m] = st->iterations;
         tr[m] = st->true_relative_residual;
@@ -603,24 +629,22 @@ static void pipe_compare(const pipe_case *c, const char *backend, double tol)
         ks_solver_destroy(&s);
         prob_free(&p);
     }
-    int d = abs(its[0] - its[1]);
+    int d = c->fewer_ok && its[1] < its[0] ? 0 : abs(its[0] - its[1]);
     ck_assert_msg(d <= 1 || d <= 0.1 * its[0], "%s %d vs %s %d iterations on %s (+ %s)", c->std,
-                  its[0], c->pipe, its[1], c->file ? c->file : ks_gen_kind_name(c->kind),
-                  c->pc);
-    printf("%-10s %-8s tol %.0e: %s %d (true %.2e), %s %d (true %.2e)\n",
-           c->file ? c->file : ks_gen_kind_name(c->kind), c->pc, tol, c->std, its[0], tr[0],
-           c->pipe, its[1], tr[1]);
+                  its[0], c->pipe, its[1], case_name(c), c->pc);
+    printf("%-10s %-8s tol %.0e: %s %d (true %.2e), %s %d (true %.2e)\n", case_name(c), c->pc,
+           tol, c->std, its[0], tr[0], c->pipe, its[1], tr[1]);
 }
 
 static const pipe_case gen_cases[] = {
-    {"PCG", "PIPECG", "JACOBI", KS_GEN_POISSON2D_5, 48, NULL},
-    {"PCG", "PIPECG", "NOSOLVER", KS_GEN_POISSON2D_5, 48, NULL},
-    {"PCG", "PIPECG", "JACOBI_L1", KS_GEN_POISSON3D_7, 16, NULL},
-    {"PCG", "PIPECG", "AMG", KS_GEN_POISSON3D_7, 16, NULL},
-    {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", KS_GEN_POISSON2D_5, 48, NULL},
-    {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", KS_GEN_POISSON3D_7, 16, NULL},
-    {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", KS_GEN_CONVDIFF3D, 16, NULL},
-    {"PBICGSTAB", "PIPEBICGSTAB", "AMG", KS_GEN_CONVDIFF3D, 16, NULL},
+    {"PCG", "PIPECG", "JACOBI", KS_GEN_POISSON2D_5, 48, NULL, NULL, 0},
+    {"PCG", "PIPECG", "NOSOLVER", KS_GEN_POISSON2D_5, 48, NULL, NULL, 0},
+    {"PCG", "PIPECG", "JACOBI_L1", KS_GEN_POISSON3D_7, 16, NULL, NULL, 0},
+    {"PCG", "PIPECG", "AMG", KS_GEN_POISSON3D_7, 16, NULL, NULL, 0},
+    {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", KS_GEN_POISSON2D_5, 48, NULL, NULL, 0},
+    {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", KS_GEN_POISSON3D_7, 16, NULL, NULL, 0},
+    {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", KS_GEN_CONVDIFF3D, 16, NULL, NULL, 0},
+    {"PBICGSTAB", "PIPEBICGSTAB", "AMG", KS_GEN_CONVDIFF3D, 16, NULL, NULL, 0},
 };
 
 START_TEST(pipelined_generated)
@@ -630,12 +654,38 @@ START_TEST(pipelined_generated)
 }
 END_TEST
 
+/* A M^-1 too large for the pipelined recurrences (well_poisson): the
+ * method notices (||t||/||w||, ||v||/||z||) and goes on unpipelined. */
+START_TEST(pipelined_badly_scaled_amg)
+{
+    static const pipe_case c[] = {
+        {"PBICGSTAB", "PIPEBICGSTAB", "AMG", 0, 32, "well-Poisson 32^2, 1e-7", well_poisson, 0},
+        {"PBICGSTAB", "PIPEBICGSTAB", "AMG", 0, 32, "well-Poisson 32^2, 1e-3", well_poisson_mild,
+         0},
+    };
+    for (int i = 0; i < 2; i++)
+        pipe_compare(&c[i], backend_names[_i], 1e-8);
+}
+END_TEST
+
+/* The same on the real matrix (issue 17: it diverged after 629 iterations,
+ * PBICGSTAB converging in 22). The fallback renews the shadow residual
+ * where PBICGSTAB does not, which here saves iterations (16): fewer are
+ * accepted. */
+START_TEST(pipelined_watt2_amg)
+{
+    static const pipe_case c = {"PBICGSTAB", "PIPEBICGSTAB", "AMG", 0, 0, "watt_2.mtx.gz",
+                                NULL, 1};
+    pipe_compare(&c, backend_names[_i], 1e-8);
+}
+END_TEST
+
 START_TEST(pipelined_shared)
 {
     static const pipe_case cases[] = {
-        {"PCG", "PIPECG", "JACOBI", 0, 0, "fv1.mtx.gz"},
-        {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", 0, 0, "fv1.mtx.gz"},
-        {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", 0, 0, "poisson3Da.mtx.gz"},
+        {"PCG", "PIPECG", "JACOBI", 0, 0, "fv1.mtx.gz", NULL, 0},
+        {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", 0, 0, "fv1.mtx.gz", NULL, 0},
+        {"PBICGSTAB", "PIPEBICGSTAB", "JACOBI", 0, 0, "poisson3Da.mtx.gz", NULL, 0},
     };
     for (int i = 0; i < 3; i++)
         pipe_compare(&cases[i], backend_names[_i], 1e-8);
@@ -808,6 +858,11 @@ int main(void)
     else
         ks_test_skip(1, "cavity26.mtx.gz not in ../shared/matrices");
     LOOP(pipelined_generated);
+    LOOP(pipelined_badly_scaled_amg);
+    if (ks_test_shared_matrix("watt_2.mtx.gz"))
+        LOOP(pipelined_watt2_amg);
+    else
+        ks_test_skip(1, "watt_2.mtx.gz not in ../shared/matrices");
     LOOP(pipelined_attainable_accuracy);
     LOOP(statuses_new_methods);
     if (ks_test_shared_matrix("fv1.mtx.gz") && ks_test_shared_matrix("poisson3Da.mtx.gz"))

@@ -1,0 +1,150 @@
+/* The unpipelined BiCGStab that PIPEBICGSTAB falls back to when A M^-1 is
+ * too large for its recurrences (see pipebicgstab.c). The same method as
+ * PBICGSTAB (bicgstab.c), B p and B q computed each iteration, but with
+ * PIPEBICGSTAB's safeguards: a convergence claim is checked against
+ * b - A x (so CONVERGED means the true residual met the criterion) and the
+ * shadow residual is renewed where r0'r would come from cancellation.
+ * Its dots are grouped: three reductions per iteration against
+ * PBICGSTAB's five. */
+#include "pipebicgstab.h"
+#include "../vec/vec_fused.h"
+
+#include <math.h>
+
+static int not_finite(ks_solver *s, const char *what, double v, int it)
+{
+    if (isfinite(v))
+        return 0;
+    ks_krylov_stop(s, KS_SOLVE_NAN, "%s = %g at iteration %d", what, v, it);
+    return 1;
+}
+
+/* dst = M^-1 src, then out = A dst (dst is src without a preconditioner). */
+static ks_error apply_both(ks_solver *s, int ident, const ks_vec *src, ks_vec *dst, ks_vec *out)
+{
+    if (!ident)
+        KS_TRY(s->pc->ops->apply(s->pc, src, dst));
+    return ks_matrix_apply(s->A, 1.0, dst, 0.0, out);
+}
+
+/* ||b - A x|| into v->tr; the solve's decision on it for iteration it. */
+static ks_error decide_true(ks_solver *s, const ks_vec *b, const ks_vec *x,
+                            const ks_pbs_plain_vecs *v, int it, int *stop)
+{
+    double tn;
+    KS_TRY(ks_krylov_residual(s, b, x, v->tr));
+    KS_TRY(ks_krylov_norm(s, v->tr, &tn));
+    ks_krylov_amend(s, it, tn);
+    return ks_krylov_decide(s, it, tn, stop);
+}
+
+ks_error ks_pipebicgstab_plain(ks_solver *s, const ks_vec *b, ks_vec *x,
+                               const ks_pbs_plain_vecs *v, int it)
+{
+    int ident = ks_krylov_pc_is_identity(s);
+    int l2 = s->prm.norm == KS_NORM_L2;
+    double rho, rr, alpha = 0.0, omega = 1.0, beta = 0.0, r0n;
+    int stop, fresh = 1;
+
+    KS_TRY(ks_vec_copy(v->r, v->r0));
+    KS_TRY(ks_vec_dot(v->r, v->r, &rr));
+    rho = rr;
+    r0n = sqrt(rr);
+
+    for (;; it++) {
+        if (not_finite(s, "rho = r0'r", rho, it))
+            return KS_OK;
+        if (rho == 0.0) {
+            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
+                           "rho = r0'r = 0: residual orthogonal to the shadow residual");
+            return KS_OK;
+        }
+        if (fresh)
+            KS_TRY(ks_vec_copy(v->r, v->p));
+        else /* p = r + beta (p - omega B p) */
+            KS_TRY(ks_vec_axpbypcz(1.0, v->r, -beta * omega, v->bp, beta, v->p));
+        fresh = 0;
+        KS_TRY(apply_both(s, ident, v->p, v->ph, v->bp));
+        double rv;
+        KS_TRY(ks_vec_dot(v->r0, v->bp, &rv));
+        if (not_finite(s, "r0'v", rv, it))
+            return KS_OK;
+        if (rv == 0.0) {
+            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "r0'v = 0: alpha = rho / r0'v undefined");
+            return KS_OK;
+        }
+        alpha = rho / rv;
+
+        /* q = r - alpha B p, y = B q, then (q,y), (y,y), (q,q) in one group */
+        KS_TRY(ks_vec_axpbypcz(1.0, v->r, -alpha, v->bp, 0.0, v->q));
+        KS_TRY(apply_both(s, ident, v->q, v->qh, v->y));
+        const ks_vec *x1[3] = {v->q, v->y, v->q}, *y1[3] = {v->y, v->y, v->q};
+        double d1[3];
+        KS_TRY(ks_vec_mdot(l2 ? 3 : 2, x1, y1, d1));
+        double qnorm;
+        if (l2)
+            qnorm = sqrt(d1[2]);
+        else
+            KS_TRY(ks_krylov_norm(s, v->q, &qnorm));
+
+        /* The half step, kept only when b - A x confirms it. */
+        if (isfinite(qnorm) && ks_krylov_converged(s, qnorm)) {
+            KS_TRY(ks_vec_axpy(alpha, v->ph, x));
+            KS_TRY(ks_krylov_record(s, it, qnorm));
+            double tn;
+            KS_TRY(ks_krylov_residual(s, b, x, v->tr));
+            KS_TRY(ks_krylov_norm(s, v->tr, &tn));
+            if (ks_krylov_converged(s, tn) || !isfinite(tn)) {
+                ks_krylov_amend(s, it, tn);
+                return ks_krylov_decide(s, it, tn, &stop);
+            }
+            KS_TRY(ks_vec_axpy(-alpha, v->ph, x));
+        }
+        if (not_finite(s, "t's", d1[0], it) || not_finite(s, "t't", d1[1], it))
+            return KS_OK;
+        if (d1[1] == 0.0 || d1[0] == 0.0) {
+            KS_TRY(ks_vec_axpy(alpha, v->ph, x));
+            KS_TRY(ks_krylov_record(s, it, qnorm));
+            if (d1[1] == 0.0)
+                ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "t't = 0 (t = A M^-1 s): omega undefined");
+            else
+                ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "omega = t's/t't = 0: stagnation");
+            return KS_OK;
+        }
+        omega = d1[0] / d1[1];
+
+        /* x += alpha p^ + omega q^; r = q - omega y */
+        KS_TRY(ks_vec_axpbypcz(alpha, v->ph, omega, v->qh, 1.0, x));
+        KS_TRY(ks_vec_axpbypcz(1.0, v->q, -omega, v->y, 0.0, v->r));
+        const ks_vec *x2[2] = {v->r0, v->r}, *y2[2] = {v->r, v->r};
+        double d2[2];
+        KS_TRY(ks_vec_mdot(2, x2, y2, d2));
+        double rnorm;
+        if (l2)
+            rnorm = sqrt(d2[1]);
+        else
+            KS_TRY(ks_krylov_norm(s, v->r, &rnorm));
+        KS_TRY(ks_krylov_record(s, it, rnorm));
+        if (isfinite(rnorm) && ks_krylov_converged(s, rnorm)) {
+            KS_TRY(decide_true(s, b, x, v, it, &stop));
+            if (stop)
+                return KS_OK;
+            /* not yet: go on from the true residual */
+            KS_TRY(ks_vec_copy(v->tr, v->r));
+            KS_TRY(ks_vec_mdot(2, x2, y2, d2));
+        } else {
+            KS_TRY(ks_krylov_decide(s, it, rnorm, &stop));
+            if (stop)
+                return KS_OK;
+        }
+        if (isfinite(d2[0]) && fabs(d2[0]) < KS_PIPE_SHADOW_TOL * r0n * sqrt(d2[1])) {
+            KS_TRY(ks_vec_copy(v->r, v->r0));
+            r0n = sqrt(d2[1]);
+            rho = d2[1];
+            fresh = 1;
+            continue;
+        }
+        beta = (alpha / omega) * (d2[0] / rho);
+        rho = d2[0];
+    }
+}

@@ -364,55 +364,6 @@ __global__ void __launch_bounds__(B, 1024 / B)
     }
 }
 
-/* The same for more than kUnroll diagonals (27-point stencils; up to
- * kManyMax): the offsets and each chunk's read-once bits go to shared
- * memory once a block, so a row's chunk reads them from there instead of
- * loading and clamping the offsets and deriving the bits again. */
-const int kManyMax = 4096;
-
-template <typename V, int K, int C, int B, typename Op>
-__global__ void __launch_bounds__(B, 1024 / B)
-    dia_spmm_many_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
-                         const ks_int *__restrict__ offset, const V *__restrict__ val, int k,
-                         long long tile, const Op op)
-{
-    extern __shared__ ks_int s_off[]; /* ndiag offsets, then a bit mask a chunk */
-    unsigned *s_once = (unsigned *)(s_off + ndiag);
-    const int nchunk = (ndiag + kUnroll - 1) / kUnroll;
-    for (int d = threadIdx.x; d < ndiag; d += B)
-        s_off[d] = __ldg(offset + d);
-    __syncthreads();
-    for (int ch = threadIdx.x; ch < nchunk; ch += B) {
-        unsigned once = 0;
-        for (int u = 0; u < kUnroll; u++) {
-            const int d = ch * kUnroll + u;
-            if (d < ndiag && (d == 0 || (long long)s_off[d] - s_off[d - 1] >= tile) &&
-                (d + 1 >= ndiag || (long long)s_off[d + 1] - s_off[d] >= tile))
-                once |= 1u << u;
-        }
-        s_once[ch] = once;
-    }
-    __syncthreads();
-    const int kk = K ? K : k, tpr = kk / C, rows = B / tpr;
-    const int r = threadIdx.x / tpr;
-    if (r >= rows)
-        return;
-    const int j = (threadIdx.x - r * tpr) * C;
-    const double *__restrict__ X = op.x();
-    const long long t0 = (long long)blockIdx.x * tile;
-    const long long end = t0 + tile < nrows ? t0 + tile : nrows;
-    for (long long i = t0 + r; i < end; i += rows) {
-        double sum[C];
-#pragma unroll
-        for (int q = 0; q < C; q++)
-            sum[q] = 0.0;
-        for (ks_int d0 = 0; d0 < ndiag; d0 += kUnroll)
-            chunk_sum<V, C>(i, nrows, ncols, d0, ndiag, s_off + d0, s_once[d0 / kUnroll], val,
-                            X + j, kk, op, sum);
-        op.template finish<C>(i * kk + j, i, sum);
-    }
-}
-
 /* One tile-kernel launch: two columns a thread when `pairs` allows it. */
 template <typename V, int K, int B, typename Op>
 ks_error run_tile(const ks_dia_spmm_args *a, const V *val, bool pairs, const Op &op)
@@ -423,18 +374,8 @@ ks_error run_tile(const ks_dia_spmm_args *a, const V *val, bool pairs, const Op 
     const long long tile = (long long)((a->how.tile_rows + rows - 1) / rows) * rows;
     const unsigned blocks = ks_cufmt_blocks(a->nrows, (int)tile);
     const bool one = a->how.hoist && a->ndiag <= kUnroll;
-    const bool many = a->how.hoist && a->ndiag > kUnroll && a->ndiag <= kManyMax;
-    const size_t smem = many ? sizeof(ks_int) * (size_t)a->ndiag +
-                                   sizeof(unsigned) * (size_t)((a->ndiag + kUnroll - 1) / kUnroll)
-                             : 0;
     /* K == 1 never pairs; its C = 2 instance would divide by 0 */
-    if (two && many)
-        dia_spmm_many_kernel<V, K, K == 1 ? 1 : 2, B, Op><<<blocks, B, smem, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
-    else if (many)
-        dia_spmm_many_kernel<V, K, 1, B, Op><<<blocks, B, smem, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
-    else if (two && one)
+    if (two && one)
         dia_spmm_one_kernel<V, K, K == 1 ? 1 : 2, B, Op><<<blocks, B, 0, a->stream>>>(
             a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
     else if (two)

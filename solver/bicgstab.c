@@ -10,15 +10,6 @@
 
 enum { R, RHAT, P, V, PHAT, SHAT, T, NWORK };
 
-/* Stop with NAN for a non-finite scalar; returns 1 when it stopped. */
-static int not_finite(ks_solver *s, const char *what, double v, int it)
-{
-    if (isfinite(v))
-        return 0;
-    ks_krylov_stop(s, KS_SOLVE_NAN, "%s = %g at iteration %d", what, v, it);
-    return 1;
-}
-
 static ks_error bicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
 {
     ks_vec *r = s->work[R], *rhat = s->work[RHAT], *p = s->work[P], *v = s->work[V],
@@ -39,7 +30,7 @@ static ks_error bicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
 
     for (int it = 1;; it++) {
         KS_TRY(ks_vec_dot(rhat, r, &rho));
-        if (not_finite(s, "rho = r0'r", rho, it))
+        if (ks_krylov_not_finite(s, "rho = r0'r", rho, it))
             return KS_OK;
         if (rho == 0.0) {
             ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
@@ -58,13 +49,8 @@ static ks_error bicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
         KS_TRY(ks_matrix_apply(s->A, 1.0, phat, 0.0, v));
         double rv;
         KS_TRY(ks_vec_dot(rhat, v, &rv));
-        if (not_finite(s, "r0'v", rv, it))
+        if (ks_bicgstab_alpha(s, it, rho, rv, &alpha))
             return KS_OK;
-        if (rv == 0.0) {
-            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "r0'v = 0: alpha = rho / r0'v undefined");
-            return KS_OK;
-        }
-        alpha = rho / rv;
 
         /* Half step: s = r - alpha v; stop here when s is already small. */
         KS_TRY(ks_krylov_axpy_norm(s, -alpha, v, sv, &snorm));
@@ -78,19 +64,10 @@ static ks_error bicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
         KS_TRY(ks_matrix_apply(s->A, 1.0, shat, 0.0, t));
         double ts_tt[2];
         KS_TRY(ks_vec_dot2(t, sv, t, t, ts_tt));
-        if (not_finite(s, "t's", ts_tt[0], it) || not_finite(s, "t't", ts_tt[1], it))
+        int stopped;
+        KS_TRY(ks_bicgstab_omega(s, it, ts_tt, alpha, phat, snorm, x, &omega, &stopped));
+        if (stopped)
             return KS_OK;
-        if (ts_tt[1] == 0.0 || ts_tt[0] == 0.0) {
-            /* The half step is still progress: keep it (x, ||s||), then stop. */
-            KS_TRY(ks_vec_axpy(alpha, phat, x));
-            KS_TRY(ks_krylov_record(s, it, snorm));
-            if (ts_tt[1] == 0.0)
-                ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "t't = 0 (t = A M^-1 s): omega undefined");
-            else
-                ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "omega = t's/t't = 0: stagnation");
-            return KS_OK;
-        }
-        omega = ts_tt[0] / ts_tt[1];
 
         /* x += alpha phat + omega shat; r = s - omega t */
         KS_TRY(ks_vec_axpbypcz(alpha, phat, omega, shat, 1.0, x));

@@ -70,6 +70,20 @@ int ks_krylov_converged(const ks_solver *s, double rnorm);
 /* End the solve with `status` (BREAKDOWN or NAN) and the reason text
  * (stored in stats.breakdown, e.g. "p'Ap = -3 <= 0: ..."). */
 void ks_krylov_stop(ks_solver *s, ks_solve_status status, const char *fmt, ...) KS_PRINTF(3, 4);
+/* A non-finite scalar `what` = v at iteration `it` ends the solve with
+ * KS_SOLVE_NAN; 1 when it did. */
+int ks_krylov_not_finite(ks_solver *s, const char *what, double v, int it);
+/* BiCGStab's alpha = rho / r0'v (rv): a non-finite rv ends the solve with
+ * NaN, rv = 0 with a breakdown; 1 when it ended, else *alpha is set. */
+int ks_bicgstab_alpha(ks_solver *s, int it, double rho, double rv, double *alpha);
+/* BiCGStab's omega = t's / t't from ts_tt = {t's, t't} (the BiCGStab
+ * family's shared step). Where either is non-finite the solve ends with NaN;
+ * where either is 0 (omega undefined, or stagnation) the half step is kept
+ * (x += alpha phat, its residual norm `half` recorded) and the solve ends
+ * with a breakdown. *stopped = 1 in both cases, else *omega is set. */
+ks_error ks_bicgstab_omega(ks_solver *s, int it, const double ts_tt[2], double alpha,
+                           const ks_vec *phat, double half, ks_vec *x, double *omega,
+                           int *stopped);
 
 #ifdef __cplusplus
 }

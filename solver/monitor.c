@@ -197,3 +197,46 @@ ks_error ks_krylov_start_norms(ks_solver *s, double bn, double rn, double *rnorm
     *rnorm = rn;
     return ks_krylov_check(s, 0, rn, stop);
 }
+
+int ks_krylov_not_finite(ks_solver *s, const char *what, double v, int it)
+{
+    if (isfinite(v))
+        return 0;
+    ks_krylov_stop(s, KS_SOLVE_NAN, "%s = %g at iteration %d", what, v, it);
+    return 1;
+}
+
+ks_error ks_bicgstab_omega(ks_solver *s, int it, const double ts_tt[2], double alpha,
+                           const ks_vec *phat, double half, ks_vec *x, double *omega,
+                           int *stopped)
+{
+    *stopped = 1;
+    if (ks_krylov_not_finite(s, "t's", ts_tt[0], it) ||
+        ks_krylov_not_finite(s, "t't", ts_tt[1], it))
+        return KS_OK;
+    if (ts_tt[1] == 0.0 || ts_tt[0] == 0.0) {
+        /* The half step is still progress: keep it (x, its norm), then stop. */
+        KS_TRY(ks_vec_axpy(alpha, phat, x));
+        KS_TRY(ks_krylov_record(s, it, half));
+        if (ts_tt[1] == 0.0)
+            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "t't = 0 (t = A M^-1 s): omega undefined");
+        else
+            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "omega = t's/t't = 0: stagnation");
+        return KS_OK;
+    }
+    *omega = ts_tt[0] / ts_tt[1];
+    *stopped = 0;
+    return KS_OK;
+}
+
+int ks_bicgstab_alpha(ks_solver *s, int it, double rho, double rv, double *alpha)
+{
+    if (ks_krylov_not_finite(s, "r0'v", rv, it))
+        return 1;
+    if (rv == 0.0) {
+        ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "r0'v = 0: alpha = rho / r0'v undefined");
+        return 1;
+    }
+    *alpha = rho / rv;
+    return 0;
+}

@@ -82,14 +82,6 @@ static ks_error fall_back(ks_solver *s, const ks_vec *b, ks_vec *x, ks_vec *cons
     return ks_pipebicgstab_plain(s, b, x, &pv, it);
 }
 
-static int not_finite(ks_solver *s, const char *what, double v, int it)
-{
-    if (isfinite(v))
-        return 0;
-    ks_krylov_stop(s, KS_SOLVE_NAN, "%s = %g at iteration %d", what, v, it);
-    return 1;
-}
-
 /* dst = M^-1 src (nothing without a preconditioner: dst is src then). */
 static ks_error precond(ks_solver *s, int ident, const ks_vec *src, ks_vec *dst)
 {
@@ -197,7 +189,7 @@ static ks_error pipebicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
 
     for (int it = 1;; it++) {
         if (fresh) {
-            if (not_finite(s, "rho = r0'r", rho, it) || not_finite(s, "r0'w", r0w, it))
+            if (ks_krylov_not_finite(s, "rho = r0'r", rho, it) || ks_krylov_not_finite(s, "r0'w", r0w, it))
                 return KS_OK;
             if (rho == 0.0) {
                 ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
@@ -260,18 +252,10 @@ static ks_error pipebicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
             }
             KS_TRY(ks_vec_axpy(-alpha, v[PH], x)); /* not yet: the full step */
         }
-        if (not_finite(s, "t's", d1[0], it) || not_finite(s, "t't", d1[1], it))
+        int stopped;
+        KS_TRY(ks_bicgstab_omega(s, it, d1, alpha, v[PH], qnorm, x, &omega, &stopped));
+        if (stopped)
             return KS_OK;
-        if (d1[1] == 0.0 || d1[0] == 0.0) {
-            KS_TRY(ks_vec_axpy(alpha, v[PH], x));
-            KS_TRY(ks_krylov_record(s, it, qnorm));
-            if (d1[1] == 0.0)
-                ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "t't = 0 (t = A M^-1 s): omega undefined");
-            else
-                ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "omega = t's/t't = 0: stagnation");
-            return KS_OK;
-        }
-        omega = d1[0] / d1[1];
 
         /* x += alpha p^ + omega q^; r = q - omega y; r^ likewise;
          * w = y - omega (t - alpha v) */
@@ -330,7 +314,7 @@ static ks_error pipebicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
         }
 
         double rho_new = d2[0];
-        if (not_finite(s, "rho = r0'r", rho_new, it + 1))
+        if (ks_krylov_not_finite(s, "rho = r0'r", rho_new, it + 1))
             return KS_OK;
         if (rho_new == 0.0) {
             ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
@@ -340,7 +324,7 @@ static ks_error pipebicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
         beta = (alpha / omega) * (rho_new / rho);
         /* r0'(B p_new) = r0'w + beta r0's - beta omega r0'z */
         double den = d2[1] + beta * d2[2] - beta * omega * d2[3];
-        if (not_finite(s, "r0'v", den, it + 1))
+        if (ks_krylov_not_finite(s, "r0'v", den, it + 1))
             return KS_OK;
         if (den == 0.0) {
             ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "r0'v = 0: alpha = rho / r0'v undefined");

@@ -11,14 +11,6 @@
 
 #include <math.h>
 
-static int not_finite(ks_solver *s, const char *what, double v, int it)
-{
-    if (isfinite(v))
-        return 0;
-    ks_krylov_stop(s, KS_SOLVE_NAN, "%s = %g at iteration %d", what, v, it);
-    return 1;
-}
-
 /* dst = M^-1 src, then out = A dst (dst is src without a preconditioner). */
 static ks_error apply_both(ks_solver *s, int ident, const ks_vec *src, ks_vec *dst, ks_vec *out)
 {
@@ -52,7 +44,7 @@ ks_error ks_pipebicgstab_plain(ks_solver *s, const ks_vec *b, ks_vec *x,
     r0n = sqrt(rr);
 
     for (;; it++) {
-        if (not_finite(s, "rho = r0'r", rho, it))
+        if (ks_krylov_not_finite(s, "rho = r0'r", rho, it))
             return KS_OK;
         if (rho == 0.0) {
             ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
@@ -67,13 +59,8 @@ ks_error ks_pipebicgstab_plain(ks_solver *s, const ks_vec *b, ks_vec *x,
         KS_TRY(apply_both(s, ident, v->p, v->ph, v->bp));
         double rv;
         KS_TRY(ks_vec_dot(v->r0, v->bp, &rv));
-        if (not_finite(s, "r0'v", rv, it))
+        if (ks_bicgstab_alpha(s, it, rho, rv, &alpha))
             return KS_OK;
-        if (rv == 0.0) {
-            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "r0'v = 0: alpha = rho / r0'v undefined");
-            return KS_OK;
-        }
-        alpha = rho / rv;
 
         /* q = r - alpha B p, y = B q, then (q,y), (y,y), (q,q) in one group */
         KS_TRY(ks_vec_axpbypcz(1.0, v->r, -alpha, v->bp, 0.0, v->q));
@@ -100,18 +87,10 @@ ks_error ks_pipebicgstab_plain(ks_solver *s, const ks_vec *b, ks_vec *x,
             }
             KS_TRY(ks_vec_axpy(-alpha, v->ph, x));
         }
-        if (not_finite(s, "t's", d1[0], it) || not_finite(s, "t't", d1[1], it))
+        int stopped;
+        KS_TRY(ks_bicgstab_omega(s, it, d1, alpha, v->ph, qnorm, x, &omega, &stopped));
+        if (stopped)
             return KS_OK;
-        if (d1[1] == 0.0 || d1[0] == 0.0) {
-            KS_TRY(ks_vec_axpy(alpha, v->ph, x));
-            KS_TRY(ks_krylov_record(s, it, qnorm));
-            if (d1[1] == 0.0)
-                ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "t't = 0 (t = A M^-1 s): omega undefined");
-            else
-                ks_krylov_stop(s, KS_SOLVE_BREAKDOWN, "omega = t's/t't = 0: stagnation");
-            return KS_OK;
-        }
-        omega = d1[0] / d1[1];
 
         /* x += alpha p^ + omega q^; r = q - omega y */
         KS_TRY(ks_vec_axpbypcz(alpha, v->ph, omega, v->qh, 1.0, x));

@@ -22,8 +22,9 @@ enum ks_dia_spmm_variant {
 
 /* What KS_DIA_SPMM asks for: "NAME" or "NAME:ROWS" (the rows a block of the
  * tile variants walks, 1 to 2^24; a NAME alone: KS_DIA_SPMM_TILE_ROWS). Unset:
- * vec1024 walking KS_DIA_SPMM_DEFAULT_ROWS, the fastest measured (H100,
- * 7-point 256^3, k = 8: 1658 us against vec's 1737 us; docs/blocks.md). */
+ * vec1024 walking KS_DIA_SPMM_DEFAULT_ROWS, or a tile fitted to the matrix
+ * (ks_dia_spmm_fit_tile), the fastest measured (H200, 7-point 256^3, k = 8:
+ * 978 us fitted, 1187 us at 16384 rows; docs/blocks.md). */
 #define KS_DIA_SPMM_TILE_ROWS 4096
 #define KS_DIA_SPMM_DEFAULT_ROWS 16384
 typedef struct ks_dia_spmm_choice {

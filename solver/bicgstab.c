@@ -30,13 +30,8 @@ static ks_error bicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
 
     for (int it = 1;; it++) {
         KS_TRY(ks_vec_dot(rhat, r, &rho));
-        if (ks_krylov_not_finite(s, "rho = r0'r", rho, it))
+        if (ks_bicgstab_rho(s, it, rho))
             return KS_OK;
-        if (rho == 0.0) {
-            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
-                           "rho = r0'r = 0: residual orthogonal to the shadow residual");
-            return KS_OK;
-        }
         if (it == 1) {
             KS_TRY(ks_vec_copy(r, p));
         } else {

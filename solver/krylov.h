@@ -73,6 +73,9 @@ void ks_krylov_stop(ks_solver *s, ks_solve_status status, const char *fmt, ...) 
 /* A non-finite scalar `what` = v at iteration `it` ends the solve with
  * KS_SOLVE_NAN; 1 when it did. */
 int ks_krylov_not_finite(ks_solver *s, const char *what, double v, int it);
+/* BiCGStab's rho = r0'r: non-finite ends the solve with NaN, 0 with a
+ * breakdown (r orthogonal to the shadow residual); 1 when it ended. */
+int ks_bicgstab_rho(ks_solver *s, int it, double rho);
 /* BiCGStab's alpha = rho / r0'v (rv): a non-finite rv ends the solve with
  * NaN, rv = 0 with a breakdown; 1 when it ended, else *alpha is set. */
 int ks_bicgstab_alpha(ks_solver *s, int it, double rho, double rv, double *alpha);

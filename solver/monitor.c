@@ -240,3 +240,15 @@ int ks_bicgstab_alpha(ks_solver *s, int it, double rho, double rv, double *alpha
     *alpha = rho / rv;
     return 0;
 }
+
+int ks_bicgstab_rho(ks_solver *s, int it, double rho)
+{
+    if (ks_krylov_not_finite(s, "rho = r0'r", rho, it))
+        return 1;
+    if (rho == 0.0) {
+        ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
+                       "rho = r0'r = 0: residual orthogonal to the shadow residual");
+        return 1;
+    }
+    return 0;
+}

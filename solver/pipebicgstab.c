@@ -314,13 +314,8 @@ static ks_error pipebicgstab_solve(ks_solver *s, const ks_vec *b, ks_vec *x)
         }
 
         double rho_new = d2[0];
-        if (ks_krylov_not_finite(s, "rho = r0'r", rho_new, it + 1))
+        if (ks_bicgstab_rho(s, it + 1, rho_new))
             return KS_OK;
-        if (rho_new == 0.0) {
-            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
-                           "rho = r0'r = 0: residual orthogonal to the shadow residual");
-            return KS_OK;
-        }
         beta = (alpha / omega) * (rho_new / rho);
         /* r0'(B p_new) = r0'w + beta r0's - beta omega r0'z */
         double den = d2[1] + beta * d2[2] - beta * omega * d2[3];

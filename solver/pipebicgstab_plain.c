@@ -44,13 +44,8 @@ ks_error ks_pipebicgstab_plain(ks_solver *s, const ks_vec *b, ks_vec *x,
     r0n = sqrt(rr);
 
     for (;; it++) {
-        if (ks_krylov_not_finite(s, "rho = r0'r", rho, it))
+        if (ks_bicgstab_rho(s, it, rho))
             return KS_OK;
-        if (rho == 0.0) {
-            ks_krylov_stop(s, KS_SOLVE_BREAKDOWN,
-                           "rho = r0'r = 0: residual orthogonal to the shadow residual");
-            return KS_OK;
-        }
         if (fresh)
             KS_TRY(ks_vec_copy(v->r, v->p));
         else /* p = r + beta (p - omega B p) */

@@ -93,8 +93,12 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     ks_spmv_params gp;
     memset(&gp, 0, sizeof gp);
     gp.float_values = params ? params->float_values : 0;
-    if (e == KS_OK && d->nghost > 0)
+    if (e == KS_OK && d->nghost > 0) {
         e = block_matrix(be, &S->ghost, ghost_format(be, &gp), &gp, &d->base.ghost);
+        const char *env = getenv("KS_MPI_GHOST_FORMAT");
+        if (e != KS_OK && env && env[0])
+            e = ks_adderr(e, "the ghost block's format from KS_MPI_GHOST_FORMAT=%s", env);
+    }
     if (e == KS_OK)
         e = ks_vec_create(be, d->nghost, &d->xghost);
     /* A format may refuse one rank's block and take another's. */

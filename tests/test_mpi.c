@@ -944,6 +944,15 @@ START_TEST(test_bad_rows)
     EXPECT_ERR(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
                                      rank == last ? "no_such_format" : "csr", NULL, &M),
                KS_ERR_ARG, "no_such_format");
+    /* an unknown ghost block format in KS_MPI_GHOST_FORMAT (a ghost block
+     * exists with more than one rank): refused on every rank, naming it */
+    if (nranks > 1) {
+        setenv("KS_MPI_GHOST_FORMAT", "no_such_ghost_format", 1);
+        EXPECT_ERR(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
+                                         D.val, "auto", NULL, &M),
+                   KS_ERR_ARG, "KS_MPI_GHOST_FORMAT=no_such_ghost_format");
+        unsetenv("KS_MPI_GHOST_FORMAT");
+    }
     /* and the good rows still work */
     KS_ALL(ks_matrix_create_dist(be, comm, D.nrows, D.ncols_global, D.rowptr, D.colind, D.val,
                                  "auto", NULL, &M));

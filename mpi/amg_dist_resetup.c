@@ -386,25 +386,6 @@ static ks_error values_only(ks_amg *amg, int *changed)
     return KS_OK;
 }
 
-/* The values-only paths of aggressive coarsening, aggregation and FLOAT
- * hierarchies are tested against the serial re-setup on the cpu; on a
- * device backend (the float32 blocks rewritten on the device, level 0's
- * float32 copy refreshed device to device) they have not run on a GPU yet
- * (2026-11-28: the test reached them in no GPU call), so there such a
- * hierarchy is rebuilt, as before, until they have.
- * KS_DIST_RESETUP_DEVICE=1 takes the values-only path anyway (for that
- * test). */
-static int values_only_run_here(const ks_amg *amg)
-{
-    if (ks_backend_host_memory(amg->be))
-        return 1;
-    const ks_amg_params *p = &amg->prm;
-    const int untried = p->algorithm == KS_AMG_AGGREGATION || p->aggressive_levels > 0 ||
-                        p->hierarchy_precision != KS_AMG_DOUBLE;
-    const char *env = getenv("KS_DIST_RESETUP_DEVICE");
-    return !untried || (env && strcmp(env, "1") == 0);
-}
-
 ks_error ks_amg_resetup_dist(ks_amg *amg, ks_matrix *A)
 {
     if (!amg || !A || !ks_matrix_distributed(A))
@@ -424,8 +405,7 @@ ks_error ks_amg_resetup_dist(ks_amg *amg, ks_matrix *A)
     amg->resetup_fell_back = 0;
     /* another matrix (its pattern unknown) or a failed earlier (re-)setup:
      * rebuild */
-    int changed = amg->nlevels < 1 || ks_matrix_id(A) != amg->A0_id || !amg->dist_keep ||
-                  !values_only_run_here(amg);
+    int changed = amg->nlevels < 1 || ks_matrix_id(A) != amg->A0_id || !amg->dist_keep;
     e = agree_changed(c, KS_OK, &changed);
     if (e == KS_OK && !changed)
         e = values_only(amg, &changed);

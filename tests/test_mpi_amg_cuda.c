@@ -616,16 +616,12 @@ START_TEST(test_resetup)
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         compare_resetup("poisson3d_7 16^3, D A D + 0.3 I", &A, &A2, &cases[k], (int)(k % 2),
                         -1);
-    /* on cuda these configurations rebuild unless asked (amg_dist_resetup.c:
-     * their device values-only paths had not run on a GPU) */
-    setenv("KS_DIST_RESETUP_DEVICE", "1", 1);
     for (size_t k = 0; k < sizeof resetup_cases / sizeof resetup_cases[0]; k++) {
         compare_resetup("poisson3d_7 16^3, A + 0.05 I", &A, &As, &resetup_cases[k],
                         (int)(k % 2), 1);
         compare_resetup("poisson3d_7 16^3, 4 A", &A, &A4, &resetup_cases[k], (int)(k % 2), 1);
     }
     compare_resetup("poisson3d_7 16^3, A + 0.05 I", &A, &As, &resetup_cases[0], 1, 1);
-    unsetenv("KS_DIST_RESETUP_DEVICE");
     ks_csr_free(&A);
     ks_csr_free(&A2);
     ks_csr_free(&As);

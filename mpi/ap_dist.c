@@ -2,8 +2,8 @@
  * rows, the ghost block's the rows fetched from their owners
  * (rap_fetch_dist.c). No further message.
  *
- * The product itself is the serial cpu spgemm on local views
- * (local_rows.c): A's two blocks merged into one CSR whose columns are
+ * The product itself is a local spgemm on local views (local_rows.c; on
+ * the device when A lives there, the same bits): A's two blocks merged into one CSR whose columns are
  * the compact fine numbers (the ghosts below this rank's rows, the owned
  * rows, the ghosts above), P's own and fetched rows stacked in that order,
  * their coarse columns compact too (this rank's coarse range and the
@@ -55,7 +55,7 @@ static ks_error merge_blocks(const ks_csr *AL, const ks_csr *AG, const ks_gmap *
 }
 
 /* The product on the local views. */
-static ks_error product(const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *d,
+static ks_error product(ks_backend *be, const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *d,
                         const ks_dist_prows *P, const ks_dist_ghost_prows *G, ks_dist_csr *AP)
 {
     ks_gmap fm, cm = {0};
@@ -68,7 +68,7 @@ static ks_error product(const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *
     if (e == KS_OK)
         e = merge_blocks(AL, AG, &fm, &M);
     if (e == KS_OK)
-        e = ks_local_product(&M, G, &fm, P->rowptr, P->col, P->val, &cm, AP->row_begin,
+        e = ks_local_product(be, &M, G, &fm, P->rowptr, P->col, P->val, &cm, AP->row_begin,
                              AP->nrows_global, AP->ncols_global, AP);
     ks_csr_free(&M);
     ks_gmap_free(&cm);
@@ -101,7 +101,7 @@ ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)
     if (e == KS_OK && AG && (AG->nrows != AP->nrows || AG->ncols != d->nghost))
         e = ks_seterr(KS_ERR_ARG, "%s: the matrix's ghost block is not its ghost map's", who);
     if (e == KS_OK)
-        e = product(AL, AG, d, P, &G, AP);
+        e = product(ks_matrix_backend(A), AL, AG, d, P, &G, AP);
     ks_dist_ghost_prows_free(&G);
     e = ks_comm_agree(c, e);
     if (e != KS_OK) {

@@ -7,6 +7,7 @@
  * it would on the global matrices: the same bits. */
 #include "rap_dist.h"
 #include "../sparse/cpu/csr_kernels.h"
+#include "../sparse/sparse.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -83,7 +84,28 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
     return KS_OK;
 }
 
-ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
+ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T)
+{
+    if (!be || ks_backend_host_memory(be))
+        return ks_csr_spgemm(L, B, T);
+    ks_sparse dL = {0}, dB = {0}, dT = {0};
+    ks_error e = ks_sparse_from_csr(be, L, 0, &dL);
+    if (e == KS_OK)
+        e = ks_sparse_from_csr(be, B, 0, &dB);
+    if (e == KS_OK) /* stacked and merged rows are sorted by construction */
+        dL.valid = dB.valid = 1;
+    if (e == KS_OK)
+        e = ks_sparse_spgemm(&dL, &dB, &dT);
+    ks_sparse_free(&dL);
+    ks_sparse_free(&dB);
+    if (e == KS_OK)
+        e = ks_sparse_to_csr(&dT, T);
+    ks_sparse_free(&dT);
+    return e;
+}
+
+ks_error ks_local_product(ks_backend *be, ks_csr *L, const ks_dist_ghost_prows *G,
+                          const ks_gmap *rows,
                           const ks_int *rp, const ks_gint *col, const double *val,
                           const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
                           ks_gint ncols_global, ks_dist_csr *out)
@@ -91,7 +113,7 @@ ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap
     ks_csr B = {0}, T = {0};
     ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
     if (e == KS_OK)
-        e = ks_csr_spgemm(L, &B, &T);
+        e = ks_local_spgemm(be, L, &B, &T);
     ks_csr_free(L);
     ks_csr_free(&B);
     if (e == KS_OK)

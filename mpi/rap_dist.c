@@ -4,8 +4,8 @@
  * needs A P's rows of those columns: its own, and the others' fetched
  * from their owners through a halo plan over R's ghost fine columns, so
  * only rows near the rank boundaries travel, once per neighbour. The
- * product is then local: the serial cpu spgemm on compact views
- * (local_rows.c).
+ * product is then local: a spgemm on compact views (local_rows.c), on the
+ * device when the level lives there (the cpu product's bits).
  *
  * Determinism: spgemm starts each Ac(J,c) at 0.0 and adds R(J,i) AP(i,c)
  * in R's row order, ascending global fine rows i, which is the order of
@@ -20,7 +20,7 @@
 
 /* R (A P) for R's rows here, with AP's rows of R's ghost fine columns
  * fetched. Collective. */
-static ks_error ptap_rows(const ks_comm *c, const ks_dist_prows *R, const ks_dist_csr *AP,
+static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows *R, const ks_dist_csr *AP,
                           const ks_gint *foff, ks_dist_csr *Ac)
 {
     const int64_t nr = R->nloc ? R->rowptr[R->nloc] : 0;
@@ -49,7 +49,7 @@ static ks_error ptap_rows(const ks_comm *c, const ks_dist_prows *R, const ks_dis
     if (e == KS_OK)
         e = ks_stack_rows(&none, &rm, R->rowptr, R->col, R->val, &fm, &Rm);
     if (e == KS_OK)
-        e = ks_local_product(&Rm, &G, &fm, AP->rowptr, AP->colind, AP->val, &cm, R->row_begin,
+        e = ks_local_product(be, &Rm, &G, &fm, AP->rowptr, AP->colind, AP->val, &cm, R->row_begin,
                              AP->ncols_global, AP->ncols_global, Ac);
     ks_csr_free(&Rm);
     ks_dist_ghost_prows_free(&G);
@@ -58,8 +58,8 @@ static ks_error ptap_rows(const ks_comm *c, const ks_dist_prows *R, const ks_dis
     return ks_comm_agree(c, e);
 }
 
-ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_gint *foff,
-                        ks_dist_csr *Ac)
+ks_error ks_dist_ptap_r(ks_backend *be, const ks_dist_prows *R, const ks_dist_csr *AP,
+                        const ks_gint *foff, ks_dist_csr *Ac)
 {
     static const char who[] = "distributed P^T (A P)";
     if (!Ac)
@@ -75,7 +75,7 @@ ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_
         e = ks_seterr(KS_ERR_ARG, "%s: A P's rows are not R's columns", who);
     e = ks_comm_agree(c, e);
     if (e == KS_OK)
-        e = ptap_rows(c, R, AP, foff, Ac);
+        e = ptap_rows(be, c, R, AP, foff, Ac);
     if (e != KS_OK) {
         ks_dist_csr_free(Ac);
         return ks_adderr(e, "%s", who);
@@ -109,7 +109,7 @@ ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr
     if (e == KS_OK)
         e = ks_dist_prows_transpose(P, foff, coff, &R);
     if (e == KS_OK)
-        e = ks_dist_ptap_r(&R, AP, foff, Ac);
+        e = ks_dist_ptap_r(NULL, &R, AP, foff, Ac);
     ks_dist_prows_free(&R);
     free(coff);
     free(foff);
@@ -136,7 +136,7 @@ ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist
     memset(Ac, 0, sizeof *Ac);
     ks_dist_csr AP;
     KS_TRY(ks_dist_ap(A, P, &AP));
-    const ks_error e = ks_dist_ptap_r(R, &AP, A->dist->offsets, Ac);
+    const ks_error e = ks_dist_ptap_r(ks_matrix_backend(A), R, &AP, A->dist->offsets, Ac);
     ks_dist_csr_free(&AP);
     return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
 }

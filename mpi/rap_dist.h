@@ -47,10 +47,16 @@ ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const 
  * arrays are taken or freed, also on failure. */
 ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
                               ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out);
+/* Local. T = L B of host CSRs, on backend be: the cpu spgemm where be is
+ * NULL or keeps host memory, else both uploaded, the backend's spgemm,
+ * T downloaded. The device product reproduces the cpu one bit for bit
+ * (sparse/cuda/spgemm.cu), so where it runs changes no result. */
+ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T);
 /* Local. out = L times the rows that ks_stack_rows makes of (G, rows, rp,
- * col, val, cols), by the serial cpu spgemm, with global columns; L (a
+ * col, val, cols), by ks_local_spgemm on be, with global columns; L (a
  * host CSR over the compact numbers of `rows`) is freed. */
-ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
+ks_error ks_local_product(ks_backend *be, ks_csr *L, const ks_dist_ghost_prows *G,
+                          const ks_gmap *rows,
                           const ks_int *rp, const ks_gint *col, const double *val,
                           const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
                           ks_gint ncols_global, ks_dist_csr *out);
@@ -82,10 +88,11 @@ ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, co
  * owners; each Ac(J,c) starts at 0.0 and adds R(J,i) AP(i,c) by ascending
  * fine row i, which is ks_csr_spgemm(P^T, A*P)'s order: the same bits
  * every run with any rank or thread count, equal to that serial product. */
-ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_gint *foff,
-                        ks_dist_csr *Ac);
+ks_error ks_dist_ptap_r(ks_backend *be, const ks_dist_prows *R, const ks_dist_csr *AP,
+                        const ks_gint *foff, ks_dist_csr *Ac);
 /* Collective. The same from P (R = P^T made here; P's coarse layout must
- * be its ranks' C counts). */
+ * be its ranks' C counts), the product on the host. be: where
+ * ks_dist_ptap_r's local product runs (ks_local_spgemm). */
 ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr *Ac);
 /* Collective. Both steps: Ac = P^T A P; with R = P^T at hand, rap_r. */
 ks_error ks_dist_rap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *Ac);

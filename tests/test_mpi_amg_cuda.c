@@ -26,6 +26,7 @@
 #include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
 #include "mpi/mpi_internal.h" /* ks_halo_stage_always */
+#include "mpi/rap_dist.h"     /* ks_local_spgemm */
 
 #include <math.h>
 #include <stdio.h>
@@ -629,6 +630,57 @@ START_TEST(test_resetup)
 }
 END_TEST
 
+/* A random m x n host CSR: about `per` entries a row (some rows empty),
+ * columns sorted and unique, values in [-1, 1). */
+static void random_csr(ks_int m, ks_int n, int per, ks_csr *A)
+{
+    KS_CHECK(ks_csr_alloc(A, m, n, m * per));
+    ks_int k = 0;
+    A->rowptr[0] = 0;
+    for (ks_int i = 0; i < m; i++) {
+        const int len = (ks_test_rng_next() % 7 == 0) ? 0 : (int)(ks_test_rng_next() % per) + 1;
+        ks_int c = (ks_int)(ks_test_rng_next() % 3);
+        for (int j = 0; j < len && c < n; j++) {
+            A->colind[k] = c;
+            A->val[k++] = 2.0 * ks_test_urand() - 1.0;
+            c += 1 + (ks_int)(ks_test_rng_next() % (uint64_t)(2 * n / per + 1));
+        }
+        A->rowptr[i + 1] = k;
+    }
+    A->nnz = k;
+}
+
+/* The distributed Galerkin product's local products (ks_local_spgemm) on
+ * the cuda backend give the cpu product's pattern and bits: the device
+ * setup of a distributed hierarchy then keeps the cpu hierarchy exactly.
+ * Local to each rank. */
+START_TEST(test_local_spgemm)
+{
+    need_cuda();
+    ks_test_rng_seed(41 + (uint64_t)rank);
+    const ks_int shapes[][3] = {{1, 1, 1}, {37, 50, 29}, {2000, 900, 1500}, {5000, 5000, 5000}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        ks_csr L = {0}, B = {0}, Tc = {0}, Tg = {0};
+        random_csr(shapes[t][0], shapes[t][1], t == 3 ? 60 : 9, &L);
+        random_csr(shapes[t][1], shapes[t][2], 11, &B);
+        KS_CHECK(ks_local_spgemm(NULL, &L, &B, &Tc));
+        KS_CHECK(ks_local_spgemm(cuda, &L, &B, &Tg));
+        int same = Tc.nrows == Tg.nrows && Tc.ncols == Tg.ncols && Tc.nnz == Tg.nnz &&
+                   !memcmp(Tc.rowptr, Tg.rowptr, ((size_t)Tc.nrows + 1) * sizeof *Tc.rowptr) &&
+                   !memcmp(Tc.colind, Tg.colind, (size_t)Tc.nnz * sizeof *Tc.colind) &&
+                   !memcmp(Tc.val, Tg.val, (size_t)Tc.nnz * sizeof *Tc.val);
+        ALL(same, "local product %lld x %lld x %lld: the cuda product (%lld entries) differs "
+            "from the cpu one (%lld entries) in pattern or bits", (long long)shapes[t][0],
+            (long long)shapes[t][1], (long long)shapes[t][2], (long long)Tg.nnz,
+            (long long)Tc.nnz);
+        ks_csr_free(&L);
+        ks_csr_free(&B);
+        ks_csr_free(&Tc);
+        ks_csr_free(&Tg);
+    }
+}
+END_TEST
+
 /* The skip line scripts/test counts (the MPI harness prints none itself);
  * the cuda backend goes before MPI_Finalize. */
 static void after(void)
@@ -650,6 +702,7 @@ static Suite *suite(void)
     if (have_cuda) {
         if (ks_backend_create("cuda", &cuda) != KS_OK)
             snprintf(cuda_err, sizeof cuda_err, "%s", ks_last_error());
+        tcase_add_test(t, test_local_spgemm);
         tcase_add_test(t, test_poisson7);
         tcase_add_test(t, test_poisson27);
         tcase_add_test(t, test_options_poisson7);

@@ -30,6 +30,7 @@
  * the stream sees it), so no memset launch is needed. Counters and partials
  * belong to the matrix: two applies of one matrix must not run concurrently
  * (on one backend stream they never do). */
+#include "csr_block_pair.h"
 #include "csr_family.h"
 #include "format_cuda.h"
 #include "../vec/cuda_check.h"
@@ -262,6 +263,7 @@ ks_error build(ks_backend *be, const ks_csr_adaptive_layout *L, adaptive_state *
 {
     const ks_csr *A = &L->A;
     KS_TRY(ks_csr_device_upload(be, A, "csr_adaptive", &s->A));
+    KS_TRY(ks_csr_block_pair_get(&s->A.block_pair));
     const size_t nb = (size_t)L->nblocks + 1, nc = (size_t)L->nchunks, nl = (size_t)L->nlong;
     /* chunks first: int4 wants the 16-byte alignment malloc gives */
     void *h = ks_malloc(sizeof(int4) * nc + sizeof(int2) * (nb + nl + 1) + sizeof(unsigned) * nl,

@@ -90,6 +90,10 @@ typedef struct ks_csr_device {
     ks_int *rowptr; /* device, nrows + 1 */
     ks_int *colind; /* device, nnz; NULL when nnz == 0 or A->colind was NULL */
     double *val;    /* device, nnz; NULL when nnz == 0 or A->val was NULL */
+    /* KS_CSR_BLOCK_PAIR at the format's setup (csr_block_pair.h): the SpMM
+     * and fused block pass two columns a thread for even k. 0 after
+     * ks_csr_device_upload; the formats with those ops set it. */
+    int block_pair;
 } ks_csr_device;
 
 /* Upload A's arrays to be (d zeroed first; column indices / values skipped
@@ -99,12 +103,14 @@ ks_error ks_csr_device_upload(ks_backend *be, const ks_csr *A, const char *what,
                               ks_csr_device *d);
 void ks_csr_device_free(ks_backend *be, ks_csr_device *d);
 /* Y = alpha A X + beta Y on row-interleaved blocks of k columns (the SpMM
- * of the cuda CSR formats, spmv/format.h). Defined in csr_vector_cuda.cu. */
+ * of the cuda CSR formats, spmv/format.h); two columns a thread where
+ * A->block_pair and k allow it, with the same bits. Defined in
+ * csr_vector_cuda.cu. */
 ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, int k, double alpha,
                             const double *X, double beta, double *Y);
 /* The fused block pass (format.h's fused_block) on a device CSR with
- * float64 values: one thread an entry (i, j), the SpMM's sum, then the
- * entry's update. */
+ * float64 values: one thread an entry (i, j), or a pair of adjacent
+ * entries as the SpMM, the SpMM's sum, then the entry's update. */
 ks_error ks_csr_device_fused_block(ks_backend *be, const ks_csr_device *A, int k,
                                    const ks_fused_step *f);
 

@@ -7,6 +7,7 @@
  * and serves the other CSR-family formats too; with float32 values this
  * format uploads only the row pointers through it and keeps (column, value)
  * pairs of its own. */
+#include "csr_block_pair.h"
 #include "csr_family.h"
 #include "format_cuda.h"
 #include "spmm_cuda.h"
@@ -304,6 +305,8 @@ ks_error csr_vector_setup(ks_backend *be, const void *layout, void **state)
         H.colind = NULL;
     }
     ks_error e = ks_csr_device_upload(be, &H, "csr_vector", &s->A);
+    if (e == KS_OK)
+        e = ks_csr_block_pair_get(&s->A.block_pair);
     if (e == KS_OK && L->valf && H.nnz > 0)
         e = upload_pairs(be, &L->A, L->valf, &s->cv);
     return ks_cufmt_done(be, e, s, csr_vector_destroy, state);
@@ -348,8 +351,8 @@ ks_error csr_vector_setup_sparse(ks_backend *be, const ks_sparse *A, const ks_sp
     s->A.val = f32 ? NULL : A->val;
     *bytes = f32 ? ks_csr_bytes_per_apply_float(A->nrows, A->nnz)
                  : ks_csr_bytes_per_apply(A->nrows, A->nnz);
-    ks_error e = KS_OK;
-    if (f32 && A->nnz > 0) {
+    ks_error e = ks_csr_block_pair_get(&s->A.block_pair);
+    if (e == KS_OK && f32 && A->nnz > 0) {
         ks_int *bad = NULL, hbad = A->nnz;
         e = ks_be_alloc(be, sizeof(int2) * (size_t)A->nnz, (void **)&s->cv,
                         "csr_vector float32 entries");
@@ -408,7 +411,10 @@ ks_error csr_vector_fused_step(ks_backend *be, void *state, const ks_fused_step 
 }
 
 /* Column q.j of row q.i's product, the row's entries in order; S: the
- * iterate made from X as the fused pass makes it (xs xw_c X(c, j)). */
+ * iterate made from X as the fused pass makes it (xs xw_c X(c, j)). The
+ * rounding is spelled out (the scale xs xw_c rounded, then its product
+ * with X(c, j), then one fused multiply-add a term: what nvcc had made of
+ * sum += v * (xs * xw_c * x)), so block_row_sum2 can repeat it exactly. */
 template <typename E, bool S>
 __device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q,
                                                 const ks_int *__restrict__ rowptr, E ent,
@@ -420,8 +426,39 @@ __device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q,
         ks_int c;
         typename E::value_type v;
         ent.load(p, c, v);
-        const double x = __ldg(X + (long long)c * q.kk + q.j);
-        sum += (double)v * (S ? xs * __ldg(xw + c) * x : x);
+        double x = __ldg(X + (long long)c * q.kk + q.j);
+        if (S)
+            x = __dmul_rn(__dmul_rn(xs, __ldg(xw + c)), x);
+        sum = __fma_rn((double)v, x, sum);
+    }
+    return sum;
+}
+
+/* Columns j and j + 1 (j even) of row i of a block of kk columns (X
+ * 16-byte aligned): one load of each matrix entry and one 16-byte load of
+ * X's pair serve both columns. Each column is summed as block_row_sum sums
+ * it (the same entries in the same order, the same rounded operations), so
+ * both sums have the one-column kernels' bits; tests/test_spmm.c and
+ * tests/test_fused_block.c check that with exact equality on the GPU. */
+template <typename E, bool S>
+__device__ __forceinline__ double2 block_row_sum2(long long i, long long kk, int j,
+                                                  const ks_int *__restrict__ rowptr, E ent,
+                                                  const double *__restrict__ X,
+                                                  const double *__restrict__ xw, double xs)
+{
+    double2 sum = make_double2(0.0, 0.0);
+    for (ks_int p = __ldg(rowptr + i), end = __ldg(rowptr + i + 1); p < end; p++) {
+        ks_int c;
+        typename E::value_type v;
+        ent.load(p, c, v);
+        double2 x = __ldg((const double2 *)(X + (long long)c * kk + j));
+        if (S) {
+            const double sc = __dmul_rn(xs, __ldg(xw + c));
+            x.x = __dmul_rn(sc, x.x);
+            x.y = __dmul_rn(sc, x.y);
+        }
+        sum.x = __fma_rn((double)v, x.x, sum.x);
+        sum.y = __fma_rn((double)v, x.y, sum.y);
     }
     return sum;
 }
@@ -438,6 +475,25 @@ __global__ void __launch_bounds__(256)
     if (q.i < nrows)
         ks_spmm_store(Y, q.e, alpha, block_row_sum<E, false>(q, rowptr, ent, X, NULL, 0.0),
                       beta);
+}
+
+/* The SpMM two columns a thread (k even, KS_CSR_BLOCK_PAIR): thread
+ * p = i*(k/2) + h sums columns 2h and 2h + 1 of row i (H: k / 2 as a
+ * constant, 0 at run time), so the row's k / 2 threads load each entry
+ * once for two columns and half as many threads run. Results equal
+ * csr_spmm_kernel's bit for bit (block_row_sum2, ks_spmm_store2). */
+template <typename E, int H>
+__global__ void __launch_bounds__(256)
+    csr_spmm_pair_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
+                         const double *__restrict__ X, double alpha, double beta,
+                         double *__restrict__ Y)
+{
+    const ks_spmm_pos q = ks_spmm_at<H>((long long)blockIdx.x * 256 + threadIdx.x, k / 2);
+    if (q.i >= nrows)
+        return;
+    const double2 s =
+        block_row_sum2<E, false>(q.i, 2LL * q.kk, 2 * q.j, rowptr, ent, X, NULL, 0.0);
+    ks_spmm_store2(Y, 2 * q.e, alpha, s.x, s.y, beta);
 }
 
 /* The fused pass on k columns (fused.h, ks_fused_bload): the SpMM's sum
@@ -458,12 +514,101 @@ __global__ void __launch_bounds__(256)
     ks_fused_store(&f, (ks_int)q.e, &in, sum, in.w);
 }
 
-/* The SpMM (f NULL) or the fused block pass f, one thread an entry. */
+/* ks_fused_bload and ks_fused_store on entries e and e + 1 of row i (e
+ * even, every block 16-byte aligned), ax their row sums: the same operands
+ * and the same expressions a column (ks_smooth_value_v), with 16-byte
+ * loads and stores. Xprev may be Xo: read before it is written. */
+__device__ __forceinline__ void fused_store2(const ks_fused_step &f, long long i, long long e,
+                                             double2 ax)
+{
+    const double2 b = *(const double2 *)(f.b + e);
+    double2 x = make_double2(0.0, 0.0), xp = make_double2(0.0, 0.0);
+    double w = 0.0;
+    if (f.xo) {
+        x = *(const double2 *)(f.x + e);
+        if (f.xw) {
+            x.x = f.xs * f.xw[i] * x.x;
+            x.y = f.xs * f.xw[i] * x.y;
+        }
+        if (f.a != 0.0 && f.xprev)
+            xp = *(const double2 *)(f.xprev + e);
+        w = f.w[i];
+    }
+    const double t0 = b.x - ax.x, t1 = b.y - ax.y;
+    if (f.r)
+        *(double2 *)(f.r + e) = make_double2(t0, t1);
+    if (f.xo)
+        *(double2 *)(f.xo + e) = make_double2(ks_smooth_value_v(f.a, f.c, w, x.x, xp.x, t0),
+                                              ks_smooth_value_v(f.a, f.c, w, x.y, xp.y, t1));
+    if (f.x1)
+        *(double2 *)(f.x1 + e) = x;
+}
+
+/* The fused block pass two columns a thread (k even, KS_CSR_BLOCK_PAIR),
+ * threads as in csr_spmm_pair_kernel: each column's sum and update equal
+ * csr_fused_block_kernel's bit for bit. */
+template <typename E, int H, bool S>
+__global__ void __launch_bounds__(256)
+    csr_fused_pair_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
+                          const ks_fused_step f)
+{
+    const ks_spmm_pos q = ks_spmm_at<H>((long long)blockIdx.x * 256 + threadIdx.x, k / 2);
+    if (q.i >= nrows)
+        return;
+    const double2 s =
+        block_row_sum2<E, S>(q.i, 2LL * q.kk, 2 * q.j, rowptr, ent, f.x, f.xw, f.xs);
+    fused_store2(f, q.i, 2 * q.e, s);
+}
+
+/* Whether the blocks of this call allow the pair kernels: X, Y of the
+ * SpMM, or the fused pass's blocks (w and xw are read a row, 8 bytes). */
+int blocks_aligned(const double *X, const double *Y, const ks_fused_step *f)
+{
+    if (!f) {
+        const void *p[] = {X, Y};
+        return ks_csr_block_pair_aligned(p, 2);
+    }
+    const void *p[] = {f->b, f->x, f->r, f->xprev, f->xo, f->x1};
+    return ks_csr_block_pair_aligned(p, 6);
+}
+
+/* The pair kernels' launch: nrows * k / 2 threads. */
+template <typename E>
+ks_error csr_block_pair(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
+                        double alpha, const double *X, double beta, double *Y,
+                        const ks_fused_step *f)
+{
+    ks_cufmt_launch lc;
+    if (!ks_cufmt_launch_for(be, (long long)nrows * (k / 2), 256, &lc))
+        return KS_OK;
+#define KS_CSR_PAIR(H)                                                                        \
+    do {                                                                                      \
+        if (!f)                                                                               \
+            csr_spmm_pair_kernel<E, H><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent,  \
+                                                                         k, X, alpha, beta, Y); \
+        else if (f->xw)                                                                       \
+            csr_fused_pair_kernel<E, H, true>                                                 \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
+        else                                                                                  \
+            csr_fused_pair_kernel<E, H, false>                                                \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
+    } while (0)
+    KS_SPMM_DISPATCH(k / 2, KS_CSR_PAIR);
+#undef KS_CSR_PAIR
+    KS_CUDA_LAUNCH_CHECK(f ? "csr_fused_pair_kernel" : "csr_spmm_pair_kernel");
+    return KS_OK;
+}
+
+/* The SpMM (f NULL) or the fused block pass f: two columns a thread where
+ * pair_on (KS_CSR_BLOCK_PAIR at setup), k and the blocks allow it
+ * (csr_block_pair.h), else one thread an entry. */
 template <typename E>
 ks_error csr_block(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
                    double alpha, const double *X, double beta, double *Y,
-                   const ks_fused_step *f)
+                   const ks_fused_step *f, int pair_on)
 {
+    if (ks_csr_block_pair_use(pair_on, k, blocks_aligned(X, Y, f)))
+        return csr_block_pair(be, nrows, rowptr, ent, k, alpha, X, beta, Y, f);
     ks_cufmt_launch lc;
     if (!ks_cufmt_launch_for(be, (long long)nrows * k, 256, &lc))
         return KS_OK;
@@ -491,7 +636,8 @@ ks_error csr_vector_spmm(ks_backend *be, void *state, int k, double alpha, const
     const csr_vector_state *s = (const csr_vector_state *)state;
     if (s->cv) {
         entries_f32 ent = {s->cv};
-        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, alpha, X, beta, Y, NULL);
+        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, alpha, X, beta, Y, NULL,
+                         s->A.block_pair);
     }
     return ks_csr_device_spmm(be, &s->A, k, alpha, X, beta, Y);
 }
@@ -501,7 +647,8 @@ ks_error csr_vector_fused_block(ks_backend *be, void *state, int k, const ks_fus
     const csr_vector_state *s = (const csr_vector_state *)state;
     if (s->cv) {
         entries_f32 ent = {s->cv};
-        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, 0.0, NULL, 0.0, NULL, f);
+        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, 0.0, NULL, 0.0, NULL, f,
+                         s->A.block_pair);
     }
     return ks_csr_device_fused_block(be, &s->A, k, f);
 }
@@ -542,14 +689,14 @@ extern "C" ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, i
                                        double alpha, const double *X, double beta, double *Y)
 {
     entries_f64 ent = {A->colind, A->val};
-    return csr_block(be, A->nrows, A->rowptr, ent, k, alpha, X, beta, Y, NULL);
+    return csr_block(be, A->nrows, A->rowptr, ent, k, alpha, X, beta, Y, NULL, A->block_pair);
 }
 
 extern "C" ks_error ks_csr_device_fused_block(ks_backend *be, const ks_csr_device *A, int k,
                                              const ks_fused_step *f)
 {
     entries_f64 ent = {A->colind, A->val};
-    return csr_block(be, A->nrows, A->rowptr, ent, k, 0.0, NULL, 0.0, NULL, f);
+    return csr_block(be, A->nrows, A->rowptr, ent, k, 0.0, NULL, 0.0, NULL, f, A->block_pair);
 }
 
 extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {

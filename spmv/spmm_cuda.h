@@ -4,7 +4,9 @@
  * (one load serves them) and consecutive threads read consecutive X and Y
  * entries, so every access is coalesced whatever k is. K > 0 fixes k at
  * compile time (the division by k becomes shifts and multiplies); K == 0
- * reads it at run time. For the .cu format files only. Not installed. */
+ * reads it at run time. The CSR kernels at even k take two adjacent
+ * entries a thread (ks_spmm_store2), as dia's vec variants do with their
+ * own store. For the .cu format files only. Not installed. */
 #ifndef KS_SPMM_CUDA_H
 #define KS_SPMM_CUDA_H
 
@@ -27,11 +29,39 @@ __device__ __forceinline__ ks_spmm_pos ks_spmm_at(long long e, int k)
     return q;
 }
 
-/* beta == 0 must not read Y: it may hold garbage or NaN. */
+/* Entry (i, j) of Y from its sum: alpha sum, rounded (beta == 0: Y is not
+ * read, it may hold garbage or NaN); else beta Y(i, j) + that product in
+ * one fused multiply-add, rounded once more. Spelled out with intrinsics,
+ * so that no kernel's contraction choice changes it (nvcc had contracted
+ * alpha sum + beta Y this way): every SpMM kernel that stores through
+ * these functions, one column a thread or two, rounds a column alike. */
+__device__ __forceinline__ double ks_spmm_value(double alpha, double sum, double beta, double y)
+{
+    return __fma_rn(beta, y, __dmul_rn(alpha, sum));
+}
+
 __device__ __forceinline__ void ks_spmm_store(double *Y, long long e, double alpha, double sum,
                                               double beta)
 {
-    Y[e] = beta == 0.0 ? alpha * sum : alpha * sum + beta * Y[e];
+    Y[e] = beta == 0.0 ? __dmul_rn(alpha, sum) : ks_spmm_value(alpha, sum, beta, Y[e]);
+}
+
+/* Entries e and e + 1 of Y (e even, Y 16-byte aligned) from their sums s0
+ * and s1, each as ks_spmm_store makes it, with one 16-byte load and store. */
+__device__ __forceinline__ void ks_spmm_store2(double *Y, long long e, double alpha, double s0,
+                                               double s1, double beta)
+{
+    double2 *p = (double2 *)(Y + e);
+    double2 y;
+    if (beta == 0.0) {
+        y.x = __dmul_rn(alpha, s0);
+        y.y = __dmul_rn(alpha, s1);
+    } else {
+        y = *p;
+        y.x = ks_spmm_value(alpha, s0, beta, y.x);
+        y.y = ks_spmm_value(alpha, s1, beta, y.y);
+    }
+    *p = y;
 }
 
 /* LAUNCH(K) for the k at hand: the powers of two to 32 compiled, others at

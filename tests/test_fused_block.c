@@ -10,8 +10,9 @@
  * stored); bad input. Then the AMG block cycle with and without it
  * (KS_BLOCK_FUSED): PCG + AMG on k columns repeats its single solves both
  * ways, on the cpu to the bit; on cuda with a dia level 0 (its own pass)
- * and sell levels (applied through csr_vector views). cuda parts skip
- * without a device. */
+ * and sell levels (applied through csr_vector views); the cuda csr pass
+ * two columns a thread (KS_CSR_BLOCK_PAIR) against one, bit for bit.
+ * cuda parts skip without a device. */
 #include "ks_test.h"
 #include "spmv_cases.h"
 #include "solver/solver_create.h"
@@ -232,6 +233,150 @@ END_TEST
 START_TEST(fused_block_cuda) { check_backend("cuda"); }
 END_TEST
 
+/* ------------------------------------------------ KS_CSR_BLOCK_PAIR */
+/* The fused block pass of variant v on width k through the format op
+ * itself, every block starting `shift` doubles into its allocation (1: not
+ * 16-byte aligned, so a pair kernel must give way to the one-column one),
+ * the inputs those of check_variant; R, Xo, X1 (n x k each, those the
+ * variant writes) into out[0..2]. */
+static void pass_shifted(ks_backend *be, ks_matrix *M, ks_int n, int k, int v, int shift,
+                         double *out[3])
+{
+    const size_t nk = (size_t)n * k, all = nk + (size_t)k;
+    const double a = v == V_JACOBI ? 0.0 : 0.37, c = 0.81, xs = 0.6;
+    double *h[3] = {sc_random_vec((ks_int)nk, 11 + k), sc_random_vec((ks_int)nk, 12 + k),
+                    sc_random_vec((ks_int)nk, 13 + k)}; /* b, x, x_old */
+    double *hw = sc_random_vec(n, 14);
+    for (ks_int i = 0; i < n; i++)
+        hw[i] = 0.5 + fabs(hw[i]);
+    const int from_zero = v == V_FROM_ZERO, want_r = v == V_RES || v == V_RES_STEP;
+    const int want_x = v != V_RES, has_prev = v == V_CHEB || v == V_CHEB_INPLACE || v == V_RES_STEP;
+    /* blocks B, X, Xprev, R, Xo, X1 of n + 1 rows; Xo starts as x_old */
+    const int src[6] = {0, 1, 2, -1, 2, -1};
+    ks_block *blk[6];
+    double *d[6], *tmp = calloc(all, sizeof(double));
+    for (int b = 0; b < 6; b++) {
+        blk[b] = mkblock(be, n + 1, k, NULL);
+        memset(tmp, 0, all * sizeof(double));
+        if (src[b] >= 0)
+            memcpy(tmp + shift, h[src[b]], nk * sizeof(double));
+        KS_CHECK(ks_block_set_host(blk[b], tmp));
+        d[b] = blk[b]->data + shift;
+    }
+    ks_vec *w = mkvec(be, n, hw);
+    const ks_fused_step f = {d[0], from_zero ? d[0] : d[1], want_r ? d[3] : NULL, a, c,
+                             want_x ? w->data : NULL,
+                             !has_prev ? NULL : v == V_CHEB_INPLACE ? d[4] : d[2],
+                             want_x ? d[4] : NULL, KS_W_VECTOR, 0.0, from_zero ? w->data : NULL,
+                             xs, from_zero ? d[5] : NULL};
+    KS_CHECK(M->ops->fused_block(be, M->state, k, &f));
+    for (int o = 0; o < 3; o++) {
+        KS_CHECK(ks_block_get_host(blk[3 + o], tmp));
+        memcpy(out[o], tmp + shift, nk * sizeof(double));
+    }
+    for (int b = 0; b < 6; b++)
+        ks_block_destroy(&blk[b]);
+    ks_vec_destroy(&w);
+    for (int i = 0; i < 3; i++)
+        free(h[i]);
+    free(hw);
+    free(tmp);
+}
+
+/* The cuda CSR fused block pass two columns a thread (csr_vector float64
+ * and float32, csr_adaptive; KS_CSR_BLOCK_PAIR read at setup) against one
+ * column a thread and against itself on unaligned blocks, bit for bit, for
+ * every variant; k even runs the pair kernel (6 and 10: k / 2 at run
+ * time), odd k the one-column kernel either way. Then the pair kernels
+ * against the vector pass and the host reference (check_variant). */
+static const int pair_ks[] = {2, 4, 8, 32, 3, 5, 6, 10};
+#define NPAIRK ((int)(sizeof pair_ks / sizeof pair_ks[0]))
+
+START_TEST(fused_block_pair)
+{
+    static const struct {
+        const char *fmt;
+        int f32;
+    } fmts[] = {{"csr_vector", 0}, {"csr_vector", 1}, {"csr_adaptive", 0}};
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cuda", &be));
+    ks_csr mats[3];
+    const char *what[3] = {"random 900", "random 257 (sparse)", "7-point 10^3"};
+    sc_make_random(&mats[0], 900, 900, 12, 53);
+    sc_make_random(&mats[1], 257, 257, 3, 54);
+    sc_make_gen(&mats[2], KS_GEN_POISSON3D_7, 10);
+    const char *env = getenv("KS_CSR_BLOCK_PAIR");
+    char *keep_env = env ? strdup(env) : NULL;
+    for (int f = 0; f < (int)(sizeof fmts / sizeof fmts[0]); f++)
+        for (int m = 0; m < 3; m++) {
+            ks_spmv_params prm;
+            memset(&prm, 0, sizeof prm);
+            prm.float_values = fmts[f].f32;
+            ks_csr Am = mats[m];
+            const ks_int n = Am.nrows;
+            ks_matrix *M[2] = {NULL, NULL}; /* pair on, off */
+            for (int p = 0; p < 2; p++) {
+                setenv("KS_CSR_BLOCK_PAIR", p ? "0" : "1", 1);
+                KS_CHECK(ks_matrix_create(be, &Am, fmts[f].fmt, &prm, &M[p]));
+            }
+            for (int t = 0; t < NPAIRK; t++)
+                for (int v = 0; v < NV; v++) {
+                    const int k = pair_ks[t];
+                    const size_t nk = (size_t)n * k;
+                    double *out[3][3];
+                    for (int r = 0; r < 3; r++)
+                        for (int o = 0; o < 3; o++)
+                            out[r][o] = malloc(nk * sizeof(double) + 8);
+                    pass_shifted(be, M[0], n, k, v, 0, out[0]);
+                    pass_shifted(be, M[1], n, k, v, 0, out[1]);
+                    pass_shifted(be, M[0], n, k, v, 1, out[2]);
+                    for (int r = 1; r < 3; r++)
+                        for (int o = 0; o < 3; o++)
+                            for (size_t e = 0; e < nk; e++)
+                                ck_assert_msg(memcmp(&out[0][o][e], &out[r][o][e],
+                                                     sizeof(double)) == 0,
+                                              "%s%s %s k %d variant %d %s entry (%zu, %zu): "
+                                              "pair %.17g, %s %.17g",
+                                              fmts[f].fmt, fmts[f].f32 ? " float32" : "",
+                                              what[m], k, v, o == 0 ? "R" : o == 1 ? "Xo" : "X1",
+                                              e / (size_t)k, e % (size_t)k, out[0][o][e],
+                                              r == 1 ? "one column a thread" : "unaligned",
+                                              out[r][o][e]);
+                    for (int r = 0; r < 3; r++)
+                        for (int o = 0; o < 3; o++)
+                            free(out[r][o]);
+                }
+            /* float32 values: the reference has them too */
+            double *keep = NULL;
+            if (fmts[f].f32) {
+                keep = malloc((size_t)Am.nnz * sizeof(double) + 8);
+                memcpy(keep, Am.val, (size_t)Am.nnz * sizeof(double));
+                for (ks_int q = 0; q < Am.nnz; q++)
+                    Am.val[q] = (double)(float)Am.val[q];
+            }
+            char fmt[64];
+            snprintf(fmt, sizeof fmt, "%s pair", fmts[f].fmt);
+            for (int t = 0; t < NPAIRK; t++)
+                for (int v = 0; v < NV; v++)
+                    check_variant(be, M[0], &Am, what[m], fmt, pair_ks[t], v, 0);
+            if (keep) {
+                memcpy(Am.val, keep, (size_t)Am.nnz * sizeof(double));
+                free(keep);
+            }
+            ks_matrix_destroy(&M[0]);
+            ks_matrix_destroy(&M[1]);
+        }
+    if (keep_env)
+        setenv("KS_CSR_BLOCK_PAIR", keep_env, 1);
+    else
+        unsetenv("KS_CSR_BLOCK_PAIR");
+    free(keep_env);
+    for (int m = 0; m < 3; m++)
+        ks_csr_free(&mats[m]);
+    ks_backend_destroy(&be);
+}
+END_TEST
+
 START_TEST(errors)
 {
     ks_backend *be, *be2;
@@ -399,9 +544,11 @@ int main(void)
     tc = tcase_create("cuda");
     if (ks_test_have_cuda()) {
         tcase_add_test(tc, fused_block_cuda);
+        tcase_add_test(tc, fused_block_pair);
         tcase_add_test(tc, amg_cuda);
     } else {
-        ks_test_skip(2, "no CUDA device: the cuda fused block pass and block cycle");
+        ks_test_skip(3, "no CUDA device: the cuda fused block pass (also two columns a "
+                        "thread) and block cycle");
     }
     suite_add_tcase(s, tc);
     return ks_test_run(s);

@@ -3,10 +3,13 @@
  * the float64 reference, on random matrices with empty rows (square and
  * rectangular) and a 7-point stencil (so the banded formats build), for
  * k = 1, 2, 3, 8, 32 and alpha / beta pairs with beta = 0 (Y poisoned
- * with NaN: it must not be read); cuda dia's SpMM variants; bad input.
- * cpu formats run here, the cuda ones with a GPU (skipped otherwise). */
+ * with NaN: it must not be read); cuda dia's SpMM variants; the cuda csr
+ * SpMM two columns a thread (KS_CSR_BLOCK_PAIR) against one, bit for bit,
+ * and its choice; bad input. cpu formats run here, the cuda ones with a
+ * GPU (skipped otherwise). */
 #include "ks_test.h"
 #include "spmv_cases.h"
+#include "spmv/csr_block_pair.h"
 #include "spmv/dia_spmm.h"
 #include "spmv/format.h"
 
@@ -160,20 +163,20 @@ START_TEST(spmm_float_values)
 }
 END_TEST
 
-/* KS_DIA_SPMM as the test found it (a copy, or NULL when unset), and put
- * back. */
-static char *env_save(void)
+/* Variable `name` as the test found it (a copy, or NULL when unset), and
+ * put back. */
+static char *env_save(const char *name)
 {
-    const char *v = getenv("KS_DIA_SPMM");
+    const char *v = getenv(name);
     return v ? strdup(v) : NULL;
 }
 
-static void env_restore(char *keep)
+static void env_restore(const char *name, char *keep)
 {
     if (keep)
-        setenv("KS_DIA_SPMM", keep, 1);
+        setenv(name, keep, 1);
     else
-        unsetenv("KS_DIA_SPMM");
+        unsetenv(name);
     free(keep);
 }
 
@@ -201,7 +204,7 @@ START_TEST(spmm_dia_variants)
     sc_make_random(&mats[2], 1100, 700, 9, 37);
     sc_make_gen(&mats[3], KS_GEN_POISSON3D_7, 20);
     sc_make_empty(&mats[4], 300, 200);
-    char *keep = env_save();
+    char *keep = env_save("KS_DIA_SPMM");
     /* hoist 0: the 7-point and empty matrices (at most 8 diagonals) through
      * the per-row tile kernel too */
     for (int hoist = 1; hoist >= 0; hoist--)
@@ -230,7 +233,7 @@ START_TEST(spmm_dia_variants)
     ck_assert_ptr_null(M);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM"));
     unsetenv("KS_DIA_SPMM_HOIST");
-    env_restore(keep);
+    env_restore("KS_DIA_SPMM", keep);
     for (int m = 0; m < 5; m++)
         ks_csr_free(&mats[m]);
     ks_backend_destroy(&be);
@@ -253,7 +256,7 @@ START_TEST(dia_spmm_choice)
                 {"vec:8192", KS_DIA_SPMM_VEC, 8192}};
     static const char *const bad[] = {"fast", "vec:", "vec:0", "tile:12x", "old2", "ve",
                                       "vec:16777217", ":64", "vec:-4"};
-    char *keep = env_save();
+    char *keep = env_save("KS_DIA_SPMM");
     ks_dia_spmm_choice c;
     unsetenv("KS_DIA_SPMM");
     KS_CHECK(ks_dia_spmm_choice_get(&c));
@@ -311,7 +314,178 @@ START_TEST(dia_spmm_choice)
     ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_HOIST"));
     unsetenv("KS_DIA_SPMM_HOIST");
-    env_restore(keep);
+    env_restore("KS_DIA_SPMM", keep);
+}
+END_TEST
+
+/* The cuda CSR block kernels two columns a thread (KS_CSR_BLOCK_PAIR, read
+ * at setup): csr_vector (float64 and float32 values) and csr_adaptive. k
+ * even runs the pair kernel, odd k (3, 5) the one-column kernel either way;
+ * 6 and 10 take the run-time k / 2, 64 the largest. */
+static const int pair_ks[] = {2, 4, 8, 32, 3, 5, 6, 10, 64};
+#define NPAIRK ((int)(sizeof pair_ks / sizeof pair_ks[0]))
+
+static const struct {
+    const char *fmt;
+    int f32;
+} pair_fmts[] = {{"csr_vector", 0}, {"csr_vector", 1}, {"csr_adaptive", 0}};
+#define NPAIRF ((int)(sizeof pair_fmts / sizeof pair_fmts[0]))
+
+static ks_matrix *create_with(ks_backend *be, const ks_csr *A, const char *fmt,
+                              const ks_spmv_params *prm, const char *pair)
+{
+    ks_matrix *M = NULL;
+    setenv("KS_CSR_BLOCK_PAIR", pair, 1);
+    KS_CHECK(ks_matrix_create(be, A, fmt, prm, &M));
+    return M;
+}
+
+/* Y = alpha A X + beta Y0 by M's SpMM on blocks whose data start `shift`
+ * doubles into their allocation (1: not 16-byte aligned, so the pair
+ * kernel must give way to the one-column kernel); the result into hy. */
+static void spmm_shifted(ks_matrix *M, const ks_csr *A, int k, double alpha, const double *hx,
+                         double beta, const double *hy0, int shift, double *hy)
+{
+    ks_backend *be = M->be;
+    const size_t mx = (size_t)A->ncols * k, my = (size_t)A->nrows * k;
+    double *bx = calloc(mx + (size_t)k, sizeof(double)), *by = calloc(my + (size_t)k, sizeof(double));
+    memcpy(bx + shift, hx, mx * sizeof(double));
+    memcpy(by + shift, hy0, my * sizeof(double));
+    ks_block *X = NULL, *Y = NULL;
+    KS_CHECK(ks_block_create(be, A->ncols + 1, k, &X));
+    KS_CHECK(ks_block_create(be, A->nrows + 1, k, &Y));
+    KS_CHECK(ks_block_set_host(X, bx));
+    KS_CHECK(ks_block_set_host(Y, by));
+    KS_CHECK(M->ops->spmm(be, M->state, k, alpha, X->data + shift, beta, Y->data + shift));
+    KS_CHECK(ks_block_get_host(Y, by));
+    memcpy(hy, by + shift, my * sizeof(double));
+    ks_block_destroy(&X);
+    ks_block_destroy(&Y);
+    free(bx);
+    free(by);
+}
+
+/* Pair on against off, bit for bit (each column is summed and stored as
+ * the one-column kernel does it), also with unaligned blocks; then the
+ * pair kernels against k SpMVs and the reference (check_format_k). A bad
+ * KS_CSR_BLOCK_PAIR fails the setup, naming the variable. */
+START_TEST(spmm_csr_pair)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cuda", &be));
+    ks_csr mats[4];
+    const char *what[4] = {"random 900x900", "random 700x1100", "random 1100x700", "7-point 10^3"};
+    sc_make_random(&mats[0], 900, 900, 12, 61);
+    sc_make_random(&mats[1], 700, 1100, 9, 62);
+    sc_make_random(&mats[2], 1100, 700, 40, 63);
+    sc_make_gen(&mats[3], KS_GEN_POISSON3D_7, 10);
+    char *keep = env_save("KS_CSR_BLOCK_PAIR");
+    for (int f = 0; f < NPAIRF; f++)
+        for (int m = 0; m < 4; m++) {
+            ks_spmv_params prm;
+            memset(&prm, 0, sizeof prm);
+            prm.float_values = pair_fmts[f].f32;
+            const ks_csr *A = &mats[m];
+            ks_matrix *on = create_with(be, A, pair_fmts[f].fmt, &prm, "1");
+            ks_matrix *off = create_with(be, A, pair_fmts[f].fmt, &prm, "0");
+            for (int t = 0; t < NPAIRK; t++)
+                for (int c = 0; c < NC; c++) {
+                    const int k = pair_ks[t];
+                    const double alpha = coefs[c].alpha, beta = coefs[c].beta;
+                    const size_t mx = (size_t)A->ncols * k, my = (size_t)A->nrows * k;
+                    double *hx = sc_random_vec((ks_int)mx, 70 + (uint64_t)t);
+                    double *hy0 = sc_random_vec((ks_int)my, 80 + (uint64_t)t);
+                    if (beta == 0.0)
+                        for (size_t i = 0; i < my; i++)
+                            hy0[i] = NAN;
+                    double *y[3];
+                    for (int r = 0; r < 3; r++)
+                        y[r] = malloc(my * sizeof(double) + 8);
+                    spmm_shifted(on, A, k, alpha, hx, beta, hy0, 0, y[0]);
+                    spmm_shifted(off, A, k, alpha, hx, beta, hy0, 0, y[1]);
+                    spmm_shifted(on, A, k, alpha, hx, beta, hy0, 1, y[2]);
+                    for (int r = 1; r < 3; r++)
+                        for (size_t e = 0; e < my; e++)
+                            ck_assert_msg(memcmp(&y[0][e], &y[r][e], sizeof(double)) == 0,
+                                          "%s%s %s k %d alpha %g beta %g entry (%zu, %zu): pair "
+                                          "%.17g, %s %.17g",
+                                          pair_fmts[f].fmt, pair_fmts[f].f32 ? " float32" : "",
+                                          what[m], k, alpha, beta, e / (size_t)k, e % (size_t)k,
+                                          y[0][e], r == 1 ? "one column a thread" : "unaligned",
+                                          y[r][e]);
+                    for (int r = 0; r < 3; r++)
+                        free(y[r]);
+                    free(hx);
+                    free(hy0);
+                }
+            ks_matrix_destroy(&on);
+            ks_matrix_destroy(&off);
+            setenv("KS_CSR_BLOCK_PAIR", "1", 1);
+            char label[96];
+            snprintf(label, sizeof label, "KS_CSR_BLOCK_PAIR=1 %s", what[m]);
+            ck_assert(check_format_k(be, pair_fmts[f].fmt, A, label, &prm, pair_ks, NPAIRK));
+        }
+    static const char *const bad[] = {"2", "yes", "on", " 1", "00"};
+    for (int b = 0; b < (int)(sizeof bad / sizeof bad[0]); b++)
+        for (int f = 0; f < NPAIRF; f++) {
+            setenv("KS_CSR_BLOCK_PAIR", bad[b], 1);
+            ks_matrix *M = NULL;
+            ck_assert_int_eq(ks_matrix_create(be, &mats[0], pair_fmts[f].fmt, NULL, &M),
+                             KS_ERR_ARG);
+            ck_assert_ptr_null(M);
+            ck_assert_msg(strstr(ks_last_error(), "KS_CSR_BLOCK_PAIR") != NULL, "%s: %s",
+                          bad[b], ks_last_error());
+        }
+    env_restore("KS_CSR_BLOCK_PAIR", keep);
+    for (int m = 0; m < 4; m++)
+        ks_csr_free(&mats[m]);
+    ks_backend_destroy(&be);
+}
+END_TEST
+
+/* KS_CSR_BLOCK_PAIR's parsing and the pair kernels' choice (plain C). */
+START_TEST(csr_block_pair_choice)
+{
+    char *keep = env_save("KS_CSR_BLOCK_PAIR");
+    int on = -1;
+    unsetenv("KS_CSR_BLOCK_PAIR");
+    KS_CHECK(ks_csr_block_pair_get(&on));
+    ck_assert_int_eq(on, 1);
+    static const struct {
+        const char *env;
+        int on;
+    } good[] = {{"", 1}, {"1", 1}, {"0", 0}};
+    for (int g = 0; g < (int)(sizeof good / sizeof good[0]); g++) {
+        setenv("KS_CSR_BLOCK_PAIR", good[g].env, 1);
+        on = -1;
+        KS_CHECK(ks_csr_block_pair_get(&on));
+        ck_assert_msg(on == good[g].on, "KS_CSR_BLOCK_PAIR=%s: %d", good[g].env, on);
+    }
+    static const char *const bad[] = {"2", "yes", "off", " 1", "0 ", "00", "-1", "true"};
+    for (int b = 0; b < (int)(sizeof bad / sizeof bad[0]); b++) {
+        setenv("KS_CSR_BLOCK_PAIR", bad[b], 1);
+        on = -1;
+        ck_assert_int_eq(ks_csr_block_pair_get(&on), KS_ERR_ARG);
+        ck_assert_int_eq(on, 1);
+        ck_assert_msg(strstr(ks_last_error(), "KS_CSR_BLOCK_PAIR") != NULL, "%s: %s", bad[b],
+                      ks_last_error());
+    }
+    env_restore("KS_CSR_BLOCK_PAIR", keep);
+    /* even k with the switch on and aligned blocks only */
+    for (int k = 0; k <= KS_BLOCK_MAX_COLS; k++)
+        for (int sw = 0; sw < 2; sw++)
+            for (int al = 0; al < 2; al++)
+                ck_assert_int_eq(ks_csr_block_pair_use(sw, k, al), sw && al && k > 0 && k % 2 == 0);
+    /* 16-byte alignment of every non-NULL pointer */
+    _Alignas(16) double buf[4];
+    const void *p[3] = {buf, buf + 2, NULL};
+    ck_assert_int_eq(ks_csr_block_pair_aligned(p, 3), 1);
+    ck_assert_int_eq(ks_csr_block_pair_aligned(p, 0), 1);
+    p[2] = buf + 1;
+    ck_assert_int_eq(ks_csr_block_pair_aligned(p, 3), 0);
+    ck_assert_int_eq(ks_csr_block_pair_aligned(p, 2), 1);
+    p[0] = buf + 3;
+    ck_assert_int_eq(ks_csr_block_pair_aligned(p, 1), 0);
 }
 END_TEST
 
@@ -435,14 +609,16 @@ int main(void)
     tcase_add_test(tc, fallback);
     tcase_add_test(tc, spmm_float_values);
     tcase_add_test(tc, dia_spmm_choice);
+    tcase_add_test(tc, csr_block_pair_choice);
     suite_add_tcase(s, tc);
     tc = tcase_create("cuda");
     if (ks_test_have_cuda()) {
         tcase_add_test(tc, spmm_cuda);
         tcase_add_test(tc, spmm_dia_variants);
+        tcase_add_test(tc, spmm_csr_pair);
     } else {
-        ks_test_skip(2, "no CUDA device: SpMM of the cuda formats against k SpMVs, dia's "
-                        "SpMM variants");
+        ks_test_skip(3, "no CUDA device: SpMM of the cuda formats against k SpMVs, dia's "
+                        "SpMM variants, the csr SpMM two columns a thread");
     }
     suite_add_tcase(s, tc);
     return ks_test_run(s);

@@ -389,7 +389,9 @@ static ks_error upload_level(ks_amg *amg, int l)
     const char *gs_fmt = gs_smoother(amg) ? ks_spmv_format_with_gs(amg->be->ops->kind) : NULL;
     double t0 = ks_wtime();
     if (l == 0 && sp.float_values && !gs_fmt && !amg->A0f) {
-        KS_TRY(ks_matrix_create_view(amg->be, &L->A, fmt, &sp, &amg->A0f));
+        /* the caller's matrix has the row statistics "auto" reads, if it
+         * chose its format so: not counted again */
+        KS_TRY(ks_matrix_create_view_of(L->Am, fmt, &sp, &amg->A0f));
         trace_since(amg, l, "float32 view of level 0's matrix", &t0);
     }
     if (l > 0) {

@@ -254,6 +254,90 @@ START_TEST(matrix_reason_cuda)
 }
 END_TEST
 
+/* ks_matrix_create_view_of on the cpu: a view of M's CSR in the format
+ * asked for; the cpu's "auto" reads no statistics, so none are kept. */
+START_TEST(view_of_cpu)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cpu", &be));
+    ks_csr A;
+    gen(KS_GEN_POISSON3D_7, 6, &A);
+    ks_matrix *M, *V;
+    KS_CHECK(ks_matrix_create(be, &A, "auto", NULL, &M));
+    KS_CHECK(ks_matrix_create_view_of(M, "auto", NULL, &V));
+    ck_assert_str_eq(ks_matrix_format(V), "csr");
+    ck_assert_ptr_eq(ks_matrix_sparse(V)->val, ks_matrix_sparse(M)->val);
+    ck_assert_int_eq(M->stats_known, 0);
+    ck_assert_int_eq(V->stats_known, 0);
+    ks_matrix_destroy(&V);
+    ck_assert_int_eq(ks_matrix_create_view_of(NULL, "auto", NULL, &V), KS_ERR_ARG);
+    ck_assert_ptr_null(V);
+    ks_matrix_destroy(&M);
+    ks_csr_free(&A);
+    ks_backend_destroy(&be);
+}
+END_TEST
+
+static void expect_stats_eq(const ks_sparse_stats *a, const ks_sparse_stats *b)
+{
+    ck_assert_int_eq(a->nrows, b->nrows);
+    ck_assert_int_eq(a->ncols, b->ncols);
+    ck_assert_int_eq(a->nnz, b->nnz);
+    ck_assert_int_eq(a->max_row, b->max_row);
+    ck_assert_uint_eq(a->sum, b->sum);
+    ck_assert_uint_eq(a->sum2, b->sum2);
+    ck_assert_int_eq(a->ndiag, b->ndiag);
+}
+
+/* On a device: "auto" counts a matrix's statistics once (the device's
+ * counts equal the host's), and a view of it takes them from it: the same
+ * choice as a view that counts them itself. */
+START_TEST(view_of_cuda_reuses_stats)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create("cuda", &be));
+    ks_csr A;
+    gen(KS_GEN_POISSON3D_7, 50, &A);
+    ks_sparse_stats host;
+    ks_csr_row_stats(&A, &host);
+    ks_sparse D;
+    KS_CHECK(ks_sparse_from_csr(be, &A, 0, &D));
+    D.valid = 1;
+    ks_matrix *M, *V, *W;
+    KS_CHECK(ks_matrix_create_sparse(be, &D, "auto", NULL, &M)); /* counted on the device */
+    ck_assert_int_eq(M->stats_known, 1);
+    expect_stats_eq(&M->stats, &host);
+    ks_spmv_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.float_values = 1;
+    KS_CHECK(ks_matrix_create_view_of(M, "auto", &prm, &V));
+    ck_assert_int_eq(V->stats_known, 1);
+    expect_stats_eq(&V->stats, &host);
+    KS_CHECK(ks_matrix_create_view(be, ks_matrix_sparse(M), "auto", &prm, &W));
+    ck_assert_str_eq(ks_matrix_format(V), ks_matrix_format(W));
+    ck_assert_str_eq(ks_matrix_format_reason(V), ks_matrix_format_reason(W));
+    ck_assert_int_eq(ks_matrix_float_values(V), ks_matrix_float_values(W));
+    ks_matrix_destroy(&V);
+    ks_matrix_destroy(&W);
+    ks_matrix_destroy(&M);
+    /* a named format counts nothing; the first view for "auto" counts into
+     * M, which the next view reuses */
+    KS_CHECK(ks_matrix_create(be, &A, "csr_vector", NULL, &M));
+    ck_assert_int_eq(M->stats_known, 0);
+    KS_CHECK(ks_matrix_create_view_of(M, "csr_vector", NULL, &V));
+    ck_assert_int_eq(M->stats_known, 0);
+    ks_matrix_destroy(&V);
+    KS_CHECK(ks_matrix_create_view_of(M, "auto", NULL, &V));
+    ck_assert_int_eq(M->stats_known, 1);
+    expect_stats_eq(&M->stats, &host);
+    ck_assert_str_eq(ks_matrix_format(V), "dia");
+    ks_matrix_destroy(&V);
+    ks_matrix_destroy(&M);
+    ks_csr_free(&A);
+    ks_backend_destroy(&be);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("spmv_auto");
@@ -266,10 +350,14 @@ int main(void)
     tcase_add_test(tc, random_regular_is_csr_vector);
     tcase_add_test(tc, cpu_is_csr);
     tcase_add_test(tc, matrix_reason_cpu);
-    if (ks_test_have_cuda())
+    tcase_add_test(tc, view_of_cpu);
+    if (ks_test_have_cuda()) {
         tcase_add_test(tc, matrix_reason_cuda);
-    else
-        ks_test_skip(1, "no CUDA device: auto on a cuda matrix and the dia fallback");
+        tcase_add_test(tc, view_of_cuda_reuses_stats);
+    } else {
+        ks_test_skip(2, "no CUDA device: auto on a cuda matrix, the dia fallback, the "
+                        "statistics a view reuses");
+    }
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

@@ -110,6 +110,11 @@ const char *ks_spmv_format_auto_stats(const ks_sparse_stats *st, ks_backend_kind
                                       char *reason, size_t len);
 /* 1 when "auto" on backend kind k reads statistics (cpu: one format). */
 int ks_spmv_format_auto_reads_stats(ks_backend_kind k);
+/* The largest DIA fill "auto" on backend kind k could take for a matrix of
+ * nrows rows (0: it never takes dia there): the statistics to count for it
+ * (ks_sparse_row_stats' dia_max_fill), whose occupied diagonals are then
+ * counted only where they could decide. */
+double ks_spmv_format_auto_dia_fill(ks_backend_kind k, ks_int nrows);
 /* Format "auto" resolves to for A on backend (statistics-based choice). */
 const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend);
 /* The same choice (spmv/auto.c), with why in reason (the statistics behind

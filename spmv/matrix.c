@@ -199,10 +199,11 @@ static ks_error matrix_stats(ks_matrix *m, const ks_csr *H)
 {
     if (m->stats_known)
         return KS_OK;
+    const double fill = ks_spmv_format_auto_dia_fill(m->be->ops->kind, m->A.nrows);
     if (H)
-        ks_csr_row_stats(H, &m->stats);
+        ks_csr_row_stats(H, fill, &m->stats);
     else
-        KS_TRY(ks_sparse_row_stats(&m->A, &m->stats));
+        KS_TRY(ks_sparse_row_stats(&m->A, fill, &m->stats));
     m->stats_known = 1;
     return KS_OK;
 }

@@ -281,15 +281,18 @@ ks_error ks_amgk_smooth_prolongator(ks_amg_exec *x, const ks_sparse *A, const ks
     return produced(e == KS_OK ? out(&Ph, A->be, P) : e, P);
 }
 
-ks_error ks_amgk_spectral_radius(ks_amg_exec *x, const ks_sparse *A, int iters, double *rho)
+ks_error ks_amgk_spectral_radius(ks_amg_exec *x, const ks_sparse *A, int iters, int known_sym,
+                                 double *rho, int *exact)
 {
     const ks_amg_kernels *K = table_of(A->be);
     if (K && K->spectral_radius)
-        return K->spectral_radius(A, iters, rho);
+        return K->spectral_radius(A, iters, known_sym, rho, exact);
     ks_sparse Ah;
+    if (exact)
+        *exact = 0;
     KS_TRY(stage(x, KS_OP_SPECTRAL));
     KS_TRY(in(x, A, &Ah));
-    ks_error e = CPU->spectral_radius(&Ah, iters, rho);
+    ks_error e = CPU->spectral_radius(&Ah, iters, known_sym, rho, exact);
     ks_sparse_free(&Ah);
     return e;
 }

@@ -57,7 +57,7 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
          * the spectrum; the lower bound only chooses which part is damped. */
         double rho = L->rho;
         if (!L->rho_valid)
-            e = ks_amgk_spectral_radius(&amg->exec, A, KS_AMG_SPECTRAL_STEPS, &rho);
+            e = ks_amg_level_spectral(amg, &amg->exec, l, A, &rho);
         if (e != KS_OK)
             ks_adderr(e, "AMG level %d: Chebyshev eigenvalue estimate", l);
         else if (!(rho > 0.0) || !isfinite(rho))

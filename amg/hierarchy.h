@@ -231,8 +231,9 @@ ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A);
 ks_error ks_amg_resetup_finish(ks_amg *amg, ks_error e, double t0);
 
 /* ---------------------------------------------------------- smoother.c */
-/* Smoother data of level l from its A (dinv, eigenvalue bounds). Zero
- * diagonal -> KS_ERR_NUMERIC naming the level and row. */
+/* Smoother data of level l from its A (dinv, eigenvalue bounds). A's
+ * diagonal must have passed ks_amg_check_diagonal since its values were
+ * last written (the callers' level loops check every level). */
 ks_error ks_amg_smoother_setup(ks_amg *amg, int l);
 void ks_amg_smoother_free(ks_amg_level *L);
 /* Where a level's x is during a cycle: the Jacobi / Chebyshev steps write

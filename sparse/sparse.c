@@ -169,7 +169,7 @@ ks_error ks_sparse_move(ks_sparse *A, ks_backend *be)
 
 ks_sparse ks_sparse_view_csr(ks_backend *be, const ks_csr *H)
 {
-    ks_sparse A = {be, H->nrows, H->ncols, H->nnz, H->rowptr, H->colind, H->val, 0};
+    ks_sparse A = {be, H->nrows, H->ncols, H->nnz, H->rowptr, H->colind, H->val, 0, 0};
     return A;
 }
 

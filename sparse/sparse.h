@@ -25,7 +25,14 @@ typedef struct ks_sparse {
     unsigned char valid; /* 1: the structure is known good (checked by ks_matrix_create,
                           * or made by an AMG setup step), so the device steps skip their
                           * structure checks of it; 0 (any new or hand-made CSR): checked */
+    unsigned char flags; /* KS_SPARSE_*: what the step that made the structure vouches for
+                          * beyond valid (read only with valid set); 0: nothing */
 } ks_sparse;
+
+/* ks_sparse.flags. */
+enum {
+    KS_SPARSE_NO_DIAG = 1 /* no row stores its diagonal entry (strength graphs) */
+};
 
 /* The operations, one table per backend kind. An entry may be NULL where
  * the backend lacks it: the ks_sparse_* call then fails with

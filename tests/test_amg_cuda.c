@@ -576,6 +576,21 @@ static void cmp_pmis(ctx *c, const char *name, const ks_sparse *Sh, unsigned lon
                first >= 0 ? cfg[first] : 0);
         EXPECT(nch == ncd, "%s: nc %d (cpu) vs %d", what, nch, ncd);
     }
+    if (h.e == KS_OK && d.e == KS_OK) {
+        /* marked as a strength step's graph (valid, no diagonal entries):
+         * the device skips its look for diagonal entries, same splitting */
+        Sd.valid = 1;
+        Sd.flags = KS_SPARSE_NO_DIAG;
+        ncd = -2;
+        snprintf(what, sizeof what, "%s: PMIS seed %llu, graph marked", name, seed);
+        base = in_use(c);
+        KS_CHECK(DEV->pmis(&Sd, seed, cfd, &ncd));
+        leak_check(c, base, what);
+        if (n > 0)
+            dev_get(c, cfg, cfd, sizeof(int) * (size_t)n);
+        EXPECT(ncd == nch && (n == 0 || memcmp(cfh, cfg, sizeof(int) * (size_t)n) == 0),
+               "%s: the splitting differs from the cpu's (nc %d vs %d)", what, nch, ncd);
+    }
     dev_free(c, cfd);
     free(cfh);
     free(cfg);

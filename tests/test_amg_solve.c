@@ -981,6 +981,42 @@ static void galerkin_symmetry_case(const char *backend)
     }
 }
 
+/* The setup's strength graphs are marked as such (valid, no diagonal
+ * entries: the device's PMIS then skips its look for them), classical and
+ * aggregation, the aggressive second stage's too while it exists. */
+static void strength_flags_case(const char *backend)
+{
+    prob p;
+    prob_gen(&p, backend, KS_GEN_POISSON3D_7, 16, 16, 16);
+    for (int agg = 0; agg < 2; agg++) {
+        ks_amg_params ap;
+        ks_amg_params_default(&ap);
+        ap.coarse_max_rows = 40;
+        if (agg) {
+            ap.algorithm = enum_of(ks_amg_algorithm_names, "AGGREGATION");
+            ap.strength_threshold = 0.08;
+        } else {
+            ap.aggressive_levels = 1;
+        }
+        ks_amg *amg;
+        KS_CHECK(ks_amg_setup(p.be, &ap, p.M, &amg));
+        ck_assert_int_ge(amg->nlevels, 3);
+        for (int l = 0; l < amg->nlevels - 1; l++) {
+            const ks_sparse *S = &amg->levels[l].S;
+            ck_assert_msg(S->valid && (S->flags & KS_SPARSE_NO_DIAG),
+                          "%s, level %d: strength graph not marked (valid %d, flags %d)",
+                          agg ? "aggregation" : "classical", l, S->valid, S->flags);
+        }
+        ks_amg_destroy(amg);
+    }
+    prob_free(&p);
+}
+
+START_TEST(test_strength_flags) { strength_flags_case("cpu"); }
+END_TEST
+START_TEST(test_cuda_strength_flags) { strength_flags_case("cuda"); }
+END_TEST
+
 START_TEST(test_galerkin_symmetry) { galerkin_symmetry_case("cpu"); }
 END_TEST
 START_TEST(test_cuda_galerkin_symmetry) { galerkin_symmetry_case("cuda"); }
@@ -1533,6 +1569,7 @@ int main(void)
     tcase_add_test(tc, test_empty_matrix);
     tcase_add_test(tc, test_resetup_zero_diagonal);
     tcase_add_test(tc, test_galerkin_symmetry);
+    tcase_add_test(tc, test_strength_flags);
     tcase_add_test(tc, test_setup_again_after_failure);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_coarse_async);
@@ -1565,11 +1602,12 @@ int main(void)
         tcase_add_test(tg, test_cuda_out_of_memory);
         tcase_add_test(tg, test_cuda_spectral_async);
         tcase_add_test(tg, test_cuda_galerkin_symmetry);
+        tcase_add_test(tg, test_cuda_strength_flags);
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(9, "no CUDA device: AMG on cuda, GS on cuda, cycle from x = 0, cpu/cuda "
-                        "agreement, CUDA graph cycle, odd sweeps, level 0's spectral estimate "
-                        "on a side queue, Galerkin levels' symmetry");
+        ks_test_skip(10, "no CUDA device: AMG on cuda, GS on cuda, cycle from x = 0, cpu/cuda "
+                         "agreement, CUDA graph cycle, odd sweeps, level 0's spectral estimate "
+                         "on a side queue, Galerkin levels' symmetry, strength graph flags");
     }
     return ks_test_run(s);
 }

@@ -19,7 +19,7 @@ static ks_error adopt_strength(ks_backend *be, ks_error e, ks_strength *s, ks_sp
 {
     if (e != KS_OK)
         return e;
-    ks_sparse t = {be, s->n, s->n, s->rowptr[s->n], s->rowptr, s->colind, NULL, 0};
+    ks_sparse t = {be, s->n, s->n, s->rowptr[s->n], s->rowptr, s->colind, NULL, 0, 0};
     *S = t;
     memset(s, 0, sizeof *s);
     return KS_OK;

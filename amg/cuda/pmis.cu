@@ -358,8 +358,11 @@ extern "C" ks_error ks_amg_cuda_pmis(const ks_sparse *S, unsigned long long seed
                          ", expected square", who, S->nrows, S->ncols);
     ks_backend *be = S->be;
     const ks_int n = S->nrows;
-    ks_int bad;
-    KS_TRY(ks_amg_cu_first_bad_row(S, KS_CU_ROWS_NO_SELF, &bad));
+    ks_int bad = n;
+    /* a strength step's graph (valid, KS_SPARSE_NO_DIAG) needs no look,
+     * which is a pass over S and a wait */
+    if (!(S->valid && (S->flags & KS_SPARSE_NO_DIAG)))
+        KS_TRY(ks_amg_cu_first_bad_row(S, KS_CU_ROWS_NO_SELF, &bad));
     if (bad != n) {
         ks_csr H;
         KS_TRY(ks_sparse_to_csr(S, &H));

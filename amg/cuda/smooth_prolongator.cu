@@ -187,7 +187,7 @@ extern "C" ks_error ks_cu_smooth_prolongator(const ks_sparse *A, const ks_sparse
                              first == hbad[1] ? "missing" : "zero");
     }
 
-    ks_sparse Q = {be, n, P0->ncols, 0, NULL, NULL, NULL, 0};
+    ks_sparse Q = {be, n, P0->ncols, 0, NULL, NULL, NULL, 0, 0};
     ks_cu_run *heap = (ks_cu_run *)ks_cu_alloc_if(
         be, &e, ((size_t)A->nnz + (size_t)n + 1) * sizeof(ks_cu_run), "smoothing heaps");
     Q.rowptr = (ks_int *)ks_cu_alloc_if(be, &e, ((size_t)n + 1) * sizeof(ks_int),

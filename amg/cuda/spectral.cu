@@ -25,7 +25,8 @@
  * order with __dmul_rn / __dadd_rn like the cpu.
  *
  * Waits: the structure check, one download after the diagonal and the
- * symmetry test (both launched back to back), and one at the end. The
+ * symmetry test (both launched back to back), and one at the end (the
+ * history and the state, stored next to each other). The
  * iteration in between is launched whole; what the cpu decides between
  * steps (square roots, the breakdown test, the divisors) is decided on the
  * device (see spec_state), and kernels after the cpu's stop do nothing.
@@ -354,7 +355,8 @@ const size_t kFlagBytes = kFlagInts * sizeof(int) + 2 * sizeof(unsigned long lon
 struct spec_work {
     double *dsc, *vec; /* vec: 4 n-vectors (Lanczos), 2 (power) */
     double *part;      /* kRedBlocks block totals, then the history: alphas and
-                        * betas (Lanczos) or |y|^2 a step (power), 2 iters */
+                        * betas (Lanczos) or |y|^2 a step (power), 2 iters,
+                        * then the state (st points there) */
     spec_state *st;
     int *flags;        /* [0..4] as spec_diagonal / spec_symmetry, [5] padding, then 2 u64 */
     int tpr;           /* lanes a row of the SpMV (1: the cpu's row sums bit for bit) */
@@ -505,18 +507,19 @@ ks_error spectral_run(const ks_sparse *A, int iters, int known_sym, spec_work *w
         KS_TRY(lanczos(A, wk, iters, nneg ? -1.0 : 1.0));
     else
         KS_TRY(power(A, wk, iters));
-    /* the one wait of the iteration: its state and history */
+    /* the one wait of the iteration: its history and, right after it, its
+     * state, in one download */
     spec_state hs;
-    double *hist = (double *)ks_malloc(2 * (size_t)iters * sizeof(double), "spectral history");
+    const size_t hbytes = 2 * (size_t)iters * sizeof(double);
+    double *hist = (double *)ks_malloc(hbytes + sizeof hs, "spectral history");
     if (!hist)
         return KS_ERR_MEMORY;
-    ks_error e = be->ops->download(be, &hs, wk->st, sizeof hs);
-    if (e == KS_OK)
-        e = be->ops->download(be, hist, wk->part + kRedBlocks, 2 * (size_t)iters * sizeof(double));
+    ks_error e = be->ops->download(be, hist, wk->part + kRedBlocks, hbytes + sizeof hs);
     if (e != KS_OK) {
         free(hist);
         return e;
     }
+    memcpy(&hs, (const char *)hist + hbytes, sizeof hs);
     *finite = hs.m < 1 || isfinite(hist[0]);
     double est;
     if (symmetric) {
@@ -604,17 +607,18 @@ extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, i
     ks_error e = ks_be_alloc(be, (size_t)n * sizeof(double), (void **)&wk.dsc, "diagonal");
     if (e == KS_OK)
         e = ks_be_alloc(be, 4 * (size_t)n * sizeof(double), (void **)&wk.vec, "spectral vectors");
+    /* the state right after the history: one download at the end */
     if (e == KS_OK)
-        e = ks_be_alloc(be, (kRedBlocks + 2 * (size_t)iters) * sizeof(double), (void **)&wk.part,
-                        "spectral sums");
+        e = ks_be_alloc(be, (kRedBlocks + 2 * (size_t)iters) * sizeof(double) + sizeof(spec_state),
+                        (void **)&wk.part, "spectral sums and state");
     if (e == KS_OK)
-        e = ks_be_alloc(be, sizeof(spec_state), (void **)&wk.st, "spectral state");
+        wk.st = (spec_state *)(wk.part + kRedBlocks + 2 * (size_t)iters);
     if (e == KS_OK)
         e = ks_be_alloc(be, kFlagBytes, (void **)&wk.flags, "spectral flags");
     int finite = 1;
     if (e == KS_OK)
         e = spectral_run(A, iters, known_sym, &wk, rho, &finite, &same);
-    void *dev[] = {wk.dsc, wk.vec, wk.part, wk.st, wk.flags};
+    void *dev[] = {wk.dsc, wk.vec, wk.part, wk.flags};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             be->ops->free(be, dev[i]);

@@ -104,6 +104,17 @@ static void trace_since(ks_amg *amg, int l, const char *what, double *t0)
     *t0 = t;
 }
 
+ks_error ks_amg_level_spectral(ks_amg *amg, ks_amg_exec *x, int l, const ks_sparse *A,
+                               double *rho)
+{
+    int exact = 0;
+    ks_error e = ks_amgk_spectral_radius(x, A, KS_AMG_SPECTRAL_STEPS, l > 0 && amg->sym0, rho,
+                                         l == 0 ? &exact : NULL);
+    if (l == 0)
+        amg->sym0 = e == KS_OK && exact;
+    return e;
+}
+
 /* Classical coarsening of A: strength and C/F splitting. */
 ks_error ks_amg_classical_strength(ks_amg *amg, int l, const ks_sparse *A, ks_sparse *S)
 {
@@ -232,7 +243,7 @@ static ks_error build_aggregation(ks_amg *amg, int l, ks_int *nc, int *stalled)
     PHASE(amg, KS_AMG_PHASE_INTERP,
           ks_amgk_tentative(&amg->exec, amg->be, n, L->agg, *nc, &P0));
     double t0 = ks_wtime();
-    ks_error e = ks_amgk_spectral_radius(&amg->exec, &L->A, KS_AMG_SPECTRAL_STEPS, &rho);
+    ks_error e = ks_amg_level_spectral(amg, &amg->exec, l, &L->A, &rho);
     L->rho = rho;
     L->rho_valid = e == KS_OK; /* the Chebyshev smoother reuses it */
     if (e == KS_OK)
@@ -389,7 +400,9 @@ static ks_error upload_level(ks_amg *amg, int l)
     const char *gs_fmt = gs_smoother(amg) ? ks_spmv_format_with_gs(amg->be->ops->kind) : NULL;
     double t0 = ks_wtime();
     if (l == 0 && sp.float_values && !gs_fmt && !amg->A0f) {
-        KS_TRY(ks_matrix_create_view(amg->be, &L->A, fmt, &sp, &amg->A0f));
+        /* the caller's matrix has the row statistics "auto" reads, if it
+         * chose its format so: not counted again */
+        KS_TRY(ks_matrix_create_view_of(L->Am, fmt, &sp, &amg->A0f));
         trace_since(amg, l, "float32 view of level 0's matrix", &t0);
     }
     if (l > 0) {
@@ -450,6 +463,7 @@ ks_error ks_amg_build(ks_amg *amg)
     double t_start = ks_wtime();
     int l = 0;
     amg->nlevels = 1;
+    amg->sym0 = 0; /* level 0's estimate tells */
     for (;; l++) {
         /* the first levels' estimates beside the coarser levels' build,
          * which leaves the device idle between small kernels (level 0's
@@ -560,6 +574,7 @@ void ks_amg_clear(ks_amg *amg)
     amg->coarse_inv = NULL;
     ks_matrix_destroy(&amg->A0f);
     amg->A0f = NULL;
+    amg->sym0 = 0;
     amg->nlevels = 0;
     memset(amg->phase_seconds, 0, sizeof amg->phase_seconds);
     if (Am0)

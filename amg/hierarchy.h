@@ -104,6 +104,11 @@ typedef struct ks_amg {
     /* hierarchy_precision FLOAT: the cycle's own float32 copy of level 0
      * (the Krylov method keeps the caller's float64 matrix); else NULL. */
     ks_matrix *A0f;
+    /* 1 when level 0's spectral estimate found its matrix symmetric bit for
+     * bit: the coarser levels' operators, Galerkin products R A P with
+     * R = P^T, are then symmetric to rounding and their estimates skip the
+     * symmetry test (ks_amg_level_spectral). */
+    int sym0;
     double phase_seconds[KS_AMG_NPHASES]; /* of the last setup or re-setup */
     int last_was_resetup;       /* phase_seconds describe a re-setup */
     double setup_seconds;       /* last full setup (wall, synchronised) */
@@ -170,6 +175,11 @@ void ks_amg_coarse_cancel(ks_amg *amg);
 /* ---------------------------------------------------- spectral_async.c */
 /* Lanczos / power steps of every spectral estimate of rho(D^-1 A). */
 #define KS_AMG_SPECTRAL_STEPS 12
+/* rho(D^-1 A) of level l's operator A (hierarchy.c): level 0's estimate
+ * sets amg->sym0, which the other levels' then read, so level 0's must
+ * come first in each (re-)setup. x: the calling thread's exec. */
+ks_error ks_amg_level_spectral(ks_amg *amg, ks_amg_exec *x, int l, const ks_sparse *A,
+                               double *rho);
 /* The Chebyshev estimates of the first levels on the backend's side queue
  * from a host thread (where the backend has one and it pays), overlapping
  * the hierarchy's build: start launches it with level 0, give hands it
@@ -221,8 +231,9 @@ ks_error ks_amg_resetup(ks_amg *amg, ks_matrix *A);
 ks_error ks_amg_resetup_finish(ks_amg *amg, ks_error e, double t0);
 
 /* ---------------------------------------------------------- smoother.c */
-/* Smoother data of level l from its A (dinv, eigenvalue bounds). Zero
- * diagonal -> KS_ERR_NUMERIC naming the level and row. */
+/* Smoother data of level l from its A (dinv, eigenvalue bounds). A's
+ * diagonal must have passed ks_amg_check_diagonal since its values were
+ * last written (the callers' level loops check every level). */
 ks_error ks_amg_smoother_setup(ks_amg *amg, int l);
 void ks_amg_smoother_free(ks_amg_level *L);
 /* Where a level's x is during a cycle: the Jacobi / Chebyshev steps write

@@ -111,19 +111,28 @@ static ks_error produced(ks_error e, ks_sparse *X)
     return e;
 }
 
+/* A strength graph: valid, and without diagonal entries (the tables'
+ * promise), so PMIS need not look for them. */
+static ks_error produced_graph(ks_error e, ks_sparse *S)
+{
+    if (e == KS_OK)
+        S->flags |= KS_SPARSE_NO_DIAG;
+    return produced(e, S);
+}
+
 /* ------------------------------------------------------------ the calls */
 ks_error ks_amgk_strength_classical(ks_amg_exec *x, const ks_sparse *A, double theta,
                                     double max_row_sum, ks_sparse *S)
 {
     const ks_amg_kernels *K = table_of(A->be);
     if (K && K->strength_classical)
-        return produced(K->strength_classical(A, theta, max_row_sum, S), S);
+        return produced_graph(K->strength_classical(A, theta, max_row_sum, S), S);
     ks_sparse Ah, Sh;
     KS_TRY(stage(x, KS_OP_STRENGTH));
     KS_TRY(in(x, A, &Ah));
     ks_error e = CPU->strength_classical(&Ah, theta, max_row_sum, &Sh);
     ks_sparse_free(&Ah);
-    return produced(e == KS_OK ? out(&Sh, A->be, S) : e, S);
+    return produced_graph(e == KS_OK ? out(&Sh, A->be, S) : e, S);
 }
 
 ks_error ks_amgk_strength_symmetric(ks_amg_exec *x, const ks_sparse *A, double theta,
@@ -131,13 +140,13 @@ ks_error ks_amgk_strength_symmetric(ks_amg_exec *x, const ks_sparse *A, double t
 {
     const ks_amg_kernels *K = table_of(A->be);
     if (K && K->strength_symmetric)
-        return produced(K->strength_symmetric(A, theta, S), S);
+        return produced_graph(K->strength_symmetric(A, theta, S), S);
     ks_sparse Ah, Sh;
     KS_TRY(stage(x, KS_OP_STRENGTH));
     KS_TRY(in(x, A, &Ah));
     ks_error e = CPU->strength_symmetric(&Ah, theta, &Sh);
     ks_sparse_free(&Ah);
-    return produced(e == KS_OK ? out(&Sh, A->be, S) : e, S);
+    return produced_graph(e == KS_OK ? out(&Sh, A->be, S) : e, S);
 }
 
 /* PMIS or HMIS on S; block_rows < -1 means PMIS. */
@@ -281,15 +290,18 @@ ks_error ks_amgk_smooth_prolongator(ks_amg_exec *x, const ks_sparse *A, const ks
     return produced(e == KS_OK ? out(&Ph, A->be, P) : e, P);
 }
 
-ks_error ks_amgk_spectral_radius(ks_amg_exec *x, const ks_sparse *A, int iters, double *rho)
+ks_error ks_amgk_spectral_radius(ks_amg_exec *x, const ks_sparse *A, int iters, int known_sym,
+                                 double *rho, int *exact)
 {
     const ks_amg_kernels *K = table_of(A->be);
     if (K && K->spectral_radius)
-        return K->spectral_radius(A, iters, rho);
+        return K->spectral_radius(A, iters, known_sym, rho, exact);
     ks_sparse Ah;
+    if (exact)
+        *exact = 0;
     KS_TRY(stage(x, KS_OP_SPECTRAL));
     KS_TRY(in(x, A, &Ah));
-    ks_error e = CPU->spectral_radius(&Ah, iters, rho);
+    ks_error e = CPU->spectral_radius(&Ah, iters, known_sym, rho, exact);
     ks_sparse_free(&Ah);
     return e;
 }

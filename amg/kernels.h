@@ -55,8 +55,14 @@ typedef struct ks_amg_kernels {
                                       ks_sparse *P0);
     ks_error (*smooth_prolongator)(const ks_sparse *A, const ks_sparse *P0, double rho,
                                    ks_sparse *P);
-    /* rho(D^-1 A) estimated by `iters` Lanczos steps from a fixed start. */
-    ks_error (*spectral_radius)(const ks_sparse *A, int iters, double *rho);
+    /* rho(D^-1 A) estimated by `iters` Lanczos steps from a fixed start.
+     * known_sym: A is symmetric to rounding (a Galerkin product R A P,
+     * R = P^T, of an exactly symmetric matrix), so the symmetry test is
+     * skipped (the diagonal's signs still choose Lanczos or the power
+     * method); *exact (may be NULL) = 1 when the test ran and found A
+     * symmetric bit for bit, pattern and values, else 0. */
+    ks_error (*spectral_radius)(const ks_sparse *A, int iters, int known_sym, double *rho,
+                                int *exact);
     /* *bad = the first row whose diagonal is zero, not finite or not
      * stored (A->nrows when none), with its value (0 when not stored) and
      * whether the row stores one. */
@@ -113,7 +119,8 @@ ks_error ks_amgk_tentative(ks_amg_exec *x, ks_backend *be, ks_int n, const ks_in
                            ks_int na, ks_sparse *P0);
 ks_error ks_amgk_smooth_prolongator(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *P0,
                                     double rho, ks_sparse *P);
-ks_error ks_amgk_spectral_radius(ks_amg_exec *x, const ks_sparse *A, int iters, double *rho);
+ks_error ks_amgk_spectral_radius(ks_amg_exec *x, const ks_sparse *A, int iters, int known_sym,
+                                 double *rho, int *exact);
 ks_error ks_amgk_check_diagonal(ks_amg_exec *x, const ks_sparse *A, ks_int *bad,
                                 double *value, int *stored);
 ks_error ks_amgk_smoother_weights(ks_amg_exec *x, const ks_sparse *A, ks_amg_smoother_kind kind,

@@ -133,7 +133,7 @@ static ks_error new_interpolation(ks_amg *amg, int l, int *changed)
     double t0 = ks_wtime();
     ks_error e = ks_amgk_tentative(&amg->exec, amg->be, L->A.nrows, L->agg, L->nagg, &P0);
     if (e == KS_OK)
-        e = ks_amgk_spectral_radius(&amg->exec, &L->A, KS_AMG_SPECTRAL_STEPS, &rho);
+        e = ks_amg_level_spectral(amg, &amg->exec, l, &L->A, &rho);
     L->rho = rho;
     L->rho_valid = e == KS_OK;
     if (e == KS_OK)
@@ -202,6 +202,7 @@ static ks_error values_only(ks_amg *amg, int *changed)
     const char *need = "AMG needs a nonzero diagonal";
     for (int l = 0; l < amg->nlevels; l++)
         amg->levels[l].rho_valid = 0; /* estimates of the old values */
+    amg->sym0 = 0;
     for (int l = 0; l < amg->nlevels - 1; l++) {
         KS_TRY(ks_amg_check_diagonal(amg, &amg->levels[l].A, l, need));
         KS_TRY(level_values(amg, l, changed));

@@ -47,9 +47,9 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
     double omega = amg->prm.smoother.relaxation_factor;
     if (!(omega > 0.0))
         omega = kind == KS_SMOOTHER_JACOBI ? 2.0 / 3.0 : 1.0;
-    char who[96];
-    snprintf(who, sizeof who, "smoother %s needs a nonzero diagonal", name);
-    KS_TRY(ks_amg_check_diagonal(amg, A, l, who));
+    /* The diagonal was checked when the level's operator was made or got
+     * its values (every caller's level loop: ks_amg_build, re-setup, the
+     * distributed setups), and nothing has written them since. */
     ks_error e = KS_OK;
     if (kind == KS_SMOOTHER_CHEBYSHEV) {
         /* Upper bound: the power/Lanczos estimate of rho(D^-1 A) enlarged by
@@ -57,7 +57,7 @@ ks_error ks_amg_smoother_setup(ks_amg *amg, int l)
          * the spectrum; the lower bound only chooses which part is damped. */
         double rho = L->rho;
         if (!L->rho_valid)
-            e = ks_amgk_spectral_radius(&amg->exec, A, KS_AMG_SPECTRAL_STEPS, &rho);
+            e = ks_amg_level_spectral(amg, &amg->exec, l, A, &rho);
         if (e != KS_OK)
             ks_adderr(e, "AMG level %d: Chebyshev eigenvalue estimate", l);
         else if (!(rho > 0.0) || !isfinite(rho))

@@ -47,6 +47,7 @@ struct ks_amg_spectral_job {
     ks_sparse A[KS_AMG_SPECTRAL_ASYNC_LEVELS]; /* the levels' arrays, on the side queue */
     double rho[KS_AMG_SPECTRAL_ASYNC_LEVELS], seconds[KS_AMG_SPECTRAL_ASYNC_LEVELS];
     ks_error e[KS_AMG_SPECTRAL_ASYNC_LEVELS];
+    int exact0; /* level 0 found symmetric bit for bit (ks_amg.sym0) */
 };
 
 /* Level l once it is handed over; 0 when the setup closed the job first. */
@@ -66,9 +67,13 @@ static void *spectral_thread(void *arg)
     ks_error e = j->side->ops->attach(j->side);
     for (int l = 0; l < KS_AMG_SPECTRAL_ASYNC_LEVELS && next_level(j, l); l++) {
         const double t0 = ks_wtime();
+        /* as ks_amg_level_spectral, with level 0's verdict kept here */
         j->e[l] = e != KS_OK ? e
                              : ks_amgk_spectral_radius(&j->exec, &j->A[l], KS_AMG_SPECTRAL_STEPS,
-                                                       &j->rho[l]);
+                                                       l > 0 && j->exact0, &j->rho[l],
+                                                       l == 0 ? &j->exact0 : NULL);
+        if (l == 0 && j->e[0] != KS_OK)
+            j->exact0 = 0;
         j->seconds[l] = ks_wtime() - t0;
     }
     return NULL;
@@ -158,6 +163,8 @@ static void join(ks_amg *amg, int keep)
         ks_amg_level *L = &amg->levels[l];
         L->rho = j->rho[l];
         L->rho_valid = 1;
+        if (l == 0)
+            amg->sym0 = j->exact0;
         ks_amg_trace(l, "spectral estimate on a side queue", j->seconds[l]);
     }
     ks_amg_exec_free(&j->exec);

@@ -3,6 +3,7 @@
  * matrices live on. */
 #include "sparse.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -168,7 +169,7 @@ ks_error ks_sparse_move(ks_sparse *A, ks_backend *be)
 
 ks_sparse ks_sparse_view_csr(ks_backend *be, const ks_csr *H)
 {
-    ks_sparse A = {be, H->nrows, H->ncols, H->nnz, H->rowptr, H->colind, H->val, 0};
+    ks_sparse A = {be, H->nrows, H->ncols, H->nnz, H->rowptr, H->colind, H->val, 0, 0};
     return A;
 }
 
@@ -317,16 +318,41 @@ ks_error ks_sparse_offdiag_abs_sums(const ks_sparse *A, double *s)
     return ops_->offdiag_abs_sums(A, s);
 }
 
-ks_error ks_sparse_row_stats(const ks_sparse *A, ks_sparse_stats *st)
+/* The fill as the SpMV format choice computes it (spmv/auto.c). */
+static double dia_fill(int64_t ndiag, ks_int nrows, ks_int nnz)
+{
+    return (double)ndiag * nrows / nnz;
+}
+
+int64_t ks_sparse_stats_max_ndiag(ks_int nrows, ks_int ncols, ks_int nnz, double dia_max_fill)
+{
+    if (!(dia_max_fill > 0.0) || nrows <= 0 || ncols <= 0 || nnz <= 0)
+        return -1;
+    /* every diagonal a matrix can have: the search below stays in range */
+    const int64_t all = (int64_t)nrows + ncols - 1;
+    const double est = floor(dia_max_fill * ((double)nnz / nrows));
+    int64_t most = est >= (double)all ? all : (int64_t)est;
+    /* the estimate's rounding put right with the exact expression: the
+     * fill grows with ndiag, so the largest ndiag within it is found */
+    while (most > 0 && dia_fill(most, nrows, nnz) > dia_max_fill)
+        most--;
+    while (most < all && dia_fill(most + 1, nrows, nnz) <= dia_max_fill)
+        most++;
+    const int64_t shortest = nrows < ncols ? nrows : ncols;
+    const int64_t least = ((int64_t)nnz + shortest - 1) / shortest;
+    return least <= most ? most : -1;
+}
+
+ks_error ks_sparse_row_stats(const ks_sparse *A, double dia_max_fill, ks_sparse_stats *st)
 {
     if (!A || !A->be || !st)
         return ks_seterr(KS_ERR_ARG, "sparse row statistics: NULL operand");
     const ks_sparse_ops *ops = ks_sparse_ops_of(A->be);
     if (ops && ops->row_stats)
-        return ops->row_stats(A, st);
+        return ops->row_stats(A, dia_max_fill, st);
     ks_csr H; /* no kernel for it there: count a host copy */
     KS_TRY(ks_sparse_to_csr(A, &H));
-    ks_csr_row_stats(&H, st);
+    ks_csr_row_stats(&H, dia_max_fill, st);
     ks_csr_free(&H);
     return KS_OK;
 }

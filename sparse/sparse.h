@@ -25,7 +25,14 @@ typedef struct ks_sparse {
     unsigned char valid; /* 1: the structure is known good (checked by ks_matrix_create,
                           * or made by an AMG setup step), so the device steps skip their
                           * structure checks of it; 0 (any new or hand-made CSR): checked */
+    unsigned char flags; /* KS_SPARSE_*: what the step that made the structure vouches for
+                          * beyond valid (read only with valid set); 0: nothing */
 } ks_sparse;
+
+/* ks_sparse.flags. */
+enum {
+    KS_SPARSE_NO_DIAG = 1 /* no row stores its diagonal entry (strength graphs) */
+};
 
 /* The operations, one table per backend kind. An entry may be NULL where
  * the backend lacks it: the ks_sparse_* call then fails with
@@ -39,6 +46,16 @@ typedef struct ks_sparse_stats {
     uint64_t sum, sum2; /* of the row lengths and their squares */
     int64_t ndiag;      /* occupied diagonals (col - row offsets); -1 when not counted */
 } ks_sparse_stats;
+
+/* The statistics count the occupied diagonals (a pass over every column
+ * index and a bitmap) only where the caller could use them: for a DIA fill
+ * ndiag * nrows / nnz (in doubles, as the caller computes it) of at most
+ * dia_max_fill (<= 0: never counted). This is the most diagonals such a
+ * fill allows for a matrix of that shape, or -1 when the lower bound
+ * ceil(nnz / min(nrows, ncols)) (a diagonal holds at most that many
+ * entries) exceeds it already. The other bound, max_row <= ndiag (a row's
+ * columns are distinct diagonals), is the statistics' own test. */
+int64_t ks_sparse_stats_max_ndiag(ks_int nrows, ks_int ncols, ks_int nnz, double dia_max_fill);
 
 typedef struct ks_sparse_ops {
     ks_backend_kind backend;
@@ -70,9 +87,9 @@ typedef struct ks_sparse_ops {
     ks_error (*offdiag_abs_sums)(const ks_sparse *A, double *s);
     /* *same = 1 when A and B have the same shape, rowptr and colind. */
     ks_error (*same_pattern)(const ks_sparse *A, const ks_sparse *B, int *same);
-    /* Row statistics (ks_sparse_stats); last, so positional initialisers
-     * may leave it out. */
-    ks_error (*row_stats)(const ks_sparse *A, ks_sparse_stats *st);
+    /* Row statistics (ks_sparse_stats; ndiag as ks_sparse_stats_max_ndiag
+     * says); last, so positional initialisers may leave it out. */
+    ks_error (*row_stats)(const ks_sparse *A, double dia_max_fill, ks_sparse_stats *st);
 } ks_sparse_ops;
 
 /* The table of be's kind (never NULL for a backend of this build). */
@@ -117,10 +134,12 @@ ks_error ks_sparse_diagonal(const ks_sparse *A, double *d);
 ks_error ks_sparse_offdiag_abs_sums(const ks_sparse *A, double *s);
 ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same);
 /* Statistics where A lives (a backend without the operation: from a host
- * copy). */
-ks_error ks_sparse_row_stats(const ks_sparse *A, ks_sparse_stats *st);
+ * copy); the diagonals counted only where a DIA fill of at most
+ * dia_max_fill is possible (ks_sparse_stats_max_ndiag, and max_row within
+ * it), else ndiag = -1. */
+ks_error ks_sparse_row_stats(const ks_sparse *A, double dia_max_fill, ks_sparse_stats *st);
 /* The same of a host CSR (the cpu implementation). */
-void ks_csr_row_stats(const ks_csr *A, ks_sparse_stats *st);
+void ks_csr_row_stats(const ks_csr *A, double dia_max_fill, ks_sparse_stats *st);
 
 #ifdef __cplusplus
 }

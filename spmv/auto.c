@@ -116,6 +116,13 @@ const char *ks_spmv_format_auto_stats(const ks_sparse_stats *c, ks_backend_kind 
 
 int ks_spmv_format_auto_reads_stats(ks_backend_kind k) { return k != KS_BACKEND_CPU; }
 
+double ks_spmv_format_auto_dia_fill(ks_backend_kind k, ks_int nrows)
+{
+    /* rule 1's other conditions, known before any counting */
+    return k == KS_BACKEND_CUDA && nrows >= AUTO_DIA_MIN_ROWS && have("dia", k) ? AUTO_DIA_MAX_FILL
+                                                                               : 0.0;
+}
+
 const char *ks_spmv_format_auto_reason(const ks_csr *A, ks_backend_kind backend, char *reason,
                                        size_t len)
 {
@@ -124,7 +131,7 @@ const char *ks_spmv_format_auto_reason(const ks_csr *A, ks_backend_kind backend,
     ks_sparse_stats c;
     const int reads = ks_spmv_format_auto_reads_stats(backend);
     if (reads)
-        ks_csr_row_stats(A, &c);
+        ks_csr_row_stats(A, ks_spmv_format_auto_dia_fill(backend, A->nrows), &c);
     return ks_spmv_format_auto_stats(reads ? &c : NULL, backend, reason, len);
 }
 

@@ -110,6 +110,11 @@ const char *ks_spmv_format_auto_stats(const ks_sparse_stats *st, ks_backend_kind
                                       char *reason, size_t len);
 /* 1 when "auto" on backend kind k reads statistics (cpu: one format). */
 int ks_spmv_format_auto_reads_stats(ks_backend_kind k);
+/* The largest DIA fill "auto" on backend kind k could take for a matrix of
+ * nrows rows (0: it never takes dia there): the statistics to count for it
+ * (ks_sparse_row_stats' dia_max_fill), whose occupied diagonals are then
+ * counted only where they could decide. */
+double ks_spmv_format_auto_dia_fill(ks_backend_kind k, ks_int nrows);
 /* Format "auto" resolves to for A on backend (statistics-based choice). */
 const char *ks_spmv_format_auto(const ks_csr *A, ks_backend_kind backend);
 /* The same choice (spmv/auto.c), with why in reason (the statistics behind
@@ -216,6 +221,9 @@ struct ks_matrix {
                             * use grew by this much when it was built */
     double setup_seconds;
     char format_reason[160]; /* why "auto" chose ops; "" when the format was named */
+    ks_sparse_stats stats; /* the row statistics "auto" reads, of A's pattern (which never
+                            * changes), so counted at most once a matrix: stats_known */
+    int stats_known;
     ks_matrix_dist *dist;  /* NULL: a local matrix */
     int spmm_fallback_said; /* ks_matrix_apply_block logged its k-SpMV fallback */
 };
@@ -248,6 +256,10 @@ ks_error ks_matrix_create_sparse(ks_backend *be, ks_sparse *A, const char *forma
  * the same matrix, e.g. AMG's float32 copy of level 0. */
 ks_error ks_matrix_create_view(ks_backend *be, const ks_sparse *A, const char *format,
                                const ks_spmv_params *params, ks_matrix **M);
+/* ks_matrix_create_view of M's CSR (M must outlive V): "auto" reads M's row
+ * statistics, counted once for both (M keeps them). */
+ks_error ks_matrix_create_view_of(const ks_matrix *M, const char *format,
+                                  const ks_spmv_params *params, ks_matrix **V);
 /* A number no other matrix of this process has had. */
 unsigned long long ks_matrix_id(const ks_matrix *M);
 /* The matrix's CSR on its backend. */

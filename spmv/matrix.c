@@ -14,6 +14,8 @@ static unsigned long long new_id(void)
 }
 
 
+static ks_error released(const char *fn);
+
 /* "a, b, c" of the formats registered for backend kind k. */
 static void list_formats(ks_backend_kind k, char *buf, size_t len)
 {
@@ -191,22 +193,32 @@ static ks_error choose_format(ks_matrix *m, const ks_sparse_stats *st, const cha
     return KS_OK;
 }
 
+/* m->stats, counted unless known: from H, m->A on the host, when the
+ * caller has that at hand, else where m->A lives. */
+static ks_error matrix_stats(ks_matrix *m, const ks_csr *H)
+{
+    if (m->stats_known)
+        return KS_OK;
+    const double fill = ks_spmv_format_auto_dia_fill(m->be->ops->kind, m->A.nrows);
+    if (H)
+        ks_csr_row_stats(H, fill, &m->stats);
+    else
+        KS_TRY(ks_sparse_row_stats(&m->A, fill, &m->stats));
+    m->stats_known = 1;
+    return KS_OK;
+}
+
 /* The common tail of the creators: m->A holds the matrix; H is it on the
  * host when the caller has that at hand (NULL: the statistics "auto" reads
- * are counted where the matrix lives). */
+ * are counted where the matrix lives, unless m has them already). */
 static ks_error finish_create(ks_matrix *m, const ks_csr *H, const char *format,
                               const ks_spmv_params *params)
 {
-    ks_sparse_stats st;
     const int choose = (!format || !format[0] || !strcmp(format, "auto")) &&
                        ks_spmv_format_auto_reads_stats(m->be->ops->kind);
-    ks_error e = KS_OK;
-    if (choose && H)
-        ks_csr_row_stats(H, &st);
-    else if (choose)
-        e = ks_sparse_row_stats(&m->A, &st);
+    ks_error e = choose ? matrix_stats(m, H) : KS_OK;
     if (e == KS_OK)
-        e = choose_format(m, choose ? &st : NULL, format, params);
+        e = choose_format(m, choose ? &m->stats : NULL, format, params);
     KS_TRY(e);
     /* setup_seconds covers conversion and upload, not validation or the
      * backend CSR every format shares. */
@@ -320,17 +332,23 @@ ks_error ks_matrix_create_sparse(ks_backend *be, ks_sparse *A, const char *forma
     return KS_OK;
 }
 
-ks_error ks_matrix_create_view(ks_backend *be, const ks_sparse *A, const char *format,
-                               const ks_spmv_params *params, ks_matrix **M)
+/* A view of A; "auto" takes the statistics of *of (counted there first
+ * when it has none) when of is not NULL. */
+static ks_error create_view(const char *fn, ks_backend *be, const ks_sparse *A, ks_matrix *of,
+                            const char *format, const ks_spmv_params *params, ks_matrix **M)
 {
     if (!M)
-        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_view: NULL output pointer");
+        return ks_seterr(KS_ERR_ARG, "%s: NULL output pointer", fn);
     *M = NULL;
     if (!be || !A || A->be != be || !A->val)
-        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_view: %s",
+        return ks_seterr(KS_ERR_ARG, "%s: %s", fn,
                          !be || !A ? "NULL argument"
                          : A->be != be ? "the CSR lives on another backend object"
                                        : "the CSR has no values");
+    const int choose = (!format || !format[0] || !strcmp(format, "auto")) &&
+                       ks_spmv_format_auto_reads_stats(be->ops->kind);
+    if (of && choose)
+        KS_TRY(matrix_stats(of, NULL));
     ks_matrix *m = ks_calloc(1, sizeof *m, "ks_matrix");
     if (!m)
         return KS_ERR_MEMORY;
@@ -338,6 +356,10 @@ ks_error ks_matrix_create_view(ks_backend *be, const ks_sparse *A, const char *f
     m->id = new_id();
     m->A = *A;
     m->A_borrowed = 1;
+    if (of && of->stats_known) {
+        m->stats = of->stats;
+        m->stats_known = 1;
+    }
     ks_error e = finish_create(m, NULL, format, params);
     if (e != KS_OK) {
         ks_matrix_destroy(&m);
@@ -345,6 +367,31 @@ ks_error ks_matrix_create_view(ks_backend *be, const ks_sparse *A, const char *f
     }
     *M = m;
     return KS_OK;
+}
+
+ks_error ks_matrix_create_view(ks_backend *be, const ks_sparse *A, const char *format,
+                               const ks_spmv_params *params, ks_matrix **M)
+{
+    return create_view("ks_matrix_create_view", be, A, NULL, format, params, M);
+}
+
+ks_error ks_matrix_create_view_of(const ks_matrix *M, const char *format,
+                                  const ks_spmv_params *params, ks_matrix **V)
+{
+    if (!M) {
+        if (V)
+            *V = NULL;
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_create_view_of: NULL matrix");
+    }
+    if (M->values_released) {
+        if (V)
+            *V = NULL;
+        return released("ks_matrix_create_view_of");
+    }
+    /* The statistics are a cache of M's pattern, as ks_matrix_host_csr's
+     * copy is: M's const is for callers. */
+    return create_view("ks_matrix_create_view_of", M->be, &M->A, (ks_matrix *)M, format, params,
+                       V);
 }
 
 void ks_matrix_destroy(ks_matrix **Mp)

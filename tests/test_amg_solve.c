@@ -8,6 +8,7 @@
 #include "ks_test.h"
 #include "solver/precond_amg.h"
 #include "solver/solver_create.h"
+#include "amg/cpu/amg_cpu.h"
 
 /* The enum value of a name in one of amg/params.h's tables. */
 static int enum_of(const ks_name *t, const char *name)
@@ -916,6 +917,111 @@ START_TEST(test_cuda_spectral_async)
 }
 END_TEST
 
+/* Each level's Chebyshev estimate against one that tests the symmetry
+ * itself, on a host copy with the cpu's kernels: equal bits on the cpu,
+ * 1e-10 on a device (its sums run in another order). */
+static void expect_level_rhos(const ks_amg *amg, int cuda, const char *what)
+{
+    for (int l = 0; l < amg->nlevels; l++) {
+        const ks_amg_level *L = &amg->levels[l];
+        ck_assert_msg(L->rho_valid, "%s: level %d has no estimate", what, l);
+        ks_csr H;
+        KS_CHECK(ks_sparse_to_csr(&L->A, &H));
+        double rho = 0.0;
+        KS_CHECK(ks_amg_spectral_radius_dinv_a(&H, KS_AMG_SPECTRAL_STEPS, &rho));
+        ks_csr_free(&H);
+        ck_assert_msg(cuda ? fabs(L->rho - rho) <= 1e-10 * rho : L->rho == rho,
+                      "%s: level %d: %.17g, with its own symmetry test %.17g", what, l, L->rho,
+                      rho);
+    }
+}
+
+/* Level 0 symmetric bit for bit: the Galerkin levels skip their symmetry
+ * tests and estimate what the tests would have chosen; a nonsymmetric level
+ * 0 (a setup, or a re-setup's new values) keeps them. Classical (the
+ * smoother's estimates) and aggregation (the prolongator's). */
+static void galerkin_symmetry_case(const char *backend)
+{
+    const int cuda = strcmp(backend, "cuda") == 0;
+    for (int agg = 0; agg < 2; agg++) {
+        prob p;
+        prob_gen(&p, backend, KS_GEN_POISSON3D_7, 20, 20, 20);
+        ks_amg_params ap;
+        ks_amg_params_default(&ap);
+        ap.coarse_max_rows = 40;
+        ap.smoother.solver = enum_of(ks_amg_smoother_names, "CHEBYSHEV");
+        if (agg) {
+            ap.algorithm = enum_of(ks_amg_algorithm_names, "AGGREGATION");
+            ap.strength_threshold = 0.08; /* 7-point couplings are 1/6 of the diagonal */
+        }
+        ks_amg *amg;
+        KS_CHECK(ks_amg_setup(p.be, &ap, p.M, &amg));
+        ck_assert_int_ge(amg->nlevels, 3);
+        ck_assert_int_eq(amg->sym0, 1);
+        expect_level_rhos(amg, cuda, agg ? "aggregation, symmetric" : "classical, symmetric");
+        /* the same pattern with the upper entries 10% larger */
+        double *v = malloc(sizeof(double) * (size_t)p.A.nnz);
+        ck_assert_ptr_nonnull(v);
+        for (ks_int i = 0; i < p.A.nrows; i++)
+            for (ks_int k = p.A.rowptr[i]; k < p.A.rowptr[i + 1]; k++)
+                v[k] = p.A.colind[k] > i ? 1.1 * p.A.val[k] : p.A.val[k];
+        KS_CHECK(ks_matrix_set_values(p.M, v));
+        KS_CHECK(ks_amg_resetup(amg, p.M));
+        ck_assert_int_eq(amg->resetup_fell_back, 0);
+        ck_assert_int_eq(amg->sym0, 0);
+        expect_level_rhos(amg, cuda, agg ? "aggregation, re-setup" : "classical, re-setup");
+        ks_amg_destroy(amg);
+        /* and a setup from the nonsymmetric values */
+        KS_CHECK(ks_amg_setup(p.be, &ap, p.M, &amg));
+        ck_assert_int_eq(amg->sym0, 0);
+        expect_level_rhos(amg, cuda, agg ? "aggregation, nonsymmetric" : "classical, nonsymmetric");
+        ks_amg_destroy(amg);
+        free(v);
+        prob_free(&p);
+    }
+}
+
+/* The setup's strength graphs are marked as such (valid, no diagonal
+ * entries: the device's PMIS then skips its look for them), classical and
+ * aggregation, the aggressive second stage's too while it exists. */
+static void strength_flags_case(const char *backend)
+{
+    prob p;
+    prob_gen(&p, backend, KS_GEN_POISSON3D_7, 16, 16, 16);
+    for (int agg = 0; agg < 2; agg++) {
+        ks_amg_params ap;
+        ks_amg_params_default(&ap);
+        ap.coarse_max_rows = 40;
+        if (agg) {
+            ap.algorithm = enum_of(ks_amg_algorithm_names, "AGGREGATION");
+            ap.strength_threshold = 0.08;
+        } else {
+            ap.aggressive_levels = 1;
+        }
+        ks_amg *amg;
+        KS_CHECK(ks_amg_setup(p.be, &ap, p.M, &amg));
+        ck_assert_int_ge(amg->nlevels, 3);
+        for (int l = 0; l < amg->nlevels - 1; l++) {
+            const ks_sparse *S = &amg->levels[l].S;
+            ck_assert_msg(S->valid && (S->flags & KS_SPARSE_NO_DIAG),
+                          "%s, level %d: strength graph not marked (valid %d, flags %d)",
+                          agg ? "aggregation" : "classical", l, S->valid, S->flags);
+        }
+        ks_amg_destroy(amg);
+    }
+    prob_free(&p);
+}
+
+START_TEST(test_strength_flags) { strength_flags_case("cpu"); }
+END_TEST
+START_TEST(test_cuda_strength_flags) { strength_flags_case("cuda"); }
+END_TEST
+
+START_TEST(test_galerkin_symmetry) { galerkin_symmetry_case("cpu"); }
+END_TEST
+START_TEST(test_cuda_galerkin_symmetry) { galerkin_symmetry_case("cuda"); }
+END_TEST
+
 START_TEST(test_resetup_zero_diagonal)
 {
     /* A re-setup that fails leaves an unusable solver, and the next one
@@ -1462,6 +1568,8 @@ int main(void)
     tcase_add_test(tc, test_zero_diagonal);
     tcase_add_test(tc, test_empty_matrix);
     tcase_add_test(tc, test_resetup_zero_diagonal);
+    tcase_add_test(tc, test_galerkin_symmetry);
+    tcase_add_test(tc, test_strength_flags);
     tcase_add_test(tc, test_setup_again_after_failure);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_coarse_async);
@@ -1493,11 +1601,13 @@ int main(void)
         tcase_add_test(tg, test_cuda_odd_sweeps);
         tcase_add_test(tg, test_cuda_out_of_memory);
         tcase_add_test(tg, test_cuda_spectral_async);
+        tcase_add_test(tg, test_cuda_galerkin_symmetry);
+        tcase_add_test(tg, test_cuda_strength_flags);
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(8, "no CUDA device: AMG on cuda, GS on cuda, cycle from x = 0, cpu/cuda "
-                        "agreement, CUDA graph cycle, odd sweeps, level 0's spectral estimate "
-                        "on a side queue");
+        ks_test_skip(10, "no CUDA device: AMG on cuda, GS on cuda, cycle from x = 0, cpu/cuda "
+                         "agreement, CUDA graph cycle, odd sweeps, level 0's spectral estimate "
+                         "on a side queue, Galerkin levels' symmetry, strength graph flags");
     }
     return ks_test_run(s);
 }

@@ -19,7 +19,7 @@ static ks_error adopt_strength(ks_backend *be, ks_error e, ks_strength *s, ks_sp
 {
     if (e != KS_OK)
         return e;
-    ks_sparse t = {be, s->n, s->n, s->rowptr[s->n], s->rowptr, s->colind, NULL, 0};
+    ks_sparse t = {be, s->n, s->n, s->rowptr[s->n], s->rowptr, s->colind, NULL, 0, 0};
     *S = t;
     memset(s, 0, sizeof *s);
     return KS_OK;
@@ -151,10 +151,11 @@ static ks_error cpu_smooth_prolongator(const ks_sparse *A, const ks_sparse *P0, 
     return adopt_csr(A->be, ks_amg_smooth_prolongator(&a, &p0, rho, &p), &p, P);
 }
 
-static ks_error cpu_spectral_radius(const ks_sparse *A, int iters, double *rho)
+static ks_error cpu_spectral_radius(const ks_sparse *A, int iters, int known_sym, double *rho,
+                                    int *exact)
 {
     ks_csr a = ks_sparse_as_csr(A);
-    return ks_amg_spectral_radius_dinv_a(&a, iters, rho);
+    return ks_amg_spectral_radius_sym(&a, iters, known_sym, rho, exact);
 }
 
 static ks_error cpu_check_diagonal(const ks_sparse *A, ks_int *bad, double *value, int *stored)

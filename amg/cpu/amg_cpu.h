@@ -93,6 +93,13 @@ ks_error ks_amg_aggregate_seeded(const ks_strength *S, unsigned long long seed, 
 ks_error ks_amg_tentative_prolongator(ks_int n, const ks_int *agg, ks_int na, ks_csr *P0);
 /* rho(D^-1 A) estimate by `iters` power/Lanczos steps (deterministic start). */
 ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho);
+/* The same, where known_sym says A is symmetric to rounding (a Galerkin
+ * product R A P, R = P^T, of an exactly symmetric matrix), so the symmetry
+ * test is skipped (the diagonal's signs still choose); *exact (may be
+ * NULL) = 1 when the test ran and found A symmetric bit for bit (pattern
+ * and values), else 0. */
+ks_error ks_amg_spectral_radius_sym(const ks_csr *A, int iters, int known_sym, double *rho,
+                                    int *exact);
 /* Smoothed prolongator P = (I - omega D^-1 A) P0 with omega = 4/(3 rho). */
 ks_error ks_amg_smooth_prolongator(const ks_csr *A, const ks_csr *P0, double rho, ks_csr *P);
 

@@ -89,14 +89,15 @@ static void apply(spec_ctx *c, const double *x, double *y)
 
 /* Symmetric to rounding: every strictly upper entry has a matching lower
  * one, and there are as many lower as upper entries (so the match is a
- * bijection and no lower entry lacks a partner). d = the diagonal. */
-static int is_symmetric(const ks_csr *A, const double *d)
+ * bijection and no lower entry lacks a partner). d = the diagonal.
+ * *exact = 1 when moreover every pair is equal bit for bit. */
+static int is_symmetric(const ks_csr *A, const double *d, int *exact)
 {
     const ks_int n = A->nrows;
-    int sym = 1;
+    int sym = 1, same = 1;
     int64_t upper = 0, lower = 0;
-#pragma omp parallel for schedule(static) reduction(&& : sym) reduction(+ : upper, lower) \
-    if (n > KS_SPEC_PAR_ROWS)
+#pragma omp parallel for schedule(static) reduction(&& : sym, same) \
+    reduction(+ : upper, lower) if (n > KS_SPEC_PAR_ROWS)
     for (ks_int i = 0; i < n; i++) {
         for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
             ks_int j = A->colind[k];
@@ -110,9 +111,13 @@ static int is_symmetric(const ks_csr *A, const double *d)
             ks_int kt = find_entry(A, j, i);
             if (kt < 0 || fabs(A->val[k] - A->val[kt]) > KS_SPEC_SYM_TOL * sqrt(fabs(d[i] * d[j])))
                 sym = 0;
+            else if (A->val[k] != A->val[kt])
+                same = 0;
         }
     }
-    return sym && upper == lower;
+    sym = sym && upper == lower;
+    *exact = sym && same;
+    return sym;
 }
 
 /* Number of eigenvalues of the symmetric tridiagonal T (diagonal a, off-
@@ -263,6 +268,14 @@ static double power(spec_ctx *c, int iters, double *x, double *y)
 
 ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho)
 {
+    return ks_amg_spectral_radius_sym(A, iters, 0, rho, NULL);
+}
+
+ks_error ks_amg_spectral_radius_sym(const ks_csr *A, int iters, int known_sym, double *rho,
+                                    int *exact)
+{
+    if (exact)
+        *exact = 0;
     if (!A || !rho)
         return ks_seterr(KS_ERR_ARG, "ks_amg_spectral_radius_dinv_a: NULL %s",
                          !A ? "matrix" : "output");
@@ -302,7 +315,12 @@ ks_error ks_amg_spectral_radius_dinv_a(const ks_csr *A, int iters, double *rho)
     }
     spec_ctx c = {.A = A, .n = n, .sign = nneg ? -1.0 : 1.0,
                   .nblocks = (n + KS_SPEC_BLOCK - 1) / KS_SPEC_BLOCK};
-    int symmetric = !(npos && nneg) && is_symmetric(A, diag);
+    /* a Galerkin product of an exactly symmetric matrix is symmetric to
+     * rounding: the test (a search a strictly upper entry) is skipped */
+    int same = 0;
+    int symmetric = !(npos && nneg) && (known_sym || is_symmetric(A, diag, &same));
+    if (exact)
+        *exact = !known_sym && symmetric && same;
     c.dsc = diag; /* overwritten in place with the scaling below */
     c.partial = ks_malloc((size_t)c.nblocks * sizeof *c.partial, "spectral partial sums");
     double *v = ks_malloc(3 * (size_t)n * sizeof *v, "spectral vectors");

@@ -368,7 +368,10 @@ extern "C" ks_error ks_amg_cuda_aggregate(const ks_sparse *S, unsigned long long
         e = ks_seterr(KS_ERR_DEVICE, "aggregation: cudaMemcpyAsync failed");
     int hbad = 0;
     if (e == KS_OK)
-        e = ks_be_upload_new(be, &hbad, sizeof hbad, (void **)&dbad, "aggregation flag");
+        e = ks_be_alloc(be, sizeof hbad, (void **)&dbad, "aggregation flag");
+    /* zeroed in the queue (an upload of the host's zero would wait) */
+    if (e == KS_OK && cudaMemsetAsync(dbad, 0, sizeof hbad, w->st) != cudaSuccess)
+        e = ks_seterr(KS_ERR_DEVICE, "aggregation: cudaMemsetAsync failed");
     LAUNCH(e, links_kernel, w->g, n, w->m1, agg, dbad);
     if (e == KS_OK)
         e = be->ops->download(be, &hbad, dbad, sizeof hbad);

@@ -29,7 +29,8 @@ ks_error ks_amg_cuda_aggregate(const ks_sparse *S, unsigned long long seed, ks_i
                                ks_int *na);
 ks_error ks_amg_cuda_tentative(ks_backend *be, ks_int n, const ks_int *agg, ks_int na,
                                ks_sparse *P0);
-ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, double *rho);
+ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, int known_sym, double *rho,
+                                     int *exact);
 ks_error ks_amg_cuda_check_diagonal(const ks_sparse *A, ks_int *bad, double *value, int *stored);
 ks_error ks_amg_cuda_smoother_weights(const ks_sparse *A, ks_amg_smoother_kind kind,
                                       double omega, double *w);

@@ -4,6 +4,7 @@
  * bounds), and the compaction of rows that lost entries. First bad rows
  * are found with integer atomicMin: the minimum does not depend on the
  * order the threads arrive in. */
+#include "amg_cuda.h"
 #include "interp_device.cuh"
 
 #include <inttypes.h>
@@ -122,40 +123,31 @@ __global__ void compact_copy(ks_int n, const ks_int *__restrict__ rp, const ks_i
     }
 }
 
-/* count ks_ints set to `value` on the device (the first-bad-row flags). */
+/* count ks_ints set to `value` on the device (the first-bad-row flags):
+ * a kernel, queued (an upload of host values would wait). */
 ks_error fill_flags(ks_backend *be, ks_int *d, int count, ks_int value)
 {
-    ks_int h[4];
-    for (int k = 0; k < count; k++)
-        h[k] = value;
-    return be->ops->upload(be, d, h, sizeof(ks_int) * (size_t)count);
+    static_assert(sizeof(ks_int) == sizeof(int), "ks_int is an int");
+    return ks_amg_cu_fill_int(be, (int *)d, count, value);
 }
 
 int is_cuda(const ks_backend *be) { return be && be->ops->kind == KS_BACKEND_CUDA; }
 
-} // namespace
-
-extern "C" ks_error ks_cu_coarse_map(ks_backend *be, ks_int n, const int *cf, ks_int *cmap,
-                                     ks_int *nc)
+/* The coarse map's first pass: cmap flags, *bad (device, set to n first)
+ * the first point neither C nor F. Queued. */
+ks_error coarse_map_flags(ks_backend *be, ks_int n, const int *cf, ks_int *cmap, ks_int *bad)
 {
-    if (!is_cuda(be) || n < 0 || !nc || (n > 0 && !cf) || !cmap)
-        return ks_seterr(KS_ERR_ARG, "ks_cu_coarse_map: %s",
-                         !is_cuda(be) ? "not a cuda backend" : n < 0 ? "negative size"
-                                                                     : "NULL array");
-    *nc = 0;
+    KS_TRY(fill_flags(be, bad, 1, n));
+    cmap_flags<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, ks_cu_stream(be)>>>(n, cf, cmap, bad);
+    return ks_cu_launched("cmap_flags");
+}
+
+/* The rest, given the first pass's hbad (downloaded): the error, or the
+ * scan (a wait: *nc) and the F points' -1. */
+ks_error coarse_map_finish(ks_backend *be, ks_int n, const int *cf, ks_int *cmap, ks_int hbad,
+                           ks_int *nc)
+{
     cudaStream_t st = ks_cu_stream(be);
-    ks_int *bad = NULL, hbad = n;
-    KS_TRY(ks_be_alloc(be, sizeof *bad, (void **)&bad, "coarse map check"));
-    ks_error e = fill_flags(be, bad, 1, n);
-    if (e == KS_OK) {
-        cmap_flags<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, cf, cmap, bad);
-        e = ks_cu_launched("cmap_flags");
-    }
-    if (e == KS_OK)
-        e = be->ops->download(be, &hbad, bad, sizeof hbad);
-    be->ops->free(be, bad);
-    if (e != KS_OK)
-        return e;
     if (hbad < n) {
         int v = 0;
         KS_TRY(be->ops->download(be, &v, cf + hbad, sizeof v));
@@ -169,6 +161,27 @@ extern "C" ks_error ks_cu_coarse_map(ks_backend *be, ks_int n, const int *cf, ks
     KS_TRY(ks_cu_launched("cmap_finish"));
     *nc = total;
     return KS_OK;
+}
+
+} // namespace
+
+extern "C" ks_error ks_cu_coarse_map(ks_backend *be, ks_int n, const int *cf, ks_int *cmap,
+                                     ks_int *nc)
+{
+    if (!is_cuda(be) || n < 0 || !nc || (n > 0 && !cf) || !cmap)
+        return ks_seterr(KS_ERR_ARG, "ks_cu_coarse_map: %s",
+                         !is_cuda(be) ? "not a cuda backend" : n < 0 ? "negative size"
+                                                                     : "NULL array");
+    *nc = 0;
+    ks_int *bad = NULL, hbad = n;
+    KS_TRY(ks_be_alloc(be, sizeof *bad, (void **)&bad, "coarse map check"));
+    ks_error e = coarse_map_flags(be, n, cf, cmap, bad);
+    if (e == KS_OK)
+        e = be->ops->download(be, &hbad, bad, sizeof hbad);
+    be->ops->free(be, bad);
+    if (e != KS_OK)
+        return e;
+    return coarse_map_finish(be, n, cf, cmap, hbad, nc);
 }
 
 ks_error ks_cu_check_csr(ks_backend *be, ks_int n, ks_int ncols, ks_int nnz, const ks_int *rp,
@@ -211,11 +224,16 @@ ks_error ks_cu_interp_inputs(const char *who, const ks_sparse *A, const ks_spars
     if (!A->rowptr || !S->rowptr || (A->nnz > 0 && (!A->colind || !A->val)) ||
         (S->nnz > 0 && !S->colind))
         return ks_seterr(KS_ERR_ARG, "%s: matrix or strength arrays not allocated", who);
+    if (!nc || !cmap)
+        return ks_seterr(KS_ERR_ARG, "%s: ks_cu_coarse_map: NULL array", who);
     ks_backend *be = A->be;
-    ks_int hbad[2] = {n, n};
+    *nc = 0;
+    /* The rows' check and the coarse map's first pass (it reads cf only,
+     * so it may run on a bad structure) with one wait for both. */
+    ks_int hbad[3] = {n, n, n};
     if (n > 0) {
         ks_int *bad = NULL;
-        KS_TRY(ks_be_alloc(be, 2 * sizeof *bad, (void **)&bad, "interpolation input check"));
+        KS_TRY(ks_be_alloc(be, sizeof hbad, (void **)&bad, "interpolation input check"));
         ks_error e = fill_flags(be, bad, 2, n);
         if (e == KS_OK) {
             interp_check_kernel<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, ks_cu_stream(be)>>>(
@@ -223,6 +241,8 @@ ks_error ks_cu_interp_inputs(const char *who, const ks_sparse *A, const ks_spars
                 !(A->valid && S->valid), diag, bad);
             e = ks_cu_launched("interp_check_kernel");
         }
+        if (e == KS_OK)
+            e = coarse_map_flags(be, n, cf, cmap, bad + 2);
         if (e == KS_OK)
             e = be->ops->download(be, hbad, bad, sizeof hbad);
         be->ops->free(be, bad);
@@ -234,7 +254,7 @@ ks_error ks_cu_interp_inputs(const char *who, const ks_sparse *A, const ks_spars
         return ks_seterr(KS_ERR_ARG, "%s: row %" PRId32 " of the matrix or strength has a "
                          "decreasing row pointer or an unsorted, repeated, diagonal (strength) "
                          "or out-of-range column", who, hbad[0]);
-    ks_error e = ks_cu_coarse_map(be, n, cf, cmap, nc);
+    ks_error e = coarse_map_finish(be, n, cf, cmap, hbad[2], nc);
     if (e != KS_OK)
         return ks_adderr(e, "%s", who);
     if (hbad[1] < n)

@@ -220,7 +220,7 @@ extern "C" ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, 
     ks_error e = ks_cu_interp_inputs(who, A, S, cf, cmap, NULL, &nc);
     cudaStream_t st = e == KS_OK ? ks_cu_stream(be) : 0;
     /* Row counts go straight into the row pointers, scanned in place. */
-    ks_sparse Q = {be, n, nc, 0, NULL, NULL, NULL, 0};
+    ks_sparse Q = {be, n, nc, 0, NULL, NULL, NULL, 0, 0};
     Q.rowptr = (ks_int *)ks_cu_alloc_if(be, &e, ((size_t)n + 1) * sizeof(ks_int),
                                         "interpolation row pointers");
     if (e == KS_OK)

@@ -949,7 +949,7 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
     if (e == KS_OK)
         e = ks_cu_interp_inputs(who, A, S, cf, cmap, diag, &nc);
     cudaStream_t st = e == KS_OK ? ks_cu_stream(be) : 0;
-    ks_sparse Q = {be, n, nc, 0, NULL, NULL, NULL, 0};
+    ks_sparse Q = {be, n, nc, 0, NULL, NULL, NULL, 0, 0};
     ks_int *size = NULL, *list = NULL, *keep = NULL;
     ext_bins *dbins = NULL, hbins;
     int *flags = NULL, hflags[2] = {0, 0};

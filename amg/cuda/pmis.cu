@@ -11,11 +11,17 @@
  *            local maxima over S_i and S^T_i (reads cf, writes sel), then
  *            selected -> C and undecided neighbours of selected points -> F
  *            (reads sel, writes only its own cf). A pass never writes what
- *            it reads, so the rounds make the cpu's decisions. One
- *            download a round (the counters) decides whether to go on.
+ *            it reads, so the rounds make the cpu's decisions. Two rounds
+ *            are queued a wait (one download of their counters, the first
+ *            time with the initial count): a round after the last
+ *            undecided point is gone would change nothing (select passes
+ *            only undecided points, update touches only them), and its
+ *            kernels return at once on the count before them.
  *   isolated points (no S or S^T entries) are F from the start.
  *   fix-up   F points with strong connections but no C point in S_i are
- *            found on the device; for a structurally symmetric S there are
+ *            found on the device, the C points counted in the same pass
+ *            (the splitting's nc when no fix-up follows); for a
+ *            structurally symmetric S there are
  *            none (PMIS gives every such F point a C neighbour), and that
  *            is the usual case. Otherwise, rarely, the serial index-order
  *            pass runs on the host on copies of S and cf -- the cpu's own
@@ -82,12 +88,21 @@ __global__ void pmis_init(ks_int n, const ks_int *__restrict__ rp, const ks_int 
     ks_cu_warp_add_int(undecided, u);
 }
 
+/* The rounds' kernels do nothing when *before (the undecided points
+ * before the round, counted on the device; NULL: known to be some) is 0. */
+__device__ __forceinline__ bool round_idle(const int *before)
+{
+    return before && *before == 0; /* the same for every thread of the grid */
+}
+
 __global__ void pmis_select(ks_int n, const ks_int *__restrict__ rp,
                             const ks_int *__restrict__ ci, const ks_int *__restrict__ trp,
                             const ks_int *__restrict__ tci, const uint64_t *__restrict__ h,
                             const int *__restrict__ cf, unsigned char *__restrict__ sel,
-                            int *nsel)
+                            const int *before, int *nsel)
 {
+    if (round_idle(before))
+        return;
     int c = 0;
     KS_CU_FOR(t, n)
     {
@@ -112,8 +127,10 @@ __global__ void pmis_select(ks_int n, const ks_int *__restrict__ rp,
 __global__ void pmis_update(ks_int n, const ks_int *__restrict__ rp,
                             const ks_int *__restrict__ ci, const ks_int *__restrict__ trp,
                             const ks_int *__restrict__ tci, const unsigned char *__restrict__ sel,
-                            int *__restrict__ cf, int *left)
+                            int *__restrict__ cf, const int *before, int *left)
 {
+    if (round_idle(before))
+        return;
     int c = 0;
     KS_CU_FOR(t, n)
     {
@@ -138,22 +155,25 @@ __global__ void pmis_update(ks_int n, const ks_int *__restrict__ rp,
 }
 
 /* Fix-up candidates: F points with strong connections and no C point in
- * S_i (cand[i] = 1), counted. */
+ * S_i (cand[i] = 1), counted, and the C points counted. */
 __global__ void pmis_candidates(ks_int n, const ks_int *__restrict__ rp,
                                 const ks_int *__restrict__ ci, const int *__restrict__ cf,
-                                unsigned char *__restrict__ cand, int *ncand)
+                                unsigned char *__restrict__ cand, int *ncand, int *ncpt)
 {
-    int c = 0;
+    int c = 0, cp = 0;
     KS_CU_FOR(t, n)
     {
         const ks_int i = (ks_int)t;
-        bool need = cf[i] == KS_FPT && rp[i] < rp[i + 1];
+        const int fi = cf[i];
+        bool need = fi == KS_FPT && rp[i] < rp[i + 1];
         for (ks_int k = rp[i]; need && k < rp[i + 1]; k++)
             need = cf[ci[k]] != KS_CPT;
         cand[i] = need;
         c += need;
+        cp += fi == KS_CPT;
     }
     ks_cu_warp_add_int(ncand, c);
+    ks_cu_warp_add_int(ncpt, cp);
 }
 
 /* One round of the fix-up, on the device. The serial pass (the cpu's, in
@@ -207,12 +227,22 @@ const int kFixupRounds = 64;
 
 /* ------------------------------------------------------------- the host */
 
+/* The device counters (pmis_work.cnt). */
+enum {
+    CNT_INIT,                   /* undecided after pmis_init */
+    CNT_SEL_A, CNT_LEFT_A,      /* a wait's first round: selected, undecided after it */
+    CNT_SEL_B, CNT_LEFT_B,      /* its second round */
+    CNT_CAND, CNT_CPT,          /* fix-up candidates, C points */
+    CNT_FIXUP,                  /* undecided candidates after a fix-up round */
+    CNT_N
+};
+
 /* Device temporaries (freed together). */
 struct pmis_work {
     ks_int *trp, *tci, *fill;
     uint64_t *h;
     unsigned char *sel;
-    int *cnt; /* [0] undecided / selected, [1] left, [2] candidates */
+    int *cnt; /* CNT_N counters */
 };
 
 void free_work(ks_backend *be, pmis_work *w)
@@ -236,7 +266,7 @@ ks_error alloc_work(ks_backend *be, ks_int n, ks_int nnz, pmis_work *w)
     KS_TRY(ks_be_alloc(be, (size_t)n * sizeof(uint64_t) + 1, (void **)&w->h,
                        "PMIS random measures"));
     KS_TRY(ks_be_alloc(be, (size_t)n + 1, (void **)&w->sel, "PMIS selection flags"));
-    KS_TRY(ks_be_alloc(be, 4 * sizeof(int), (void **)&w->cnt, "PMIS counters"));
+    KS_TRY(ks_be_alloc(be, CNT_N * sizeof(int), (void **)&w->cnt, "PMIS counters"));
     return KS_OK;
 }
 
@@ -265,10 +295,29 @@ ks_error fixup_on_host(const ks_sparse *S, int *cf, const unsigned char *cand, k
     return e;
 }
 
-/* The splitting with the work arrays allocated (returns at the first
- * failure; the caller frees). */
-ks_error pmis_run(const ks_sparse *S, unsigned long long seed, int *cf, pmis_work *w)
+/* One round (select, update) counting into cnt[sel], cnt[left]; before:
+ * the undecided count before it on the device (NULL: known nonzero). */
+ks_error pmis_round(const ks_sparse *S, int *cf, pmis_work *w, const int *before, int sel,
+                    int left)
 {
+    cudaStream_t st = ks_cu_stream(S->be);
+    const ks_int n = S->nrows;
+    const unsigned grid = ks_cu_blocks(n);
+    pmis_select<<<grid, KS_CU_BLOCK, 0, st>>>(n, S->rowptr, S->colind, w->trp, w->tci, w->h, cf,
+                                              w->sel, before, w->cnt + sel);
+    KS_CUDA_LAUNCH_CHECK("pmis_select");
+    pmis_update<<<grid, KS_CU_BLOCK, 0, st>>>(n, S->rowptr, S->colind, w->trp, w->tci, w->sel, cf,
+                                              before, w->cnt + left);
+    KS_CUDA_LAUNCH_CHECK("pmis_update");
+    return KS_OK;
+}
+
+/* The splitting with the work arrays allocated (returns at the first
+ * failure; the caller frees). *nc = the C points, or -1 when the host's
+ * fix-up changed cf after they were counted. */
+ks_error pmis_run(const ks_sparse *S, unsigned long long seed, int *cf, pmis_work *w, ks_int *nc)
+{
+    *nc = -1;
     ks_backend *be = S->be;
     cudaStream_t st = ks_cu_stream(be);
     const ks_int n = S->nrows, nnz = S->nnz;
@@ -285,48 +334,52 @@ ks_error pmis_run(const ks_sparse *S, unsigned long long seed, int *cf, pmis_wor
     KS_CUDA_LAUNCH_CHECK("scatter_columns");
 
     /* measures and the isolated points */
-    KS_CUDA_CHECK(cudaMemsetAsync(w->cnt, 0, 4 * sizeof(int), st));
-    pmis_init<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, w->trp, seed, w->h, cf, w->cnt);
+    KS_CUDA_CHECK(cudaMemsetAsync(w->cnt, 0, CNT_N * sizeof(int), st));
+    pmis_init<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, w->trp, seed, w->h, cf, w->cnt + CNT_INIT);
     KS_CUDA_LAUNCH_CHECK("pmis_init");
-    int undecided = 0;
-    KS_TRY(be->ops->download(be, &undecided, w->cnt, sizeof undecided));
 
-    while (undecided > 0) {
-        int c[2] = {0, 0};
-        KS_CUDA_CHECK(cudaMemsetAsync(w->cnt, 0, 2 * sizeof(int), st));
-        pmis_select<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, ci, w->trp, w->tci, w->h, cf, w->sel,
-                                                  w->cnt);
-        KS_CUDA_LAUNCH_CHECK("pmis_select");
-        pmis_update<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, ci, w->trp, w->tci, w->sel, cf,
-                                                  w->cnt + 1);
-        KS_CUDA_LAUNCH_CHECK("pmis_update");
+    /* Two rounds a wait; the first wait also brings the initial count, so
+     * the first pair's first round reads it on the device. */
+    for (int undecided = -1; undecided != 0;) {
+        if (undecided > 0)
+            KS_CUDA_CHECK(cudaMemsetAsync(w->cnt + CNT_SEL_A, 0, 4 * sizeof(int), st));
+        KS_TRY(pmis_round(S, cf, w, undecided < 0 ? w->cnt + CNT_INIT : NULL, CNT_SEL_A,
+                          CNT_LEFT_A));
+        KS_TRY(pmis_round(S, cf, w, w->cnt + CNT_LEFT_A, CNT_SEL_B, CNT_LEFT_B));
+        int c[CNT_LEFT_B + 1];
         KS_TRY(be->ops->download(be, c, w->cnt, sizeof c));
+        if (undecided < 0 && (undecided = c[CNT_INIT]) == 0)
+            break; /* every point isolated: the rounds did nothing */
         /* impossible: the largest undecided measure always wins (with no
          * selection the update pass changed nothing, as the cpu stops
          * before it) */
-        if (c[0] == 0)
+        if (c[CNT_SEL_A] == 0 || (c[CNT_LEFT_A] > 0 && c[CNT_SEL_B] == 0))
             return ks_seterr(KS_ERR_NUMERIC, "ks_amg_pmis: no progress with %d undecided points",
-                             undecided);
-        undecided = c[1];
+                             c[CNT_SEL_A] == 0 ? undecided : c[CNT_LEFT_A]);
+        undecided = c[CNT_LEFT_A] == 0 ? 0 : c[CNT_LEFT_B];
     }
 
-    /* fix-up */
-    int ncand = 0;
-    KS_CUDA_CHECK(cudaMemsetAsync(w->cnt + 2, 0, sizeof(int), st));
-    pmis_candidates<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, ci, cf, w->sel, w->cnt + 2);
+    /* fix-up, and the C points */
+    int hc[2] = {0, 0};
+    pmis_candidates<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, ci, cf, w->sel, w->cnt + CNT_CAND,
+                                                  w->cnt + CNT_CPT);
     KS_CUDA_LAUNCH_CHECK("pmis_candidates");
-    KS_TRY(be->ops->download(be, &ncand, w->cnt + 2, sizeof ncand));
+    KS_TRY(be->ops->download(be, hc, w->cnt + CNT_CAND, sizeof hc));
+    const int ncand = hc[0];
+    *nc = hc[1];
     if (ncand == 0)
         return KS_OK;
+    *nc = -1; /* the fix-up promotes F points to C */
     /* the serial fix-up's decisions, in rounds on the device (w->fill, the
      * transpose's slots, holds the candidates' states) */
     KS_CUDA_CHECK(cudaMemsetAsync(w->fill, 0, (size_t)n * sizeof(ks_int), st));
     for (int round = 0; round < kFixupRounds; round++) {
         int left = 0;
-        KS_CUDA_CHECK(cudaMemsetAsync(w->cnt + 3, 0, sizeof(int), st));
-        fixup_round<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, ci, w->sel, w->fill, cf, w->cnt + 3);
+        KS_CUDA_CHECK(cudaMemsetAsync(w->cnt + CNT_FIXUP, 0, sizeof(int), st));
+        fixup_round<<<grid, KS_CU_BLOCK, 0, st>>>(n, rp, ci, w->sel, w->fill, cf,
+                                                  w->cnt + CNT_FIXUP);
         KS_CUDA_LAUNCH_CHECK("fixup_round");
-        KS_TRY(be->ops->download(be, &left, w->cnt + 3, sizeof left));
+        KS_TRY(be->ops->download(be, &left, w->cnt + CNT_FIXUP, sizeof left));
         if (left == 0)
             return KS_OK;
     }
@@ -358,8 +411,11 @@ extern "C" ks_error ks_amg_cuda_pmis(const ks_sparse *S, unsigned long long seed
                          ", expected square", who, S->nrows, S->ncols);
     ks_backend *be = S->be;
     const ks_int n = S->nrows;
-    ks_int bad;
-    KS_TRY(ks_amg_cu_first_bad_row(S, KS_CU_ROWS_NO_SELF, &bad));
+    ks_int bad = n;
+    /* a strength step's graph (valid, KS_SPARSE_NO_DIAG) needs no look,
+     * which is a pass over S and a wait */
+    if (!(S->valid && (S->flags & KS_SPARSE_NO_DIAG)))
+        KS_TRY(ks_amg_cu_first_bad_row(S, KS_CU_ROWS_NO_SELF, &bad));
     if (bad != n) {
         ks_csr H;
         KS_TRY(ks_sparse_to_csr(S, &H));
@@ -377,11 +433,14 @@ extern "C" ks_error ks_amg_cuda_pmis(const ks_sparse *S, unsigned long long seed
     if (n == 0)
         return KS_OK;
     pmis_work w;
+    ks_int counted = -1;
     ks_error e = alloc_work(be, n, S->nnz, &w);
     if (e == KS_OK)
-        e = pmis_run(S, seed, cf, &w);
+        e = pmis_run(S, seed, cf, &w, &counted);
     free_work(be, &w);
-    if (e == KS_OK)
+    if (e == KS_OK && counted >= 0)
+        *nc = counted;
+    else if (e == KS_OK)
         e = ks_cu_count_eq(be, cf, n, KS_CPT, nc);
     return e;
 }

@@ -74,7 +74,11 @@ extern "C" ks_error ks_cu_interp_project(const ks_sparse *Pn, ks_sparse *P, int 
     cudaStream_t st = ks_cu_stream(be);
     int *bad = NULL, hbad = 0;
     KS_TRY(ks_be_alloc(be, sizeof *bad, (void **)&bad, "projection flag"));
-    ks_error e = be->ops->upload(be, bad, &hbad, sizeof hbad);
+    ks_error e = KS_OK; /* zeroed in the queue (an upload would wait) */
+    if (cudaMemsetAsync(bad, 0, sizeof *bad, st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = ks_seterr(KS_ERR_DEVICE, "%s: cudaMemsetAsync of the flag failed", who);
+    }
     if (e == KS_OK) {
         project_rows<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, Pn->rowptr, Pn->colind,
                                                                Pn->val, P->rowptr, P->colind,

@@ -14,6 +14,7 @@
  * scratch in all); pass 2 merges into P's row and finds each term's entry
  * by binary search. P0 may have any number of entries per row (the
  * tentative prolongator has at most one). */
+#include "amg_cuda.h"
 #include "interp_device.cuh"
 
 #include <inttypes.h>
@@ -169,7 +170,7 @@ extern "C" ks_error ks_cu_smooth_prolongator(const ks_sparse *A, const ks_sparse
     if (n > 0) {
         ks_int hbad[2] = {n, n}, *bad = NULL;
         KS_TRY(ks_be_alloc(be, sizeof hbad, (void **)&bad, "diagonal check"));
-        e = be->ops->upload(be, bad, hbad, sizeof hbad);
+        e = ks_amg_cu_fill_int(be, (int *)bad, 2, n); /* queued: an upload would wait */
         if (e == KS_OK) {
             sa_diag_check<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind,
                                                                    A->val, bad);
@@ -187,7 +188,7 @@ extern "C" ks_error ks_cu_smooth_prolongator(const ks_sparse *A, const ks_sparse
                              first == hbad[1] ? "missing" : "zero");
     }
 
-    ks_sparse Q = {be, n, P0->ncols, 0, NULL, NULL, NULL, 0};
+    ks_sparse Q = {be, n, P0->ncols, 0, NULL, NULL, NULL, 0, 0};
     ks_cu_run *heap = (ks_cu_run *)ks_cu_alloc_if(
         be, &e, ((size_t)A->nnz + (size_t)n + 1) * sizeof(ks_cu_run), "smoothing heaps");
     Q.rowptr = (ks_int *)ks_cu_alloc_if(be, &e, ((size_t)n + 1) * sizeof(ks_int),

@@ -7,8 +7,9 @@
  *              diagonal stored and nonzero (the first bad row named).
  *   choice     Lanczos on sign |D|^-1/2 A |D|^-1/2 when the diagonal has
  *              one sign and A is symmetric to KS_SPEC_SYM_TOL (the cpu's
- *              test, with integer counts of upper and lower entries), else
- *              the power method on D^-1 A; the bound ||D^-1 A||_inf (a
+ *              test, with integer counts of upper and lower entries, or
+ *              known: the caller's known_sym), else the power method on
+ *              D^-1 A; the bound ||D^-1 A||_inf (a
  *              max, exact in any order) caps both, and the result is at
  *              least 1.
  *   steps      the same start vector (ks_spectral_start), the same
@@ -24,7 +25,8 @@
  * order with __dmul_rn / __dadd_rn like the cpu.
  *
  * Waits: the structure check, one download after the diagonal and the
- * symmetry test (both launched back to back), and one at the end. The
+ * symmetry test (both launched back to back), and one at the end (the
+ * history and the state, stored next to each other). The
  * iteration in between is launched whole; what the cpu decides between
  * steps (square roots, the breakdown test, the divisors) is decided on the
  * device (see spec_state), and kernels after the cpu's stop do nothing.
@@ -58,7 +60,9 @@ __device__ ks_int find_entry(const ks_int *__restrict__ rp, const ks_int *__rest
 }
 
 /* flags: [0] first zero or missing diagonal, [1] positive and [2] negative
- * diagonals counted, [3] set when an upper entry has no matching lower one. */
+ * diagonals counted, [3] set when an upper entry has no matching lower one,
+ * [4] when a matching pair differs in its bits (symmetric to rounding
+ * only). */
 __global__ void spec_diagonal(ks_int n, const ks_int *__restrict__ rp,
                               const ks_int *__restrict__ ci, const double *__restrict__ val,
                               double *__restrict__ diag, int *flags)
@@ -79,17 +83,18 @@ __global__ void spec_diagonal(ks_int n, const ks_int *__restrict__ rp,
 }
 
 /* spectral.c's is_symmetric: every strictly upper entry has a lower
- * partner within the tolerance (else flags[3] = 1), and ul[0] (upper) ==
- * ul[1] (lower) entries. TPR lanes a row, each taking every TPR-th entry
- * (its own search into row j): the counts are integers and the verdict an
- * or, the same in any order. */
+ * partner within the tolerance (else flags[3] = 1; flags[4] = 1 when a
+ * partner within it is not equal), and ul[0] (upper) == ul[1] (lower)
+ * entries. TPR lanes a row, each taking every TPR-th entry (its own search
+ * into row j): the counts are integers and the verdicts ors, the same in
+ * any order. */
 template <int TPR>
 __global__ void spec_symmetry(ks_int n, const ks_int *__restrict__ rp,
                               const ks_int *__restrict__ ci, const double *__restrict__ val,
                               const double *__restrict__ d, int *flags, unsigned long long *ul)
 {
     unsigned long long upper = 0, lower = 0;
-    int asym = 0;
+    int asym = 0, inexact = 0;
     KS_CU_FOR(t, (long long)n * TPR)
     {
         const ks_int i = (ks_int)(t / TPR);
@@ -105,10 +110,14 @@ __global__ void spec_symmetry(ks_int n, const ks_int *__restrict__ rp,
             const ks_int kt = find_entry(rp, ci, j, i);
             if (kt < 0 || fabs(val[k] - val[kt]) > KS_SPEC_SYM_TOL * sqrt(fabs(d[i] * d[j])))
                 asym = 1;
+            else if (val[k] != val[kt])
+                inexact = 1;
         }
     }
     if (asym)
         atomicExch(&flags[3], 1);
+    if (inexact)
+        atomicExch(&flags[4], 1);
     ks_cu_warp_add_u64(&ul[0], upper);
     ks_cu_warp_add_u64(&ul[1], lower);
 }
@@ -338,12 +347,18 @@ __global__ void spec_update(ks_int n, const double *__restrict__ v,
 
 /* ------------------------------------------------------------- the host */
 
+/* The flags' ints (spec_diagonal's and spec_symmetry's, one of padding)
+ * before the two counts of upper and lower entries. */
+const int kFlagInts = 6;
+const size_t kFlagBytes = kFlagInts * sizeof(int) + 2 * sizeof(unsigned long long);
+
 struct spec_work {
     double *dsc, *vec; /* vec: 4 n-vectors (Lanczos), 2 (power) */
     double *part;      /* kRedBlocks block totals, then the history: alphas and
-                        * betas (Lanczos) or |y|^2 a step (power), 2 iters */
+                        * betas (Lanczos) or |y|^2 a step (power), 2 iters,
+                        * then the state (st points there) */
     spec_state *st;
-    int *flags;        /* [0..3] as spec_diagonal / spec_symmetry, then 2 u64 */
+    int *flags;        /* [0..4] as spec_diagonal / spec_symmetry, [5] padding, then 2 u64 */
     int tpr;           /* lanes a row of the SpMV (1: the cpu's row sums bit for bit) */
 };
 
@@ -436,39 +451,44 @@ ks_error power(const ks_sparse *A, spec_work *wk, int iters)
  * factor, a zero of the start vector or of |D|^-1/2 included, stays Inf
  * or NaN, so the step's sum w.v or |y|^2 is Inf or NaN) or
  * the iteration overflowed; the caller then checks A's values. */
-ks_error spectral_run(const ks_sparse *A, int iters, spec_work *wk, double *rho, int *finite)
+ks_error spectral_run(const ks_sparse *A, int iters, int known_sym, spec_work *wk, double *rho,
+                      int *finite, int *exact)
 {
     static const char who[] = "ks_amg_spectral_radius_dinv_a";
     ks_backend *be = A->be;
     cudaStream_t st = ks_cu_stream(be);
     const ks_int n = A->nrows;
-    unsigned long long *ul = (unsigned long long *)(wk->flags + 4);
+    unsigned long long *ul = (unsigned long long *)(wk->flags + kFlagInts);
     /* diagonal and symmetry in a row, one wait for both: the symmetry pass
-     * is wasted only for a diagonal of both signs (the cpu skips it then) */
-    KS_CUDA_CHECK(cudaMemsetAsync(wk->flags, 0, 4 * sizeof(int) + 2 * sizeof(unsigned long long),
-                                  st));
+     * is wasted only for a diagonal of both signs (the cpu skips it then).
+     * known_sym (a Galerkin product of an exactly symmetric matrix) skips
+     * that pass, a search for each strictly upper entry: most of a coarse
+     * level's checking. */
+    KS_CUDA_CHECK(cudaMemsetAsync(wk->flags, 0, kFlagBytes, st));
     KS_TRY(ks_amg_cu_fill_int(be, wk->flags, 1, n));
     KS_CUDA_CHECK(cudaMemsetAsync(wk->st, 0, sizeof(spec_state), st));
     SPEC_LAUNCH(spec_diagonal, n, A->rowptr, A->colind, A->val, wk->dsc, wk->flags);
-    const unsigned sb = ks_cu_blocks((long long)n * wk->tpr);
-    switch (wk->tpr) {
+    if (!known_sym) {
+        const unsigned sb = ks_cu_blocks((long long)n * wk->tpr);
+        switch (wk->tpr) {
 #define SPEC_SYM(T)                                                                           \
     case T:                                                                                   \
         spec_symmetry<T><<<sb, KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->colind, A->val, wk->dsc, \
                                                      wk->flags, ul);                          \
         break;
-        SPEC_SYM(32)
-        SPEC_SYM(8)
-        SPEC_SYM(4)
-        SPEC_SYM(1)
+            SPEC_SYM(32)
+            SPEC_SYM(8)
+            SPEC_SYM(4)
+            SPEC_SYM(1)
 #undef SPEC_SYM
+        }
+        KS_CUDA_LAUNCH_CHECK("spec_symmetry");
     }
-    KS_CUDA_LAUNCH_CHECK("spec_symmetry");
     struct {
-        int f[4];
+        int f[kFlagInts];
         unsigned long long ul[2];
     } h;
-    static_assert(sizeof h == 4 * sizeof(int) + 2 * sizeof(unsigned long long), "flag layout");
+    static_assert(sizeof h == kFlagBytes, "flag layout");
     KS_TRY(be->ops->download(be, &h, wk->flags, sizeof h));
     if (h.f[0] < n) {
         double d;
@@ -478,7 +498,8 @@ ks_error spectral_run(const ks_sparse *A, int iters, spec_work *wk, double *rho,
                          "undefined)", who, (ks_int)h.f[0], stored ? "zero" : "missing");
     }
     const int npos = h.f[1], nneg = h.f[2];
-    const int symmetric = !(npos && nneg) && !h.f[3] && h.ul[0] == h.ul[1];
+    const int symmetric = !(npos && nneg) && (known_sym || (!h.f[3] && h.ul[0] == h.ul[1]));
+    *exact = !known_sym && symmetric && !h.f[4];
     spec_scaling<<<red_blocks(n), KS_CU_BLOCK, 0, st>>>(n, A->rowptr, A->val, symmetric, wk->dsc,
                                                         wk->vec, wk->part, wk->st);
     KS_CUDA_LAUNCH_CHECK("spec_scaling");
@@ -486,18 +507,19 @@ ks_error spectral_run(const ks_sparse *A, int iters, spec_work *wk, double *rho,
         KS_TRY(lanczos(A, wk, iters, nneg ? -1.0 : 1.0));
     else
         KS_TRY(power(A, wk, iters));
-    /* the one wait of the iteration: its state and history */
+    /* the one wait of the iteration: its history and, right after it, its
+     * state, in one download */
     spec_state hs;
-    double *hist = (double *)ks_malloc(2 * (size_t)iters * sizeof(double), "spectral history");
+    const size_t hbytes = 2 * (size_t)iters * sizeof(double);
+    double *hist = (double *)ks_malloc(hbytes + sizeof hs, "spectral history");
     if (!hist)
         return KS_ERR_MEMORY;
-    ks_error e = be->ops->download(be, &hs, wk->st, sizeof hs);
-    if (e == KS_OK)
-        e = be->ops->download(be, hist, wk->part + kRedBlocks, 2 * (size_t)iters * sizeof(double));
+    ks_error e = be->ops->download(be, hist, wk->part + kRedBlocks, hbytes + sizeof hs);
     if (e != KS_OK) {
         free(hist);
         return e;
     }
+    memcpy(&hs, (const char *)hist + hbytes, sizeof hs);
     *finite = hs.m < 1 || isfinite(hist[0]);
     double est;
     if (symmetric) {
@@ -551,9 +573,13 @@ ks_error rows_check(const ks_sparse *A, unsigned flags)
 
 } // namespace
 
-extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, double *rho)
+extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, int known_sym,
+                                                double *rho, int *exact)
 {
     static const char who[] = "ks_amg_spectral_radius_dinv_a";
+    int same = 0;
+    if (exact)
+        *exact = 0;
     if (!A || !rho)
         return ks_seterr(KS_ERR_ARG, "%s: NULL %s", who, !A ? "matrix" : "output");
     if (iters < 1)
@@ -581,18 +607,18 @@ extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, d
     ks_error e = ks_be_alloc(be, (size_t)n * sizeof(double), (void **)&wk.dsc, "diagonal");
     if (e == KS_OK)
         e = ks_be_alloc(be, 4 * (size_t)n * sizeof(double), (void **)&wk.vec, "spectral vectors");
+    /* the state right after the history: one download at the end */
     if (e == KS_OK)
-        e = ks_be_alloc(be, (kRedBlocks + 2 * (size_t)iters) * sizeof(double), (void **)&wk.part,
-                        "spectral sums");
+        e = ks_be_alloc(be, (kRedBlocks + 2 * (size_t)iters) * sizeof(double) + sizeof(spec_state),
+                        (void **)&wk.part, "spectral sums and state");
     if (e == KS_OK)
-        e = ks_be_alloc(be, sizeof(spec_state), (void **)&wk.st, "spectral state");
+        wk.st = (spec_state *)(wk.part + kRedBlocks + 2 * (size_t)iters);
     if (e == KS_OK)
-        e = ks_be_alloc(be, 4 * sizeof(int) + 2 * sizeof(unsigned long long), (void **)&wk.flags,
-                        "spectral flags");
+        e = ks_be_alloc(be, kFlagBytes, (void **)&wk.flags, "spectral flags");
     int finite = 1;
     if (e == KS_OK)
-        e = spectral_run(A, iters, &wk, rho, &finite);
-    void *dev[] = {wk.dsc, wk.vec, wk.part, wk.st, wk.flags};
+        e = spectral_run(A, iters, known_sym, &wk, rho, &finite, &same);
+    void *dev[] = {wk.dsc, wk.vec, wk.part, wk.flags};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             be->ops->free(be, dev[i]);
@@ -600,5 +626,7 @@ extern "C" ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, d
      * is the error the full check would have given first */
     if (A->valid && (e == KS_ERR_NUMERIC || !finite))
         KS_TRY(rows_check(A, KS_CU_ROWS_FINITE));
+    if (e == KS_OK && exact)
+        *exact = same;
     return e;
 }

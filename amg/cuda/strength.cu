@@ -286,7 +286,7 @@ ks_error finish_pattern(ks_backend *be, ks_int n, ks_int *rowptr, ks_sparse *S,
     ks_int *colind = NULL;
     KS_TRY(ks_be_alloc(be, (size_t)total * sizeof(ks_int) + 1, (void **)&colind,
                        "strength columns"));
-    ks_sparse t = {be, n, n, total, rowptr, colind, NULL, 0};
+    ks_sparse t = {be, n, n, total, rowptr, colind, NULL, 0, 0};
     *S = t;
     *colind_out = colind;
     return KS_OK;

@@ -68,7 +68,10 @@ ks_error tentative_run(ks_backend *be, ks_int n, const ks_int *agg, ks_int na, k
     cudaStream_t st = ks_cu_stream(be);
     int h[3] = {n, na, 0};
     KS_CUDA_CHECK(cudaMemsetAsync(size, 0, (size_t)na * sizeof(ks_int), st));
-    KS_TRY(be->ops->upload(be, flags, h, sizeof h));
+    /* {n, na, 0} set in the queue (an upload would wait) */
+    KS_TRY(ks_amg_cu_fill_int(be, flags, 1, n));
+    KS_TRY(ks_amg_cu_fill_int(be, flags + 1, 1, na));
+    KS_CUDA_CHECK(cudaMemsetAsync(flags + 2, 0, sizeof(int), st));
     aggregate_sizes<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, agg, na, size, flags);
     KS_CUDA_LAUNCH_CHECK("aggregate_sizes");
     empty_aggregates<<<ks_cu_blocks(na), KS_CU_BLOCK, 0, st>>>(na, size, flags);

@@ -11,11 +11,13 @@
  * kept when it is not below that threshold. Sums run in row order as on
  * the cpu.
  *
- * Pass 1 counts the kept entries per row (and checks the row pointers);
- * when nothing goes, P is left as it is. Otherwise the new row pointers
+ * Pass 1 counts the kept entries per row (and checks the row pointers),
+ * scanned before one wait reads the check and the total; when nothing
+ * goes, P is left as it is. Otherwise the new row pointers
  * come from a scan, pass 2 writes the kept entries, rescaled, into new
  * arrays and the old ones are freed: P is untouched until everything it
  * needs has been allocated. */
+#include "amg_cuda.h"
 #include "interp_device.cuh"
 
 #include <inttypes.h>
@@ -31,7 +33,7 @@ __device__ __forceinline__ bool better(double am, ks_int ac, double bm, ks_int b
 }
 
 /* FILL = false: cnt[i] = kept entries of row i; bad[0] = first row whose
- * pointers decrease or leave [0, nnz], bad[1] = 0 when rowptr does not
+ * pointers decrease or leave [0, nnz], bad[1] = 1 when rowptr does not
  * run from 0 to nnz. FILL = true: the kept entries, rescaled, at nrp[i]
  * of (ci2, va2). */
 template <bool FILL>
@@ -46,7 +48,7 @@ __global__ void trunc_rows(ks_int n, ks_int nnz, const ks_int *__restrict__ rp,
         const ks_int r0 = rp[i], r1 = rp[i + 1];
         if (!FILL) {
             if ((i == 0 && r0 != 0) || (i == n - 1 && r1 != nnz))
-                bad[1] = 0; /* every writer stores the same value */
+                bad[1] = 1; /* every writer stores the same value */
             if (!(0 <= r0 && r0 <= r1 && r1 <= nnz)) {
                 atomicMin(&bad[0], i);
                 cnt[i] = 0;
@@ -148,28 +150,43 @@ extern "C" ks_error ks_cu_interp_truncate(ks_sparse *P, int max_elements, double
     ks_backend *be = P->be;
     cudaStream_t st = ks_cu_stream(be);
     const ks_int n = P->nrows;
-    ks_int *nrp = NULL, *bad = NULL, hbad[2] = {n, 1}, total = 0;
+    /* hbad: the row check's two flags (as trunc_rows), then the kept total */
+    ks_int *nrp = NULL, *bad = NULL, hbad[3] = {n, 0, 0};
     ks_error e = KS_OK;
     nrp = (ks_int *)ks_cu_alloc_if(be, &e, ((size_t)n + 1) * sizeof *nrp,
                                    "truncation row pointers");
     bad = (ks_int *)ks_cu_alloc_if(be, &e, sizeof hbad, "truncation check");
     if (e == KS_OK)
-        e = be->ops->upload(be, bad, hbad, sizeof hbad);
+        e = ks_amg_cu_fill_int(be, (int *)bad, 1, n);
+    if (e == KS_OK && cudaMemsetAsync(bad + 1, 0, 2 * sizeof *bad, st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = ks_seterr(KS_ERR_DEVICE, "%s: cudaMemsetAsync of the check failed", who);
+    }
     if (e == KS_OK) {
         trunc_rows<false><<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(
             n, P->nnz, P->rowptr, P->colind, P->val, max_elements, factor, nrp, bad, NULL, NULL,
             NULL);
         e = ks_cu_launched("trunc_rows (count)");
     }
+    /* The scan before the check is read (one wait for both): it reads only
+     * the counts, and its total is read only for a sound structure, where
+     * the kept entries number at most nnz (no overflow to check). */
+    if (e == KS_OK)
+        e = ks_cu_scan(be, nrp, n, nrp, NULL, "truncated interpolation entries");
+    if (e == KS_OK &&
+        cudaMemcpyAsync(bad + 2, nrp + n, sizeof *bad, cudaMemcpyDeviceToDevice, st) !=
+            cudaSuccess) {
+        (void)cudaGetLastError();
+        e = ks_seterr(KS_ERR_DEVICE, "%s: cudaMemcpyAsync of the total failed", who);
+    }
     if (e == KS_OK)
         e = be->ops->download(be, hbad, bad, sizeof hbad);
-    if (e == KS_OK && !hbad[1])
+    if (e == KS_OK && hbad[1])
         e = ks_seterr(KS_ERR_ARG, "%s: matrix is not a valid CSR (arrays missing or rowptr not "
                       "from 0 to nnz)", who);
     else if (e == KS_OK && hbad[0] < n)
         e = ks_seterr(KS_ERR_ARG, "%s: decreasing rowptr at row %" PRId32, who, hbad[0]);
-    if (e == KS_OK)
-        e = ks_cu_scan(be, nrp, n, nrp, &total, "truncated interpolation entries");
+    const ks_int total = hbad[2];
     if (e != KS_OK || total == P->nnz) { /* nothing dropped anywhere: P unchanged */
         be->ops->free(be, nrp);
         be->ops->free(be, bad);

@@ -146,10 +146,12 @@ static ks_error cpu_same_pattern(const ks_sparse *A, const ks_sparse *B, int *sa
     return KS_OK;
 }
 
-/* One pass over the rows, on all threads: lengths and the occupied
- * diagonals in a bitmap over the nrows + ncols - 1 offsets col - row,
- * counted afterwards. Integer sums: exact, thread-count independent. */
-void ks_csr_row_stats(const ks_csr *A, ks_sparse_stats *s)
+/* A pass over the row pointers for the lengths, on all threads; then,
+ * where the caller could use them (ks_sparse_stats_max_ndiag, max_row
+ * within it), the occupied diagonals in a bitmap over the nrows + ncols - 1
+ * offsets col - row, counted afterwards. Integer sums: exact, thread-count
+ * independent. */
+void ks_csr_row_stats(const ks_csr *A, double dia_max_fill, ks_sparse_stats *s)
 {
     memset(s, 0, sizeof *s);
     s->nrows = A->nrows;
@@ -158,21 +160,30 @@ void ks_csr_row_stats(const ks_csr *A, ks_sparse_stats *s)
     s->ndiag = -1;
     if (A->nrows <= 0)
         return;
-    int64_t noff = (int64_t)A->nrows + A->ncols - 1;
-    size_t words = noff > 0 ? (size_t)((noff + 63) / 64) : 0;
-    uint64_t *occupied = words ? calloc(words, sizeof *occupied) : NULL;
     uint64_t sum = 0, sum2 = 0;
     ks_int max_row = 0;
 #pragma omp parallel for schedule(static) reduction(+ : sum, sum2) reduction(max : max_row) \
-    if (A->nnz > 200000)
+    if (A->nrows > 200000)
     for (ks_int i = 0; i < A->nrows; i++) {
         ks_int len = A->rowptr[i + 1] - A->rowptr[i];
         sum += (uint64_t)len;
         sum2 += (uint64_t)len * (uint64_t)len;
         if (len > max_row)
             max_row = len;
-        if (!occupied)
-            continue;
+    }
+    s->max_row = max_row;
+    s->sum = sum;
+    s->sum2 = sum2;
+    const int64_t most = ks_sparse_stats_max_ndiag(A->nrows, A->ncols, A->nnz, dia_max_fill);
+    if (most < 0 || max_row > most)
+        return; /* no fill within dia_max_fill is possible */
+    int64_t noff = (int64_t)A->nrows + A->ncols - 1;
+    size_t words = (size_t)((noff + 63) / 64);
+    uint64_t *occupied = calloc(words, sizeof *occupied);
+    if (!occupied)
+        return; /* not counted */
+#pragma omp parallel for schedule(static) if (A->nnz > 200000)
+    for (ks_int i = 0; i < A->nrows; i++) {
         for (ks_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
             int64_t off = (int64_t)A->colind[k] - i + (A->nrows - 1);
             uint64_t bit = (uint64_t)1 << (off & 63), word;
@@ -185,19 +196,16 @@ void ks_csr_row_stats(const ks_csr *A, ks_sparse_stats *s)
         }
     }
     int64_t ndiag = 0;
-    for (size_t w = 0; occupied && w < words; w++)
+    for (size_t w = 0; w < words; w++)
         ndiag += __builtin_popcountll(occupied[w]);
     free(occupied);
-    s->max_row = max_row;
-    s->sum = sum;
-    s->sum2 = sum2;
-    s->ndiag = occupied ? ndiag : -1;
+    s->ndiag = ndiag;
 }
 
-static ks_error cpu_row_stats(const ks_sparse *A, ks_sparse_stats *st)
+static ks_error cpu_row_stats(const ks_sparse *A, double dia_max_fill, ks_sparse_stats *st)
 {
     ks_csr a = ks_sparse_as_csr(A);
-    ks_csr_row_stats(&a, st);
+    ks_csr_row_stats(&a, dia_max_fill, st);
     return KS_OK;
 }
 

@@ -137,11 +137,15 @@ extern "C" ks_error ks_cu_count_eq(ks_backend *be, const int *x, ks_int n, int v
 {
     ks_int *d = NULL;
     *count = 0;
-    KS_TRY(ks_be_upload_new(be, count, sizeof *count, (void **)&d, "count"));
-    count_eq<<<ks_cu_blocks(n) < 1024 ? ks_cu_blocks(n) : 1024, KS_CU_BLOCK, 0,
-               ks_cu_stream(be)>>>(x, n, value, d);
+    KS_TRY(ks_be_alloc(be, sizeof *d, (void **)&d, "count"));
+    /* zeroed in the queue: an upload of the host's zero would wait */
+    cudaError_t ce = cudaMemsetAsync(d, 0, sizeof *d, ks_cu_stream(be));
+    if (ce == cudaSuccess)
+        count_eq<<<ks_cu_blocks(n) < 1024 ? ks_cu_blocks(n) : 1024, KS_CU_BLOCK, 0,
+                   ks_cu_stream(be)>>>(x, n, value, d);
     ks_error e = KS_OK;
-    cudaError_t ce = cudaGetLastError();
+    if (ce == cudaSuccess)
+        ce = cudaGetLastError();
     if (ce != cudaSuccess)
         e = ks_seterr(KS_ERR_DEVICE, "count kernel: %s", cudaGetErrorString(ce));
     if (e == KS_OK)

@@ -41,6 +41,17 @@ __global__ void bin_count(ks_int n, const unsigned char *__restrict__ bin, int n
         atomicAdd(&count[threadIdx.x], h[threadIdx.x]);
 }
 
+/* cursor[b] = where bin b starts (the counts before it), on the device:
+ * bin_fill's cursors without an upload of the host's starts (a wait). */
+__global__ void bin_starts(const ks_int *count, int nbins, ks_int *cursor)
+{
+    ks_int at = 0;
+    for (int b = 0; b < nbins; b++) {
+        cursor[b] = at;
+        at += count[b];
+    }
+}
+
 /* Each warp reserves room for its lanes of a bin with one atomic (lanes of
  * the same bin found with __match_any_sync), so a bin holding nearly every
  * row does not serialise on one counter. The loop bound is the same for
@@ -407,6 +418,8 @@ extern "C" ks_error ks_cu_bin_rows(ks_cu_tmp *tmp, ks_int n, const unsigned char
         unsigned g = ks_cu_blocks(n);
         bin_count<<<g < 1024 ? g : 1024, KS_CU_BLOCK, 0, st>>>(n, bin, nbins, cnt);
         KS_TRY(ks_cu_launched("bin_count"));
+        bin_starts<<<1, 1, 0, st>>>(cnt, nbins, cnt + KS_CU_MAX_BINS);
+        KS_TRY(ks_cu_launched("bin_starts"));
     }
     ks_int h[KS_CU_MAX_BINS];
     KS_TRY(be->ops->download(be, h, cnt, sizeof h));
@@ -420,7 +433,6 @@ extern "C" ks_error ks_cu_bin_rows(ks_cu_tmp *tmp, ks_int n, const unsigned char
                          " rows binned", out->start[nbins], n);
     if (n == 0)
         return KS_OK;
-    KS_TRY(be->ops->upload(be, cnt + KS_CU_MAX_BINS, out->start, sizeof(ks_int) * nbins));
     bin_fill<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, bin, cnt + KS_CU_MAX_BINS, out->rows);
     return ks_cu_launched("bin_fill");
 }

@@ -9,7 +9,8 @@
 
 #include <cuda_runtime.h>
 
-extern "C" ks_error ks_cuda_row_stats(const ks_sparse *A, ks_sparse_stats *st);
+extern "C" ks_error ks_cuda_row_stats(const ks_sparse *A, double dia_max_fill,
+                                      ks_sparse_stats *st);
 
 namespace {
 

@@ -1,6 +1,7 @@
 /* Row statistics of a device CSR (ks_sparse_stats) without a host copy:
  * what "auto" reads to choose an AMG level's SpMV format. Integer sums and
- * a bitmap of occupied diagonals: the same numbers as the cpu's. */
+ * a bitmap of occupied diagonals, counted under the same bounds: the same
+ * numbers as the cpu's. */
 #include "../sparse.h"
 #include "cuda_util.cuh"
 
@@ -11,31 +12,18 @@ struct counts {
     unsigned int max_row;
 };
 
-__global__ void row_stats_kernel(ks_int n, ks_int ncols, const ks_int *__restrict__ rp,
-                                 const ks_int *__restrict__ ci, unsigned int *bitmap,
-                                 counts *out)
+/* The row lengths (the row pointers only). */
+__global__ void row_lengths_kernel(ks_int n, const ks_int *__restrict__ rp, counts *out)
 {
     unsigned long long sum = 0, sum2 = 0;
     unsigned int mx = 0;
     KS_CU_FOR(i, n)
     {
-        const ks_int a = rp[i], b = rp[i + 1];
-        const unsigned long long len = (unsigned long long)(b - a);
+        const unsigned long long len = (unsigned long long)(rp[i + 1] - rp[i]);
         sum += len;
         sum2 += len * len;
         mx = len > mx ? (unsigned int)len : mx;
-        if (!bitmap)
-            continue;
-        for (ks_int k = a; k < b; k++) {
-            const long long off = (long long)ci[k] - i + (n - 1);
-            const unsigned int bit = 1u << (off & 31);
-            /* most diagonals are set already: read first, so the few
-             * words of a banded matrix are not hammered by atomics */
-            if (!(__ldcg(bitmap + (off >> 5)) & bit))
-                atomicOr(bitmap + (off >> 5), bit);
-        }
     }
-    (void)ncols;
     __shared__ unsigned long long s_sum[KS_CU_BLOCK], s_sum2[KS_CU_BLOCK];
     __shared__ unsigned int s_max[KS_CU_BLOCK];
     s_sum[threadIdx.x] = sum;
@@ -57,14 +45,38 @@ __global__ void row_stats_kernel(ks_int n, ks_int ncols, const ks_int *__restric
     }
 }
 
-__global__ void popcount_kernel(const unsigned int *bitmap, long long words,
-                                unsigned long long *count)
+/* The bitmap of occupied diagonals, unless the longest row (the lengths
+ * kernel's, before it on the stream) has more entries than `most`
+ * diagonals allow: then nothing is read (the host sees the same max). */
+__global__ void diag_bitmap_kernel(ks_int n, const ks_int *__restrict__ rp,
+                                   const ks_int *__restrict__ ci, const counts *c,
+                                   long long most, unsigned int *bitmap)
 {
-    unsigned long long c = 0;
+    if ((long long)c->max_row > most)
+        return;
+    KS_CU_FOR(i, n)
+    {
+        for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
+            const long long off = (long long)ci[k] - i + (n - 1);
+            const unsigned int bit = 1u << (off & 31);
+            /* most diagonals are set already: read first, so the few
+             * words of a banded matrix are not hammered by atomics */
+            if (!(__ldcg(bitmap + (off >> 5)) & bit))
+                atomicOr(bitmap + (off >> 5), bit);
+        }
+    }
+}
+
+__global__ void popcount_kernel(const unsigned int *bitmap, long long words, const counts *c,
+                                long long most, unsigned long long *count)
+{
+    if ((long long)c->max_row > most)
+        return;
+    unsigned long long k = 0;
     KS_CU_FOR(w, words)
-    c += (unsigned long long)__popc(bitmap[w]);
+    k += (unsigned long long)__popc(bitmap[w]);
     __shared__ unsigned long long s[KS_CU_BLOCK];
-    s[threadIdx.x] = c;
+    s[threadIdx.x] = k;
     __syncthreads();
     for (int h = KS_CU_BLOCK / 2; h > 0; h >>= 1) {
         if (threadIdx.x < h)
@@ -77,7 +89,12 @@ __global__ void popcount_kernel(const unsigned int *bitmap, long long words,
 
 } // namespace
 
-extern "C" ks_error ks_cuda_row_stats(const ks_sparse *A, ks_sparse_stats *st)
+/* One download either way: the lengths, and the diagonals when counted.
+ * The diagonals' pass (every column index, a bitmap) runs only where a
+ * fill of at most dia_max_fill is possible: the host's bound from the
+ * shape, the device's from the longest row. */
+extern "C" ks_error ks_cuda_row_stats(const ks_sparse *A, double dia_max_fill,
+                                      ks_sparse_stats *st)
 {
     memset(st, 0, sizeof *st);
     st->nrows = A->nrows;
@@ -88,8 +105,9 @@ extern "C" ks_error ks_cuda_row_stats(const ks_sparse *A, ks_sparse_stats *st)
         return KS_OK;
     ks_backend *be = A->be;
     cudaStream_t s = ks_cu_stream(be);
+    const long long most = ks_sparse_stats_max_ndiag(A->nrows, A->ncols, A->nnz, dia_max_fill);
     const long long noff = (long long)A->nrows + A->ncols - 1;
-    const long long words = (noff + 31) / 32;
+    const long long words = most >= 0 ? (noff + 31) / 32 : 0;
     /* device scratch: the counts, the diagonal count, the bitmap */
     size_t bytes = sizeof(counts) + sizeof(unsigned long long) + (size_t)words * 4;
     char *buf = NULL;
@@ -102,10 +120,14 @@ extern "C" ks_error ks_cuda_row_stats(const ks_sparse *A, ks_sparse_stats *st)
         e = ks_seterr(KS_ERR_DEVICE, "row statistics: cudaMemsetAsync failed");
     if (e == KS_OK) {
         unsigned nb = ks_cu_blocks(A->nrows);
-        row_stats_kernel<<<nb < 65535 ? nb : 65535, KS_CU_BLOCK, 0, s>>>(
-            A->nrows, A->ncols, A->rowptr, A->colind, bm, c);
-        unsigned pb = ks_cu_blocks(words);
-        popcount_kernel<<<pb < 4096 ? pb : 4096, KS_CU_BLOCK, 0, s>>>(bm, words, nd);
+        nb = nb < 65535 ? nb : 65535;
+        row_lengths_kernel<<<nb, KS_CU_BLOCK, 0, s>>>(A->nrows, A->rowptr, c);
+        if (words > 0) {
+            diag_bitmap_kernel<<<nb, KS_CU_BLOCK, 0, s>>>(A->nrows, A->rowptr, A->colind, c,
+                                                         most, bm);
+            unsigned pb = ks_cu_blocks(words);
+            popcount_kernel<<<pb < 4096 ? pb : 4096, KS_CU_BLOCK, 0, s>>>(bm, words, c, most, nd);
+        }
         cudaError_t ce = cudaGetLastError();
         if (ce != cudaSuccess)
             e = ks_seterr(KS_ERR_DEVICE, "row statistics kernels: %s", cudaGetErrorString(ce));
@@ -121,6 +143,7 @@ extern "C" ks_error ks_cuda_row_stats(const ks_sparse *A, ks_sparse_stats *st)
     st->sum = h.c.sum;
     st->sum2 = h.c.sum2;
     st->max_row = (ks_int)h.c.max_row;
-    st->ndiag = (int64_t)h.nd;
+    if (words > 0 && (long long)h.c.max_row <= most)
+        st->ndiag = (int64_t)h.nd;
     return KS_OK;
 }

@@ -104,15 +104,9 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strengt
         x->A.rowptr[r + 1] = R->rowptr[t + 1] - R->rowptr[t];
         x->S.rowptr[r + 1] = count_strong(R, t);
     }
-    int64_t na = 0, ns = 0;
-    for (ks_int r = 0; r < N; r++) {
-        na += x->A.rowptr[r + 1];
-        ns += x->S.rowptr[r + 1];
-        if (na > INT32_MAX || ns > INT32_MAX)
-            return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's local system");
-        x->A.rowptr[r + 1] = (ks_int)na;
-        x->S.rowptr[r + 1] = (ks_int)ns;
-    }
+    const int64_t na = ks_rowptr_scan(x->A.rowptr, N), ns = ks_rowptr_scan(x->S.rowptr, N);
+    if (na > INT32_MAX || ns > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's local system");
     x->A.nnz = (ks_int)na;
     x->A.colind = ks_malloc((size_t)na * sizeof *x->A.colind + 1, "local columns");
     x->A.val = ks_malloc((size_t)na * sizeof *x->A.val + 1, "local values");
@@ -204,6 +198,7 @@ static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *
     for (ks_int r = 0, k = 0; r < N; r++)
         if (x->cf[r] == KS_CPT)
             gc[k++] = x->cid[r];
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i <= nloc; i++)
         P->rowptr[i] = Pl->rowptr[nb + i] - base;
 #pragma omp parallel for schedule(static)

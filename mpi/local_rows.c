@@ -24,7 +24,7 @@ ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const 
     if (nnz > INT32_MAX)
         return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's rows");
     KS_TRY(ks_csr_alloc(B, n, ks_gmap_size(cols), (ks_int)nnz));
-    B->rowptr[0] = 0;
+#pragma omp parallel for schedule(static)
     for (ks_int r = 0; r < n; r++) {
         ks_int len;
         if (r < nb)
@@ -33,8 +33,9 @@ ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const 
             len = rp[r - nb + 1] - rp[r - nb];
         else
             len = G->rowptr[r - nown + 1] - G->rowptr[r - nown];
-        B->rowptr[r + 1] = B->rowptr[r] + len;
+        B->rowptr[r + 1] = len;
     }
+    ks_rowptr_scan(B->rowptr, n); /* nnz checked above */
 #pragma omp parallel for schedule(dynamic, 256)
     for (ks_int r = 0; r < n; r++) {
         const ks_gint *c;

@@ -71,8 +71,7 @@ static ks_error build_rows(const tentry *in, int64_t n, ks_dist_prows *R)
                              "own it", (long long)in[t].row);
         cnt[r + 2]++;
     }
-    for (ks_int r = 0; r < nr; r++)
-        cnt[r + 2] += cnt[r + 1];
+    ks_rowptr_scan(cnt + 1, nr); /* n checked above */
     for (int64_t t = 0; t < n; t++) {
         const ks_int q = cnt[in[t].row - R->row_begin + 1]++;
         R->col[q] = in[t].col;

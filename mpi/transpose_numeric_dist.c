@@ -67,8 +67,8 @@ static ks_error receiver(const ks_dist_prows *R, ks_dist_transpose_plan *t)
         cc[q] = ks_gmap_find(&m, R->col[q]);
         start[cc[q] + 2]++;
     }
-    for (ks_int j = 0; j < nc && e == KS_OK; j++)
-        start[j + 2] += start[j + 1];
+    if (e == KS_OK)
+        ks_rowptr_scan(start + 1, nc);
     for (ks_int q = 0; q < nnz && e == KS_OK; q++) /* rows ascending: stable */
         t->recv_at[start[cc[q] + 1]++] = q;
     t->nrecv = nnz;

@@ -178,10 +178,7 @@ ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor)
      * old row) move into right-sized arrays, row-parallel. With one thread
      * (fresh arrays cost page faults that one thread does not win back), or
      * if those arrays cannot be had, the rows slide together in place. */
-    newrp[0] = 0;
-    for (ks_int i = 0; i < n; i++)
-        newrp[i + 1] += newrp[i];
-    const ks_int w = newrp[n];
+    const ks_int w = (ks_int)ks_rowptr_scan(newrp, n); /* at most nnz */
     if (w == P->nnz) {
         free(newrp); /* nothing dropped anywhere */
         return KS_OK;

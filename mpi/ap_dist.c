@@ -74,11 +74,15 @@ static ks_error product(const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *
                                 &fm);
     if (e == KS_OK)
         e = ks_gmap_make(P->c_begin, P->c_begin + P->nc, P->col, np, G->col, ng, &AP->cols);
+    /* Without ghost columns (one rank) the merged rows are A's local block
+     * itself: read in place, not copied. */
+    const int alone = fm.next == 0 && (!AG || AG->rowptr[AG->nrows] == 0);
     ks_csr M = {0};
-    if (e == KS_OK)
+    if (e == KS_OK && !alone)
         e = merge_blocks(AL, AG, &fm, &M);
     if (e == KS_OK)
-        e = ks_local_product_compact(&M, G, &fm, P->rowptr, P->col, P->val, &AP->cols, &AP->T);
+        e = ks_local_product_compact(alone ? AL : &M, G, &fm, P->rowptr, P->col, P->val,
+                                     &AP->cols, &AP->T);
     ks_csr_free(&M);
     ks_gmap_free(&fm);
     return e;

@@ -107,15 +107,14 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
     return KS_OK;
 }
 
-ks_error ks_local_product_compact(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
-                                  const ks_int *rp, const ks_gint *col, const double *val,
-                                  const ks_gmap *cols, ks_csr *T)
+ks_error ks_local_product_compact(const ks_csr *L, const ks_dist_ghost_prows *G,
+                                  const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
+                                  const double *val, const ks_gmap *cols, ks_csr *T)
 {
     ks_csr B = {0};
     ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
     if (e == KS_OK)
         e = ks_csr_spgemm(L, &B, T);
-    ks_csr_free(L);
     ks_csr_free(&B);
     return e;
 }
@@ -127,19 +126,6 @@ ks_error ks_local_product_stacked(ks_csr *L, ks_csr *B, const ks_gmap *cols, ks_
     ks_error e = ks_csr_spgemm(L, B, &T);
     ks_csr_free(L);
     ks_csr_free(B);
-    if (e == KS_OK)
-        e = ks_compact_to_global(&T, cols, row_begin, nrows_global, ncols_global, out);
-    ks_csr_free(&T);
-    return e;
-}
-
-ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
-                          const ks_int *rp, const ks_gint *col, const double *val,
-                          const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
-                          ks_gint ncols_global, ks_dist_csr *out)
-{
-    ks_csr T = {0};
-    ks_error e = ks_local_product_compact(L, G, rows, rp, col, val, cols, &T);
     if (e == KS_OK)
         e = ks_compact_to_global(&T, cols, row_begin, nrows_global, ncols_global, out);
     ks_csr_free(&T);

@@ -56,17 +56,12 @@ ks_error ks_stack_rows_mapped(const ks_dist_ghost_prows *G, const ks_gmap *rows,
  * arrays are taken or freed, also on failure. */
 ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
                               ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out);
-/* Local. out = L times the rows that ks_stack_rows makes of (G, rows, rp,
- * col, val, cols), by the serial cpu spgemm, with global columns; L (a
- * host CSR over the compact numbers of `rows`) is freed. */
-ks_error ks_local_product(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
-                          const ks_int *rp, const ks_gint *col, const double *val,
-                          const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
-                          ks_gint ncols_global, ks_dist_csr *out);
-/* Local. The same product left with the compact columns of `cols` (*T). */
-ks_error ks_local_product_compact(ks_csr *L, const ks_dist_ghost_prows *G, const ks_gmap *rows,
-                                  const ks_int *rp, const ks_gint *col, const double *val,
-                                  const ks_gmap *cols, ks_csr *T);
+/* Local. *T = L times the rows that ks_stack_rows makes of (G, rows, rp,
+ * col, val, cols), by the serial cpu spgemm, with the compact columns of
+ * `cols`; L: a host CSR over the compact numbers of `rows` (read only). */
+ks_error ks_local_product_compact(const ks_csr *L, const ks_dist_ghost_prows *G,
+                                  const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
+                                  const double *val, const ks_gmap *cols, ks_csr *T);
 /* Local. out = L B (B stacked over the compact numbers of `cols`) with
  * global columns; L and B are freed. */
 ks_error ks_local_product_stacked(ks_csr *L, ks_csr *B, const ks_gmap *cols, ks_gint row_begin,

@@ -6,6 +6,7 @@
 #include "ksolve.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #if defined(__GNUC__)
@@ -44,6 +45,14 @@ void *ks_calloc(size_t n, size_t size, const char *what);
  * fraction of the memory bandwidth, and a setup copies matrices of 10^8
  * entries in several places. */
 void ks_memcpy_par(void *dst, const void *src, size_t bytes);
+
+/* Row counts to row pointers, in place and shared by the OpenMP threads
+ * for long arrays (core/scan.c): on entry rp[i + 1] is row i's count (rp[0]
+ * is ignored), on exit rp[0] = 0 and rp[i + 1] the sum of rows 0 .. i.
+ * Returns the total; above INT32_MAX nothing is written (the counts stay),
+ * so a caller that can overflow checks it. Inside a parallel region it
+ * runs on the calling thread alone. */
+int64_t ks_rowptr_scan(ks_int *rp, ks_int n);
 
 /* Propagate a failing call's code. */
 #define KS_TRY(call)                  \

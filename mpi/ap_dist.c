@@ -30,10 +30,11 @@ static ks_error merge_blocks(const ks_csr *AL, const ks_csr *AG, const ks_gmap *
     if (nnz > INT32_MAX)
         return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's rows");
     KS_TRY(ks_csr_alloc(M, n, ks_gmap_size(fm), (ks_int)nnz));
-    M->rowptr[0] = 0;
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++)
-        M->rowptr[i + 1] = M->rowptr[i] + (AL->rowptr[i + 1] - AL->rowptr[i]) +
+        M->rowptr[i + 1] = (AL->rowptr[i + 1] - AL->rowptr[i]) +
                            (AG ? AG->rowptr[i + 1] - AG->rowptr[i] : 0);
+    ks_rowptr_scan(M->rowptr, n); /* nnz checked above */
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
         ks_int m = M->rowptr[i], g = AG ? AG->rowptr[i] : 0;
@@ -54,29 +55,40 @@ static ks_error merge_blocks(const ks_csr *AL, const ks_csr *AG, const ks_gmap *
     return KS_OK;
 }
 
-/* The product on the local views. */
-static ks_error product(ks_backend *be, const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *d,
-                        const ks_dist_prows *P, const ks_dist_ghost_prows *G, ks_dist_csr *AP)
+void ks_dist_compact_free(ks_dist_compact *X)
 {
-    ks_gmap fm, cm = {0};
+    if (!X)
+        return;
+    ks_csr_free(&X->T);
+    ks_gmap_free(&X->cols);
+    memset(X, 0, sizeof *X);
+}
+
+/* The product on the local views, its columns compact over AP->cols. */
+static ks_error product(ks_backend *be, const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *d,
+                        const ks_dist_prows *P, const ks_dist_ghost_prows *G, ks_dist_compact *AP)
+{
+    ks_gmap fm;
     const int64_t np = P->nloc ? P->rowptr[P->nloc] : 0, ng = G->n ? G->rowptr[G->n] : 0;
     ks_error e = ks_gmap_borrow(P->row_begin, P->row_begin + P->nloc, d->ghost_gid, d->nghost,
                                 &fm);
     if (e == KS_OK)
-        e = ks_gmap_make(P->c_begin, P->c_begin + P->nc, P->col, np, G->col, ng, &cm);
+        e = ks_gmap_make(P->c_begin, P->c_begin + P->nc, P->col, np, G->col, ng, &AP->cols);
+    /* Without ghost columns (one rank) the merged rows are A's local block
+     * itself: read in place, not copied. */
+    const int alone = fm.next == 0 && (!AG || AG->rowptr[AG->nrows] == 0);
     ks_csr M = {0};
-    if (e == KS_OK)
+    if (e == KS_OK && !alone)
         e = merge_blocks(AL, AG, &fm, &M);
     if (e == KS_OK)
-        e = ks_local_product(be, &M, G, &fm, P->rowptr, P->col, P->val, &cm, AP->row_begin,
-                             AP->nrows_global, AP->ncols_global, AP);
+        e = ks_local_product_compact(be, alone ? AL : &M, G, &fm, P->rowptr, P->col, P->val,
+                                     &AP->cols, &AP->T);
     ks_csr_free(&M);
-    ks_gmap_free(&cm);
     ks_gmap_free(&fm);
     return e;
 }
 
-ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)
+ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_compact *AP)
 {
     static const char who[] = "distributed A P";
     if (!AP)
@@ -94,19 +106,38 @@ ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)
         e = ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the host", who);
     /* A may be rectangular (an interpolation: P1 P2 of aggressive
      * coarsening); P's rows are laid out as A's columns */
-    AP->nrows = (ks_int)(md->offsets[c->rank + 1] - md->offsets[c->rank]);
     AP->row_begin = md->offsets[c->rank];
     AP->nrows_global = md->offsets[c->size];
     AP->ncols_global = P->nc_global;
-    if (e == KS_OK && AG && (AG->nrows != AP->nrows || AG->ncols != d->nghost))
+    const ks_int nrows = (ks_int)(md->offsets[c->rank + 1] - md->offsets[c->rank]);
+    if (e == KS_OK && AG && (AG->nrows != nrows || AG->ncols != d->nghost))
         e = ks_seterr(KS_ERR_ARG, "%s: the matrix's ghost block is not its ghost map's", who);
     if (e == KS_OK)
         e = product(ks_matrix_backend(A), AL, AG, d, P, &G, AP);
     ks_dist_ghost_prows_free(&G);
     e = ks_comm_agree(c, e);
     if (e != KS_OK) {
-        ks_dist_csr_free(AP);
+        ks_dist_compact_free(AP);
         return ks_adderr(e, "%s", who);
+    }
+    return KS_OK;
+}
+
+ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)
+{
+    if (!AP)
+        return ks_seterr(KS_ERR_ARG, "distributed A P: NULL output");
+    memset(AP, 0, sizeof *AP);
+    ks_dist_compact X;
+    KS_TRY(ks_dist_ap_compact(A, P, &X));
+    const ks_comm *c = ks_matrix_comm(A);
+    ks_error e = ks_compact_to_global(&X.T, &X.cols, X.row_begin, X.nrows_global, X.ncols_global,
+                                      AP);
+    ks_dist_compact_free(&X);
+    e = ks_comm_agree(c, e);
+    if (e != KS_OK) {
+        ks_dist_csr_free(AP);
+        return ks_adderr(e, "distributed A P");
     }
     return KS_OK;
 }

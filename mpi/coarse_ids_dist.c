@@ -9,6 +9,10 @@
 
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 void ks_dist_coarse_free(ks_dist_coarse *C)
 {
     if (!C)
@@ -42,6 +46,45 @@ static ks_error prefix(const ks_comm *c, ks_gint mine, ks_gint *begin, ks_gint *
     return e;
 }
 
+#define KS_CID_MAX_THREADS 256
+
+/* cid[i]: the C points numbered from `first` in index order, -1 for F.
+ * Threads take static chunks: each counts its C points, the counts are
+ * scanned, then each numbers its chunk from its offset. */
+static void number(const int *cf, ks_int n, ks_gint first, ks_gint *cid)
+{
+    int nt = 1;
+#ifdef _OPENMP
+    if (n >= 32768)
+        nt = omp_get_max_threads();
+#endif
+    nt = nt > KS_CID_MAX_THREADS ? KS_CID_MAX_THREADS : nt;
+    ks_gint at[KS_CID_MAX_THREADS + 1];
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = 0, used = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        used = omp_get_num_threads();
+#endif
+        const ks_int b = (ks_int)((int64_t)n * t / used), e = (ks_int)((int64_t)n * (t + 1) / used);
+        ks_gint c = 0;
+        for (ks_int i = b; i < e; i++)
+            c += cf[i] == KS_CPT;
+        at[t + 1] = c;
+#pragma omp barrier
+#pragma omp single
+        {
+            at[0] = first;
+            for (int q = 1; q <= used; q++)
+                at[q] += at[q - 1];
+        }
+        ks_gint next = at[t];
+        for (ks_int i = b; i < e; i++)
+            cid[i] = cf[i] == KS_CPT ? next++ : -1;
+    }
+}
+
 ks_error ks_dist_coarse_ids(const ks_dist_strength *S, const int *cf, ks_dist_coarse *C)
 {
     static const char who[] = "distributed coarse numbering";
@@ -55,10 +98,18 @@ ks_error ks_dist_coarse_ids(const ks_dist_strength *S, const int *cf, ks_dist_co
     ks_error e = KS_OK;
     if (!cf && n > 0)
         e = ks_seterr(KS_ERR_ARG, "%s: NULL cf", who);
-    for (ks_int i = 0; i < n && e == KS_OK; i++)
-        if (cf[i] != KS_CPT && cf[i] != KS_FPT)
-            e = ks_seterr(KS_ERR_ARG, "%s: point %lld is neither C nor F (%d)", who,
-                          (long long)(S->row_begin + i), cf[i]);
+    const ks_int nchk = e == KS_OK ? n : 0;
+    ks_int bad = nchk; /* the first point neither C nor F */
+    ks_gint nc = 0;
+#pragma omp parallel for schedule(static) reduction(min : bad) reduction(+ : nc)
+    for (ks_int i = 0; i < nchk; i++) {
+        if (cf[i] != KS_CPT && cf[i] != KS_FPT && i < bad)
+            bad = i;
+        nc += cf[i] == KS_CPT;
+    }
+    if (bad < nchk)
+        e = ks_seterr(KS_ERR_ARG, "%s: point %lld is neither C nor F (%d)", who,
+                      (long long)(S->row_begin + bad), cf[bad]);
     if (e == KS_OK) {
         C->cid = ks_malloc((size_t)n * sizeof *C->cid + 1, "coarse ids");
         C->ghost_cf = ks_malloc((size_t)ng * sizeof *C->ghost_cf + 1, "ghost splitting");
@@ -67,16 +118,11 @@ ks_error ks_dist_coarse_ids(const ks_dist_strength *S, const int *cf, ks_dist_co
             e = KS_ERR_MEMORY;
     }
     e = ks_comm_agree(c, e);
-    ks_gint nc = 0;
-    for (ks_int i = 0; i < n && e == KS_OK; i++)
-        nc += cf[i] == KS_CPT;
     if (e == KS_OK)
         e = prefix(c, nc, &C->c_begin, &C->nc_global);
     if (e == KS_OK) {
         C->nc = (ks_int)nc;
-        ks_gint next = C->c_begin;
-        for (ks_int i = 0; i < n; i++)
-            C->cid[i] = cf[i] == KS_CPT ? next++ : -1;
+        number(cf, n, C->c_begin, C->cid);
     }
     ks_halo_typed xi = {0}, xg = {0};
     if (e == KS_OK)

@@ -161,8 +161,8 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
         gm.own_ext = 0;
         nghost = gm.next;
     }
-    for (ks_int i = 0; i < nloc && e == KS_OK; i++)
-        nl[i + 1] += nl[i];
+    if (e == KS_OK)
+        ks_rowptr_scan(nl, nloc); /* at most rp[nloc] */
     if (e == KS_OK)
         e = ks_csr_alloc(&S->local, nloc, nloc, nl[nloc]);
     if (e == KS_OK)
@@ -182,7 +182,8 @@ ks_error ks_dist_csr_split(int rank, ks_gint row_begin, ks_gint ncols, ks_int nl
      * ascend with the global ids. */
     ks_int *lrp = S->local.rowptr, *grp = S->ghost.rowptr, *pos = S->entry_pos;
     const ks_int nnz_local = nl[nloc];
-    memcpy(lrp, nl, ((size_t)nloc + 1) * sizeof *lrp);
+    ks_memcpy_par(lrp, nl, ((size_t)nloc + 1) * sizeof *lrp);
+    KS_OMP_FOR
     for (ks_int i = 0; i <= nloc; i++)
         grp[i] = rp[i] - lrp[i];
     KS_OMP_FOR

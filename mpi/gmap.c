@@ -8,6 +8,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 void ks_gmap_free(ks_gmap *m)
 {
     if (m && m->own_ext)
@@ -68,25 +72,70 @@ ks_error ks_gmap_borrow(ks_gint lo, ks_gint hi, const ks_gint *ext, ks_int next,
     return make_table(m);
 }
 
+/* Below this many ids one thread collects them. */
+#define KS_GMAP_SERIAL_IDS 65536
+#define KS_GMAP_MAX_THREADS 256
+
+/* The ids of ids1 then ids2 outside [lo, hi), in any order (they are
+ * sorted next), into *ext (malloc'ed here; NULL when that fails); returns
+ * their count. Threads take static chunks: each counts its chunk, the
+ * counts are scanned, then each writes its chunk's ids at its offset. */
+static int64_t collect(ks_gint lo, ks_gint hi, const ks_gint *ids1, int64_t n1,
+                       const ks_gint *ids2, int64_t n2, ks_gint **ext)
+{
+    const int64_t n = n1 + n2;
+    int nt = 1;
+#ifdef _OPENMP
+    if (n >= KS_GMAP_SERIAL_IDS)
+        nt = omp_get_max_threads();
+#endif
+    nt = nt > KS_GMAP_MAX_THREADS ? KS_GMAP_MAX_THREADS : nt;
+    int64_t at[KS_GMAP_MAX_THREADS + 1], total = 0;
+    ks_gint *out = NULL;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = 0, used = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        used = omp_get_num_threads();
+#endif
+        const int64_t b = n * t / used, e = n * (t + 1) / used;
+        int64_t c = 0;
+        for (int64_t k = b; k < e; k++) {
+            const ks_gint g = k < n1 ? ids1[k] : ids2[k - n1];
+            c += g < lo || g >= hi;
+        }
+        at[t + 1] = c;
+#pragma omp barrier
+#pragma omp single
+        {
+            at[0] = 0;
+            for (int q = 1; q <= used; q++)
+                at[q] += at[q - 1];
+            total = at[used];
+            out = ks_malloc((size_t)total * sizeof *out + 1, "compact column ids");
+        } /* its barrier publishes at, total and out */
+        if (out) {
+            int64_t w = at[t];
+            for (int64_t k = b; k < e; k++) {
+                const ks_gint g = k < n1 ? ids1[k] : ids2[k - n1];
+                if (g < lo || g >= hi)
+                    out[w++] = g;
+            }
+        }
+    }
+    *ext = out;
+    return total;
+}
+
 ks_error ks_gmap_make(ks_gint lo, ks_gint hi, const ks_gint *ids1, int64_t n1,
                       const ks_gint *ids2, int64_t n2, ks_gmap *m)
 {
     memset(m, 0, sizeof *m);
-    int64_t n = 0;
-    for (int64_t k = 0; k < n1; k++)
-        n += ids1[k] < lo || ids1[k] >= hi;
-    for (int64_t k = 0; k < n2; k++)
-        n += ids2[k] < lo || ids2[k] >= hi;
-    ks_gint *ext = ks_malloc((size_t)n * sizeof *ext + 1, "compact column ids");
+    ks_gint *ext;
+    const int64_t n = collect(lo, hi, ids1, n1, ids2, n2, &ext);
     if (!ext)
         return KS_ERR_MEMORY;
-    n = 0;
-    for (int64_t k = 0; k < n1; k++)
-        if (ids1[k] < lo || ids1[k] >= hi)
-            ext[n++] = ids1[k];
-    for (int64_t k = 0; k < n2; k++)
-        if (ids2[k] < lo || ids2[k] >= hi)
-            ext[n++] = ids2[k];
     int64_t u = 0;
     ks_error e = ks_gint_sort_unique(ext, n, &u);
     if (e == KS_OK && u + (hi - lo) > INT32_MAX)

@@ -29,14 +29,17 @@ typedef struct sys {
     ks_gint *cid;    /* N: global coarse id, -1 for F */
     ks_int *gpos;    /* A's ghost g -> its point */
     ks_int *fpos;    /* fetched row t -> its point */
+    int view;        /* A and S are the rank's own blocks (nothing else reached) */
 } sys;
 
 static void sys_free(sys *x)
 {
     ks_gmap_free(&x->fm);
-    ks_csr_free(&x->A);
-    free(x->S.rowptr);
-    free(x->S.colind);
+    if (!x->view) {
+        ks_csr_free(&x->A);
+        free(x->S.rowptr);
+        free(x->S.colind);
+    }
     free(x->cf);
     free(x->cid);
     free(x->gpos);
@@ -60,13 +63,23 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strengt
     KS_TRY(ks_gmap_make(S->row_begin, S->row_begin + nloc, S->ghost_gid, ng, R ? R->col : NULL,
                         nr, &x->fm));
     const ks_int N = ks_gmap_size(&x->fm), nb = x->fm.nbelow;
+    /* Nothing beyond the own rows (one rank): the local system's rows are
+     * the blocks' own, read in place. */
+    x->view = N == nloc && AL->nrows == nloc && AL->ncols == nloc &&
+              (!AG || AG->rowptr[nloc] == 0) && S->grp[nloc] == 0;
     x->cf = ks_malloc(((size_t)N + 1) * sizeof *x->cf, "local splitting");
     x->cid = ks_malloc(((size_t)N + 1) * sizeof *x->cid, "local coarse ids");
     x->gpos = ks_malloc(((size_t)ng + 1) * sizeof *x->gpos, "ghost points");
     x->fpos = ks_malloc(((size_t)nf + 1) * sizeof *x->fpos, "fetched row points");
-    x->A.rowptr = ks_calloc((size_t)N + 1, sizeof *x->A.rowptr, "local rows");
-    x->S.rowptr = ks_calloc((size_t)N + 1, sizeof *x->S.rowptr, "local strength rows");
-    if (!x->cf || !x->cid || !x->gpos || !x->fpos || !x->A.rowptr || !x->S.rowptr)
+    if (x->view) {
+        x->A = *AL;
+        x->S = S->local;
+    } else {
+        x->A.rowptr = ks_calloc((size_t)N + 1, sizeof *x->A.rowptr, "local rows");
+        x->S.rowptr = ks_calloc((size_t)N + 1, sizeof *x->S.rowptr, "local strength rows");
+    }
+    if (!x->cf || !x->cid || !x->gpos || !x->fpos ||
+        (!x->view && (!x->A.rowptr || !x->S.rowptr)))
         return KS_ERR_MEMORY;
     x->A.nrows = x->A.ncols = x->S.n = N;
 #pragma omp parallel for schedule(static)
@@ -93,6 +106,8 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strengt
         const ks_int r = nb + i;
         x->cf[r] = cf[i];
         x->cid[r] = C->cid[i];
+        if (x->view)
+            continue;
         x->A.rowptr[r + 1] = AL->rowptr[i + 1] - AL->rowptr[i] +
                              (AG ? AG->rowptr[i + 1] - AG->rowptr[i] : 0);
         x->S.rowptr[r + 1] = S->local.rowptr[i + 1] - S->local.rowptr[i] +
@@ -104,15 +119,11 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strengt
         x->A.rowptr[r + 1] = R->rowptr[t + 1] - R->rowptr[t];
         x->S.rowptr[r + 1] = count_strong(R, t);
     }
-    int64_t na = 0, ns = 0;
-    for (ks_int r = 0; r < N; r++) {
-        na += x->A.rowptr[r + 1];
-        ns += x->S.rowptr[r + 1];
-        if (na > INT32_MAX || ns > INT32_MAX)
-            return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's local system");
-        x->A.rowptr[r + 1] = (ks_int)na;
-        x->S.rowptr[r + 1] = (ks_int)ns;
-    }
+    if (x->view)
+        return KS_OK;
+    const int64_t na = ks_rowptr_scan(x->A.rowptr, N), ns = ks_rowptr_scan(x->S.rowptr, N);
+    if (na > INT32_MAX || ns > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's local system");
     x->A.nnz = (ks_int)na;
     x->A.colind = ks_malloc((size_t)na * sizeof *x->A.colind + 1, "local columns");
     x->A.val = ks_malloc((size_t)na * sizeof *x->A.val + 1, "local values");
@@ -204,6 +215,7 @@ static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *
     for (ks_int r = 0, k = 0; r < N; r++)
         if (x->cf[r] == KS_CPT)
             gc[k++] = x->cid[r];
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i <= nloc; i++)
         P->rowptr[i] = Pl->rowptr[nb + i] - base;
 #pragma omp parallel for schedule(static)
@@ -224,7 +236,8 @@ ks_error ks_dist_interp_rows(const ks_csr *AL, const ks_csr *AG, const ks_dist_s
     ks_error e = points(AL, AG, S, cf, C, R, &x);
     ks_csr Pl = {0};
     if (e == KS_OK) {
-        fill(AL, AG, S, R, &x);
+        if (!x.view)
+            fill(AL, AG, S, R, &x);
         const ks_int bad = zero_diagonal(&x, S->nloc);
         if (bad < S->nloc)
             e = ks_seterr(KS_ERR_NUMERIC, "%s: zero diagonal at row %lld", who,

@@ -16,8 +16,11 @@
 #include <omp.h>
 #endif
 
-ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const ks_int *rp,
-                       const ks_gint *col, const double *val, const ks_gmap *cols, ks_csr *B)
+/* Own rows' columns: global ids through cols (gcol), or compact numbers
+ * of another map through a table into cols' (ccol, tab). */
+static ks_error stack(const ks_dist_ghost_prows *G, const ks_gmap *rows, const ks_int *rp,
+                      const ks_gint *gcol, const ks_int *ccol, const ks_int *tab,
+                      const double *val, const ks_gmap *cols, ks_csr *B)
 {
     const ks_int nb = rows->nbelow, nown = (ks_int)(rows->hi - rows->lo);
     const ks_int n = nown + G->n;
@@ -25,7 +28,7 @@ ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const 
     if (nnz > INT32_MAX)
         return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's rows");
     KS_TRY(ks_csr_alloc(B, n, ks_gmap_size(cols), (ks_int)nnz));
-    B->rowptr[0] = 0;
+#pragma omp parallel for schedule(static)
     for (ks_int r = 0; r < n; r++) {
         ks_int len;
         if (r < nb)
@@ -34,27 +37,48 @@ ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const 
             len = rp[r - nb + 1] - rp[r - nb];
         else
             len = G->rowptr[r - nown + 1] - G->rowptr[r - nown];
-        B->rowptr[r + 1] = B->rowptr[r] + len;
+        B->rowptr[r + 1] = len;
     }
+    ks_rowptr_scan(B->rowptr, n); /* nnz checked above */
 #pragma omp parallel for schedule(dynamic, 256)
     for (ks_int r = 0; r < n; r++) {
-        const ks_gint *c;
-        const double *v;
+        const ks_int b = B->rowptr[r], len = B->rowptr[r + 1] - b;
         if (r < nb || r >= nb + nown) {
             const ks_int g = r < nb ? r : r - nown;
-            c = G->col + G->rowptr[g];
-            v = G->val + G->rowptr[g];
+            const ks_gint *c = G->col + G->rowptr[g];
+            const double *v = G->val + G->rowptr[g];
+            for (ks_int q = 0; q < len; q++) {
+                B->colind[b + q] = ks_gmap_find(cols, c[q]);
+                B->val[b + q] = v[q];
+            }
+        } else if (gcol) {
+            const ks_gint *c = gcol + rp[r - nb];
+            const double *v = val + rp[r - nb];
+            for (ks_int q = 0; q < len; q++) {
+                B->colind[b + q] = ks_gmap_find(cols, c[q]);
+                B->val[b + q] = v[q];
+            }
         } else {
-            c = col + rp[r - nb];
-            v = val + rp[r - nb];
-        }
-        const ks_int b = B->rowptr[r], len = B->rowptr[r + 1] - b;
-        for (ks_int q = 0; q < len; q++) {
-            B->colind[b + q] = ks_gmap_find(cols, c[q]);
-            B->val[b + q] = v[q];
+            const ks_int *c = ccol + rp[r - nb];
+            memcpy(B->val + b, val + rp[r - nb], (size_t)len * sizeof *B->val);
+            for (ks_int q = 0; q < len; q++)
+                B->colind[b + q] = tab[c[q]];
         }
     }
     return KS_OK;
+}
+
+ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const ks_int *rp,
+                       const ks_gint *col, const double *val, const ks_gmap *cols, ks_csr *B)
+{
+    return stack(G, rows, rp, col, NULL, NULL, val, cols, B);
+}
+
+ks_error ks_stack_rows_mapped(const ks_dist_ghost_prows *G, const ks_gmap *rows,
+                              const ks_int *rp, const ks_int *ccol, const ks_int *tab,
+                              const double *val, const ks_gmap *cols, ks_csr *B)
+{
+    return stack(G, rows, rp, NULL, ccol, tab, val, cols, B);
 }
 
 ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
@@ -104,19 +128,27 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
     return e;
 }
 
-ks_error ks_local_product(ks_backend *be, ks_csr *L, const ks_dist_ghost_prows *G,
-                          const ks_gmap *rows,
-                          const ks_int *rp, const ks_gint *col, const double *val,
-                          const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
-                          ks_gint ncols_global, ks_dist_csr *out)
+ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
+                                  const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
+                                  const double *val, const ks_gmap *cols, ks_csr *T)
 {
-    ks_csr B = {0}, T = {0};
+    ks_csr B = {0};
     ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
     if (e == KS_OK)
-        e = ks_local_spgemm(be, L, &B, &T);
-    ks_csr_free(L);
+        e = ks_local_spgemm(be, L, &B, T);
     ks_csr_free(&B);
+    return e;
+}
+
+ks_error ks_local_product_stacked(ks_backend *be, ks_csr *L, ks_csr *B, const ks_gmap *cols, ks_gint row_begin,
+                                  ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out)
+{
+    ks_csr T = {0};
+    ks_error e = ks_local_spgemm(be, L, B, &T);
+    ks_csr_free(L);
+    ks_csr_free(B);
     if (e == KS_OK)
         e = ks_compact_to_global(&T, cols, row_begin, nrows_global, ncols_global, out);
+    ks_csr_free(&T);
     return e;
 }

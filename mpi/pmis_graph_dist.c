@@ -101,8 +101,8 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
             else
                 X->rp[i + 1]++;
         }
-        for (ks_int i = 0; i < n && e == KS_OK; i++)
-            X->rp[i + 1] += X->rp[i];
+        if (e == KS_OK)
+            ks_rowptr_scan(X->rp, n); /* at most nin / 2 */
         /* From the ranks in order: a row's ids ascend by source rank; sort
          * within each row all the same (a source's pairs follow its rows'
          * ghost entries, not one column's dependents in order). */
@@ -168,12 +168,13 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
 #pragma omp parallel for schedule(static)
     for (ks_int g = 0; g < S->nghost; g++) /* unused ghosts map nowhere that is read */
         gmap[g] = nx ? n + ks_gmap_ext_find(&xm, S->ghost_gid[g]) : 0;
-    G->srp[0] = G->trp[0] = 0;
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
-        G->srp[i + 1] = G->srp[i] + (S->local.rowptr[i + 1] - S->local.rowptr[i]) +
-                        (S->grp[i + 1] - S->grp[i]);
-        G->trp[i + 1] = G->trp[i] + (LT.rowptr[i + 1] - LT.rowptr[i]) + (X->rp[i + 1] - X->rp[i]);
+        G->srp[i + 1] = (S->local.rowptr[i + 1] - S->local.rowptr[i]) + (S->grp[i + 1] - S->grp[i]);
+        G->trp[i + 1] = (LT.rowptr[i + 1] - LT.rowptr[i]) + (X->rp[i + 1] - X->rp[i]);
     }
+    ks_rowptr_scan(G->srp, n); /* the totals were allocated above */
+    ks_rowptr_scan(G->trp, n);
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
         ks_int a = G->srp[i], b = G->trp[i];

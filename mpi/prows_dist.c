@@ -1,54 +1,23 @@
 /* Row-local work on distributed interpolation rows: truncation, and the
  * split of the columns by the coarse layout that RAP reads.
  *
- * Truncation runs the serial ks_amg_interp_truncate itself on a copy of
- * the rows whose columns are the entries' positions in their row: the
- * rule only compares columns to break ties (lower first), positions order
- * like the global coarse ids (the rows are sorted), and one code path
- * keeps the distributed rows equal to the serial ones by construction. */
+ * Truncation runs the serial truncation's own passes (ks_amg_truncate_rows)
+ * on the rows in place, ties broken by the entries' positions in their
+ * row: the rule only compares columns to break ties (lower first), and
+ * positions order like the global coarse ids (the rows are sorted), so one
+ * code path keeps the distributed rows equal to the serial ones by
+ * construction. */
 #include "amg_dist.h"
 
 #include <string.h>
 
 static ks_error truncate_rows(ks_dist_prows *P, int max_elements, double factor)
 {
-    const ks_int n = P->nloc, nnz = P->rowptr[n];
-    ks_int maxlen = 0;
-    for (ks_int i = 0; i < n; i++)
-        if (P->rowptr[i + 1] - P->rowptr[i] > maxlen)
-            maxlen = P->rowptr[i + 1] - P->rowptr[i];
-    ks_csr T;
-    KS_TRY(ks_csr_alloc(&T, n, maxlen, nnz));
-    memcpy(T.rowptr, P->rowptr, ((size_t)n + 1) * sizeof *T.rowptr);
-    for (ks_int i = 0; i < n; i++)
-        for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
-            T.colind[k] = k - P->rowptr[i];
-    if (nnz > 0)
-        memcpy(T.val, P->val, (size_t)nnz * sizeof *T.val);
-    ks_error e = ks_amg_interp_truncate(&T, max_elements, factor);
-    ks_gint *col = NULL;
-    if (e == KS_OK) {
-        col = ks_malloc((size_t)T.nnz * sizeof *col + 1, "truncated interpolation columns");
-        if (!col)
-            e = KS_ERR_MEMORY;
-    }
-    if (e != KS_OK) {
-        ks_csr_free(&T);
-        return e;
-    }
-    /* Kept positions back to global coarse ids (P's old rows still hold
-     * them), then T's arrays become P's. */
-    for (ks_int i = 0; i < n; i++)
-        for (ks_int k = T.rowptr[i]; k < T.rowptr[i + 1]; k++)
-            col[k] = P->col[P->rowptr[i] + T.colind[k]];
-    free(P->col);
-    free(P->val);
+    void *col = P->col;
+    const ks_error e = ks_amg_truncate_rows(P->nloc, P->rowptr, &col, sizeof *P->col, 0, &P->val,
+                                            max_elements, factor);
     P->col = col;
-    P->val = T.val;
-    memcpy(P->rowptr, T.rowptr, ((size_t)n + 1) * sizeof *P->rowptr);
-    T.val = NULL;
-    ks_csr_free(&T);
-    return KS_OK;
+    return e;
 }
 
 ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double factor)
@@ -62,7 +31,10 @@ ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double facto
 }
 
 /* ks_dist_csr_split's logic with the columns in the coarse layout (P is
- * not square, and its rows are already sorted and checked). */
+ * not square, and its rows are already sorted and checked). Row-parallel:
+ * each row's local entries counted, the counts scanned, then each row
+ * split into its places; every row keeps its order, so the blocks are the
+ * serial loop's. */
 static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
 {
     const ks_int n = P->nloc, nnz = P->rowptr[n];
@@ -72,19 +44,36 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
     const ks_int ng = gm.next;
     S->ghost_gid = gm.ext; /* taken */
     gm.own_ext = 0;
-    ks_int nl = 0;
-    for (ks_int k = 0; k < nnz; k++)
-        nl += P->col[k] >= lo && P->col[k] < hi;
+    ks_int *lc = ks_malloc(((size_t)n + 1) * sizeof *lc, "split row counts");
+    if (!lc) {
+        ks_gmap_free(&gm);
+        return KS_ERR_MEMORY;
+    }
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < n; i++) {
+        ks_int c = 0;
+        for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
+            c += P->col[k] >= lo && P->col[k] < hi;
+        lc[i + 1] = c;
+    }
+    const ks_int nl = (ks_int)ks_rowptr_scan(lc, n); /* at most nnz */
     ks_error e = ks_csr_alloc(&S->local, n, P->nc, nl);
     if (e == KS_OK)
         e = ks_csr_alloc(&S->ghost, n, ng, nnz - nl);
     if (e != KS_OK) {
+        free(lc);
         ks_gmap_free(&gm);
         return e;
     }
-    ks_int ql = 0, qg = 0;
-    S->local.rowptr[0] = S->ghost.rowptr[0] = 0;
+    ks_int *lrp = S->local.rowptr, *grp = S->ghost.rowptr;
+    ks_memcpy_par(lrp, lc, ((size_t)n + 1) * sizeof *lrp);
+    free(lc);
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i <= n; i++)
+        grp[i] = P->rowptr[i] - lrp[i];
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
+        ks_int ql = lrp[i], qg = grp[i];
         for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++) {
             const ks_gint c = P->col[k];
             if (c >= lo && c < hi) {
@@ -95,8 +84,6 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
                 S->ghost.val[qg++] = P->val[k];
             }
         }
-        S->local.rowptr[i + 1] = ql;
-        S->ghost.rowptr[i + 1] = qg;
     }
     ks_gmap_free(&gm); /* its table; the ids are S's */
     return KS_OK;

@@ -5,7 +5,10 @@
  * from their owners through a halo plan over R's ghost fine columns, so
  * only rows near the rank boundaries travel, once per neighbour. The
  * product is then local: a spgemm on compact views (local_rows.c), on the
- * device when the level lives there (the cpu product's bits).
+ * device when the level lives there (the cpu product's bits). The setup's path (ks_dist_rap_r) keeps A P as the first
+ * spgemm left it, compact over its own map: its columns reach the second
+ * map through a table, and only the rows other ranks fetch are written
+ * with global ids.
  *
  * Determinism: spgemm starts each Ac(J,c) at 0.0 and adds R(J,i) AP(i,c)
  * in R's row order, ascending global fine rows i, which is the order of
@@ -18,9 +21,64 @@
 #include <stdint.h>
 #include <string.h>
 
+/* A P's rows as the product reads them: global columns (gcol), or
+ * compact ones (X: ks_dist_ap_compact's). */
+typedef struct ap_rows {
+    ks_int nrows;
+    const ks_int *rowptr;
+    const ks_gint *gcol;
+    const double *val;
+    ks_gint ncols_global;
+    const ks_dist_compact *X;
+} ap_rows;
+
+/* The map of the product's columns: the range [lo, hi) and every other id
+ * of AP's rows and the fetched ones G (the same map whichever form AP
+ * has). For compact rows also *tab: each number of X's map that AP's rows
+ * use as a number of the new map (-1: unused). */
+static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks_gint lo,
+                             ks_gint hi, ks_gmap *cm, ks_int **tab)
+{
+    const int64_t ng = G->rowptr[G->n];
+    if (!AP->X) {
+        const int64_t na = AP->nrows ? AP->rowptr[AP->nrows] : 0;
+        return ks_gmap_make(lo, hi, AP->gcol, na, G->col, ng, cm);
+    }
+    const ks_csr *T = &AP->X->T;
+    const ks_gmap *xm = &AP->X->cols;
+    const ks_int nx = ks_gmap_size(xm);
+    unsigned char *used = ks_calloc((size_t)nx + 1, 1, "used compact columns");
+    ks_gint *ids = ks_malloc(((size_t)nx + 1) * sizeof *ids, "used column ids");
+    *tab = ks_malloc(((size_t)nx + 1) * sizeof **tab, "compact column table");
+    ks_error e = used && ids && *tab ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+        for (ks_int k = 0; k < T->nnz; k++) {
+#pragma omp atomic write
+            used[T->colind[k]] = 1;
+        }
+    }
+    int64_t n = 0; /* the used ids outside the range, ascending */
+    for (ks_int k = 0; k < nx && e == KS_OK; k++) {
+        const ks_gint g = used[k] ? ks_gmap_gid(xm, k) : lo;
+        if (g < lo || g >= hi)
+            ids[n++] = g;
+    }
+    if (e == KS_OK)
+        e = ks_gmap_make(lo, hi, ids, n, G->col, ng, cm);
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+        for (ks_int k = 0; k < nx; k++)
+            (*tab)[k] = used[k] ? ks_gmap_find(cm, ks_gmap_gid(xm, k)) : -1;
+    }
+    free(used);
+    free(ids);
+    return e;
+}
+
 /* R (A P) for R's rows here, with AP's rows of R's ghost fine columns
  * fetched. Collective. */
-static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows *R, const ks_dist_csr *AP,
+static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows *R, const ap_rows *AP,
                           const ks_gint *foff, ks_dist_csr *Ac)
 {
     const int64_t nr = R->nloc ? R->rowptr[R->nloc] : 0;
@@ -32,15 +90,17 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
     if (e == KS_OK)
         e = ks_halo_create(c, foff, fm.ext, fm.next, &h);
     if (e == KS_OK)
-        e = ks_dist_fetch_grows(c, h, AP->nrows, AP->rowptr, AP->colind, AP->val, fm.next, &G);
+        e = AP->X ? ks_dist_fetch_grows_compact(c, h, &AP->X->T, &AP->X->cols, fm.next, &G)
+                  : ks_dist_fetch_grows(c, h, AP->nrows, AP->rowptr, AP->gcol, AP->val, fm.next,
+                                        &G);
     ks_halo_destroy(h);
     if (e != KS_OK) {
         ks_gmap_free(&fm);
         return e;
     }
-    const int64_t na = AP->nrows ? AP->rowptr[AP->nrows] : 0, ng = G.rowptr[G.n];
-    e = ks_gmap_make(R->row_begin, R->row_begin + R->nloc, AP->colind, na, G.col, ng, &cm);
-    ks_csr Rm = {0};
+    ks_int *tab = NULL;
+    e = product_cols(AP, &G, R->row_begin, R->row_begin + R->nloc, &cm, &tab);
+    ks_csr Rm = {0}, B = {0};
     ks_int zero = 0;
     const ks_dist_ghost_prows none = {.n = 0, .rowptr = &zero};
     ks_gmap rm = {0};
@@ -49,19 +109,25 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
     if (e == KS_OK)
         e = ks_stack_rows(&none, &rm, R->rowptr, R->col, R->val, &fm, &Rm);
     if (e == KS_OK)
-        e = ks_local_product(be, &Rm, &G, &fm, AP->rowptr, AP->colind, AP->val, &cm, R->row_begin,
-                             AP->ncols_global, AP->ncols_global, Ac);
+        e = AP->X ? ks_stack_rows_mapped(&G, &fm, AP->rowptr, AP->X->T.colind, tab, AP->val, &cm,
+                                         &B)
+                  : ks_stack_rows(&G, &fm, AP->rowptr, AP->gcol, AP->val, &cm, &B);
+    free(tab);
+    if (e == KS_OK)
+        e = ks_local_product_stacked(be, &Rm, &B, &cm, R->row_begin, AP->ncols_global,
+                                     AP->ncols_global, Ac);
     ks_csr_free(&Rm);
+    ks_csr_free(&B);
     ks_dist_ghost_prows_free(&G);
     ks_gmap_free(&cm);
     ks_gmap_free(&fm);
     return ks_comm_agree(c, e);
 }
 
-ks_error ks_dist_ptap_r(ks_backend *be, const ks_dist_prows *R, const ks_dist_csr *AP,
-                        const ks_gint *foff, ks_dist_csr *Ac)
+/* ks_dist_ptap_r's checks of AP's rows (nrows, first row) against R. */
+static ks_error ptap_check(ks_backend *be, const char *who, const ks_dist_prows *R, const ap_rows *AP,
+                           ks_gint ap_row_begin, const ks_gint *foff, ks_dist_csr *Ac)
 {
-    static const char who[] = "distributed P^T (A P)";
     if (!Ac)
         return ks_seterr(KS_ERR_ARG, "%s: NULL output", who);
     memset(Ac, 0, sizeof *Ac);
@@ -69,8 +135,8 @@ ks_error ks_dist_ptap_r(ks_backend *be, const ks_dist_prows *R, const ks_dist_cs
         return ks_seterr(KS_ERR_ARG, "%s: NULL or empty R", who);
     const ks_comm *c = R->comm;
     ks_error e = KS_OK;
-    if (!AP || !foff || AP->nrows != R->nc || AP->row_begin != R->c_begin ||
-        AP->row_begin != foff[c->rank] || (AP->nrows > 0 && !AP->rowptr) ||
+    if (!AP || !foff || AP->nrows != R->nc || ap_row_begin != R->c_begin ||
+        ap_row_begin != foff[c->rank] || (AP->nrows > 0 && !AP->rowptr) ||
         (R->nloc > 0 && !R->rowptr))
         e = ks_seterr(KS_ERR_ARG, "%s: A P's rows are not R's columns", who);
     e = ks_comm_agree(c, e);
@@ -81,6 +147,24 @@ ks_error ks_dist_ptap_r(ks_backend *be, const ks_dist_prows *R, const ks_dist_cs
         return ks_adderr(e, "%s", who);
     }
     return KS_OK;
+}
+
+ks_error ks_dist_ptap_r_compact(ks_backend *be, const ks_dist_prows *R, const ks_dist_compact *AP,
+                                const ks_gint *foff, ks_dist_csr *Ac)
+{
+    if (!AP)
+        return ptap_check(be, "distributed P^T (A P)", R, NULL, 0, foff, Ac);
+    const ap_rows ar = {AP->T.nrows, AP->T.rowptr, NULL, AP->T.val, AP->ncols_global, AP};
+    return ptap_check(be, "distributed P^T (A P)", R, &ar, AP->row_begin, foff, Ac);
+}
+
+ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_gint *foff,
+                        ks_dist_csr *Ac)
+{
+    if (!AP)
+        return ptap_check(NULL, "distributed P^T (A P)", R, NULL, 0, foff, Ac);
+    const ap_rows ar = {AP->nrows, AP->rowptr, AP->colind, AP->val, AP->ncols_global, NULL};
+    return ptap_check(NULL, "distributed P^T (A P)", R, &ar, AP->row_begin, foff, Ac);
 }
 
 ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr *Ac)
@@ -109,7 +193,7 @@ ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr
     if (e == KS_OK)
         e = ks_dist_prows_transpose(P, foff, coff, &R);
     if (e == KS_OK)
-        e = ks_dist_ptap_r(NULL, &R, AP, foff, Ac);
+        e = ks_dist_ptap_r(&R, AP, foff, Ac);
     ks_dist_prows_free(&R);
     free(coff);
     free(foff);
@@ -134,9 +218,9 @@ ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist
     if (!Ac)
         return ks_seterr(KS_ERR_ARG, "distributed RAP: NULL output");
     memset(Ac, 0, sizeof *Ac);
-    ks_dist_csr AP;
-    KS_TRY(ks_dist_ap(A, P, &AP));
-    const ks_error e = ks_dist_ptap_r(ks_matrix_backend(A), R, &AP, A->dist->offsets, Ac);
-    ks_dist_csr_free(&AP);
+    ks_dist_compact AP; /* kept compact: the second product compacts its columns anyway */
+    KS_TRY(ks_dist_ap_compact(A, P, &AP));
+    const ks_error e = ks_dist_ptap_r_compact(ks_matrix_backend(A), R, &AP, A->dist->offsets, Ac);
+    ks_dist_compact_free(&AP);
     return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
 }

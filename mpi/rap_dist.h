@@ -35,6 +35,10 @@ void ks_dist_ghost_prows_free(ks_dist_ghost_prows *G);
 ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
                              const ks_int *rowptr, const ks_gint *col, const double *val,
                              ks_int nghost, ks_dist_ghost_prows *G);
+/* Collective. The same for own rows T with compact columns of cols (sent
+ * as global ids). */
+ks_error ks_dist_fetch_grows_compact(const ks_comm *c, const ks_halo *h, const ks_csr *T,
+                                     const ks_gmap *cols, ks_int nghost, ks_dist_ghost_prows *G);
 
 /* -------------------------------------------------------- local_rows.c */
 /* Local. Own rows (rp, col, val: global columns, rows->hi - rows->lo of
@@ -43,6 +47,11 @@ ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
  * CSR the serial kernels read. Row-parallel. */
 ks_error ks_stack_rows(const ks_dist_ghost_prows *G, const ks_gmap *rows, const ks_int *rp,
                        const ks_gint *col, const double *val, const ks_gmap *cols, ks_csr *B);
+/* Local. The same with the own rows' columns compact numbers of another
+ * map, tab[k] their numbers in cols (a lookup, no hashing). */
+ks_error ks_stack_rows_mapped(const ks_dist_ghost_prows *G, const ks_gmap *rows,
+                              const ks_int *rp, const ks_int *ccol, const ks_int *tab,
+                              const double *val, const ks_gmap *cols, ks_csr *B);
 /* Local. T (compact columns of `cols`) as rows with global columns; T's
  * arrays are taken or freed, also on failure. */
 ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
@@ -52,14 +61,16 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
  * T downloaded. The device product reproduces the cpu one bit for bit
  * (sparse/cuda/spgemm.cu), so where it runs changes no result. */
 ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T);
-/* Local. out = L times the rows that ks_stack_rows makes of (G, rows, rp,
- * col, val, cols), by ks_local_spgemm on be, with global columns; L (a
- * host CSR over the compact numbers of `rows`) is freed. */
-ks_error ks_local_product(ks_backend *be, ks_csr *L, const ks_dist_ghost_prows *G,
-                          const ks_gmap *rows,
-                          const ks_int *rp, const ks_gint *col, const double *val,
-                          const ks_gmap *cols, ks_gint row_begin, ks_gint nrows_global,
-                          ks_gint ncols_global, ks_dist_csr *out);
+/* Local. *T = L times the rows that ks_stack_rows makes of (G, rows, rp,
+ * col, val, cols), by ks_local_spgemm on be, with the compact columns of
+ * `cols`; L: a host CSR over the compact numbers of `rows` (read only). */
+ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
+                                  const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
+                                  const double *val, const ks_gmap *cols, ks_csr *T);
+/* Local. out = L B (B stacked over the compact numbers of `cols`; by
+ * ks_local_spgemm on be) with global columns; L and B are freed. */
+ks_error ks_local_product_stacked(ks_backend *be, ks_csr *L, ks_csr *B, const ks_gmap *cols, ks_gint row_begin,
+                                  ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out);
 
 /* ----------------------------------------------------------- ap_dist.c */
 /* Collective. AP = A P for this rank's rows (A's row layout, global
@@ -70,6 +81,17 @@ ks_error ks_local_product(ks_backend *be, ks_csr *L, const ks_dist_ghost_prows *
  * the serial A*P's bit for bit. Explicit zeros are kept (the structural
  * pattern, as the serial product). */
 ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP);
+/* Rows whose columns are compact numbers of a map (gmap.c): a local
+ * product as it comes out, before its columns become global ids. */
+typedef struct ks_dist_compact {
+    ks_csr T;       /* nrows x ks_gmap_size(&cols) */
+    ks_gmap cols;   /* owns its ids */
+    ks_gint row_begin, nrows_global, ncols_global;
+} ks_dist_compact;
+void ks_dist_compact_free(ks_dist_compact *X);
+/* Collective. ks_dist_ap's rows left compact, for a product that would
+ * compact them again (ks_dist_ptap_r_compact): the same entries. */
+ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_compact *AP);
 
 /* ---------------------------------------------------- transpose_dist.c */
 /* Collective. R = P^T: R's rows are this rank's coarse points (layout
@@ -88,11 +110,15 @@ ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, co
  * owners; each Ac(J,c) starts at 0.0 and adds R(J,i) AP(i,c) by ascending
  * fine row i, which is ks_csr_spgemm(P^T, A*P)'s order: the same bits
  * every run with any rank or thread count, equal to that serial product. */
-ks_error ks_dist_ptap_r(ks_backend *be, const ks_dist_prows *R, const ks_dist_csr *AP,
-                        const ks_gint *foff, ks_dist_csr *Ac);
+ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_gint *foff,
+                        ks_dist_csr *Ac);
+/* Collective. The same from A P's compact rows (ks_dist_ap_compact): its
+ * columns go to the product's numbering through a table, not back to
+ * global ids and through the hash again. The same bits. */
+ks_error ks_dist_ptap_r_compact(ks_backend *be, const ks_dist_prows *R, const ks_dist_compact *AP,
+                                const ks_gint *foff, ks_dist_csr *Ac);
 /* Collective. The same from P (R = P^T made here; P's coarse layout must
- * be its ranks' C counts), the product on the host. be: where
- * ks_dist_ptap_r's local product runs (ks_local_spgemm). */
+ * be its ranks' C counts). */
 ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr *Ac);
 /* Collective. Both steps: Ac = P^T A P; with R = P^T at hand, rap_r. */
 ks_error ks_dist_rap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *Ac);

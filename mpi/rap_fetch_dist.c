@@ -24,9 +24,12 @@ void ks_dist_ghost_prows_free(ks_dist_ghost_prows *G)
     memset(G, 0, sizeof *G);
 }
 
+/* Own rows: global columns (col), or compact ones (ccol) of map cols. */
 typedef struct rows {
     const ks_int *rowptr;
     const ks_gint *col;
+    const ks_int *ccol;
+    const ks_gmap *cols;
     const double *val;
 } rows;
 
@@ -37,28 +40,30 @@ static ks_int pack_row(const void *ctx, ks_int i, void *out)
     const ks_int b = R->rowptr[i], n = R->rowptr[i + 1] - b;
     wire *w = out;
     for (ks_int q = 0; w && q < n; q++)
-        w[q] = (wire){R->col[b + q], R->val[b + q]};
+        w[q] = (wire){R->col ? R->col[b + q] : ks_gmap_gid(R->cols, R->ccol[b + q]),
+                      R->val[b + q]};
     return n;
 }
 
-ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
-                             const ks_int *rowptr, const ks_gint *col, const double *val,
-                             ks_int nghost, ks_dist_ghost_prows *G)
+static ks_error fetch(const ks_comm *c, const ks_halo *h, ks_int nown, const rows *R,
+                      ks_int nghost, ks_dist_ghost_prows *G)
 {
     memset(G, 0, sizeof *G);
     G->n = nghost;
-    const rows R = {rowptr, col, val};
     wire *in = NULL;
-    ks_error e = ks_halo_rows_fetch(c, h, nown, nghost, sizeof(wire), pack_row, &R, &G->rowptr,
+    ks_error e = ks_halo_rows_fetch(c, h, nown, nghost, sizeof(wire), pack_row, R, &G->rowptr,
                                     (void **)&in);
     if (e == KS_OK) {
         const ks_int n = G->rowptr[G->n];
         G->col = ks_malloc((size_t)n * sizeof *G->col + 1, "fetched columns");
         G->val = ks_malloc((size_t)n * sizeof *G->val + 1, "fetched values");
         e = G->col && G->val ? KS_OK : KS_ERR_MEMORY;
-        for (ks_int k = 0; k < n && e == KS_OK; k++) {
-            G->col[k] = in[k].col;
-            G->val[k] = in[k].val;
+        if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+            for (ks_int k = 0; k < n; k++) {
+                G->col[k] = in[k].col;
+                G->val[k] = in[k].val;
+            }
         }
         e = ks_comm_agree(c, e);
     }
@@ -66,6 +71,21 @@ ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
     if (e != KS_OK)
         ks_dist_ghost_prows_free(G);
     return e;
+}
+
+ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
+                             const ks_int *rowptr, const ks_gint *col, const double *val,
+                             ks_int nghost, ks_dist_ghost_prows *G)
+{
+    const rows R = {rowptr, col, NULL, NULL, val};
+    return fetch(c, h, nown, &R, nghost, G);
+}
+
+ks_error ks_dist_fetch_grows_compact(const ks_comm *c, const ks_halo *h, const ks_csr *T,
+                                     const ks_gmap *cols, ks_int nghost, ks_dist_ghost_prows *G)
+{
+    const rows R = {T->rowptr, NULL, T->colind, cols, T->val};
+    return fetch(c, h, T->nrows, &R, nghost, G);
 }
 
 ks_error ks_dist_fetch_prows(const ks_matrix *A, const ks_dist_prows *P, ks_dist_ghost_prows *G)

@@ -75,12 +75,14 @@ static ks_error make_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_rap_
     ks_error e = !AL || (d->base.ghost && !AG)
                      ? ks_seterr(KS_ERR_MEMORY, "host copy of the level's blocks")
                      : ks_gmap_make(P->c_begin, P->c_begin + P->nc, P->col, np, G.col, ng, &cm);
-    if (e == KS_OK)
+    /* without ghost columns the merged rows are AL itself (ap_dist.c) */
+    const int alone = fm.next == 0 && (!AG || AG->rowptr[AG->nrows] == 0);
+    if (e == KS_OK && !alone)
         e = ks_dist_merge_blocks(AL, AG, &fm, &M);
     if (e == KS_OK)
         e = ks_stack_rows(&G, &fm, P->rowptr, P->col, P->val, &cm, &pl->B);
     if (e == KS_OK)
-        e = ks_csr_spgemm(&M, &pl->B, &pl->T);
+        e = ks_csr_spgemm(alone ? AL : &M, &pl->B, &pl->T);
     if (e == KS_OK)
         e = global_cols(&pl->T, &cm, &pl->ap_col);
     pl->pg_rowptr = G.rowptr;
@@ -210,11 +212,14 @@ ks_error ks_dist_rap_plan_numeric(const ks_matrix *A, const ks_dist_prows *P,
     if (e == KS_OK) {
         ks_gmap fm;
         ks_gmap_borrow(P->row_begin, P->row_begin + P->nloc, d->ghost_gid, d->nghost, &fm);
+        const int alone = fm.next == 0 && (!AG || AG->rowptr[AG->nrows] == 0);
         e = !AL || (d->base.ghost && !AG)
                 ? ks_seterr(KS_ERR_MEMORY, "host copy of the level's blocks")
-                : ks_dist_merge_blocks(AL, AG, &fm, &M);
+                : KS_OK;
+        if (e == KS_OK && !alone)
+            e = ks_dist_merge_blocks(AL, AG, &fm, &M);
         if (e == KS_OK)
-            e = ks_csr_spgemm_numeric(&M, &pl->B, &pl->T);
+            e = ks_csr_spgemm_numeric(alone ? AL : &M, &pl->B, &pl->T);
         e = ks_comm_agree(c, e);
     }
     ks_csr_free(&M);

@@ -135,10 +135,8 @@ static ks_error fill(const ks_csr *L, const ks_csr *G, const ks_gint *gid, ks_gi
         S->local.rowptr[i + 1] = cl;
         S->grp[i + 1] = cg;
     }
-    for (ks_int i = 0; i < n; i++) {
-        S->local.rowptr[i + 1] += S->local.rowptr[i];
-        S->grp[i + 1] += S->grp[i];
-    }
+    ks_rowptr_scan(S->local.rowptr, n); /* a row's entries are at most n + nghost */
+    ks_rowptr_scan(S->grp, n);
     S->local.colind = ks_malloc((size_t)S->local.rowptr[n] * sizeof(ks_int) + 1,
                                 "strength columns");
     S->gci = ks_malloc((size_t)S->grp[n] * sizeof(ks_int) + 1, "strength ghost columns");

@@ -14,45 +14,116 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 typedef struct tentry {
     ks_gint row, col; /* R's row (coarse J), column (fine i) */
     double val;
 } tentry;
 
-/* Counts (bytes, for MPI) and the packed entries by destination. */
+/* Below this many entries one thread packs and sorts them. */
+#define KS_TRANSPOSE_SERIAL 65536
+
+static int threads_for(int64_t n)
+{
+#ifdef _OPENMP
+    return n >= KS_TRANSPOSE_SERIAL ? omp_get_max_threads() : 1;
+#else
+    (void)n;
+    return 1;
+#endif
+}
+
+/* Counts (bytes, for MPI) and the packed entries by destination, each
+ * destination's in fine row order. Threads take static row chunks: each
+ * counts its chunk's entries per destination, the counts are laid out by
+ * destination then chunk (chunks in row order), and each thread writes its
+ * entries at its places: the serial order. */
 static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int *scount,
                      int *sdispl, tentry **out)
 {
-    const ks_int nnz = P->rowptr[P->nloc];
-    int64_t *pos = ks_calloc((size_t)p, sizeof *pos, "transpose counts");
+    const ks_int n = P->nloc, nnz = P->rowptr[n];
+    const int nt = threads_for(nnz);
+    int64_t *pos = ks_calloc((size_t)nt * (size_t)p, sizeof *pos, "transpose counts");
     *out = ks_malloc((size_t)nnz * sizeof **out + 1, "transpose entries to send");
-    ks_error e = pos && *out ? KS_OK : KS_ERR_MEMORY;
-    for (ks_int k = 0; k < nnz && e == KS_OK; k++) {
-        if (P->col[k] < 0 || P->col[k] >= coff[p])
-            e = ks_seterr(KS_ERR_ARG, "transpose: P has coarse column %lld, outside 0 .. %lld",
-                          (long long)P->col[k], (long long)coff[p] - 1);
-        else
-            pos[ks_layout_owner(coff, p, P->col[k])]++;
+    if (!pos || !*out) {
+        free(pos);
+        return KS_ERR_MEMORY;
     }
-    if (e == KS_OK && (int64_t)nnz * (int64_t)sizeof(tentry) > INT32_MAX)
-        e = ks_seterr(KS_ERR_SIZE, "transpose: more than 2^31 bytes of entries to send");
-    int64_t at = 0;
-    for (int r = 0; r < p && e == KS_OK; r++) {
-        scount[r] = (int)(pos[r] * (int64_t)sizeof(tentry));
-        sdispl[r] = (int)(at * (int64_t)sizeof(tentry));
-        const int64_t c = pos[r];
-        pos[r] = at;
-        at += c;
+    ks_int bad = nnz; /* the first column out of range */
+#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(nt)
+    for (ks_int k = 0; k < nnz; k++)
+        if ((P->col[k] < 0 || P->col[k] >= coff[p]) && k < bad)
+            bad = k;
+    if (bad < nnz) {
+        free(pos);
+        return ks_seterr(KS_ERR_ARG, "transpose: P has coarse column %lld, outside 0 .. %lld",
+                         (long long)P->col[bad], (long long)coff[p] - 1);
     }
-    for (ks_int i = 0; i < P->nloc && e == KS_OK; i++)
-        for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
-            (*out)[pos[ks_layout_owner(coff, p, P->col[k])]++] =
-                (tentry){P->col[k], P->row_begin + i, P->val[k]};
+    if ((int64_t)nnz * (int64_t)sizeof(tentry) > INT32_MAX) {
+        free(pos);
+        return ks_seterr(KS_ERR_SIZE, "transpose: more than 2^31 bytes of entries to send");
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int t = 0, used = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        used = omp_get_num_threads();
+#endif
+        const ks_int r0 = (ks_int)((int64_t)n * t / used);
+        const ks_int r1 = (ks_int)((int64_t)n * (t + 1) / used);
+        int64_t *mine = pos + (size_t)t * (size_t)p;
+        for (ks_int k = P->rowptr[r0]; k < P->rowptr[r1]; k++)
+            mine[ks_layout_owner(coff, p, P->col[k])]++;
+#pragma omp barrier
+#pragma omp single
+        {
+            int64_t at = 0;
+            for (int r = 0; r < p; r++) {
+                sdispl[r] = (int)(at * (int64_t)sizeof(tentry));
+                for (int q = 0; q < used; q++) {
+                    const int64_t c = pos[(size_t)q * (size_t)p + r];
+                    pos[(size_t)q * (size_t)p + r] = at;
+                    at += c;
+                }
+                scount[r] = (int)(at * (int64_t)sizeof(tentry)) - sdispl[r];
+            }
+        }
+        for (ks_int i = r0; i < r1; i++)
+            for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
+                (*out)[mine[ks_layout_owner(coff, p, P->col[k])]++] =
+                    (tentry){P->col[k], P->row_begin + i, P->val[k]};
+    }
     free(pos);
-    return e;
+    return KS_OK;
 }
 
-/* R's rows from the n entries received, arrival order kept per row. */
+/* Row r's entries (col ascending but for the order the threads placed
+ * them in) sorted by column: insertion, the rows are short and in few
+ * runs. Columns are unique in a row. */
+static void sort_row(ks_gint *col, double *val, ks_int len)
+{
+    for (ks_int a = 1; a < len; a++) {
+        const ks_gint c = col[a];
+        const double v = val[a];
+        ks_int q = a;
+        for (; q > 0 && col[q - 1] > c; q--) {
+            col[q] = col[q - 1];
+            val[q] = val[q - 1];
+        }
+        col[q] = c;
+        val[q] = v;
+    }
+}
+
+/* R's rows from the n entries received. Arrivals come by sending rank and
+ * each sender's in fine row order, so a row's arrivals ascend by column:
+ * one thread keeps their order (a stable counting sort by row); several
+ * place them in any order and sort each row by column after, the same
+ * rows (each column once a row). */
 static ks_error build_rows(const tentry *in, int64_t n, ks_dist_prows *R)
 {
     const ks_int nr = R->nloc;
@@ -63,21 +134,46 @@ static ks_error build_rows(const tentry *in, int64_t n, ks_dist_prows *R)
     R->val = ks_malloc((size_t)n * sizeof *R->val + 1, "R values");
     if (!R->rowptr || !R->col || !R->val)
         return KS_ERR_MEMORY;
-    ks_int *cnt = R->rowptr; /* counts at [r + 2], then starts at [r + 1] */
+    const int nt = threads_for(n);
+    int64_t bad = n; /* the first arrival of a row not here */
+#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(nt)
     for (int64_t t = 0; t < n; t++) {
         const ks_gint r = in[t].row - R->row_begin;
-        if (r < 0 || r >= nr)
-            return ks_seterr(KS_ERR_ARG, "transpose: row %lld arrived at a rank that does not "
-                             "own it", (long long)in[t].row);
-        cnt[r + 2]++;
+        if ((r < 0 || r >= nr) && t < bad)
+            bad = t;
     }
-    for (ks_int r = 0; r < nr; r++)
-        cnt[r + 2] += cnt[r + 1];
+    if (bad < n)
+        return ks_seterr(KS_ERR_ARG, "transpose: row %lld arrived at a rank that does not "
+                         "own it", (long long)in[bad].row);
+    ks_int *cnt = R->rowptr; /* counts at [r + 2], then starts at [r + 1] */
+    if (nt == 1) {
+        for (int64_t t = 0; t < n; t++)
+            cnt[in[t].row - R->row_begin + 2]++;
+        ks_rowptr_scan(cnt + 1, nr);
+        for (int64_t t = 0; t < n; t++) {
+            const ks_int q = cnt[in[t].row - R->row_begin + 1]++;
+            R->col[q] = in[t].col;
+            R->val[q] = in[t].val;
+        }
+        return KS_OK; /* rowptr[0 .. nr] now the row starts */
+    }
+#pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t t = 0; t < n; t++) {
-        const ks_int q = cnt[in[t].row - R->row_begin + 1]++;
+#pragma omp atomic update
+        cnt[in[t].row - R->row_begin + 2]++;
+    }
+    ks_rowptr_scan(cnt + 1, nr);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t t = 0; t < n; t++) {
+        ks_int q;
+#pragma omp atomic capture
+        q = cnt[in[t].row - R->row_begin + 1]++;
         R->col[q] = in[t].col;
         R->val[q] = in[t].val;
     }
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
+    for (ks_int r = 0; r < nr; r++)
+        sort_row(R->col + cnt[r], R->val + cnt[r], cnt[r + 1] - cnt[r]);
     return KS_OK; /* rowptr[0 .. nr] now the row starts */
 }
 
@@ -105,7 +201,11 @@ ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, co
     if (e == KS_OK)
         e = pack(P, coff, p, scount, sdispl, &out);
     e = ks_comm_agree(c, e);
-    if (e == KS_OK) {
+    if (e == KS_OK && p == 1) { /* every entry stays: the packed ones are the arrivals */
+        in = out;
+        out = NULL;
+        nin = P->rowptr[P->nloc];
+    } else if (e == KS_OK) {
         int64_t bytes = 0;
         e = ks_exchange_bytes(c, out, scount, sdispl, rcount, rdispl, (void **)&in, &bytes,
                               "transpose entries");

@@ -15,6 +15,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 void ks_dist_transpose_plan_free(ks_dist_transpose_plan *t)
 {
     if (!t)
@@ -25,29 +29,52 @@ void ks_dist_transpose_plan_free(ks_dist_transpose_plan *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Where each of P's entries goes in the send buffer, and the byte counts. */
+/* Where each of P's entries goes in the send buffer, and the byte counts:
+ * transpose_dist.c's pack, places only. Threads take static row chunks,
+ * each destination's places laid out by chunk (chunks in row order). */
 static ks_error sender(const ks_dist_prows *P, const ks_gint *coff, int p,
                        ks_dist_transpose_plan *t)
 {
-    const ks_int nnz = P->nloc ? P->rowptr[P->nloc] : 0;
-    int64_t *pos = ks_calloc((size_t)p + 1, sizeof *pos, "transpose plan counts");
+    const ks_int n = P->nloc, nnz = n ? P->rowptr[n] : 0;
+    int nt = 1;
+#ifdef _OPENMP
+    nt = nnz >= 65536 ? omp_get_max_threads() : 1;
+#endif
+    int64_t *pos = ks_calloc((size_t)nt * (size_t)p, sizeof *pos, "transpose plan counts");
     t->send_at = ks_malloc((size_t)nnz * sizeof *t->send_at + 1, "transpose plan places");
     if (!pos || !t->send_at) {
         free(pos);
         return KS_ERR_MEMORY;
     }
-    for (ks_int k = 0; k < nnz; k++)
-        pos[ks_layout_owner(coff, p, P->col[k])]++;
-    int64_t at = 0;
-    for (int r = 0; r < p; r++) {
-        t->scount[r] = (int)(pos[r] * (int64_t)sizeof(double));
-        t->sdispl[r] = (int)(at * (int64_t)sizeof(double));
-        const int64_t n = pos[r];
-        pos[r] = at;
-        at += n;
+#pragma omp parallel num_threads(nt)
+    {
+        int th = 0, used = 1;
+#ifdef _OPENMP
+        th = omp_get_thread_num();
+        used = omp_get_num_threads();
+#endif
+        const ks_int k0 = n ? P->rowptr[(ks_int)((int64_t)n * th / used)] : 0;
+        const ks_int k1 = n ? P->rowptr[(ks_int)((int64_t)n * (th + 1) / used)] : 0;
+        int64_t *mine = pos + (size_t)th * (size_t)p;
+        for (ks_int k = k0; k < k1; k++)
+            mine[ks_layout_owner(coff, p, P->col[k])]++;
+#pragma omp barrier
+#pragma omp single
+        {
+            int64_t at = 0;
+            for (int r = 0; r < p; r++) {
+                t->sdispl[r] = (int)(at * (int64_t)sizeof(double));
+                for (int q = 0; q < used; q++) {
+                    const int64_t c = pos[(size_t)q * (size_t)p + r];
+                    pos[(size_t)q * (size_t)p + r] = at;
+                    at += c;
+                }
+                t->scount[r] = (int)(at * (int64_t)sizeof(double)) - t->sdispl[r];
+            }
+        }
+        for (ks_int k = k0; k < k1; k++) /* rows in order, each row's columns in order */
+            t->send_at[k] = (ks_int)mine[ks_layout_owner(coff, p, P->col[k])]++;
     }
-    for (ks_int k = 0; k < nnz; k++) /* rows in order, each row's columns in order */
-        t->send_at[k] = (ks_int)pos[ks_layout_owner(coff, p, P->col[k])]++;
     free(pos);
     return KS_OK;
 }
@@ -63,12 +90,15 @@ static ks_error receiver(const ks_dist_prows *R, ks_dist_transpose_plan *t)
     t->recv_at = ks_malloc((size_t)nnz * sizeof *t->recv_at + 1, "transpose plan arrivals");
     ks_int *cc = ks_malloc((size_t)nnz * sizeof *cc + 1, "transpose plan compact columns");
     ks_error e = start && t->recv_at && cc ? KS_OK : KS_ERR_MEMORY;
-    for (ks_int q = 0; q < nnz && e == KS_OK; q++) {
-        cc[q] = ks_gmap_find(&m, R->col[q]);
-        start[cc[q] + 2]++;
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+        for (ks_int q = 0; q < nnz; q++)
+            cc[q] = ks_gmap_find(&m, R->col[q]);
+        for (ks_int q = 0; q < nnz; q++)
+            start[cc[q] + 2]++;
     }
-    for (ks_int j = 0; j < nc && e == KS_OK; j++)
-        start[j + 2] += start[j + 1];
+    if (e == KS_OK)
+        ks_rowptr_scan(start + 1, nc);
     for (ks_int q = 0; q < nnz && e == KS_OK; q++) /* rows ascending: stable */
         t->recv_at[start[cc[q] + 1]++] = q;
     t->nrecv = nnz;
@@ -108,8 +138,11 @@ ks_error ks_dist_transpose_numeric(const ks_dist_prows *P, const ks_dist_transpo
     double *out = ks_malloc((size_t)nnz * sizeof *out + 1, "transpose values to send");
     int *rc = ks_malloc(2 * (size_t)p * sizeof *rc + 1, "transpose value counts");
     ks_error e = out && rc ? KS_OK : KS_ERR_MEMORY;
-    for (ks_int k = 0; k < nnz && e == KS_OK; k++)
-        out[t->send_at[k]] = P->val[k];
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+        for (ks_int k = 0; k < nnz; k++)
+            out[t->send_at[k]] = P->val[k];
+    }
     e = ks_comm_agree(c, e);
     double *in = NULL;
     int64_t bytes = 0;
@@ -119,8 +152,11 @@ ks_error ks_dist_transpose_numeric(const ks_dist_prows *P, const ks_dist_transpo
     if (e == KS_OK && bytes != t->nrecv * (int64_t)sizeof(double))
         e = ks_seterr(KS_ERR_ARG, "%s: %lld arrived, the plan expects %lld", what,
                       (long long)(bytes / (int64_t)sizeof(double)), (long long)t->nrecv);
-    for (int64_t q = 0; q < t->nrecv && e == KS_OK; q++)
-        R->val[t->recv_at[q]] = in[q];
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+        for (int64_t q = 0; q < t->nrecv; q++)
+            R->val[t->recv_at[q]] = in[q];
+    }
     free(in);
     free(out);
     free(rc);

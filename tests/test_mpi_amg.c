@@ -16,10 +16,15 @@
 #include "ksolve_mpi.h"
 #include "mpi/amg_dist.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 
 
@@ -1021,6 +1026,147 @@ START_TEST(test_extended_errors)
 }
 END_TEST
 
+/* ------------------------------------------------ truncation in place */
+
+typedef struct tr_cand {
+    double mag;
+    ks_int pos;
+} tr_cand;
+
+static int tr_cmp(const void *a, const void *b)
+{
+    const tr_cand *x = a, *y = b;
+    if (x->mag != y->mag)
+        return x->mag > y->mag ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The rule on one row as the distributed truncation ran it before it was
+ * done in place (copied rows whose columns were positions): drop below
+ * factor * max, keep the max_elements largest (ties: lower position),
+ * rescale to the old sum when anything went. Returns the kept count,
+ * written to the front of col and val. */
+static ks_int tr_reference(ks_gint *col, double *val, ks_int m, int maxe, double fac)
+{
+    double sum = 0.0, mx = 0.0;
+    for (ks_int k = 0; k < m; k++) {
+        sum += val[k];
+        mx = fabs(val[k]) > mx ? fabs(val[k]) : mx;
+    }
+    tr_cand *c = malloc(((size_t)m + 1) * sizeof *c);
+    unsigned char *keep = calloc((size_t)m + 1, 1);
+    ck_assert(c && keep);
+    ks_int nc = 0;
+    for (ks_int k = 0; k < m; k++)
+        if (!(fac > 0.0 && fabs(val[k]) < fac * mx))
+            c[nc++] = (tr_cand){fabs(val[k]), k};
+    qsort(c, (size_t)nc, sizeof *c, tr_cmp);
+    const ks_int nk = maxe > 0 && nc > maxe ? maxe : nc;
+    for (ks_int q = 0; q < nk; q++)
+        keep[c[q].pos] = 1;
+    if (nk < m) {
+        double kept = 0.0;
+        for (ks_int k = 0; k < m; k++)
+            if (keep[k])
+                kept += val[k];
+        const double scale = kept != 0.0 ? sum / kept : 1.0;
+        ks_int w = 0;
+        for (ks_int k = 0; k < m; k++)
+            if (keep[k]) {
+                col[w] = col[k];
+                val[w++] = val[k] * scale;
+            }
+    }
+    free(c);
+    free(keep);
+    return nk;
+}
+
+/* Rows long enough for the threaded passes, values drawn from a few
+ * magnitudes (ties for the rule to break), some rows empty or short:
+ * ks_dist_prows_truncate with 1 to 3 threads against tr_reference, bit
+ * for bit, under several rules (the qsort path past 16 kept entries too). */
+START_TEST(test_truncate_in_place)
+{
+    const ks_int n = 40000;
+    static const struct {
+        int max;
+        double factor;
+    } tr[] = {{4, 0.0}, {0, 0.3}, {3, 0.2}, {20, 0.0}, {2, 1.0}};
+    ks_dist_prows P0 = {0};
+    P0.comm = comm;
+    P0.nloc = n;
+    P0.row_begin = (ks_gint)rank * n;
+    P0.nc_global = (ks_gint)nranks * 4 * n;
+    P0.rowptr = malloc(((size_t)n + 1) * sizeof *P0.rowptr);
+    ck_assert(P0.rowptr);
+    ks_test_rng_seed(77 + (uint64_t)rank);
+    int saved = 1;
+#ifdef _OPENMP
+    saved = omp_get_max_threads();
+#endif
+    P0.rowptr[0] = 0;
+    for (ks_int i = 0; i < n; i++)
+        P0.rowptr[i + 1] = P0.rowptr[i] + (ks_int)(ks_test_rng_next() % 10 == 0
+                                                       ? 17 + ks_test_rng_next() % 20
+                                                       : ks_test_rng_next() % 9);
+    const ks_int nnz = P0.rowptr[n];
+    P0.col = malloc((size_t)nnz * sizeof *P0.col + 1);
+    P0.val = malloc((size_t)nnz * sizeof *P0.val + 1);
+    ck_assert(P0.col && P0.val);
+    for (ks_int i = 0; i < n; i++) {
+        ks_gint c = (ks_gint)(ks_test_rng_next() % 50);
+        for (ks_int k = P0.rowptr[i]; k < P0.rowptr[i + 1]; k++) {
+            P0.col[k] = c;
+            c += 1 + (ks_gint)(ks_test_rng_next() % 5);
+            P0.val[k] = (ks_test_rng_next() % 3 ? 0.25 : -0.125) *
+                        (double)(1 + ks_test_rng_next() % 4);
+        }
+    }
+    for (size_t t = 0; t < sizeof tr / sizeof *tr; t++) {
+        /* the reference */
+        ks_int *rrp = malloc(((size_t)n + 1) * sizeof *rrp);
+        ks_gint *rcol = malloc((size_t)nnz * sizeof *rcol + 1);
+        double *rval = malloc((size_t)nnz * sizeof *rval + 1);
+        ck_assert(rrp && rcol && rval);
+        rrp[0] = 0;
+        for (ks_int i = 0; i < n; i++) {
+            const ks_int b = P0.rowptr[i], m = P0.rowptr[i + 1] - b;
+            memcpy(rcol + rrp[i], P0.col + b, (size_t)m * sizeof *rcol);
+            memcpy(rval + rrp[i], P0.val + b, (size_t)m * sizeof *rval);
+            rrp[i + 1] = rrp[i] + tr_reference(rcol + rrp[i], rval + rrp[i], m, tr[t].max,
+                                               tr[t].factor);
+        }
+        for (int threads = 1; threads <= 3; threads++) {
+            ks_dist_prows P = P0;
+            P.rowptr = malloc(((size_t)n + 1) * sizeof *P.rowptr);
+            P.col = malloc((size_t)nnz * sizeof *P.col + 1);
+            P.val = malloc((size_t)nnz * sizeof *P.val + 1);
+            ck_assert(P.rowptr && P.col && P.val);
+            memcpy(P.rowptr, P0.rowptr, ((size_t)n + 1) * sizeof *P.rowptr);
+            memcpy(P.col, P0.col, (size_t)nnz * sizeof *P.col);
+            memcpy(P.val, P0.val, (size_t)nnz * sizeof *P.val);
+            ks_test_set_threads(threads);
+            KS_ALL(ks_dist_prows_truncate(&P, tr[t].max, tr[t].factor));
+            const ks_int w = rrp[n];
+            const int same =
+                memcmp(P.rowptr, rrp, ((size_t)n + 1) * sizeof *rrp) == 0 &&
+                memcmp(P.col, rcol, (size_t)w * sizeof *rcol) == 0 &&
+                memcmp(P.val, rval, (size_t)w * sizeof *rval) == 0;
+            ALL(same, "truncation (%d, %g) with %d threads differs from the reference",
+                tr[t].max, tr[t].factor, threads);
+            ALL(w < nnz, "truncation (%d, %g) dropped nothing", tr[t].max, tr[t].factor);
+            ks_dist_prows_free(&P);
+        }
+        free(rrp);
+        free(rcol);
+        free(rval);
+    }
+    ks_test_set_threads(saved);
+    ks_dist_prows_free(&P0);
+}
+END_TEST
+
 static Suite *amg_suite(void)
 {
     Suite *s = suite_create("mpi_amg");
@@ -1032,6 +1178,7 @@ static Suite *amg_suite(void)
     tcase_add_test(t, test_tiny);
     tcase_add_test(t, test_extended_interp);
     tcase_add_test(t, test_hmis);
+    tcase_add_test(t, test_truncate_in_place);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_errors);

@@ -319,7 +319,8 @@ static long check_fetch(const ks_matrix *M, const ks_csr *P, const ks_dist_prows
 static long fetched;
 
 /* A P and P^T A P for distributed M (global A) and this rank's rows DP of
- * the global P, against the serial products; two runs the same. */
+ * the global P, against the serial products; two runs the same, and
+ * the setup's path (R given, A P compact) the same too. */
 static void check_rap(const ks_csr *A, const ks_matrix *M, const ks_csr *P,
                       const ks_dist_prows *DP, const char *what)
 {
@@ -354,6 +355,18 @@ static void check_rap(const ks_csr *A, const ks_matrix *M, const ks_csr *P,
     KS_ALL(ks_dist_rap(M, DP, &Dc2));
     ALL(same_rows(&Dc, &Dc2), "%s: two runs of RAP differ", what);
     check_coarse_matrix(&Dc, &Ac, what);
+    /* The setup's path: R made first, A P kept compact between the two
+     * products (ks_dist_ap_compact, ks_dist_ptap_r_compact): the same bits. */
+    ks_gint *coff = NULL;
+    KS_ALL(ks_layout_gather(comm, DP->nc, &coff));
+    ks_dist_prows R;
+    KS_ALL(ks_dist_prows_transpose(DP, M->dist->offsets, coff, &R));
+    ks_dist_csr Dc3;
+    KS_ALL(ks_dist_rap_r(M, DP, &R, &Dc3));
+    ALL(same_rows(&Dc, &Dc3), "%s: RAP with A P kept compact differs", what);
+    ks_dist_csr_free(&Dc3);
+    ks_dist_prows_free(&R);
+    free(coff);
 
     ks_dist_csr_free(&Dc2);
     ks_dist_csr_free(&Dc);

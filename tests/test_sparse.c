@@ -6,8 +6,10 @@
  * bit for bit on matrices reaching each of their paths (real matrices,
  * every row bin, long rows, empty shapes), validation messages word for
  * word, memory limits (error paths free everything), 32-bit overflow, and
- * cuSPARSE's products (KS_SPGEMM=cusparse) against ours. */
+ * cuSPARSE's products (KS_SPGEMM=cusparse) against ours. Also the threaded
+ * row-pointer scan of core/scan.c against the serial loop. */
 #include "ks_test.h"
+#include "core/ks_internal.h"
 #include "sparse/sparse.h"
 
 #include <math.h>
@@ -1726,6 +1728,58 @@ START_TEST(cusparse_cuda)
 END_TEST
 #endif
 
+/* ks_rowptr_scan (core/scan.c) against the serial loop: sizes around its
+ * serial cut-off, thread counts that do and do not divide them, arrays
+ * starting off a cache line (its chunks align to lines), and a total past
+ * 2^31, which must leave the counts as they were. */
+START_TEST(rowptr_scan)
+{
+    const ks_int sizes[] = {0, 1, 2, 17, 1000, 32767, 32768, 32769, 100003, (1 << 20) + 5};
+    const int threads[] = {1, 2, 3, 4, 7};
+    const ks_int big = (1 << 20) + 5;
+    ks_int *buf = malloc(((size_t)big + 8) * sizeof *buf);
+    ks_int *ref = malloc(((size_t)big + 1) * sizeof *ref);
+    ck_assert(buf && ref);
+    ks_test_rng_seed(11);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const ks_int n = sizes[s];
+        for (int shift = 0; shift < 4; shift++) {
+            for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+                ks_int *rp = buf + shift;
+                int64_t want = 0;
+                ref[0] = 0;
+                rp[0] = -7; /* ignored */
+                for (ks_int i = 0; i < n; i++) {
+                    rp[i + 1] = (ks_int)(ks_test_rng_next() % 10);
+                    want += rp[i + 1];
+                    ref[i + 1] = (ks_int)want;
+                }
+                ks_test_set_threads(threads[t]);
+                ck_assert_int_eq(ks_rowptr_scan(rp, n), want);
+                ck_assert_int_eq(memcmp(rp, ref, ((size_t)n + 1) * sizeof *rp), 0);
+            }
+        }
+    }
+    /* past 2^31: the total comes back, the counts stay */
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+        const ks_int n = 100003;
+        for (ks_int i = 0; i < n; i++)
+            buf[i + 1] = i % 3 == 0 ? 1 << 16 : 5;
+        int64_t want = 0;
+        for (ks_int i = 0; i < n; i++)
+            want += buf[i + 1];
+        ck_assert(want > INT32_MAX);
+        ks_test_set_threads(threads[t]);
+        ck_assert_int_eq(ks_rowptr_scan(buf, n), want);
+        for (ks_int i = 0; i < n; i++)
+            ck_assert_int_eq(buf[i + 1], i % 3 == 0 ? 1 << 16 : 5);
+    }
+    ks_test_set_threads(2);
+    free(buf);
+    free(ref);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sparse");
@@ -1736,6 +1790,7 @@ int main(void)
     tcase_add_test(tc, shapes_cpu);
     tcase_add_test(tc, validate_cpu);
     tcase_add_test(tc, real_cpu);
+    tcase_add_test(tc, rowptr_scan);
     suite_add_tcase(s, tc);
     if (ks_test_have_cuda()) {
         TCase *tg = tcase_create("cuda");

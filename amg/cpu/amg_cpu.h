@@ -81,6 +81,15 @@ ks_error ks_amg_interp_extended_i_rows(const ks_csr *A, const ks_strength *S, co
  * 0 turns this off), then keep at most max_elements largest (0 = no cap),
  * rescaling the kept entries once so the row sum is unchanged. */
 ks_error ks_amg_interp_truncate(ks_csr *P, int max_elements, double factor);
+/* The same rule on n rows rp (offsets from 0) with columns *colp of csz
+ * bytes (ks_int, or ks_gint), values *valp: in place, each row truncated in
+ * its slot, then the rows packed (the arrays may be replaced by
+ * right-sized ones: the old ones freed). Ties between equal |w| go to the
+ * lower column (col_keys: the ks_int columns) or the lower position in the
+ * row (col_keys 0: the same for rows with ascending columns). The new
+ * count is rp[n]. */
+ks_error ks_amg_truncate_rows(ks_int n, ks_int *rp, void **colp, size_t csz, int col_keys,
+                              double **valp, int max_elements, double factor);
 
 /* ---------------------------------------------------------- aggregation */
 /* Greedy aggregation on a symmetric strength graph: agg[i] in [0, *na). */

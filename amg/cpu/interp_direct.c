@@ -88,14 +88,8 @@ static void parts_free(parts *q)
 /* Counts at rp[i + 1] -> offsets, in 64 bits (the total must fit ks_int). */
 static ks_error counts_to_offsets(ks_int *rp, ks_int n, const char *who, const char *what)
 {
-    int64_t run = 0;
-    rp[0] = 0;
-    for (ks_int i = 0; i < n; i++) {
-        run += rp[i + 1];
-        if (run > INT32_MAX)
-            return ks_seterr(KS_ERR_SIZE, "%s: %s pass 2^31 entries", who, what);
-        rp[i + 1] = (ks_int)run;
-    }
+    if (ks_rowptr_scan(rp, n) > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "%s: %s pass 2^31 entries", who, what);
     return KS_OK;
 }
 

@@ -80,8 +80,7 @@ ks_error ks_strength_check(const ks_strength *S, const char *who)
  * colind. */
 static ks_error finish_counts(ks_strength *S, const char *who)
 {
-    for (ks_int i = 0; i < S->n; i++)
-        S->rowptr[i + 1] += S->rowptr[i];
+    ks_rowptr_scan(S->rowptr, S->n); /* a row's count is at most n */
     S->colind = ks_malloc((size_t)S->rowptr[S->n] * sizeof *S->colind, who);
     return S->colind ? KS_OK : KS_ERR_MEMORY;
 }

@@ -1780,6 +1780,64 @@ START_TEST(rowptr_scan)
 }
 END_TEST
 
+/* The VmFlags of the mapping of /proc/self/smaps that holds address a
+ * (into flags, "" when none); 0 when smaps cannot be read. */
+static int vm_flags_of(uintptr_t a, char *flags, size_t len)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int inside = 0;
+    flags[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = a >= lo && a < hi;
+        else if (inside && !strncmp(line, "VmFlags:", 8)) {
+            size_t n = strlen(line + 8);
+            n = n < len ? n : len - 1;
+            memcpy(flags, line + 8, n);
+            flags[n] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+    return 1;
+}
+
+/* Large host arrays ask for transparent huge pages (core/alloc.c): the
+ * whole 2 MiB pages inside a 16 MiB ks_malloc or ks_calloc carry the
+ * advice ("hg" in their mapping's VmFlags), whatever the kernel then
+ * gives. Skipped, saying why, where the kernel has no THP, smaps cannot be
+ * read or KS_HOST_HUGEPAGES=0 turned the advice off. */
+START_TEST(host_hugepages)
+{
+    const char *off = getenv("KS_HOST_HUGEPAGES");
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char flags[256];
+    if (!thp || (off && !strcmp(off, "0")) || !vm_flags_of((uintptr_t)&flags, flags, 1)) {
+        if (thp)
+            fclose(thp);
+        ks_test_skip(1, "host_hugepages: no transparent huge pages, no /proc/self/smaps, or "
+                        "KS_HOST_HUGEPAGES=0");
+        return;
+    }
+    fclose(thp);
+    const size_t bytes = (size_t)16 << 20, huge = (size_t)2 << 20;
+    for (int c = 0; c < 2; c++) {
+        char *p = c ? ks_calloc(bytes / 8, 8, "test") : ks_malloc(bytes, "test");
+        ck_assert_ptr_nonnull(p);
+        p[0] = p[bytes - 1] = 1;
+        const uintptr_t inner = ((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1);
+        ck_assert(vm_flags_of(inner + huge / 2, flags, sizeof flags));
+        ck_assert_msg(strstr(flags, " hg"), "%s of 16 MiB: its mapping's VmFlags (%s) lack hg",
+                      c ? "ks_calloc" : "ks_malloc", flags);
+        free(p);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sparse");
@@ -1791,6 +1849,7 @@ int main(void)
     tcase_add_test(tc, validate_cpu);
     tcase_add_test(tc, real_cpu);
     tcase_add_test(tc, rowptr_scan);
+    tcase_add_test(tc, host_hugepages);
     suite_add_tcase(s, tc);
     if (ks_test_have_cuda()) {
         TCase *tg = tcase_create("cuda");

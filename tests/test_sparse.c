@@ -1811,19 +1811,14 @@ static int vm_flags_of(uintptr_t a, char *flags, size_t len)
     return 1;
 }
 
-/* Large host arrays ask for transparent huge pages (core/alloc.c): the
- * whole 2 MiB pages inside a 16 MiB ks_malloc or ks_calloc carry the
- * advice ("hg" in their mapping's VmFlags), whatever the kernel then
- * gives. Skipped, saying why, where the kernel has no THP, smaps cannot be
- * read or KS_HOST_HUGEPAGES=0 turned the advice off. */
-START_TEST(host_hugepages)
+/* Whether the kernel takes huge page advice and smaps shows it (probed on
+ * a mapping of the test's own), and KS_HOST_HUGEPAGES leaves it on. */
+static int hugepage_advice_visible(void)
 {
     const char *off = getenv("KS_HOST_HUGEPAGES");
-    char flags[256];
-    /* the kernel takes the advice and smaps shows it: probed on a mapping
-     * of the test's own */
     int can = 0;
 #if defined(MADV_HUGEPAGE)
+    char flags[256];
     const size_t probe = (size_t)4 << 20;
     void *m = mmap(NULL, probe, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) {
@@ -1832,11 +1827,16 @@ START_TEST(host_hugepages)
         munmap(m, probe);
     }
 #endif
-    if (!can || (off && !strcmp(off, "0"))) {
-        ks_test_skip(1, "host_hugepages: the kernel takes no huge page advice or smaps does "
-                        "not show it, or KS_HOST_HUGEPAGES=0");
-        return;
-    }
+    return can && !(off && !strcmp(off, "0"));
+}
+
+/* Large host arrays ask for transparent huge pages (core/alloc.c): the
+ * whole 2 MiB pages inside a 16 MiB ks_malloc or ks_calloc carry the
+ * advice ("hg" in their mapping's VmFlags), whatever the kernel then
+ * gives. Not run, saying why, where hugepage_advice_visible says no. */
+START_TEST(host_hugepages)
+{
+    char flags[256];
     const size_t bytes = (size_t)16 << 20, huge = (size_t)2 << 20;
     for (int c = 0; c < 2; c++) {
         char *p = c ? ks_calloc(bytes / 8, 8, "test") : ks_malloc(bytes, "test");
@@ -1862,7 +1862,11 @@ int main(void)
     tcase_add_test(tc, validate_cpu);
     tcase_add_test(tc, real_cpu);
     tcase_add_test(tc, rowptr_scan);
-    tcase_add_test(tc, host_hugepages);
+    if (hugepage_advice_visible())
+        tcase_add_test(tc, host_hugepages);
+    else
+        ks_test_skip(1, "the kernel takes no huge page advice, /proc/self/smaps does not show "
+                        "it, or KS_HOST_HUGEPAGES=0: host_hugepages");
     suite_add_tcase(s, tc);
     if (ks_test_have_cuda()) {
         TCase *tg = tcase_create("cuda");

@@ -31,6 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* ------------------------------------------------------------- problems */
 
@@ -703,6 +706,54 @@ START_TEST(test_hierarchy_matches_serial)
     ks_csr_free(&A);
     generate(KS_GEN_POISSON3D_27, 10, &A);
     check_levels(&A, 1, "D2", "poisson3d_27 10^3");
+    ks_csr_free(&A);
+}
+END_TEST
+
+static int same_blocks(const ks_matrix *X, const ks_matrix *Y); /* below */
+
+/* The setup's threaded host pieces (row scans, truncation, P and R split
+ * into blocks, the transpose's packing, compact maps, coarse ids: threads
+ * above 32768 rows or 65536 entries a rank) give one thread's hierarchy
+ * bit for bit: 7-point 52^3 (140,608 rows), D2 and D1, with 1 and 3
+ * threads, every level's A, P and R blocks compared on every rank. */
+START_TEST(test_threads_same_hierarchy)
+{
+    int saved = 1;
+#ifdef _OPENMP
+    saved = omp_get_max_threads();
+#endif
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 52, &A);
+    ks_matrix *M = dist_of(&A, 0);
+    static const char *const interp[] = {"D2", "D1"};
+    for (int i = 0; i < 2; i++) {
+        amg_case c = {"PCG", "JACOBI", interp[i], "V", NULL, NULL};
+        ks_config *cfg = config_of(&c);
+        const ks_solver_params *sp = ks_config_solver_params(cfg);
+        ks_amg *h[2] = {NULL, NULL};
+        for (int t = 0; t < 2; t++) {
+            ks_test_set_threads(t ? 3 : 1);
+            KS_ALL(ks_amg_setup_dist(be, &sp->pc.amg, M, &h[t]));
+        }
+        ks_test_set_threads(saved);
+        int same = h[0]->nlevels == h[1]->nlevels, bad = -1;
+        for (int l = 0; same && l < h[0]->nlevels; l++) {
+            const ks_amg_level *a = &h[0]->levels[l], *b = &h[1]->levels[l];
+            const int last = l == h[0]->nlevels - 1;
+            same = same_blocks(a->Am, b->Am) &&
+                   (last || (same_blocks(a->Pm, b->Pm) && same_blocks(a->Rm, b->Rm)));
+            if (!same)
+                bad = l;
+        }
+        ALL(same, "%s, 7-point 52^3 on %d ranks: the hierarchy built with 3 threads (%d levels) "
+            "differs from 1 thread's (%d levels) at level %d", interp[i], nranks, h[1]->nlevels,
+            h[0]->nlevels, bad);
+        ks_amg_destroy(h[0]);
+        ks_amg_destroy(h[1]);
+        ks_config_destroy(&cfg);
+    }
+    ks_matrix_destroy(&M);
     ks_csr_free(&A);
 }
 END_TEST
@@ -1456,6 +1507,7 @@ static Suite *amg_solve_suite(void)
     TCase *t = tcase_create("hierarchy");
     tcase_add_checked_fixture(t, reset_settings, NULL);
     tcase_add_test(t, test_hierarchy_matches_serial);
+    tcase_add_test(t, test_threads_same_hierarchy);
     tcase_add_test(t, test_spectral_estimate);
     tcase_add_test(t, test_symmetry);
     tcase_add_test(t, test_agglomeration);

@@ -25,12 +25,13 @@
 
 static int huge_pages_wanted(void)
 {
-    static int wanted = -1; /* a benign race: every thread computes the same */
-    if (wanted < 0) {
+    static _Atomic int wanted = -1; /* threads that race compute the same value */
+    int w = wanted;
+    if (w < 0) {
         const char *v = getenv("KS_HOST_HUGEPAGES");
-        wanted = !(v && v[0] == '0' && v[1] == '\0');
+        wanted = w = !(v && v[0] == '0' && v[1] == '\0');
     }
-    return wanted;
+    return w;
 }
 
 /* The whole huge pages inside [p, p + bytes) asked for as huge pages; an

@@ -23,7 +23,8 @@
  * (amg_dist_smoother.c); the host copies go when the setup ends (but the
  * caller's level 0's). The Galerkin product's two local products (A P
  * and R (A P) on each rank's compact rows) run on the device through the
- * backend's spgemm, bit for bit the cpu's (ks_local_spgemm); the other
+ * backend's spgemm, bit for bit the cpu's (ks_local_spgemm; to rounding
+ * with KS_SPGEMM=cusparse); the other
  * pieces as device kernels are not written.
  *
  * Every step that can fail on some ranks only ends in ks_comm_agree, so a

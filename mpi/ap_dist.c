@@ -3,8 +3,9 @@
  * (rap_fetch_dist.c). No further message.
  *
  * The product itself is a local spgemm on local views (local_rows.c; on
- * the device when A lives there, the same bits): A's two blocks merged into one CSR whose columns are
- * the compact fine numbers (the ghosts below this rank's rows, the owned
+ * the device when A lives there, the same bits but with KS_SPGEMM=cusparse):
+ * A's two blocks merged into one CSR whose columns are the compact fine
+ * numbers (the ghosts below this rank's rows, the owned
  * rows, the ghosts above), P's own and fetched rows stacked in that order,
  * their coarse columns compact too (this rank's coarse range and the
  * other coarse ids at hand), so no accumulator spans the whole coarse

@@ -5,8 +5,9 @@
  * from their owners through a halo plan over R's ghost fine columns, so
  * only rows near the rank boundaries travel, once per neighbour. The
  * product is then local: a spgemm on compact views (local_rows.c), on the
- * device when the level lives there (the cpu product's bits). The setup's path (ks_dist_rap_r) keeps A P as the first
- * spgemm left it, compact over its own map: its columns reach the second
+ * device when the level lives there (the cpu product's bits but with
+ * KS_SPGEMM=cusparse). The setup's path (ks_dist_rap_r) keeps A P as the
+ * first spgemm left it, compact over its own map: its columns reach the second
  * map through a table, and only the rows other ranks fetch are written
  * with global ids.
  *

@@ -59,7 +59,8 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
 /* Local. T = L B of host CSRs, on backend be: the cpu spgemm where be is
  * NULL or keeps host memory, else both uploaded, the backend's spgemm,
  * T downloaded. The device product reproduces the cpu one bit for bit
- * (sparse/cuda/spgemm.cu), so where it runs changes no result. */
+ * (sparse/cuda/spgemm.cu), so where it runs changes no result; but with
+ * KS_SPGEMM=cusparse, whose products agree with the cpu's to rounding. */
 ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T);
 /* Local. *T = L times the rows that ks_stack_rows makes of (G, rows, rp,
  * col, val, cols), by ks_local_spgemm on be, with the compact columns of

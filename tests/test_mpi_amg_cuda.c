@@ -658,10 +658,12 @@ START_TEST(test_local_spgemm)
 {
     need_cuda();
     ks_test_rng_seed(41 + (uint64_t)rank);
-    const ks_int shapes[][3] = {{1, 1, 1}, {37, 50, 29}, {2000, 900, 1500}, {5000, 5000, 5000}};
+    /* empty shapes too: ranks without coarse rows or entries on deep levels */
+    const ks_int shapes[][3] = {{0, 5, 7},     {5, 0, 7},        {5, 7, 0},          {1, 1, 1},
+                                {37, 50, 29}, {2000, 900, 1500}, {5000, 5000, 5000}};
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
         ks_csr L = {0}, B = {0}, Tc = {0}, Tg = {0};
-        random_csr(shapes[t][0], shapes[t][1], t == 3 ? 60 : 9, &L);
+        random_csr(shapes[t][0], shapes[t][1], t == 6 ? 60 : 9, &L);
         random_csr(shapes[t][1], shapes[t][2], 11, &B);
         KS_CHECK(ks_local_spgemm(NULL, &L, &B, &Tc));
         KS_CHECK(ks_local_spgemm(cuda, &L, &B, &Tg));

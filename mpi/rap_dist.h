@@ -95,6 +95,15 @@ void ks_dist_compact_free(ks_dist_compact *X);
 ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_compact *AP);
 
 /* ---------------------------------------------------- transpose_dist.c */
+/* Local. Where each of P's entries goes in a buffer laid out by destination
+ * (the rank owning its coarse column in layout coff of p ranks), each
+ * destination's entries in fine row order and a row's in column order:
+ * at[k] for entry k, count[r] entries for rank r (displacements: the
+ * counts in rank order). Threaded by row chunks, the serial places. The
+ * transpose packs by it, its re-setup plan keeps it. Returns P's entry
+ * count, -1 when out of memory (the message set). */
+ks_int ks_dist_transpose_places(const ks_dist_prows *P, const ks_gint *coff, int p, ks_int *at,
+                                int64_t *count);
 /* Collective. R = P^T: R's rows are this rank's coarse points (layout
  * coff, each rank's C count), its columns global fine ids ascending (P's
  * row layout foff); held in a ks_dist_prows whose "coarse" fields describe

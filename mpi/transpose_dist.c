@@ -36,36 +36,14 @@ static int threads_for(int64_t n)
 #endif
 }
 
-/* Counts (bytes, for MPI) and the packed entries by destination, each
- * destination's in fine row order. Threads take static row chunks: each
- * counts its chunk's entries per destination, the counts are laid out by
- * destination then chunk (chunks in row order), and each thread writes its
- * entries at its places: the serial order. */
-static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int *scount,
-                     int *sdispl, tentry **out)
+ks_int ks_dist_transpose_places(const ks_dist_prows *P, const ks_gint *coff, int p, ks_int *at,
+                                int64_t *count)
 {
-    const ks_int n = P->nloc, nnz = P->rowptr[n];
-    const int nt = threads_for(nnz);
+    const ks_int n = P->nloc, nnz = n ? P->rowptr[n] : 0;
+    int nt = threads_for(nnz);
     int64_t *pos = ks_calloc((size_t)nt * (size_t)p, sizeof *pos, "transpose counts");
-    *out = ks_malloc((size_t)nnz * sizeof **out + 1, "transpose entries to send");
-    if (!pos || !*out) {
-        free(pos);
-        return KS_ERR_MEMORY;
-    }
-    ks_int bad = nnz; /* the first column out of range */
-#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(nt)
-    for (ks_int k = 0; k < nnz; k++)
-        if ((P->col[k] < 0 || P->col[k] >= coff[p]) && k < bad)
-            bad = k;
-    if (bad < nnz) {
-        free(pos);
-        return ks_seterr(KS_ERR_ARG, "transpose: P has coarse column %lld, outside 0 .. %lld",
-                         (long long)P->col[bad], (long long)coff[p] - 1);
-    }
-    if ((int64_t)nnz * (int64_t)sizeof(tentry) > INT32_MAX) {
-        free(pos);
-        return ks_seterr(KS_ERR_SIZE, "transpose: more than 2^31 bytes of entries to send");
-    }
+    if (!pos)
+        return -1;
 #pragma omp parallel num_threads(nt)
     {
         int t = 0, used = 1;
@@ -75,29 +53,69 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int *sc
 #endif
         const ks_int r0 = (ks_int)((int64_t)n * t / used);
         const ks_int r1 = (ks_int)((int64_t)n * (t + 1) / used);
+        const ks_int k0 = n ? P->rowptr[r0] : 0, k1 = n ? P->rowptr[r1] : 0;
         int64_t *mine = pos + (size_t)t * (size_t)p;
-        for (ks_int k = P->rowptr[r0]; k < P->rowptr[r1]; k++)
+        for (ks_int k = k0; k < k1; k++)
             mine[ks_layout_owner(coff, p, P->col[k])]++;
 #pragma omp barrier
 #pragma omp single
         {
-            int64_t at = 0;
+            int64_t next = 0;
             for (int r = 0; r < p; r++) {
-                sdispl[r] = (int)(at * (int64_t)sizeof(tentry));
+                const int64_t first = next;
                 for (int q = 0; q < used; q++) {
                     const int64_t c = pos[(size_t)q * (size_t)p + r];
-                    pos[(size_t)q * (size_t)p + r] = at;
-                    at += c;
+                    pos[(size_t)q * (size_t)p + r] = next;
+                    next += c;
                 }
-                scount[r] = (int)(at * (int64_t)sizeof(tentry)) - sdispl[r];
+                count[r] = next - first;
             }
         }
-        for (ks_int i = r0; i < r1; i++)
-            for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
-                (*out)[mine[ks_layout_owner(coff, p, P->col[k])]++] =
-                    (tentry){P->col[k], P->row_begin + i, P->val[k]};
+        for (ks_int k = k0; k < k1; k++) /* rows in order, each row's columns in order */
+            at[k] = (ks_int)mine[ks_layout_owner(coff, p, P->col[k])]++;
     }
     free(pos);
+    return nnz;
+}
+
+/* Counts and displacements (bytes, for MPI) and the packed entries by
+ * destination, each destination's in fine row order
+ * (ks_dist_transpose_places). */
+static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int *scount,
+                     int *sdispl, tentry **out)
+{
+    const ks_int n = P->nloc, nnz = P->rowptr[n];
+    const int nt = threads_for(nnz);
+    ks_int bad = nnz; /* the first column out of range */
+#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(nt)
+    for (ks_int k = 0; k < nnz; k++)
+        if ((P->col[k] < 0 || P->col[k] >= coff[p]) && k < bad)
+            bad = k;
+    if (bad < nnz)
+        return ks_seterr(KS_ERR_ARG, "transpose: P has coarse column %lld, outside 0 .. %lld",
+                         (long long)P->col[bad], (long long)coff[p] - 1);
+    if ((int64_t)nnz * (int64_t)sizeof(tentry) > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "transpose: more than 2^31 bytes of entries to send");
+    ks_int *at = ks_malloc((size_t)nnz * sizeof *at + 1, "transpose places");
+    int64_t *count = ks_malloc((size_t)p * sizeof *count, "transpose counts");
+    *out = ks_malloc((size_t)nnz * sizeof **out + 1, "transpose entries to send");
+    if (!at || !count || !*out || ks_dist_transpose_places(P, coff, p, at, count) < 0) {
+        free(at);
+        free(count);
+        return KS_ERR_MEMORY;
+    }
+    int64_t displ = 0;
+    for (int r = 0; r < p; r++) {
+        sdispl[r] = (int)(displ * (int64_t)sizeof(tentry));
+        scount[r] = (int)(count[r] * (int64_t)sizeof(tentry));
+        displ += count[r];
+    }
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (ks_int i = 0; i < n; i++)
+        for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
+            (*out)[at[k]] = (tentry){P->col[k], P->row_begin + i, P->val[k]};
+    free(at);
+    free(count);
     return KS_OK;
 }
 

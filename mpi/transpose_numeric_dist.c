@@ -15,10 +15,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 void ks_dist_transpose_plan_free(ks_dist_transpose_plan *t)
 {
     if (!t)
@@ -30,53 +26,24 @@ void ks_dist_transpose_plan_free(ks_dist_transpose_plan *t)
 }
 
 /* Where each of P's entries goes in the send buffer, and the byte counts:
- * transpose_dist.c's pack, places only. Threads take static row chunks,
- * each destination's places laid out by chunk (chunks in row order). */
+ * the places ks_dist_prows_transpose packs at (ks_dist_transpose_places). */
 static ks_error sender(const ks_dist_prows *P, const ks_gint *coff, int p,
                        ks_dist_transpose_plan *t)
 {
     const ks_int n = P->nloc, nnz = n ? P->rowptr[n] : 0;
-    int nt = 1;
-#ifdef _OPENMP
-    nt = nnz >= 65536 ? omp_get_max_threads() : 1;
-#endif
-    int64_t *pos = ks_calloc((size_t)nt * (size_t)p, sizeof *pos, "transpose plan counts");
     t->send_at = ks_malloc((size_t)nnz * sizeof *t->send_at + 1, "transpose plan places");
-    if (!pos || !t->send_at) {
-        free(pos);
-        return KS_ERR_MEMORY;
+    int64_t *count = ks_malloc((size_t)p * sizeof *count, "transpose plan counts");
+    ks_error e = t->send_at && count && ks_dist_transpose_places(P, coff, p, t->send_at, count) >= 0
+                     ? KS_OK
+                     : KS_ERR_MEMORY;
+    int64_t at = 0;
+    for (int r = 0; r < p && e == KS_OK; r++) {
+        t->sdispl[r] = (int)(at * (int64_t)sizeof(double));
+        t->scount[r] = (int)(count[r] * (int64_t)sizeof(double));
+        at += count[r];
     }
-#pragma omp parallel num_threads(nt)
-    {
-        int th = 0, used = 1;
-#ifdef _OPENMP
-        th = omp_get_thread_num();
-        used = omp_get_num_threads();
-#endif
-        const ks_int k0 = n ? P->rowptr[(ks_int)((int64_t)n * th / used)] : 0;
-        const ks_int k1 = n ? P->rowptr[(ks_int)((int64_t)n * (th + 1) / used)] : 0;
-        int64_t *mine = pos + (size_t)th * (size_t)p;
-        for (ks_int k = k0; k < k1; k++)
-            mine[ks_layout_owner(coff, p, P->col[k])]++;
-#pragma omp barrier
-#pragma omp single
-        {
-            int64_t at = 0;
-            for (int r = 0; r < p; r++) {
-                t->sdispl[r] = (int)(at * (int64_t)sizeof(double));
-                for (int q = 0; q < used; q++) {
-                    const int64_t c = pos[(size_t)q * (size_t)p + r];
-                    pos[(size_t)q * (size_t)p + r] = at;
-                    at += c;
-                }
-                t->scount[r] = (int)(at * (int64_t)sizeof(double)) - t->sdispl[r];
-            }
-        }
-        for (ks_int k = k0; k < k1; k++) /* rows in order, each row's columns in order */
-            t->send_at[k] = (ks_int)mine[ks_layout_owner(coff, p, P->col[k])]++;
-    }
-    free(pos);
-    return KS_OK;
+    free(count);
+    return e;
 }
 
 /* The place in R of each arrival: R's entries sorted by (column, row). */

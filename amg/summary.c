@@ -42,6 +42,7 @@ ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info)
     info->coarse_direct = amg->coarse_inv != NULL;
     info->levels = amg->info;
     info->location = ks_backend_host_memory(amg->be) ? "host" : "device";
+    info->ranks = amg->ranks;
     info->grid_complexity = amg->grid_complexity;
     info->operator_complexity = amg->operator_complexity;
     info->last_was_resetup = amg->last_was_resetup;

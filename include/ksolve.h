@@ -501,6 +501,10 @@ typedef struct ks_hierarchy_info {
     double phase_seconds[KS_MAX_PHASES];
     long profiled_cycles;             /* cycles timed step by step (see below) */
     const char *const *step_names;    /* KS_NSTEPS names: "smooth", "residual", ... */
+    int ranks;                        /* the MPI ranks the levels are distributed over;
+                                       * 0: a one-process hierarchy (also a distributed
+                                       * matrix's on a communicator of one rank, which
+                                       * gets the one-process setup: docs/mpi.md) */
 } ks_hierarchy_info;
 
 /* z = M^-1 r: the preconditioner once (for AMG one cycle from z = 0), as

@@ -26,6 +26,14 @@ ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *
  * (mpi/amg_dist_resetup.c says when). On failure the hierarchy is left
  * empty, as serially. */
 ks_error ks_amg_resetup_dist(ks_amg *amg, ks_matrix *A);
+/* A distributed matrix on a communicator of one rank is its local block
+ * (no ghost columns, the same rows): that block, whose one-process AMG
+ * setup (amg/hierarchy.c, on the device where it lives) builds the
+ * hierarchy the distributed setup would, PMIS's splitting and the
+ * operators alike, and more options. NULL for a matrix over several
+ * ranks, or when KS_AMG_ONE_RANK=distributed in the environment asks for
+ * the distributed setup anyway (tests, comparisons). */
+ks_matrix *ks_amg_dist_one_rank_block(ks_matrix *A);
 
 #ifdef __cplusplus
 }

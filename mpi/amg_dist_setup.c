@@ -33,6 +33,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -368,6 +369,15 @@ ks_error ks_amg_dist_build(ks_amg *amg)
                "AMG setup: %d level%s, coarse solve and smoothers ready, %.3f s\n",
                amg->nlevels, amg->nlevels == 1 ? "" : "s", ks_wtime() - t_start);
     return KS_OK;
+}
+
+ks_matrix *ks_amg_dist_one_rank_block(ks_matrix *A)
+{
+    if (!A || !ks_matrix_distributed(A) || ks_matrix_comm(A)->size != 1 || A->dist->col_offsets ||
+        (A->dist->ghost && ks_matrix_nnz(A->dist->ghost) > 0))
+        return NULL;
+    const char *v = getenv("KS_AMG_ONE_RANK");
+    return v && strcmp(v, "distributed") == 0 ? NULL : A->dist->local;
 }
 
 ks_error ks_amg_setup_dist(ks_backend *be, const ks_amg_params *prm, ks_matrix *A, ks_amg **out)

@@ -7,12 +7,28 @@
 #include "../mpi/amg_dist_hierarchy.h"
 #endif
 
+/* The matrix a one-process hierarchy is built on: A, or a distributed
+ * A's local block when A lives on one rank (its hierarchy is then the one
+ * the distributed setup would make, and its setup runs every step on the
+ * device where A does); NULL for a matrix over several ranks. */
+static ks_matrix *one_process_matrix(ks_matrix *A)
+{
+    if (!ks_matrix_distributed(A))
+        return A;
+#ifdef KS_HAVE_MPI
+    return ks_amg_dist_one_rank_block(A);
+#else
+    return NULL;
+#endif
+}
+
 /* The hierarchy of A: the distributed setup (mpi/) for a matrix over
  * ranks, which exists only in a build with MPI. */
 static ks_error build_hierarchy(ks_precond *pc, ks_matrix *A, ks_amg **amg)
 {
-    if (!ks_matrix_distributed(A))
-        return ks_amg_setup(pc->be, &pc->prm.amg, A, amg);
+    ks_matrix *L = one_process_matrix(A);
+    if (L)
+        return ks_amg_setup(pc->be, &pc->prm.amg, L, amg);
 #ifdef KS_HAVE_MPI
     return ks_amg_setup_dist(pc->be, &pc->prm.amg, A, amg);
 #else
@@ -42,8 +58,12 @@ static ks_error amg_pc_resetup(ks_precond *pc, ks_matrix *A)
 {
     if (!pc->data)
         return amg_pc_setup(pc, A);
-    if (!ks_matrix_distributed(A))
-        return ks_amg_resetup(pc->data, A);
+    const ks_amg *amg = pc->data;
+    ks_matrix *L = one_process_matrix(A);
+    if (L && amg->ranks == 0)
+        return ks_amg_resetup(pc->data, L);
+    if (L || amg->ranks == 0) /* the kind of hierarchy changed (the environment did) */
+        return amg_pc_setup(pc, A);
 #ifdef KS_HAVE_MPI
     return ks_amg_resetup_dist(pc->data, A);
 #else
@@ -55,6 +75,13 @@ static ks_error amg_pc_apply(ks_precond *pc, const ks_vec *r, ks_vec *z)
 {
     if (!pc->data)
         return ks_seterr(KS_ERR_ARG, "AMG apply before setup");
+    const ks_amg *amg = pc->data;
+    if (amg->ranks == 0 && (r->comm || z->comm)) {
+        /* one rank's one-process hierarchy: its cycle works on local
+         * vectors, so it gets local views of the rank's parts */
+        ks_vec rl = {r->be, r->n, r->data, NULL, NULL}, zl = {z->be, z->n, z->data, NULL, NULL};
+        return ks_amg_precond_cycle(pc->data, &rl, &zl);
+    }
     return ks_amg_precond_cycle(pc->data, r, z);
 }
 

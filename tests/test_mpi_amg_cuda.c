@@ -133,6 +133,8 @@ typedef struct solve_out {
     double *x;               /* M's rows of this rank */
     double *hist;            /* the first solve's residual history (hlen entries) */
     int hlen;
+    int ranks;               /* ks_hierarchy_info.ranks */
+    const char *location;    /* ks_hierarchy_info.location */
 } solve_out;
 
 /* The hierarchy's sizes and two solves with s, set up on M. */
@@ -143,6 +145,8 @@ static void solve_set_up(ks_solver *s, ks_matrix *M, solve_out *o)
     ks_hierarchy_info h;
     KS_ALL(ks_solver_hierarchy(s, &h));
     o->nlevels = h.nlevels < 32 ? h.nlevels : 32;
+    o->ranks = h.ranks;
+    o->location = h.location;
     for (int l = 0; l < o->nlevels; l++) {
         o->sizes[4 * l] = h.levels[l].rows;
         o->sizes[4 * l + 1] = h.levels[l].nnz;
@@ -292,6 +296,58 @@ static void compare(const char *problem, const ks_csr *A, const amg_case *c, int
     ks_matrix_destroy(&Mc);
     ks_matrix_destroy(&Mg);
 }
+
+/* On one rank the preconditioner builds the one-process hierarchy on the
+ * matrix's local block, on the device: the one-process cuda solve's
+ * iterations and x (to rounding: the Krylov method's reductions are the
+ * distributed ones), a values-only re-setup too. This program asks for the
+ * distributed setup on one rank (main); this test lets it choose. Over
+ * several ranks the hierarchy is the distributed one either way. */
+static void compare_one_rank(const char *problem, const ks_csr *A, const ks_csr *A2)
+{
+    static const amg_case c = {"default PCG + AMG", NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL};
+    solve_out one_cu, dcu, re_one, re_dcu;
+    int vo = 0, vo2 = 0;
+    solve_one(cuda, A, &c, &one_cu);
+    ks_matrix *Mg = dist_of(cuda, A, 0);
+    unsetenv("KS_AMG_ONE_RANK");
+    solve(Mg, &c, &dcu);
+    resetup_solve(Mg, A2, &c, &re_dcu, &vo);
+    setenv("KS_AMG_ONE_RANK", "distributed", 1);
+    ks_matrix *M1 = NULL;
+    KS_ALL(ks_matrix_create(cuda, A, "auto", NULL, &M1));
+    resetup_solve(M1, A2, &c, &re_one, &vo2);
+    const double xrel = ks_test_dist_xrel(Mg, dcu.x, one_cu.x);
+    const double xrel2 = ks_test_dist_xrel(Mg, re_dcu.x, re_one.x);
+    const int want = nranks == 1 ? 0 : nranks;
+    /* over ranks the distributed hierarchy: compare() checks it */
+    const int same = nranks > 1 || (dcu.iterations == one_cu.iterations && xrel <= 1e-12 &&
+                                    re_dcu.iterations == re_one.iterations && xrel2 <= 1e-12);
+    ALL(dcu.ranks == want && !strcmp(dcu.location, "device") &&
+            dcu.status == KS_SOLVE_CONVERGED && re_dcu.status == KS_SOLVE_CONVERGED && vo && same,
+        "%s, %d ranks: hierarchy over %d ranks (want %d) on the %s, %d iterations (one process "
+        "%d), x %g apart; re-setup values only %d, %d iterations (one process %d), x %g apart",
+        problem, nranks, dcu.ranks, want, dcu.location, dcu.iterations, one_cu.iterations, xrel,
+        vo, re_dcu.iterations, re_one.iterations, xrel2);
+    out_free(&one_cu);
+    out_free(&dcu);
+    out_free(&re_one);
+    out_free(&re_dcu);
+    ks_matrix_destroy(&Mg);
+    ks_matrix_destroy(&M1);
+}
+
+START_TEST(test_one_rank_device)
+{
+    need_cuda();
+    ks_csr A, A2;
+    generate(KS_GEN_POISSON3D_7, 16, &A);
+    ks_test_new_values(&A, 1, 1.0, 0.3, &A2);
+    compare_one_rank("7-point 16^3", &A, &A2);
+    ks_csr_free(&A);
+    ks_csr_free(&A2);
+}
+END_TEST
 
 static const amg_case cases[] = {
     {"default PCG + AMG", NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL},
@@ -688,7 +744,7 @@ END_TEST
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 7 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 8 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -712,6 +768,7 @@ static Suite *suite(void)
         tcase_add_test(t, test_gs_refused);
         tcase_add_test(t, test_amg_standalone);
         tcase_add_test(t, test_resetup);
+        tcase_add_test(t, test_one_rank_device);
     }
     suite_add_tcase(s, t);
     return s;
@@ -719,5 +776,7 @@ static Suite *suite(void)
 
 int main(int argc, char **argv)
 {
+    /* this program tests the distributed setup, on one rank too */
+    setenv("KS_AMG_ONE_RANK", "distributed", 1);
     return ks_test_mpi_run(&argc, &argv, "test_mpi_amg_cuda", suite, after);
 }

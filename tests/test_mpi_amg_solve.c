@@ -146,6 +146,7 @@ typedef struct solve_out {
     int iterations;
     double true_rel;
     double *x; /* M's rows of this rank */
+    int ranks; /* ks_hierarchy_info.ranks (-1: no hierarchy) */
 } solve_out;
 
 /* The solve of M with s set up on it. */
@@ -163,6 +164,8 @@ static void run(ks_solver *s, ks_matrix *M, solve_out *o)
     o->status = st->status;
     o->iterations = st->iterations;
     o->true_rel = st->true_relative_residual;
+    ks_hierarchy_info hi;
+    o->ranks = ks_solver_hierarchy(s, &hi) == KS_OK && hi.nlevels > 0 ? hi.ranks : -1;
     o->x = malloc(((size_t)n + 1) * sizeof *o->x);
     KS_ALL(ks_vec_get_host(x, o->x));
     ks_vec_destroy(&b);
@@ -1417,6 +1420,41 @@ END_TEST
 
 /* --------------------------------------------------------------- errors */
 
+/* On one rank the preconditioner builds the one-process hierarchy on the
+ * matrix's local block, which is the distributed setup's hierarchy (PMIS,
+ * extended+i, the same operators): the same iterations and solution; over
+ * several ranks the distributed one either way. This program asks for the
+ * distributed setup on one rank too (main); this test lets it choose. */
+START_TEST(test_one_rank_one_process)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 12, &A);
+    const amg_case cases[] = {{"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL},
+                              {"PBICGSTAB", "JACOBI_L1", "D1", "W", NULL, NULL}};
+    for (int k = 0; k < 2; k++) {
+        ks_matrix *M = dist_of(&A, 1);
+        solve_out dis, one;
+        solve(M, &cases[k], &dis);
+        unsetenv("KS_AMG_ONE_RANK");
+        solve(M, &cases[k], &one);
+        setenv("KS_AMG_ONE_RANK", "distributed", 1);
+        double v[2];
+        ks_test_dist_xdiff(M, one.x, dis.x, v);
+        const int want = nranks == 1 ? 0 : nranks;
+        ALL(dis.ranks == nranks && one.ranks == want && one.status == KS_SOLVE_CONVERGED &&
+                one.iterations == dis.iterations && v[0] <= 1e-12 * (v[1] > 0 ? v[1] : 1.0),
+            "%s: hierarchy over %d ranks (distributed setup asked) and %d (want %d), %d and %d "
+            "iterations, x apart by %g (norm %g)",
+            cases[k].solver, dis.ranks, one.ranks, want, dis.iterations, one.iterations, v[0],
+            v[1]);
+        free(dis.x);
+        free(one.x);
+        ks_matrix_destroy(&M);
+    }
+    ks_csr_free(&A);
+}
+END_TEST
+
 START_TEST(test_zero_diagonal)
 {
     ks_csr A;
@@ -1530,6 +1568,7 @@ static Suite *amg_solve_suite(void)
     tcase_add_test(t, test_amg_aggregation);
     tcase_add_test(t, test_amg_float);
     tcase_add_test(t, test_amg_gauss_seidel);
+    tcase_add_test(t, test_one_rank_one_process);
     if (ks_test_shared_matrix("fv1.mtx.gz"))
         tcase_add_test(t, test_amg_shared_matrix);
     else
@@ -1546,5 +1585,7 @@ static Suite *amg_solve_suite(void)
 
 int main(int argc, char **argv)
 {
+    /* this program tests the distributed setup, on one rank too */
+    setenv("KS_AMG_ONE_RANK", "distributed", 1);
     return ks_test_mpi_run(&argc, &argv, "test_mpi_amg_solve", amg_solve_suite, NULL);
 }

@@ -51,7 +51,8 @@ class ks_hierarchy_info(Structure):
                 ("nphases", c_int),
                 ("phase_names", c_char_p * KS_MAX_PHASES),
                 ("phase_seconds", c_double * KS_MAX_PHASES),
-                ("profiled_cycles", c_long), ("step_names", POINTER(c_char_p))]
+                ("profiled_cycles", c_long), ("step_names", POINTER(c_char_p)),
+                ("ranks", c_int)]
 
 
 # Opaque handles: a pointer each; the destroy functions take its address.

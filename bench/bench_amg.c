@@ -792,7 +792,9 @@ done:
  * cycle timed unprofiled; per level and step the single and the block
  * cycle's time per cycle and their ratio, then the same for the cycle,
  * the solve and what lies outside the cycle (the block Krylov method:
- * SpMM, block dots and updates). */
+ * SpMM, block dots and updates, compaction of retired columns). The
+ * profiled cycles are the solve's (narrower once columns retired), the
+ * unprofiled one full width: outside the cycles is then a lower estimate. */
 static int block_breakdown(ks_backend *be, run *r, const opts *o, result *res)
 {
     int rc = 1, profiling = 1, nsolves = 0;

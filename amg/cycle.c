@@ -106,7 +106,7 @@ static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int 
         else
             STEP(amg, l, KS_STEP_RESIDUAL, ks_amg_residual(amg, l, b, xb.cur, L->r));
         KS_TRY(coarse_correct(amg, l, xb.cur, kind));
-        STEP(amg, l, KS_STEP_SMOOTH, ks_amg_smooth(amg, l, b, &xb, post, 1, 0));
+        STEP(amg, l, KS_STEP_POSTSMOOTH, ks_amg_smooth(amg, l, b, &xb, post, 1, 0));
     }
     if (xb.cur == x)
         return KS_OK;

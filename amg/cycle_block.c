@@ -294,7 +294,7 @@ static ks_error cycle_level(bcycle *c, int l, const ks_block *B, ks_block *X, in
         break;
     }
     KS_AMG_STEP(amg, l, KS_STEP_PROLONG, ks_matrix_apply_block(L->Pm, 1.0, &Cx, 1.0, xb.cur));
-    KS_AMG_STEP(amg, l, KS_STEP_SMOOTH, smooth(c, l, B, &xb, &R, amg->prm.postsweeps, 0));
+    KS_AMG_STEP(amg, l, KS_STEP_POSTSMOOTH, smooth(c, l, B, &xb, &R, amg->prm.postsweeps, 0));
     return settle(&xb, X);
 }
 

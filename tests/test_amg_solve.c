@@ -1513,15 +1513,21 @@ START_TEST(test_hierarchy_info_profile)
     ck_assert_int_eq(hi.profiled_cycles, iters);
     const int last = hi.nlevels - 1;
     for (int l = 0; l < last; l++) {
-        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_SMOOTH], 2 * hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_SMOOTH], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_POSTSMOOTH], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESIDUAL], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESTRICT], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_PROLONG], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_COARSE], 0);
         ck_assert(hi.levels[l].step_seconds[KS_STEP_SMOOTH] > 0.0);
+        ck_assert(hi.levels[l].step_seconds[KS_STEP_POSTSMOOTH] > 0.0);
     }
     ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_COARSE], hi.profiled_cycles);
+    ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_SMOOTH] +
+                         hi.levels[last].step_calls[KS_STEP_POSTSMOOTH], 0);
     ck_assert_str_eq(hi.step_names[KS_STEP_RESTRICT], "restrict");
+    ck_assert_str_eq(hi.step_names[KS_STEP_SMOOTH], "presmooth");
+    ck_assert_str_eq(hi.step_names[KS_STEP_POSTSMOOTH], "postsmooth");
     /* Off, then on again: the sums start over. */
     KS_CHECK(ks_solver_profile_cycles(s, 0));
     KS_CHECK(ks_solver_solve(s, p.b, p.x));
@@ -1589,15 +1595,19 @@ START_TEST(test_block_cycle_profile)
     const int last = hi.nlevels - 1;
     ck_assert_int_ge(last, 2);
     for (int l = 0; l < last; l++) {
-        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_SMOOTH], 2 * hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_SMOOTH], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_POSTSMOOTH], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESIDUAL], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESTRICT], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_PROLONG], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_COARSE], 0);
         ck_assert(hi.levels[l].step_seconds[KS_STEP_SMOOTH] > 0.0);
+        ck_assert(hi.levels[l].step_seconds[KS_STEP_POSTSMOOTH] > 0.0);
         ck_assert(hi.levels[l].step_seconds[KS_STEP_RESTRICT] > 0.0);
     }
     ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_COARSE], hi.profiled_cycles);
+    ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_SMOOTH] +
+                         hi.levels[last].step_calls[KS_STEP_POSTSMOOTH], 0);
     ck_assert(hi.levels[last].step_seconds[KS_STEP_COARSE] > 0.0);
     KS_CHECK(ks_solver_profile_cycles(s, 0));
     KS_CHECK(ks_block_fill(X, 0.0));

@@ -56,21 +56,7 @@ static ks_error coarse_solve(ks_amg *amg, int l, const ks_vec *b, ks_amg_xbuf *x
 static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int x_zero,
                             cycle_kind kind);
 
-/* One step of a level's visit; timed on its own (backend synchronised
- * before and after) while the cycle profile is on (summary.c). */
-#define STEP(amg, l, step, call)                                              \
-    do {                                                                      \
-        double st_t0_ = 0.0;                                                  \
-        if ((amg)->profile) {                                                 \
-            KS_TRY(ks_backend_sync((amg)->be));                               \
-            st_t0_ = ks_wtime();                                              \
-        }                                                                     \
-        KS_TRY(call);                                                         \
-        if ((amg)->profile) {                                                 \
-            KS_TRY(ks_backend_sync((amg)->be));                               \
-            ks_amg_profile_add(amg, l, step, ks_wtime() - st_t0_);            \
-        }                                                                     \
-    } while (0)
+#define STEP KS_AMG_STEP
 
 /* Level l below the smoothing: restrict, visit the next level, correct. */
 static ks_error coarse_correct(ks_amg *amg, int l, ks_vec *x, cycle_kind kind)
@@ -120,7 +106,7 @@ static ks_error cycle_level(ks_amg *amg, int l, const ks_vec *b, ks_vec *x, int 
         else
             STEP(amg, l, KS_STEP_RESIDUAL, ks_amg_residual(amg, l, b, xb.cur, L->r));
         KS_TRY(coarse_correct(amg, l, xb.cur, kind));
-        STEP(amg, l, KS_STEP_SMOOTH, ks_amg_smooth(amg, l, b, &xb, post, 1, 0));
+        STEP(amg, l, KS_STEP_POSTSMOOTH, ks_amg_smooth(amg, l, b, &xb, post, 1, 0));
     }
     if (xb.cur == x)
         return KS_OK;

@@ -11,6 +11,8 @@
  * KS_BLOCK_FUSED=0 in the environment selects the two-pass steps instead
  * (the SpMM, then the update vec/block_smooth.h, which has the same
  * per-entry expression): the A/B comparison of docs/blocks.md.
+ * The cycle profile (ks_amg_profile) times its steps as cycle.c's, one
+ * cycle counted per block cycle.
  * Gauss-Seidel smoothers and a cycle replayed from a graph have no block
  * form: the preconditioner then applies the single cycle to each column
  * (solver/precond_amg.c).
@@ -264,19 +266,19 @@ static ks_error cycle_level(bcycle *c, int l, const ks_block *B, ks_block *X, in
         xb.spare = X;
     }
     if (l == amg->nlevels - 1) {
-        KS_TRY(coarse_solve(c, l, B, &xb, &R, x_zero));
+        KS_AMG_STEP(amg, l, KS_STEP_COARSE, coarse_solve(c, l, B, &xb, &R, x_zero));
         return settle(&xb, X);
     }
-    KS_TRY(smooth(c, l, B, &xb, &R, amg->prm.presweeps, x_zero));
+    KS_AMG_STEP(amg, l, KS_STEP_SMOOTH, smooth(c, l, B, &xb, &R, amg->prm.presweeps, x_zero));
     if (amg->prm.presweeps <= 0 && x_zero)
-        KS_TRY(ks_block_copy(B, &R));
+        KS_AMG_STEP(amg, l, KS_STEP_RESIDUAL, ks_block_copy(B, &R));
     else
-        KS_TRY(residual(c, l, B, xb.cur, &R));
+        KS_AMG_STEP(amg, l, KS_STEP_RESIDUAL, residual(c, l, B, xb.cur, &R));
     /* restrict, visit the next level, correct */
     const ks_amg_level *L = &amg->levels[l];
     level_blocks *CB = &amg->blocks->lv[l + 1];
     ks_block Cb = view(CB->b, c->k), Cx = view(CB->x, c->k);
-    KS_TRY(ks_matrix_apply_block(L->Rm, 1.0, &R, 0.0, &Cb));
+    KS_AMG_STEP(amg, l, KS_STEP_RESTRICT, ks_matrix_apply_block(L->Rm, 1.0, &R, 0.0, &Cb));
     const int coarse_exact = l + 1 == amg->nlevels - 1 && amg->coarse_inv;
     switch (kind) {
     case KS_AMG_V: KS_TRY(cycle_level(c, l + 1, &Cb, &Cx, 1, KS_AMG_V)); break;
@@ -291,8 +293,8 @@ static ks_error cycle_level(bcycle *c, int l, const ks_block *B, ks_block *X, in
             KS_TRY(cycle_level(c, l + 1, &Cb, &Cx, 0, KS_AMG_V));
         break;
     }
-    KS_TRY(ks_matrix_apply_block(L->Pm, 1.0, &Cx, 1.0, xb.cur));
-    KS_TRY(smooth(c, l, B, &xb, &R, amg->prm.postsweeps, 0));
+    KS_AMG_STEP(amg, l, KS_STEP_PROLONG, ks_matrix_apply_block(L->Pm, 1.0, &Cx, 1.0, xb.cur));
+    KS_AMG_STEP(amg, l, KS_STEP_POSTSMOOTH, smooth(c, l, B, &xb, &R, amg->prm.postsweeps, 0));
     return settle(&xb, X);
 }
 
@@ -316,5 +318,7 @@ ks_error ks_amg_cycle_block(ks_amg *amg, const ks_block *B, ks_block *X)
     KS_TRY(blocks_reserve(amg, X->k));
     const char *env = getenv("KS_BLOCK_FUSED");
     bcycle c = {.amg = amg, .k = X->k, .fused = !(env && strcmp(env, "0") == 0)};
+    if (amg->profile) /* one count per block cycle, whatever its width */
+        amg->profiled_cycles++;
     return cycle_level(&c, 0, B, X, 1, amg->prm.cycle);
 }

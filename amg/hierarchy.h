@@ -307,6 +307,22 @@ ks_error ks_amg_profile(ks_amg *amg, int on);
 /* Add seconds to level l's step (cycle.c, while profiling). */
 void ks_amg_profile_add(ks_amg *amg, int l, ks_cycle_step step, double seconds);
 
+/* One step of a level's visit (cycle.c, cycle_block.c); timed on its own
+ * (backend synchronised before and after) while the cycle profile is on. */
+#define KS_AMG_STEP(amg, l, step, call)                                       \
+    do {                                                                      \
+        double st_t0_ = 0.0;                                                  \
+        if ((amg)->profile) {                                                 \
+            KS_TRY(ks_backend_sync((amg)->be));                               \
+            st_t0_ = ks_wtime();                                              \
+        }                                                                     \
+        KS_TRY(call);                                                         \
+        if ((amg)->profile) {                                                 \
+            KS_TRY(ks_backend_sync((amg)->be));                               \
+            ks_amg_profile_add(amg, l, step, ks_wtime() - st_t0_);            \
+        }                                                                     \
+    } while (0)
+
 /* -------------------------------------------------------- amg_report.c */
 /* AmgX-style report: grid table (level, rows, nonzeros, nnz/row, memory
  * in MB, device/host), grid and operator complexity, setup time per

@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-static const char *const step_names[KS_NSTEPS] = {"smooth", "residual", "restrict", "prolong",
-                                                  "coarse"};
+static const char *const step_names[KS_NSTEPS] = {"presmooth", "residual", "restrict",
+                                                  "prolong",   "coarse",   "postsmooth"};
 
 ks_error ks_amg_info(ks_amg *amg, ks_hierarchy_info *info)
 {

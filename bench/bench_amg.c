@@ -29,7 +29,9 @@
  * --vcycle-breakdown turns the library's cycle profiler on
  * (ks_solver_profile_cycles) for a few solves and prints, per level, each
  * step's mean time per call and calls per cycle, against the unprofiled
- * cycle.
+ * cycle; with --nrhs K then the block cycle of the K columns the same way,
+ * each step's time per cycle beside the single cycle's, and the solve
+ * split into the cycles and the Krylov method's part outside them.
  *
  * --level-formats (issue 4) compares the hierarchy's per-level SpMV formats
  * with plain CSR: per level, one SpMV y = A_l x in the level's own format
@@ -114,8 +116,11 @@ static void usage(FILE *f)
             "                      complexities, hierarchy bytes, host memory)\n"
             "  --vcycle-vs-spmv    also time one AMG cycle against one fine-level SpMV\n"
             "  --vcycle-breakdown  --vcycle-vs-spmv, and the cycle profiled per level and\n"
-            "                      step (smooth, residual, restrict, prolong, coarse: mean us\n"
-            "                      per call, calls per cycle) over a few solves\n"
+            "                      step (presmooth, residual, restrict, prolong, coarse,\n"
+            "                      postsmooth: mean us per call, calls per cycle) over a\n"
+            "                      few solves; with\n"
+            "                      --nrhs K also the block cycle, step by step beside the\n"
+            "                      single cycle's, and the solves' time outside the cycles\n"
             "  --level-formats     per AMG level, one SpMV in the level's format against\n"
             "                      cusparse and csr_vector (cpu: csr); then whole solves with\n"
             "                      the AMG level format (spmv_format) as configured [auto]\n"
@@ -322,6 +327,8 @@ typedef struct level_row {
     double step_us[KS_NSTEPS];         /* mean microseconds per call */
     double step_per_cycle[KS_NSTEPS];  /* calls per cycle */
     double total_us;                   /* the level's time per cycle */
+    /* the block cycle's (--nrhs K with --vcycle-breakdown), as above */
+    double blk_us[KS_NSTEPS], blk_per_cycle[KS_NSTEPS], blk_total_us;
 } level_row;
 
 typedef struct result {
@@ -351,12 +358,19 @@ typedef struct result {
     int profiled_solves;
     char step_names[KS_NSTEPS][16]; /* the summary's step_names */
     double profile_sum_s; /* sum over the levels, per cycle */
+    double prof_solve_s;  /* mean solve time of the profiled solves */
     double copy_gbs;      /* the backend's copy bandwidth (several backends only; 0: not run) */
     /* --nrhs K > 1: the K columns solved together (median), the slowest
      * column's iterations, the first status that is not CONVERGED */
     int nrhs, many_iterations;
     double many_s;
     ks_solve_status many_status;
+    /* --nrhs K with --vcycle-breakdown: the block cycle profiled as the
+     * single one above (many_prof_cycles = 0 when not run), and one block
+     * cycle unprofiled */
+    long many_prof_cycles;
+    int many_prof_solves;
+    double many_profile_sum_s, many_prof_solve_s, many_cycle_s;
 } result;
 
 #define FAIL(call)                                                                       \
@@ -455,6 +469,20 @@ static ks_matrix *level_matrix(const ks_solver *s, int l)
     const ks_amg *amg = ks_precond_amg(s->pc);
     return amg && l < amg->nlevels ? ks_amg_cycle_matrix(amg, l) : NULL;
 }
+
+/* Z = one block cycle on R's columns, as the block PCG applies it
+ * (--vcycle-breakdown with --nrhs K): there is no public call. */
+typedef struct block_ctx {
+    ks_solver *s;
+    const ks_block *R;
+    ks_block *Z;
+} block_ctx;
+
+static ks_error op_cycle_block(void *c)
+{
+    block_ctx *o = c;
+    return ks_precond_apply_block(o->s->pc, o->R, o->Z);
+}
 /* ------------------------------------------------------- end of Internals */
 
 /* Nonzeros one cycle touches from x = 0, in units of nnz(A_0): an estimate
@@ -518,6 +546,7 @@ typedef struct run {
     ks_config *cfg;
     ks_matrix *M;
     ks_vec *b, *x;
+    ks_block *B, *X; /* --nrhs K: the K right-hand sides and solutions */
     ks_solver *s;
 } run;
 
@@ -526,6 +555,8 @@ static void run_close(run *r)
     ks_solver_destroy(&r->s);
     ks_vec_destroy(&r->b);
     ks_vec_destroy(&r->x);
+    ks_block_destroy(&r->B);
+    ks_block_destroy(&r->X);
     ks_matrix_destroy(&r->M);
     ks_config_destroy(&r->cfg);
     memset(r, 0, sizeof *r);
@@ -535,6 +566,73 @@ static void run_close(run *r)
 static const char *step_name(const ks_hierarchy_info *h, int k)
 {
     return h->step_names && h->step_names[k] ? h->step_names[k] : "?";
+}
+
+/* One solve from x = 0 of the profiled run: the single right-hand side
+ * (block = 0) or the K together. */
+static ks_error profiled_solve(run *r, int block)
+{
+    if (block) {
+        KS_TRY(ks_block_fill(r->X, 0.0));
+        return ks_solver_solve_many(r->s, r->B, r->X);
+    }
+    KS_TRY(ks_vec_fill(r->x, 0.0));
+    return ks_solver_solve(r->s, r->b, r->x);
+}
+
+/* The profiler on (the caller turns it off), then --repeat solves (more
+ * until MIN_PROFILED_CYCLES cycles were timed, within the limits above);
+ * the summary after the last into h, the mean solve time into solve_s. */
+static ks_error profile_solves(run *r, const opts *o, int block, ks_hierarchy_info *h,
+                               int *nsolves, double *solve_s)
+{
+    const ks_solve_stats *st = ks_solver_stats(r->s);
+    double sum = 0.0;
+    *nsolves = 0;
+    KS_TRY(ks_solver_profile_cycles(r->s, 1));
+    const double t0 = ks_wtime();
+    do {
+        KS_TRY(profiled_solve(r, block));
+        sum += st->solve_seconds;
+        ++*nsolves;
+        KS_TRY(ks_solver_hierarchy(r->s, h));
+    } while (*nsolves < o->repeat ||
+             (h->profiled_cycles < MIN_PROFILED_CYCLES && *nsolves < MAX_PROFILED_SOLVES &&
+              ks_wtime() - t0 < MAX_PROFILE_SECONDS));
+    *solve_s = sum / *nsolves;
+    return KS_OK;
+}
+
+/* The profile's means per level (us per call, calls per cycle, the level's
+ * us per cycle) into res->lv, the block's columns when block; returns the
+ * sum over the levels, seconds per cycle. */
+static double collect_profile(const ks_hierarchy_info *h, result *res, int block)
+{
+    const double ncyc = h->profiled_cycles > 0 ? (double)h->profiled_cycles : 1.0;
+    double sum = 0.0;
+    for (int l = 0; l < res->levels && l < h->nlevels; l++) {
+        const ks_hierarchy_level *L = &h->levels[l];
+        level_row *q = &res->lv[l];
+        double *us = block ? q->blk_us : q->step_us;
+        double *per = block ? q->blk_per_cycle : q->step_per_cycle;
+        double lsum = 0.0;
+        for (int k = 0; k < KS_NSTEPS; k++) {
+            us[k] = L->step_calls[k] ? 1e6 * L->step_seconds[k] / L->step_calls[k] : 0.0;
+            per[k] = (double)L->step_calls[k] / ncyc;
+            lsum += L->step_seconds[k] / ncyc;
+        }
+        *(block ? &q->blk_total_us : &q->total_us) = 1e6 * lsum;
+        sum += lsum;
+    }
+    return sum;
+}
+
+/* Cycles a solve made while profiled (single or block). */
+static double cycles_per_solve(const result *res, int block)
+{
+    const long c = block ? res->many_prof_cycles : res->profiled_cycles;
+    const int n = block ? res->many_prof_solves : res->profiled_solves;
+    return n > 0 ? (double)c / n : 0.0;
 }
 
 /* --vcycle-breakdown: the library's cycle profiler on for --repeat solves
@@ -548,39 +646,16 @@ static const char *step_name(const ks_hierarchy_info *h, int k)
 static int vcycle_breakdown(ks_backend *be, run *r, const opts *o, const char *cycle_name,
                             result *res)
 {
-    int rc = 1, profiling = 0, nsolves = 0;
+    int rc = 1, profiling = 1, nsolves = 0;
     ks_vec *fx = NULL, *fy = NULL;
     ks_hierarchy_info h;
-    FAIL(ks_solver_profile_cycles(r->s, 1));
-    profiling = 1;
-    const double t0 = ks_wtime();
-    do {
-        FAIL(ks_vec_fill(r->x, 0.0));
-        FAIL(ks_solver_solve(r->s, r->b, r->x));
-        nsolves++;
-        FAIL(ks_solver_hierarchy(r->s, &h));
-    } while (nsolves < o->repeat ||
-             (h.profiled_cycles < MIN_PROFILED_CYCLES && nsolves < MAX_PROFILED_SOLVES &&
-              ks_wtime() - t0 < MAX_PROFILE_SECONDS));
+    FAIL(profile_solves(r, o, 0, &h, &nsolves, &res->prof_solve_s));
     /* Copy before turning the profiler off (that resets its cycle count). */
     res->profiled_cycles = h.profiled_cycles;
     res->profiled_solves = nsolves;
-    const double ncyc = h.profiled_cycles > 0 ? (double)h.profiled_cycles : 1.0;
-    res->profile_sum_s = 0.0;
     for (int k = 0; k < KS_NSTEPS; k++)
         snprintf(res->step_names[k], sizeof res->step_names[k], "%s", step_name(&h, k));
-    for (int l = 0; l < res->levels && l < h.nlevels; l++) {
-        const ks_hierarchy_level *L = &h.levels[l];
-        level_row *q = &res->lv[l];
-        double lsum = 0.0;
-        for (int k = 0; k < KS_NSTEPS; k++) {
-            q->step_us[k] = L->step_calls[k] ? 1e6 * L->step_seconds[k] / L->step_calls[k] : 0.0;
-            q->step_per_cycle[k] = (double)L->step_calls[k] / ncyc;
-            lsum += L->step_seconds[k] / ncyc;
-        }
-        q->total_us = 1e6 * lsum;
-        res->profile_sum_s += lsum;
-    }
+    res->profile_sum_s = collect_profile(&h, res, 0);
     profiling = 0;
     FAIL(ks_solver_profile_cycles(r->s, 0));
     if (res->profiled_cycles == 0) {
@@ -632,6 +707,13 @@ static int vcycle_breakdown(ks_backend *be, run *r, const opts *o, const char *c
     op_ctx c = {NULL, NULL, fx, fy};
     FAIL(time_op(be, op_axpy, &c, &floor_s));
     printf("  launch floor (axpy of %ld entries) %.1f us\n", (long)nc, 1e6 * floor_s);
+    if (res->iterations > 0)
+        printf("  outside the cycle (the Krylov method: SpMV, dots, vector updates): solve - "
+               "cycles x cycle = %.1f us unprofiled (%.2f cycles a solve), %.1f us in the "
+               "profiled solves\n",
+               1e6 * (res->solve_s - cycles_per_solve(res, 0) * res->cycle_s),
+               cycles_per_solve(res, 0),
+               1e6 * (res->prof_solve_s - cycles_per_solve(res, 0) * res->profile_sum_s));
     rc = 0;
 done:
     if (profiling) /* already failing: the first error is the one reported */
@@ -660,7 +742,6 @@ static int solve_many(ks_backend *be, const ks_csr *A, const double *bh, const o
     int rc = 1;
     const int k = o->nrhs;
     const ks_int n = A->nrows;
-    ks_block *B = NULL, *X = NULL;
     double *h = malloc((size_t)n * (size_t)k * sizeof *h + 1);
     double *xj = malloc((size_t)n * sizeof *xj + 1), *bj = malloc((size_t)n * sizeof *bj + 1);
     if (!h || !xj || !bj) {
@@ -676,8 +757,9 @@ static int solve_many(ks_backend *be, const ks_csr *A, const double *bh, const o
         for (ks_int i = 0; i < n; i++) /* row-interleaved */
             h[(size_t)i * k + j] = j ? bj[i] : bh[i];
     }
-    FAIL(ks_block_create(be, n, k, &B));
-    FAIL(ks_block_create(be, n, k, &X));
+    FAIL(ks_block_create(be, n, k, &r->B));
+    FAIL(ks_block_create(be, n, k, &r->X));
+    ks_block *B = r->B, *X = r->X; /* kept for the block breakdown */
     FAIL(ks_block_set_host(B, h));
     const ks_solve_stats *st = ks_solver_stats(r->s);
     FAIL(ks_block_fill(X, 0.0)); /* warm-up: the level blocks are allocated */
@@ -700,11 +782,83 @@ static int solve_many(ks_backend *be, const ks_csr *A, const double *bh, const o
     printf("\n");
     rc = 0;
 done:
-    ks_block_destroy(&B);
-    ks_block_destroy(&X);
     free(h);
     free(xj);
     free(bj);
+    return rc;
+}
+
+/* --vcycle-breakdown with --nrhs K: the block cycle profiled as
+ * vcycle_breakdown profiles the single one (after it), and one block
+ * cycle timed unprofiled; per level and step the single and the block
+ * cycle's time per cycle and their ratio, then the same for the cycle,
+ * the solve and what lies outside the cycle (the block Krylov method:
+ * SpMM, block dots and updates, compaction of retired columns). The
+ * profiled cycles are the solve's (narrower once columns retired), the
+ * unprofiled one full width: outside the cycles is then a lower estimate. */
+static int block_breakdown(ks_backend *be, run *r, const opts *o, result *res)
+{
+    int rc = 1, profiling = 1, nsolves = 0;
+    ks_hierarchy_info h;
+    FAIL(profile_solves(r, o, 1, &h, &nsolves, &res->many_prof_solve_s));
+    res->many_prof_cycles = h.profiled_cycles;
+    res->many_prof_solves = nsolves;
+    res->many_profile_sum_s = collect_profile(&h, res, 1);
+    profiling = 0;
+    FAIL(ks_solver_profile_cycles(r->s, 0));
+    if (res->many_prof_cycles == 0) {
+        printf("  (--vcycle-breakdown: no block cycle was profiled in %d solves: the "
+               "preconditioner applies the single cycle to each column)\n", nsolves);
+        rc = 0;
+        goto done;
+    }
+    block_ctx bc = {r->s, r->B, r->X};
+    FAIL(time_op(be, op_cycle_block, &bc, &res->many_cycle_s));
+    const int k = o->nrhs;
+    printf("  block cycle on %d columns against the single cycle, profiled step by step "
+           "(%ld block cycles in %d solves; us per cycle: single / block, block / single):\n",
+           k, res->many_prof_cycles, nsolves);
+    printf("  %5s %9s %-12s", "level", "rows", "format");
+    for (int s = 0; s < KS_NSTEPS; s++)
+        printf(" %22s", res->step_names[s]);
+    printf(" %22s\n", "level");
+    for (int l = 0; l < res->levels; l++) {
+        const level_row *q = &res->lv[l];
+        printf("  %5d %9ld %-12s", l, q->rows, q->format);
+        for (int s = 0; s <= KS_NSTEPS; s++) {
+            const double a = s < KS_NSTEPS ? q->step_us[s] * q->step_per_cycle[s] : q->total_us;
+            const double b = s < KS_NSTEPS ? q->blk_us[s] * q->blk_per_cycle[s] : q->blk_total_us;
+            char cell[48];
+            if (a > 0 || b > 0)
+                snprintf(cell, sizeof cell, "%.1f / %.1f %.2fx", a, b, a > 0 ? b / a : NAN);
+            else
+                snprintf(cell, sizeof cell, "-");
+            printf(" %22s", cell);
+        }
+        printf("\n");
+    }
+    const double c1 = cycles_per_solve(res, 0), ck = cycles_per_solve(res, 1);
+    const double out1 = res->solve_s - c1 * res->cycle_s, outk = res->many_s - ck * res->many_cycle_s;
+    const double pout1 = res->prof_solve_s - c1 * res->profile_sum_s;
+    const double poutk = res->many_prof_solve_s - ck * res->many_profile_sum_s;
+    printf("  cycle: profiled (sum of levels) %.1f / %.1f us %.2fx; unprofiled %.1f / %.1f us "
+           "%.2fx (single / block)\n",
+           1e6 * res->profile_sum_s, 1e6 * res->many_profile_sum_s,
+           res->many_profile_sum_s / res->profile_sum_s, 1e6 * res->cycle_s,
+           1e6 * res->many_cycle_s, res->many_cycle_s / res->cycle_s);
+    printf("  solve: %.1f / %.1f us %.2fx, %.2f / %.2f cycles a solve; in it, the cycles "
+           "%.1f / %.1f us %.2fx and outside them (Krylov: SpMV / SpMM, dots, vector "
+           "updates) %.1f / %.1f us %.2fx (unprofiled: solve - cycles x cycle)\n",
+           1e6 * res->solve_s, 1e6 * res->many_s, res->many_s / res->solve_s, c1, ck,
+           1e6 * c1 * res->cycle_s, 1e6 * ck * res->many_cycle_s,
+           (ck * res->many_cycle_s) / (c1 * res->cycle_s), 1e6 * out1, 1e6 * outk, outk / out1);
+    printf("  profiled solves: %.1f / %.1f us, outside the cycles %.1f / %.1f us %.2fx\n",
+           1e6 * res->prof_solve_s, 1e6 * res->many_prof_solve_s, 1e6 * pout1, 1e6 * poutk,
+           poutk / pout1);
+    rc = 0;
+done:
+    if (profiling) /* already failing: the first error is the one reported */
+        (void)ks_solver_profile_cycles(r->s, 0);
     return rc;
 }
 
@@ -846,6 +1000,8 @@ static int run_solver(ks_backend *be, const ks_csr *A, const double *bh, const o
                cycle_name, 1e3 * res->cycle_s, 1e3 * res->spmv_s, res->cycle_s / res->spmv_s,
                res->cycle_est, amg_prm->cycle == KS_AMG_V ? "" : ", V-cycle count");
         if (o->breakdown && vcycle_breakdown(be, r, o, cycle_name, res))
+            goto done;
+        if (o->breakdown && o->nrhs > 1 && block_breakdown(be, r, o, res))
             goto done;
     }
     fflush(stdout);
@@ -1140,6 +1296,18 @@ static json_t *level_json(const level_row *q, const result *res)
         bad |= jset(j, "profile_steps", steps);
         bad |= jset(j, "profile_us_per_cycle", jnum(q->total_us));
     }
+    if (res->many_prof_cycles > 0) {
+        json_t *steps = json_object();
+        for (int k = 0; steps && k < KS_NSTEPS; k++) {
+            if (q->blk_per_cycle[k] <= 0)
+                continue;
+            bad |= jset(steps, res->step_names[k],
+                        json_pack("{s:o, s:o}", "us_per_call", jnum(q->blk_us[k]),
+                                  "calls_per_cycle", jnum(q->blk_per_cycle[k])));
+        }
+        bad |= jset(j, "block_profile_steps", steps);
+        bad |= jset(j, "block_profile_us_per_cycle", jnum(q->blk_total_us));
+    }
     if (bad) {
         json_decref(j);
         return NULL;
@@ -1207,6 +1375,14 @@ static json_t *result_json(const result *q, const opts *o)
         bad |= jset(j, "profiled_cycles", json_integer(q->profiled_cycles));
         bad |= jset(j, "profiled_solves", json_integer(q->profiled_solves));
         bad |= jset(j, "profile_sum_seconds_per_cycle", jnum(q->profile_sum_s));
+        bad |= jset(j, "profiled_solve_seconds", jnum(q->prof_solve_s));
+    }
+    if (q->many_prof_cycles > 0) {
+        bad |= jset(j, "block_profiled_cycles", json_integer(q->many_prof_cycles));
+        bad |= jset(j, "block_profiled_solves", json_integer(q->many_prof_solves));
+        bad |= jset(j, "block_profile_sum_seconds_per_cycle", jnum(q->many_profile_sum_s));
+        bad |= jset(j, "block_profiled_solve_seconds", jnum(q->many_prof_solve_s));
+        bad |= jset(j, "block_cycle_seconds", jnum(q->many_cycle_s));
     }
     if (bad) {
         json_decref(j);

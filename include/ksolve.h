@@ -456,11 +456,12 @@ void ks_solver_print_setup(const ks_solver *s, FILE *out);
 #define KS_MAX_PHASES 16
 /* Steps of one cycle visit of a level, timed when profiling is on. */
 typedef enum ks_cycle_step {
-    KS_STEP_SMOOTH,   /* pre- and post-smoothing passes */
-    KS_STEP_RESIDUAL, /* r = b - A x before restriction */
-    KS_STEP_RESTRICT, /* b_c = R r */
-    KS_STEP_PROLONG,  /* x += P x_c */
-    KS_STEP_COARSE,   /* the coarsest level's solve */
+    KS_STEP_SMOOTH,     /* pre-smoothing passes (before the residual) */
+    KS_STEP_RESIDUAL,   /* r = b - A x before restriction */
+    KS_STEP_RESTRICT,   /* b_c = R r */
+    KS_STEP_PROLONG,    /* x += P x_c */
+    KS_STEP_COARSE,     /* the coarsest level's solve */
+    KS_STEP_POSTSMOOTH, /* post-smoothing passes (after the correction) */
     KS_NSTEPS
 } ks_cycle_step;
 
@@ -500,7 +501,7 @@ typedef struct ks_hierarchy_info {
     const char *phase_names[KS_MAX_PHASES];
     double phase_seconds[KS_MAX_PHASES];
     long profiled_cycles;             /* cycles timed step by step (see below) */
-    const char *const *step_names;    /* KS_NSTEPS names: "smooth", "residual", ... */
+    const char *const *step_names;    /* KS_NSTEPS names: "presmooth", "residual", ... */
     int ranks;                        /* the MPI ranks the levels are distributed over;
                                        * 0: a one-process hierarchy (also a distributed
                                        * matrix's on a communicator of one rank, which
@@ -518,7 +519,8 @@ ks_error ks_solver_hierarchy(const ks_solver *s, ks_hierarchy_info *info);
 /* Profile the AMG cycles: while on, each cycle times every step on every
  * level (synchronising the backend around each, so cycles run slower, and
  * without graph replay) into ks_hierarchy_level.step_seconds. Turning it on
- * clears the sums. */
+ * clears the sums. The block cycle of ks_solver_solve_many is profiled the
+ * same way, its k columns' steps timed together and counted as one cycle. */
 ks_error ks_solver_profile_cycles(ks_solver *s, int on);
 void ks_solver_destroy(ks_solver **s);
 

@@ -92,8 +92,7 @@ ks_error ks_krylov_bicgstab_many(ks_solver *s, ks_many *m)
 
         /* Half step: s = r - alpha v; a column whose s is already small
          * takes x += alpha phat and stops. */
-        KS_TRY(ks_block_axpy(a, V, R));
-        KS_TRY(ks_many_norm(m, R, snorm));
+        KS_TRY(ks_many_axpy_norm(m, a, V, R, snorm));
         int half = 0, done[KS_BLOCK_MAX_COLS];
         for (int q = 0; q < m->kr; q++) {
             done[q] = isfinite(snorm[q]) && ks_krylov_converged(ks_many_view(m, q), snorm[q]);
@@ -145,8 +144,7 @@ ks_error ks_krylov_bicgstab_many(ks_solver *s, ks_many *m)
         /* r = s - omega t */
         for (int q = 0; q < m->kr; q++)
             a[q] = -omega[q];
-        KS_TRY(ks_block_axpy(a, T, R));
-        KS_TRY(ks_many_norm(m, R, rnorm));
+        KS_TRY(ks_many_axpy_norm(m, a, T, R, rnorm));
         KS_TRY(ks_many_check(m, it, rnorm));
         for (int q = 0; q < m->kr; q++)
             rho_old[q] = rho[q];

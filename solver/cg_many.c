@@ -81,8 +81,7 @@ ks_error ks_krylov_cg_many(ks_solver *s, ks_many *m)
         KS_TRY(ks_block_axpy(alpha, P, m->Xw));
         for (int q = 0; q < m->kr; q++)
             alpha[q] = -alpha[q];
-        KS_TRY(ks_block_axpy(alpha, AP, R));
-        KS_TRY(ks_many_norm(m, R, rnorm));
+        KS_TRY(ks_many_axpy_norm(m, alpha, AP, R, rnorm));
         KS_TRY(ks_many_check(m, it, rnorm));
         KS_TRY(ks_many_retire(m, sc, 2));
         if (m->kr == 0)

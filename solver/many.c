@@ -4,6 +4,7 @@
  * the other with their single-vector solve. Either way every column ends
  * with its own statistics and the true residual recomputed. */
 #include "many.h"
+#include "../vec/vec_fused.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -93,6 +94,16 @@ ks_error ks_many_norm(ks_many *m, const ks_block *W, double *nrm)
     }
     ks_vec_destroy(&v);
     return e;
+}
+
+ks_error ks_many_axpy_norm(ks_many *m, const double *a, const ks_block *X, ks_block *Y,
+                           double *nrm)
+{
+    const char *env = getenv("KS_BLOCK_FUSED");
+    if (m->s->prm.norm == KS_NORM_L2 && !(env && strcmp(env, "0") == 0))
+        return ks_block_axpy_norm2(a, X, Y, nrm);
+    KS_TRY(ks_block_axpy(a, X, Y));
+    return ks_many_norm(m, Y, nrm);
 }
 
 ks_error ks_many_residual(ks_many *m, ks_block *R)

@@ -51,6 +51,11 @@ void ks_solver_free_columns(ks_solver *s);
 
 /* Per-column norms of W's running columns in the configured norm. */
 ks_error ks_many_norm(ks_many *m, const ks_block *W, double *nrm);
+/* Y += a X, then ks_many_norm of Y: one pass (ks_block_axpy_norm2, as the
+ * single methods' ks_krylov_axpy_norm) with the L2 norm, unless
+ * KS_BLOCK_FUSED=0 (the two calls, for A/B: the same bits). */
+ks_error ks_many_axpy_norm(ks_many *m, const double *a, const ks_block *X, ks_block *Y,
+                           double *nrm);
 /* R = Bw - A Xw */
 ks_error ks_many_residual(ks_many *m, ks_block *R);
 /* Start: R = Bw - A Xw, the norms, ks_krylov_start_norms per column (a

@@ -1513,15 +1513,21 @@ START_TEST(test_hierarchy_info_profile)
     ck_assert_int_eq(hi.profiled_cycles, iters);
     const int last = hi.nlevels - 1;
     for (int l = 0; l < last; l++) {
-        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_SMOOTH], 2 * hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_SMOOTH], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_POSTSMOOTH], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESIDUAL], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESTRICT], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_PROLONG], hi.profiled_cycles);
         ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_COARSE], 0);
         ck_assert(hi.levels[l].step_seconds[KS_STEP_SMOOTH] > 0.0);
+        ck_assert(hi.levels[l].step_seconds[KS_STEP_POSTSMOOTH] > 0.0);
     }
     ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_COARSE], hi.profiled_cycles);
+    ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_SMOOTH] +
+                         hi.levels[last].step_calls[KS_STEP_POSTSMOOTH], 0);
     ck_assert_str_eq(hi.step_names[KS_STEP_RESTRICT], "restrict");
+    ck_assert_str_eq(hi.step_names[KS_STEP_SMOOTH], "presmooth");
+    ck_assert_str_eq(hi.step_names[KS_STEP_POSTSMOOTH], "postsmooth");
     /* Off, then on again: the sums start over. */
     KS_CHECK(ks_solver_profile_cycles(s, 0));
     KS_CHECK(ks_solver_solve(s, p.b, p.x));
@@ -1541,6 +1547,78 @@ START_TEST(test_hierarchy_info_profile)
     ck_assert_int_eq(hi.nlevels, 0);
     ck_assert_int_eq(ks_solver_profile_cycles(s, 1), KS_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "JACOBI"));
+    ks_solver_destroy(&s);
+    prob_free(&p);
+}
+END_TEST
+
+/* The block cycle of solve_many is profiled as the single one: one cycle
+ * counted per block cycle (PCG's preconditioner applications: the most
+ * iterations of any column), each level's steps as often as the single
+ * cycle runs them; profiling changes no bit of the solution. */
+START_TEST(test_block_cycle_profile)
+{
+    prob p;
+    prob_gen(&p, "cpu", KS_GEN_POISSON3D_7, 16, 16, 16);
+    ks_solver_params prm;
+    params(&prm, "PCG");
+    ks_solver *s = NULL;
+    ks_hierarchy_info hi;
+    KS_CHECK(ks_solver_create_params(p.be, &prm, &s));
+    KS_CHECK(ks_solver_setup(s, p.M));
+    ck_assert(ks_amg_has_block_cycle(ks_precond_amg(s->pc)));
+    enum { K = 3 };
+    double *h = malloc((size_t)p.n * K * sizeof *h), *x0 = malloc((size_t)p.n * K * sizeof *x0),
+           *x1 = malloc((size_t)p.n * K * sizeof *x1);
+    ck_assert(h && x0 && x1);
+    for (ks_int i = 0; i < p.n; i++)
+        for (int j = 0; j < K; j++) /* columns converging at different iterations */
+            h[(size_t)i * K + j] = j == 0 ? p.bh[i] : cos((double)(j * (i + 1))) + j * p.bh[i];
+    ks_block *B = NULL, *X = NULL;
+    KS_CHECK(ks_block_create(p.be, p.n, K, &B));
+    KS_CHECK(ks_block_create(p.be, p.n, K, &X));
+    KS_CHECK(ks_block_set_host(B, h));
+    KS_CHECK(ks_block_fill(X, 0.0));
+    KS_CHECK(ks_solver_solve_many(s, B, X));
+    KS_CHECK(ks_block_get_host(X, x0));
+
+    KS_CHECK(ks_solver_profile_cycles(s, 1));
+    KS_CHECK(ks_block_fill(X, 0.0));
+    KS_CHECK(ks_solver_solve_many(s, B, X));
+    KS_CHECK(ks_block_get_host(X, x1));
+    ck_assert_int_eq(ks_solver_stats(s)->status, KS_SOLVE_CONVERGED);
+    ck_assert(memcmp(x0, x1, (size_t)p.n * K * sizeof *x0) == 0);
+    const int iters = ks_solver_stats(s)->iterations;
+    KS_CHECK(ks_solver_hierarchy(s, &hi));
+    ck_assert_int_gt(iters, 2);
+    ck_assert_int_eq(hi.profiled_cycles, iters);
+    const int last = hi.nlevels - 1;
+    ck_assert_int_ge(last, 2);
+    for (int l = 0; l < last; l++) {
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_SMOOTH], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_POSTSMOOTH], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESIDUAL], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_RESTRICT], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_PROLONG], hi.profiled_cycles);
+        ck_assert_int_eq(hi.levels[l].step_calls[KS_STEP_COARSE], 0);
+        ck_assert(hi.levels[l].step_seconds[KS_STEP_SMOOTH] > 0.0);
+        ck_assert(hi.levels[l].step_seconds[KS_STEP_POSTSMOOTH] > 0.0);
+        ck_assert(hi.levels[l].step_seconds[KS_STEP_RESTRICT] > 0.0);
+    }
+    ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_COARSE], hi.profiled_cycles);
+    ck_assert_int_eq(hi.levels[last].step_calls[KS_STEP_SMOOTH] +
+                         hi.levels[last].step_calls[KS_STEP_POSTSMOOTH], 0);
+    ck_assert(hi.levels[last].step_seconds[KS_STEP_COARSE] > 0.0);
+    KS_CHECK(ks_solver_profile_cycles(s, 0));
+    KS_CHECK(ks_block_fill(X, 0.0));
+    KS_CHECK(ks_solver_solve_many(s, B, X));
+    KS_CHECK(ks_solver_hierarchy(s, &hi));
+    ck_assert_int_eq(hi.profiled_cycles, 0);
+    ks_block_destroy(&B);
+    ks_block_destroy(&X);
+    free(h);
+    free(x0);
+    free(x1);
     ks_solver_destroy(&s);
     prob_free(&p);
 }
@@ -1579,6 +1657,7 @@ int main(void)
     tcase_add_test(tc, test_odd_sweeps);
     tcase_add_test(tc, test_float_hierarchy);
     tcase_add_test(tc, test_hierarchy_info_profile);
+    tcase_add_test(tc, test_block_cycle_profile);
 #ifdef _OPENMP
     /* Needs a second thread; with OMP_NUM_THREADS=1 (valgrind runs) the
      * team cannot grow without leaving libgomp's pool behind. */

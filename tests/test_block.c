@@ -5,6 +5,7 @@
  * KS_BLOCK_MAX_COLS; column get/set/gather/scatter and compaction; bad
  * input. The same checks on the cuda backend (skipped without a GPU). */
 #include "ks_test.h"
+#include "vec/vec_fused.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -212,6 +213,106 @@ END_TEST
 START_TEST(kernels_cuda) { check_kernels("cuda"); }
 END_TEST
 
+/* m doubles of a block on the host (malloc'ed). */
+static double *host_of(const ks_block *X)
+{
+    const size_t m = (size_t)ks_block_rows(X) * ks_block_cols(X);
+    double *h = malloc((m ? m : 1) * sizeof(double));
+    ck_assert(h);
+    KS_CHECK(ks_block_get_host(X, h));
+    return h;
+}
+
+/* ks_block_axpy_norm2 (the fused kernel where the backend has one) against
+ * ks_block_axpy, then ks_block_norm2: the same bits in Y and the norms;
+ * both against a host float64 loop; on the cpu each column's norm also has
+ * the bits of ks_vec_axpy_norm2 on that column (the single solve's). */
+static void check_axpy_norm2(const char *name)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create(name, &be));
+    const int cpu = strcmp(name, "cpu") == 0;
+    for (int s = 0; s < NS; s++)
+        for (int t = 0; t < NK; t++) {
+            const ks_int n = sizes[s];
+            const int k = kcols[t];
+            const size_t m = (size_t)n * k;
+            double *hx = rand_host(m), *hy = rand_host(m), a[KS_BLOCK_MAX_COLS];
+            for (int j = 0; j < k; j++) /* a zero scalar: the column keeps its values */
+                a[j] = j % 5 == 4 ? 0.0 : 2.0 * ks_test_urand() - 1.0;
+            ks_block *X = block_from(be, n, k, hx), *Y1 = block_from(be, n, k, hy),
+                     *Y2 = block_from(be, n, k, hy);
+            double r1[KS_BLOCK_MAX_COLS], r2[KS_BLOCK_MAX_COLS];
+            KS_CHECK(ks_block_axpy(a, X, Y1));
+            KS_CHECK(ks_block_norm2(Y1, r1));
+            KS_CHECK(ks_block_axpy_norm2(a, X, Y2, r2));
+            double *y1 = host_of(Y1), *y2 = host_of(Y2);
+            ck_assert_msg(memcmp(y1, y2, m * sizeof(double)) == 0,
+                          "%s: n %ld k %d: Y differs from ks_block_axpy's", name, (long)n, k);
+            for (int j = 0; j < k; j++) {
+                ck_assert_msg(r1[j] == r2[j], "%s: n %ld k %d column %d: norm %.17g, two "
+                              "calls %.17g", name, (long)n, k, j, r2[j], r1[j]);
+                double ss = 0.0;
+                for (ks_int i = 0; i < n; i++) {
+                    const double yi = hy[(size_t)i * k + j] + a[j] * hx[(size_t)i * k + j];
+                    ck_assert(fabs(y2[(size_t)i * k + j] - yi) <= 1e-15 * (1.0 + fabs(yi)));
+                    ss += yi * yi;
+                }
+                ck_assert_msg(fabs(r2[j] - sqrt(ss)) <= 1e-13 * sqrt(ss), "%s: n %ld k %d "
+                              "column %d: norm %.17g, host %.17g", name, (long)n, k, j, r2[j],
+                              sqrt(ss));
+                if (cpu) {
+                    ks_vec *xv = col(X, j), *yv = NULL;
+                    KS_CHECK(ks_vec_create(be, n, &yv));
+                    for (ks_int i = 0; i < n; i++)
+                        y1[i] = hy[(size_t)i * k + j];
+                    KS_CHECK(ks_vec_set_host(yv, y1));
+                    double rv;
+                    KS_CHECK(ks_vec_axpy_norm2(a[j], xv, yv, &rv));
+                    ck_assert_msg(rv == r2[j], "cpu: n %ld k %d column %d: norm %.17g, the "
+                                  "vector's %.17g", (long)n, k, j, r2[j], rv);
+                    expect_col(Y2, j, yv, 0.0, "axpy_norm2 column against the vector's");
+                    ks_vec_destroy(&xv);
+                    ks_vec_destroy(&yv);
+                }
+            }
+            free(y1);
+            free(y2);
+            ks_block_destroy(&X);
+            ks_block_destroy(&Y1);
+            ks_block_destroy(&Y2);
+            free(hx);
+            free(hy);
+        }
+
+    /* Squares that overflow (column 0) or underflow (1) take the careful
+     * norm; a column that becomes zero (2) has norm 0; X == Y is y *= 1 + a. */
+    double hx[6] = {1e200, 1e-200, 1.0, 2e200, 1e-200, -3.0};
+    double hy[6] = {0.0, 0.0, -2.0, 1e200, 1e-200, 6.0}, a[3] = {1.0, 1.0, 2.0}, r[3];
+    ks_block *X = block_from(be, 2, 3, hx), *Y = block_from(be, 2, 3, hy);
+    KS_CHECK(ks_block_axpy_norm2(a, X, Y, r));
+    ck_assert(fabs(r[0] - sqrt(1.0 + 9.0) * 1e200) <= 1e-14 * r[0]);
+    ck_assert(fabs(r[1] - sqrt(1.0 + 4.0) * 1e-200) <= 1e-14 * r[1]);
+    ck_assert(r[2] == 0.0);
+    KS_CHECK(ks_block_axpy_norm2(a, Y, Y, r));
+    ck_assert(fabs(r[2]) == 0.0 && fabs(r[0] - 2.0 * sqrt(10.0) * 1e200) <= 1e-14 * r[0]);
+    ks_block *Z = NULL;
+    KS_CHECK(ks_block_create(be, 2, 2, &Z));
+    ck_assert_int_eq(ks_block_axpy_norm2(a, X, Z, r), KS_ERR_SIZE);
+    ck_assert_int_eq(ks_block_axpy_norm2(NULL, X, Y, r), KS_ERR_ARG);
+    ck_assert_int_eq(ks_block_axpy_norm2(a, X, Y, NULL), KS_ERR_ARG);
+    ks_block_destroy(&X);
+    ks_block_destroy(&Y);
+    ks_block_destroy(&Z);
+    ks_backend_destroy(&be);
+}
+
+START_TEST(axpy_norm2_cpu) { check_axpy_norm2("cpu"); }
+END_TEST
+
+START_TEST(axpy_norm2_cuda) { check_axpy_norm2("cuda"); }
+END_TEST
+
 /* The norm of a column whose squares overflow or underflow. */
 START_TEST(norm2_scaled)
 {
@@ -295,13 +396,17 @@ int main(void)
     TCase *tc = tcase_create("cpu");
     tcase_add_test(tc, kernels_cpu);
     tcase_add_test(tc, norm2_scaled);
+    tcase_add_test(tc, axpy_norm2_cpu);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("cuda");
-    if (ks_test_have_cuda())
+    if (ks_test_have_cuda()) {
         tcase_add_test(tc, kernels_cuda);
-    else
-        ks_test_skip(1, "no CUDA device: cuda block kernels against column-wise vectors");
+        tcase_add_test(tc, axpy_norm2_cuda);
+    } else {
+        ks_test_skip(2, "no CUDA device: cuda block kernels against column-wise vectors, the "
+                        "fused block axpy and norm against the two calls");
+    }
     suite_add_tcase(s, tc);
     return ks_test_run(s);
 }

@@ -155,6 +155,12 @@ typedef struct ks_backend_ops {
     ks_error (*bsmooth)(ks_backend *be, ks_int n, int k, double a, double c, const double *w,
                         const double *b, const double *t, const double *xin,
                         const double *xprev, double *xout);
+    /* Optional (NULL: baxpby, then bdot): y[:,j] += a[j] x[:,j], then
+     * r[j] = y[:,j].y[:,j] in the same pass, each column's sum in bdot's
+     * order and y updated as baxpby updates it (b = 1), so the results
+     * have the two calls' bits (vec/vec_fused.h, ks_block_axpy_norm2). */
+    ks_error (*baxpy_dot)(ks_backend *be, ks_int n, int k, const double *a, const double *x,
+                          double *y, double *r);
 
     /* Capabilities, for code outside vec/ (which never compares kinds):
      * host_memory = 1 when the backend's memory is ordinary host memory

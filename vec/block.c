@@ -2,6 +2,7 @@
  * block kernels. As for ks_vec, every block of one operation must live on
  * the same backend object and have the same shape. */
 #include "backend.h"
+#include "vec_fused.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -269,6 +270,27 @@ ks_error ks_block_norm2(const ks_block *X, double *r)
         r[j] = sqrt(r[j]);
         if (r[j] == 0.0 || isinf(r[j]))
             KS_TRY(col_norm2(X, j, &r[j]));
+    }
+    return KS_OK;
+}
+
+ks_error ks_block_axpy_norm2(const double *a, const ks_block *X, ks_block *Y, double *r)
+{
+    KS_TRY(same(X, Y, "ks_block_axpy_norm2", "X", "Y"));
+    KS_TRY(need_scalars(a, "ks_block_axpy_norm2", "a"));
+    if (!r)
+        return ks_seterr(KS_ERR_ARG, "ks_block_axpy_norm2: NULL result array");
+    if (!OPS(X)->baxpy_dot || X == Y) {
+        KS_TRY(ks_block_axpy(a, X, Y));
+        return ks_block_norm2(Y, r);
+    }
+    for (int j = 0; j < X->k; j++)
+        r[j] = 0.0;
+    KS_TRY(X->n ? OPS(X)->baxpy_dot(X->be, X->n, X->k, a, X->data, Y->data, r) : KS_OK);
+    for (int j = 0; j < X->k; j++) {
+        r[j] = sqrt(r[j]);
+        if (r[j] == 0.0 || isinf(r[j]))
+            KS_TRY(col_norm2(Y, j, &r[j]));
     }
     return KS_OK;
 }

@@ -92,6 +92,40 @@ static __global__ void k_bdot_part(ks_int n, int k, int j0, int kc, int R,
         part[(size_t)t * red_blocks + blockIdx.x] = s[t];
 }
 
+/* k_bdot_part's walk with y[:,j] += a[j] x[:,j] first: each entry is
+ * visited once, updated as k_baxpby updates it (b = 1), and its new value
+ * squared into the column's sum in k_bdot_part's order, so y and the sums
+ * have the bits of ks_cuda_baxpby, then ks_cuda_bdot(y, y). */
+static __global__ void k_baxpy_dot_part(ks_int n, int k, int j0, int kc, int R, bscalars s,
+                                        const double *__restrict__ x, double *__restrict__ y,
+                                        double *part, int red_blocks)
+{
+    __shared__ double sh[KS_BCU_THREADS];
+    const int t = threadIdx.x;
+    double acc = 0.0;
+    if (t < R * kc) {
+        const int j = j0 + t % kc;
+        const double a = s.a[j];
+        for (long long i = (long long)blockIdx.x * R + t / kc; i < n;
+             i += (long long)gridDim.x * R) {
+            const long long e = i * k + j;
+            const double v = y[e];
+            const double w = a * x[e] + v;
+            y[e] = w;
+            acc += w * w;
+        }
+    }
+    sh[t] = acc;
+    __syncthreads();
+    for (int h = R / 2; h >= 1; h /= 2) {
+        if (t < h * kc)
+            sh[t] += sh[t + h * kc];
+        __syncthreads();
+    }
+    if (t < kc)
+        part[(size_t)t * red_blocks + blockIdx.x] = sh[t];
+}
+
 static unsigned flat_grid(long long total)
 {
     long long b = (total + KS_BCU_THREADS - 1) / KS_BCU_THREADS;
@@ -159,6 +193,39 @@ extern "C" ks_error ks_cuda_bscatter(ks_backend *be, ks_int n, int m, const doub
     BLAUNCH(k_bscatter, (long long)n * m, m, y, column_list(m, cols), kx, x);
 }
 
+/* The grid of ks_cuda_bdot's chunk of kc columns: R rows a block step. */
+static int bdot_rows(int kc)
+{
+    int R = 1;
+    while (2 * R * kc <= KS_BCU_THREADS)
+        R *= 2;
+    return R;
+}
+
+static int bdot_grid(ks_int n, int R)
+{
+    const int rb = ks_cuda_red_blocks();
+    long long g = ((long long)n + R - 1) / R;
+    return (int)(g < 1 ? 1 : g < rb ? g : rb);
+}
+
+/* As ks_cuda_bdot, chunk by chunk: each chunk's columns updated and
+ * summed in one kernel. */
+extern "C" ks_error ks_cuda_baxpy_dot(ks_backend *be, ks_int n, int k, const double *a,
+                                      const double *x, double *y, double *r)
+{
+    const bscalars s = scalars(k, a, NULL, NULL);
+    for (int j0 = 0; j0 < k; j0 += KS_VEC_MULTI_MAX) {
+        const int kc = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
+        const int R = bdot_rows(kc), grid = bdot_grid(n, R);
+        k_baxpy_dot_part<<<grid, KS_BCU_THREADS, 0, stream_of(be)>>>(
+            n, k, j0, kc, R, s, x, y, ks_cuda_partials(be), ks_cuda_red_blocks());
+        KS_CUDA_LAUNCH_CHECK("k_baxpy_dot_part");
+        KS_TRY(ks_cuda_finish_sum(be, grid, kc, r + j0));
+    }
+    return KS_OK;
+}
+
 /* In chunks of at most KS_VEC_MULTI_MAX columns (the partials scratch). */
 extern "C" ks_error ks_cuda_bdot(ks_backend *be, ks_int n, int k, const double *x,
                                  const double *y, double *r)
@@ -166,11 +233,7 @@ extern "C" ks_error ks_cuda_bdot(ks_backend *be, ks_int n, int k, const double *
     const int rb = ks_cuda_red_blocks();
     for (int j0 = 0; j0 < k; j0 += KS_VEC_MULTI_MAX) {
         const int kc = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
-        int R = 1;
-        while (2 * R * kc <= KS_BCU_THREADS)
-            R *= 2;
-        long long g = ((long long)n + R - 1) / R;
-        const int grid = (int)(g < 1 ? 1 : g < rb ? g : rb);
+        const int R = bdot_rows(kc), grid = bdot_grid(n, R);
         k_bdot_part<<<grid, KS_BCU_THREADS, 0, stream_of(be)>>>(n, k, j0, kc, R, x, y,
                                                                 ks_cuda_partials(be), rb);
         KS_CUDA_LAUNCH_CHECK("k_bdot_part");

@@ -26,6 +26,8 @@ ks_error ks_cuda_bpmul(ks_backend *be, ks_int n, int k, const double *w, const d
                        double *y);
 ks_error ks_cuda_bdot(ks_backend *be, ks_int n, int k, const double *x, const double *y,
                       double *r);
+ks_error ks_cuda_baxpy_dot(ks_backend *be, ks_int n, int k, const double *a, const double *x,
+                           double *y, double *r);
 ks_error ks_cuda_bgather(ks_backend *be, ks_int n, int kx, const double *x, int m,
                          const int *cols, double *y);
 ks_error ks_cuda_bscatter(ks_backend *be, ks_int n, int m, const double *y, const int *cols,

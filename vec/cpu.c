@@ -266,6 +266,14 @@ static inline double axpy_sq(double a, const double *x, double *y, ks_int j)
     return v * v;
 }
 
+static inline double baxpy_sq(double a, const double *x, double *y, size_t e)
+{
+    double v = y[e];
+    v = a * x[e] + v;
+    y[e] = v;
+    return v * v;
+}
+
 static double block_axpy_sq(double a, const double *x, double *y, ks_int lo, ks_int hi)
 {
     LANES_DECL;
@@ -318,7 +326,8 @@ typedef struct red_args {
     const double *const *xs, *const *ys; /* mdot's k pairs */
     int k;
     double a;
-    double *w; /* written (axpy_norm2) */
+    double *w; /* written (axpy_norm2, baxpy_dot) */
+    const double *as; /* per-column scalars (baxpy_dot) */
 } red_args;
 
 /* Computes nout values for entries [lo, hi) into out[0..nout). */
@@ -398,6 +407,27 @@ static void blk_bdot(const red_args *g, ks_int lo, ks_int hi, double *out)
         out[j] = block_dot_col(g->u + j, g->v + j, stride, lo, hi);
 }
 
+/* Column j of the block y (stride k) updated as ks_cpu_baxpby updates it
+ * (b = 1), each new entry's square summed as block_dot_col sums: the bits
+ * of baxpby, then bdot. */
+static double block_baxpy_sq_col(double a, const double *x, double *y, int stride, ks_int lo,
+                                 ks_int hi)
+{
+    LANES_DECL;
+#define BAXPY_SQ_TERM(j) baxpy_sq(a, x, y, (size_t)(j) * (size_t)stride)
+    LANES_LOOP(lo, hi, BAXPY_SQ_TERM);
+#undef BAXPY_SQ_TERM
+    return LANES_SUM;
+}
+
+/* Columns 0 .. g->k - 1 of g->x, g->w (stride g->a), scalars g->as. */
+static void blk_baxpy_sq(const red_args *g, ks_int lo, ks_int hi, double *out)
+{
+    const int stride = (int)g->a;
+    for (int j = 0; j < g->k; j++)
+        out[j] = block_baxpy_sq_col(g->as[j], g->x + j, g->w + j, stride, lo, hi);
+}
+
 static void blk_asum(const red_args *g, ks_int lo, ks_int hi, double *out)
 {
     out[0] = block_asum(g->x, lo, hi);
@@ -475,6 +505,21 @@ static ks_error cpu_bdot(ks_backend *be, ks_int n, int k, const double *x, const
     return KS_OK;
 }
 
+/* Block y += a x and its columns' squared sums in one pass: the row
+ * blocks of cpu_bdot, each column updated, then squared, while its block
+ * is in cache. */
+static ks_error cpu_baxpy_dot(ks_backend *be, ks_int n, int k, const double *a, const double *x,
+                              double *y, double *r)
+{
+    (void)be;
+    for (int j0 = 0; j0 < k; j0 += KS_VEC_MULTI_MAX) {
+        int m = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
+        red_args g = {.x = x + j0, .w = y + j0, .as = a + j0, .k = m, .a = (double)k};
+        KS_TRY(reduce_blocks(n, m, blk_baxpy_sq, &g, 0, r + j0));
+    }
+    return KS_OK;
+}
+
 static ks_error cpu_norm1(ks_backend *be, ks_int n, const double *x, double *r)
 {
     (void)be;
@@ -538,4 +583,5 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .bgather = ks_cpu_bgather,
     .bscatter = ks_cpu_bscatter,
     .bsmooth = ks_cpu_bsmooth,
+    .baxpy_dot = cpu_baxpy_dot,
 };

@@ -47,6 +47,12 @@ ks_error ks_vec_axpbypcz(double a, const ks_vec *x, double b, const ks_vec *y, d
                          ks_vec *z);
 /* y += a x, then *r = ||y||_2 */
 ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r);
+/* Y[:,j] += a[j] X[:,j], then r[j] = ||Y[:,j]||_2: ks_block_axpy and
+ * ks_block_norm2 in one pass over Y where the backend has the fused kernel
+ * (the same bits either way; a column whose squared sum over- or
+ * underflowed gets the careful norm, as ks_block_norm2). The block Krylov
+ * methods' ks_vec_axpy_norm2. */
+ks_error ks_block_axpy_norm2(const double *a, const ks_block *X, ks_block *Y, double *r);
 /* xout = xin + c (w .* r) + a (xin - xprev), see backend.h (xin, xprev
  * may be NULL: zero). */
 ks_error ks_vec_smooth_update(double a, double c, const ks_vec *w, const ks_vec *r,

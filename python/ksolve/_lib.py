@@ -16,7 +16,7 @@ from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int
 ks_int = c_int32
 ks_gint = c_int64
 ks_error = c_int
-KS_NSTEPS = 5
+KS_NSTEPS = 6
 KS_MAX_PHASES = 16
 
 

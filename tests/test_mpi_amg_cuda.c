@@ -794,7 +794,7 @@ END_TEST
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 8 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 9 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 

@@ -107,14 +107,15 @@ static ks_error device_blocks(const ks_matrix_dist *md, ks_int nbelow, double th
     return e;
 }
 
-/* The host blocks' strength into S (the host function's arrays taken). */
+/* The host blocks' strength into S (the host function's arrays taken):
+ * the matrix's own blocks, whose rows were checked when it was made. */
 static ks_error host_blocks(const ks_matrix_dist *md, ks_int nbelow, double theta,
                             double max_row_sum, ks_dist_strength *S)
 {
     const ks_csr *G = md->ghost ? ks_matrix_host_csr(md->ghost) : NULL;
     ks_strength SG;
-    KS_TRY(ks_amg_strength_classical_blocks(ks_matrix_host_csr(md->local), G, nbelow, theta,
-                                            max_row_sum, &S->local, &SG));
+    KS_TRY(ks_amg_strength_classical_blocks_valid(ks_matrix_host_csr(md->local), G, nbelow,
+                                                  theta, max_row_sum, &S->local, &SG));
     S->grp = SG.rowptr;
     S->gci = SG.colind;
     return KS_OK;

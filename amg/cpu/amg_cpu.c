@@ -62,8 +62,10 @@ static ks_error cpu_strength_classical_blocks(const ks_sparse *L, const ks_spars
                                                        : "NULL output");
     ks_csr l = ks_sparse_as_csr(L), g = G ? ks_sparse_as_csr(G) : l;
     ks_strength sl, sg;
-    ks_error e = ks_amg_strength_classical_blocks(&l, G ? &g : NULL, nbelow, theta, mrs, &sl,
-                                                  &sg);
+    /* as the cuda entry, rows a setup step made or a matrix checked are not scanned */
+    ks_error e = (L->valid && (!G || G->valid) ? ks_amg_strength_classical_blocks_valid
+                                               : ks_amg_strength_classical_blocks)(
+        &l, G ? &g : NULL, nbelow, theta, mrs, &sl, &sg);
     KS_TRY(adopt_strength(L->be, e, &sl, SL));
     return adopt_pattern(L->be, e, &sg, G ? G->ncols : 0, SG);
 }

@@ -40,6 +40,12 @@ ks_error ks_amg_strength_classical(const ks_csr *A, double theta, double max_row
 ks_error ks_amg_strength_classical_blocks(const ks_csr *L, const ks_csr *G, ks_int nbelow,
                                           double theta, double max_row_sum, ks_strength *SL,
                                           ks_strength *SG);
+/* The same for blocks whose rows are known good (a matrix's own blocks,
+ * checked when it was made: ks_sparse.valid): their columns are not
+ * scanned again, only the shapes and parameters checked. */
+ks_error ks_amg_strength_classical_blocks_valid(const ks_csr *L, const ks_csr *G, ks_int nbelow,
+                                                double theta, double max_row_sum,
+                                                ks_strength *SL, ks_strength *SG);
 /* Symmetric measure for aggregation: |a_ij| >= theta * sqrt(|a_ii a_jj|). */
 ks_error ks_amg_strength_symmetric(const ks_csr *A, double theta, ks_strength *S);
 ks_error ks_strength_transpose(const ks_strength *S, ks_strength *ST);

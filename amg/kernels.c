@@ -422,3 +422,33 @@ ks_error ks_amgk_same_pattern(ks_amg_exec *x, const ks_sparse *A, const ks_spars
     free_all(&Ah, &Bh, NULL);
     return e;
 }
+
+ks_error ks_amgk_strength_classical_blocks(ks_amg_exec *x, const ks_sparse *L,
+                                           const ks_sparse *G, ks_int nbelow, double theta,
+                                           double max_row_sum, ks_sparse *SL, ks_sparse *SG)
+{
+    const ks_amg_kernels *K = table_of(L->be);
+    if (K && K->strength_classical_blocks) {
+        ks_error e = K->strength_classical_blocks(L, G, nbelow, theta, max_row_sum, SL, SG);
+        produced_graph(e, SL);
+        return produced(e, SG);
+    }
+    ks_sparse Lh = {0}, Gh = {0}, Sl, Sg;
+    KS_TRY(stage(x, KS_OP_STRENGTH));
+    ks_error e = in(x, L, &Lh);
+    if (e == KS_OK)
+        e = in(x, G, &Gh);
+    if (e == KS_OK)
+        e = CPU->strength_classical_blocks(&Lh, G ? &Gh : NULL, nbelow, theta, max_row_sum,
+                                           &Sl, &Sg);
+    free_all(&Lh, &Gh, NULL);
+    if (e == KS_OK) {
+        e = out(&Sl, L->be, SL);
+        if (e == KS_OK)
+            e = out(&Sg, L->be, SG);
+        else
+            ks_sparse_free(&Sg);
+    }
+    produced_graph(e, SL);
+    return produced(e, SG);
+}

@@ -72,6 +72,15 @@ typedef struct ks_amg_kernels {
      * diagonal must have passed check_diagonal. */
     ks_error (*smoother_weights)(const ks_sparse *A, ks_amg_smoother_kind kind, double omega,
                                  double *w);
+    /* The classical strength of a distributed matrix's rows on one rank
+     * (mpi/strength_dist.c): L (n x n) its owned columns, G (n x ng, NULL:
+     * none) the ghost columns in ascending global order, the first nbelow
+     * of them below the rank's rows. SL (n x n) and SG (n x ng) the strong
+     * columns of each block: row for row strength_classical of the whole
+     * row, its sum taken in global column order (amg_cpu.h). */
+    ks_error (*strength_classical_blocks)(const ks_sparse *L, const ks_sparse *G, ks_int nbelow,
+                                          double theta, double max_row_sum, ks_sparse *SL,
+                                          ks_sparse *SG);
 } ks_amg_kernels;
 
 extern const ks_amg_kernels ks_amg_cpu_kernels;
@@ -133,6 +142,9 @@ ks_error ks_amgk_rap_numeric(ks_amg_exec *x, const ks_sparse *R, const ks_sparse
                              const ks_sparse *P, ks_sparse *Ac, int *outside);
 ks_error ks_amgk_same_pattern(ks_amg_exec *x, const ks_sparse *A, const ks_sparse *B,
                               int *same);
+ks_error ks_amgk_strength_classical_blocks(ks_amg_exec *x, const ks_sparse *L,
+                                           const ks_sparse *G, ks_int nbelow, double theta,
+                                           double max_row_sum, ks_sparse *SL, ks_sparse *SG);
 
 #ifdef __cplusplus
 }

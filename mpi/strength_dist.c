@@ -5,10 +5,15 @@
  * communication is needed, since a rank holds all entries of its rows.
  * The row sum is added in global column order -- the ghosts below this
  * rank's first row, the owned columns, then the ghosts above -- which is
- * the serial loop's order, so the max_row_sum test sees the same bits. */
+ * the serial loop's order, so the max_row_sum test sees the same bits.
+ *
+ * The rule on the two blocks is the AMG table's strength_classical_blocks
+ * (amg/kernels.h). On a host-memory backend its host function reads the
+ * blocks in place; on a device the blocks are read where they live (no
+ * host copy of A is made for this step) and S comes back to the host,
+ * where the splitting and the interpolation read it. */
 #include "amg_dist.h"
 
-#include <math.h>
 #include <string.h>
 
 void ks_dist_strength_free(ks_dist_strength *S)
@@ -21,78 +26,30 @@ void ks_dist_strength_free(ks_dist_strength *S)
     memset(S, 0, sizeof *S);
 }
 
-/* One row's two blocks. G's columns ascend by global id; those before
- * `split` lie below the rank's own rows. */
-typedef struct row_view {
-    const double *lv, *gv;
-    const ks_int *lc, *gc;
-    ks_int nl, ng, split;
-} row_view;
-
-static row_view row_of(const ks_csr *L, const ks_csr *G, const ks_gint *gid, ks_gint lo,
-                       ks_int i)
+/* The ghosts below global row lo: their count (gid ascends, and no ghost
+ * is one of this rank's own columns, so they are a prefix). */
+static ks_int ghosts_below(const ks_gint *gid, ks_int ng, ks_gint lo)
 {
-    row_view r = {0};
-    r.lv = L->val + L->rowptr[i];
-    r.lc = L->colind + L->rowptr[i];
-    r.nl = L->rowptr[i + 1] - L->rowptr[i];
-    if (G) {
-        r.gv = G->val + G->rowptr[i];
-        r.gc = G->colind + G->rowptr[i];
-        r.ng = G->rowptr[i + 1] - G->rowptr[i];
+    ks_int a = 0, b = ng;
+    while (a < b) {
+        const ks_int m = a + (b - a) / 2;
+        if (gid[m] < lo)
+            a = m + 1;
+        else
+            b = m;
     }
-    while (r.split < r.ng && gid[r.gc[r.split]] < lo)
-        r.split++;
-    return r;
+    return a;
 }
 
-/* amg/cpu/strength.c's classical_cut over both blocks: 0 when the row has
- * no strong entries, else the sign s and threshold cut. */
-static int row_cut(const row_view *r, ks_int i, double theta, double max_row_sum, double *s_out,
-                   double *cut)
+/* 1 when M's values can be read on its backend (not released). */
+static int values_there(const ks_matrix *M)
 {
-    double diag = 0.0, rowsum = 0.0, scale = 0.0;
-    for (ks_int k = 0; k < r->split; k++)
-        rowsum += r->gv[k];
-    for (ks_int k = 0; k < r->nl; k++) {
-        rowsum += r->lv[k];
-        if (r->lc[k] == i)
-            diag += r->lv[k];
-    }
-    for (ks_int k = r->split; k < r->ng; k++)
-        rowsum += r->gv[k];
-    const double s = diag < 0.0 ? -1.0 : 1.0;
-    /* A maximum: the order of the blocks does not matter. */
-    for (ks_int k = 0; k < r->nl; k++)
-        if (r->lc[k] != i && -s * r->lv[k] > scale)
-            scale = -s * r->lv[k];
-    for (ks_int k = 0; k < r->ng; k++)
-        if (-s * r->gv[k] > scale)
-            scale = -s * r->gv[k];
-    if (!(scale > 0.0) || (max_row_sum < 1.0 && fabs(rowsum) > max_row_sum * fabs(diag)))
-        return 0;
-    *s_out = s;
-    *cut = theta * scale;
-    return 1;
+    const ks_sparse *A = ks_matrix_sparse(M);
+    return A->val || A->nnz == 0;
 }
 
-/* The strong entries of one block (skip = the diagonal's column, or -1). */
-static ks_int pick(const double *v, const ks_int *c, ks_int n, ks_int skip, double s, double cut,
-                   ks_int *out)
-{
-    ks_int cnt = 0;
-    for (ks_int k = 0; k < n; k++) {
-        const double w = -s * v[k];
-        if (c[k] != skip && w > 0.0 && w >= cut) {
-            if (out)
-                out[cnt] = c[k];
-            cnt++;
-        }
-    }
-    return cnt;
-}
-
-static ks_error check_args(const ks_matrix *A, double theta, double max_row_sum, const char *who)
+static ks_error check_args(const ks_matrix *A, int on_host, double theta, double max_row_sum,
+                           const char *who)
 {
     if (!(theta >= 0.0 && theta <= 1.0))
         return ks_seterr(KS_ERR_ARG, "%s: strength_threshold = %g, expected a value in [0, 1]",
@@ -100,60 +57,67 @@ static ks_error check_args(const ks_matrix *A, double theta, double max_row_sum,
     if (!(max_row_sum > 0.0 && max_row_sum <= 1.0))
         return ks_seterr(KS_ERR_ARG, "%s: max_row_sum = %g, expected a value in (0, 1] "
                          "(1 disables the test)", who, max_row_sum);
-    if (!ks_matrix_host_csr(A->dist->local) ||
-        (A->dist->ghost && !ks_matrix_host_csr(A->dist->ghost)))
+    const ks_matrix *L = A->dist->local, *G = A->dist->ghost;
+    if (on_host && (!ks_matrix_host_csr(L) || (G && !ks_matrix_host_csr(G))))
         return ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the host",
                          who);
+    if (!on_host && (!values_there(L) || (G && !values_there(G))))
+        return ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the %s "
+                         "backend (released)", who, ks_backend_name(L->be));
     return KS_OK;
 }
 
-/* Both parts' rows: counts, prefix sums, then the columns (rows come out
- * sorted because the blocks' rows are). */
-static ks_error fill(const ks_csr *L, const ks_csr *G, const ks_gint *gid, ks_gint lo,
-                     double theta, double max_row_sum, ks_dist_strength *S)
+/* n ks_ints at p on be into a new host array (one extra slot, as the
+ * host function allocates, so an empty part is not NULL). */
+static ks_error fetch_ints(ks_backend *be, const ks_int *p, size_t n, ks_int **out)
 {
-    const ks_int n = L->nrows;
-    double *rs = ks_malloc(2 * ((size_t)n + 1) * sizeof *rs, "strength row thresholds");
-    S->local.n = n;
-    S->local.rowptr = ks_calloc((size_t)n + 1, sizeof(ks_int), "strength row pointers");
-    S->grp = ks_calloc((size_t)n + 1, sizeof(ks_int), "strength ghost row pointers");
-    if (!rs || !S->local.rowptr || !S->grp) {
-        free(rs);
+    *out = ks_malloc(n * sizeof(ks_int) + 1, "strength pattern (host copy)");
+    if (!*out)
         return KS_ERR_MEMORY;
-    }
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++) {
-        const row_view r = row_of(L, G, gid, lo, i);
-        double s = 1.0, cut = 0.0;
-        ks_int cl = 0, cg = 0;
-        if (row_cut(&r, i, theta, max_row_sum, &s, &cut)) {
-            cl = pick(r.lv, r.lc, r.nl, i, s, cut, NULL);
-            cg = pick(r.gv, r.gc, r.ng, -1, s, cut, NULL);
-        }
-        rs[2 * (size_t)i] = s;
-        rs[2 * (size_t)i + 1] = cut;
-        S->local.rowptr[i + 1] = cl;
-        S->grp[i + 1] = cg;
-    }
-    ks_rowptr_scan(S->local.rowptr, n); /* a row's entries are at most n + nghost */
-    ks_rowptr_scan(S->grp, n);
-    S->local.colind = ks_malloc((size_t)S->local.rowptr[n] * sizeof(ks_int) + 1,
-                                "strength columns");
-    S->gci = ks_malloc((size_t)S->grp[n] * sizeof(ks_int) + 1, "strength ghost columns");
-    if (!S->local.colind || !S->gci) {
-        free(rs);
-        return KS_ERR_MEMORY;
-    }
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++) {
-        if (S->local.rowptr[i + 1] == S->local.rowptr[i] && S->grp[i + 1] == S->grp[i])
-            continue;
-        const row_view r = row_of(L, G, gid, lo, i);
-        const double s = rs[2 * (size_t)i], cut = rs[2 * (size_t)i + 1];
-        pick(r.lv, r.lc, r.nl, i, s, cut, S->local.colind + S->local.rowptr[i]);
-        pick(r.gv, r.gc, r.ng, -1, s, cut, S->gci + S->grp[i]);
-    }
-    free(rs);
+    return n ? be->ops->download(be, *out, p, n * sizeof(ks_int)) : KS_OK;
+}
+
+/* The device blocks' strength, brought into S's host arrays. */
+static ks_error device_blocks(const ks_matrix_dist *md, ks_int nbelow, double theta,
+                              double max_row_sum, ks_dist_strength *S)
+{
+    const ks_sparse *L = ks_matrix_sparse(md->local);
+    const ks_sparse *G = md->ghost ? ks_matrix_sparse(md->ghost) : NULL;
+    ks_backend *be = L->be;
+    ks_amg_exec x;
+    memset(&x, 0, sizeof x);
+    ks_sparse SL, SG;
+    memset(&SL, 0, sizeof SL);
+    memset(&SG, 0, sizeof SG);
+    ks_error e = ks_amgk_strength_classical_blocks(&x, L, G, nbelow, theta, max_row_sum, &SL,
+                                                   &SG);
+    const size_t n1 = (size_t)L->nrows + 1;
+    S->local.n = L->nrows;
+    if (e == KS_OK)
+        e = fetch_ints(be, SL.rowptr, n1, &S->local.rowptr);
+    if (e == KS_OK)
+        e = fetch_ints(be, SL.colind, (size_t)SL.nnz, &S->local.colind);
+    if (e == KS_OK)
+        e = fetch_ints(be, SG.rowptr, n1, &S->grp);
+    if (e == KS_OK)
+        e = fetch_ints(be, SG.colind, (size_t)SG.nnz, &S->gci);
+    ks_sparse_free(&SL);
+    ks_sparse_free(&SG);
+    ks_amg_exec_free(&x);
+    return e;
+}
+
+/* The host blocks' strength into S (the host function's arrays taken):
+ * the matrix's own blocks, whose rows were checked when it was made. */
+static ks_error host_blocks(const ks_matrix_dist *md, ks_int nbelow, double theta,
+                            double max_row_sum, ks_dist_strength *S)
+{
+    const ks_csr *G = md->ghost ? ks_matrix_host_csr(md->ghost) : NULL;
+    ks_strength SG;
+    KS_TRY(ks_amg_strength_classical_blocks_valid(ks_matrix_host_csr(md->local), G, nbelow,
+                                                  theta, max_row_sum, &S->local, &SG));
+    S->grp = SG.rowptr;
+    S->gci = SG.colind;
     return KS_OK;
 }
 
@@ -170,8 +134,9 @@ ks_error ks_dist_strength_classical(const ks_matrix *A, double theta, double max
     const ks_matrix_dist *md = A->dist;
     const ks_dist_impl *d = (const ks_dist_impl *)md;
     const ks_comm *c = md->comm;
+    const int on_host = ks_backend_host_memory(md->local->be);
     /* A parameter may be bad on some ranks only: all refuse together. */
-    ks_error e = ks_comm_agree(c, check_args(A, theta, max_row_sum, who));
+    ks_error e = ks_comm_agree(c, check_args(A, on_host, theta, max_row_sum, who));
     if (e != KS_OK)
         return e;
     S->comm = c;
@@ -181,9 +146,10 @@ ks_error ks_dist_strength_classical(const ks_matrix *A, double theta, double max
     S->nghost = d->nghost;
     S->ghost_gid = d->ghost_gid;
     S->halo = d->halo;
-    const ks_csr *G = md->ghost ? ks_matrix_host_csr(md->ghost) : NULL;
-    e = ks_comm_agree(c, fill(ks_matrix_host_csr(md->local), G, d->ghost_gid, S->row_begin,
-                              theta, max_row_sum, S));
+    const ks_int nbelow = ghosts_below(d->ghost_gid, d->nghost, S->row_begin);
+    e = on_host ? host_blocks(md, nbelow, theta, max_row_sum, S)
+                : device_blocks(md, nbelow, theta, max_row_sum, S);
+    e = ks_comm_agree(c, e);
     if (e != KS_OK) {
         ks_dist_strength_free(S);
         return ks_adderr(e, "%s", who);

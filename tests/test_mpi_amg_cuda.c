@@ -21,11 +21,12 @@
  * partition, iteration for iteration. A values-only re-setup on cuda
  * against the same on the cpu (compare_resetup), also with aggressive
  * coarsening, FLOAT and aggregation and the pcg_amg_gpu.json-like
- * configuration. Skipped, with the reason printed,
+ * configuration. The distributed strength on the device against the
+ * cpu's (test_dist_strength). Skipped, with the reason printed,
  * unless every rank has a CUDA device. Rank 0 prints each case's numbers. */
 #include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
-#include "mpi/mpi_internal.h" /* ks_halo_stage_always */
+#include "mpi/amg_dist.h"     /* ks_dist_strength_classical; ks_halo_stage_always */
 #include "mpi/rap_dist.h"     /* ks_local_spgemm */
 
 #include <math.h>
@@ -739,12 +740,61 @@ START_TEST(test_local_spgemm)
 }
 END_TEST
 
+/* The distributed classical strength of a cuda matrix (the blocks'
+ * strength on the device, S brought back to the host) is the cpu
+ * matrix's, row for row, and makes no host copy of the matrix's blocks.
+ * Poisson 27-point and 7-point with a fifth of the off-diagonals made
+ * positive (rows whose sums max_row_sum 0.9 and 0.5 cut), even and
+ * lopsided layouts (ranks without rows). */
+START_TEST(test_dist_strength)
+{
+    need_cuda();
+    static const double mrs[] = {1.0, 0.9, 0.5};
+    for (int g = 0; g < 2; g++) {
+        ks_csr A;
+        generate(g ? KS_GEN_POISSON3D_7 : KS_GEN_POISSON3D_27, 11, &A);
+        for (ks_int k = 0; g && k < A.nnz; k++)
+            if (k % 5 == 2 && A.val[k] < 0.0)
+                A.val[k] = -0.75 * A.val[k];
+        for (int empty = 0; empty < 2; empty++) {
+            ks_matrix *Mc = dist_of(be, &A, empty), *Md = dist_of(cuda, &A, empty);
+            ks_matrix_host_csr_free(Md); /* whatever making it left */
+            for (int p = 0; p < 3; p++) {
+                ks_dist_strength Sc, Sd;
+                KS_ALL(ks_dist_strength_classical(Mc, 0.25, mrs[p], &Sc));
+                KS_ALL(ks_dist_strength_classical(Md, 0.25, mrs[p], &Sd));
+                const ks_int n = Sc.nloc;
+                int same = Sd.nloc == n && Sd.nghost == Sc.nghost && Sd.local.n == n &&
+                           !memcmp(Sc.local.rowptr, Sd.local.rowptr, (n + 1) * sizeof(ks_int)) &&
+                           !memcmp(Sc.grp, Sd.grp, (n + 1) * sizeof(ks_int));
+                same = same &&
+                       !memcmp(Sc.local.colind, Sd.local.colind,
+                               (size_t)Sc.local.rowptr[n] * sizeof(ks_int)) &&
+                       !memcmp(Sc.gci, Sd.gci, (size_t)Sc.grp[n] * sizeof(ks_int));
+                ALL(same, "%s, %s layout, max_row_sum %g: the cuda matrix's strength (%d + %d "
+                    "entries) is not the cpu matrix's (%d + %d)", g ? "7-point" : "27-point",
+                    empty ? "lopsided" : "even", mrs[p], Sd.local.rowptr ? Sd.local.rowptr[n] : -1,
+                    Sd.grp ? Sd.grp[n] : -1, Sc.local.rowptr[n], Sc.grp[n]);
+                const ks_matrix *G = Md->dist->ghost;
+                ALL(!Md->dist->local->host_owned && !(G && G->host_owned),
+                    "the cuda matrix's strength made a host copy of its blocks");
+                ks_dist_strength_free(&Sc);
+                ks_dist_strength_free(&Sd);
+            }
+            ks_matrix_destroy(&Mc);
+            ks_matrix_destroy(&Md);
+        }
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
 /* The skip line scripts/test counts (the MPI harness prints none itself);
  * the cuda backend goes before MPI_Finalize. */
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 8 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 9 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -761,6 +811,7 @@ static Suite *suite(void)
         if (ks_backend_create("cuda", &cuda) != KS_OK)
             snprintf(cuda_err, sizeof cuda_err, "%s", ks_last_error());
         tcase_add_test(t, test_local_spgemm);
+        tcase_add_test(t, test_dist_strength);
         tcase_add_test(t, test_poisson7);
         tcase_add_test(t, test_poisson27);
         tcase_add_test(t, test_options_poisson7);

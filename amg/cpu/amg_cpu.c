@@ -14,15 +14,22 @@ static ks_strength as_strength(const ks_sparse *S)
     return s;
 }
 
-/* S (a pattern on be) takes the arrays of the host strength graph s. */
-static ks_error adopt_strength(ks_backend *be, ks_error e, ks_strength *s, ks_sparse *S)
+/* S (a pattern on be with ncols columns) takes the arrays of the host
+ * strength graph s. */
+static ks_error adopt_pattern(ks_backend *be, ks_error e, ks_strength *s, ks_int ncols,
+                              ks_sparse *S)
 {
     if (e != KS_OK)
         return e;
-    ks_sparse t = {be, s->n, s->n, s->rowptr[s->n], s->rowptr, s->colind, NULL, 0, 0};
+    ks_sparse t = {be, s->n, ncols, s->rowptr[s->n], s->rowptr, s->colind, NULL, 0, 0};
     *S = t;
     memset(s, 0, sizeof *s);
     return KS_OK;
+}
+
+static ks_error adopt_strength(ks_backend *be, ks_error e, ks_strength *s, ks_sparse *S)
+{
+    return adopt_pattern(be, e, s, s->n, S);
 }
 
 static ks_error adopt_csr(ks_backend *be, ks_error e, ks_csr *H, ks_sparse *out)
@@ -43,6 +50,24 @@ static ks_error cpu_strength_symmetric(const ks_sparse *A, double theta, ks_spar
     ks_csr a = ks_sparse_as_csr(A);
     ks_strength s;
     return adopt_strength(A->be, ks_amg_strength_symmetric(&a, theta, &s), &s, S);
+}
+
+static ks_error cpu_strength_classical_blocks(const ks_sparse *L, const ks_sparse *G,
+                                              ks_int nbelow, double theta, double mrs,
+                                              ks_sparse *SL, ks_sparse *SG)
+{
+    if (!L || !SL || !SG || SL == SG)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_strength_classical_blocks: %s",
+                         !L ? "NULL matrix" : SL && SG ? "one output for both blocks"
+                                                       : "NULL output");
+    ks_csr l = ks_sparse_as_csr(L), g = G ? ks_sparse_as_csr(G) : l;
+    ks_strength sl, sg;
+    /* as the cuda entry, rows a setup step made or a matrix checked are not scanned */
+    ks_error e = (L->valid && (!G || G->valid) ? ks_amg_strength_classical_blocks_valid
+                                               : ks_amg_strength_classical_blocks)(
+        &l, G ? &g : NULL, nbelow, theta, mrs, &sl, &sg);
+    KS_TRY(adopt_strength(L->be, e, &sl, SL));
+    return adopt_pattern(L->be, e, &sg, G ? G->ncols : 0, SG);
 }
 
 static ks_error cpu_pmis(const ks_sparse *S, unsigned long long seed, int *cf, ks_int *nc)
@@ -220,4 +245,5 @@ const ks_amg_kernels ks_amg_cpu_kernels = {
     .spectral_radius = cpu_spectral_radius,
     .check_diagonal = cpu_check_diagonal,
     .smoother_weights = cpu_smoother_weights,
+    .strength_classical_blocks = cpu_strength_classical_blocks,
 };

@@ -29,6 +29,23 @@ typedef struct ks_strength {
  * connections (hypre's max_row_sum). theta in [0,1]. */
 ks_error ks_amg_strength_classical(const ks_csr *A, double theta, double max_row_sum,
                                    ks_strength *S);
+/* The same rule for rows split in two blocks of columns (a distributed
+ * matrix's rows on one rank): L (n x n, the diagonal in column i) the
+ * owned columns, G (n x ng; NULL: none) the others, numbered in ascending
+ * global order, those below nbelow preceding L's columns and the rest
+ * following. Row for row the classical pattern of the whole row (its sum
+ * taken in global column order, so the max_row_sum test sees the serial
+ * bits), split alike: SL the strong owned columns (n x n), SG the strong
+ * ghost columns (n rows, G's column numbers; rowptr zeros without G). */
+ks_error ks_amg_strength_classical_blocks(const ks_csr *L, const ks_csr *G, ks_int nbelow,
+                                          double theta, double max_row_sum, ks_strength *SL,
+                                          ks_strength *SG);
+/* The same for blocks whose rows are known good (a matrix's own blocks,
+ * checked when it was made: ks_sparse.valid): their columns are not
+ * scanned again, only the shapes and parameters checked. */
+ks_error ks_amg_strength_classical_blocks_valid(const ks_csr *L, const ks_csr *G, ks_int nbelow,
+                                                double theta, double max_row_sum,
+                                                ks_strength *SL, ks_strength *SG);
 /* Symmetric measure for aggregation: |a_ij| >= theta * sqrt(|a_ii a_jj|). */
 ks_error ks_amg_strength_symmetric(const ks_csr *A, double theta, ks_strength *S);
 ks_error ks_strength_transpose(const ks_strength *S, ks_strength *ST);

@@ -21,4 +21,5 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* spectral_radius */ ks_amg_cuda_spectral_radius,
     /* check_diagonal */ ks_amg_cuda_check_diagonal,
     /* smoother_weights */ ks_amg_cuda_smoother_weights,
+    /* strength_classical_blocks */ ks_amg_cuda_strength_classical_blocks,
 };

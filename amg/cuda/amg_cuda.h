@@ -34,6 +34,9 @@ ks_error ks_amg_cuda_spectral_radius(const ks_sparse *A, int iters, int known_sy
 ks_error ks_amg_cuda_check_diagonal(const ks_sparse *A, ks_int *bad, double *value, int *stored);
 ks_error ks_amg_cuda_smoother_weights(const ks_sparse *A, ks_amg_smoother_kind kind,
                                       double omega, double *w);
+ks_error ks_amg_cuda_strength_classical_blocks(const ks_sparse *L, const ks_sparse *G,
+                                               ks_int nbelow, double theta, double max_row_sum,
+                                               ks_sparse *SL, ks_sparse *SG);
 
 /* ---------------------------------------------------------------- helpers */
 /* What ks_amg_cu_first_bad_row checks besides the structure every step

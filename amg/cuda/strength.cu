@@ -5,9 +5,10 @@
  * the cpu's doubles (the row sum and the diagonal accumulate in column
  * order; the thresholds are plain products, which nvcc cannot fuse with
  * anything), so the patterns are the cpu's exactly. The classical measure
- * runs a group of lanes a row (see below); the symmetric one a thread a
+ * runs a group of lanes a row (strength_rule.cuh, shared with the
+ * distributed blocks' strength_blocks.cu); the symmetric one a thread a
  * row. Rows come out sorted because A's are. */
-#include "amg_cuda.h"
+#include "strength_rule.cuh"
 #include "../cpu/amg_cpu.h"
 
 #include <inttypes.h>
@@ -18,35 +19,8 @@ namespace {
 
 /* ------------------------------------------------------------ classical */
 
-/* G lanes a row (G divides 32; G = 1 is one thread a row), chosen by the
- * mean row length (classical_lanes): the lanes load a chunk of G entries
- * at a time, coalesced, instead of one thread walking a whole row (a
- * 45-80 entries a row Galerkin operator spent 18 ms that way). What the
- * cpu sums in order stays in order:
- *   row sum   each chunk's values are broadcast lane by lane (shuffles of
- *             width G) and every lane of the group adds them in column
- *             order: the cpu's sequential sum, bit for bit;
- *   diagonal  the chunk's diagonal entries (a ballot) are broadcast in
- *             lane order, i.e. column order, and added the same way;
- *   scale     a max (exact in any order): both signs' candidates are
- *             kept, max(-a_ij) for a positive diagonal and max(a_ij) for
- *             a negative one (-s * a is exact negation or identity), so
- *             one read gives the sums and the scale;
- *   picks     counted per lane and added (integers); the fill writes them
- *             in column order (ballot, popc of the lower lanes).
- * Every loop holding a shuffle or ballot runs the same number of times on
- * all 32 lanes (the warp's longest row sets it; lanes past their row's end
- * contribute nothing), as the full-mask intrinsics require. */
-
-/* Up to 32 lanes: the largest of v over the warp. */
-__device__ __forceinline__ ks_int warp_max_int(ks_int v)
-{
-    for (int off = 16; off > 0; off >>= 1) {
-        const ks_int o = __shfl_xor_sync(0xffffffffu, v, off);
-        v = o > v ? o : v;
-    }
-    return v;
-}
+/* G lanes a row (classical_lanes), strength_rule.cuh's rule on each row
+ * as one segment. */
 
 /* Pass 1: each row's sign and threshold (strength.c's classical_cut) and
  * its count of strong entries, into cnt[i] (the scan input). */
@@ -57,7 +31,7 @@ __global__ void classical_count(ks_int n, const ks_int *__restrict__ rp,
                                 ks_int *__restrict__ cnt)
 {
     const long long total = (long long)n * G, stride = (long long)gridDim.x * blockDim.x;
-    const int wl = (int)(threadIdx.x & 31), lane = wl & (G - 1), first = wl - lane;
+    const int wl = (int)(threadIdx.x & 31), lane = wl & (G - 1);
     const bool need_sum = max_row_sum < 1.0; /* the row sum feeds only that test */
     for (long long wb = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31u); wb < total;
          wb += stride) {
@@ -65,60 +39,13 @@ __global__ void classical_count(ks_int n, const ks_int *__restrict__ rp,
         const bool live = t < total;
         const ks_int i = live ? (ks_int)(t / G) : 0;
         const ks_int k0 = live ? rp[i] : 0, k1 = live ? rp[i + 1] : 0;
-        const ks_int chunks = warp_max_int((k1 - k0 + G - 1) / G);
-        double rowsum = 0.0, diag = 0.0, spos = 0.0, sneg = 0.0;
-        for (ks_int ch = 0; ch < chunks; ch++) {
-            const long long base = k0 + (long long)ch * G;
-            const long long left = k1 - base; /* entries of the row from base on */
-            const bool in = lane < left;
-            const ks_int col = in ? ci[base + lane] : -1;
-            const double v = in ? val[base + lane] : 0.0;
-            if (need_sum)
-                for (int j = 0; j < G; j++) {
-                    const double x = __shfl_sync(0xffffffffu, v, j, G);
-                    if (j < left)
-                        rowsum += x;
-                }
-            /* diagonal entries, in lane (= column) order over the warp;
-             * each group adds its own */
-            for (unsigned dm = __ballot_sync(0xffffffffu, in && col == i); dm; dm &= dm - 1) {
-                const int src = __ffs(dm) - 1;
-                const double x = __shfl_sync(0xffffffffu, v, src);
-                if (src - first >= 0 && src - first < G)
-                    diag += x;
-            }
-            if (in && col != i) {
-                if (-v > spos)
-                    spos = -v;
-                if (v > sneg)
-                    sneg = v;
-            }
-        }
-        for (int off = G / 2; off > 0; off >>= 1) {
-            const double op = __shfl_xor_sync(0xffffffffu, spos, off);
-            const double on = __shfl_xor_sync(0xffffffffu, sneg, off);
-            if (op > spos)
-                spos = op;
-            if (on > sneg)
-                sneg = on;
-        }
-        const double s = diag < 0.0 ? -1.0 : 1.0, scale = s < 0.0 ? sneg : spos;
-        double sg = 1.0, cut = 0.0;
+        ks_cu_classical_acc a = {0.0, 0.0, 0.0, 0.0};
+        ks_cu_classical_gather<G>(ci, val, k0, k1, i, need_sum, &a);
+        double sg, cut;
         ks_int c = 0;
-        /* nothing of the right sign, or a row far from a zero row sum */
-        const bool any = live && !(!(scale > 0.0) ||
-                                   (need_sum && fabs(rowsum) > max_row_sum * fabs(diag)));
-        if (any) {
-            sg = s;
-            cut = theta * scale;
-            /* the row again (just loaded: cached), each lane its entries */
-            for (long long k = k0 + lane; k < k1; k += G) {
-                const double v = -sg * val[k];
-                c += ci[k] != i && v > 0.0 && v >= cut;
-            }
-        }
-        for (int off = G / 2; off > 0; off >>= 1)
-            c += __shfl_xor_sync(0xffffffffu, c, off);
+        if (ks_cu_classical_cut<G>(a, live, theta, max_row_sum, &sg, &cut))
+            c = ks_cu_classical_count<G>(ci, val, k0, k1, i, sg, cut);
+        c = ks_cu_group_sum_int<G>(c);
         if (live && lane == 0) {
             rs[2 * (size_t)i] = sg;
             rs[2 * (size_t)i + 1] = cut;
@@ -135,8 +62,7 @@ __global__ void classical_fill(ks_int n, const ks_int *__restrict__ rp,
                                ks_int *__restrict__ sci)
 {
     const long long total = (long long)n * G, stride = (long long)gridDim.x * blockDim.x;
-    const int wl = (int)(threadIdx.x & 31), lane = wl & (G - 1), first = wl - lane;
-    const unsigned below = (1u << lane) - 1u; /* the group's lanes before this one */
+    const int wl = (int)(threadIdx.x & 31);
     for (long long wb = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31u); wb < total;
          wb += stride) {
         const long long t = wb + wl;
@@ -145,29 +71,15 @@ __global__ void classical_fill(ks_int n, const ks_int *__restrict__ rp,
         const bool any = t < total && srp[i + 1] > srp[i];
         const ks_int k0 = any ? rp[i] : 0, k1 = any ? rp[i + 1] : 0;
         const double sg = any ? rs[2 * (size_t)i] : 1.0, cut = any ? rs[2 * (size_t)i + 1] : 0.0;
-        const ks_int chunks = warp_max_int((k1 - k0 + G - 1) / G);
         ks_int *out = any ? sci + srp[i] : sci;
-        for (ks_int ch = 0; ch < chunks; ch++) {
-            const long long base = k0 + (long long)ch * G;
-            const bool in = lane < k1 - base;
-            const ks_int col = in ? ci[base + lane] : -1;
-            const double v = in ? -sg * val[base + lane] : 0.0;
-            const bool pick = in && col != i && v > 0.0 && v >= cut;
-            const unsigned gm = (__ballot_sync(0xffffffffu, pick) >> first) &
-                                (G == 32 ? 0xffffffffu : (1u << G) - 1u);
-            if (pick)
-                out[__popc(gm & below)] = col;
-            out += __popc(gm);
-        }
+        ks_cu_classical_fill<G>(ci, val, k0, k1, i, sg, cut, &out);
     }
 }
 
-/* Lanes a row for the mean row length: about a chunk a row, so short rows
- * waste few lanes and long ones are read 32 entries at a time. */
+/* Lanes a row for A's mean row length. */
 int classical_lanes(const ks_sparse *A)
 {
-    const double m = A->nrows ? (double)A->nnz / A->nrows : 0.0;
-    return m >= 24.0 ? 32 : m >= 12.0 ? 16 : m >= 6.0 ? 8 : m >= 3.0 ? 4 : 1;
+    return ks_cu_classical_lanes(A->nrows ? (double)A->nnz / A->nrows : 0.0);
 }
 
 /* ------------------------------------------------------------ symmetric */

@@ -122,8 +122,7 @@ ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
     if (e == KS_OK && ks_amg_dist_stalls(Cid.nc_global, ks_matrix_global_rows(A)))
         *stalled = 1;
     if (e == KS_OK && !*stalled) {
-        e = kind == KS_AMG_D1 ? ks_dist_interp_direct(A, &S, cf, &Cid, P)
-                              : ks_dist_interp_extended_i(A, &S, cf, &Cid, P);
+        e = ks_dist_interp(amg->be, A, &S, cf, &Cid, kind, NULL, P);
         ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation", &t);
     }
     if (e == KS_OK && !*stalled && ks_amg_dist_truncating(p)) {

@@ -206,6 +206,33 @@ ks_error ks_amgk_interp(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
     return produced(e == KS_OK ? out(&Ph, A->be, P) : e, P);
 }
 
+ks_error ks_amgk_interp_rows(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
+                             const ks_sparse *S, const int *cf, ks_int r0, ks_int r1,
+                             ks_sparse *P)
+{
+    typedef ks_error (*rows_fn)(const ks_sparse *, const ks_sparse *, const int *, ks_int,
+                                ks_int, ks_sparse *);
+    const ks_amg_kernels *K = table_of(A->be);
+    rows_fn f = K ? (kind == KS_AMG_D1 ? K->interp_direct_rows : K->interp_extended_i_rows)
+                  : NULL;
+    if (f)
+        return produced(f(A, S, cf, r0, r1, P), P);
+    ks_sparse Ah, Sh, Ph;
+    void *cfh = NULL;
+    KS_TRY(stage(x, KS_OP_INTERP));
+    ks_error e = in(x, A, &Ah);
+    if (e == KS_OK)
+        e = in(x, S, &Sh);
+    if (e == KS_OK)
+        e = in_array(A->be, cf, (size_t)A->nrows * sizeof(int), &cfh);
+    if (e == KS_OK)
+        e = (kind == KS_AMG_D1 ? CPU->interp_direct_rows : CPU->interp_extended_i_rows)(
+            &Ah, &Sh, cfh, r0, r1, &Ph);
+    free(cfh);
+    free_all(&Ah, &Sh, NULL);
+    return produced(e == KS_OK ? out(&Ph, A->be, P) : e, P);
+}
+
 ks_error ks_amgk_truncate(ks_amg_exec *x, ks_sparse *P, int max_elements, double factor)
 {
     const ks_amg_kernels *K = table_of(P->be);

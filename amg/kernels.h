@@ -45,6 +45,14 @@ typedef struct ks_amg_kernels {
                               ks_sparse *P);
     ks_error (*interp_extended_i)(const ks_sparse *A, const ks_sparse *S, const int *cf,
                                   ks_sparse *P);
+    /* The same for rows r0 .. r1 - 1 only (0 <= r0 <= r1 <= n), the same
+     * rows bit for bit: P is still n x nc, its other rows empty, and a zero
+     * diagonal is refused only in the rows built. What a distributed setup
+     * builds from a rank's local system (mpi/interp_local.c). */
+    ks_error (*interp_direct_rows)(const ks_sparse *A, const ks_sparse *S, const int *cf,
+                                   ks_int r0, ks_int r1, ks_sparse *P);
+    ks_error (*interp_extended_i_rows)(const ks_sparse *A, const ks_sparse *S, const int *cf,
+                                       ks_int r0, ks_int r1, ks_sparse *P);
     ks_error (*interp_truncate)(ks_sparse *P, int max_elements, double factor);
     ks_error (*interp_project)(const ks_sparse *Pn, ks_sparse *P, int truncated, int *changed);
     /* Aggregation: agg[i] in [0, *na) from S (distance-two independent
@@ -119,6 +127,9 @@ ks_error ks_amgk_hmis(ks_amg_exec *x, const ks_sparse *S, unsigned long long see
                       int block_rows, int *cf, ks_int *nc);
 ks_error ks_amgk_interp(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
                         const ks_sparse *S, const int *cf, ks_sparse *P);
+ks_error ks_amgk_interp_rows(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
+                             const ks_sparse *S, const int *cf, ks_int r0, ks_int r1,
+                             ks_sparse *P);
 ks_error ks_amgk_truncate(ks_amg_exec *x, ks_sparse *P, int max_elements, double factor);
 ks_error ks_amgk_project(ks_amg_exec *x, const ks_sparse *Pn, ks_sparse *P, int truncated,
                          int *changed);

@@ -160,9 +160,7 @@ ks_error ks_amg_dist_aggressive_values(ks_amg *amg, int l, const ks_matrix *A,
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_STRENGTH,
                       "aggressive stage 2: strength of the new A1, the kept cf2's coarse ids", &t);
     if (e == KS_OK)
-        e = p->aggressive_interpolator == KS_AMG_D1
-                ? ks_dist_interp_direct(A1, &S2, cf2, &C2, &P2)
-                : ks_dist_interp_extended_i(A1, &S2, cf2, &C2, &P2);
+        e = ks_dist_interp(amg->be, A1, &S2, cf2, &C2, p->aggressive_interpolator, NULL, &P2);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "aggressive stage 2: interpolation", &t);
     if (e == KS_OK && ks_amg_dist_truncating(p))
         e = ks_dist_prows_truncate(&P2, p->interp_max_elements, p->interp_truncation_factor);

@@ -153,10 +153,32 @@ typedef struct ks_dist_prows {
     double *val;
 } ks_dist_prows;
 
-/* Collective. Direct interpolation (D1) of this rank's rows: row for row
- * what ks_amg_interp_direct gives for the global matrix, strength and
- * splitting (the same columns and the same bits). A is the matrix S was
- * built from; cf and C this rank's splitting and coarse numbering. */
+/* Truncation of interpolation rows as they are built (ks_dist_interp):
+ * ks_amg_interp_truncate's parameters; both 0 (or no struct): none. */
+typedef struct ks_dist_trunc {
+    int max_elements;
+    double factor;
+} ks_dist_trunc;
+
+/* 1 when tr (may be NULL) truncates anything. */
+int ks_dist_trunc_active(const ks_dist_trunc *tr);
+
+/* Collective. Interpolation `kind` (D1 or extended+i) of this rank's rows:
+ * row for row what ks_amg_interp_direct / ks_amg_interp_extended_i give
+ * for the global matrix, strength and splitting (the same columns and the
+ * same bits), truncated as tr says (NULL: not truncated), which gives the
+ * rows ks_dist_prows_truncate would. A is the matrix S was built from; cf
+ * and C this rank's splitting and coarse numbering. be: where the rows are
+ * built: a backend with device memory (cuda) runs its AMG kernels' row
+ * builders (and truncation) on the rank's local system, any other (or
+ * NULL) the cpu builders on the host. Extended+i fetches the rows of
+ * strong F neighbours on other ranks (ks_dist_fetch_ext_rows). A zero
+ * diagonal on an F row fails on every rank (each names its first such
+ * row). */
+ks_error ks_dist_interp(ks_backend *be, const ks_matrix *A, const ks_dist_strength *S,
+                        const int *cf, const ks_dist_coarse *C, ks_amg_interp kind,
+                        const ks_dist_trunc *tr, ks_dist_prows *P);
+/* Collective. ks_dist_interp of D1 on the host, untruncated. */
 ks_error ks_dist_interp_direct(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
                                const ks_dist_coarse *C, ks_dist_prows *P);
 void ks_dist_prows_free(ks_dist_prows *P);
@@ -191,24 +213,22 @@ ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, c
                                 const ks_dist_coarse *C, ks_dist_ext_rows *R);
 void ks_dist_ext_rows_free(ks_dist_ext_rows *R);
 
-/* ---------------------------------------------------- interp_ext_dist.c */
-/* Collective. Extended+i interpolation of this rank's rows: row for row
- * what ks_amg_interp_extended_i gives for the global matrix, strength and
- * splitting (the same columns, the same bits). A, S, cf, C as for
- * ks_dist_interp_direct; the rows of strong F neighbours on other ranks
- * are fetched inside (ks_dist_fetch_ext_rows). A zero diagonal on an F
- * row fails on every rank (each names its first such row). */
+/* Collective. ks_dist_interp of extended+i on the host, untruncated. */
 ks_error ks_dist_interp_extended_i(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
                                    const ks_dist_coarse *C, ks_dist_prows *P);
 
 /* ------------------------------------------------------ interp_local.c */
 /* Local. This rank's rows of P (direct with R NULL, else extended+i with
- * the fetched rows R) by the serial cpu builder on the rank's local
- * system: A's blocks AL and AG (NULL: none), S, the splitting and coarse
- * ids; P's layout fields are the caller's. A zero diagonal on an F row
- * fails naming its global row; `who` prefixes the builders' messages. */
-ks_error ks_dist_interp_rows(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
-                             const int *cf, const ks_dist_coarse *C, const ks_dist_ext_rows *R,
+ * the fetched rows R) by the serial builder on the rank's local system:
+ * A's blocks AL and AG (NULL: none), S, the splitting and coarse ids;
+ * truncated as tr says (NULL: not); P's layout fields are the caller's.
+ * be as for ks_dist_interp: a backend with device memory builds (and
+ * truncates) on its device, else (or NULL) the cpu builders run. A zero
+ * diagonal on an F row fails naming its global row; `who` prefixes the
+ * builders' messages. */
+ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
+                             const ks_dist_strength *S, const int *cf, const ks_dist_coarse *C,
+                             const ks_dist_ext_rows *R, const ks_dist_trunc *tr,
                              ks_dist_prows *P, const char *who);
 
 #ifdef __cplusplus

@@ -121,12 +121,19 @@ ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
                       &t);
     if (e == KS_OK && ks_amg_dist_stalls(Cid.nc_global, ks_matrix_global_rows(A)))
         *stalled = 1;
+    /* On the device the rows are truncated where they are built (the same
+     * rows as ks_dist_prows_truncate's, without a pass on the host; its
+     * time counts as interpolation's); on the host after, as serially. */
+    const ks_dist_trunc tr = {p->interp_max_elements, p->interp_truncation_factor};
+    const int fold = ks_amg_dist_truncating(p) && !ks_backend_host_memory(amg->be);
     if (e == KS_OK && !*stalled) {
-        e = kind == KS_AMG_D1 ? ks_dist_interp_direct(A, &S, cf, &Cid, P)
-                              : ks_dist_interp_extended_i(A, &S, cf, &Cid, P);
-        ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP, "distributed interpolation", &t);
+        e = ks_dist_interp(amg->be, A, &S, cf, &Cid, kind, fold ? &tr : NULL, P);
+        ks_amg_dist_phase(amg, l, KS_AMG_PHASE_INTERP,
+                          fold ? "distributed interpolation and truncation"
+                               : "distributed interpolation",
+                          &t);
     }
-    if (e == KS_OK && !*stalled && ks_amg_dist_truncating(p)) {
+    if (e == KS_OK && !*stalled && ks_amg_dist_truncating(p) && !fold) {
         e = ks_dist_prows_truncate(P, p->interp_max_elements, p->interp_truncation_factor);
         ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
     }

@@ -145,7 +145,7 @@ static ks_error interpolation(ks_amg *amg, const ks_matrix *A, ks_dist_level_kee
                               ks_dist_prows *Pn)
 {
     if (amg->prm.interpolator == KS_AMG_D1)
-        return ks_dist_interp_direct(A, &K->S, K->cf, &K->C, Pn);
+        return ks_dist_interp(amg->be, A, &K->S, K->cf, &K->C, KS_AMG_D1, NULL, Pn);
     static const char who[] = "distributed extended+i interpolation (re-setup)";
     const ks_comm *c = K->S.comm;
     const ks_csr *AL = ks_matrix_host_csr(A->dist->local);
@@ -162,7 +162,8 @@ static ks_error interpolation(ks_amg *amg, const ks_matrix *A, ks_dist_level_kee
     Pn->c_begin = K->C.c_begin;
     Pn->nc = K->C.nc;
     Pn->nc_global = K->C.nc_global;
-    e = ks_comm_agree(c, ks_dist_interp_rows(AL, AG, &K->S, K->cf, &K->C, &K->ext, Pn, who));
+    e = ks_comm_agree(c, ks_dist_interp_rows(amg->be, AL, AG, &K->S, K->cf, &K->C, &K->ext,
+                                             NULL, Pn, who));
     if (e != KS_OK)
         ks_dist_prows_free(Pn);
     return e;

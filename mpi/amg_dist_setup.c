@@ -24,8 +24,11 @@
  * caller's level 0's). The Galerkin product's two local products (A P
  * and R (A P) on each rank's compact rows) run on the device through the
  * backend's spgemm, bit for bit the cpu's (ks_local_spgemm; to rounding
- * with KS_SPGEMM=cusparse); the other
- * pieces as device kernels are not written.
+ * with KS_SPGEMM=cusparse). The interpolation runs on the device too:
+ * each rank's local system is uploaded and built (and, in the classical
+ * stages, truncated) by the kernel table's row-range builders, the same
+ * rows as on the host (interp_local.c). The other pieces as device
+ * kernels are not written.
  *
  * Every step that can fail on some ranks only ends in ks_comm_agree, so a
  * failure is every rank's and no rank waits alone in a collective. */

@@ -1,9 +1,19 @@
-/* Direct interpolation (D1) across ranks. Row i of D1 reads only row i of
- * A and of S and, for each column, its C/F state and coarse id; a rank
- * holds all of its rows (local and ghost blocks), and the ghost columns'
- * states and ids come from ks_dist_coarse_ids, so no message is needed:
- * the serial builder runs on the rank's local system (interp_local.c),
- * which gives the serial rows bit for bit. */
+/* Classical interpolation (D1, extended+i) across ranks.
+ *
+ * Direct: row i of D1 reads only row i of A and of S and, for each column,
+ * its C/F state and coarse id; a rank holds all of its rows (local and
+ * ghost blocks), and the ghost columns' states and ids come from
+ * ks_dist_coarse_ids, so no message is needed.
+ *
+ * Extended+i: row i of the serial builder (amg/cpu/interp_extended.c)
+ * also reads, for each strong F neighbour k, row k of A and S with the
+ * C/F state of k's columns; the rows of strong F neighbours on other ranks
+ * come from ks_dist_fetch_ext_rows, one exchange.
+ *
+ * Either way the serial builder itself (or the device's row builder, the
+ * same rows bit for bit) then runs on the rank's local system
+ * (interp_local.c): its rows, the fetched rows and every point they reach,
+ * in global order, so each row is the serial row bit for bit. */
 #include "amg_dist.h"
 
 #include <stdint.h>
@@ -19,34 +29,56 @@ void ks_dist_prows_free(ks_dist_prows *P)
     memset(P, 0, sizeof *P);
 }
 
-ks_error ks_dist_interp_direct(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
-                               const ks_dist_coarse *C, ks_dist_prows *P)
+int ks_dist_trunc_active(const ks_dist_trunc *tr)
 {
-    static const char who[] = "distributed direct interpolation";
+    return tr && (tr->max_elements > 0 || tr->factor > 0.0);
+}
+
+/* A's host blocks (*AL, *AG: NULL when none) after the checks every rank
+ * makes of its arguments (not agreed). */
+static ks_error check_args(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
+                           const ks_dist_coarse *C, const char *who, const ks_csr **AL,
+                           const ks_csr **AG)
+{
+    const ks_comm *c = S->comm;
+    *AL = *AG = NULL;
+    if (!A || !A->dist || A->dist->comm != c || A->dist->offsets[c->rank] != S->row_begin)
+        return ks_seterr(KS_ERR_ARG, "%s: the matrix is not the strength graph's", who);
+    if (!(*AL = ks_matrix_host_csr(A->dist->local)) ||
+        (A->dist->ghost && !(*AG = ks_matrix_host_csr(A->dist->ghost))))
+        return ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the host",
+                         who);
+    if ((!cf && S->nloc > 0) || !C || (!C->cid && S->nloc > 0))
+        return ks_seterr(KS_ERR_ARG, "%s: NULL splitting or coarse ids", who);
+    /* The ghost block's numbering must be S's (the coarse ids index it). */
+    if (*AG && ((*AG)->nrows != S->nloc || (*AG)->ncols != S->nghost))
+        return ks_seterr(KS_ERR_ARG, "%s: the matrix's ghost block is %ld x %ld, the strength "
+                         "graph has %ld rows and %ld ghosts", who, (long)(*AG)->nrows,
+                         (long)(*AG)->ncols, (long)S->nloc, (long)S->nghost);
+    return KS_OK;
+}
+
+ks_error ks_dist_interp(ks_backend *be, const ks_matrix *A, const ks_dist_strength *S,
+                        const int *cf, const ks_dist_coarse *C, ks_amg_interp kind,
+                        const ks_dist_trunc *tr, ks_dist_prows *P)
+{
+    const char *who = kind == KS_AMG_D1 ? "distributed direct interpolation"
+                                        : "distributed extended+i interpolation";
     if (!P)
         return ks_seterr(KS_ERR_ARG, "%s: NULL output", who);
     memset(P, 0, sizeof *P);
     if (!S || !S->comm)
         return ks_seterr(KS_ERR_ARG, "%s: NULL or empty strength graph", who);
     const ks_comm *c = S->comm;
-    ks_error e = KS_OK;
     const ks_csr *AL = NULL, *AG = NULL;
-    if (!A || !A->dist || A->dist->comm != c ||
-        A->dist->offsets[c->rank] != S->row_begin)
-        e = ks_seterr(KS_ERR_ARG, "%s: the matrix is not the strength graph's", who);
-    else if (!(AL = ks_matrix_host_csr(A->dist->local)) ||
-             (A->dist->ghost && !(AG = ks_matrix_host_csr(A->dist->ghost))))
-        e = ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the host", who);
-    else if ((!cf && S->nloc > 0) || !C || (!C->cid && S->nloc > 0))
-        e = ks_seterr(KS_ERR_ARG, "%s: NULL splitting or coarse ids", who);
-    /* The ghost block's numbering must be S's (the coarse ids index it). */
-    else if (AG && (AG->nrows != S->nloc || AG->ncols != S->nghost))
-        e = ks_seterr(KS_ERR_ARG, "%s: the matrix's ghost block is %ld x %ld, the strength "
-                      "graph has %ld rows and %ld ghosts", who, (long)AG->nrows,
-                      (long)AG->ncols, (long)S->nloc, (long)S->nghost);
-    e = ks_comm_agree(c, e);
+    ks_error e = ks_comm_agree(c, check_args(A, S, cf, C, who, &AL, &AG));
     if (e != KS_OK)
         return e;
+    /* Collective and agreed: every rank fetches, or none goes on. */
+    ks_dist_ext_rows R;
+    memset(&R, 0, sizeof R);
+    if (kind != KS_AMG_D1 && (e = ks_dist_fetch_ext_rows(A, S, cf, C, &R)) != KS_OK)
+        return ks_adderr(e, "%s", who);
     P->comm = c;
     P->nloc = S->nloc;
     P->row_begin = S->row_begin;
@@ -54,8 +86,23 @@ ks_error ks_dist_interp_direct(const ks_matrix *A, const ks_dist_strength *S, co
     P->nc = C->nc;
     P->nc_global = C->nc_global;
     /* The rows' messages name the function already. */
-    e = ks_comm_agree(c, ks_dist_interp_rows(AL, AG, S, cf, C, NULL, P, who));
+    e = ks_dist_interp_rows(be, AL, AG, S, cf, C, kind == KS_AMG_D1 ? NULL : &R, tr, P, who);
+    if (kind != KS_AMG_D1)
+        ks_dist_ext_rows_free(&R);
+    e = ks_comm_agree(c, e);
     if (e != KS_OK)
         ks_dist_prows_free(P);
     return e;
+}
+
+ks_error ks_dist_interp_direct(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
+                               const ks_dist_coarse *C, ks_dist_prows *P)
+{
+    return ks_dist_interp(NULL, A, S, cf, C, KS_AMG_D1, NULL, P);
+}
+
+ks_error ks_dist_interp_extended_i(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
+                                   const ks_dist_coarse *C, ks_dist_prows *P)
+{
+    return ks_dist_interp(NULL, A, S, cf, C, KS_AMG_D2, NULL, P);
 }

@@ -1,5 +1,7 @@
 /* Interpolation rows of a rank from its local system, by the serial cpu
- * builders themselves (amg/cpu/interp_direct.c, interp_extended.c).
+ * builders themselves (amg/cpu/interp_direct.c, interp_extended.c) or, on
+ * a backend with device memory, by its row-range builders (the AMG kernel
+ * table's interp_*_rows, which give the cpu's rows bit for bit).
  *
  * The local system is square over every point the rank's rows reach: its
  * own rows, the ghost columns of A, and (extended+i) the columns of the
@@ -15,7 +17,18 @@
  * Compact numbers order like global ids and the builders' coarse numbers
  * like the global coarse ids (both number C points in point order), so
  * every sum runs in the serial order and each row is the serial row of
- * the global matrix bit for bit, with its columns mapped back. */
+ * the global matrix bit for bit, with its columns mapped back.
+ *
+ * Truncation, when asked, runs on the local rows before they are mapped
+ * back (on the device where they were built): the rule reads a row's
+ * values in row order and breaks ties of |w| by the lower column, and the
+ * local coarse numbers order like the global coarse ids, so it keeps the
+ * entries and gives the bits that ks_dist_prows_truncate gives on the
+ * global rows (which breaks ties by position: the same order).
+ *
+ * On the device the local system is uploaded (A, S, the splitting: plain
+ * copies of the host arrays) and P's rows come back; rows outside the
+ * rank's own stay empty and cost nothing but their row pointers. */
 #include "rap_dist.h"
 
 #include <stdint.h>
@@ -198,6 +211,39 @@ static ks_int zero_diagonal(const sys *x, ks_int nloc)
     return bad;
 }
 
+/* The builder on be's device (and the truncation, when tr says so): the
+ * local system uploaded, the builder's rows (all N, only r0 .. r1 - 1
+ * not empty) downloaded into Pl. */
+static ks_error build_device(ks_backend *be, const sys *x, int ext, ks_int r0, ks_int r1,
+                             const ks_dist_trunc *tr, ks_csr *Pl)
+{
+    const ks_int N = x->A.nrows;
+    const ks_csr Sh = {N, N, x->S.rowptr[N], x->S.rowptr, x->S.colind, NULL};
+    ks_amg_exec ex;
+    memset(&ex, 0, sizeof ex);
+    ks_sparse dA = {0}, dS = {0}, dP = {0};
+    int *dcf = NULL;
+    ks_error e = ks_sparse_from_csr(be, &x->A, 0, &dA);
+    if (e == KS_OK)
+        e = ks_sparse_from_csr(be, &Sh, 1, &dS);
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, x->cf, (size_t)N * sizeof *x->cf, (void **)&dcf,
+                             "local splitting");
+    if (e == KS_OK)
+        e = ks_amgk_interp_rows(&ex, ext ? KS_AMG_D2 : KS_AMG_D1, &dA, &dS, dcf, r0, r1, &dP);
+    ks_sparse_free(&dA);
+    ks_sparse_free(&dS);
+    if (dcf)
+        be->ops->free(be, dcf);
+    if (e == KS_OK && tr)
+        e = ks_amgk_truncate(&ex, &dP, tr->max_elements, tr->factor);
+    if (e == KS_OK)
+        e = ks_sparse_to_csr(&dP, Pl);
+    ks_sparse_free(&dP);
+    ks_amg_exec_free(&ex);
+    return e;
+}
+
 /* P's own rows from the builder's rows nb .. nb + nloc - 1, coarse columns
  * to global ids. */
 static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *P)
@@ -227,10 +273,13 @@ static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *
     return KS_OK;
 }
 
-ks_error ks_dist_interp_rows(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
-                             const int *cf, const ks_dist_coarse *C, const ks_dist_ext_rows *R,
+ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
+                             const ks_dist_strength *S, const int *cf, const ks_dist_coarse *C,
+                             const ks_dist_ext_rows *R, const ks_dist_trunc *tr,
                              ks_dist_prows *P, const char *who)
 {
+    if (!ks_dist_trunc_active(tr))
+        tr = NULL;
     sys x;
     memset(&x, 0, sizeof x);
     ks_error e = points(AL, AG, S, cf, C, R, &x);
@@ -244,9 +293,16 @@ ks_error ks_dist_interp_rows(const ks_csr *AL, const ks_csr *AG, const ks_dist_s
                           (long long)(S->row_begin + bad));
     }
     const ks_int r0 = x.fm.nbelow, r1 = r0 + S->nloc;
+    /* a rank without rows builds nothing: no device round trip for it */
+    const int device = be && !ks_backend_host_memory(be) && r1 > r0;
     if (e == KS_OK) {
-        e = R ? ks_amg_interp_extended_i_rows(&x.A, &x.S, x.cf, r0, r1, &Pl)
-              : ks_amg_interp_direct_rows(&x.A, &x.S, x.cf, r0, r1, &Pl);
+        if (device)
+            e = build_device(be, &x, R != NULL, r0, r1, tr, &Pl);
+        else
+            e = R ? ks_amg_interp_extended_i_rows(&x.A, &x.S, x.cf, r0, r1, &Pl)
+                  : ks_amg_interp_direct_rows(&x.A, &x.S, x.cf, r0, r1, &Pl);
+        if (e == KS_OK && tr && !device)
+            e = ks_amg_interp_truncate(&Pl, tr->max_elements, tr->factor);
         if (e != KS_OK)
             ks_adderr(e, "%s (rank %d's local system)", who, S->comm->rank);
     }

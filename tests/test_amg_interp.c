@@ -8,6 +8,7 @@
 #include "amg/cpu/amg_cpu.h"
 #include "sparse/cpu/csr_kernels.h"
 #include "amg/cpu/interp_common.h"
+#include "amg/kernels.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -992,7 +993,9 @@ END_TEST
 
 /* The row-range builders (what the distributed setup runs on a rank's
  * local system): rows r0 .. r1-1 equal the full builder's bit for bit,
- * the others are empty; a bad range is refused. */
+ * the others are empty; a bad range is refused. The driver's call on the
+ * cpu backend (ks_amgk_interp_rows: the cpu table's entries) gives the
+ * same rows without a staged step. */
 START_TEST(row_range_builders)
 {
     ks_csr A;
@@ -1000,6 +1003,12 @@ START_TEST(row_range_builders)
     grid_laplacian(9, 8, 7, 1, 2.0, 0.05, &A);
     strength(&A, 0.3, &S);
     int *cf = split_grid(9, 8, 7, SPLIT_FULL);
+    ks_backend *cpu = NULL;
+    KS_CHECK(ks_backend_create("cpu", &cpu));
+    const ks_csr Sh = {S.n, S.n, S.rowptr[S.n], S.rowptr, S.colind, NULL};
+    const ks_sparse As = ks_sparse_view_csr(cpu, &A), Ss = ks_sparse_view_csr(cpu, &Sh);
+    ks_amg_exec ex;
+    memset(&ex, 0, sizeof ex);
     const ks_int n = A.nrows, ranges[3][2] = {{0, n}, {n / 3, 2 * n / 3 + 1}, {n / 2, n / 2}};
     for (int kind = 0; kind < 2; kind++) {
         ks_csr full;
@@ -1025,6 +1034,14 @@ START_TEST(row_range_builders)
                 ck_assert(memcmp(P.colind + b, full.colind + fb, m * sizeof(ks_int)) == 0);
                 ck_assert(memcmp(P.val + b, full.val + fb, m * sizeof(double)) == 0);
             }
+            ks_sparse Q;
+            KS_CHECK(ks_amgk_interp_rows(&ex, kind ? KS_AMG_D2 : KS_AMG_D1, &As, &Ss, cf, r0, r1,
+                                         &Q));
+            ck_assert(Q.nrows == n && Q.ncols == P.ncols && Q.nnz == P.nnz);
+            ck_assert(memcmp(Q.rowptr, P.rowptr, ((size_t)n + 1) * sizeof(ks_int)) == 0);
+            ck_assert(memcmp(Q.colind, P.colind, (size_t)P.nnz * sizeof(ks_int)) == 0);
+            ck_assert(memcmp(Q.val, P.val, (size_t)P.nnz * sizeof(double)) == 0);
+            ks_sparse_free(&Q);
             ks_csr_free(&P);
         }
         ks_csr P;
@@ -1033,6 +1050,9 @@ START_TEST(row_range_builders)
                          KS_ERR_ARG);
         ks_csr_free(&full);
     }
+    ck_assert_int_eq(ex.host_steps, 0);
+    ks_amg_exec_free(&ex);
+    ks_backend_destroy(&cpu);
     free(cf);
     ks_strength_free(&S);
     ks_csr_free(&A);

@@ -349,6 +349,13 @@ static void check_interp(const ks_csr *A, const ks_strength *S, const int *cfs,
         ALL(split_ok(&DT, &X), "%s: truncated P's split does not hold its rows", what);
         ks_dist_split_free(&X);
         ks_dist_prows_free(&DT);
+        /* truncated as they are built (the local system's rows) */
+        const ks_dist_trunc dt = {tr[t].max, tr[t].factor};
+        KS_ALL(ks_dist_interp(NULL, M, D, cf, C, KS_AMG_D1, &dt, &DT));
+        bad = prows_mismatch(&DT, &Pt);
+        ALL(bad < 0, "%s: truncation (%d, %g) folded into the interpolation: row %lld differs "
+            "from the serial one", what, tr[t].max, tr[t].factor, (long long)bad);
+        ks_dist_prows_free(&DT);
         ks_csr_free(&Pt);
     }
     ks_dist_prows_free(&DP);
@@ -895,6 +902,13 @@ static void check_ext(const ks_csr *A, const ks_strength *S, const int *cfs,
         bad = prows_mismatch(&DT, &Pt);
         ALL(bad < 0, "%s: extended+i truncated (%d, %g): row %lld differs from the serial "
             "one", what, tr[t].max, tr[t].factor, (long long)bad);
+        ks_dist_prows_free(&DT);
+        /* truncated as they are built (the local system's rows) */
+        const ks_dist_trunc dt = {tr[t].max, tr[t].factor};
+        KS_ALL(ks_dist_interp(NULL, M, D, cf, C, KS_AMG_D2, &dt, &DT));
+        bad = prows_mismatch(&DT, &Pt);
+        ALL(bad < 0, "%s: extended+i truncated (%d, %g) as built: row %lld differs from the "
+            "serial one", what, tr[t].max, tr[t].factor, (long long)bad);
         ks_dist_prows_free(&DT);
         ks_csr_free(&Pt);
     }

@@ -784,6 +784,70 @@ START_TEST(test_dist_strength)
             ks_matrix_destroy(&Mc);
             ks_matrix_destroy(&Md);
         }
+/* dp's rows equal hp's: row pointers, global columns and value bits. */
+static int same_prows(const ks_dist_prows *hp, const ks_dist_prows *dp)
+{
+    if (hp->nloc != dp->nloc || hp->nc != dp->nc || hp->c_begin != dp->c_begin ||
+        hp->nc_global != dp->nc_global ||
+        memcmp(hp->rowptr, dp->rowptr, ((size_t)hp->nloc + 1) * sizeof *hp->rowptr))
+        return 0;
+    const ks_int nnz = hp->rowptr[hp->nloc];
+    return !memcmp(hp->col, dp->col, (size_t)nnz * sizeof *hp->col) &&
+           !memcmp(hp->val, dp->val, (size_t)nnz * sizeof *hp->val);
+}
+
+/* Distributed interpolation built on the device (ks_dist_interp on cuda:
+ * each rank's local system uploaded, the kernel table's row-range
+ * builders and truncation run there, the rows downloaded) against the
+ * host's builders: the same rows bit for bit, D1 and extended+i, even and
+ * uneven layouts (ranks without rows), untruncated and truncated as the
+ * setup does it on cuda (in the interpolation) against the host rows
+ * truncated by ks_dist_prows_truncate (the setup's host step). */
+START_TEST(test_dist_interp)
+{
+    need_cuda();
+    static const struct {
+        ks_gen_kind kind;
+        int n, empty;
+    } probs[] = {{KS_GEN_POISSON3D_7, 14, 0},
+                 {KS_GEN_POISSON3D_7, 13, 1},
+                 {KS_GEN_POISSON3D_27, 9, 0},
+                 {KS_GEN_POISSON3D_27, 8, 1}};
+    static const ks_dist_trunc trs[] = {{0, 0.0}, {4, 0.0}, {0, 0.2}, {3, 0.1}, {1, 0.0}};
+    for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
+        ks_csr A;
+        generate(probs[q].kind, probs[q].n, &A);
+        ks_matrix *M = dist_of(cuda, &A, probs[q].empty);
+        ks_dist_strength S;
+        ks_dist_coarse C;
+        memset(&C, 0, sizeof C);
+        KS_ALL(ks_dist_strength_classical(M, 0.25, 0.9, &S));
+        int *cf = malloc((size_t)S.nloc * sizeof *cf + 1);
+        ALL(cf != NULL, "out of memory");
+        ks_int nc = 0;
+        KS_ALL(ks_dist_pmis(&S, 7 + q, cf, &nc));
+        KS_ALL(ks_dist_coarse_ids(&S, cf, &C));
+        for (int k = 0; k < 2; k++) {
+            const ks_amg_interp kind = k ? KS_AMG_D2 : KS_AMG_D1;
+            for (size_t t = 0; t < sizeof trs / sizeof trs[0]; t++) {
+                ks_dist_prows H, D;
+                KS_ALL(ks_dist_interp(NULL, M, &S, cf, &C, kind, NULL, &H));
+                if (ks_dist_trunc_active(&trs[t]))
+                    KS_ALL(ks_dist_prows_truncate(&H, trs[t].max_elements, trs[t].factor));
+                KS_ALL(ks_dist_interp(cuda, M, &S, cf, &C, kind, &trs[t], &D));
+                ALL(same_prows(&H, &D), "problem %zu (%d^3, %s layout) %s truncated (%d, %g): "
+                    "the device's rows (%lld entries here) differ from the host's (%lld)", q,
+                    probs[q].n, probs[q].empty ? "uneven" : "even", k ? "D2" : "D1",
+                    trs[t].max_elements, trs[t].factor, (long long)D.rowptr[D.nloc],
+                    (long long)H.rowptr[H.nloc]);
+                ks_dist_prows_free(&H);
+                ks_dist_prows_free(&D);
+            }
+        }
+        free(cf);
+        ks_dist_coarse_free(&C);
+        ks_dist_strength_free(&S);
+        ks_matrix_destroy(&M);
         ks_csr_free(&A);
     }
 }
@@ -794,7 +858,7 @@ END_TEST
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 9 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 10 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -812,6 +876,7 @@ static Suite *suite(void)
             snprintf(cuda_err, sizeof cuda_err, "%s", ks_last_error());
         tcase_add_test(t, test_local_spgemm);
         tcase_add_test(t, test_dist_strength);
+        tcase_add_test(t, test_dist_interp);
         tcase_add_test(t, test_poisson7);
         tcase_add_test(t, test_poisson27);
         tcase_add_test(t, test_options_poisson7);

@@ -99,6 +99,22 @@ static ks_error cpu_interp_extended_i(const ks_sparse *A, const ks_sparse *S, co
     return adopt_csr(A->be, ks_amg_interp_extended_i(&a, &s, cf, &p), &p, P);
 }
 
+static ks_error cpu_interp_direct_rows(const ks_sparse *A, const ks_sparse *S, const int *cf,
+                                       ks_int r0, ks_int r1, ks_sparse *P)
+{
+    ks_csr a = ks_sparse_as_csr(A), p;
+    ks_strength s = as_strength(S);
+    return adopt_csr(A->be, ks_amg_interp_direct_rows(&a, &s, cf, r0, r1, &p), &p, P);
+}
+
+static ks_error cpu_interp_extended_i_rows(const ks_sparse *A, const ks_sparse *S,
+                                           const int *cf, ks_int r0, ks_int r1, ks_sparse *P)
+{
+    ks_csr a = ks_sparse_as_csr(A), p;
+    ks_strength s = as_strength(S);
+    return adopt_csr(A->be, ks_amg_interp_extended_i_rows(&a, &s, cf, r0, r1, &p), &p, P);
+}
+
 /* Truncation may shrink P's arrays (the host function reallocates them,
  * behind the backend's count: they are counted again afterwards). */
 static ks_error cpu_interp_truncate(ks_sparse *P, int max_elements, double factor)
@@ -237,6 +253,8 @@ const ks_amg_kernels ks_amg_cpu_kernels = {
     .hmis = cpu_hmis,
     .interp_direct = cpu_interp_direct,
     .interp_extended_i = cpu_interp_extended_i,
+    .interp_direct_rows = cpu_interp_direct_rows,
+    .interp_extended_i_rows = cpu_interp_extended_i_rows,
     .interp_truncate = cpu_interp_truncate,
     .interp_project = cpu_interp_project,
     .aggregate = cpu_aggregate,

@@ -13,6 +13,8 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* hmis */ NULL,
     /* interp_direct */ ks_cu_interp_direct,
     /* interp_extended_i */ ks_cu_interp_extended_i,
+    /* interp_direct_rows */ ks_cu_interp_direct_rows,
+    /* interp_extended_i_rows */ ks_cu_interp_extended_i_rows,
     /* interp_truncate */ ks_cu_interp_truncate,
     /* interp_project */ ks_cu_interp_project,
     /* aggregate */ ks_amg_cuda_aggregate,

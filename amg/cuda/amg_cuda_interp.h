@@ -37,6 +37,10 @@ ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, const int *
                              ks_sparse *P);
 ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse *S, const int *cf,
                                  ks_sparse *P);
+ks_error ks_cu_interp_direct_rows(const ks_sparse *A, const ks_sparse *S, const int *cf,
+                                  ks_int r0, ks_int r1, ks_sparse *P);
+ks_error ks_cu_interp_extended_i_rows(const ks_sparse *A, const ks_sparse *S, const int *cf,
+                                      ks_int r0, ks_int r1, ks_sparse *P);
 ks_error ks_cu_interp_truncate(ks_sparse *P, int max_elements, double factor);
 ks_error ks_cu_interp_project(const ks_sparse *Pn, ks_sparse *P, int truncated, int *changed);
 ks_error ks_cu_smooth_prolongator(const ks_sparse *A, const ks_sparse *P0, double rho,

@@ -73,12 +73,14 @@ __global__ void check_csr_kernel(ks_int n, ks_int ncols, ks_int nnz, const ks_in
 }
 
 /* The interpolation inputs (ks_cu_interp_inputs): bad[0] = first row of A
- * or S with a bad structure, bad[1] = first point not C whose diagonal is
- * zero or missing (read only where the structure is sound); diag (may be
- * NULL) = a_ii. structure = 0: A and S are known good (ks_sparse.valid),
- * so only the diagonals are read (the whole check reads every column of
- * both, a few ms at 256^3). */
-__global__ void interp_check_kernel(ks_int n, ks_int annz, const ks_int *__restrict__ arp,
+ * or S with a bad structure, bad[1] = first point not C of the rows built
+ * [r0, r1) whose diagonal is zero or missing (read only where the
+ * structure is sound; the other rows are never built, and a rank's local
+ * system has points without rows); diag (may be NULL) = a_ii. structure =
+ * 0: A and S are known good (ks_sparse.valid), so only the diagonals are
+ * read (the whole check reads every column of both, a few ms at 256^3). */
+__global__ void interp_check_kernel(ks_int n, ks_int r0, ks_int r1, ks_int annz,
+                                    const ks_int *__restrict__ arp,
                                     const ks_int *__restrict__ aci,
                                     const double *__restrict__ ava, ks_int snnz,
                                     const ks_int *__restrict__ srp, const ks_int *__restrict__ sci,
@@ -103,7 +105,7 @@ __global__ void interp_check_kernel(ks_int n, ks_int annz, const ks_int *__restr
             }
         if (diag)
             diag[i] = d;
-        if (cf[i] != KS_CPT && d == 0.0)
+        if (cf[i] != KS_CPT && d == 0.0 && i >= r0 && i < r1)
             atomicMin(&bad[1], i);
     }
 }
@@ -206,7 +208,8 @@ ks_error ks_cu_check_csr(ks_backend *be, ks_int n, ks_int ncols, ks_int nnz, con
 }
 
 ks_error ks_cu_interp_inputs(const char *who, const ks_sparse *A, const ks_sparse *S,
-                             const int *cf, ks_int *cmap, double *diag, ks_int *nc)
+                             const int *cf, ks_int r0, ks_int r1, ks_int *cmap, double *diag,
+                             ks_int *nc)
 {
     if (!A || !S || !cf)
         return ks_seterr(KS_ERR_ARG, "%s: NULL %s", who,
@@ -224,6 +227,9 @@ ks_error ks_cu_interp_inputs(const char *who, const ks_sparse *A, const ks_spars
     if (!A->rowptr || !S->rowptr || (A->nnz > 0 && (!A->colind || !A->val)) ||
         (S->nnz > 0 && !S->colind))
         return ks_seterr(KS_ERR_ARG, "%s: matrix or strength arrays not allocated", who);
+    if (r0 < 0 || r1 < r0 || r1 > n)
+        return ks_seterr(KS_ERR_ARG, "%s: rows %" PRId32 " .. %" PRId32 " of %" PRId32, who, r0,
+                         r1, n);
     if (!nc || !cmap)
         return ks_seterr(KS_ERR_ARG, "%s: ks_cu_coarse_map: NULL array", who);
     ks_backend *be = A->be;
@@ -237,7 +243,7 @@ ks_error ks_cu_interp_inputs(const char *who, const ks_sparse *A, const ks_spars
         ks_error e = fill_flags(be, bad, 2, n);
         if (e == KS_OK) {
             interp_check_kernel<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, ks_cu_stream(be)>>>(
-                n, A->nnz, A->rowptr, A->colind, A->val, S->nnz, S->rowptr, S->colind, cf,
+                n, r0, r1, A->nnz, A->rowptr, A->colind, A->val, S->nnz, S->rowptr, S->colind, cf,
                 !(A->valid && S->valid), diag, bad);
             e = ks_cu_launched("interp_check_kernel");
         }
@@ -259,6 +265,21 @@ ks_error ks_cu_interp_inputs(const char *who, const ks_sparse *A, const ks_spars
         return ks_adderr(e, "%s", who);
     if (hbad[1] < n)
         return ks_seterr(KS_ERR_NUMERIC, "%s: zero diagonal at row %" PRId32, who, hbad[1]);
+    return KS_OK;
+}
+
+ks_error ks_cu_rows_nnz(const ks_sparse *A, ks_int r0, ks_int r1, long long *nnz)
+{
+    *nnz = A->nnz;
+    if (r0 == 0 && r1 == A->nrows)
+        return KS_OK;
+    *nnz = 0;
+    if (r1 <= r0)
+        return KS_OK;
+    ks_int b = 0, e = 0;
+    KS_TRY(A->be->ops->download(A->be, &b, A->rowptr + r0, sizeof b));
+    KS_TRY(A->be->ops->download(A->be, &e, A->rowptr + r1, sizeof e));
+    *nnz = (long long)e - b;
     return KS_OK;
 }
 

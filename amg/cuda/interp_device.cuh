@@ -55,12 +55,19 @@ ks_error ks_cu_check_csr(ks_backend *be, ks_int n, ks_int ncols, ks_int nnz, con
                          ks_int bad[2]);
 
 /* Interpolation inputs as the cpu builders check them (interp_direct.c):
- * shapes, the structure of A and S, the splitting (coarse numbering into
- * cmap, n + 1 slots, *nc), and a nonzero diagonal on every F row (the
- * first one zero or missing is KS_ERR_NUMERIC). When diag is not NULL it
- * gets a_ii of every row (0 where not stored). `who` names the caller. */
+ * shapes, the rows to build r0 .. r1 - 1 (within 0 .. n), the structure
+ * of A and S (every row), the splitting (coarse numbering into cmap, n + 1
+ * slots, *nc), and a nonzero diagonal on every F row built (the first one
+ * zero or missing is KS_ERR_NUMERIC). When diag is not NULL it gets a_ii
+ * of every row (0 where not stored). `who` names the caller. */
 ks_error ks_cu_interp_inputs(const char *who, const ks_sparse *A, const ks_sparse *S,
-                             const int *cf, ks_int *cmap, double *diag, ks_int *nc);
+                             const int *cf, ks_int r0, ks_int r1, ks_int *cmap, double *diag,
+                             ks_int *nc);
+
+/* *nnz = the entries of A's rows r0 .. r1 - 1 (A's structure checked): a
+ * builder's launch shape follows the mean length of the rows it builds.
+ * Two small downloads unless the range is all of A. */
+ks_error ks_cu_rows_nnz(const ks_sparse *A, ks_int r0, ks_int r1, long long *nnz);
 
 /* P's rows shortened to their first keep[i] entries (keep: device, n + 1
  * slots, overwritten by its scan): new row pointers, new arrays when

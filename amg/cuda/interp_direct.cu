@@ -1,6 +1,8 @@
 /* Direct interpolation (D1) on the device: amg/cpu/interp_direct.c's rule
  * (see there for the formula), one thread a row on levels of short rows, a
- * warp a row where rows are long (direct_rows_warp).
+ * warp a row where rows are long (direct_rows_warp). Either all rows or a
+ * range r0 .. r1 - 1 (a rank's own rows of its local system): the kernels
+ * visit the range only, the other rows stay empty.
  *
  * Pass 1 counts each row: an F row walks A's row merged with S's (both
  * sorted) exactly as the cpu's direct_row does, so it knows the strong C
@@ -29,18 +31,19 @@ __device__ __forceinline__ void direct_identity(ks_int i, const ks_int *__restri
     }
 }
 
-/* FILL = false: cnt[i] = the length of row i. FILL = true: row i written
- * at prp[i] (rows counted empty are skipped: the walk would find entries
- * only to drop them). */
+/* Rows i = r0 .. r0 + nr - 1. FILL = false: cnt[i] = the length of row i.
+ * FILL = true: row i written at prp[i] (rows counted empty are skipped:
+ * the walk would find entries only to drop them). */
 template <bool FILL>
-__global__ void direct_rows(ks_int n, const ks_int *__restrict__ arp, const ks_int *__restrict__ aci,
+__global__ void direct_rows(ks_int r0, ks_int nr, const ks_int *__restrict__ arp,
+                            const ks_int *__restrict__ aci,
                             const double *__restrict__ ava, const ks_int *__restrict__ srp,
                             const ks_int *__restrict__ sci, const ks_int *__restrict__ cmap,
                             ks_int *cnt, const ks_int *__restrict__ prp, ks_int *__restrict__ pci,
                             double *__restrict__ pva)
 {
-    KS_CU_FOR(ii, n) {
-        const ks_int i = (ks_int)ii;
+    KS_CU_FOR(ii, nr) {
+        const ks_int i = r0 + (ks_int)ii;
         if (cmap[i] >= 0) { /* C point: identity row */
             direct_identity<FILL>(i, cmap, cnt, prp, pci, pva);
             continue;
@@ -103,7 +106,7 @@ __global__ void direct_rows(ks_int n, const ks_int *__restrict__ arp, const ks_i
  * row order by broadcast: the thread kernel's additions in its order, the
  * same bits. */
 template <bool FILL>
-__global__ void direct_rows_warp(ks_int n, const ks_int *__restrict__ arp,
+__global__ void direct_rows_warp(ks_int r0, ks_int nr, const ks_int *__restrict__ arp,
                                  const ks_int *__restrict__ aci, const double *__restrict__ ava,
                                  const ks_int *__restrict__ srp, const ks_int *__restrict__ sci,
                                  const ks_int *__restrict__ cmap, ks_int *cnt,
@@ -113,9 +116,9 @@ __global__ void direct_rows_warp(ks_int n, const ks_int *__restrict__ arp,
     const unsigned full = 0xffffffffu;
     const int lane = (int)(threadIdx.x & 31);
     const long long nw = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long ii = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; ii < n;
+    for (long long ii = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; ii < nr;
          ii += nw) {
-        const ks_int i = (ks_int)ii;
+        const ks_int i = r0 + (ks_int)ii;
         if (cmap[i] >= 0) { /* C point: identity row */
             if (lane == 0)
                 direct_identity<FILL>(i, cmap, cnt, prp, pci, pva);
@@ -188,24 +191,28 @@ __global__ void direct_rows_warp(ks_int n, const ks_int *__restrict__ arp,
 /* Mean row length from which rows get a warp each. */
 #define DIRECT_WARP_MEAN 16
 
+/* Rows r0 .. r0 + nr - 1, holding rnnz entries of A. */
 template <bool FILL>
-ks_error direct_launch(const ks_sparse *A, const ks_sparse *S, const ks_int *cmap, ks_int *cnt,
-                       const ks_int *prp, ks_int *pci, double *pva, cudaStream_t st)
+ks_error direct_launch(const ks_sparse *A, const ks_sparse *S, ks_int r0, ks_int nr,
+                       long long rnnz, const ks_int *cmap, ks_int *cnt, const ks_int *prp,
+                       ks_int *pci, double *pva, cudaStream_t st)
 {
-    const ks_int n = A->nrows;
-    if (n > 0 && (long long)A->nnz >= (long long)DIRECT_WARP_MEAN * n)
-        direct_rows_warp<FILL><<<ks_cu_blocks(32LL * n), KS_CU_BLOCK, 0, st>>>(
-            n, A->rowptr, A->colind, A->val, S->rowptr, S->colind, cmap, cnt, prp, pci, pva);
+    if (nr == 0)
+        return KS_OK;
+    if (rnnz >= (long long)DIRECT_WARP_MEAN * nr)
+        direct_rows_warp<FILL><<<ks_cu_blocks(32LL * nr), KS_CU_BLOCK, 0, st>>>(
+            r0, nr, A->rowptr, A->colind, A->val, S->rowptr, S->colind, cmap, cnt, prp, pci,
+            pva);
     else
-        direct_rows<FILL><<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(
-            n, A->rowptr, A->colind, A->val, S->rowptr, S->colind, cmap, cnt, prp, pci, pva);
+        direct_rows<FILL><<<ks_cu_blocks(nr), KS_CU_BLOCK, 0, st>>>(
+            r0, nr, A->rowptr, A->colind, A->val, S->rowptr, S->colind, cmap, cnt, prp, pci, pva);
     return ks_cu_launched(FILL ? "direct_rows (fill)" : "direct_rows (count)");
 }
 
 } // namespace
 
-extern "C" ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, const int *cf,
-                                        ks_sparse *P)
+extern "C" ks_error ks_cu_interp_direct_rows(const ks_sparse *A, const ks_sparse *S,
+                                             const int *cf, ks_int r0, ks_int r1, ks_sparse *P)
 {
     static const char who[] = "ks_amg_interp_direct";
     if (!P)
@@ -217,14 +224,24 @@ extern "C" ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, 
     ks_int *cmap = NULL, nc = 0;
     if (n >= 0 && be)
         KS_TRY(ks_be_alloc(be, ((size_t)n + 1) * sizeof *cmap, (void **)&cmap, "coarse map"));
-    ks_error e = ks_cu_interp_inputs(who, A, S, cf, cmap, NULL, &nc);
+    ks_error e = ks_cu_interp_inputs(who, A, S, cf, r0, r1, cmap, NULL, &nc);
     cudaStream_t st = e == KS_OK ? ks_cu_stream(be) : 0;
-    /* Row counts go straight into the row pointers, scanned in place. */
+    const ks_int nr = e == KS_OK ? r1 - r0 : 0;
+    long long rnnz = 0;
+    if (e == KS_OK)
+        e = ks_cu_rows_nnz(A, r0, r1, &rnnz);
+    /* Row counts go straight into the row pointers, scanned in place; the
+     * rows not built count 0. */
     ks_sparse Q = {be, n, nc, 0, NULL, NULL, NULL, 0, 0};
     Q.rowptr = (ks_int *)ks_cu_alloc_if(be, &e, ((size_t)n + 1) * sizeof(ks_int),
                                         "interpolation row pointers");
+    if (e == KS_OK && nr < n &&
+        cudaMemsetAsync(Q.rowptr, 0, ((size_t)n + 1) * sizeof(ks_int), st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = ks_seterr(KS_ERR_DEVICE, "%s: cudaMemsetAsync of the row counts failed", who);
+    }
     if (e == KS_OK)
-        e = direct_launch<false>(A, S, cmap, Q.rowptr, NULL, NULL, NULL, st);
+        e = direct_launch<false>(A, S, r0, nr, rnnz, cmap, Q.rowptr, NULL, NULL, NULL, st);
     if (e == KS_OK)
         e = ks_cu_scan(be, Q.rowptr, n, Q.rowptr, &Q.nnz, "interpolation entries");
     Q.colind = (ks_int *)ks_cu_alloc_if(be, &e, (size_t)Q.nnz * sizeof(ks_int) + 1,
@@ -232,7 +249,7 @@ extern "C" ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, 
     Q.val = (double *)ks_cu_alloc_if(be, &e, (size_t)Q.nnz * sizeof(double) + 1,
                                      "interpolation values");
     if (e == KS_OK)
-        e = direct_launch<true>(A, S, cmap, NULL, Q.rowptr, Q.colind, Q.val, st);
+        e = direct_launch<true>(A, S, r0, nr, rnnz, cmap, NULL, Q.rowptr, Q.colind, Q.val, st);
     if (e == KS_OK) /* a fault inside the kernels shows here, in this step */
         e = be->ops->sync(be);
     if (be)
@@ -244,4 +261,10 @@ extern "C" ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, 
     }
     *P = Q;
     return KS_OK;
+}
+
+extern "C" ks_error ks_cu_interp_direct(const ks_sparse *A, const ks_sparse *S, const int *cf,
+                                        ks_sparse *P)
+{
+    return ks_cu_interp_direct_rows(A, S, cf, 0, A ? A->nrows : 0, P);
 }

@@ -47,6 +47,12 @@
  * whose atil_ii comes out 0 is left empty, as on the cpu: the fill marks it
  * and the rows are compacted after.
  *
+ * All rows are built, or a range r0 .. r1 - 1 (a rank's own rows of its
+ * local system, mpi/interp_local.c): the per-row kernels and the bins see
+ * only the range, the other rows stay empty (their counts and lengths are
+ * zeroed once); the C counts of the strength rows (ext_cstrong) cover
+ * every row, since the strong F neighbours of the range may lie outside.
+ *
  * The per-row functions come first, between the two marker comments, and
  * use nothing but the CUDA intrinsics: they can be compiled on the host
  * with emulated warps to test them without a device. */
@@ -676,15 +682,16 @@ __global__ void ext_cstrong(ks_int n, const ks_int *__restrict__ srp,
     }
 }
 
-/* Count pass, one thread a row: C rows get 1; F rows 0 and size[i] = a
- * bound of |Chat_i| (cs[i] plus cs[k] for every strong F neighbour k; at
- * most nc), the rows with a bound > 0 being built by ext_rows. */
-__global__ void ext_sizes(ks_int n, const ks_int *__restrict__ srp, const ks_int *__restrict__ sci,
-                          const ks_int *__restrict__ cmap, const ks_int *__restrict__ cs,
-                          ks_int nc, ks_int *size, ks_int *cnt)
+/* Count pass, one thread a row of r0 .. r0 + nr - 1: C rows get 1; F rows
+ * 0 and size[i] = a bound of |Chat_i| (cs[i] plus cs[k] for every strong
+ * F neighbour k; at most nc), the rows with a bound > 0 being built by
+ * ext_rows. */
+__global__ void ext_sizes(ks_int r0, ks_int nr, const ks_int *__restrict__ srp,
+                          const ks_int *__restrict__ sci, const ks_int *__restrict__ cmap,
+                          const ks_int *__restrict__ cs, ks_int nc, ks_int *size, ks_int *cnt)
 {
-    KS_CU_FOR(ii, n) {
-        const ks_int i = (ks_int)ii;
+    KS_CU_FOR(ii, nr) {
+        const ks_int i = r0 + (ks_int)ii;
         if (cmap[i] >= 0) {
             cnt[i] = 1;
             size[i] = 0;
@@ -701,14 +708,15 @@ __global__ void ext_sizes(ks_int n, const ks_int *__restrict__ srp, const ks_int
     }
 }
 
-/* Fill pass, one thread a row: C rows get their unit entry; F rows keep[i]
- * = size[i] = their length, the rows with entries being built by ext_rows. */
-__global__ void ext_lengths(ks_int n, const ks_int *__restrict__ cmap,
+/* Fill pass, one thread a row of r0 .. r0 + nr - 1: C rows get their unit
+ * entry; F rows keep[i] = size[i] = their length, the rows with entries
+ * being built by ext_rows. */
+__global__ void ext_lengths(ks_int r0, ks_int nr, const ks_int *__restrict__ cmap,
                             const ks_int *__restrict__ prp, ks_int *__restrict__ pci,
                             double *__restrict__ pva, ks_int *keep, ks_int *size)
 {
-    KS_CU_FOR(ii, n) {
-        const ks_int i = (ks_int)ii;
+    KS_CU_FOR(ii, nr) {
+        const ks_int i = r0 + (ks_int)ii;
         const ks_int p0 = prp[i];
         if (cmap[i] >= 0) {
             pci[p0] = cmap[i];
@@ -722,7 +730,8 @@ __global__ void ext_lengths(ks_int n, const ks_int *__restrict__ cmap,
 }
 
 /* The binning kernels run whole warps (the loop bound is the warp's), so
- * that __match_any_sync can aggregate the atomics of a warp per bin. */
+ * that __match_any_sync can aggregate the atomics of a warp per bin. They
+ * read size[0, n) of the rows r0 .. r0 + n - 1 (size points at row r0's). */
 __global__ void ext_hist(ks_int n, const ks_int *__restrict__ size, ext_bins *bins)
 {
     const int lane = (int)(threadIdx.x & 31);
@@ -752,8 +761,8 @@ __global__ void ext_starts(ext_bins *bins)
 
 /* Rows into their bin's part of list (the order within a bin does not
  * matter: every row is built alone). */
-__global__ void ext_scatter(ks_int n, const ks_int *__restrict__ size, ext_bins *bins,
-                            ks_int *__restrict__ list)
+__global__ void ext_scatter(ks_int r0, ks_int n, const ks_int *__restrict__ size,
+                            ext_bins *bins, ks_int *__restrict__ list)
 {
     const int lane = (int)(threadIdx.x & 31);
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -769,7 +778,7 @@ __global__ void ext_scatter(ks_int n, const ks_int *__restrict__ size, ext_bins 
             at = atomicAdd(&bins->next[b], (ks_int)__popc(peers));
         at = __shfl_sync(0xffffffffu, at, leader);
         if (b >= 0)
-            list[at + __popc(peers & ((1u << lane) - 1))] = (ks_int)i;
+            list[at + __popc(peers & ((1u << lane) - 1))] = r0 + (ks_int)i;
     }
 }
 
@@ -786,22 +795,27 @@ __global__ void ext_scatter(ks_int n, const ks_int *__restrict__ size, ext_bins 
 #define EXT_FB_WARPS 1024
 #define EXT_LG_MAX 28 /* sets of up to 2^27 points */
 
-/* Rows with size[i] > 0, listed by bin: h->count[b] rows of bin b at list
- * + h->next[b]; h->maxfb. Synchronises (the host needs the counts). */
-ks_error ext_bin_rows(ks_backend *be, cudaStream_t st, ks_int n, const ks_int *size, ext_bins *d,
-                      ks_int *list, ext_bins *h)
+/* Rows i of r0 .. r0 + nr - 1 with size[i] > 0, listed by bin:
+ * h->count[b] rows of bin b at list + h->next[b]; h->maxfb. Synchronises
+ * (the host needs the counts). */
+ks_error ext_bin_rows(ks_backend *be, cudaStream_t st, ks_int r0, ks_int nr, const ks_int *size,
+                      ext_bins *d, ks_int *list, ext_bins *h)
 {
     if (cudaMemsetAsync(d, 0, sizeof *d, st) != cudaSuccess) {
         (void)cudaGetLastError();
         return ks_seterr(KS_ERR_DEVICE, "ks_amg_interp_extended_i: cudaMemsetAsync of the bin "
                          "counters failed");
     }
-    ext_hist<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, size, d);
-    KS_TRY(ks_cu_launched("ext_hist"));
+    if (nr > 0) {
+        ext_hist<<<ks_cu_blocks(nr), KS_CU_BLOCK, 0, st>>>(nr, size + r0, d);
+        KS_TRY(ks_cu_launched("ext_hist"));
+    }
     ext_starts<<<1, 1, 0, st>>>(d);
     KS_TRY(ks_cu_launched("ext_starts"));
-    ext_scatter<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, size, d, list);
-    KS_TRY(ks_cu_launched("ext_scatter"));
+    if (nr > 0) {
+        ext_scatter<<<ks_cu_blocks(nr), KS_CU_BLOCK, 0, st>>>(r0, nr, size + r0, d, list);
+        KS_TRY(ks_cu_launched("ext_scatter"));
+    }
     KS_TRY(be->ops->download(be, h, d, sizeof *h));
     for (int b = 0; b < EXT_NBINS; b++) /* the cursors stopped at the bins' ends */
         h->next[b] -= h->count[b];
@@ -843,13 +857,14 @@ ks_error ext_launch(int G, bool fill, long long groups, int gpb, size_t smem, cu
     return ks_cu_launched(fill ? "ext_rows (fill)" : "ext_rows (count)");
 }
 
-/* Lanes a row for the bins up to H = 2^EXT_LG_SMALL: the level's mean row
- * length of A (rounded up to a power of two, 4 to 32), the width of the
- * walks of rows k; larger sets come from longer rows and get a warp. */
+/* Lanes a row for the bins up to H = 2^EXT_LG_SMALL: the mean length of
+ * the rows of A built (rounded up to a power of two, 4 to 32), the width
+ * of the walks of rows k; larger sets come from longer rows and get a
+ * warp. */
 #define EXT_LG_SMALL 8
-int ext_group_size(ks_int n, ks_int nnz)
+int ext_group_size(ks_int n, long long nnz)
 {
-    const long long mean = n > 0 ? ((long long)nnz + n - 1) / n : 1;
+    const long long mean = n > 0 ? (nnz + n - 1) / n : 1;
     int G = 4;
     while (G < 32 && G < mean)
         G <<= 1;
@@ -928,8 +943,9 @@ ks_error ext_pass(ks_backend *be, cudaStream_t st, bool fill, const ext_bins *h,
 
 } // namespace
 
-extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse *S,
-                                            const int *cf, ks_sparse *P)
+extern "C" ks_error ks_cu_interp_extended_i_rows(const ks_sparse *A, const ks_sparse *S,
+                                                 const int *cf, ks_int r0, ks_int r1,
+                                                 ks_sparse *P)
 {
     static const char who[] = "ks_amg_interp_extended_i";
     if (!P)
@@ -947,8 +963,12 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
                                         "interpolation diagonal");
     }
     if (e == KS_OK)
-        e = ks_cu_interp_inputs(who, A, S, cf, cmap, diag, &nc);
+        e = ks_cu_interp_inputs(who, A, S, cf, r0, r1, cmap, diag, &nc);
     cudaStream_t st = e == KS_OK ? ks_cu_stream(be) : 0;
+    const ks_int nr = e == KS_OK ? r1 - r0 : 0;
+    long long rnnz = 0;
+    if (e == KS_OK)
+        e = ks_cu_rows_nnz(A, r0, r1, &rnnz);
     ks_sparse Q = {be, n, nc, 0, NULL, NULL, NULL, 0, 0};
     ks_int *size = NULL, *list = NULL, *keep = NULL;
     ext_bins *dbins = NULL, hbins;
@@ -965,6 +985,13 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
         (void)cudaGetLastError();
         e = ks_seterr(KS_ERR_DEVICE, "%s: cudaMemsetAsync of the flags failed", who);
     }
+    /* The rows not built count 0 (and keep 0 entries, should the rows be
+     * compacted). */
+    if (e == KS_OK && nr < n &&
+        cudaMemsetAsync(Q.rowptr, 0, ((size_t)n + 1) * sizeof(ks_int), st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = ks_seterr(KS_ERR_DEVICE, "%s: cudaMemsetAsync of the row counts failed", who);
+    }
     ext_args ar;
     memset(&ar, 0, sizeof ar);
     if (e == KS_OK) {
@@ -979,19 +1006,21 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
         ar.cnt = Q.rowptr;
         ar.flags = flags;
     }
-    const int gsmall = ext_group_size(n, A->nnz);
-    const bool tpr = (long long)A->nnz <= (long long)EXT_TPR_MEAN * n;
-    if (e == KS_OK) { /* list holds the C counts until the rows are binned */
+    const int gsmall = ext_group_size(nr, rnnz);
+    const bool tpr = rnnz <= (long long)EXT_TPR_MEAN * nr;
+    /* list holds the C counts of every row (the strong F neighbours of the
+     * rows built may be anywhere) until the rows are binned */
+    if (e == KS_OK && n > 0) {
         ext_cstrong<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, S->rowptr, S->colind, cmap, list);
         e = ks_cu_launched("ext_cstrong");
     }
-    if (e == KS_OK) {
-        ext_sizes<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, S->rowptr, S->colind, cmap, list,
-                                                            nc, size, Q.rowptr);
+    if (e == KS_OK && nr > 0) {
+        ext_sizes<<<ks_cu_blocks(nr), KS_CU_BLOCK, 0, st>>>(r0, nr, S->rowptr, S->colind, cmap,
+                                                             list, nc, size, Q.rowptr);
         e = ks_cu_launched("ext_sizes");
     }
     if (e == KS_OK)
-        e = ext_bin_rows(be, st, n, size, dbins, list, &hbins);
+        e = ext_bin_rows(be, st, r0, nr, size, dbins, list, &hbins);
     if (e == KS_OK)
         e = ext_pass(be, st, false, &hbins, list, gsmall, tpr, ar);
     if (e == KS_OK)
@@ -1002,17 +1031,24 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
                                      "interpolation values");
     keep = (ks_int *)ks_cu_alloc_if(be, &e, ((size_t)n + 1) * sizeof(ks_int),
                                     "interpolation row lengths");
+    if (e == KS_OK && nr < n &&
+        cudaMemsetAsync(keep, 0, ((size_t)n + 1) * sizeof(ks_int), st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = ks_seterr(KS_ERR_DEVICE, "%s: cudaMemsetAsync of the row lengths failed", who);
+    }
     if (e == KS_OK) {
         ar.prp = Q.rowptr;
         ar.pci = Q.colind;
         ar.pva = Q.val;
         ar.keep = keep;
-        ext_lengths<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, st>>>(n, cmap, Q.rowptr, Q.colind, Q.val,
-                                                              keep, size);
+    }
+    if (e == KS_OK && nr > 0) {
+        ext_lengths<<<ks_cu_blocks(nr), KS_CU_BLOCK, 0, st>>>(r0, nr, cmap, Q.rowptr, Q.colind,
+                                                               Q.val, keep, size);
         e = ks_cu_launched("ext_lengths");
     }
     if (e == KS_OK)
-        e = ext_bin_rows(be, st, n, size, dbins, list, &hbins);
+        e = ext_bin_rows(be, st, r0, nr, size, dbins, list, &hbins);
     if (e == KS_OK)
         e = ext_pass(be, st, true, &hbins, list, gsmall, tpr, ar);
     if (e == KS_OK) /* synchronises: kernel faults show here */
@@ -1042,4 +1078,10 @@ extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse 
     }
     *P = Q;
     return KS_OK;
+}
+
+extern "C" ks_error ks_cu_interp_extended_i(const ks_sparse *A, const ks_sparse *S,
+                                            const int *cf, ks_sparse *P)
+{
+    return ks_cu_interp_extended_i_rows(A, S, cf, 0, A ? A->nrows : 0, P);
 }

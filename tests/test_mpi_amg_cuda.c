@@ -784,6 +784,11 @@ START_TEST(test_dist_strength)
             ks_matrix_destroy(&Mc);
             ks_matrix_destroy(&Md);
         }
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
 /* dp's rows equal hp's: row pointers, global columns and value bits. */
 static int same_prows(const ks_dist_prows *hp, const ks_dist_prows *dp)
 {

@@ -16,6 +16,13 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------- amg_dist_classical.c */
+/* Under KS_AMG_TRACE, rank 0 prints a sub-step of a setup phase (its own
+ * wall time since *t0, no reduction, so callable where not every rank
+ * passes; c NULL: MPI_COMM_WORLD's rank 0) and moves *t0 on; otherwise
+ * nothing but *t0 moved on. */
+void ks_amg_dist_substep(const ks_comm *c, const char *what, double *t0);
+
 /* ------------------------------------------------------- halo_typed.c */
 /* The neighbour exchange of a ks_halo plan for any element type (the
  * plan's own buffers hold doubles): owners send the entries of their rows

@@ -62,6 +62,18 @@ void ks_amg_dist_phase(ks_amg *amg, int l, ks_amg_phase ph, const char *what, do
     *t0 = t;
 }
 
+void ks_amg_dist_substep(const ks_comm *c, const char *what, double *t0)
+{
+    const double t = ks_wtime();
+    int world = 0; /* no communicator at hand: MPI_COMM_WORLD's rank 0 speaks */
+    if (!c && ks_amg_tracing())
+        MPI_Comm_rank(MPI_COMM_WORLD, &world);
+    if (ks_amg_tracing() && (c ? c->rank : world) == 0)
+        ks_log((ks_log_level() >= KS_LOG_DEBUG ? KS_LOG_DEBUG : KS_LOG_INFO) | KS_LOG_STDERR,
+               "ksolve AMG   rank 0: %s %.3f ms\n", what, 1e3 * (t - *t0));
+    *t0 = t;
+}
+
 int ks_amg_dist_truncating(const ks_amg_params *p)
 {
     return p->interp_max_elements > 0 || p->interp_truncation_factor > 0.0;

@@ -169,15 +169,20 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
                (long long)P.nc_global, q, q == 1 ? "" : "s");
     if (e == KS_OK)
         e = ks_comm_agree(c, ks_layout_gather(c, P.nc, &coff));
+    double t_sub = ks_wtime();
     if (e == KS_OK)
         e = ks_dist_prows_transpose(&P, foff, coff, &R);
+    ks_amg_dist_substep(c, "transpose P", &t_sub);
     if (e == KS_OK)
         e = ks_dist_rap_r(A, &P, &R, &Ac);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP", &t);
+    t_sub = t;
     if (e == KS_OK)
         e = ks_amg_dist_transfer_matrix(amg, &P, foff, coff, &L->Pm);
+    ks_amg_dist_substep(c, "P as a distributed matrix", &t_sub);
     if (e == KS_OK)
         e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);
+    ks_amg_dist_substep(c, "R as a distributed matrix", &t_sub);
     if (e == KS_OK)
         e = ks_matrix_create_dist(amg->be, c, Ac.nrows, Ac.ncols_global, Ac.rowptr, Ac.colind,
                                   Ac.val, level_matrix_format(amg), NULL, &C->Am);

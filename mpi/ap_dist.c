@@ -71,16 +71,19 @@ static ks_error product(ks_backend *be, const ks_csr *AL, const ks_csr *AG, cons
 {
     ks_gmap fm;
     const int64_t np = P->nloc ? P->rowptr[P->nloc] : 0, ng = G->n ? G->rowptr[G->n] : 0;
+    double t = ks_wtime();
     ks_error e = ks_gmap_borrow(P->row_begin, P->row_begin + P->nloc, d->ghost_gid, d->nghost,
                                 &fm);
     if (e == KS_OK)
         e = ks_gmap_make(P->c_begin, P->c_begin + P->nc, P->col, np, G->col, ng, &AP->cols);
+    ks_amg_dist_substep(NULL, "A P: column maps", &t);
     /* Without ghost columns (one rank) the merged rows are A's local block
      * itself: read in place, not copied. */
     const int alone = fm.next == 0 && (!AG || AG->rowptr[AG->nrows] == 0);
     ks_csr M = {0};
     if (e == KS_OK && !alone)
         e = merge_blocks(AL, AG, &fm, &M);
+    ks_amg_dist_substep(NULL, "A P: merge A's blocks", &t);
     if (e == KS_OK)
         e = ks_local_product_compact(be, alone ? AL : &M, G, &fm, P->rowptr, P->col, P->val,
                                      &AP->cols, &AP->T);
@@ -96,7 +99,9 @@ ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_
         return ks_seterr(KS_ERR_ARG, "%s: NULL output", who);
     memset(AP, 0, sizeof *AP);
     ks_dist_ghost_prows G;
+    double t = ks_wtime();
     KS_TRY(ks_dist_fetch_prows(A, P, &G)); /* checks A and P on every rank, agreed */
+    ks_amg_dist_substep(ks_matrix_comm(A), "A P: fetch P's rows", &t);
     const ks_matrix_dist *md = A->dist;
     const ks_dist_impl *d = (const ks_dist_impl *)md;
     const ks_comm *c = md->comm;

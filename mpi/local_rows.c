@@ -113,18 +113,24 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
     if (!be || ks_backend_host_memory(be))
         return ks_csr_spgemm(L, B, T);
     ks_sparse dL = {0}, dB = {0}, dT = {0};
+    double t = ks_wtime();
     ks_error e = ks_sparse_from_csr(be, L, 0, &dL);
     if (e == KS_OK)
         e = ks_sparse_from_csr(be, B, 0, &dB);
     if (e == KS_OK) /* stacked and merged rows are sorted by construction */
         dL.valid = dB.valid = 1;
+    ks_amg_dist_substep(NULL, "local product: upload", &t);
     if (e == KS_OK)
         e = ks_sparse_spgemm(&dL, &dB, &dT);
+    if (e == KS_OK)
+        e = ks_backend_sync(be);
+    ks_amg_dist_substep(NULL, "local product: device spgemm", &t);
     ks_sparse_free(&dL);
     ks_sparse_free(&dB);
     if (e == KS_OK)
         e = ks_sparse_to_csr(&dT, T);
     ks_sparse_free(&dT);
+    ks_amg_dist_substep(NULL, "local product: download", &t);
     return e;
 }
 
@@ -133,7 +139,9 @@ ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist
                                   const double *val, const ks_gmap *cols, ks_csr *T)
 {
     ks_csr B = {0};
+    double t = ks_wtime();
     ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
+    ks_amg_dist_substep(NULL, "stack P's rows", &t);
     if (e == KS_OK)
         e = ks_local_spgemm(be, L, &B, T);
     ks_csr_free(&B);
@@ -147,8 +155,10 @@ ks_error ks_local_product_stacked(ks_backend *be, ks_csr *L, ks_csr *B, const ks
     ks_error e = ks_local_spgemm(be, L, B, &T);
     ks_csr_free(L);
     ks_csr_free(B);
+    double t = ks_wtime();
     if (e == KS_OK)
         e = ks_compact_to_global(&T, cols, row_begin, nrows_global, ncols_global, out);
     ks_csr_free(&T);
+    ks_amg_dist_substep(NULL, "product to global columns", &t);
     return e;
 }

@@ -86,6 +86,7 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
     ks_gmap fm, cm = {0};
     ks_halo *h = NULL;
     ks_dist_ghost_prows G = {0};
+    double t = ks_wtime();
     ks_error e = ks_comm_agree(c, ks_gmap_make(R->c_begin, R->c_begin + R->nc, R->col, nr, NULL,
                                                0, &fm));
     if (e == KS_OK)
@@ -95,12 +96,14 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
                   : ks_dist_fetch_grows(c, h, AP->nrows, AP->rowptr, AP->gcol, AP->val, fm.next,
                                         &G);
     ks_halo_destroy(h);
+    ks_amg_dist_substep(c, "R (A P): fetch A P's rows", &t);
     if (e != KS_OK) {
         ks_gmap_free(&fm);
         return e;
     }
     ks_int *tab = NULL;
     e = product_cols(AP, &G, R->row_begin, R->row_begin + R->nloc, &cm, &tab);
+    ks_amg_dist_substep(c, "R (A P): column map", &t);
     ks_csr Rm = {0}, B = {0};
     ks_int zero = 0;
     const ks_dist_ghost_prows none = {.n = 0, .rowptr = &zero};
@@ -114,6 +117,7 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
                                          &B)
                   : ks_stack_rows(&G, &fm, AP->rowptr, AP->gcol, AP->val, &cm, &B);
     free(tab);
+    ks_amg_dist_substep(c, "R (A P): stack R's and A P's rows", &t);
     if (e == KS_OK)
         e = ks_local_product_stacked(be, &Rm, &B, &cm, R->row_begin, AP->ncols_global,
                                      AP->ncols_global, Ac);

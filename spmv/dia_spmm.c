@@ -11,12 +11,19 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
     c->variant = KS_DIA_SPMM_VEC1024;
     c->tile_rows = KS_DIA_SPMM_DEFAULT_ROWS;
     c->rows_given = 0;
-    c->hoist = 1;
+    c->hoist = KS_DIA_SPMM_DEFAULT_CHUNK;
     const char *h = getenv("KS_DIA_SPMM_HOIST");
     if (h && *h) {
-        if (strcmp(h, "0") != 0 && strcmp(h, "1") != 0)
-            return ks_seterr(KS_ERR_ARG, "KS_DIA_SPMM_HOIST=%s: expected 0 or 1", h);
-        c->hoist = h[0] == '1';
+        static const char *const ok[] = {"0", "1", "2", "4", "8"};
+        int found = 0;
+        for (int i = 0; i < 5; i++)
+            found |= strcmp(h, ok[i]) == 0;
+        if (!found)
+            return ks_seterr(KS_ERR_ARG,
+                             "KS_DIA_SPMM_HOIST=%s: expected 0 (off), 1 (on, %d diagonals a "
+                             "chunk), 2, 4 or 8 (diagonals a chunk)",
+                             h, KS_DIA_SPMM_DEFAULT_CHUNK);
+        c->hoist = h[0] == '1' ? KS_DIA_SPMM_DEFAULT_CHUNK : h[0] - '0';
     }
     if (!s || !*s)
         return KS_OK;

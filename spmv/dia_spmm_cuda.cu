@@ -283,22 +283,22 @@ __global__ void __launch_bounds__(B, 1024 / B)
     }
 }
 
-/* One chunk of row i's sum for the hoisted kernels: diagonals d0 ..
- * d0 + kUnroll - 1 (those below ndiag), off[u] the offset of diagonal
- * d0 + u, `once` their read-once bits; the loads first, then the sums in
- * the diagonals' order, as the tile kernel sums them. */
-template <typename V, int C, typename Op>
+/* One chunk of row i's sum for the hoisted kernel: diagonals d0 ..
+ * d0 + U - 1 (those below ndiag), off[u] the offset of diagonal d0 + u,
+ * `once` their read-once bits; the loads first, then the sums in the
+ * diagonals' order, as the tile kernel sums them. */
+template <typename V, int C, int U, typename Op>
 __device__ __forceinline__ void chunk_sum(long long i, ks_int nrows, ks_int ncols, ks_int d0,
                                           ks_int ndiag, const ks_int *off, unsigned once,
                                           const V *__restrict__ val,
                                           const double *__restrict__ Xj, int kk, const Op &op,
                                           double *sum)
 {
-    V a[kUnroll];
-    double x[kUnroll][C];
+    V a[U];
+    double x[U][C];
     unsigned use = 0;
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
+    for (int u = 0; u < U; u++) {
         const ks_int d = d0 + u;
         if (d >= ndiag)
             break;
@@ -315,7 +315,7 @@ __device__ __forceinline__ void chunk_sum(long long i, ks_int nrows, ks_int ncol
         }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++)
+    for (int u = 0; u < U; u++)
         if (use >> u & 1u)
 #pragma unroll
             for (int q = 0; q < C; q++)
@@ -329,8 +329,17 @@ __device__ __forceinline__ void chunk_sum(long long i, ks_int nrows, ks_int ncol
  * load outside the columns is skipped instead of clamped. ncu of the tile
  * kernel (H200, 7-point 256^3, k = 8): SM throughput 80 %, DRAM 44 %, so
  * those per-row instructions, not memory, bounded it. The sums are the
- * tile kernel's, term for term. */
-template <typename V, int K, int C, int B, typename Op>
+ * tile kernel's, term for term.
+ *
+ * U: the diagonals whose loads go out before their sums (KS_DIA_SPMM_HOIST).
+ * All 7 of a 7-point row at once (U = 8) needs 14 doubles of X and 7
+ * values live; with the fused pass's epilogue that is past the 64
+ * registers a thread of a 1024-thread block has: ncu (H200, 256^3, k = 8)
+ * counted 16.8M local-memory spill requests in a fused residual pass and
+ * 56.6M in the pre-smoothing pass (X scaled by D^-1), whose L1 and L2
+ * traffic then bounded them (L2 throughput 78-83 %, DRAM 30-47 %). Smaller
+ * chunks keep fewer loads in flight a thread and nothing spilled. */
+template <typename V, int K, int C, int B, int U, typename Op>
 __global__ void __launch_bounds__(B, 1024 / B)
     dia_spmm_one_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
                         const ks_int *__restrict__ offset, const V *__restrict__ val, int k,
@@ -359,9 +368,29 @@ __global__ void __launch_bounds__(B, 1024 / B)
 #pragma unroll
         for (int q = 0; q < C; q++)
             sum[q] = 0.0;
-        chunk_sum<V, C>(i, nrows, ncols, 0, ndiag, off, once, val, X + j, kk, op, sum);
+#pragma unroll
+        for (int d0 = 0; d0 < kUnroll; d0 += U)
+            if (d0 < ndiag)
+                chunk_sum<V, C, U>(i, nrows, ncols, d0, ndiag, off + d0, once >> d0, val, X + j,
+                                   kk, op, sum);
         op.template finish<C>(i * kk + j, i, sum);
     }
+}
+
+/* The hoisted kernel with chunks of `chunk` diagonals (2, 4 or 8). */
+template <typename V, int K, int C, int B, typename Op>
+void launch_one(int chunk, unsigned blocks, const ks_dia_spmm_args *a, const V *val,
+                long long tile, const Op &op)
+{
+    if (chunk == 2)
+        dia_spmm_one_kernel<V, K, C, B, 2, Op><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+    else if (chunk == 4)
+        dia_spmm_one_kernel<V, K, C, B, 4, Op><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+    else
+        dia_spmm_one_kernel<V, K, C, B, kUnroll, Op><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
 }
 
 /* One tile-kernel launch: two columns a thread when `pairs` allows it. */
@@ -373,17 +402,15 @@ ks_error run_tile(const ks_dia_spmm_args *a, const V *val, bool pairs, const Op 
     const int tpr = two ? kk / 2 : kk, rows = B / tpr;
     const long long tile = (long long)((a->how.tile_rows + rows - 1) / rows) * rows;
     const unsigned blocks = ks_cufmt_blocks(a->nrows, (int)tile);
-    const bool one = a->how.hoist && a->ndiag <= kUnroll;
+    const int hoist = a->ndiag <= kUnroll ? a->how.hoist : 0;
     /* K == 1 never pairs; its C = 2 instance would divide by 0 */
-    if (two && one)
-        dia_spmm_one_kernel<V, K, K == 1 ? 1 : 2, B, Op><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+    if (two && hoist)
+        launch_one<V, K, K == 1 ? 1 : 2, B, Op>(hoist, blocks, a, val, tile, op);
     else if (two)
         dia_spmm_tile_kernel<V, K, K == 1 ? 1 : 2, B, Op><<<blocks, B, 0, a->stream>>>(
             a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
-    else if (one)
-        dia_spmm_one_kernel<V, K, 1, B, Op><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+    else if (hoist)
+        launch_one<V, K, 1, B, Op>(hoist, blocks, a, val, tile, op);
     else
         dia_spmm_tile_kernel<V, K, 1, B, Op><<<blocks, B, 0, a->stream>>>(
             a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);

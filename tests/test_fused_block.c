@@ -157,7 +157,10 @@ static void check_variant(ks_backend *be, ks_matrix *M, const ks_csr *A, const c
 /* KS_DIA_SPMM settings dia's fused pass runs under ("": the default): each
  * variant's tile walk, with tile lengths that split the matrices into
  * several tiles and a partial last one; old runs as tile. */
-static const char *const dia_walks[] = {"", "tile:1", "vec:100", "vec256:37", "old"};
+static const char *const dia_walks[] = {"", "tile:1", "vec:100", "vec256:37", "old", "", ""};
+/* KS_DIA_SPMM_HOIST beside each walk: the hoisted kernel in chunks of 2
+ * and 4 diagonals too ("": the default) */
+static const char *const dia_hoists[] = {"", "", "", "", "", "2", "4"};
 #define NWALK ((int)(sizeof dia_walks / sizeof dia_walks[0]))
 
 static void check_backend(const char *name)
@@ -172,6 +175,8 @@ static void check_backend(const char *name)
     const char *const *names = ks_spmv_format_names(name);
     const char *env = getenv("KS_DIA_SPMM");
     char *keep_env = env ? strdup(env) : NULL;
+    const char *henv = getenv("KS_DIA_SPMM_HOIST");
+    char *keep_henv = henv ? strdup(henv) : NULL;
     int tested = 0;
     for (int f = 0; names[f]; f++) {
         const ks_spmv_format_ops *o = ks_spmv_format_find(names[f], be->ops->kind);
@@ -184,11 +189,14 @@ static void check_backend(const char *name)
             memset(&prm, 0, sizeof prm);
             prm.float_values = f32;
             prm.max_fill = 1e6; /* dia holds the random matrices too */
-            char fmt[64];
-            snprintf(fmt, sizeof fmt, "%s%s%s", names[f], dia ? " KS_DIA_SPMM=" : "",
-                     dia ? dia_walks[walk] : "");
-            if (dia)
+            char fmt[96];
+            snprintf(fmt, sizeof fmt, "%s%s%s%s%s", names[f], dia ? " KS_DIA_SPMM=" : "",
+                     dia ? dia_walks[walk] : "", dia ? " KS_DIA_SPMM_HOIST=" : "",
+                     dia ? dia_hoists[walk] : "");
+            if (dia) {
                 setenv("KS_DIA_SPMM", dia_walks[walk], 1);
+                setenv("KS_DIA_SPMM_HOIST", dia_hoists[walk], 1);
+            }
             for (int m = 0; m < 3; m++) {
                 ks_matrix *M = NULL;
                 /* float32 values: the reference has them too */
@@ -220,6 +228,11 @@ static void check_backend(const char *name)
     else
         unsetenv("KS_DIA_SPMM");
     free(keep_env);
+    if (keep_henv)
+        setenv("KS_DIA_SPMM_HOIST", keep_henv, 1);
+    else
+        unsetenv("KS_DIA_SPMM_HOIST");
+    free(keep_henv);
     ck_assert_msg(tested > 0, "backend %s: no format has a fused block pass", name);
     ck_assert_ptr_nonnull(ks_spmv_format_with_fused_block(be->ops->kind));
     for (int m = 0; m < 3; m++)

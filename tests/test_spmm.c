@@ -207,9 +207,11 @@ START_TEST(spmm_dia_variants)
     char *keep = env_save("KS_DIA_SPMM");
     /* hoist 0: the 7-point and empty matrices (at most 8 diagonals) through
      * the per-row tile kernel too */
-    for (int hoist = 1; hoist >= 0; hoist--)
+    /* and hoisted in chunks of 8, 4 and 2 diagonals (the same sums) */
+    static const char *const hoists[] = {"8", "4", "2", "0"};
+    for (int hoist = 0; hoist < 4; hoist++)
     for (int v = 0; v < (int)(sizeof variants / sizeof variants[0]); v++) {
-        setenv("KS_DIA_SPMM_HOIST", hoist ? "1" : "0", 1);
+        setenv("KS_DIA_SPMM_HOIST", hoists[hoist], 1);
         setenv("KS_DIA_SPMM", variants[v], 1);
         for (int f32 = 0; f32 < 2; f32++) {
             ks_spmv_params prm;
@@ -218,8 +220,8 @@ START_TEST(spmm_dia_variants)
             prm.float_values = f32;
             for (int m = 0; m < 5; m++) {
                 char label[96];
-                snprintf(label, sizeof label, "KS_DIA_SPMM=%s HOIST=%d%s %s", variants[v],
-                         hoist, f32 ? " float32" : "", what[m]);
+                snprintf(label, sizeof label, "KS_DIA_SPMM=%s HOIST=%s%s %s", variants[v],
+                         hoists[hoist], f32 ? " float32" : "", what[m]);
                 ck_assert_msg(check_format_k(be, "dia", &mats[m], label, &prm, dia_ks,
                                              (int)(sizeof dia_ks / sizeof dia_ks[0])),
                               "%s: dia refused the matrix", label);
@@ -302,17 +304,25 @@ START_TEST(dia_spmm_choice)
         ks_dia_spmm_fit_tile(&c, 16777216, off7, 7, 132);
         ck_assert_int_eq(c.tile_rows, 65536);
     }
-    /* KS_DIA_SPMM_HOIST: on unless 0; anything but 0 or 1 refused */
+    /* KS_DIA_SPMM_HOIST: the default chunk unless set; 0 off, 1 the default,
+     * 2, 4, 8 a chunk; anything else refused */
     unsetenv("KS_DIA_SPMM");
     unsetenv("KS_DIA_SPMM_HOIST");
     KS_CHECK(ks_dia_spmm_choice_get(&c));
-    ck_assert_int_eq(c.hoist, 1);
-    setenv("KS_DIA_SPMM_HOIST", "0", 1);
-    KS_CHECK(ks_dia_spmm_choice_get(&c));
-    ck_assert_int_eq(c.hoist, 0);
-    setenv("KS_DIA_SPMM_HOIST", "yes", 1);
-    ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
-    ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_HOIST"));
+    ck_assert_int_eq(c.hoist, KS_DIA_SPMM_DEFAULT_CHUNK);
+    static const char *const given[] = {"0", "1", "2", "4", "8"};
+    const int want[] = {0, KS_DIA_SPMM_DEFAULT_CHUNK, 2, 4, 8};
+    for (int i = 0; i < 5; i++) {
+        setenv("KS_DIA_SPMM_HOIST", given[i], 1);
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ck_assert_int_eq(c.hoist, want[i]);
+    }
+    static const char *const bad_hoist[] = {"yes", "3", "16", "-1", "4x"};
+    for (int i = 0; i < 5; i++) {
+        setenv("KS_DIA_SPMM_HOIST", bad_hoist[i], 1);
+        ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_HOIST"));
+    }
     unsetenv("KS_DIA_SPMM_HOIST");
     env_restore("KS_DIA_SPMM", keep);
 }

@@ -73,7 +73,7 @@ void *ks_calloc(size_t n, size_t size, const char *what)
 
 void ks_memcpy_par(void *dst, const void *src, size_t bytes)
 {
-    const size_t chunk = (size_t)1 << 22; /* 4 MiB a task: below, one memcpy */
+    const size_t chunk = (size_t)1 << 20; /* 1 MiB a task: below, one memcpy */
     if (bytes <= chunk) {
         if (bytes)
             memcpy(dst, src, bytes);

@@ -11,7 +11,7 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
     c->variant = KS_DIA_SPMM_VEC1024;
     c->tile_rows = KS_DIA_SPMM_DEFAULT_ROWS;
     c->rows_given = 0;
-    c->hoist = KS_DIA_SPMM_DEFAULT_CHUNK;
+    c->hoist = 1;
     const char *h = getenv("KS_DIA_SPMM_HOIST");
     if (h && *h) {
         static const char *const ok[] = {"0", "1", "2", "4", "8"};
@@ -20,10 +20,10 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
             found |= strcmp(h, ok[i]) == 0;
         if (!found)
             return ks_seterr(KS_ERR_ARG,
-                             "KS_DIA_SPMM_HOIST=%s: expected 0 (off), 1 (on, %d diagonals a "
-                             "chunk), 2, 4 or 8 (diagonals a chunk)",
-                             h, KS_DIA_SPMM_DEFAULT_CHUNK);
-        c->hoist = h[0] == '1' ? KS_DIA_SPMM_DEFAULT_CHUNK : h[0] - '0';
+                             "KS_DIA_SPMM_HOIST=%s: expected 0 (off), 1 (on, the chunk "
+                             "chosen for the pass), 2, 4 or 8 (diagonals a chunk)",
+                             h);
+        c->hoist = h[0] - '0';
     }
     if (!s || !*s)
         return KS_OK;

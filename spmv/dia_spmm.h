@@ -27,15 +27,15 @@ enum ks_dia_spmm_variant {
  * 978 us fitted, 1187 us at 16384 rows; docs/blocks.md). */
 #define KS_DIA_SPMM_TILE_ROWS 4096
 #define KS_DIA_SPMM_DEFAULT_ROWS 16384
-/* Diagonals a chunk of the hoisted kernel (dia_spmm_cuda.cu says why). */
-#define KS_DIA_SPMM_DEFAULT_CHUNK 8
 typedef struct ks_dia_spmm_choice {
     int variant;
     int tile_rows;
     /* The tile variants with at most 8 diagonals: the offsets read once a
-     * thread, not once a row, and the row's diagonals loaded in chunks of
-     * `hoist` (2, 4 or 8) before their sums. KS_DIA_SPMM_HOIST=0 turns it
-     * off (for A/B), 1 is the default chunk, 2, 4 or 8 a chunk size. */
+     * thread, not once a row, and the row's diagonals loaded in chunks
+     * before their sums. KS_DIA_SPMM_HOIST (read into `hoist`): 0 turns it
+     * off (for A/B), 1 (the default) takes the chunk measured fastest for
+     * the pass (8 for the SpMM, 4 for the fused passes: dia_spmm_cuda.cu),
+     * 2, 4 or 8 sets the chunk for both. */
     int hoist;
     int rows_given; /* KS_DIA_SPMM named the rows: ks_dia_spmm_fit_tile keeps them */
 } ks_dia_spmm_choice;

@@ -402,7 +402,13 @@ ks_error run_tile(const ks_dia_spmm_args *a, const V *val, bool pairs, const Op 
     const int tpr = two ? kk / 2 : kk, rows = B / tpr;
     const long long tile = (long long)((a->how.tile_rows + rows - 1) / rows) * rows;
     const unsigned blocks = ks_cufmt_blocks(a->nrows, (int)tile);
-    const int hoist = a->ndiag <= kUnroll ? a->how.hoist : 0;
+    /* 1: the chunk measured fastest for the op (H200, 7-point 256^3, k = 8):
+     * the SpMM, with nothing live past its sums, all 8 at once (1.09 ms
+     * against 1.19 at 4); the fused passes 4 (1.50-1.86 ms against
+     * 2.04-2.78 at 8, which spilled) */
+    const int hoist = a->ndiag > kUnroll ? 0
+                      : a->how.hoist == 1 ? (Op::is_spmm ? kUnroll : 4)
+                                          : a->how.hoist;
     /* K == 1 never pairs; its C = 2 instance would divide by 0 */
     if (two && hoist)
         launch_one<V, K, K == 1 ? 1 : 2, B, Op>(hoist, blocks, a, val, tile, op);

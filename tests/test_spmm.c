@@ -208,8 +208,8 @@ START_TEST(spmm_dia_variants)
     /* hoist 0: the 7-point and empty matrices (at most 8 diagonals) through
      * the per-row tile kernel too */
     /* and hoisted in chunks of 8, 4 and 2 diagonals (the same sums) */
-    static const char *const hoists[] = {"8", "4", "2", "0"};
-    for (int hoist = 0; hoist < 4; hoist++)
+    static const char *const hoists[] = {"1", "8", "4", "2", "0"};
+    for (int hoist = 0; hoist < 5; hoist++)
     for (int v = 0; v < (int)(sizeof variants / sizeof variants[0]); v++) {
         setenv("KS_DIA_SPMM_HOIST", hoists[hoist], 1);
         setenv("KS_DIA_SPMM", variants[v], 1);
@@ -304,14 +304,14 @@ START_TEST(dia_spmm_choice)
         ks_dia_spmm_fit_tile(&c, 16777216, off7, 7, 132);
         ck_assert_int_eq(c.tile_rows, 65536);
     }
-    /* KS_DIA_SPMM_HOIST: the default chunk unless set; 0 off, 1 the default,
-     * 2, 4, 8 a chunk; anything else refused */
+    /* KS_DIA_SPMM_HOIST: 1 (each pass's chunk) unless set; 0 off, 2, 4, 8 a
+     * chunk; anything else refused */
     unsetenv("KS_DIA_SPMM");
     unsetenv("KS_DIA_SPMM_HOIST");
     KS_CHECK(ks_dia_spmm_choice_get(&c));
-    ck_assert_int_eq(c.hoist, KS_DIA_SPMM_DEFAULT_CHUNK);
+    ck_assert_int_eq(c.hoist, 1);
     static const char *const given[] = {"0", "1", "2", "4", "8"};
-    const int want[] = {0, KS_DIA_SPMM_DEFAULT_CHUNK, 2, 4, 8};
+    const int want[] = {0, 1, 2, 4, 8};
     for (int i = 0; i < 5; i++) {
         setenv("KS_DIA_SPMM_HOIST", given[i], 1);
         KS_CHECK(ks_dia_spmm_choice_get(&c));

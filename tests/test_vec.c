@@ -198,6 +198,42 @@ START_TEST(test_set_get_device)
 }
 END_TEST
 
+/* Large uploads and downloads (cuda: through the page-locked pair in
+ * chunks, cuda_pinned.h; KS_CUDA_PINNED_COPY=0 plain copies): every byte
+ * arrives, at sizes below, at and past the pair's threshold and chunk,
+ * from and to host addresses that are not 8-byte aligned. */
+START_TEST(test_large_copies)
+{
+    const size_t mib = (size_t)1 << 20;
+    const size_t sizes_b[] = {0, 8 * mib - 8, 8 * mib, 16 * mib + 24, 48 * mib + 8, 3};
+    const size_t most = 48 * mib + 8;
+    unsigned char *h = malloc(most + 1), *back = malloc(most + 1);
+    ck_assert(h && back);
+    for (size_t i = 0; i <= most; i++)
+        h[i] = (unsigned char)(i * 2654435761u >> 13);
+    void *d = NULL;
+    KS_CHECK(ks_be_alloc(g_be, most, &d, "test array"));
+    for (int plain = 0; plain < 2; plain++) {
+        if (plain)
+            setenv("KS_CUDA_PINNED_COPY", "0", 1);
+        for (int k = 0; k < (int)(sizeof sizes_b / sizeof sizes_b[0]); k++) {
+            const size_t b = sizes_b[k];
+            memset(back, 0xA5, most + 1);
+            KS_CHECK(g_be->ops->upload(g_be, d, h + 1, b));
+            KS_CHECK(g_be->ops->download(g_be, back + 1, d, b));
+            ck_assert_msg(memcmp(back + 1, h + 1, b) == 0, "%zu bytes (plain %d) changed", b,
+                          plain);
+            ck_assert_msg(back[0] == 0xA5 && (b == most || back[b + 1] == 0xA5),
+                          "%zu bytes (plain %d): written outside", b, plain);
+        }
+        unsetenv("KS_CUDA_PINNED_COPY");
+    }
+    g_be->ops->free(g_be, d);
+    free(h);
+    free(back);
+}
+END_TEST
+
 START_TEST(test_be_helpers)
 {
     const ks_int n = 1003;
@@ -742,7 +778,8 @@ END_TEST
     X(test_reduction_determinism)                                                             \
     X(test_large_reduction)                                                                   \
     X(test_vec_errors)                                                                        \
-    X(test_set_get_device)
+    X(test_set_get_device)                                                                    \
+    X(test_large_copies)
 
 #define COUNT_TEST(t) +1
 static const int n_per_backend = 0 PER_BACKEND_TESTS(COUNT_TEST);

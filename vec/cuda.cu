@@ -17,6 +17,7 @@
 #include "block_cuda.h"
 #include "block_smooth.h"
 #include "cuda_check.h"
+#include "cuda_pinned.h"
 #include "smooth_value.h"
 
 #include <cuda_runtime.h>
@@ -52,6 +53,7 @@ typedef struct cuda_impl {
      * stream, and events ordering it against `stream` both ways. */
     cudaStream_t stage;
     cudaEvent_t to_stage, from_stage;
+    ks_cuda_pinned pinned; /* large uploads and downloads (cuda_pinned.h) */
 } cuda_impl;
 
 static cuda_impl *impl_of(ks_backend *be) { return (cuda_impl *)be->impl; }
@@ -347,6 +349,7 @@ static void cuda_cleanup(cuda_impl *c)
     ks_backend_destroy(&c->side); /* before the pool it borrows */
     if (c->stream)
         (void)cudaStreamSynchronize(c->stream);
+    ks_cuda_pinned_free(&c->pinned);
     if (c->sparse)
         (void)cusparseDestroy(c->sparse);
     if (c->partials)
@@ -485,25 +488,18 @@ static void cuda_free(ks_backend *be, void *p)
 }
 
 /* Host buffers are caller memory (usually pageable): wait, so the caller
- * may reuse or free them as soon as the call returns. */
+ * may reuse or free them as soon as the call returns. Large ones go
+ * through the backend's page-locked pair (cuda_pinned.h). */
 static ks_error cuda_upload(ks_backend *be, void *dst, const void *src, size_t bytes)
 {
     cuda_impl *c = impl_of(be);
-    if (bytes == 0)
-        return KS_OK;
-    KS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
-    KS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    return KS_OK;
+    return ks_cuda_pinned_copy(&c->pinned, c->stream, dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
 static ks_error cuda_download(ks_backend *be, void *dst, const void *src, size_t bytes)
 {
     cuda_impl *c = impl_of(be);
-    if (bytes == 0)
-        return KS_OK;
-    KS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
-    KS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    return KS_OK;
+    return ks_cuda_pinned_copy(&c->pinned, c->stream, dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 
 static ks_error cuda_copy(ks_backend *be, void *dst, const void *src, size_t bytes)

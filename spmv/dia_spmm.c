@@ -12,6 +12,13 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
     c->tile_rows = KS_DIA_SPMM_DEFAULT_ROWS;
     c->rows_given = 0;
     c->hoist = 1;
+    c->prefetch = KS_DIA_SPMM_DEFAULT_PREFETCH;
+    const char *pf = getenv("KS_DIA_SPMM_PREFETCH");
+    if (pf && *pf) {
+        if (strcmp(pf, "0") != 0 && strcmp(pf, "1") != 0)
+            return ks_seterr(KS_ERR_ARG, "KS_DIA_SPMM_PREFETCH=%s: expected 0 or 1", pf);
+        c->prefetch = pf[0] == '1';
+    }
     const char *h = getenv("KS_DIA_SPMM_HOIST");
     if (h && *h) {
         static const char *const ok[] = {"0", "1", "2", "4", "8"};

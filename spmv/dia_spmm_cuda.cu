@@ -136,16 +136,22 @@ struct spmm_op {
     __device__ void scale(long long, double *) const
     {
     }
+    /* What finish reads of entry e besides the sums (Y when beta != 0),
+     * loaded early where the kernel prefetches it. */
     template <int C>
-    __device__ void finish(long long e, long long, const double *sum) const
+    __device__ void pre(long long e, double *y) const
     {
-        double y[C];
+        if (beta != 0.0)
+            load_cols<C, true>(Y + e, y);
+    }
+    template <int C>
+    __device__ void finish(long long e, long long, const double *sum, double *y) const
+    {
         if (beta == 0.0) {
 #pragma unroll
             for (int q = 0; q < C; q++)
                 y[q] = alpha * sum[q];
         } else {
-            load_cols<C, true>(Y + e, y);
 #pragma unroll
             for (int q = 0; q < C; q++)
                 y[q] = alpha * sum[q] + beta * y[q];
@@ -176,12 +182,18 @@ struct fused_op {
                 x[q] = s * x[q];
         }
     }
+    /* B's entries, loaded early where the kernel prefetches them: the
+     * one read of the epilogue that comes from memory on every pass. */
     template <int C>
-    __device__ void finish(long long e, long long i, const double *sum) const
+    __device__ void pre(long long e, double *b) const
     {
-        double b[C], x[C], xp[C], v[C];
-        double w = 0.0;
         load_cols<C, true>(f.b + e, b);
+    }
+    template <int C>
+    __device__ void finish(long long e, long long i, const double *sum, double *b) const
+    {
+        double x[C], xp[C], v[C];
+        double w = 0.0;
 #pragma unroll
         for (int q = 0; q < C; q++)
             x[q] = xp[q] = 0.0;
@@ -279,7 +291,9 @@ __global__ void __launch_bounds__(B, 1024 / B)
                     for (int q = 0; q < C; q++)
                         sum[q] += (double)a[u] * x[u][q];
         }
-        op.template finish<C>(i * kk + j, i, sum);
+        double pb[C];
+        op.template pre<C>(i * kk + j, pb);
+        op.template finish<C>(i * kk + j, i, sum, pb);
     }
 }
 
@@ -339,7 +353,7 @@ __device__ __forceinline__ void chunk_sum(long long i, ks_int nrows, ks_int ncol
  * 56.6M in the pre-smoothing pass (X scaled by D^-1), whose L1 and L2
  * traffic then bounded them (L2 throughput 78-83 %, DRAM 30-47 %). Smaller
  * chunks keep fewer loads in flight a thread and nothing spilled. */
-template <typename V, int K, int C, int B, int U, typename Op>
+template <typename V, int K, int C, int B, int U, bool PRE, typename Op>
 __global__ void __launch_bounds__(B, 1024 / B)
     dia_spmm_one_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
                         const ks_int *__restrict__ offset, const V *__restrict__ val, int k,
@@ -364,33 +378,48 @@ __global__ void __launch_bounds__(B, 1024 / B)
     const long long t0 = (long long)blockIdx.x * tile;
     const long long end = t0 + tile < nrows ? t0 + tile : nrows;
     for (long long i = t0 + r; i < end; i += rows) {
-        double sum[C];
+        double sum[C], pb[C];
 #pragma unroll
         for (int q = 0; q < C; q++)
             sum[q] = 0.0;
+        if (PRE) /* the epilogue's memory read in flight with the sums' */
+            op.template pre<C>(i * kk + j, pb);
 #pragma unroll
         for (int d0 = 0; d0 < kUnroll; d0 += U)
             if (d0 < ndiag)
                 chunk_sum<V, C, U>(i, nrows, ncols, d0, ndiag, off + d0, once >> d0, val, X + j,
                                    kk, op, sum);
-        op.template finish<C>(i * kk + j, i, sum);
+        if (!PRE)
+            op.template pre<C>(i * kk + j, pb);
+        op.template finish<C>(i * kk + j, i, sum, pb);
     }
 }
 
 /* The hoisted kernel with chunks of `chunk` diagonals (2, 4 or 8). */
+template <typename V, int K, int C, int B, bool PRE, typename Op>
+void launch_chunk(int chunk, unsigned blocks, const ks_dia_spmm_args *a, const V *val,
+                  long long tile, const Op &op)
+{
+    if (chunk == 2)
+        dia_spmm_one_kernel<V, K, C, B, 2, PRE, Op><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+    else if (chunk == 4)
+        dia_spmm_one_kernel<V, K, C, B, 4, PRE, Op><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+    else
+        dia_spmm_one_kernel<V, K, C, B, kUnroll, PRE, Op><<<blocks, B, 0, a->stream>>>(
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+}
+
+/* The hoisted kernel, the epilogue's read prefetched or not (how.prefetch). */
 template <typename V, int K, int C, int B, typename Op>
 void launch_one(int chunk, unsigned blocks, const ks_dia_spmm_args *a, const V *val,
                 long long tile, const Op &op)
 {
-    if (chunk == 2)
-        dia_spmm_one_kernel<V, K, C, B, 2, Op><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
-    else if (chunk == 4)
-        dia_spmm_one_kernel<V, K, C, B, 4, Op><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+    if (a->how.prefetch)
+        launch_chunk<V, K, C, B, true, Op>(chunk, blocks, a, val, tile, op);
     else
-        dia_spmm_one_kernel<V, K, C, B, kUnroll, Op><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+        launch_chunk<V, K, C, B, false, Op>(chunk, blocks, a, val, tile, op);
 }
 
 /* One tile-kernel launch: two columns a thread when `pairs` allows it. */

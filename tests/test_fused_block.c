@@ -157,10 +157,11 @@ static void check_variant(ks_backend *be, ks_matrix *M, const ks_csr *A, const c
 /* KS_DIA_SPMM settings dia's fused pass runs under ("": the default): each
  * variant's tile walk, with tile lengths that split the matrices into
  * several tiles and a partial last one; old runs as tile. */
-static const char *const dia_walks[] = {"", "tile:1", "vec:100", "vec256:37", "old", "", ""};
+static const char *const dia_walks[] = {"", "tile:1", "vec:100", "vec256:37", "old", "", "", ""};
 /* KS_DIA_SPMM_HOIST beside each walk: the hoisted kernel in chunks of 2
- * and 4 diagonals too ("": the default) */
-static const char *const dia_hoists[] = {"", "", "", "", "", "2", "4"};
+ * and 4 diagonals too, and with B prefetched ("1p": KS_DIA_SPMM_PREFETCH=1;
+ * "": the defaults) */
+static const char *const dia_hoists[] = {"", "", "", "", "", "2", "4", "1p"};
 #define NWALK ((int)(sizeof dia_walks / sizeof dia_walks[0]))
 
 static void check_backend(const char *name)
@@ -195,7 +196,9 @@ static void check_backend(const char *name)
                      dia ? dia_hoists[walk] : "");
             if (dia) {
                 setenv("KS_DIA_SPMM", dia_walks[walk], 1);
-                setenv("KS_DIA_SPMM_HOIST", dia_hoists[walk], 1);
+                const int pf = strchr(dia_hoists[walk], 'p') != NULL;
+                setenv("KS_DIA_SPMM_HOIST", pf ? "1" : dia_hoists[walk], 1);
+                setenv("KS_DIA_SPMM_PREFETCH", pf ? "1" : "0", 1);
             }
             for (int m = 0; m < 3; m++) {
                 ks_matrix *M = NULL;
@@ -232,6 +235,7 @@ static void check_backend(const char *name)
         setenv("KS_DIA_SPMM_HOIST", keep_henv, 1);
     else
         unsetenv("KS_DIA_SPMM_HOIST");
+    unsetenv("KS_DIA_SPMM_PREFETCH");
     free(keep_henv);
     ck_assert_msg(tested > 0, "backend %s: no format has a fused block pass", name);
     ck_assert_ptr_nonnull(ks_spmv_format_with_fused_block(be->ops->kind));

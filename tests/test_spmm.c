@@ -212,6 +212,8 @@ START_TEST(spmm_dia_variants)
     for (int hoist = 0; hoist < 5; hoist++)
     for (int v = 0; v < (int)(sizeof variants / sizeof variants[0]); v++) {
         setenv("KS_DIA_SPMM_HOIST", hoists[hoist], 1);
+        /* the epilogue's read before the sums (prefetch) and after, in turn */
+        setenv("KS_DIA_SPMM_PREFETCH", (hoist + v) % 2 ? "1" : "0", 1);
         setenv("KS_DIA_SPMM", variants[v], 1);
         for (int f32 = 0; f32 < 2; f32++) {
             ks_spmv_params prm;
@@ -235,6 +237,7 @@ START_TEST(spmm_dia_variants)
     ck_assert_ptr_null(M);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM"));
     unsetenv("KS_DIA_SPMM_HOIST");
+    unsetenv("KS_DIA_SPMM_PREFETCH");
     env_restore("KS_DIA_SPMM", keep);
     for (int m = 0; m < 5; m++)
         ks_csr_free(&mats[m]);
@@ -324,6 +327,19 @@ START_TEST(dia_spmm_choice)
         ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_HOIST"));
     }
     unsetenv("KS_DIA_SPMM_HOIST");
+    /* KS_DIA_SPMM_PREFETCH: the default unless set; 0 or 1; else refused */
+    unsetenv("KS_DIA_SPMM_PREFETCH");
+    KS_CHECK(ks_dia_spmm_choice_get(&c));
+    ck_assert_int_eq(c.prefetch, KS_DIA_SPMM_DEFAULT_PREFETCH);
+    for (int v = 0; v < 2; v++) {
+        setenv("KS_DIA_SPMM_PREFETCH", v ? "1" : "0", 1);
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ck_assert_int_eq(c.prefetch, v);
+    }
+    setenv("KS_DIA_SPMM_PREFETCH", "2", 1);
+    ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_PREFETCH"));
+    unsetenv("KS_DIA_SPMM_PREFETCH");
     env_restore("KS_DIA_SPMM", keep);
 }
 END_TEST

@@ -27,7 +27,7 @@ enum ks_dia_spmm_variant {
  * 978 us fitted, 1187 us at 16384 rows; docs/blocks.md). */
 #define KS_DIA_SPMM_TILE_ROWS 4096
 #define KS_DIA_SPMM_DEFAULT_ROWS 16384
-#define KS_DIA_SPMM_DEFAULT_PREFETCH 0
+#define KS_DIA_SPMM_DEFAULT_PREFETCH 2
 typedef struct ks_dia_spmm_choice {
     int variant;
     int tile_rows;
@@ -38,10 +38,10 @@ typedef struct ks_dia_spmm_choice {
      * the pass (8 for the SpMM, 4 for the fused passes: dia_spmm_cuda.cu),
      * 2, 4 or 8 sets the chunk for both. */
     int hoist;
-    /* The hoisted kernel issues the epilogue's read from memory (B of a
-     * fused pass, Y of an SpMM with beta != 0) before the row's sums, not
-     * after them: KS_DIA_SPMM_PREFETCH=0 or 1 (A/B; the default is
-     * KS_DIA_SPMM_DEFAULT_PREFETCH). */
+    /* Whether the hoisted kernel issues the epilogue's read from memory (B
+     * of a fused pass, Y of an SpMM with beta != 0) before the row's sums:
+     * 0 never, 1 always, 2 (the default) where it was measured faster
+     * (dia_spmm_cuda.cu). KS_DIA_SPMM_PREFETCH=0 or 1 sets it, for A/B. */
     int prefetch;
     int rows_given; /* KS_DIA_SPMM named the rows: ks_dia_spmm_fit_tile keeps them */
 } ks_dia_spmm_choice;

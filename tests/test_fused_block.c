@@ -198,7 +198,10 @@ static void check_backend(const char *name)
                 setenv("KS_DIA_SPMM", dia_walks[walk], 1);
                 const int pf = strchr(dia_hoists[walk], 'p') != NULL;
                 setenv("KS_DIA_SPMM_HOIST", pf ? "1" : dia_hoists[walk], 1);
-                setenv("KS_DIA_SPMM_PREFETCH", pf ? "1" : "0", 1);
+                if (walk == 0) /* the defaults throughout */
+                    unsetenv("KS_DIA_SPMM_PREFETCH");
+                else
+                    setenv("KS_DIA_SPMM_PREFETCH", pf ? "1" : "0", 1);
             }
             for (int m = 0; m < 3; m++) {
                 ks_matrix *M = NULL;

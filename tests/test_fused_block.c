@@ -157,11 +157,12 @@ static void check_variant(ks_backend *be, ks_matrix *M, const ks_csr *A, const c
 /* KS_DIA_SPMM settings dia's fused pass runs under ("": the default): each
  * variant's tile walk, with tile lengths that split the matrices into
  * several tiles and a partial last one; old runs as tile. */
-static const char *const dia_walks[] = {"", "tile:1", "vec:100", "vec256:37", "old", "", "", ""};
-/* KS_DIA_SPMM_HOIST beside each walk: the hoisted kernel in chunks of 2
- * and 4 diagonals too, and with B prefetched ("1p": KS_DIA_SPMM_PREFETCH=1;
+static const char *const dia_walks[] = {"", "tile:1", "vec:100", "vec256:37", "old",
+                                        "", "",       "",        "",          "",    ""};
+/* KS_DIA_SPMM_HOIST beside each walk: the hoisted kernel in chunks of 2, 4
+ * and 8 diagonals too, and with B prefetched ("Np": KS_DIA_SPMM_PREFETCH=1;
  * "": the defaults) */
-static const char *const dia_hoists[] = {"", "", "", "", "", "2", "4", "1p"};
+static const char *const dia_hoists[] = {"", "", "", "", "", "2", "4", "8", "2p", "4p", "8p"};
 #define NWALK ((int)(sizeof dia_walks / sizeof dia_walks[0]))
 
 static void check_backend(const char *name)
@@ -178,6 +179,8 @@ static void check_backend(const char *name)
     char *keep_env = env ? strdup(env) : NULL;
     const char *henv = getenv("KS_DIA_SPMM_HOIST");
     char *keep_henv = henv ? strdup(henv) : NULL;
+    const char *penv = getenv("KS_DIA_SPMM_PREFETCH");
+    char *keep_penv = penv ? strdup(penv) : NULL;
     int tested = 0;
     for (int f = 0; names[f]; f++) {
         const ks_spmv_format_ops *o = ks_spmv_format_find(names[f], be->ops->kind);
@@ -197,7 +200,8 @@ static void check_backend(const char *name)
             if (dia) {
                 setenv("KS_DIA_SPMM", dia_walks[walk], 1);
                 const int pf = strchr(dia_hoists[walk], 'p') != NULL;
-                setenv("KS_DIA_SPMM_HOIST", pf ? "1" : dia_hoists[walk], 1);
+                char chunk[2] = {dia_hoists[walk][0], 0};
+                setenv("KS_DIA_SPMM_HOIST", chunk, 1);
                 if (walk == 0) /* the defaults throughout */
                     unsetenv("KS_DIA_SPMM_PREFETCH");
                 else
@@ -238,8 +242,12 @@ static void check_backend(const char *name)
         setenv("KS_DIA_SPMM_HOIST", keep_henv, 1);
     else
         unsetenv("KS_DIA_SPMM_HOIST");
-    unsetenv("KS_DIA_SPMM_PREFETCH");
     free(keep_henv);
+    if (keep_penv)
+        setenv("KS_DIA_SPMM_PREFETCH", keep_penv, 1);
+    else
+        unsetenv("KS_DIA_SPMM_PREFETCH");
+    free(keep_penv);
     ck_assert_msg(tested > 0, "backend %s: no format has a fused block pass", name);
     ck_assert_ptr_nonnull(ks_spmv_format_with_fused_block(be->ops->kind));
     for (int m = 0; m < 3; m++)

@@ -205,6 +205,7 @@ START_TEST(spmm_dia_variants)
     sc_make_gen(&mats[3], KS_GEN_POISSON3D_7, 20);
     sc_make_empty(&mats[4], 300, 200);
     char *keep = env_save("KS_DIA_SPMM");
+    char *keep_h = env_save("KS_DIA_SPMM_HOIST"), *keep_p = env_save("KS_DIA_SPMM_PREFETCH");
     /* hoist 0: the 7-point and empty matrices (at most 8 diagonals) through
      * the per-row tile kernel too */
     /* and hoisted in chunks of 8, 4 and 2 diagonals (the same sums) */
@@ -236,8 +237,8 @@ START_TEST(spmm_dia_variants)
     ck_assert_int_eq(ks_matrix_create(be, &mats[3], "dia", NULL, &M), KS_ERR_ARG);
     ck_assert_ptr_null(M);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM"));
-    unsetenv("KS_DIA_SPMM_HOIST");
-    unsetenv("KS_DIA_SPMM_PREFETCH");
+    env_restore("KS_DIA_SPMM_HOIST", keep_h);
+    env_restore("KS_DIA_SPMM_PREFETCH", keep_p);
     env_restore("KS_DIA_SPMM", keep);
     for (int m = 0; m < 5; m++)
         ks_csr_free(&mats[m]);

@@ -226,6 +226,19 @@ START_TEST(test_large_copies)
             ck_assert_msg(back[0] == 0xA5 && (b == most || back[b + 1] == 0xA5),
                           "%zu bytes (plain %d): written outside", b, plain);
         }
+        /* two large uploads back to back, then both read back: an upload
+         * that returned before its last chunks left the pinned buffers would
+         * see them overwritten by the next one's first chunks */
+        void *d2 = NULL;
+        const size_t half = most / 2;
+        KS_CHECK(ks_be_alloc(g_be, half, &d2, "second test array"));
+        KS_CHECK(g_be->ops->upload(g_be, d, h, half));
+        KS_CHECK(g_be->ops->upload(g_be, d2, h + half, half));
+        KS_CHECK(g_be->ops->download(g_be, back, d, half));
+        KS_CHECK(g_be->ops->download(g_be, back + half, d2, half));
+        ck_assert_msg(memcmp(back, h, 2 * half) == 0, "back-to-back uploads (plain %d) changed",
+                      plain);
+        g_be->ops->free(g_be, d2);
         unsetenv("KS_CUDA_PINNED_COPY");
     }
     g_be->ops->free(g_be, d);

@@ -19,13 +19,19 @@ static int pinned_ready(ks_cuda_pinned *p)
         return p->state > 0;
     p->state = -1;
     for (int b = 0; b < 2; b++) {
-        if (cudaHostAlloc(&p->buf[b], KS_CUDA_PINNED_CHUNK, cudaHostAllocDefault) != cudaSuccess ||
-            cudaEventCreateWithFlags(&p->done[b], cudaEventDisableTiming) != cudaSuccess) {
+        void *buf = NULL;
+        cudaEvent_t ev = NULL;
+        const int ok = cudaHostAlloc(&buf, KS_CUDA_PINNED_CHUNK, cudaHostAllocDefault) ==
+                       cudaSuccess;
+        if (ok)
+            p->buf[b] = buf; /* only what was allocated is freed below */
+        if (!ok || cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
             (void)cudaGetLastError();
             ks_cuda_pinned_free(p);
             p->state = -1;
             return 0;
         }
+        p->done[b] = ev;
     }
     p->state = 1;
     return 1;

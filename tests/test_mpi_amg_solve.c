@@ -426,14 +426,13 @@ static void check_levels(const ks_csr *A, int kind, const char *interp, const ch
     check_levels_of(A, kind, &c, what);
 }
 
-/* HMIS over ranks (RS inside each rank, PMIS across): on one rank the
- * one-process hierarchy; on any rank count solves within 2 iterations of
- * it (which is the 1-rank run), twice the same, on Poisson, 27-point,
- * convection-diffusion and fv1, even and uneven layouts (a rank without
- * rows). The 7-point D2 case takes 2 or 3 more iterations than one
- * process: the seams between ranks' RS patterns cost that much (on 2
- * ranks, even blocks: 12^3 13 against 12, 32^3 15 against 13); it is
- * held to 3. */
+/* HMIS over ranks (RS inside each rank, PMIS across the seams): on one
+ * rank the one-process hierarchy; on any rank count solves within 2
+ * iterations of it (which is the 1-rank run), twice the same, on Poisson,
+ * 27-point, convection-diffusion and fv1, even and uneven layouts (a rank
+ * without rows). The 7-point D2 case costs the most: 12 iterations on one
+ * process, 13/12 on 2 ranks, 14/13 on 3, 14/14 on 4 (even/uneven layout;
+ * 14, 15 and 14-15 when both sides of a seam were reset). */
 START_TEST(test_amg_hmis)
 {
     ks_csr A;
@@ -441,10 +440,8 @@ START_TEST(test_amg_hmis)
     amg_case h = {"PCG", "JACOBI_L1", "D2", "V", "selector", "HMIS"};
     if (nranks == 1)
         check_levels_of(&A, 0, &h, "poisson3d_7 16^3 HMIS");
-    iter_slack = 3; /* measured: 12 on one process, 14 on 2 and 4 ranks, 15 on 3 */
     for (int kind = 0; kind < 2; kind++)
         compare(&A, &h, kind, "poisson3d_7 16^3 HMIS");
-    iter_slack = 2;
     amg_case h1 = {"PCG", "CHEBYSHEV", "D1", "V", "selector", "HMIS"};
     compare(&A, &h1, 1, "poisson3d_7 16^3 HMIS");
     ks_csr_free(&A);
@@ -489,7 +486,7 @@ END_TEST
 /* Aggressive coarsening with HMIS on both stages: on one rank the
  * one-process hierarchy; solves near one process's on every rank count,
  * twice the same. Both stages pay HMIS's seams between ranks (see
- * test_amg_hmis): up to 4 iterations more here. */
+ * test_amg_hmis): up to 3 iterations more here. */
 START_TEST(test_amg_aggressive_hmis)
 {
     ks_csr A;
@@ -499,7 +496,9 @@ START_TEST(test_amg_aggressive_hmis)
     extra_value = "1";
     if (nranks == 1)
         check_levels_of(&A, 0, &h, "poisson3d_7 16^3 HMIS + aggressive");
-    iter_slack = 4; /* measured: 20 on one process, 22 on 2 ranks, 24 on 3, 23 on 4 */
+    /* measured: 20 on one process; 21/20 on 2 ranks, 22/21 on 3, 23/22 on 4
+     * (even/uneven layout; 22, 24, 23 when both sides of a seam were reset) */
+    iter_slack = 3;
     for (int kind = 0; kind < 2; kind++)
         compare(&A, &h, kind, "poisson3d_7 16^3 HMIS + aggressive");
     iter_slack = 2;
@@ -675,9 +674,7 @@ START_TEST(test_amg_gauss_seidel)
             compare(&A, &c, kind, "poisson3d_7 12^3");
         }
     amg_case hm = {"PCG", "SGS", "D1", "W", "selector", "HMIS"};
-    if (nranks > 1)
-        iter_slack = 3; /* HMIS's seams and the sweeps' together */
-    compare(&A, &hm, 1, "poisson3d_7 12^3 HMIS");
+    compare(&A, &hm, 1, "poisson3d_7 12^3 HMIS"); /* 7, 8 on 3 ranks */
     iter_slack = nranks == 1 ? 0 : 2;
     amg_case fl = {"PCG", "GS", "D2", "V", NULL, NULL};
     compare_float(&A, &fl, 1, 1, "poisson3d_7 12^3 GS");

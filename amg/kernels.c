@@ -182,41 +182,13 @@ ks_error ks_amgk_hmis(ks_amg_exec *x, const ks_sparse *S, unsigned long long see
     return split(x, S, seed, block_rows, 0, cf, nc);
 }
 
-ks_error ks_amgk_interp(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
-                        const ks_sparse *S, const int *cf, ks_sparse *P)
+/* Rows [r0, r1) of P on host copies, by the cpu builders (the whole P is
+ * the rows 0 .. n case, the same rows), for a backend whose table lacks
+ * the entry. */
+static ks_error interp_staged(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
+                              const ks_sparse *S, const int *cf, ks_int r0, ks_int r1,
+                              ks_sparse *P)
 {
-    const ks_amg_kernels *K = table_of(A->be);
-    ks_error (*f)(const ks_sparse *, const ks_sparse *, const int *, ks_sparse *) =
-        K ? (kind == KS_AMG_D1 ? K->interp_direct : K->interp_extended_i) : NULL;
-    if (f)
-        return produced(f(A, S, cf, P), P);
-    ks_sparse Ah, Sh, Ph;
-    void *cfh = NULL;
-    KS_TRY(stage(x, KS_OP_INTERP));
-    ks_error e = in(x, A, &Ah);
-    if (e == KS_OK)
-        e = in(x, S, &Sh);
-    if (e == KS_OK)
-        e = in_array(A->be, cf, (size_t)A->nrows * sizeof(int), &cfh);
-    if (e == KS_OK)
-        e = (kind == KS_AMG_D1 ? CPU->interp_direct : CPU->interp_extended_i)(&Ah, &Sh, cfh,
-                                                                             &Ph);
-    free(cfh);
-    free_all(&Ah, &Sh, NULL);
-    return produced(e == KS_OK ? out(&Ph, A->be, P) : e, P);
-}
-
-ks_error ks_amgk_interp_rows(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
-                             const ks_sparse *S, const int *cf, ks_int r0, ks_int r1,
-                             ks_sparse *P)
-{
-    typedef ks_error (*rows_fn)(const ks_sparse *, const ks_sparse *, const int *, ks_int,
-                                ks_int, ks_sparse *);
-    const ks_amg_kernels *K = table_of(A->be);
-    rows_fn f = K ? (kind == KS_AMG_D1 ? K->interp_direct_rows : K->interp_extended_i_rows)
-                  : NULL;
-    if (f)
-        return produced(f(A, S, cf, r0, r1, P), P);
     ks_sparse Ah, Sh, Ph;
     void *cfh = NULL;
     KS_TRY(stage(x, KS_OP_INTERP));
@@ -231,6 +203,31 @@ ks_error ks_amgk_interp_rows(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse
     free(cfh);
     free_all(&Ah, &Sh, NULL);
     return produced(e == KS_OK ? out(&Ph, A->be, P) : e, P);
+}
+
+ks_error ks_amgk_interp(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
+                        const ks_sparse *S, const int *cf, ks_sparse *P)
+{
+    const ks_amg_kernels *K = table_of(A->be);
+    ks_error (*f)(const ks_sparse *, const ks_sparse *, const int *, ks_sparse *) =
+        K ? (kind == KS_AMG_D1 ? K->interp_direct : K->interp_extended_i) : NULL;
+    if (f)
+        return produced(f(A, S, cf, P), P);
+    return interp_staged(x, kind, A, S, cf, 0, A->nrows, P);
+}
+
+ks_error ks_amgk_interp_rows(ks_amg_exec *x, ks_amg_interp kind, const ks_sparse *A,
+                             const ks_sparse *S, const int *cf, ks_int r0, ks_int r1,
+                             ks_sparse *P)
+{
+    typedef ks_error (*rows_fn)(const ks_sparse *, const ks_sparse *, const int *, ks_int,
+                                ks_int, ks_sparse *);
+    const ks_amg_kernels *K = table_of(A->be);
+    rows_fn f = K ? (kind == KS_AMG_D1 ? K->interp_direct_rows : K->interp_extended_i_rows)
+                  : NULL;
+    if (f)
+        return produced(f(A, S, cf, r0, r1, P), P);
+    return interp_staged(x, kind, A, S, cf, r0, r1, P);
 }
 
 ks_error ks_amgk_truncate(ks_amg_exec *x, ks_sparse *P, int max_elements, double factor)

@@ -313,6 +313,14 @@ ks_error ks_matrix_apply_block(ks_matrix *M, double alpha, const ks_block *X, do
                                ks_block *Y);
 /* 1 when M's format applies blocks in one pass (its own SpMM). */
 int ks_matrix_has_spmm(const ks_matrix *M);
+/* Y = A*X and dots[j] = X(:,j)'Y(:,j) for the k columns (a square M; dots a
+ * host array of k), what CG needs of its SpMM: one pass over the matrix and
+ * the blocks where the format sums the dots in its SpMM's epilogue (dia on
+ * cuda), otherwise ks_matrix_apply_block and ks_block_dot. Y equals
+ * ks_matrix_apply_block(M, 1, X, 0, Y)'s bit for bit; the dots are summed
+ * in a fixed order (the same bits on every run), not ks_block_dot's.
+ * KS_SPMM_DOT=0 turns the fused pass off (for A/B). */
+ks_error ks_matrix_apply_block_dot(ks_matrix *M, const ks_block *X, ks_block *Y, double *dots);
 /* Sizes; of a distributed matrix (ksolve_mpi.h) this rank's part: its
  * rows, the columns it owns (the length of its part of x), the nonzeros of
  * its rows. */

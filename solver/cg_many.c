@@ -3,6 +3,7 @@
  * alpha, beta and checks (the same tests, messages and order as cg.c), one
  * SpMM and one block preconditioner application per iteration. */
 #include "many.h"
+#include "../vec/vec_fused.h"
 
 #include <math.h>
 
@@ -64,8 +65,7 @@ ks_error ks_krylov_cg_many(ks_solver *s, ks_many *m)
         if (m->kr == 0)
             return KS_OK;
 
-        KS_TRY(ks_matrix_apply_block(s->A, 1.0, P, 0.0, AP));
-        KS_TRY(ks_block_dot(P, AP, pap));
+        KS_TRY(ks_matrix_apply_block_dot(s->A, P, AP, pap));
         for (int q = 0; q < m->kr; q++) {
             if (!isfinite(pap[q]))
                 STOP(m, q, KS_SOLVE_NAN, "p'Ap = %g at iteration %d", pap[q], it);
@@ -76,13 +76,20 @@ ks_error ks_krylov_cg_many(ks_solver *s, ks_many *m)
         KS_TRY(ks_many_retire(m, sc, 3));
         if (m->kr == 0)
             return KS_OK;
+        /* X += alpha P waits for the next direction (ks_block_axpy_aypx:
+         * P read once for both) unless a column stops now, whose x must
+         * be whole when it is retired */
         for (int q = 0; q < m->kr; q++)
-            alpha[q] = rz[q] / pap[q];
-        KS_TRY(ks_block_axpy(alpha, P, m->Xw));
+            alpha[q] = -(rz[q] / pap[q]);
+        KS_TRY(ks_many_axpy_norm(m, alpha, AP, R, rnorm));
         for (int q = 0; q < m->kr; q++)
             alpha[q] = -alpha[q];
-        KS_TRY(ks_many_axpy_norm(m, alpha, AP, R, rnorm));
         KS_TRY(ks_many_check(m, it, rnorm));
+        int late = 1;
+        for (int q = 0; q < m->kr; q++)
+            late &= !m->stop[q];
+        if (!late)
+            KS_TRY(ks_block_axpy(alpha, P, m->Xw));
         KS_TRY(ks_many_retire(m, sc, 2));
         if (m->kr == 0)
             return KS_OK;
@@ -100,6 +107,9 @@ ks_error ks_krylov_cg_many(ks_solver *s, ks_many *m)
         /* P = Z + beta P */
         for (int q = 0; q < m->kr; q++)
             beta[q] = rz[q] / rz_old[q];
-        KS_TRY(ks_block_axpby(one, Z, beta, P));
+        if (late)
+            KS_TRY(ks_block_axpy_aypx(alpha, P, m->Xw, beta, Z));
+        else
+            KS_TRY(ks_block_axpby(one, Z, beta, P));
     }
 }

@@ -321,4 +321,5 @@ extern "C" const ks_spmv_format_ops ks_format_coo_cuda = {
     NULL, /* reads_values */
     NULL, /* spmm: k SpMVs */
     NULL, /* fused_block */
+    NULL, /* spmm_dot */
 };

@@ -370,4 +370,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_adaptive_cuda = {
     NULL, /* reads_values */
     adaptive_spmm,
     adaptive_fused_block,
+    NULL, /* spmm_dot */
 };

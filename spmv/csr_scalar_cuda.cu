@@ -121,4 +121,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_scalar_cuda = {
     NULL, /* reads_values */
     NULL, /* spmm: k SpMVs */
     NULL, /* fused_block */
+    NULL, /* spmm_dot */
 };

@@ -238,4 +238,5 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     NULL, /* reads_values */
     cusparse_spmm,
     NULL, /* fused_block */
+    NULL, /* spmm_dot */
 };

@@ -14,6 +14,7 @@
 #include "dia_spmm_cuda.h"
 #include "other_formats.h"
 #include "spmm_cuda.h"
+#include "../vec/block_cuda.h"
 #include "../vec/cuda_check.h"
 
 namespace {
@@ -418,8 +419,32 @@ ks_error dia_spmm(ks_backend *be, void *state, int k, double alpha, const double
 {
     const dia_state *s = (const dia_state *)state;
     const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols, s->ndiag,
-                                s->offset, s->val, s->valf, k, X, alpha, beta, Y, NULL};
+                                s->offset, s->val, s->valf, k, X, alpha, beta, Y, NULL, NULL, NULL};
     return ks_dia_spmm_run(&a);
+}
+
+/* Y = A X with each column's X'Y summed in the SpMM's epilogue (format.h's
+ * spmm_dot): per-block partials in a scratch of the backend's pool, then
+ * their fixed-order sum. */
+ks_error dia_spmm_dot(ks_backend *be, void *state, int k, const double *X, double *Y,
+                      double *dots)
+{
+    const dia_state *s = (const dia_state *)state;
+    const long long nb = ks_dia_spmm_dot_blocks(&s->spmm, s->nrows);
+    double *part = NULL;
+    unsigned used = 0;
+    KS_TRY(ks_be_alloc(be, sizeof(double) * (size_t)nb * (size_t)k, (void **)&part,
+                       "dia SpMM dot partials"));
+    const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols, s->ndiag,
+                                s->offset, s->val, s->valf, k, X, 1.0, 0.0, Y, NULL, part,
+                                &used};
+    ks_error e = ks_dia_spmm_run(&a);
+    if (e == KS_OK && (used == 0 || used > nb))
+        e = ks_seterr(KS_ERR_DEVICE, "dia SpMM dot: %u blocks for %lld partials", used, nb);
+    if (e == KS_OK)
+        e = ks_cuda_finish_parts(be, part, used, k, dots);
+    be->ops->free(be, part);
+    return e;
 }
 
 /* The fused pass on k columns (fused.h): the SpMM's tile walk and column
@@ -429,7 +454,7 @@ ks_error dia_fused_block(ks_backend *be, void *state, int k, const ks_fused_step
 {
     const dia_state *s = (const dia_state *)state;
     const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols, s->ndiag,
-                                s->offset, s->val, s->valf, k, NULL, 0.0, 0.0, NULL, f};
+                                s->offset, s->val, s->valf, k, NULL, 0.0, 0.0, NULL, f, NULL, NULL};
     return ks_dia_spmm_run(&a);
 }
 
@@ -655,6 +680,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     NULL, /* reads_values */
     dia_spmm,
     dia_fused_block,
+    dia_spmm_dot,
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -677,4 +703,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     NULL, /* reads_values */
     bdia_spmm,
     NULL, /* fused_block */
+    NULL, /* spmm_dot */
 };

@@ -129,6 +129,7 @@ bool aligned16(const void *p)
 struct spmm_op {
     static const bool is_spmm = true;
     static const bool prefetch_pays = false;
+    static const bool dots = false;
     const double *X;
     double alpha, beta;
     double *Y;
@@ -146,7 +147,7 @@ struct spmm_op {
             load_cols<C, true>(Y + e, y);
     }
     template <int C>
-    __device__ void finish(long long e, long long, const double *sum, double *y) const
+    __device__ void finish(long long e, long long, const double *sum, double *y, double *) const
     {
         if (beta == 0.0) {
 #pragma unroll
@@ -162,6 +163,82 @@ struct spmm_op {
     bool pairs_ok() const { return aligned16(X) && aligned16(Y); }
 };
 
+/* CG's SpMM with its p'Ap: Y = A X as spmm_op makes it with alpha 1 and
+ * beta 0 (the same bits), and each thread's X(i, j) Y(i, j) summed over
+ * its rows in acc; the kernel then sums acc over the block into part
+ * (dot_flush). X row i comes from L1: diagonal 0 of the sum read it. The
+ * dots cost no pass over X and Y of their own (2 x 8 k bytes a row). */
+struct spmm_dot_op {
+    static const bool is_spmm = true;
+    static const bool prefetch_pays = false;
+    static const bool dots = true;
+    const double *X;
+    double *Y;
+    double *part; /* column j of block b at part[j * gridDim.x + b] */
+    __device__ const double *x() const { return X; }
+    template <int C>
+    __device__ void scale(long long, double *) const
+    {
+    }
+    template <int C>
+    __device__ void pre(long long, double *) const
+    {
+    }
+    template <int C>
+    __device__ void finish(long long e, long long, const double *sum, double *y,
+                           double *acc) const
+    {
+        double x[C];
+        load_cols<C, false>(X + e, x);
+#pragma unroll
+        for (int q = 0; q < C; q++) {
+            y[q] = sum[q]; /* alpha sum with alpha = 1 */
+            acc[q] = __fma_rn(x[q], y[q], acc[q]);
+        }
+        put_cols<C>(Y + e, y);
+    }
+    bool pairs_ok() const { return aligned16(X) && aligned16(Y); }
+};
+
+/* The end of a kernel whose op sums dots: each column's acc over the
+ * block's rows by a fixed tree (the same bits on every run), into the
+ * op's part. Threads past the block's last whole row (r >= rows) add 0. */
+template <bool DOTS>
+struct dot_flush {
+    template <int C, int B, typename Op>
+    __device__ static void run(const Op &, const double *, int, int, int, int)
+    {
+    }
+};
+
+template <>
+struct dot_flush<true> {
+    template <int C, int B, typename Op>
+    __device__ static void run(const Op &op, const double *acc, int r, int rows, int tpr, int j)
+    {
+        __shared__ double sh[B * C];
+        const int t = threadIdx.x;
+#pragma unroll
+        for (int q = 0; q < C; q++)
+            sh[t * C + q] = r < rows ? acc[q] : 0.0;
+        __syncthreads();
+        int half = 1;
+        while (2 * half < rows)
+            half *= 2;
+        for (int h = half; h >= 1; h /= 2) {
+            if (r < h && r + h < rows)
+#pragma unroll
+                for (int q = 0; q < C; q++)
+                    sh[t * C + q] += sh[(t + h * tpr) * C + q];
+            __syncthreads();
+        }
+        if (r == 0)
+#pragma unroll
+            for (int q = 0; q < C; q++)
+                op.part[(long long)(j + q) * gridDim.x + blockIdx.x] = sh[t * C + q];
+    }
+};
+
 /* The fused block pass (fused.h, ks_fused_bload / ks_fused_store with the
  * same expressions, on C columns at once). S: the iterate made from B
  * (f.xw): X(c, j) = (xs xw_c) B(c, j), as ks_fused_bx makes it. B and
@@ -172,6 +249,7 @@ template <bool S>
 struct fused_op {
     static const bool is_spmm = false;
     static const bool prefetch_pays = !S;
+    static const bool dots = false;
     ks_fused_step f;
     __device__ const double *x() const { return f.x; }
     template <int C>
@@ -192,7 +270,8 @@ struct fused_op {
         load_cols<C, true>(f.b + e, b);
     }
     template <int C>
-    __device__ void finish(long long e, long long i, const double *sum, double *b) const
+    __device__ void finish(long long e, long long i, const double *sum, double *b,
+                           double *) const
     {
         double x[C], xp[C], v[C];
         double w = 0.0;
@@ -243,12 +322,16 @@ __global__ void __launch_bounds__(B, 1024 / B)
 {
     const int kk = K ? K : k, tpr = kk / C, rows = B / tpr;
     const int r = threadIdx.x / tpr;
-    if (r >= rows)
+    if (r >= rows && !Op::dots) /* a kernel with dots keeps them for its barriers */
         return;
     const int j = (threadIdx.x - r * tpr) * C;
     const double *__restrict__ X = op.x();
     const long long t0 = (long long)blockIdx.x * tile;
-    const long long end = t0 + tile < nrows ? t0 + tile : nrows;
+    const long long end = r < rows ? (t0 + tile < nrows ? t0 + tile : nrows) : t0;
+    double acc[C];
+#pragma unroll
+    for (int q = 0; q < C; q++)
+        acc[q] = 0.0;
     for (long long i = t0 + r; i < end; i += rows) {
         double sum[C];
 #pragma unroll
@@ -295,8 +378,9 @@ __global__ void __launch_bounds__(B, 1024 / B)
         }
         double pb[C];
         op.template pre<C>(i * kk + j, pb);
-        op.template finish<C>(i * kk + j, i, sum, pb);
+        op.template finish<C>(i * kk + j, i, sum, pb, acc);
     }
+    dot_flush<Op::dots>::template run<C, B>(op, acc, r, rows, tpr, j);
 }
 
 /* One chunk of row i's sum for the hoisted kernel: diagonals d0 ..
@@ -363,7 +447,7 @@ __global__ void __launch_bounds__(B, 1024 / B)
 {
     const int kk = K ? K : k, tpr = kk / C, rows = B / tpr;
     const int r = threadIdx.x / tpr;
-    if (r >= rows)
+    if (r >= rows && !Op::dots)
         return;
     const int j = (threadIdx.x - r * tpr) * C;
     const double *__restrict__ X = op.x();
@@ -378,7 +462,11 @@ __global__ void __launch_bounds__(B, 1024 / B)
             (u + 1 >= ndiag || (long long)off[u + 1] - off[u] >= tile))
             once |= 1u << u;
     const long long t0 = (long long)blockIdx.x * tile;
-    const long long end = t0 + tile < nrows ? t0 + tile : nrows;
+    const long long end = r < rows ? (t0 + tile < nrows ? t0 + tile : nrows) : t0;
+    double acc[C];
+#pragma unroll
+    for (int q = 0; q < C; q++)
+        acc[q] = 0.0;
     for (long long i = t0 + r; i < end; i += rows) {
         double sum[C], pb[C];
 #pragma unroll
@@ -393,8 +481,9 @@ __global__ void __launch_bounds__(B, 1024 / B)
                                    kk, op, sum);
         if (!PRE)
             op.template pre<C>(i * kk + j, pb);
-        op.template finish<C>(i * kk + j, i, sum, pb);
+        op.template finish<C>(i * kk + j, i, sum, pb, acc);
     }
+    dot_flush<Op::dots>::template run<C, B>(op, acc, r, rows, tpr, j);
 }
 
 /* The hoisted kernel with chunks of `chunk` diagonals (2, 4 or 8). */
@@ -438,6 +527,8 @@ ks_error run_tile(const ks_dia_spmm_args *a, const V *val, bool pairs, const Op 
     const int tpr = two ? kk / 2 : kk, rows = B / tpr;
     const long long tile = (long long)((a->how.tile_rows + rows - 1) / rows) * rows;
     const unsigned blocks = ks_cufmt_blocks(a->nrows, (int)tile);
+    if (a->blocks_used)
+        *a->blocks_used = blocks;
     /* 1: the chunk measured fastest for the op (H200, 7-point 256^3, k = 8):
      * the SpMM, with nothing live past its sums, all 8 at once (1.09 ms
      * against 1.19 at 4); the fused passes 4 (1.50-1.86 ms against
@@ -474,8 +565,8 @@ template <typename V, typename Op>
 ks_error run(const ks_dia_spmm_args *a, const V *val, const Op &op)
 {
     switch (a->how.variant) {
-    case KS_DIA_SPMM_OLD:
-        if (Op::is_spmm)
+    case KS_DIA_SPMM_OLD: /* no fused form: the passes and the dots run as tile */
+        if (Op::is_spmm && !Op::dots)
             return run_old<V>(a, val);
         return run_tiles<V, 512>(a, val, false, op);
     case KS_DIA_SPMM_TILE: return run_tiles<V, 512>(a, val, false, op);
@@ -488,6 +579,10 @@ ks_error run(const ks_dia_spmm_args *a, const V *val, const Op &op)
 template <typename V>
 ks_error run(const ks_dia_spmm_args *a, const V *val)
 {
+    if (!a->f && a->dot_part) {
+        const spmm_dot_op op = {a->X, a->Y, a->dot_part};
+        return run(a, val, op);
+    }
     if (!a->f) {
         const spmm_op op = {a->X, a->alpha, a->beta, a->Y};
         return run(a, val, op);

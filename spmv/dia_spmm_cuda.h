@@ -26,7 +26,17 @@ struct ks_dia_spmm_args {
     double alpha, beta;
     double *Y;
     const ks_fused_step *f;
+    /* With f NULL: Y = A X (alpha 1, beta 0) and each block's X(:,j)'Y(:,j)
+     * at dot_part[j * blocks + b] (blocks: at most ks_dia_spmm_dot_blocks). */
+    double *dot_part;
+    unsigned *blocks_used; /* where not NULL: the launch's block count */
 };
+
+/* An upper bound of the blocks a tile launch of this matrix uses. */
+static inline long long ks_dia_spmm_dot_blocks(const ks_dia_spmm_choice *how, ks_int nrows)
+{
+    return ((long long)nrows + how->tile_rows - 1) / how->tile_rows;
+}
 
 /* Launches it (nothing for 0 rows); KS_ERR_DEVICE when a launch fails.
  * The fused pass runs the tile kernel of the variant (`old`, which has

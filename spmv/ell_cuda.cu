@@ -154,6 +154,7 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     NULL, /* reads_values */
     NULL, /* spmm: k SpMVs */
     NULL, /* fused_block */
+    NULL, /* spmm_dot */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -176,4 +177,5 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     NULL, /* reads_values */
     NULL, /* spmm: k SpMVs */
     NULL, /* fused_block */
+    NULL, /* spmm_dot */
 };

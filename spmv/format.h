@@ -87,6 +87,12 @@ typedef struct ks_spmv_format_ops {
      * row-interleaved columns (ks_fused_bload), one pass over the matrix
      * and the blocks. Each column's row sum in the order spmm sums it. */
     ks_error (*fused_block)(ks_backend *be, void *state, int k, const ks_fused_step *f);
+    /* Optional (NULL: ks_matrix_apply_block_dot runs the SpMM, then a block
+     * dot): Y = A X (spmm's Y with alpha 1, beta 0, bit for bit) and
+     * dots[j] = X(:,j)'Y(:,j) (a host array of k), summed in the SpMM's
+     * epilogue in a fixed order, so the blocks are not read again. */
+    ks_error (*spmm_dot)(ks_backend *be, void *state, int k, const double *X, double *Y,
+                         double *dots);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */

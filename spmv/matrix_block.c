@@ -5,6 +5,8 @@
 #include "format.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int ks_matrix_has_spmm(const ks_matrix *M) { return M && !M->dist && M->ops->spmm != NULL; }
 
@@ -75,6 +77,38 @@ ks_error ks_matrix_apply_block(ks_matrix *M, double alpha, const ks_block *X, do
                               : spmm_by_columns(M, alpha, X, beta, Y);
     if (e != KS_OK)
         return ks_adderr(e, "SpMM of format '%s' (k = %d)", M->ops->name, X->k);
+    return KS_OK;
+}
+
+/* KS_SPMM_DOT=0: the SpMM and a block dot even where the format fuses them. */
+static int spmm_dot_wanted(void)
+{
+    const char *v = getenv("KS_SPMM_DOT");
+    return !(v && strcmp(v, "0") == 0);
+}
+
+ks_error ks_matrix_apply_block_dot(ks_matrix *M, const ks_block *X, ks_block *Y, double *dots)
+{
+    if (!dots)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_apply_block_dot: NULL dots");
+    if (M && M->A.nrows != M->A.ncols)
+        return ks_seterr(KS_ERR_SIZE, "ks_matrix_apply_block_dot: the matrix is %ld x %ld, "
+                                      "not square", (long)M->A.nrows, (long)M->A.ncols);
+    if (!M || M->dist || !M->ops->spmm_dot || !M->state || !spmm_dot_wanted() ||
+        M->A.nrows == 0) {
+        /* the checks (and their messages) are the SpMM's */
+        KS_TRY(ks_matrix_apply_block(M, 1.0, X, 0.0, Y));
+        return ks_block_dot(X, Y, dots);
+    }
+    /* the SpMM's checks on what the fused pass reads and writes */
+    if (!X || !Y)
+        return ks_matrix_apply_block(M, 1.0, X, 0.0, Y);
+    if (X->be != M->be || Y->be != M->be || X->n != M->A.ncols || Y->n != M->A.nrows ||
+        X->k != Y->k || X == Y || X->data == Y->data)
+        return ks_matrix_apply_block(M, 1.0, X, 0.0, Y);
+    ks_error e = M->ops->spmm_dot(M->be, M->state, X->k, X->data, Y->data, dots);
+    if (e != KS_OK)
+        return ks_adderr(e, "SpMM with dots of format '%s' (k = %d)", M->ops->name, X->k);
     return KS_OK;
 }
 

@@ -209,6 +209,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     NULL, /* reads_values */
     sell_spmm,
     NULL, /* fused_block */
+    NULL, /* spmm_dot */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -231,4 +232,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     NULL, /* reads_values */
     sell_spmm,
     NULL, /* fused_block */
+    NULL, /* spmm_dot */
 };

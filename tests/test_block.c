@@ -313,6 +313,79 @@ END_TEST
 START_TEST(axpy_norm2_cuda) { check_axpy_norm2("cuda"); }
 END_TEST
 
+/* ks_block_axpy_aypx (the fused kernel where the backend has one) against
+ * ks_block_axpy, then ks_block_axpby(1, Z, b, P): the same bits in Y and P,
+ * both against a host float64 loop (a zero b: P becomes Z); P, Y and Z
+ * distinct and of one shape. */
+static void check_axpy_aypx(const char *name)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create(name, &be));
+    for (int s = 0; s < NS; s++)
+        for (int t = 0; t < NK; t++) {
+            const ks_int n = sizes[s];
+            const int k = kcols[t];
+            const size_t m = (size_t)n * k;
+            double *hp = rand_host(m), *hy = rand_host(m), *hz = rand_host(m);
+            double a[KS_BLOCK_MAX_COLS], b[KS_BLOCK_MAX_COLS], one[KS_BLOCK_MAX_COLS];
+            for (int j = 0; j < k; j++) {
+                a[j] = 2.0 * ks_test_urand() - 1.0;
+                b[j] = j % 4 == 3 ? 0.0 : 2.0 * ks_test_urand() - 1.0;
+                one[j] = 1.0;
+            }
+            ks_block *P1 = block_from(be, n, k, hp), *Y1 = block_from(be, n, k, hy),
+                     *P2 = block_from(be, n, k, hp), *Y2 = block_from(be, n, k, hy),
+                     *Z = block_from(be, n, k, hz);
+            KS_CHECK(ks_block_axpy(a, P1, Y1));
+            KS_CHECK(ks_block_axpby(one, Z, b, P1));
+            KS_CHECK(ks_block_axpy_aypx(a, P2, Y2, b, Z));
+            double *p1 = host_of(P1), *y1 = host_of(Y1), *p2 = host_of(P2), *y2 = host_of(Y2);
+            ck_assert_msg(memcmp(y1, y2, m * sizeof(double)) == 0 &&
+                              memcmp(p1, p2, m * sizeof(double)) == 0,
+                          "%s: n %ld k %d: Y or P differs from the two calls'", name, (long)n, k);
+            for (size_t e = 0; e < m; e++) {
+                const int j = (int)(e % (size_t)k);
+                const double ye = hy[e] + a[j] * hp[e], pe = hz[e] + b[j] * hp[e];
+                ck_assert(fabs(y2[e] - ye) <= 1e-15 * (1.0 + fabs(ye)));
+                ck_assert(fabs(p2[e] - pe) <= 1e-15 * (1.0 + fabs(pe)));
+            }
+            free(p1);
+            free(y1);
+            free(p2);
+            free(y2);
+            ks_block_destroy(&P1);
+            ks_block_destroy(&Y1);
+            ks_block_destroy(&P2);
+            ks_block_destroy(&Y2);
+            ks_block_destroy(&Z);
+            free(hp);
+            free(hy);
+            free(hz);
+        }
+    double h[6] = {1, 2, 3, 4, 5, 6}, a[3] = {1, 1, 1};
+    ks_block *P = block_from(be, 2, 3, h), *Y = block_from(be, 2, 3, h), *W = NULL;
+    KS_CHECK(ks_block_create(be, 2, 2, &W));
+    ck_assert_int_eq(ks_block_axpy_aypx(a, P, P, a, Y), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "distinct"));
+    ck_assert_int_eq(ks_block_axpy_aypx(a, P, Y, a, Y), KS_ERR_ARG);
+    ck_assert_int_eq(ks_block_axpy_aypx(a, P, Y, a, W), KS_ERR_SIZE);
+    ks_block *Q = block_from(be, 2, 3, h);
+    ck_assert_int_eq(ks_block_axpy_aypx(NULL, P, Y, a, Q), KS_ERR_ARG);
+    ck_assert_int_eq(ks_block_axpy_aypx(a, P, Y, NULL, Q), KS_ERR_ARG);
+    KS_CHECK(ks_block_axpy_aypx(a, P, Y, a, Q));
+    ks_block_destroy(&Q);
+    ks_block_destroy(&P);
+    ks_block_destroy(&Y);
+    ks_block_destroy(&W);
+    ks_backend_destroy(&be);
+}
+
+START_TEST(axpy_aypx_cpu) { check_axpy_aypx("cpu"); }
+END_TEST
+
+START_TEST(axpy_aypx_cuda) { check_axpy_aypx("cuda"); }
+END_TEST
+
 /* The norm of a column whose squares overflow or underflow. */
 START_TEST(norm2_scaled)
 {
@@ -397,15 +470,18 @@ int main(void)
     tcase_add_test(tc, kernels_cpu);
     tcase_add_test(tc, norm2_scaled);
     tcase_add_test(tc, axpy_norm2_cpu);
+    tcase_add_test(tc, axpy_aypx_cpu);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("cuda");
     if (ks_test_have_cuda()) {
         tcase_add_test(tc, kernels_cuda);
         tcase_add_test(tc, axpy_norm2_cuda);
+        tcase_add_test(tc, axpy_aypx_cuda);
     } else {
-        ks_test_skip(2, "no CUDA device: cuda block kernels against column-wise vectors, the "
-                        "fused block axpy and norm against the two calls");
+        ks_test_skip(3, "no CUDA device: cuda block kernels against column-wise vectors, the "
+                        "fused block axpy and norm, and the fused axpy and aypx, against the "
+                        "two calls");
     }
     suite_add_tcase(s, tc);
     return ks_test_run(s);

@@ -22,6 +22,44 @@ static const int kcols[] = {1, 2, 3, 8, 32};
 static const sc_coef coefs[] = {{1.0, 0.0}, {-0.5, 2.0}};
 #define NC 2
 
+/* ks_matrix_apply_block_dot on X (square M): Y the SpMM's hy (alpha 1, beta
+ * 0) bit for bit, whether the format fuses the dots (dia on cuda) or not,
+ * Y poisoned first; dots[j] = X(:,j)'Y(:,j) to rounding. */
+static void check_dots(ks_matrix *M, const ks_block *X, const double *hy, int k,
+                       const char *what, const char *fmt)
+{
+    const ks_int n = X->n;
+    const size_t m = (size_t)n * k;
+    double *hx = malloc((m + 1) * sizeof(double)), *hz = malloc((m + 1) * sizeof(double));
+    double dots[KS_BLOCK_MAX_COLS];
+    ks_block *Z = NULL;
+    KS_CHECK(ks_block_get_host(X, hx));
+    for (size_t i = 0; i < m; i++)
+        hz[i] = NAN;
+    KS_CHECK(ks_block_create(M->be, n, k, &Z));
+    KS_CHECK(ks_block_set_host(Z, hz));
+    for (int j = 0; j < k; j++)
+        dots[j] = NAN;
+    KS_CHECK(ks_matrix_apply_block_dot(M, X, Z, dots));
+    KS_CHECK(ks_block_get_host(Z, hz));
+    ck_assert_msg(memcmp(hz, hy, m * sizeof(double)) == 0,
+                  "%s %s k %d: Y of the SpMM with dots differs from the SpMM's", what, fmt, k);
+    for (int j = 0; j < k; j++) {
+        long double s = 0.0L, a = 0.0L;
+        for (ks_int i = 0; i < n; i++) {
+            const double p = hx[(size_t)i * k + j] * hy[(size_t)i * k + j];
+            s += p;
+            a += fabs(p);
+        }
+        ck_assert_msg(fabsl((long double)dots[j] - s) <= 1e-13L * (a > 0 ? a : 1),
+                      "%s %s k %d column %d: dot %.17g, reference %.17Lg", what, fmt, k, j,
+                      dots[j], s);
+    }
+    ks_block_destroy(&Z);
+    free(hx);
+    free(hz);
+}
+
 /* Y = alpha A X + beta Y0 by the format's SpMM against the format's SpMV
  * per column and the reference. Returns 0 when the format refused A. */
 static int check_format_k(ks_backend *be, const char *fmt, const ks_csr *A, const char *what,
@@ -79,6 +117,8 @@ static int check_format_k(ks_backend *be, const char *fmt, const ks_csr *A, cons
                 ck_assert_msg(r <= 1e-13, "%s %s k %d column %d: SpMM vs reference %g", what,
                               fmt, k, j, r);
             }
+            if (c == 0 && A->nrows == A->ncols)
+                check_dots(M, X, hy, k, what, fmt);
             ks_vec_destroy(&x);
             ks_vec_destroy(&y);
             ks_block_destroy(&X);
@@ -542,6 +582,9 @@ START_TEST(errors)
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "another backend"));
     ck_assert_int_eq(ks_matrix_apply_block(NULL, 1.0, X, 0.0, Y), KS_ERR_ARG);
     ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, NULL, 0.0, Y), KS_ERR_ARG);
+    double dots[2];
+    ck_assert_int_eq(ks_matrix_apply_block_dot(M, X, Y, dots), KS_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "not square"));
     ks_matrix_destroy(&M);
     /* a square matrix: X == Y refused */
     ks_csr S;
@@ -549,6 +592,9 @@ START_TEST(errors)
     KS_CHECK(ks_matrix_create(be, &S, "csr", NULL, &M));
     ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, Y, 0.0, Y), KS_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "distinct"));
+    ck_assert_int_eq(ks_matrix_apply_block_dot(M, Y, Y, dots), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_apply_block_dot(M, Y, Xs, NULL), KS_ERR_ARG);
+    ck_assert_int_eq(ks_matrix_apply_block_dot(NULL, Y, Xs, dots), KS_ERR_ARG);
     ks_matrix_destroy(&M);
     ks_block_destroy(&X);
     ks_block_destroy(&Y);

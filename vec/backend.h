@@ -161,6 +161,12 @@ typedef struct ks_backend_ops {
      * have the two calls' bits (vec/vec_fused.h, ks_block_axpy_norm2). */
     ks_error (*baxpy_dot)(ks_backend *be, ks_int n, int k, const double *a, const double *x,
                           double *y, double *r);
+    /* Optional (NULL: baxpby twice): y[:,j] += a[j] p[:,j], then p[:,j] =
+     * z[:,j] + b[j] p[:,j], in one pass (CG's x update and its next search
+     * direction: p read once), each entry as baxpby makes it, so the
+     * results have the two calls' bits (ks_block_axpy_aypx). */
+    ks_error (*baxpy_aypx)(ks_backend *be, ks_int n, int k, const double *a, double *p,
+                           double *y, const double *b, const double *z);
 
     /* Capabilities, for code outside vec/ (which never compares kinds):
      * host_memory = 1 when the backend's memory is ordinary host memory

@@ -295,6 +295,27 @@ ks_error ks_block_axpy_norm2(const double *a, const ks_block *X, ks_block *Y, do
     return KS_OK;
 }
 
+ks_error ks_block_axpy_aypx(const double *a, ks_block *P, ks_block *Y, const double *b,
+                            const ks_block *Z)
+{
+    const char *fn = "ks_block_axpy_aypx";
+    KS_TRY(same(P, Y, fn, "P", "Y"));
+    KS_TRY(same(P, Z, fn, "P", "Z"));
+    KS_TRY(need_scalars(a, fn, "a"));
+    KS_TRY(need_scalars(b, fn, "b"));
+    if (P == Y || P == Z || Y == Z)
+        return ks_seterr(KS_ERR_ARG, "%s: P, Y and Z must be distinct blocks", fn);
+    if (!OPS(P)->baxpy_aypx) {
+        double one[KS_BLOCK_MAX_COLS];
+        for (int j = 0; j < P->k; j++)
+            one[j] = 1.0;
+        KS_TRY(ks_block_axpy(a, P, Y));
+        return ks_block_axpby(one, Z, b, P);
+    }
+    return P->n ? OPS(P)->baxpy_aypx(P->be, P->n, P->k, a, P->data, Y->data, b, Z->data)
+                : KS_OK;
+}
+
 /* ------------------------------------------------------------ columns */
 
 /* Y (m columns) and columns cols of X (gather_cols, scatter_cols). */

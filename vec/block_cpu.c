@@ -36,6 +36,22 @@ ks_error ks_cpu_baxpby(ks_backend *be, ks_int n, int k, const double *a, const d
     return KS_OK;
 }
 
+/* baxpby's expressions, y's (b = 1) then p's (a = 1): the same bits. */
+ks_error ks_cpu_baxpy_aypx(ks_backend *be, ks_int n, int k, const double *a, double *p,
+                           double *y, const double *b, const double *z)
+{
+    (void)be;
+    EACH_ROW(n, k, {
+        for (int j = 0; j < k; j++) {
+            const double pv = p[o + j];
+            y[o + j] = a[j] * pv + 1.0 * y[o + j];
+            const double v = b[j] == 0.0 ? 0.0 : b[j] * pv;
+            p[o + j] = 1.0 * z[o + j] + v;
+        }
+    });
+    return KS_OK;
+}
+
 ks_error ks_cpu_baxpbypcz(ks_backend *be, ks_int n, int k, const double *a, const double *x,
                           const double *b, const double *y, const double *c, double *z)
 {

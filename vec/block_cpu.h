@@ -7,6 +7,8 @@
 
 ks_error ks_cpu_baxpby(ks_backend *be, ks_int n, int k, const double *a, const double *x,
                        const double *b, double *y);
+ks_error ks_cpu_baxpy_aypx(ks_backend *be, ks_int n, int k, const double *a, double *p,
+                           double *y, const double *b, const double *z);
 ks_error ks_cpu_baxpbypcz(ks_backend *be, ks_int n, int k, const double *a, const double *x,
                           const double *b, const double *y, const double *c, double *z);
 ks_error ks_cpu_bpmul(ks_backend *be, ks_int n, int k, const double *w, const double *x,

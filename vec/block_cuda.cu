@@ -37,6 +37,21 @@ static __global__ void k_baxpby(long long total, int k, bscalars s, const double
     }
 }
 
+/* k_baxpby's expressions, y's (b = 1) then p's (a = 1): the same bits. */
+static __global__ void k_baxpy_aypx(long long total, int k, bscalars s, double *p, double *y,
+                                    const double *z)
+{
+    FLAT(e, total)
+    {
+        const int j = (int)(e % k);
+        const double pv = p[e];
+        double v = 1.0 * y[e];
+        y[e] = s.a[j] * pv + v;
+        v = s.b[j] == 0.0 ? 0.0 : s.b[j] * pv;
+        p[e] = 1.0 * z[e] + v;
+    }
+}
+
 static __global__ void k_baxpbypcz(long long total, int k, bscalars s, const double *x,
                                    const double *y, double *z)
 {
@@ -168,6 +183,12 @@ extern "C" ks_error ks_cuda_baxpby(ks_backend *be, ks_int n, int k, const double
     BLAUNCH(k_baxpby, (long long)n * k, k, scalars(k, a, b, NULL), x, y);
 }
 
+extern "C" ks_error ks_cuda_baxpy_aypx(ks_backend *be, ks_int n, int k, const double *a,
+                                       double *p, double *y, const double *b, const double *z)
+{
+    BLAUNCH(k_baxpy_aypx, (long long)n * k, k, scalars(k, a, b, NULL), p, y, z);
+}
+
 extern "C" ks_error ks_cuda_baxpbypcz(ks_backend *be, ks_int n, int k, const double *a,
                                       const double *x, const double *b, const double *y,
                                       const double *c, double *z)
@@ -222,6 +243,32 @@ extern "C" ks_error ks_cuda_baxpy_dot(ks_backend *be, ks_int n, int k, const dou
             n, k, j0, kc, R, s, x, y, ks_cuda_partials(be), ks_cuda_red_blocks());
         KS_CUDA_LAUNCH_CHECK("k_baxpy_dot_part");
         KS_TRY(ks_cuda_finish_sum(be, grid, kc, r + j0));
+    }
+    return KS_OK;
+}
+
+/* Column c0 + blockIdx.x of part (nb partials a column): thread t adds
+ * partials t, t + blockDim.x, ... in order into partial array blockIdx.x
+ * of the reduction scratch, which ks_cuda_finish_sum then sums. */
+static __global__ void k_fold_parts(long long nb, int c0, const double *__restrict__ part,
+                                    double *out, int stride)
+{
+    const long long base = (long long)(c0 + blockIdx.x) * nb;
+    double s = 0.0;
+    for (long long b = threadIdx.x; b < nb; b += blockDim.x)
+        s += part[base + b];
+    out[(size_t)blockIdx.x * stride + threadIdx.x] = s;
+}
+
+extern "C" ks_error ks_cuda_finish_parts(ks_backend *be, const double *part, long long nb,
+                                         int k, double *r)
+{
+    const int rb = ks_cuda_red_blocks();
+    for (int j0 = 0; j0 < k; j0 += KS_VEC_MULTI_MAX) {
+        const int kc = k - j0 < KS_VEC_MULTI_MAX ? k - j0 : KS_VEC_MULTI_MAX;
+        k_fold_parts<<<kc, rb, 0, stream_of(be)>>>(nb, j0, part, ks_cuda_partials(be), rb);
+        KS_CUDA_LAUNCH_CHECK("k_fold_parts");
+        KS_TRY(ks_cuda_finish_sum(be, nb < rb ? (int)nb : rb, kc, r + j0));
     }
     return KS_OK;
 }

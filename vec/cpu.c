@@ -584,4 +584,5 @@ const ks_backend_ops ks_backend_cpu_ops = {
     .bscatter = ks_cpu_bscatter,
     .bsmooth = ks_cpu_bsmooth,
     .baxpy_dot = cpu_baxpy_dot,
+    .baxpy_aypx = ks_cpu_baxpy_aypx,
 };

@@ -927,6 +927,7 @@ extern "C" const ks_backend_ops ks_backend_cuda_ops = {
     ks_cuda_bscatter,   /* bscatter */
     ks_cuda_bsmooth,    /* bsmooth */
     ks_cuda_baxpy_dot,  /* baxpy_dot */
+    ks_cuda_baxpy_aypx, /* baxpy_aypx */
     0,                  /* host_memory: device memory */
 };
 

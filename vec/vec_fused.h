@@ -53,6 +53,12 @@ ks_error ks_vec_axpy_norm2(double a, const ks_vec *x, ks_vec *y, double *r);
  * underflowed gets the careful norm, as ks_block_norm2). The block Krylov
  * methods' ks_vec_axpy_norm2. */
 ks_error ks_block_axpy_norm2(const double *a, const ks_block *X, ks_block *Y, double *r);
+/* Y[:,j] += a[j] P[:,j], then P[:,j] = Z[:,j] + b[j] P[:,j]: ks_block_axpy
+ * and ks_block_axpby(1, Z, b, P) in one pass over P where the backend has
+ * the fused kernel (the same bits either way). Block CG's x update, put
+ * off to its next search direction. Y, P, Z distinct. */
+ks_error ks_block_axpy_aypx(const double *a, ks_block *P, ks_block *Y, const double *b,
+                            const ks_block *Z);
 /* xout = xin + c (w .* r) + a (xin - xprev), see backend.h (xin, xprev
  * may be NULL: zero). */
 ks_error ks_vec_smooth_update(double a, double c, const ks_vec *w, const ks_vec *r,

@@ -26,22 +26,6 @@ int ks_csr_block_pair_aligned(const void *const *p, int n);
  * keep one column a thread. */
 int ks_csr_block_pair_use(int on, int k, int aligned);
 
-/* KS_CSR_BLOCK_LANES: threads an entry of Y the CSR block kernels split a
- * row's entries over (csr_vector_cuda.cu). *lanes = 0 (chosen a call, by
- * ks_csr_block_lanes_shift) when unset or empty, else 1, 2, 4, 8, 16 or 32;
- * KS_ERR_ARG (naming the variable) for anything else, *lanes then 0. */
-ks_error ks_csr_block_lanes_get(int *lanes);
-
-/* log2 of the lanes for a block kernel on k columns of an nrows x nnz
- * matrix on nsm multiprocessors: `lanes` when given, else 1 doubled while
- * the kernel's nrows * k * lanes threads stay under four full waves of the
- * device (2048 threads a multiprocessor) and each lane keeps 2 entries of
- * a mean row. One thread walking a long row alone waits on each entry's
- * loads in turn: on the small coarse levels, with too few threads to hide
- * that, a block pass took 3-4x a single vector's (H200, 7-point 256^3, k =
- * 8: 60 us where the vector pass takes 15). Big levels keep one lane. */
-int ks_csr_block_lanes_shift(int lanes, ks_int nrows, ks_int nnz, int k, int nsm);
-
 #ifdef __cplusplus
 }
 #endif

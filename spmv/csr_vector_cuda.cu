@@ -410,48 +410,19 @@ ks_error csr_vector_fused_step(ks_backend *be, void *state, const ks_fused_step 
     return dispatch(be, (const csr_vector_state *)state, 0.0, NULL, 0.0, NULL, f);
 }
 
-/* Lanes an entry of Y (L = 1 << lsh, a power of two to 32): thread g is
- * lane g % L of entry (or pair) g / L. Lane l sums the row's entries l,
- * l + L, ... in order, then the lanes' sums meet by shuffles in a fixed
- * tree, so a column's sum depends on L only, never on pairing or timing.
- * L = 1 is the one-thread-an-entry walk. `valid`: the entry's row exists;
- * the threads past the last row still join the shuffles. */
-struct ks_block_lanes {
-    int L, lane;
-    bool valid;
-};
-
-__device__ __forceinline__ ks_block_lanes ks_block_lanes_of(long long g, int lsh, bool valid)
-{
-    ks_block_lanes ln;
-    ln.L = 1 << lsh;
-    ln.lane = (int)(g & (ln.L - 1));
-    ln.valid = valid;
-    return ln;
-}
-
-__device__ __forceinline__ double ks_block_lanes_sum(const ks_block_lanes &ln, double sum)
-{
-    for (int off = ln.L / 2; off > 0; off >>= 1)
-        sum += __shfl_down_sync(0xffffffffu, sum, off, ln.L);
-    return sum;
-}
-
-/* Column q.j of row q.i's product over this lane's entries of the row in order (all of them
- * at one lane), the lanes then summed (ks_block_lanes); S: the
+/* Column q.j of row q.i's product, the row's entries in order; S: the
  * iterate made from X as the fused pass makes it (xs xw_c X(c, j)). The
  * rounding is spelled out (the scale xs xw_c rounded, then its product
  * with X(c, j), then one fused multiply-add a term: what nvcc had made of
  * sum += v * (xs * xw_c * x)), so block_row_sum2 can repeat it exactly. */
 template <typename E, bool S>
-__device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q, const ks_block_lanes &ln,
+__device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q,
                                                 const ks_int *__restrict__ rowptr, E ent,
                                                 const double *__restrict__ X,
                                                 const double *__restrict__ xw, double xs)
 {
     double sum = 0.0;
-    const ks_int end = ln.valid ? __ldg(rowptr + q.i + 1) : 0;
-    for (ks_int p = ln.valid ? __ldg(rowptr + q.i) + ln.lane : 0; p < end; p += ln.L) {
+    for (ks_int p = __ldg(rowptr + q.i), end = __ldg(rowptr + q.i + 1); p < end; p++) {
         ks_int c;
         typename E::value_type v;
         ent.load(p, c, v);
@@ -460,7 +431,7 @@ __device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q, const ks_b
             x = __dmul_rn(__dmul_rn(xs, __ldg(xw + c)), x);
         sum = __fma_rn((double)v, x, sum);
     }
-    return ks_block_lanes_sum(ln, sum);
+    return sum;
 }
 
 /* Columns j and j + 1 (j even) of row i of a block of kk columns (X
@@ -471,14 +442,12 @@ __device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q, const ks_b
  * tests/test_fused_block.c check that with exact equality on the GPU. */
 template <typename E, bool S>
 __device__ __forceinline__ double2 block_row_sum2(long long i, long long kk, int j,
-                                                  const ks_block_lanes &ln,
                                                   const ks_int *__restrict__ rowptr, E ent,
                                                   const double *__restrict__ X,
                                                   const double *__restrict__ xw, double xs)
 {
     double2 sum = make_double2(0.0, 0.0);
-    const ks_int end = ln.valid ? __ldg(rowptr + i + 1) : 0;
-    for (ks_int p = ln.valid ? __ldg(rowptr + i) + ln.lane : 0; p < end; p += ln.L) {
+    for (ks_int p = __ldg(rowptr + i), end = __ldg(rowptr + i + 1); p < end; p++) {
         ks_int c;
         typename E::value_type v;
         ent.load(p, c, v);
@@ -491,8 +460,6 @@ __device__ __forceinline__ double2 block_row_sum2(long long i, long long kk, int
         sum.x = __fma_rn((double)v, x.x, sum.x);
         sum.y = __fma_rn((double)v, x.y, sum.y);
     }
-    sum.x = ks_block_lanes_sum(ln, sum.x);
-    sum.y = ks_block_lanes_sum(ln, sum.y);
     return sum;
 }
 
@@ -500,18 +467,14 @@ __device__ __forceinline__ double2 block_row_sum2(long long i, long long kk, int
  * row's entries in order; the row's k threads share each entry load. */
 template <typename E, int K>
 __global__ void __launch_bounds__(256)
-    csr_spmm_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k, int lsh,
+    csr_spmm_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
                     const double *__restrict__ X, double alpha, double beta,
                     double *__restrict__ Y)
 {
-    const long long g = (long long)blockIdx.x * 256 + threadIdx.x;
-    const ks_spmm_pos q = ks_spmm_at<K>(g >> lsh, k);
-    const ks_block_lanes ln = ks_block_lanes_of(g, lsh, q.i < nrows);
-    if (!ln.valid && ln.L == 1)
-        return;
-    const double sum = block_row_sum<E, false>(q, ln, rowptr, ent, X, NULL, 0.0);
-    if (ln.valid && ln.lane == 0)
-        ks_spmm_store(Y, q.e, alpha, sum, beta);
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
+    if (q.i < nrows)
+        ks_spmm_store(Y, q.e, alpha, block_row_sum<E, false>(q, rowptr, ent, X, NULL, 0.0),
+                      beta);
 }
 
 /* The SpMM two columns a thread (k even, KS_CSR_BLOCK_PAIR): thread
@@ -521,19 +484,16 @@ __global__ void __launch_bounds__(256)
  * csr_spmm_kernel's bit for bit (block_row_sum2, ks_spmm_store2). */
 template <typename E, int H>
 __global__ void __launch_bounds__(256)
-    csr_spmm_pair_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k, int lsh,
+    csr_spmm_pair_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
                          const double *__restrict__ X, double alpha, double beta,
                          double *__restrict__ Y)
 {
-    const long long g = (long long)blockIdx.x * 256 + threadIdx.x;
-    const ks_spmm_pos q = ks_spmm_at<H>(g >> lsh, k / 2);
-    const ks_block_lanes ln = ks_block_lanes_of(g, lsh, q.i < nrows);
-    if (!ln.valid && ln.L == 1)
+    const ks_spmm_pos q = ks_spmm_at<H>((long long)blockIdx.x * 256 + threadIdx.x, k / 2);
+    if (q.i >= nrows)
         return;
     const double2 s =
-        block_row_sum2<E, false>(q.i, 2LL * q.kk, 2 * q.j, ln, rowptr, ent, X, NULL, 0.0);
-    if (ln.valid && ln.lane == 0)
-        ks_spmm_store2(Y, 2 * q.e, alpha, s.x, s.y, beta);
+        block_row_sum2<E, false>(q.i, 2LL * q.kk, 2 * q.j, rowptr, ent, X, NULL, 0.0);
+    ks_spmm_store2(Y, 2 * q.e, alpha, s.x, s.y, beta);
 }
 
 /* The fused pass on k columns (fused.h, ks_fused_bload): the SpMM's sum
@@ -544,16 +504,12 @@ __global__ void __launch_bounds__(256)
 template <typename E, int K, bool S>
 __global__ void __launch_bounds__(256)
     csr_fused_block_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
-                           int lsh, const ks_fused_step f)
+                           const ks_fused_step f)
 {
-    const long long g = (long long)blockIdx.x * 256 + threadIdx.x;
-    const ks_spmm_pos q = ks_spmm_at<K>(g >> lsh, k);
-    const ks_block_lanes ln = ks_block_lanes_of(g, lsh, q.i < nrows);
-    if (!ln.valid && ln.L == 1)
+    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
+    if (q.i >= nrows)
         return;
-    const double sum = block_row_sum<E, S>(q, ln, rowptr, ent, f.x, f.xw, f.xs);
-    if (!ln.valid || ln.lane != 0)
-        return;
+    const double sum = block_row_sum<E, S>(q, rowptr, ent, f.x, f.xw, f.xs);
     const ks_fused_in in = ks_fused_bload(&f, (ks_int)q.i, q.kk, q.j);
     ks_fused_store(&f, (ks_int)q.e, &in, sum, in.w);
 }
@@ -594,17 +550,14 @@ __device__ __forceinline__ void fused_store2(const ks_fused_step &f, long long i
 template <typename E, int H, bool S>
 __global__ void __launch_bounds__(256)
     csr_fused_pair_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
-                          int lsh, const ks_fused_step f)
+                          const ks_fused_step f)
 {
-    const long long g = (long long)blockIdx.x * 256 + threadIdx.x;
-    const ks_spmm_pos q = ks_spmm_at<H>(g >> lsh, k / 2);
-    const ks_block_lanes ln = ks_block_lanes_of(g, lsh, q.i < nrows);
-    if (!ln.valid && ln.L == 1)
+    const ks_spmm_pos q = ks_spmm_at<H>((long long)blockIdx.x * 256 + threadIdx.x, k / 2);
+    if (q.i >= nrows)
         return;
     const double2 s =
-        block_row_sum2<E, S>(q.i, 2LL * q.kk, 2 * q.j, ln, rowptr, ent, f.x, f.xw, f.xs);
-    if (ln.valid && ln.lane == 0)
-        fused_store2(f, q.i, 2 * q.e, s);
+        block_row_sum2<E, S>(q.i, 2LL * q.kk, 2 * q.j, rowptr, ent, f.x, f.xw, f.xs);
+    fused_store2(f, q.i, 2 * q.e, s);
 }
 
 /* Whether the blocks of this call allow the pair kernels: X, Y of the
@@ -622,23 +575,23 @@ int blocks_aligned(const double *X, const double *Y, const ks_fused_step *f)
 /* The pair kernels' launch: nrows * k / 2 threads. */
 template <typename E>
 ks_error csr_block_pair(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
-                        int lsh, double alpha, const double *X, double beta, double *Y,
+                        double alpha, const double *X, double beta, double *Y,
                         const ks_fused_step *f)
 {
     ks_cufmt_launch lc;
-    if (!ks_cufmt_launch_for(be, ((long long)nrows * (k / 2)) << lsh, 256, &lc))
+    if (!ks_cufmt_launch_for(be, (long long)nrows * (k / 2), 256, &lc))
         return KS_OK;
 #define KS_CSR_PAIR(H)                                                                        \
     do {                                                                                      \
         if (!f)                                                                               \
-            csr_spmm_pair_kernel<E, H><<<lc.blocks, 256, 0, lc.stream>>>(                     \
-                nrows, rowptr, ent, k, lsh, X, alpha, beta, Y);                               \
+            csr_spmm_pair_kernel<E, H><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent,  \
+                                                                         k, X, alpha, beta, Y); \
         else if (f->xw)                                                                       \
             csr_fused_pair_kernel<E, H, true>                                                 \
-                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, lsh, *f);           \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
         else                                                                                  \
             csr_fused_pair_kernel<E, H, false>                                                \
-                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, lsh, *f);           \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
     } while (0)
     KS_SPMM_DISPATCH(k / 2, KS_CSR_PAIR);
 #undef KS_CSR_PAIR
@@ -650,32 +603,26 @@ ks_error csr_block_pair(ks_backend *be, ks_int nrows, const ks_int *rowptr, E en
  * pair_on (KS_CSR_BLOCK_PAIR at setup), k and the blocks allow it
  * (csr_block_pair.h), else one thread an entry. */
 template <typename E>
-ks_error csr_block(ks_backend *be, ks_int nrows, ks_int nnz, const ks_int *rowptr, E ent,
-                   int k, double alpha, const double *X, double beta, double *Y,
+ks_error csr_block(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
+                   double alpha, const double *X, double beta, double *Y,
                    const ks_fused_step *f, int pair_on)
 {
-    static int nsm = -1; /* the device's; threads that race store the same value */
-    if (nsm < 0)
-        nsm = ks_cufmt_sm_count();
-    int lanes = 0;
-    KS_TRY(ks_csr_block_lanes_get(&lanes));
-    const int lsh = ks_csr_block_lanes_shift(lanes, nrows, nnz, k, nsm);
     if (ks_csr_block_pair_use(pair_on, k, blocks_aligned(X, Y, f)))
-        return csr_block_pair(be, nrows, rowptr, ent, k, lsh, alpha, X, beta, Y, f);
+        return csr_block_pair(be, nrows, rowptr, ent, k, alpha, X, beta, Y, f);
     ks_cufmt_launch lc;
-    if (!ks_cufmt_launch_for(be, ((long long)nrows * k) << lsh, 256, &lc))
+    if (!ks_cufmt_launch_for(be, (long long)nrows * k, 256, &lc))
         return KS_OK;
 #define KS_CSR_BLOCK(K)                                                                       \
     do {                                                                                      \
         if (!f)                                                                               \
-            csr_spmm_kernel<E, K><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k,    \
-                                                                    lsh, X, alpha, beta, Y);  \
+            csr_spmm_kernel<E, K><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, X, \
+                                                                    alpha, beta, Y);          \
         else if (f->xw)                                                                       \
             csr_fused_block_kernel<E, K, true>                                                \
-                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, lsh, *f);           \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
         else                                                                                  \
             csr_fused_block_kernel<E, K, false>                                               \
-                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, lsh, *f);           \
+                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
     } while (0)
     KS_SPMM_DISPATCH(k, KS_CSR_BLOCK);
 #undef KS_CSR_BLOCK
@@ -689,8 +636,8 @@ ks_error csr_vector_spmm(ks_backend *be, void *state, int k, double alpha, const
     const csr_vector_state *s = (const csr_vector_state *)state;
     if (s->cv) {
         entries_f32 ent = {s->cv};
-        return csr_block(be, s->A.nrows, s->A.nnz, s->A.rowptr, ent, k, alpha, X, beta, Y,
-                         NULL, s->A.block_pair);
+        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, alpha, X, beta, Y, NULL,
+                         s->A.block_pair);
     }
     return ks_csr_device_spmm(be, &s->A, k, alpha, X, beta, Y);
 }
@@ -700,8 +647,8 @@ ks_error csr_vector_fused_block(ks_backend *be, void *state, int k, const ks_fus
     const csr_vector_state *s = (const csr_vector_state *)state;
     if (s->cv) {
         entries_f32 ent = {s->cv};
-        return csr_block(be, s->A.nrows, s->A.nnz, s->A.rowptr, ent, k, 0.0, NULL, 0.0, NULL,
-                         f, s->A.block_pair);
+        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, 0.0, NULL, 0.0, NULL, f,
+                         s->A.block_pair);
     }
     return ks_csr_device_fused_block(be, &s->A, k, f);
 }
@@ -742,16 +689,14 @@ extern "C" ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, i
                                        double alpha, const double *X, double beta, double *Y)
 {
     entries_f64 ent = {A->colind, A->val};
-    return csr_block(be, A->nrows, A->nnz, A->rowptr, ent, k, alpha, X, beta, Y, NULL,
-                     A->block_pair);
+    return csr_block(be, A->nrows, A->rowptr, ent, k, alpha, X, beta, Y, NULL, A->block_pair);
 }
 
 extern "C" ks_error ks_csr_device_fused_block(ks_backend *be, const ks_csr_device *A, int k,
                                              const ks_fused_step *f)
 {
     entries_f64 ent = {A->colind, A->val};
-    return csr_block(be, A->nrows, A->nnz, A->rowptr, ent, k, 0.0, NULL, 0.0, NULL, f,
-                     A->block_pair);
+    return csr_block(be, A->nrows, A->rowptr, ent, k, 0.0, NULL, 0.0, NULL, f, A->block_pair);
 }
 
 extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {

@@ -26,22 +26,12 @@ typedef struct bcols {
     for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < (total);         \
          e += (long long)gridDim.x * blockDim.x)
 
-/* FLAT with j = e % k: the grid's stride is a multiple of k whenever k
- * divides the block size (k a power of two to 256), and then a thread's
- * column never changes, so the 64-bit remainder (dozens of instructions
- * an entry) is taken once. */
-#define FLATJ(e, j, total, k)                                                                 \
-    const long long stride_##e = (long long)gridDim.x * blockDim.x;                           \
-    const bool fixed_##e = stride_##e % (k) == 0;                                             \
-    long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;                           \
-    for (int j = (int)(e % (k)); e < (total);                                                 \
-         e += stride_##e, j = fixed_##e ? j : (int)(e % (k)))
-
 /* x NULL: no x term; b[j] == 0: y not read. */
 static __global__ void k_baxpby(long long total, int k, bscalars s, const double *x, double *y)
 {
-    FLATJ(e, j, total, k)
+    FLAT(e, total)
     {
+        const int j = (int)(e % k);
         double v = s.b[j] == 0.0 ? 0.0 : s.b[j] * y[e];
         y[e] = x ? s.a[j] * x[e] + v : v;
     }
@@ -51,8 +41,9 @@ static __global__ void k_baxpby(long long total, int k, bscalars s, const double
 static __global__ void k_baxpy_aypx(long long total, int k, bscalars s, double *p, double *y,
                                     const double *z)
 {
-    FLATJ(e, j, total, k)
+    FLAT(e, total)
     {
+        const int j = (int)(e % k);
         const double pv = p[e];
         double v = 1.0 * y[e];
         y[e] = s.a[j] * pv + v;
@@ -64,8 +55,9 @@ static __global__ void k_baxpy_aypx(long long total, int k, bscalars s, double *
 static __global__ void k_baxpbypcz(long long total, int k, bscalars s, const double *x,
                                    const double *y, double *z)
 {
-    FLATJ(e, j, total, k)
+    FLAT(e, total)
     {
+        const int j = (int)(e % k);
         double v = s.a[j] * x[e] + s.b[j] * y[e];
         z[e] = s.c[j] == 0.0 ? v : v + s.c[j] * z[e];
     }

@@ -27,10 +27,12 @@
  * few iterations. What was measured against it (PCG + AMG(JACOBI_L1, D2),
  * 7-point, even / uneven layouts, tests/test_mpi_amg_solve.c's settings,
  * iterations on 2 / 3 / 4 ranks):
- *  - hypre's way, RS on each rank's local block (a seam point then has
- *    fewer dependents than it has, as on the domain's boundary) and every
- *    point with an off-rank connection reset to PMIS's (both sides of each
- *    seam coarser and irregular): 16^3 (12 on one process) 14, 15, 14.
+ *  - ksolve's first version, after hypre's default (measure_type 0): RS
+ *    on each rank's local block (a seam point then has fewer dependents
+ *    than it has, as on the domain's boundary) and every point with an
+ *    off-rank connection reset to PMIS's (both sides of each seam coarser
+ *    and irregular): 16^3 (12 on one process) 14, 15, 14. (hypre's
+ *    measure_type 1 adds the other ranks' dependents, as here.)
  *  - the local block's measure, only the points connected to a lower rank
  *    reset (the upper side of a seam PMIS's): 16^3 13/12, 14/13, 14/14;
  *    with one aggressive level (20 on one process) 21/20, 22/21, 23/22:

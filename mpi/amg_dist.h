@@ -116,16 +116,21 @@ ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *c
  * (hmis_dist.c). */
 ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
                            ks_int *nc);
+/* Collective. ks_dist_pmis_from on G, S's graph (ks_dist_graph_create),
+ * which the caller made for its own use too. */
+ks_error ks_dist_pmis_graph(const ks_dist_strength *S, const ks_dist_graph *G,
+                            unsigned long long seed, int *cf, ks_int *nc);
 /* Collective. The splitters' argument check (S, cf where S has points,
  * nc), agreed; `who` names the splitter in the message. */
 ks_error ks_dist_split_args(const ks_dist_strength *S, const int *cf, const ks_int *nc,
                             const char *who);
 
 /* ---------------------------------------------------------- hmis_dist.c */
-/* Collective. HMIS as hypre runs it over ranks: ks_amg_hmis's RS first
- * pass on each rank's points that connect to no other rank's, then
- * ks_dist_pmis_from. On one rank: ks_amg_hmis's splitting, point for
- * point; on more, a splitting of the partition (the same every run). */
+/* Collective. HMIS over ranks: ks_amg_hmis's RS first pass on each
+ * rank's rows of the global strength graph (the other ranks' points
+ * counted, not decided), then ks_dist_pmis_from's stage on what it left.
+ * On one rank: ks_amg_hmis's splitting, point for point; on more, a
+ * splitting of the partition (the same every run). */
 ks_error ks_dist_hmis(const ks_dist_strength *S, unsigned long long seed, int *cf, ks_int *nc);
 
 /* ------------------------------------------------------ coarse_ids_dist.c */

@@ -1,114 +1,58 @@
 /* HMIS over ranks: the Ruge-Stueben first pass inside each rank, then
- * PMIS across the ranks from the states it left, as hypre runs it with
- * MPI, but with each seam reset on one side only.
+ * PMIS across the ranks on what it left, with the serial measure and no
+ * seam reset.
  *
- * First pass: amg/cpu/hmis.c's RS pass (ks_amg_rs_first_pass) on the
- * rank's local block of S, all its points, their connections to other
- * ranks unseen. Then the points with a strong connection to a lower
- * rank's point (in either direction: a ghost entry in S_i below the
- * rank's rows, or a lower rank's point depends on i) go back to
- * undecided; so do F points left without a C neighbour, and undecided
- * points next to a kept C point become F. Which points depend on i from
- * other ranks only those ranks know (their ghost entries): one reverse
- * halo exchange over the matrix's plan (ghost flags sent back to their
- * owners) tells each rank, and from which rank.
+ * The graph: pmis_graph_dist.c's joint graph of the rank's points and the
+ * other ranks' points next to them (S and S^T across ranks), made once for
+ * both stages.
  *
- * Second stage: distributed PMIS (ks_dist_pmis_from) from those states,
- * with the serial measures and fix-up. On one rank no point is a boundary
- * point, so the result is ks_amg_hmis's splitting exactly; on several it
- * depends on the partition, never on the run: every step is
- * deterministic.
+ * First pass: amg/cpu/hmis.c's RS pass (ks_amg_rs_first_pass) over the
+ * rank's points, the other ranks' points counted but never decided, so a
+ * point's measure, |S^T_i| plus its F dependents as they come, is the
+ * serial one with its dependents on other ranks. Every rank's pass runs at
+ * once, blind to the others' decisions.
  *
- * Why one side: hypre resets every point with an off-processor connection,
- * so both sides of a seam become PMIS's, coarser and less regular than
- * RS's, and each seam costs iterations. Keeping the lower rank's RS states
- * at the seam and letting PMIS fit the upper side to them (its ghost C
- * points make their undecided neighbours F) costs fewer: 7-point 16^3,
- * PCG + AMG(JACOBI_L1, D2), one process 12 iterations, 2 / 3 / 4 ranks 13 /
- * 14 / 14 against 14 / 15 / 14 resetting both sides (tests/
- * test_mpi_amg_solve.c, even layouts); with aggressive coarsening 21 / 22 /
- * 23 against 22 / 24 / 23 (one process 20). Running RS over the boundary
- * points too and resetting them after (not leaving them out of the pass)
- * measured better than leaving them out. */
+ * Second stage: distributed PMIS (ks_dist_pmis_graph) on the points the
+ * pass left undecided (no dependents), with the serial measures, and the
+ * serial fix-up over all points: an F point with strong connections but no
+ * C point among them (on a seam: its C points were on the other side's
+ * plan) becomes C. On one rank no point is external, so the result is
+ * ks_amg_hmis's splitting exactly; on several it depends on the partition,
+ * never on the run: every step is deterministic.
+ *
+ * Where two ranks' RS patterns meet, C points may sit side by side across
+ * the seam (the patterns are out of phase wherever the blocks start at
+ * different points of the grid's pattern, which only a pass over the ranks
+ * in turn would avoid); that costs a few per cent of operator complexity and
+ * few iterations. What was measured against it (PCG + AMG(JACOBI_L1, D2),
+ * 7-point, even / uneven layouts, tests/test_mpi_amg_solve.c's settings,
+ * iterations on 2 / 3 / 4 ranks):
+ *  - ksolve's first version, after hypre's default (measure_type 0): RS
+ *    on each rank's local block (a seam point then has fewer dependents
+ *    than it has, as on the domain's boundary) and every point with an
+ *    off-rank connection reset to PMIS's (both sides of each seam coarser
+ *    and irregular): 16^3 (12 on one process) 14, 15, 14. (hypre's
+ *    measure_type 1 adds the other ranks' dependents, as here.)
+ *  - the local block's measure, only the points connected to a lower rank
+ *    reset (the upper side of a seam PMIS's): 16^3 13/12, 14/13, 14/14;
+ *    with one aggressive level (20 on one process) 21/20, 22/21, 23/22:
+ *    A1 = P1^T A P1's distance-2 graph has wide seams, and PMIS on them
+ *    keeps far fewer C points (16^3 over 4 ranks: 65 to 72 a rank against
+ *    84 to 87 serially).
+ *  - the serial measure with that reset: 13/12, 13/13, 14/13; aggressive
+ *    19/20, 20/20, 21/21.
+ *  - the serial measure, no reset (this file): 13/12, 13/13, 13/13;
+ *    aggressive 19/20, 20/20, 20/20; 32^3 aggressive (21) 21/21, 21/21,
+ *    21/21 (23/21, 22/23, 23/23 with the local measure and the one-sided
+ *    reset).
+ *  - with the one-sided reset, undecided points next to another rank's C
+ *    point made F before PMIS (fitting one side to the other's pattern):
+ *    worse, a whole plane of F
+ *    points where the patterns are out of phase (16^3 aggressive, 4 ranks:
+ *    24). */
 #include "amg_dist.h"
 
 #include <string.h>
-
-/* Not the other exchanges' tags. */
-#define HMIS_REVERSE_TAG 0x6b79
-
-/* own[i] |= the flags the other ranks hold for point i as their ghost:
- * the plan h run backwards (each ghost slice goes back to its owner, who
- * ORs what arrives into the rows it sends out). Collective over the
- * neighbours; agreed by the caller. */
-static ks_error reverse_or(const ks_comm *c, const ks_halo *h, const unsigned char *ghost,
-                           unsigned char *own, unsigned char *own_lower)
-{
-    const ks_int nin = h->nsend ? h->send_start[h->nsend] : 0;
-    const int nreq = h->nrecv + h->nsend;
-    unsigned char *buf = ks_malloc((size_t)nin + 1, "HMIS boundary flags in");
-    MPI_Request *req = ks_malloc(((size_t)nreq + 1) * sizeof *req, "HMIS boundary requests");
-    ks_error e = ks_comm_agree(c, buf && req ? KS_OK : KS_ERR_MEMORY);
-    for (int r = 0; r < nreq && e == KS_OK; r++)
-        req[r] = MPI_REQUEST_NULL;
-    for (int r = 0; r < h->nsend && e == KS_OK; r++) {
-        const ks_int s = h->send_start[r];
-        e = ks_mpi_check(MPI_Irecv(buf + s, (int)(h->send_start[r + 1] - s), MPI_UNSIGNED_CHAR,
-                                   h->send_rank[r], HMIS_REVERSE_TAG, h->comm, &req[r]),
-                         "MPI_Irecv (HMIS boundary flags)");
-    }
-    for (int r = 0; r < h->nrecv && e == KS_OK; r++) {
-        const ks_int s = h->recv_start[r];
-        e = ks_mpi_check(MPI_Isend((void *)(ghost + s), (int)(h->recv_start[r + 1] - s),
-                                   MPI_UNSIGNED_CHAR, h->recv_rank[r], HMIS_REVERSE_TAG,
-                                   h->comm, &req[h->nsend + r]),
-                         "MPI_Isend (HMIS boundary flags)");
-    }
-    if (req && nreq > 0) {
-        const ks_error w = ks_mpi_check(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE),
-                                        "MPI_Waitall (HMIS boundary flags)");
-        if (e == KS_OK)
-            e = w;
-    }
-    for (int r = 0; r < h->nsend && e == KS_OK; r++) {
-        const int lower = h->send_rank[r] < c->rank;
-        for (ks_int k = h->send_start[r]; k < h->send_start[r + 1]; k++) {
-            own[h->send_idx[k]] |= buf[k];
-            if (lower)
-                own_lower[h->send_idx[k]] |= buf[k];
-        }
-    }
-    free(buf);
-    free(req);
-    return e;
-}
-
-/* conn[i] = 1 for this rank's points with a strong connection to another
- * rank's point in either direction; bnd[i] = 1 for those with one to a
- * lower rank's point, the points the first pass's states are reset for
- * (see the file comment). */
-static ks_error boundary(const ks_dist_strength *S, unsigned char *conn, unsigned char *bnd)
-{
-    const ks_int n = S->nloc;
-    unsigned char *gdep = ks_calloc((size_t)S->nghost + 1, 1, "HMIS ghost dependencies");
-    ks_error e = ks_comm_agree(S->comm, gdep ? KS_OK : KS_ERR_MEMORY);
-    if (e != KS_OK) {
-        free(gdep);
-        return e;
-    }
-    for (ks_int i = 0; i < n; i++) {
-        conn[i] = S->grp[i] < S->grp[i + 1];
-        bnd[i] = 0;
-        for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++) {
-            gdep[S->gci[k]] = 1;
-            if (S->ghost_gid[S->gci[k]] < S->row_begin) /* ranks hold rows in rank order */
-                bnd[i] = 1;
-        }
-    }
-    e = ks_comm_agree(S->comm, reverse_or(S->comm, S->halo, gdep, conn, bnd));
-    free(gdep);
-    return e;
-}
 
 ks_error ks_dist_hmis(const ks_dist_strength *S, unsigned long long seed, int *cf, ks_int *nc)
 {
@@ -116,26 +60,30 @@ ks_error ks_dist_hmis(const ks_dist_strength *S, unsigned long long seed, int *c
     ks_error e = ks_dist_split_args(S, cf, nc, who);
     if (e != KS_OK)
         return e;
-    const ks_int n = S->nloc;
-    unsigned char *bnd = ks_malloc(2 * (size_t)n + 1, "HMIS boundary flags");
-    unsigned char *conn = bnd ? bnd + n : NULL;
-    ks_strength ST = {0};
-    e = ks_comm_agree(S->comm, bnd ? KS_OK : KS_ERR_MEMORY);
-    if (e == KS_OK)
-        e = boundary(S, conn, bnd);
-    if (e == KS_OK)
-        e = ks_comm_agree(S->comm, ks_strength_transpose_unchecked(&S->local, &ST));
+    ks_dist_graph G;
+    KS_TRY(ks_dist_graph_create(S, &G));
+    const ks_int n = G.nloc;
+    const size_t m = (size_t)G.nloc + (size_t)G.next + 1;
+    int *cfx = ks_malloc(m * sizeof *cfx, "HMIS states");
+    unsigned char *fixed = ks_malloc(m, "HMIS external flags");
+    e = ks_comm_agree(S->comm, cfx && fixed ? KS_OK : KS_ERR_MEMORY);
     if (e == KS_OK) {
-        /* isolated (no strong connection anywhere): F, outside both stages */
-        for (ks_int i = 0; i < n; i++)
-            cf[i] = !conn[i] && S->local.rowptr[i] == S->local.rowptr[i + 1] &&
-                            ST.rowptr[i] == ST.rowptr[i + 1]
-                        ? KS_FPT : KS_UNDECIDED;
-        e = ks_comm_agree(S->comm, ks_amg_rs_first_pass(&S->local, &ST, bnd, cf));
+        /* isolated points (no strong connection on any rank): F, outside
+         * both stages; the external points undecided and fixed */
+        for (ks_int j = 0; j < n + G.next; j++) {
+            fixed[j] = j >= n;
+            cfx[j] = j < n && G.srp[j] == G.srp[j + 1] && G.trp[j] == G.trp[j + 1]
+                         ? KS_FPT : KS_UNDECIDED;
+        }
+        const ks_strength Sj = {n, G.srp, G.sci}, STj = {n, G.trp, G.tci};
+        e = ks_comm_agree(S->comm, ks_amg_rs_first_pass(&Sj, &STj, fixed, cfx));
     }
-    ks_strength_free(&ST);
-    free(bnd);
-    if (e == KS_OK)
-        e = ks_dist_pmis_from(S, seed, cf, nc);
+    if (e == KS_OK) {
+        memcpy(cf, cfx, (size_t)n * sizeof *cf);
+        e = ks_dist_pmis_graph(S, &G, seed, cf, nc);
+    }
+    free(cfx);
+    free(fixed);
+    ks_dist_graph_free(&G);
     return e == KS_OK ? KS_OK : ks_adderr(e, "%s", who);
 }

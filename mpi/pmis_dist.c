@@ -196,17 +196,13 @@ ks_error ks_dist_split_args(const ks_dist_strength *S, const int *cf, const ks_i
     return ks_comm_agree(S->comm, e);
 }
 
-ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
-                           ks_int *nc)
+/* ks_dist_pmis_from on S's graph G (made by the caller). */
+static ks_error pmis_on(const ks_dist_strength *S, const ks_dist_graph *G,
+                        unsigned long long seed, int *cf, ks_int *nc)
 {
-    static const char who[] = "distributed PMIS";
-    ks_error e = ks_dist_split_args(S, cf, nc, who);
-    if (e != KS_OK)
-        return e;
-    ks_dist_graph G;
-    KS_TRY(ks_dist_graph_create(S, &G));
-    pmis_ctx P = {.G = &G, .c = S->comm};
-    const size_t m = (size_t)G.nloc + (size_t)G.next + 1;
+    pmis_ctx P = {.G = G, .c = S->comm};
+    ks_error e;
+    const size_t m = (size_t)G->nloc + (size_t)G->next + 1;
     P.cnt = ks_malloc(m * sizeof(int), "PMIS measures");
     P.cf = ks_malloc(m * sizeof(int), "PMIS states");
     P.sel = ks_calloc(m, sizeof(int), "PMIS selections");
@@ -216,17 +212,17 @@ ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, i
     e = ks_comm_agree(S->comm, P.cnt && P.cf && P.sel && P.cand && P.state && P.h
                                    ? KS_OK : KS_ERR_MEMORY);
     if (e == KS_OK)
-        e = ks_halo_typed_create(S->comm, G.halo, MPI_INT, sizeof(int), &P.x);
+        e = ks_halo_typed_create(S->comm, G->halo, MPI_INT, sizeof(int), &P.x);
     if (e == KS_OK) {
 #pragma omp parallel for schedule(static)
-        for (ks_int j = 0; j < G.nloc + G.next; j++) {
-            P.h[j] = ks_coarsen_hash(seed, gid_of(&G, j));
-            P.cf[j] = j < G.nloc ? cf[j] : KS_UNDECIDED; /* external: the rounds' exchange */
+        for (ks_int j = 0; j < G->nloc + G->next; j++) {
+            P.h[j] = ks_coarsen_hash(seed, gid_of(G, j));
+            P.cf[j] = j < G->nloc ? cf[j] : KS_UNDECIDED; /* external: the rounds' exchange */
         }
 #pragma omp parallel for schedule(static)
-        for (ks_int i = 0; i < G.nloc; i++)
-            P.cnt[i] = G.trp[i + 1] - G.trp[i]; /* |S^T_i| over all ranks */
-        e = ks_comm_agree(S->comm, ks_halo_typed_forward(&P.x, P.cnt, P.cnt + G.nloc));
+        for (ks_int i = 0; i < G->nloc; i++)
+            P.cnt[i] = G->trp[i + 1] - G->trp[i]; /* |S^T_i| over all ranks */
+        e = ks_comm_agree(S->comm, ks_halo_typed_forward(&P.x, P.cnt, P.cnt + G->nloc));
     }
     if (e == KS_OK)
         e = rounds(&P);
@@ -234,7 +230,7 @@ ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, i
         e = fixup(&P);
     if (e == KS_OK) {
         ks_int c = 0;
-        for (ks_int i = 0; i < G.nloc; i++) {
+        for (ks_int i = 0; i < G->nloc; i++) {
             cf[i] = P.cf[i];
             c += cf[i] == KS_CPT;
         }
@@ -247,6 +243,30 @@ ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, i
     free(P.cand);
     free(P.state);
     free(P.h);
+    return e;
+}
+
+ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
+                           ks_int *nc)
+{
+    static const char who[] = "distributed PMIS";
+    ks_error e = ks_dist_split_args(S, cf, nc, who);
+    if (e != KS_OK)
+        return e;
+    ks_dist_graph G;
+    KS_TRY(ks_dist_graph_create(S, &G));
+    e = pmis_on(S, &G, seed, cf, nc);
     ks_dist_graph_free(&G);
+    return e == KS_OK ? KS_OK : ks_adderr(e, "%s", who);
+}
+
+ks_error ks_dist_pmis_graph(const ks_dist_strength *S, const ks_dist_graph *G,
+                            unsigned long long seed, int *cf, ks_int *nc)
+{
+    static const char who[] = "distributed PMIS";
+    ks_error e = ks_dist_split_args(S, cf, nc, who);
+    if (e != KS_OK)
+        return e;
+    e = pmis_on(S, G, seed, cf, nc);
     return e == KS_OK ? KS_OK : ks_adderr(e, "%s", who);
 }

@@ -52,14 +52,15 @@ ks_error ks_amg_hmis_blocked(const ks_strength *S, unsigned long long seed, ks_i
                              int *cf, ks_int *nc, unsigned char *promoted);
 
 /* HMIS's Ruge-Stueben first pass (hmis.c) over the undecided points of S
- * (cf: KS_UNDECIDED, isolated points KS_FPT): with reset NULL, ks_amg_hmis's
- * first pass exactly. With reset (n flags), hypre's HMIS over ranks
- * (mpi/hmis_dist.c: S a rank's local block, reset its points connected to
- * other ranks): afterwards the reset points, and F points left without a C
- * point in S_i or S^T_i, are undecided again, and undecided points next to
- * a C point F, for the PMIS stage to finish. */
+ * (cf: KS_UNDECIDED, isolated points KS_FPT): with fixed NULL, ks_amg_hmis's
+ * first pass exactly. S and S^T have n = S->n rows; with fixed, their
+ * columns may reach points j >= n (cf and fixed cover them), and points with
+ * fixed[j] set are never decided, only counted: |S^T_i| includes them, so
+ * a point's measure is its measure in the whole graph (mpi/hmis_dist.c
+ * passes a rank's rows of the global graph, the other ranks' points fixed).
+ * Points it leaves undecided (no dependents) are for the PMIS stage. */
 ks_error ks_amg_rs_first_pass(const ks_strength *S, const ks_strength *ST,
-                              const unsigned char *reset, int *cf);
+                              const unsigned char *fixed, int *cf);
 
 #ifdef __cplusplus
 }

@@ -344,31 +344,14 @@ static void fine_next_to_c(const ks_strength *S, const ks_strength *ST, int *cf,
 }
 
 ks_error ks_amg_rs_first_pass(const ks_strength *S, const ks_strength *ST,
-                              const unsigned char *reset, int *cf)
+                              const unsigned char *fixed, int *cf)
 {
     const ks_int n = S->n;
-    const pass ps = {NULL, 0};
-    KS_TRY(rs_pass(S, ST, cf, &ps, 0, n > 0 ? n : 1, bucket_count(ST)));
-    if (!reset)
-        return KS_OK;
-    unsigned char *flag = ks_malloc((size_t)n + 1, "RS pass flags");
-    if (!flag)
-        return KS_ERR_MEMORY;
-    for (ks_int i = 0; i < n; i++)
-        if (reset[i])
-            cf[i] = KS_UNDECIDED;
-    /* F points whose C neighbours went back (isolated ones stay F) */
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++)
-        flag[i] = (unsigned char)(cf[i] == KS_FPT && !next_to_c(S, ST, cf, i) &&
-                                  (S->rowptr[i] < S->rowptr[i + 1] ||
-                                   ST->rowptr[i] < ST->rowptr[i + 1]));
-    for (ks_int i = 0; i < n; i++)
-        if (flag[i])
-            cf[i] = KS_UNDECIDED;
-    fine_next_to_c(S, ST, cf, flag);
-    free(flag);
-    return KS_OK;
+    /* With fixed, rs_block also counts decisions made before; at the start
+     * of a first pass there are none (no C point; the F points are isolated,
+     * in no S^T_i), so it is the same pass. */
+    const pass ps = {fixed, 1};
+    return rs_pass(S, ST, cf, &ps, 0, n > 0 ? n : 1, bucket_count(ST));
 }
 
 /* The RS part over blocks of bs rows (bs >= n: one serial pass). Pass 1

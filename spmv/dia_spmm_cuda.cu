@@ -245,15 +245,12 @@ struct dot_flush<true> {
  * Xprev are read once (evict-first; Xprev may be Xo, read before the same
  * thread writes it, so not through the read-only path); X row i comes
  * from L1 (the sum's diagonal 0 read it). */
-template <bool S, bool D = false>
+template <bool S>
 struct fused_op {
     static const bool is_spmm = false;
     static const bool prefetch_pays = !S;
-    /* D: each thread also sums B(i, j) Xo(i, j) over its rows into acc
-     * (dot_flush), CG's r'z where the cycle's last step makes z */
-    static const bool dots = D;
+    static const bool dots = false;
     ks_fused_step f;
-    double *part; /* D: column j of block b at part[j * gridDim.x + b] */
     __device__ const double *x() const { return f.x; }
     template <int C>
     __device__ void scale(long long c, double *x) const
@@ -274,12 +271,9 @@ struct fused_op {
     }
     template <int C>
     __device__ void finish(long long e, long long i, const double *sum, double *b,
-                           double *acc) const
+                           double *) const
     {
-        double x[C], xp[C], v[C], b0[C];
-#pragma unroll
-        for (int q = 0; q < C; q++)
-            b0[q] = b[q];
+        double x[C], xp[C], v[C];
         double w = 0.0;
 #pragma unroll
         for (int q = 0; q < C; q++)
@@ -298,11 +292,8 @@ struct fused_op {
             put_cols<C>(f.r + e, b);
         if (f.xo) {
 #pragma unroll
-            for (int q = 0; q < C; q++) {
+            for (int q = 0; q < C; q++)
                 v[q] = ks_smooth_value_v(f.a, f.c, w, x[q], xp[q], b[q]);
-                if (D)
-                    acc[q] = __fma_rn(b0[q], v[q], acc[q]);
-            }
             put_cols<C>(f.xo + e, v);
         }
         if (f.x1)
@@ -596,15 +587,11 @@ ks_error run(const ks_dia_spmm_args *a, const V *val)
         const spmm_op op = {a->X, a->alpha, a->beta, a->Y};
         return run(a, val, op);
     }
-    if (a->dot_part && !a->f->xw) { /* dia_fused_block_dot runs no other */
-        const fused_op<false, true> op = {*a->f, a->dot_part};
-        return run(a, val, op);
-    }
     if (a->f->xw) {
-        const fused_op<true> op = {*a->f, NULL};
+        const fused_op<true> op = {*a->f};
         return run(a, val, op);
     }
-    const fused_op<false> op = {*a->f, NULL};
+    const fused_op<false> op = {*a->f};
     return run(a, val, op);
 }
 

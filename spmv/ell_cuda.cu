@@ -155,7 +155,6 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     NULL, /* spmm: k SpMVs */
     NULL, /* fused_block */
     NULL, /* spmm_dot */
-    NULL, /* fused_block_dot */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -179,5 +178,4 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     NULL, /* spmm: k SpMVs */
     NULL, /* fused_block */
     NULL, /* spmm_dot */
-    NULL, /* fused_block_dot */
 };

@@ -210,7 +210,6 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     sell_spmm,
     NULL, /* fused_block */
     NULL, /* spmm_dot */
-    NULL, /* fused_block_dot */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -234,5 +233,4 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     sell_spmm,
     NULL, /* fused_block */
     NULL, /* spmm_dot */
-    NULL, /* fused_block_dot */
 };

@@ -252,6 +252,31 @@ static int same_rows(const ks_dist_csr *X, const ks_dist_csr *Y)
            !memcmp(X->val, Y->val, (size_t)n * sizeof *X->val);
 }
 
+static int same_csr(const ks_csr *X, const ks_csr *Y)
+{
+    return X->nrows == Y->nrows && X->ncols == Y->ncols && X->nnz == Y->nnz &&
+           !memcmp(X->rowptr, Y->rowptr, ((size_t)X->nrows + 1) * sizeof *X->rowptr) &&
+           !memcmp(X->colind, Y->colind, (size_t)X->nnz * sizeof *X->colind) &&
+           !memcmp(X->val, Y->val, (size_t)X->nnz * sizeof *X->val);
+}
+
+/* The setup's coarse blocks (ks_dist_rap_split, from the compact product)
+ * against ks_matrix_create_dist's split of the rows Dc: the same blocks,
+ * bit for bit, and the same ghost ids. */
+static void check_rap_split(const ks_matrix *M, const ks_dist_prows *DP, const ks_dist_prows *R,
+                            const ks_dist_csr *Dc, const char *what)
+{
+    ks_dist_split S, W;
+    KS_ALL(ks_dist_rap_split(M, DP, R, &S));
+    KS_CHECK(ks_dist_csr_split(rank, Dc->row_begin, Dc->ncols_global, Dc->nrows, Dc->rowptr,
+                               Dc->colind, Dc->val, &W));
+    ALL(!S.entry_pos && same_csr(&S.local, &W.local) && same_csr(&S.ghost, &W.ghost) &&
+            !memcmp(S.ghost_gid, W.ghost_gid, (size_t)W.ghost.ncols * sizeof *W.ghost_gid),
+        "%s: the coarse blocks from the compact product differ from the rows' split", what);
+    ks_dist_split_free(&S);
+    ks_dist_split_free(&W);
+}
+
 /* The coarse rows as a distributed matrix: ks_matrix_create_dist takes
  * them, and its product with x equals the serial Ac's to 1e-12. */
 static void check_coarse_matrix(const ks_dist_csr *Dc, const ks_csr *Ac, const char *what)
@@ -364,6 +389,7 @@ static void check_rap(const ks_csr *A, const ks_matrix *M, const ks_csr *P,
     ks_dist_csr Dc3;
     KS_ALL(ks_dist_rap_r(M, DP, &R, &Dc3));
     ALL(same_rows(&Dc, &Dc3), "%s: RAP with A P kept compact differs", what);
+    check_rap_split(M, DP, &R, &Dc3, what);
     ks_dist_csr_free(&Dc3);
     ks_dist_prows_free(&R);
     free(coff);
@@ -519,6 +545,41 @@ START_TEST(test_tiny)
 }
 END_TEST
 
+/* ks_compact_split on rows made here (map [10, 13) and ids 2, 5, 20, 30):
+ * the blocks and the used ghosts only; rows that do not ascend or hold a
+ * value that is not finite refused, nothing made. */
+START_TEST(test_compact_split)
+{
+    static const ks_gint ext[] = {2, 5, 20, 30}; /* compact 0 1 | 2 3 4 | 5 6 */
+    ks_gmap m;
+    KS_CHECK(ks_gmap_borrow(10, 13, ext, 4, &m));
+    ks_int rp[] = {0, 3, 3, 6}, ci[] = {1, 2, 6, 3, 4, 6};
+    double v[] = {1, 2, 3, 4, 5, 6};
+    ks_csr T = {3, 7, 6, rp, ci, v};
+    ks_dist_split S;
+    int refused = 1;
+    KS_CHECK(ks_compact_split(&T, &m, &refused, &S));
+    ck_assert_int_eq(refused, 0);
+    const ks_int lrp[] = {0, 1, 1, 3}, lci[] = {0, 1, 2}, grp[] = {0, 2, 2, 3}, gci[] = {0, 1, 1};
+    const double lv[] = {2, 4, 5}, gv[] = {1, 3, 6};
+    ck_assert(S.local.nrows == 3 && S.local.ncols == 3 && S.local.nnz == 3);
+    ck_assert(S.ghost.nrows == 3 && S.ghost.ncols == 2 && S.ghost.nnz == 3 && !S.entry_pos);
+    ck_assert(!memcmp(S.local.rowptr, lrp, sizeof lrp) && !memcmp(S.local.colind, lci, sizeof lci));
+    ck_assert(!memcmp(S.ghost.rowptr, grp, sizeof grp) && !memcmp(S.ghost.colind, gci, sizeof gci));
+    ck_assert(!memcmp(S.local.val, lv, sizeof lv) && !memcmp(S.ghost.val, gv, sizeof gv));
+    ck_assert(S.ghost_gid[0] == 5 && S.ghost_gid[1] == 30);
+    ks_dist_split_free(&S);
+    ci[4] = 2; /* row 2 no longer ascends */
+    KS_CHECK(ks_compact_split(&T, &m, &refused, &S));
+    ck_assert(refused == 1 && !S.local.rowptr && !S.ghost.rowptr && !S.ghost_gid);
+    ci[4] = 4;
+    v[3] = NAN;
+    KS_CHECK(ks_compact_split(&T, &m, &refused, &S));
+    ck_assert(refused == 1 && !S.local.rowptr && !S.ghost.rowptr && !S.ghost_gid);
+    ks_gmap_free(&m);
+}
+END_TEST
+
 /* A bad P on one rank fails on every rank: a coarse column outside the
  * grid, rows that are not the matrix's, a coarse layout that is not the
  * ranks' C counts. */
@@ -579,6 +640,7 @@ static Suite *rap_suite(void)
     tcase_add_test(t, test_random_amg);
     tcase_add_test(t, test_random_splitting);
     tcase_add_test(t, test_tiny);
+    tcase_add_test(t, test_compact_split);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_errors);

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 
 /* ---------------------------------------------------------- the problems */
@@ -545,6 +548,90 @@ START_TEST(test_tiny)
 }
 END_TEST
 
+/* The global P of N rows, every third point C: an F row has up to 4
+ * coarse columns among the 80 nearest its own (a mesh's P, so a thread's
+ * rows reach few coarse rows beyond its own) or, with far, anywhere. */
+static void long_splitting(uint64_t seed, ks_int N, int far, ks_csr *P)
+{
+    ks_test_rng_seed(seed);
+    const ks_int ncg = (N + 2) / 3;
+    const int64_t cap = (int64_t)N * 4 + 4;
+    ks_int *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+    double *v = malloc((size_t)cap * sizeof *v);
+    ck_assert(r && c && v);
+    int64_t m = 0;
+    for (ks_int i = 0; i < N; i++) {
+        if (i % 3 == 0) {
+            r[m] = i;
+            c[m] = i / 3;
+            v[m++] = 1.0;
+            continue;
+        }
+        const int len = (int)(ks_test_rng_next() % 5);
+        for (int k = 0; k < len; k++) {
+            ks_int j = far ? (ks_int)(ks_test_rng_next() % (uint64_t)ncg)
+                           : i / 3 - 40 + (ks_int)(ks_test_rng_next() % 81);
+            j = j < 0 ? 0 : j >= ncg ? ncg - 1 : j;
+            int dup = 0;
+            for (int64_t t = m - k; t < m; t++)
+                dup |= c[t] == j;
+            if (dup)
+                continue;
+            r[m] = i;
+            c[m] = j;
+            v[m++] = ks_test_urand() - 0.3;
+        }
+    }
+    KS_CHECK(ks_csr_from_coo(N, ncg, m, r, c, v, P, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+/* The distributed transpose of rows long enough for the threaded passes
+ * (each rank's over 65,536 entries), near and far columns (the second
+ * reaches every row from every thread's chunk: the pieces taken whole),
+ * with 1 to 3 threads: the serial transpose of the global P, bit for bit. */
+START_TEST(test_transpose_threads)
+{
+    int saved = 1;
+#ifdef _OPENMP
+    saved = omp_get_max_threads();
+#endif
+    for (int far = 0; far <= 1; far++) {
+        const ks_int N = 75000 * nranks;
+        ks_csr P, PT;
+        long_splitting(31 + (uint64_t)far, N, far, &P);
+        KS_CHECK(ks_csr_transpose(&P, &PT));
+        ks_gint off[9];
+        layout(0, N, off);
+        const ks_gint c_begin = (off[rank] + 2) / 3;
+        const ks_int nc = (ks_int)((off[rank + 1] + 2) / 3 - c_begin);
+        ks_dist_prows DP;
+        prows_of(&P, off, c_begin, nc, &DP);
+        ALL(DP.rowptr[DP.nloc] > 65536, "the rows are too short for the threaded passes");
+        ks_gint *coff = NULL;
+        KS_ALL(ks_layout_gather(comm, nc, &coff));
+        for (int threads = 1; threads <= 3; threads++) {
+            ks_test_set_threads(threads);
+            ks_dist_prows R;
+            KS_ALL(ks_dist_prows_transpose(&DP, off, coff, &R));
+            ks_dist_csr X = {.nrows = R.nloc, .row_begin = R.row_begin, .rowptr = R.rowptr,
+                             .colind = R.col, .val = R.val};
+            const ks_gint bad = rows_mismatch(&X, &PT, -1.0, 0.0);
+            ALL(bad < 0 && R.nloc == nc, "%s columns, %d threads: R's row %lld differs from "
+                "the serial transpose's", far ? "far" : "near", threads, (long long)bad);
+            ks_dist_prows_free(&R);
+        }
+        ks_test_set_threads(saved);
+        free(coff);
+        ks_dist_prows_free(&DP);
+        ks_csr_free(&PT);
+        ks_csr_free(&P);
+    }
+}
+END_TEST
+
 /* ks_compact_split on rows made here (map [10, 13) and ids 2, 5, 20, 30):
  * the blocks and the used ghosts only; rows that do not ascend or hold a
  * value that is not finite refused, nothing made. */
@@ -641,6 +728,7 @@ static Suite *rap_suite(void)
     tcase_add_test(t, test_random_splitting);
     tcase_add_test(t, test_tiny);
     tcase_add_test(t, test_compact_split);
+    tcase_add_test(t, test_transpose_threads);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_errors);

@@ -282,6 +282,7 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
         tr = NULL;
     sys x;
     memset(&x, 0, sizeof x);
+    double t = ks_wtime();
     ks_error e = points(AL, AG, S, cf, C, R, &x);
     ks_csr Pl = {0};
     if (e == KS_OK) {
@@ -292,6 +293,7 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
             e = ks_seterr(KS_ERR_NUMERIC, "%s: zero diagonal at row %lld", who,
                           (long long)(S->row_begin + bad));
     }
+    ks_amg_dist_substep(NULL, "interpolation: local system", &t);
     const ks_int r0 = x.fm.nbelow, r1 = r0 + S->nloc;
     /* a rank without rows builds nothing: no device round trip for it */
     const int device = be && !ks_backend_host_memory(be) && r1 > r0;
@@ -306,8 +308,10 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
         if (e != KS_OK)
             ks_adderr(e, "%s (rank %d's local system)", who, S->comm->rank);
     }
+    ks_amg_dist_substep(NULL, device ? "interpolation: device rows" : "interpolation: rows", &t);
     if (e == KS_OK)
         e = take_rows(&x, &Pl, S->nloc, P);
+    ks_amg_dist_substep(NULL, "interpolation: rows to global columns", &t);
     ks_csr_free(&Pl);
     sys_free(&x);
     return e;

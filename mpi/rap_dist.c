@@ -24,6 +24,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* A P's rows as the product reads them: global columns (gcol), or
  * compact ones (X: ks_dist_ap_compact's). */
 typedef struct ap_rows {
@@ -34,6 +38,55 @@ typedef struct ap_rows {
     ks_gint ncols_global;
     const ks_dist_compact *X;
 } ap_rows;
+
+#define KS_RAP_MAX_THREADS 256
+
+/* The ids of map xm's used numbers outside [lo, hi) into ids, ascending
+ * (the map's order); returns their count. Threads take static chunks:
+ * each counts its chunk's, the counts are scanned, then each writes its
+ * chunk's at its offset. */
+static int64_t used_outside(const ks_gmap *xm, const unsigned char *used, ks_gint lo, ks_gint hi,
+                            ks_gint *ids)
+{
+    const ks_int nx = ks_gmap_size(xm);
+    int nt = 1;
+#ifdef _OPENMP
+    if (nx >= 65536)
+        nt = omp_get_max_threads();
+#endif
+    nt = nt > KS_RAP_MAX_THREADS ? KS_RAP_MAX_THREADS : nt;
+    int64_t at[KS_RAP_MAX_THREADS + 1], total = 0;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = 0, nth = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        const ks_int b = (ks_int)((int64_t)nx * t / nth), e = (ks_int)((int64_t)nx * (t + 1) / nth);
+        int64_t c = 0;
+        for (ks_int k = b; k < e; k++) {
+            const ks_gint g = used[k] ? ks_gmap_gid(xm, k) : lo;
+            c += g < lo || g >= hi;
+        }
+        at[t + 1] = c;
+#pragma omp barrier
+#pragma omp single
+        {
+            at[0] = 0;
+            for (int q = 1; q <= nth; q++)
+                at[q] += at[q - 1];
+            total = at[nth];
+        }
+        int64_t w = at[t];
+        for (ks_int k = b; k < e; k++) {
+            const ks_gint g = used[k] ? ks_gmap_gid(xm, k) : lo;
+            if (g < lo || g >= hi)
+                ids[w++] = g;
+        }
+    }
+    return total;
+}
 
 /* The map of the product's columns: the range [lo, hi) and every other id
  * of AP's rows and the fetched ones G (the same map whichever form AP
@@ -62,11 +115,8 @@ static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks
         }
     }
     int64_t n = 0; /* the used ids outside the range, ascending */
-    for (ks_int k = 0; k < nx && e == KS_OK; k++) {
-        const ks_gint g = used[k] ? ks_gmap_gid(xm, k) : lo;
-        if (g < lo || g >= hi)
-            ids[n++] = g;
-    }
+    if (e == KS_OK)
+        n = used_outside(xm, used, lo, hi, ids);
     if (e == KS_OK)
         e = ks_gmap_make(lo, hi, ids, n, G->col, ng, cm);
     if (e == KS_OK) {

@@ -30,18 +30,13 @@ static ks_error stack(const ks_dist_ghost_prows *G, const ks_gmap *rows, const k
     if (nnz > INT32_MAX)
         return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's rows");
     KS_TRY(ks_csr_alloc(B, n, ks_gmap_size(cols), (ks_int)nnz));
+    /* Row r's start follows from the pieces' row pointers: the fetched
+     * rows below, the own rows, the fetched rows above. */
+    const ks_int gb = G->rowptr[nb], ob = gb + rp[nown];
 #pragma omp parallel for schedule(static)
-    for (ks_int r = 0; r < n; r++) {
-        ks_int len;
-        if (r < nb)
-            len = G->rowptr[r + 1] - G->rowptr[r];
-        else if (r < nb + nown)
-            len = rp[r - nb + 1] - rp[r - nb];
-        else
-            len = G->rowptr[r - nown + 1] - G->rowptr[r - nown];
-        B->rowptr[r + 1] = len;
-    }
-    ks_rowptr_scan(B->rowptr, n); /* nnz checked above */
+    for (ks_int r = 0; r <= n; r++)
+        B->rowptr[r] = r <= nb ? G->rowptr[r] : r <= nb + nown ? gb + rp[r - nb]
+                                                                : ob + G->rowptr[r - nown] - gb;
 #pragma omp parallel for schedule(dynamic, 256)
     for (ks_int r = 0; r < n; r++) {
         const ks_int b = B->rowptr[r], len = B->rowptr[r + 1] - b;

@@ -293,9 +293,14 @@ static ks_error build_rows(const ks_dist_prows *P, const tentry *below, int64_t 
         int first_bad = np; /* the first piece with a row not here, and its row */
         ks_gint badrow[3 * KS_TRANSPOSE_MAX_THREADS];
 #pragma omp parallel for schedule(static, 1) num_threads(chunks) reduction(min : first_bad)
-        for (int q = 0; q < np; q++)
-            if (!piece_span(P, R, &x[q], &badrow[q]) && q < first_bad)
+        for (int q = 0; q < np; q++) {
+            if (chunks == 1 && !x[q].e) { /* all own rows: no need to look */
+                x[q].jlo = 0;
+                x[q].jhi = nr;
+            } else if (!piece_span(P, R, &x[q], &badrow[q]) && q < first_bad) {
                 first_bad = q;
+            }
+        }
         if (first_bad < np) {
             e = ks_seterr(KS_ERR_ARG, "transpose: row %lld arrived at a rank that does not own "
                           "it", (long long)badrow[first_bad]);

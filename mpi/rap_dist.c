@@ -89,9 +89,14 @@ static int64_t used_outside(const ks_gmap *xm, const unsigned char *used, ks_gin
 }
 
 /* The map of the product's columns: the range [lo, hi) and every other id
- * of AP's rows and the fetched ones G (the same map whichever form AP
- * has). For compact rows also *tab: each number of X's map that AP's rows
- * use as a number of the new map (-1: unused). */
+ * of AP's rows and the fetched ones G. For compact rows also *tab: each
+ * number of X's map that AP's rows use as a number of the new map (-1:
+ * unused). When X's map has the same range (the setup's: both are this
+ * rank's coarse points), all its ids go into the new map, used or not, so
+ * no pass over AP's entries looks for the used ones: an id no row uses
+ * numbers a column that no entry of the product has, and the product's
+ * entries, their order and sums, and the blocks split from it (which
+ * number only the ghosts the rows use) are the same. */
 static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks_gint lo,
                              ks_gint hi, ks_gmap *cm, ks_int **tab)
 {
@@ -103,6 +108,17 @@ static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks
     const ks_csr *T = &AP->X->T;
     const ks_gmap *xm = &AP->X->cols;
     const ks_int nx = ks_gmap_size(xm);
+    if (xm->lo == lo && xm->hi == hi) {
+        *tab = ks_malloc(((size_t)nx + 1) * sizeof **tab, "compact column table");
+        ks_error e = *tab ? ks_gmap_make(lo, hi, xm->ext, xm->next, G->col, ng, cm)
+                          : KS_ERR_MEMORY;
+        if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+            for (ks_int k = 0; k < nx; k++)
+                (*tab)[k] = ks_gmap_find(cm, ks_gmap_gid(xm, k));
+        }
+        return e;
+    }
     unsigned char *used = ks_calloc((size_t)nx + 1, 1, "used compact columns");
     ks_gint *ids = ks_malloc(((size_t)nx + 1) * sizeof *ids, "used column ids");
     *tab = ks_malloc(((size_t)nx + 1) * sizeof **tab, "compact column table");

@@ -289,15 +289,20 @@ static void coarse_ids(const sys *x, ks_int N, ks_gint *gc)
 }
 
 /* P's own rows from the builder's rows nb .. nb + nloc - 1, coarse columns
- * to global ids. */
+ * to global ids. The builders fill the own rows only, so the rows before
+ * them are empty and P takes the values as they are (no copy); else (not
+ * expected) they are copied. */
 static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *P)
 {
     const ks_int N = x->A.nrows, nb = x->fm.nbelow, base = Pl->rowptr[nb];
     const ks_int nnz = Pl->rowptr[nb + nloc] - base;
+    const int take = base == 0 && Pl->val;
     ks_gint *gc = ks_malloc(((size_t)Pl->ncols + 1) * sizeof *gc, "coarse ids of the points");
     P->rowptr = ks_malloc(((size_t)nloc + 1) * sizeof *P->rowptr, "interpolation row pointers");
     P->col = ks_malloc((size_t)nnz * sizeof *P->col + 1, "interpolation columns");
-    P->val = ks_malloc((size_t)nnz * sizeof *P->val + 1, "interpolation values");
+    P->val = take ? Pl->val : ks_malloc((size_t)nnz * sizeof *P->val + 1, "interpolation values");
+    if (take)
+        Pl->val = NULL; /* P's */
     if (!gc || !P->rowptr || !P->col || !P->val) {
         free(gc);
         return KS_ERR_MEMORY;
@@ -309,7 +314,8 @@ static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *
 #pragma omp parallel for schedule(static)
     for (ks_int k = 0; k < nnz; k++) {
         P->col[k] = gc[Pl->colind[base + k]];
-        P->val[k] = Pl->val[base + k];
+        if (!take)
+            P->val[k] = Pl->val[base + k];
     }
     free(gc);
     return KS_OK;

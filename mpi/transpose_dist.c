@@ -197,11 +197,12 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int me,
 }
 
 /* A piece of R's entries in arrival order: arrivals (e, n of them), or
- * this rank's own entries of P's rows r0 .. r1 - 1 (e NULL). R's row J
- * takes its entries piece by piece in the order of the pieces, each
- * piece's in its order; rows[jlo .. jhi) holds every row the piece
+ * (own) this rank's own entries of P's rows r0 .. r1 - 1. R's row J takes
+ * its entries piece by piece in the order of the pieces, each piece's in
+ * its order; R's local rows jlo .. jhi - 1 hold every row the piece
  * reaches, h its counts there, then its places. */
 typedef struct tpiece {
+    int own;
     const tentry *e;
     int64_t n;
     ks_int r0, r1;
@@ -212,7 +213,7 @@ typedef struct tpiece {
 /* Visits piece x's entries in order as (R's local row j, column, value). */
 #define KS_FOR_PIECE(P, R, x, j, col, val, body)                                                 \
     do {                                                                                         \
-        if ((x)->e) {                                                                            \
+        if (!(x)->own) {                                                                         \
             for (int64_t t_ = 0; t_ < (x)->n; t_++) {                                            \
                 const ks_gint j = (x)->e[t_].row - (R)->row_begin;                               \
                 const ks_gint col = (x)->e[t_].col;                                              \
@@ -286,15 +287,16 @@ static ks_error build_rows(const ks_dist_prows *P, const tentry *below, int64_t 
         for (int c = 0; c < chunks; c++) {
             const int64_t b0 = nbelow * c / chunks, b1 = nbelow * (c + 1) / chunks;
             const int64_t a0 = nabove * c / chunks, a1 = nabove * (c + 1) / chunks;
-            x[c] = (tpiece){.e = below + b0, .n = b1 - b0};
-            x[chunks + c] = (tpiece){.r0 = chunk_row(P, c, chunks), .r1 = chunk_row(P, c + 1, chunks)};
-            x[2 * chunks + c] = (tpiece){.e = above + a0, .n = a1 - a0};
+            x[c] = (tpiece){.e = b1 > b0 ? below + b0 : NULL, .n = b1 - b0};
+            x[chunks + c] = (tpiece){.own = 1, .r0 = chunk_row(P, c, chunks),
+                                     .r1 = chunk_row(P, c + 1, chunks)};
+            x[2 * chunks + c] = (tpiece){.e = a1 > a0 ? above + a0 : NULL, .n = a1 - a0};
         }
         int first_bad = np; /* the first piece with a row not here, and its row */
         ks_gint badrow[3 * KS_TRANSPOSE_MAX_THREADS];
 #pragma omp parallel for schedule(static, 1) num_threads(chunks) reduction(min : first_bad)
         for (int q = 0; q < np; q++) {
-            if (chunks == 1 && !x[q].e) { /* all own rows: no need to look */
+            if (chunks == 1 && x[q].own) { /* all own rows: no need to look */
                 x[q].jlo = 0;
                 x[q].jhi = nr;
             } else if (!piece_span(P, R, &x[q], &badrow[q]) && q < first_bad) {

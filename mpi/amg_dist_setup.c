@@ -144,7 +144,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     const ks_comm *c = ks_matrix_comm(A);
     const ks_gint *foff = A->dist->offsets;
     ks_dist_prows P, R;
-    ks_dist_csr Ac;
+    ks_dist_split Ac; /* the coarse rows as the blocks of a distributed matrix */
     memset(&R, 0, sizeof R);
     memset(&Ac, 0, sizeof Ac);
     ks_gint *coff = NULL;
@@ -174,7 +174,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         e = ks_dist_prows_transpose(&P, foff, coff, &R);
     ks_amg_dist_substep(c, "transpose P", &t_sub);
     if (e == KS_OK)
-        e = ks_dist_rap_r(A, &P, &R, &Ac);
+        e = ks_dist_rap_split(A, &P, &R, &Ac);
     ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP", &t);
     t_sub = t;
     if (e == KS_OK)
@@ -183,11 +183,17 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     if (e == KS_OK)
         e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);
     ks_amg_dist_substep(c, "R as a distributed matrix", &t_sub);
-    if (e == KS_OK)
-        e = ks_matrix_create_dist(amg->be, c, Ac.nrows, Ac.ncols_global, Ac.rowptr, Ac.colind,
-                                  Ac.val, level_matrix_format(amg), NULL, &C->Am);
+    if (e == KS_OK) { /* square over P's coarse layout; no entry order: the AMG sets no values */
+        ks_gint *ro = ks_layout_copy(c, coff);
+        e = ks_comm_agree(c, ro ? KS_OK : KS_ERR_MEMORY);
+        if (e == KS_OK)
+            e = ks_dist_matrix_from_split(amg->be, c, ro, NULL, &Ac, level_matrix_format(amg),
+                                          NULL, &C->Am);
+        else
+            free(ro);
+    }
+    ks_amg_dist_substep(c, "coarse matrix as a distributed matrix", &t_sub);
     if (e == KS_OK) {
-        ks_dist_drop_entry_order(C->Am); /* the AMG sets no values of it */
         /* views of the matrices' local blocks: what sizes and reports read */
         L->P = *ks_matrix_sparse(L->Pm);
         L->R = *ks_matrix_sparse(L->Rm);
@@ -205,7 +211,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     }
 done:
     free(coff);
-    ks_dist_csr_free(&Ac);
+    ks_dist_split_free(&Ac);
     ks_dist_prows_free(&R);
     ks_dist_prows_free(&P);
     return e == KS_OK ? KS_OK : ks_adderr(e, "AMG level %d (distributed)", l);

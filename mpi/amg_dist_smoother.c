@@ -47,6 +47,7 @@ static void diagonal(const ks_csr *L, double *d)
 static ks_error start_vector(dspec *s, ks_vec *v)
 {
     const ks_gint rb = ks_matrix_row_begin(s->A);
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < s->n; i++)
         s->h[i] = ks_spectral_start((uint64_t)(rb + i));
     return ks_vec_set_host(v, s->h);
@@ -138,8 +139,9 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     diagonal(L, dg);
     double cnt[2] = {0.0, 0.0}, bound = 0.0;
     ks_int bad = s->n;
-    for (ks_int i = 0; i < s->n && bad == s->n; i++)
-        if (dg[i] == 0.0 || !isfinite(dg[i]))
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (ks_int i = 0; i < s->n; i++)
+        if ((dg[i] == 0.0 || !isfinite(dg[i])) && i < bad)
             bad = i;
     ks_error e = KS_OK;
     if (bad < s->n)
@@ -167,6 +169,7 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     int sym = 0;
     if (!(cnt[0] > 0.0 && cnt[1] > 0.0))
         KS_TRY(ks_dist_symmetric(s->A, dg, &sym));
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < s->n; i++)
         dg[i] = sym ? 1.0 / sqrt(fabs(dg[i])) : 1.0 / dg[i];
     KS_TRY(ks_comm_agree(c, ks_vec_set_host(s->dsc, dg)));

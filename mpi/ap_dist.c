@@ -31,14 +31,11 @@ static ks_error merge_blocks(const ks_csr *AL, const ks_csr *AG, const ks_gmap *
     if (nnz > INT32_MAX)
         return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's rows");
     KS_TRY(ks_csr_alloc(M, n, ks_gmap_size(fm), (ks_int)nnz));
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++)
-        M->rowptr[i + 1] = (AL->rowptr[i + 1] - AL->rowptr[i]) +
-                           (AG ? AG->rowptr[i + 1] - AG->rowptr[i] : 0);
-    ks_rowptr_scan(M->rowptr, n); /* nnz checked above */
+    /* row i starts after both blocks' rows before it */
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
-        ks_int m = M->rowptr[i], g = AG ? AG->rowptr[i] : 0;
+        ks_int m = AL->rowptr[i] + (AG ? AG->rowptr[i] : 0), g = AG ? AG->rowptr[i] : 0;
+        M->rowptr[i + 1] = AL->rowptr[i + 1] + (AG ? AG->rowptr[i + 1] : 0);
         const ks_int g1 = AG ? AG->rowptr[i + 1] : 0;
         for (; g < g1 && AG->colind[g] < nb; g++) {
             M->colind[m] = AG->colind[g];

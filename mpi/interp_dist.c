@@ -77,8 +77,11 @@ ks_error ks_dist_interp(ks_backend *be, const ks_matrix *A, const ks_dist_streng
     /* Collective and agreed: every rank fetches, or none goes on. */
     ks_dist_ext_rows R;
     memset(&R, 0, sizeof R);
+    double t = ks_wtime();
     if (kind != KS_AMG_D1 && (e = ks_dist_fetch_ext_rows(A, S, cf, C, &R)) != KS_OK)
         return ks_adderr(e, "%s", who);
+    if (kind != KS_AMG_D1)
+        ks_amg_dist_substep(c, "interpolation: fetch F neighbours' rows", &t);
     P->comm = c;
     P->nloc = S->nloc;
     P->row_begin = S->row_begin;

@@ -34,6 +34,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 typedef struct sys {
     ks_gmap fm;      /* the points */
     ks_csr A;        /* N x N */
@@ -244,30 +248,74 @@ static ks_error build_device(ks_backend *be, const sys *x, int ext, ks_int r0, k
     return e;
 }
 
+#define KS_INTERP_MAX_THREADS 256
+
+/* gc[k]: the global coarse id of the builder's coarse column k, the k-th C
+ * point in point order. Threads take static chunks: each counts its C
+ * points, the counts are scanned, then each writes its chunk's ids. */
+static void coarse_ids(const sys *x, ks_int N, ks_gint *gc)
+{
+    int nt = 1;
+#ifdef _OPENMP
+    if (N >= 65536)
+        nt = omp_get_max_threads();
+#endif
+    nt = nt > KS_INTERP_MAX_THREADS ? KS_INTERP_MAX_THREADS : nt;
+    ks_int at[KS_INTERP_MAX_THREADS + 1];
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = 0, used = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        used = omp_get_num_threads();
+#endif
+        const ks_int b = (ks_int)((int64_t)N * t / used), e = (ks_int)((int64_t)N * (t + 1) / used);
+        ks_int c = 0;
+        for (ks_int r = b; r < e; r++)
+            c += x->cf[r] == KS_CPT;
+        at[t + 1] = c;
+#pragma omp barrier
+#pragma omp single
+        {
+            at[0] = 0;
+            for (int q = 1; q <= used; q++)
+                at[q] += at[q - 1];
+        }
+        ks_int k = at[t];
+        for (ks_int r = b; r < e; r++)
+            if (x->cf[r] == KS_CPT)
+                gc[k++] = x->cid[r];
+    }
+}
+
 /* P's own rows from the builder's rows nb .. nb + nloc - 1, coarse columns
- * to global ids. */
+ * to global ids. The builders fill the own rows only, so the rows before
+ * them are empty and P takes the values as they are (no copy); else (not
+ * expected) they are copied. */
 static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *P)
 {
     const ks_int N = x->A.nrows, nb = x->fm.nbelow, base = Pl->rowptr[nb];
     const ks_int nnz = Pl->rowptr[nb + nloc] - base;
+    const int take = base == 0 && Pl->val;
     ks_gint *gc = ks_malloc(((size_t)Pl->ncols + 1) * sizeof *gc, "coarse ids of the points");
     P->rowptr = ks_malloc(((size_t)nloc + 1) * sizeof *P->rowptr, "interpolation row pointers");
     P->col = ks_malloc((size_t)nnz * sizeof *P->col + 1, "interpolation columns");
-    P->val = ks_malloc((size_t)nnz * sizeof *P->val + 1, "interpolation values");
+    P->val = take ? Pl->val : ks_malloc((size_t)nnz * sizeof *P->val + 1, "interpolation values");
+    if (take)
+        Pl->val = NULL; /* P's */
     if (!gc || !P->rowptr || !P->col || !P->val) {
         free(gc);
         return KS_ERR_MEMORY;
     }
-    for (ks_int r = 0, k = 0; r < N; r++)
-        if (x->cf[r] == KS_CPT)
-            gc[k++] = x->cid[r];
+    coarse_ids(x, N, gc);
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i <= nloc; i++)
         P->rowptr[i] = Pl->rowptr[nb + i] - base;
 #pragma omp parallel for schedule(static)
     for (ks_int k = 0; k < nnz; k++) {
         P->col[k] = gc[Pl->colind[base + k]];
-        P->val[k] = Pl->val[base + k];
+        if (!take)
+            P->val[k] = Pl->val[base + k];
     }
     free(gc);
     return KS_OK;
@@ -282,6 +330,7 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
         tr = NULL;
     sys x;
     memset(&x, 0, sizeof x);
+    double t = ks_wtime();
     ks_error e = points(AL, AG, S, cf, C, R, &x);
     ks_csr Pl = {0};
     if (e == KS_OK) {
@@ -292,6 +341,7 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
             e = ks_seterr(KS_ERR_NUMERIC, "%s: zero diagonal at row %lld", who,
                           (long long)(S->row_begin + bad));
     }
+    ks_amg_dist_substep(NULL, "interpolation: local system", &t);
     const ks_int r0 = x.fm.nbelow, r1 = r0 + S->nloc;
     /* a rank without rows builds nothing: no device round trip for it */
     const int device = be && !ks_backend_host_memory(be) && r1 > r0;
@@ -306,8 +356,10 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
         if (e != KS_OK)
             ks_adderr(e, "%s (rank %d's local system)", who, S->comm->rank);
     }
+    ks_amg_dist_substep(NULL, device ? "interpolation: device rows" : "interpolation: rows", &t);
     if (e == KS_OK)
         e = take_rows(&x, &Pl, S->nloc, P);
+    ks_amg_dist_substep(NULL, "interpolation: rows to global columns", &t);
     ks_csr_free(&Pl);
     sys_free(&x);
     return e;

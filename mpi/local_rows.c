@@ -10,6 +10,7 @@
 #include "../sparse/cpu/csr_kernels.h"
 #include "../sparse/sparse.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -29,18 +30,13 @@ static ks_error stack(const ks_dist_ghost_prows *G, const ks_gmap *rows, const k
     if (nnz > INT32_MAX)
         return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's rows");
     KS_TRY(ks_csr_alloc(B, n, ks_gmap_size(cols), (ks_int)nnz));
+    /* Row r's start follows from the pieces' row pointers: the fetched
+     * rows below, the own rows, the fetched rows above. */
+    const ks_int gb = G->rowptr[nb], ob = gb + rp[nown];
 #pragma omp parallel for schedule(static)
-    for (ks_int r = 0; r < n; r++) {
-        ks_int len;
-        if (r < nb)
-            len = G->rowptr[r + 1] - G->rowptr[r];
-        else if (r < nb + nown)
-            len = rp[r - nb + 1] - rp[r - nb];
-        else
-            len = G->rowptr[r - nown + 1] - G->rowptr[r - nown];
-        B->rowptr[r + 1] = len;
-    }
-    ks_rowptr_scan(B->rowptr, n); /* nnz checked above */
+    for (ks_int r = 0; r <= n; r++)
+        B->rowptr[r] = r <= nb ? G->rowptr[r] : r <= nb + nown ? gb + rp[r - nb]
+                                                                : ob + G->rowptr[r - nown] - gb;
 #pragma omp parallel for schedule(dynamic, 256)
     for (ks_int r = 0; r < n; r++) {
         const ks_int b = B->rowptr[r], len = B->rowptr[r + 1] - b;
@@ -149,17 +145,94 @@ ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist
     return e;
 }
 
-ks_error ks_local_product_stacked(ks_backend *be, ks_csr *L, ks_csr *B, const ks_gmap *cols, ks_gint row_begin,
-                                  ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out)
+/* One row's local entries (compact columns nb .. nb + nown - 1) counted,
+ * its ghosts marked used; 0 when the row does not ascend. */
+static int split_count(const ks_csr *T, ks_int i, ks_int nb, ks_int nown, unsigned char *used,
+                       ks_int *nlocal)
 {
-    ks_csr T = {0};
-    ks_error e = ks_local_spgemm(be, L, B, &T);
-    ks_csr_free(L);
-    ks_csr_free(B);
-    double t = ks_wtime();
-    if (e == KS_OK)
-        e = ks_compact_to_global(&T, cols, row_begin, nrows_global, ncols_global, out);
-    ks_csr_free(&T);
-    ks_amg_dist_substep(NULL, "product to global columns", &t);
+    ks_int c = 0, prev = -1;
+    int ok = 1;
+    for (ks_int k = T->rowptr[i]; k < T->rowptr[i + 1]; k++) {
+        const ks_int j = T->colind[k];
+        ok &= j > prev;
+        prev = j;
+        if (j >= nb && j < nb + nown) {
+            c++;
+        } else {
+#pragma omp atomic write
+            used[j < nb ? j : j - nown] = 1;
+        }
+    }
+    *nlocal = c;
+    return ok;
+}
+
+ks_error ks_compact_split(const ks_csr *T, const ks_gmap *cols, int *refused, ks_dist_split *S)
+{
+    memset(S, 0, sizeof *S);
+    *refused = 0;
+    const ks_int n = T->nrows, nnz = n ? T->rowptr[n] : 0, nb = cols->nbelow, next = cols->next;
+    const ks_int nown = (ks_int)(cols->hi - cols->lo);
+    unsigned char *used = ks_calloc((size_t)next + 1, 1, "used ghost columns");
+    ks_int *gnum = ks_malloc(((size_t)next + 1) * sizeof *gnum, "ghost numbers");
+    ks_int *lrp = ks_malloc(((size_t)n + 1) * sizeof *lrp, "local block row pointers");
+    ks_error e = used && gnum && lrp ? KS_OK : KS_ERR_MEMORY;
+    int ascending = 1;
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static) reduction(& : ascending)
+        for (ks_int i = 0; i < n; i++)
+            ascending &= split_count(T, i, nb, nown, used, &lrp[i + 1]);
+    }
+    if (e == KS_OK && !ascending)
+        *refused = 1;
+    ks_int ng = 0; /* the ghosts the rows use, numbered in ascending order */
+    for (ks_int k = 0; k < next && e == KS_OK && ascending; k++)
+        gnum[k] = used[k] ? ng++ : -1;
+    if (e == KS_OK && ascending) {
+        S->ghost_gid = ks_malloc((size_t)ng * sizeof *S->ghost_gid + 1, "ghost columns");
+        e = S->ghost_gid ? KS_OK : KS_ERR_MEMORY;
+    }
+    if (e == KS_OK && ascending) {
+        for (ks_int k = 0; k < next; k++)
+            if (used[k])
+                S->ghost_gid[gnum[k]] = cols->ext[k];
+        const ks_int nl = (ks_int)ks_rowptr_scan(lrp, n); /* at most nnz */
+        S->local = (ks_csr){n, nown, nl, lrp, NULL, NULL};
+        lrp = NULL; /* the local block's */
+        S->local.colind = ks_malloc((size_t)nl * sizeof *S->local.colind + 1, "local columns");
+        S->local.val = ks_malloc((size_t)nl * sizeof *S->local.val + 1, "local values");
+        e = S->local.colind && S->local.val ? KS_OK : KS_ERR_MEMORY;
+        if (e == KS_OK)
+            e = ks_csr_alloc(&S->ghost, n, ng, nnz - nl);
+    }
+    int finite = 1;
+    if (e == KS_OK && ascending) {
+        const ks_int *lr = S->local.rowptr;
+        ks_int *grp = S->ghost.rowptr;
+#pragma omp parallel for schedule(static) reduction(& : finite)
+        for (ks_int i = 0; i < n; i++) {
+            ks_int ql = lr[i], qg = T->rowptr[i] - lr[i];
+            grp[i + 1] = T->rowptr[i + 1] - lr[i + 1];
+            for (ks_int k = T->rowptr[i]; k < T->rowptr[i + 1]; k++) {
+                const ks_int j = T->colind[k];
+                const double v = T->val[k];
+                finite &= isfinite(v) != 0;
+                if (j >= nb && j < nb + nown) {
+                    S->local.colind[ql] = j - nb;
+                    S->local.val[ql++] = v;
+                } else {
+                    S->ghost.colind[qg] = gnum[j < nb ? j : j - nown];
+                    S->ghost.val[qg++] = v;
+                }
+            }
+        }
+        if (!finite)
+            *refused = 1;
+    }
+    free(used);
+    free(gnum);
+    free(lrp);
+    if (e != KS_OK || *refused)
+        ks_dist_split_free(S);
     return e;
 }

@@ -180,7 +180,9 @@ static ks_error fixup(pmis_ctx *P)
 
 ks_error ks_dist_pmis(const ks_dist_strength *S, unsigned long long seed, int *cf, ks_int *nc)
 {
-    for (ks_int i = 0; S && cf && i < S->nloc; i++)
+    const ks_int n = S && cf ? S->nloc : 0;
+#pragma omp parallel for schedule(static)
+    for (ks_int i = 0; i < n; i++)
         cf[i] = KS_UNDECIDED;
     return ks_dist_pmis_from(S, seed, cf, nc);
 }
@@ -230,6 +232,7 @@ static ks_error pmis_on(const ks_dist_strength *S, const ks_dist_graph *G,
         e = fixup(&P);
     if (e == KS_OK) {
         ks_int c = 0;
+#pragma omp parallel for schedule(static) reduction(+ : c)
         for (ks_int i = 0; i < G->nloc; i++) {
             cf[i] = P.cf[i];
             c += cf[i] == KS_CPT;

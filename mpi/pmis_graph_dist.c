@@ -110,11 +110,18 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
         if (e == KS_OK && !at)
             e = KS_ERR_MEMORY;
         if (e == KS_OK) {
-            memcpy(at, X->rp, (size_t)n * sizeof *at);
+            ks_memcpy_par(at, X->rp, (size_t)n * sizeof *at);
             for (int64_t k = 0; k < nin; k += 2)
                 X->dep[at[in[k] - S->row_begin]++] = in[k + 1];
-            for (ks_int i = 0; i < n && e == KS_OK; i++)
-                e = ks_gint_sort(X->dep + X->rp[i], X->rp[i + 1] - X->rp[i]);
+            /* rows of two or more only (most rows have no dependent elsewhere) */
+            int failed = 0;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(| : failed)
+            for (ks_int i = 0; i < n; i++)
+                if (X->rp[i + 1] - X->rp[i] > 1)
+                    failed |= ks_gint_sort(X->dep + X->rp[i], X->rp[i + 1] - X->rp[i]) != KS_OK;
+            if (failed)
+                e = ks_seterr(KS_ERR_MEMORY, "rank %d: out of host memory sorting a point's "
+                              "external dependencies", c->rank);
         }
         free(at);
         e = ks_comm_agree(c, e);
@@ -168,16 +175,13 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
 #pragma omp parallel for schedule(static)
     for (ks_int g = 0; g < S->nghost; g++) /* unused ghosts map nowhere that is read */
         gmap[g] = nx ? n + ks_gmap_ext_find(&xm, S->ghost_gid[g]) : 0;
+    /* a joint row starts after both parts' rows before it */
+    G->srp[0] = G->trp[0] = 0;
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
-        G->srp[i + 1] = (S->local.rowptr[i + 1] - S->local.rowptr[i]) + (S->grp[i + 1] - S->grp[i]);
-        G->trp[i + 1] = (LT.rowptr[i + 1] - LT.rowptr[i]) + (X->rp[i + 1] - X->rp[i]);
-    }
-    ks_rowptr_scan(G->srp, n); /* the totals were allocated above */
-    ks_rowptr_scan(G->trp, n);
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++) {
-        ks_int a = G->srp[i], b = G->trp[i];
+        ks_int a = S->local.rowptr[i] + S->grp[i], b = LT.rowptr[i] + X->rp[i];
+        G->srp[i + 1] = S->local.rowptr[i + 1] + S->grp[i + 1];
+        G->trp[i + 1] = LT.rowptr[i + 1] + X->rp[i + 1];
         for (ks_int k = S->local.rowptr[i]; k < S->local.rowptr[i + 1]; k++)
             G->sci[a++] = S->local.colind[k];
         for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++)
@@ -200,13 +204,17 @@ ks_error ks_dist_graph_create(const ks_dist_strength *S, ks_dist_graph *G)
     G->nloc = S->nloc;
     G->row_begin = S->row_begin;
     ext_deps X = {0};
+    double t = ks_wtime();
     ks_error e = exchange_deps(S, &X);
+    ks_amg_dist_substep(c, "PMIS graph: dependents exchanged", &t);
     if (e == KS_OK)
         e = ks_comm_agree(c, external_points(S, &X, G));
     if (e == KS_OK)
         e = ks_halo_create(c, S->offsets, G->ext_gid, G->next, &G->halo);
+    ks_amg_dist_substep(c, "PMIS graph: external points and their halo", &t);
     if (e == KS_OK)
         e = ks_comm_agree(c, joint_rows(S, &X, G));
+    ks_amg_dist_substep(c, "PMIS graph: joint rows", &t);
     free(X.rp);
     free(X.dep);
     if (e != KS_OK) {

@@ -32,61 +32,79 @@ ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double facto
 
 /* ks_dist_csr_split's logic with the columns in the coarse layout (P is
  * not square, and its rows are already sorted and checked). Row-parallel:
- * each row's local entries counted, the counts scanned, then each row
- * split into its places; every row keeps its order, so the blocks are the
- * serial loop's. */
+ * each row's local entries counted, the counts scanned (the local block's
+ * row pointers; a row's ghost entries start at its entries less its
+ * local ones before it), then each row split into its places, the ghost
+ * entries with their global ids; those ids, sorted and kept once, are the
+ * ghost columns, and the ghost entries (few: rows at the rank's boundary)
+ * get their numbers. Every row keeps its order, so the blocks are the
+ * serial loop's. P's columns are read twice. */
 static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
 {
     const ks_int n = P->nloc, nnz = P->rowptr[n];
     const ks_gint lo = P->c_begin, hi = P->c_begin + P->nc;
-    ks_gmap gm; /* the ghost columns: coarse ids outside this rank's */
-    KS_TRY(ks_gmap_make(lo, hi, P->col, nnz, NULL, 0, &gm));
-    const ks_int ng = gm.next;
-    S->ghost_gid = gm.ext; /* taken */
-    gm.own_ext = 0;
-    ks_int *lc = ks_malloc(((size_t)n + 1) * sizeof *lc, "split row counts");
-    if (!lc) {
-        ks_gmap_free(&gm);
+    const ks_int *rp = P->rowptr;
+    ks_int *lrp = ks_malloc(((size_t)n + 1) * sizeof *lrp, "split row counts");
+    if (!lrp)
         return KS_ERR_MEMORY;
-    }
+    S->local.rowptr = lrp; /* freed with S on failure */
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
         ks_int c = 0;
-        for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++)
+        for (ks_int k = rp[i]; k < rp[i + 1]; k++)
             c += P->col[k] >= lo && P->col[k] < hi;
-        lc[i + 1] = c;
+        lrp[i + 1] = c;
     }
-    const ks_int nl = (ks_int)ks_rowptr_scan(lc, n); /* at most nnz */
-    ks_error e = ks_csr_alloc(&S->local, n, P->nc, nl);
+    const ks_int nl = (ks_int)ks_rowptr_scan(lrp, n), ngx = nnz - nl; /* at most nnz */
+    S->local.nrows = n;
+    S->local.ncols = P->nc;
+    S->local.nnz = nl;
+    S->local.colind = ks_malloc((size_t)nl * sizeof *S->local.colind + 1, "local columns");
+    S->local.val = ks_malloc((size_t)nl * sizeof *S->local.val + 1, "local values");
+    ks_gint *gid = ks_malloc((size_t)ngx * sizeof *gid + 1, "ghost entries' columns");
+    ks_error e = S->local.colind && S->local.val && gid ? KS_OK : KS_ERR_MEMORY;
     if (e == KS_OK)
-        e = ks_csr_alloc(&S->ghost, n, ng, nnz - nl);
+        e = ks_csr_alloc(&S->ghost, n, 0, ngx);
     if (e != KS_OK) {
-        free(lc);
-        ks_gmap_free(&gm);
+        free(gid);
         return e;
     }
-    ks_int *lrp = S->local.rowptr, *grp = S->ghost.rowptr;
-    ks_memcpy_par(lrp, lc, ((size_t)n + 1) * sizeof *lrp);
-    free(lc);
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i <= n; i++)
-        grp[i] = P->rowptr[i] - lrp[i];
+    ks_int *grp = S->ghost.rowptr;
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
-        ks_int ql = lrp[i], qg = grp[i];
-        for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++) {
+        ks_int ql = lrp[i], qg = rp[i] - lrp[i];
+        grp[i + 1] = rp[i + 1] - lrp[i + 1];
+        for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
             const ks_gint c = P->col[k];
             if (c >= lo && c < hi) {
                 S->local.colind[ql] = (ks_int)(c - lo);
                 S->local.val[ql++] = P->val[k];
             } else {
-                S->ghost.colind[qg] = ks_gmap_ext_find(&gm, c);
+                gid[qg] = c;
                 S->ghost.val[qg++] = P->val[k];
             }
         }
     }
+    /* the ghost columns: the ghost entries' ids, sorted, each once */
+    S->ghost_gid = ks_malloc((size_t)ngx * sizeof *S->ghost_gid + 1, "ghost columns");
+    int64_t ng = 0;
+    e = S->ghost_gid ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK) {
+        ks_memcpy_par(S->ghost_gid, gid, (size_t)ngx * sizeof *gid);
+        e = ks_gint_sort_unique(S->ghost_gid, ngx, &ng);
+    }
+    ks_gmap gm = {0};
+    if (e == KS_OK)
+        e = ks_gmap_borrow(lo, hi, S->ghost_gid, (ks_int)ng, &gm);
+    if (e == KS_OK) {
+        S->ghost.ncols = (ks_int)ng;
+#pragma omp parallel for schedule(static)
+        for (ks_int q = 0; q < ngx; q++)
+            S->ghost.colind[q] = ks_gmap_ext_find(&gm, gid[q]);
+    }
     ks_gmap_free(&gm); /* its table; the ids are S's */
-    return KS_OK;
+    free(gid);
+    return e;
 }
 
 ks_error ks_dist_prows_split(const ks_dist_prows *P, ks_dist_split *out)

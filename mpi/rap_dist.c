@@ -6,10 +6,12 @@
  * only rows near the rank boundaries travel, once per neighbour. The
  * product is then local: a spgemm on compact views (local_rows.c), on the
  * device when the level lives there (the cpu product's bits but with
- * KS_SPGEMM=cusparse). The setup's path (ks_dist_rap_r) keeps A P as the
- * first spgemm left it, compact over its own map: its columns reach the second
- * map through a table, and only the rows other ranks fetch are written
- * with global ids.
+ * KS_SPGEMM=cusparse). The setup's path (ks_dist_rap_split) keeps A P as
+ * the first spgemm left it, compact over its own map: its columns reach the
+ * second map through a table, and only the rows other ranks fetch are
+ * written with global ids; the product's compact rows are split straight
+ * into the coarse matrix's blocks (its map's range is the coarse rows'),
+ * not written with global ids for ks_matrix_create_dist to hash back.
  *
  * Determinism: spgemm starts each Ac(J,c) at 0.0 and adds R(J,i) AP(i,c)
  * in R's row order, ascending global fine rows i, which is the order of
@@ -22,6 +24,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* A P's rows as the product reads them: global columns (gcol), or
  * compact ones (X: ks_dist_ap_compact's). */
 typedef struct ap_rows {
@@ -33,10 +39,64 @@ typedef struct ap_rows {
     const ks_dist_compact *X;
 } ap_rows;
 
+#define KS_RAP_MAX_THREADS 256
+
+/* The ids of map xm's used numbers outside [lo, hi) into ids, ascending
+ * (the map's order); returns their count. Threads take static chunks:
+ * each counts its chunk's, the counts are scanned, then each writes its
+ * chunk's at its offset. */
+static int64_t used_outside(const ks_gmap *xm, const unsigned char *used, ks_gint lo, ks_gint hi,
+                            ks_gint *ids)
+{
+    const ks_int nx = ks_gmap_size(xm);
+    int nt = 1;
+#ifdef _OPENMP
+    if (nx >= 65536)
+        nt = omp_get_max_threads();
+#endif
+    nt = nt > KS_RAP_MAX_THREADS ? KS_RAP_MAX_THREADS : nt;
+    int64_t at[KS_RAP_MAX_THREADS + 1], total = 0;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = 0, nth = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nth = omp_get_num_threads();
+#endif
+        const ks_int b = (ks_int)((int64_t)nx * t / nth), e = (ks_int)((int64_t)nx * (t + 1) / nth);
+        int64_t c = 0;
+        for (ks_int k = b; k < e; k++) {
+            const ks_gint g = used[k] ? ks_gmap_gid(xm, k) : lo;
+            c += g < lo || g >= hi;
+        }
+        at[t + 1] = c;
+#pragma omp barrier
+#pragma omp single
+        {
+            at[0] = 0;
+            for (int q = 1; q <= nth; q++)
+                at[q] += at[q - 1];
+            total = at[nth];
+        }
+        int64_t w = at[t];
+        for (ks_int k = b; k < e; k++) {
+            const ks_gint g = used[k] ? ks_gmap_gid(xm, k) : lo;
+            if (g < lo || g >= hi)
+                ids[w++] = g;
+        }
+    }
+    return total;
+}
+
 /* The map of the product's columns: the range [lo, hi) and every other id
- * of AP's rows and the fetched ones G (the same map whichever form AP
- * has). For compact rows also *tab: each number of X's map that AP's rows
- * use as a number of the new map (-1: unused). */
+ * of AP's rows and the fetched ones G. For compact rows also *tab: each
+ * number of X's map that AP's rows use as a number of the new map (-1:
+ * unused). When X's map has the same range (the setup's: both are this
+ * rank's coarse points), all its ids go into the new map, used or not, so
+ * no pass over AP's entries looks for the used ones: an id no row uses
+ * numbers a column that no entry of the product has, and the product's
+ * entries, their order and sums, and the blocks split from it (which
+ * number only the ghosts the rows use) are the same. */
 static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks_gint lo,
                              ks_gint hi, ks_gmap *cm, ks_int **tab)
 {
@@ -48,6 +108,17 @@ static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks
     const ks_csr *T = &AP->X->T;
     const ks_gmap *xm = &AP->X->cols;
     const ks_int nx = ks_gmap_size(xm);
+    if (xm->lo == lo && xm->hi == hi) {
+        *tab = ks_malloc(((size_t)nx + 1) * sizeof **tab, "compact column table");
+        ks_error e = *tab ? ks_gmap_make(lo, hi, xm->ext, xm->next, G->col, ng, cm)
+                          : KS_ERR_MEMORY;
+        if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+            for (ks_int k = 0; k < nx; k++)
+                (*tab)[k] = ks_gmap_find(cm, ks_gmap_gid(xm, k));
+        }
+        return e;
+    }
     unsigned char *used = ks_calloc((size_t)nx + 1, 1, "used compact columns");
     ks_gint *ids = ks_malloc(((size_t)nx + 1) * sizeof *ids, "used column ids");
     *tab = ks_malloc(((size_t)nx + 1) * sizeof **tab, "compact column table");
@@ -60,11 +131,8 @@ static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks
         }
     }
     int64_t n = 0; /* the used ids outside the range, ascending */
-    for (ks_int k = 0; k < nx && e == KS_OK; k++) {
-        const ks_gint g = used[k] ? ks_gmap_gid(xm, k) : lo;
-        if (g < lo || g >= hi)
-            ids[n++] = g;
-    }
+    if (e == KS_OK)
+        n = used_outside(xm, used, lo, hi, ids);
     if (e == KS_OK)
         e = ks_gmap_make(lo, hi, ids, n, G->col, ng, cm);
     if (e == KS_OK) {
@@ -77,10 +145,49 @@ static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks
     return e;
 }
 
+/* Where the product goes: rows with global columns (Ac), or split into
+ * a distributed matrix's blocks (S). */
+typedef struct ptap_out {
+    ks_dist_csr *Ac;
+    ks_dist_split *S;
+} ptap_out;
+
+/* The product T (compact columns of cm; T and cm are taken) as out asks.
+ * The split is made from the compact columns where every row ascends with
+ * finite values (as the spgemm makes them), else through global columns
+ * and ks_dist_csr_split, which sorts the rows and describes a bad value
+ * as ks_matrix_create_dist would. */
+static ks_error finish(const ks_comm *c, ks_csr *T, const ks_gmap *cm, ks_gint row_begin,
+                       ks_gint ncols, const ptap_out *out)
+{
+    double t = ks_wtime();
+    ks_error e = KS_OK;
+    int refused = 1;
+    if (out->S) {
+        e = ks_compact_split(T, cm, &refused, out->S);
+        ks_amg_dist_substep(c, "product split into blocks", &t);
+    }
+    if (e != KS_OK || !refused) {
+        ks_csr_free(T);
+        return e;
+    }
+    ks_dist_csr G = {0}, *Ac = out->S ? &G : out->Ac;
+    e = ks_compact_to_global(T, cm, row_begin, ncols, ncols, Ac);
+    ks_amg_dist_substep(c, "product to global columns", &t);
+    if (e == KS_OK && out->S) {
+        e = ks_dist_csr_split(c->rank, row_begin, ncols, G.nrows, G.rowptr, G.colind, G.val,
+                              out->S);
+        free(out->S->entry_pos);
+        out->S->entry_pos = NULL;
+    }
+    ks_dist_csr_free(&G);
+    return e;
+}
+
 /* R (A P) for R's rows here, with AP's rows of R's ghost fine columns
  * fetched. Collective. */
 static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows *R, const ap_rows *AP,
-                          const ks_gint *foff, ks_dist_csr *Ac)
+                          const ks_gint *foff, const ptap_out *out)
 {
     const int64_t nr = R->nloc ? R->rowptr[R->nloc] : 0;
     ks_gmap fm, cm = {0};
@@ -118,11 +225,14 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
                   : ks_stack_rows(&G, &fm, AP->rowptr, AP->gcol, AP->val, &cm, &B);
     free(tab);
     ks_amg_dist_substep(c, "R (A P): stack R's and A P's rows", &t);
+    ks_csr T = {0};
     if (e == KS_OK)
-        e = ks_local_product_stacked(be, &Rm, &B, &cm, R->row_begin, AP->ncols_global,
-                                     AP->ncols_global, Ac);
+        e = ks_local_spgemm(be, &Rm, &B, &T);
     ks_csr_free(&Rm);
     ks_csr_free(&B);
+    if (e == KS_OK)
+        e = finish(c, &T, &cm, R->row_begin, AP->ncols_global, out);
+    ks_csr_free(&T);
     ks_dist_ghost_prows_free(&G);
     ks_gmap_free(&cm);
     ks_gmap_free(&fm);
@@ -131,11 +241,14 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
 
 /* ks_dist_ptap_r's checks of AP's rows (nrows, first row) against R. */
 static ks_error ptap_check(ks_backend *be, const char *who, const ks_dist_prows *R, const ap_rows *AP,
-                           ks_gint ap_row_begin, const ks_gint *foff, ks_dist_csr *Ac)
+                           ks_gint ap_row_begin, const ks_gint *foff, const ptap_out *out)
 {
-    if (!Ac)
+    if (!out->Ac && !out->S)
         return ks_seterr(KS_ERR_ARG, "%s: NULL output", who);
-    memset(Ac, 0, sizeof *Ac);
+    if (out->Ac)
+        memset(out->Ac, 0, sizeof *out->Ac);
+    if (out->S)
+        memset(out->S, 0, sizeof *out->S);
     if (!R || !R->comm)
         return ks_seterr(KS_ERR_ARG, "%s: NULL or empty R", who);
     const ks_comm *c = R->comm;
@@ -146,30 +259,41 @@ static ks_error ptap_check(ks_backend *be, const char *who, const ks_dist_prows 
         e = ks_seterr(KS_ERR_ARG, "%s: A P's rows are not R's columns", who);
     e = ks_comm_agree(c, e);
     if (e == KS_OK)
-        e = ptap_rows(be, c, R, AP, foff, Ac);
+        e = ptap_rows(be, c, R, AP, foff, out);
     if (e != KS_OK) {
-        ks_dist_csr_free(Ac);
+        if (out->Ac)
+            ks_dist_csr_free(out->Ac);
+        if (out->S)
+            ks_dist_split_free(out->S);
         return ks_adderr(e, "%s", who);
     }
     return KS_OK;
 }
 
+static ks_error ptap_compact(ks_backend *be, const ks_dist_prows *R, const ks_dist_compact *AP,
+                             const ks_gint *foff, const ptap_out *out)
+{
+    if (!AP)
+        return ptap_check(be, "distributed P^T (A P)", R, NULL, 0, foff, out);
+    const ap_rows ar = {AP->T.nrows, AP->T.rowptr, NULL, AP->T.val, AP->ncols_global, AP};
+    return ptap_check(be, "distributed P^T (A P)", R, &ar, AP->row_begin, foff, out);
+}
+
 ks_error ks_dist_ptap_r_compact(ks_backend *be, const ks_dist_prows *R, const ks_dist_compact *AP,
                                 const ks_gint *foff, ks_dist_csr *Ac)
 {
-    if (!AP)
-        return ptap_check(be, "distributed P^T (A P)", R, NULL, 0, foff, Ac);
-    const ap_rows ar = {AP->T.nrows, AP->T.rowptr, NULL, AP->T.val, AP->ncols_global, AP};
-    return ptap_check(be, "distributed P^T (A P)", R, &ar, AP->row_begin, foff, Ac);
+    const ptap_out out = {Ac, NULL};
+    return ptap_compact(be, R, AP, foff, &out);
 }
 
 ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_gint *foff,
                         ks_dist_csr *Ac)
 {
+    const ptap_out out = {Ac, NULL};
     if (!AP)
-        return ptap_check(NULL, "distributed P^T (A P)", R, NULL, 0, foff, Ac);
+        return ptap_check(NULL, "distributed P^T (A P)", R, NULL, 0, foff, &out);
     const ap_rows ar = {AP->nrows, AP->rowptr, AP->colind, AP->val, AP->ncols_global, NULL};
-    return ptap_check(NULL, "distributed P^T (A P)", R, &ar, AP->row_begin, foff, Ac);
+    return ptap_check(NULL, "distributed P^T (A P)", R, &ar, AP->row_begin, foff, &out);
 }
 
 ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr *Ac)
@@ -226,6 +350,20 @@ ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist
     ks_dist_compact AP; /* kept compact: the second product compacts its columns anyway */
     KS_TRY(ks_dist_ap_compact(A, P, &AP));
     const ks_error e = ks_dist_ptap_r_compact(ks_matrix_backend(A), R, &AP, A->dist->offsets, Ac);
+    ks_dist_compact_free(&AP);
+    return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
+}
+
+ks_error ks_dist_rap_split(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
+                           ks_dist_split *S)
+{
+    if (!S)
+        return ks_seterr(KS_ERR_ARG, "distributed RAP: NULL output");
+    memset(S, 0, sizeof *S);
+    ks_dist_compact AP;
+    KS_TRY(ks_dist_ap_compact(A, P, &AP));
+    const ptap_out out = {NULL, S};
+    const ks_error e = ptap_compact(ks_matrix_backend(A), R, &AP, A->dist->offsets, &out);
     ks_dist_compact_free(&AP);
     return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
 }

@@ -68,10 +68,15 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
 ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
                                   const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
                                   const double *val, const ks_gmap *cols, ks_csr *T);
-/* Local. out = L B (B stacked over the compact numbers of `cols`; by
- * ks_local_spgemm on be) with global columns; L and B are freed. */
-ks_error ks_local_product_stacked(ks_backend *be, ks_csr *L, ks_csr *B, const ks_gmap *cols, ks_gint row_begin,
-                                  ks_gint nrows_global, ks_gint ncols_global, ks_dist_csr *out);
+/* Local. T (compact columns of `cols`, each row ascending) split as
+ * ks_dist_csr_split splits the same rows with global columns, rows square
+ * over cols' range: the local block (the range's columns, less its first)
+ * and the ghost block (the ids outside it that the rows use, numbered in
+ * ascending order; ghost_gid their ids), no entry_pos. *refused = 1 and
+ * nothing made when a row does not ascend or a value is not finite: the
+ * caller's checked path (global columns, ks_dist_csr_split) decides. T is
+ * read only. */
+ks_error ks_compact_split(const ks_csr *T, const ks_gmap *cols, int *refused, ks_dist_split *S);
 
 /* ----------------------------------------------------------- ap_dist.c */
 /* Collective. AP = A P for this rank's rows (A's row layout, global
@@ -134,6 +139,12 @@ ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr
 ks_error ks_dist_rap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *Ac);
 ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
                        ks_dist_csr *Ac);
+/* Collective. ks_dist_rap_r's rows split as ks_matrix_create_dist splits
+ * them (local and ghost blocks, no entry_pos), made from the compact
+ * product without global columns in between: the same blocks and ghost
+ * ids, for ks_dist_matrix_from_split. */
+ks_error ks_dist_rap_split(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
+                           ks_dist_split *S);
 
 /* ------------------------------------------------ transpose_numeric_dist.c */
 /* R = P^T's values kept for re-setup: where each of P's entries goes in

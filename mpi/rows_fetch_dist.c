@@ -42,13 +42,16 @@ static ks_error wanted(const ks_dist_strength *S, const int *cf, const ks_dist_c
     unsigned char *need = ks_calloc((size_t)S->nghost + 1, 1, "fetched row flags");
     if (!need)
         return KS_ERR_MEMORY;
-    ks_int n = 0;
+#pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < S->nloc; i++)
         for (ks_int k = S->grp[i]; cf[i] != KS_CPT && k < S->grp[i + 1]; k++)
-            if (C->ghost_cf[S->gci[k]] != KS_CPT && !need[S->gci[k]]) {
+            if (C->ghost_cf[S->gci[k]] != KS_CPT) {
+#pragma omp atomic write
                 need[S->gci[k]] = 1;
-                n++;
             }
+    ks_int n = 0;
+    for (ks_int g = 0; g < S->nghost; g++)
+        n += need[g];
     R->gid = ks_malloc((size_t)n * sizeof *R->gid + 1, "fetched row ids");
     if (!R->gid) {
         free(need);

@@ -15,6 +15,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define KS_SYM_MAX_THREADS 256
+
 typedef struct sym_entry {
     ks_gint row, col; /* the partner's position (j, i) */
     double val, diag; /* a_ij, a_ii */
@@ -88,35 +94,74 @@ static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], 
     cnt[0] += up;
     cnt[1] += low;
     cnt[2] += bad;
-    for (ks_int i = 0; i < n; i++) {
-        for (ks_int k = G ? G->rowptr[i] : 0; G && k < G->rowptr[i + 1]; k++) {
-            const ks_gint gj = di->ghost_gid[G->colind[k]];
-            if (gj < rb + i) {
-                cnt[1]++;
-            } else {
-                cnt[0]++;
-                pos[ks_layout_owner(off, p, gj)]++;
+    /* The ghost entries: lower ones counted, upper ones sent to their
+     * partners' owners. Threads take row chunks: each counts its chunk's
+     * by destination, the counts are laid out destination by destination
+     * in chunk order, then each writes its chunk's: the serial order. */
+    int nt = 1;
+#ifdef _OPENMP
+    if (n >= 16384)
+        nt = omp_get_max_threads();
+#endif
+    nt = nt > KS_SYM_MAX_THREADS ? KS_SYM_MAX_THREADS : nt;
+    int64_t *tpos = ks_calloc((size_t)nt * (size_t)p + 1, sizeof *tpos, "symmetry counts");
+    if (!tpos) {
+        free(pos);
+        return KS_ERR_MEMORY;
+    }
+    ks_gint gup = 0, glow = 0;
+    int over = 0;
+#pragma omp parallel num_threads(nt) if (nt > 1) reduction(+ : gup, glow)
+    {
+        int t = 0, used = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        used = omp_get_num_threads();
+#endif
+        const ks_int i0 = (ks_int)((int64_t)n * t / used), i1 = (ks_int)((int64_t)n * (t + 1) / used);
+        int64_t *mine = tpos + (size_t)t * (size_t)p;
+        for (ks_int i = i0; i < i1 && G; i++)
+            for (ks_int k = G->rowptr[i]; k < G->rowptr[i + 1]; k++) {
+                const ks_gint gj = di->ghost_gid[G->colind[k]];
+                if (gj < rb + i) {
+                    glow++;
+                } else {
+                    gup++;
+                    mine[ks_layout_owner(off, p, gj)]++;
+                }
             }
-        }
+#pragma omp barrier
+#pragma omp single
+        {
+            int64_t at = 0;
+            for (int r = 0; r < p; r++) {
+                const int64_t first = at;
+                for (int q = 0; q < used; q++) {
+                    const int64_t m = tpos[(size_t)q * (size_t)p + r];
+                    tpos[(size_t)q * (size_t)p + r] = at;
+                    at += m;
+                }
+                pos[r] = at - first;
+                sdispl[r] = (int)(first * (int64_t)sizeof(sym_entry));
+                scount[r] = (int)(pos[r] * (int64_t)sizeof(sym_entry));
+                over |= at * (int64_t)sizeof(sym_entry) > INT32_MAX;
+            }
+        } /* its barrier publishes the places */
+        for (ks_int i = i0; i < i1 && G && !over; i++)
+            for (ks_int k = G->rowptr[i]; k < G->rowptr[i + 1]; k++) {
+                const ks_gint gj = di->ghost_gid[G->colind[k]];
+                if (gj > rb + i)
+                    (*out)[mine[ks_layout_owner(off, p, gj)]++] =
+                        (sym_entry){gj, rb + i, G->val[k], d[i]};
+            }
     }
-    int64_t at = 0;
-    for (int r = 0; r < p; r++) {
-        if ((at + pos[r]) * (int64_t)sizeof(sym_entry) > INT32_MAX) {
-            free(pos);
-            return ks_seterr(KS_ERR_SIZE, "symmetry check: more than 2^31 bytes to send");
-        }
-        scount[r] = (int)(pos[r] * (int64_t)sizeof(sym_entry));
-        sdispl[r] = (int)(at * (int64_t)sizeof(sym_entry));
-        const int64_t m = pos[r];
-        pos[r] = at;
-        at += m;
+    cnt[0] += gup;
+    cnt[1] += glow;
+    free(tpos);
+    if (over) {
+        free(pos);
+        return ks_seterr(KS_ERR_SIZE, "symmetry check: more than 2^31 bytes to send");
     }
-    for (ks_int i = 0; i < n; i++)
-        for (ks_int k = G ? G->rowptr[i] : 0; G && k < G->rowptr[i + 1]; k++) {
-            const ks_gint gj = di->ghost_gid[G->colind[k]];
-            if (gj > rb + i)
-                (*out)[pos[ks_layout_owner(off, p, gj)]++] = (sym_entry){gj, rb + i, G->val[k], d[i]};
-        }
     free(pos);
     return KS_OK;
 }

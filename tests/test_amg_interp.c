@@ -1072,7 +1072,7 @@ static long strong_ff(const ks_strength *S, const int *cf)
     return c;
 }
 
-/* Plain and compact builders, forced and automatic, 1 and 2 threads: the
+/* Plain and compact builders, forced and automatic, 1 to 3 threads: the
  * same P, bit for bit, on operators with long distance-two walks (a
  * Galerkin operator), positive couplings, nonsymmetric S, and a splitting
  * with F points next to no C at all. */
@@ -1086,7 +1086,7 @@ static void builders_agree(const ks_csr *A, const ks_strength *S, const int *cf,
     check_interp(A, cf, &ref, 0, what);
     const int modes[3] = {KS_INTERP_COMPACT_ALWAYS, KS_INTERP_COMPACT_AUTO,
                           KS_INTERP_COMPACT_NEVER};
-    for (int t = 1; t <= 2; t++) {
+    for (int t = 1; t <= 3; t++) {
         ks_test_set_threads(t);
         for (int m = 0; m < 3; m++) {
             KS_CHECK(ks_interp_extended_i_with(A, S, cf, modes[m], &got));

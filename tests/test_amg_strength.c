@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -357,6 +358,45 @@ END_TEST
 
 /* A pattern large enough for the blocked parallel transpose: equal to a
  * plain counting-sort transpose on 1 and 2 threads. */
+/* ks_strength_transpose of S with 1 to 3 threads against a serial
+ * counting sort. */
+static void check_transpose_threads(const ks_strength *S, const char *what)
+{
+    const ks_int n = S->n, nnz = S->rowptr[n];
+    ck_assert_int_gt(nnz, 65536);
+    ks_int *rp = calloc((size_t)n + 1, sizeof *rp), *ci = malloc(sizeof(ks_int) * (size_t)nnz);
+    ks_int *next = malloc(sizeof(ks_int) * (size_t)n);
+    ck_assert(rp && ci && next);
+    for (ks_int k = 0; k < nnz; k++)
+        rp[S->colind[k] + 1]++;
+    for (ks_int i = 0; i < n; i++)
+        rp[i + 1] += rp[i];
+    memcpy(next, rp, sizeof(ks_int) * (size_t)n);
+    for (ks_int i = 0; i < n; i++)
+        for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++)
+            ci[next[S->colind[k]]++] = i;
+    int saved = 1;
+#ifdef _OPENMP
+    saved = omp_get_max_threads();
+#endif
+    for (int t = 1; t <= 3; t++) {
+        ks_test_set_threads(t);
+        ks_strength ST;
+        KS_CHECK(ks_strength_transpose(S, &ST));
+        ck_assert_int_eq(ST.n, n);
+        ck_assert_msg(memcmp(ST.rowptr, rp, sizeof(ks_int) * ((size_t)n + 1)) == 0 &&
+                      memcmp(ST.colind, ci, sizeof(ks_int) * (size_t)nnz) == 0,
+                      "%s, %d threads: transpose differs from the reference", what, t);
+        ks_strength_free(&ST);
+    }
+    ks_test_set_threads(saved);
+    free(rp);
+    free(ci);
+    free(next);
+}
+
+/* A mesh's pattern (each thread's block reaches few columns beyond its
+ * rows) and one reaching everywhere (the blocks count over all columns). */
 START_TEST(transpose_large_blocked)
 {
     ks_gen_params p;
@@ -370,33 +410,28 @@ START_TEST(transpose_large_blocked)
     KS_CHECK(ks_generate(&p, &A));
     ks_strength S;
     KS_CHECK(ks_amg_strength_classical(&A, 0.25, 0.9, &S));
-    const ks_int n = S.n, nnz = S.rowptr[n];
-    ck_assert_int_gt(nnz, 65536);
-    ks_int *rp = calloc((size_t)n + 1, sizeof *rp), *ci = malloc(sizeof(ks_int) * (size_t)nnz);
-    ks_int *next = malloc(sizeof(ks_int) * (size_t)n);
-    for (ks_int k = 0; k < nnz; k++)
-        rp[S.colind[k] + 1]++;
-    for (ks_int i = 0; i < n; i++)
-        rp[i + 1] += rp[i];
-    memcpy(next, rp, sizeof(ks_int) * (size_t)n);
-    for (ks_int i = 0; i < n; i++)
-        for (ks_int k = S.rowptr[i]; k < S.rowptr[i + 1]; k++)
-            ci[next[S.colind[k]]++] = i;
-    for (int t = 1; t <= 2; t++) {
-        ks_test_set_threads(t);
-        ks_strength ST;
-        KS_CHECK(ks_strength_transpose(&S, &ST));
-        ck_assert_int_eq(ST.n, n);
-        ck_assert_msg(memcmp(ST.rowptr, rp, sizeof(ks_int) * ((size_t)n + 1)) == 0 &&
-                      memcmp(ST.colind, ci, sizeof(ks_int) * (size_t)nnz) == 0,
-                      "%d threads: transpose differs from the reference", t);
-        ks_strength_free(&ST);
-    }
-    free(rp);
-    free(ci);
-    free(next);
+    check_transpose_threads(&S, "convection-diffusion");
     ks_strength_free(&S);
     ks_csr_free(&A);
+
+    const ks_int n = 100000;
+    ks_strength F = {0};
+    F.n = n;
+    F.rowptr = malloc(((size_t)n + 1) * sizeof *F.rowptr);
+    F.colind = malloc(5 * (size_t)n * sizeof *F.colind);
+    ck_assert(F.rowptr && F.colind);
+    F.rowptr[0] = 0;
+    for (ks_int i = 0; i < n; i++) {
+        ks_int m = F.rowptr[i];
+        for (int j = 0; j < 5; j++) {
+            const ks_int c = (ks_int)(((int64_t)i * 7919 + (int64_t)j * 104729 + 1) % n);
+            if (c != i)
+                F.colind[m++] = c;
+        }
+        F.rowptr[i + 1] = m;
+    }
+    check_transpose_threads(&F, "far-reaching");
+    ks_strength_free(&F);
 }
 END_TEST
 

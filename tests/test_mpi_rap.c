@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 
 /* ---------------------------------------------------------- the problems */
@@ -252,6 +255,31 @@ static int same_rows(const ks_dist_csr *X, const ks_dist_csr *Y)
            !memcmp(X->val, Y->val, (size_t)n * sizeof *X->val);
 }
 
+static int same_csr(const ks_csr *X, const ks_csr *Y)
+{
+    return X->nrows == Y->nrows && X->ncols == Y->ncols && X->nnz == Y->nnz &&
+           !memcmp(X->rowptr, Y->rowptr, ((size_t)X->nrows + 1) * sizeof *X->rowptr) &&
+           !memcmp(X->colind, Y->colind, (size_t)X->nnz * sizeof *X->colind) &&
+           !memcmp(X->val, Y->val, (size_t)X->nnz * sizeof *X->val);
+}
+
+/* The setup's coarse blocks (ks_dist_rap_split, from the compact product)
+ * against ks_matrix_create_dist's split of the rows Dc: the same blocks,
+ * bit for bit, and the same ghost ids. */
+static void check_rap_split(const ks_matrix *M, const ks_dist_prows *DP, const ks_dist_prows *R,
+                            const ks_dist_csr *Dc, const char *what)
+{
+    ks_dist_split S, W;
+    KS_ALL(ks_dist_rap_split(M, DP, R, &S));
+    KS_CHECK(ks_dist_csr_split(rank, Dc->row_begin, Dc->ncols_global, Dc->nrows, Dc->rowptr,
+                               Dc->colind, Dc->val, &W));
+    ALL(!S.entry_pos && same_csr(&S.local, &W.local) && same_csr(&S.ghost, &W.ghost) &&
+            !memcmp(S.ghost_gid, W.ghost_gid, (size_t)W.ghost.ncols * sizeof *W.ghost_gid),
+        "%s: the coarse blocks from the compact product differ from the rows' split", what);
+    ks_dist_split_free(&S);
+    ks_dist_split_free(&W);
+}
+
 /* The coarse rows as a distributed matrix: ks_matrix_create_dist takes
  * them, and its product with x equals the serial Ac's to 1e-12. */
 static void check_coarse_matrix(const ks_dist_csr *Dc, const ks_csr *Ac, const char *what)
@@ -364,6 +392,7 @@ static void check_rap(const ks_csr *A, const ks_matrix *M, const ks_csr *P,
     ks_dist_csr Dc3;
     KS_ALL(ks_dist_rap_r(M, DP, &R, &Dc3));
     ALL(same_rows(&Dc, &Dc3), "%s: RAP with A P kept compact differs", what);
+    check_rap_split(M, DP, &R, &Dc3, what);
     ks_dist_csr_free(&Dc3);
     ks_dist_prows_free(&R);
     free(coff);
@@ -519,6 +548,125 @@ START_TEST(test_tiny)
 }
 END_TEST
 
+/* The global P of N rows, every third point C: an F row has up to 4
+ * coarse columns among the 80 nearest its own (a mesh's P, so a thread's
+ * rows reach few coarse rows beyond its own) or, with far, anywhere. */
+static void long_splitting(uint64_t seed, ks_int N, int far, ks_csr *P)
+{
+    ks_test_rng_seed(seed);
+    const ks_int ncg = (N + 2) / 3;
+    const int64_t cap = (int64_t)N * 4 + 4;
+    ks_int *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+    double *v = malloc((size_t)cap * sizeof *v);
+    ck_assert(r && c && v);
+    int64_t m = 0;
+    for (ks_int i = 0; i < N; i++) {
+        if (i % 3 == 0) {
+            r[m] = i;
+            c[m] = i / 3;
+            v[m++] = 1.0;
+            continue;
+        }
+        const int len = (int)(ks_test_rng_next() % 5);
+        for (int k = 0; k < len; k++) {
+            ks_int j = far ? (ks_int)(ks_test_rng_next() % (uint64_t)ncg)
+                           : i / 3 - 40 + (ks_int)(ks_test_rng_next() % 81);
+            j = j < 0 ? 0 : j >= ncg ? ncg - 1 : j;
+            int dup = 0;
+            for (int64_t t = m - k; t < m; t++)
+                dup |= c[t] == j;
+            if (dup)
+                continue;
+            r[m] = i;
+            c[m] = j;
+            v[m++] = ks_test_urand() - 0.3;
+        }
+    }
+    KS_CHECK(ks_csr_from_coo(N, ncg, m, r, c, v, P, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+/* The distributed transpose of rows long enough for the threaded passes
+ * (each rank's over 65,536 entries), near and far columns (the second
+ * reaches every row from every thread's chunk: the pieces taken whole),
+ * with 1 to 3 threads: the serial transpose of the global P, bit for bit. */
+START_TEST(test_transpose_threads)
+{
+    int saved = 1;
+#ifdef _OPENMP
+    saved = omp_get_max_threads();
+#endif
+    for (int far = 0; far <= 1; far++) {
+        const ks_int N = 75000 * nranks;
+        ks_csr P, PT;
+        long_splitting(31 + (uint64_t)far, N, far, &P);
+        KS_CHECK(ks_csr_transpose(&P, &PT));
+        ks_gint off[9];
+        layout(0, N, off);
+        const ks_gint c_begin = (off[rank] + 2) / 3;
+        const ks_int nc = (ks_int)((off[rank + 1] + 2) / 3 - c_begin);
+        ks_dist_prows DP;
+        prows_of(&P, off, c_begin, nc, &DP);
+        ALL(DP.rowptr[DP.nloc] > 65536, "the rows are too short for the threaded passes");
+        ks_gint *coff = NULL;
+        KS_ALL(ks_layout_gather(comm, nc, &coff));
+        for (int threads = 1; threads <= 3; threads++) {
+            ks_test_set_threads(threads);
+            ks_dist_prows R;
+            KS_ALL(ks_dist_prows_transpose(&DP, off, coff, &R));
+            ks_dist_csr X = {.nrows = R.nloc, .row_begin = R.row_begin, .rowptr = R.rowptr,
+                             .colind = R.col, .val = R.val};
+            const ks_gint bad = rows_mismatch(&X, &PT, -1.0, 0.0);
+            ALL(bad < 0 && R.nloc == nc, "%s columns, %d threads: R's row %lld differs from "
+                "the serial transpose's", far ? "far" : "near", threads, (long long)bad);
+            ks_dist_prows_free(&R);
+        }
+        ks_test_set_threads(saved);
+        free(coff);
+        ks_dist_prows_free(&DP);
+        ks_csr_free(&PT);
+        ks_csr_free(&P);
+    }
+}
+END_TEST
+
+/* ks_compact_split on rows made here (map [10, 13) and ids 2, 5, 20, 30):
+ * the blocks and the used ghosts only; rows that do not ascend or hold a
+ * value that is not finite refused, nothing made. */
+START_TEST(test_compact_split)
+{
+    static const ks_gint ext[] = {2, 5, 20, 30}; /* compact 0 1 | 2 3 4 | 5 6 */
+    ks_gmap m;
+    KS_CHECK(ks_gmap_borrow(10, 13, ext, 4, &m));
+    ks_int rp[] = {0, 3, 3, 6}, ci[] = {1, 2, 6, 3, 4, 6};
+    double v[] = {1, 2, 3, 4, 5, 6};
+    ks_csr T = {3, 7, 6, rp, ci, v};
+    ks_dist_split S;
+    int refused = 1;
+    KS_CHECK(ks_compact_split(&T, &m, &refused, &S));
+    ck_assert_int_eq(refused, 0);
+    const ks_int lrp[] = {0, 1, 1, 3}, lci[] = {0, 1, 2}, grp[] = {0, 2, 2, 3}, gci[] = {0, 1, 1};
+    const double lv[] = {2, 4, 5}, gv[] = {1, 3, 6};
+    ck_assert(S.local.nrows == 3 && S.local.ncols == 3 && S.local.nnz == 3);
+    ck_assert(S.ghost.nrows == 3 && S.ghost.ncols == 2 && S.ghost.nnz == 3 && !S.entry_pos);
+    ck_assert(!memcmp(S.local.rowptr, lrp, sizeof lrp) && !memcmp(S.local.colind, lci, sizeof lci));
+    ck_assert(!memcmp(S.ghost.rowptr, grp, sizeof grp) && !memcmp(S.ghost.colind, gci, sizeof gci));
+    ck_assert(!memcmp(S.local.val, lv, sizeof lv) && !memcmp(S.ghost.val, gv, sizeof gv));
+    ck_assert(S.ghost_gid[0] == 5 && S.ghost_gid[1] == 30);
+    ks_dist_split_free(&S);
+    ci[4] = 2; /* row 2 no longer ascends */
+    KS_CHECK(ks_compact_split(&T, &m, &refused, &S));
+    ck_assert(refused == 1 && !S.local.rowptr && !S.ghost.rowptr && !S.ghost_gid);
+    ci[4] = 4;
+    v[3] = NAN;
+    KS_CHECK(ks_compact_split(&T, &m, &refused, &S));
+    ck_assert(refused == 1 && !S.local.rowptr && !S.ghost.rowptr && !S.ghost_gid);
+    ks_gmap_free(&m);
+}
+END_TEST
+
 /* A bad P on one rank fails on every rank: a coarse column outside the
  * grid, rows that are not the matrix's, a coarse layout that is not the
  * ranks' C counts. */
@@ -579,6 +727,8 @@ static Suite *rap_suite(void)
     tcase_add_test(t, test_random_amg);
     tcase_add_test(t, test_random_splitting);
     tcase_add_test(t, test_tiny);
+    tcase_add_test(t, test_compact_split);
+    tcase_add_test(t, test_transpose_threads);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
     tcase_add_test(t, test_errors);

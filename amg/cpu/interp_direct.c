@@ -193,15 +193,52 @@ static ks_error build_compact(const char *who, const ks_csr *A, const ks_strengt
     q->sc_rp = ks_malloc(n1 * sizeof *q->sc_rp, "interpolation strong C rows");
     q->ac_rp = ks_malloc(n1 * sizeof *q->ac_rp, "interpolation C coupling rows");
     ft->rowptr = ks_malloc(n1 * sizeof *ft->rowptr, "interpolation F coupling rows");
-    ks_int *hist = ks_calloc((size_t)nb * n1, sizeof *hist, "interpolation F coupling counts");
-    if (!q->sc_rp || !q->ac_rp || !ft->rowptr || !hist) {
-        free(hist);
+    /* block b's histogram spans the columns its rows reach, c0[b] ..
+     * c1[b] - 1 (rows are sorted: their first and last columns), at
+     * off[b]; on a mesh about the block's own rows, so the histograms
+     * together hold about n counters, not nb * n to clear and walk. Blocks
+     * reaching too far count over all columns. */
+    int64_t *win = ks_malloc(3 * (size_t)nb * sizeof *win, "interpolation F coupling blocks");
+    if (!q->sc_rp || !q->ac_rp || !ft->rowptr || !win) {
+        free(win);
+        return KS_ERR_MEMORY;
+    }
+    int64_t *c0 = win, *c1 = win + nb, *off = win + 2 * nb;
+#pragma omp parallel for schedule(static, 1) num_threads(nb)
+    for (int b = 0; b < nb; b++) {
+        const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
+        ks_int a = n, z = -1;
+        for (ks_int i = lo; i < hi; i++)
+            if (A->rowptr[i + 1] > A->rowptr[i]) {
+                a = A->colind[A->rowptr[i]] < a ? A->colind[A->rowptr[i]] : a;
+                z = A->colind[A->rowptr[i + 1] - 1] > z ? A->colind[A->rowptr[i + 1] - 1] : z;
+            }
+        c0[b] = z < 0 ? 0 : a;
+        c1[b] = z < 0 ? 0 : z + 1;
+    }
+    int64_t total = 0;
+    for (int b = 0; b < nb; b++)
+        total += c1[b] - c0[b];
+    if (total > 2 * (int64_t)n + 65536) {
+        for (int b = 0; b < nb; b++) {
+            c0[b] = 0;
+            c1[b] = n;
+        }
+        total = (int64_t)nb * n;
+    }
+    for (int b = 0; b < nb; b++)
+        off[b] = b ? off[b - 1] + (c1[b - 1] - c0[b - 1]) : 0;
+    ks_int *hist = ks_malloc((size_t)total * sizeof *hist + 1, "interpolation F coupling counts");
+    if (!hist) {
+        free(win);
         return KS_ERR_MEMORY;
     }
 #pragma omp parallel for schedule(static, 1) num_threads(nb)
     for (int b = 0; b < nb; b++) {
         const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
-        ks_int *h = hist + (size_t)b * n1;
+        ks_int *h = hist + off[b];
+        const ks_int j0 = (ks_int)c0[b];
+        memset(h, 0, (size_t)(c1[b] - c0[b]) * sizeof *h);
         for (ks_int i = lo; i < hi; i++) {
             ks_int ns = 0, na = 0;
             if (cf[i] != KS_CPT) {
@@ -213,7 +250,7 @@ static ks_error build_compact(const char *who, const ks_csr *A, const ks_strengt
                         if (cf[j] == KS_CPT)
                             na++;
                         else
-                            h[j]++;
+                            h[j - j0]++;
                     }
                 }
             }
@@ -227,7 +264,9 @@ static ks_error build_compact(const char *who, const ks_csr *A, const ks_strengt
     for (ks_int j = 0; j < n; j++) {
         ks_int run = 0;
         for (int b = 0; b < nb; b++) {
-            ks_int *h = hist + (size_t)b * n1 + j;
+            if (j < c0[b] || j >= c1[b])
+                continue;
+            ks_int *h = hist + off[b] + (j - c0[b]);
             const ks_int t = *h;
             *h = run;
             run += t;
@@ -257,12 +296,14 @@ static ks_error build_compact(const char *who, const ks_csr *A, const ks_strengt
     }
     if (e != KS_OK) {
         free(hist);
+        free(win);
         return e;
     }
 #pragma omp parallel for schedule(static, 1) num_threads(nb)
     for (int b = 0; b < nb; b++) {
         const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
-        ks_int *h = hist + (size_t)b * n1;
+        ks_int *h = hist + off[b];
+        const ks_int j0 = (ks_int)c0[b];
         for (ks_int i = lo; i < hi; i++) {
             if (cf[i] == KS_CPT)
                 continue;
@@ -279,7 +320,7 @@ static ks_error build_compact(const char *who, const ks_csr *A, const ks_strengt
                     q->ac_ci[wa] = j;
                     q->ac_va[wa++] = v;
                 } else {
-                    const ks_int pos = ft->rowptr[j] + h[j]++;
+                    const ks_int pos = ft->rowptr[j] + h[j - j0]++;
                     ft->colind[pos] = i;
                     ft->val[pos] = v;
                 }
@@ -287,6 +328,7 @@ static ks_error build_compact(const char *who, const ks_csr *A, const ks_strengt
         }
     }
     free(hist);
+    free(win);
     return KS_OK;
 }
 

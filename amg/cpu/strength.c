@@ -448,7 +448,10 @@ ks_error ks_amg_strength_symmetric(const ks_csr *A, double theta, ks_strength *S
  * column histogram each (as in transpose.c): blocks and the rows inside a
  * block go in ascending order, so every transposed row comes out sorted and
  * the same for any nb. nb is one per thread, fewer when the histograms
- * (nb * n counters) would outweigh the pattern. */
+ * would outweigh the pattern. A block's histogram spans only the columns
+ * its rows reach (on a mesh about its own rows: the histograms together
+ * about n counters, not nb * n to clear and walk); blocks reaching too
+ * far (a matrix in no useful order) count over all columns. */
 ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST)
 {
     memset(ST, 0, sizeof *ST);
@@ -468,9 +471,39 @@ ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST)
             nb = cap < 1 ? 1 : (int)cap;
     }
 #endif
-    const size_t n1 = (size_t)n + 1;
-    ks_int *hist = ks_calloc((size_t)nb * n1, sizeof *hist, "strength transpose histograms");
+    /* block b's columns lo[b] .. hi[b] - 1, its counters at off[b] */
+    int64_t *win = ks_malloc(3 * (size_t)nb * sizeof *win, "strength transpose blocks");
+    if (!win) {
+        ks_strength_free(ST);
+        return KS_ERR_MEMORY;
+    }
+    int64_t *lo = win, *hi = win + nb, *off = win + 2 * nb;
+#pragma omp parallel for schedule(static) num_threads(nb) if (nb > 1)
+    for (int b = 0; b < nb; b++) {
+        const ks_int r0 = (ks_int)((int64_t)n * b / nb), r1 = (ks_int)((int64_t)n * (b + 1) / nb);
+        ks_int a = n, z = -1;
+        for (ks_int k = nb > 1 ? S->rowptr[r0] : 0; nb > 1 && k < S->rowptr[r1]; k++) {
+            a = S->colind[k] < a ? S->colind[k] : a;
+            z = S->colind[k] > z ? S->colind[k] : z;
+        }
+        lo[b] = nb > 1 ? (z < 0 ? 0 : a) : 0;
+        hi[b] = nb > 1 ? (z < 0 ? 0 : z + 1) : n;
+    }
+    int64_t total = 0;
+    for (int b = 0; b < nb; b++)
+        total += hi[b] - lo[b];
+    if (total > 2 * (int64_t)n + 65536) { /* far-reaching blocks: whole histograms */
+        for (int b = 0; b < nb; b++) {
+            lo[b] = 0;
+            hi[b] = n;
+        }
+        total = (int64_t)nb * n;
+    }
+    for (int b = 0; b < nb; b++)
+        off[b] = b ? off[b - 1] + (hi[b - 1] - lo[b - 1]) : 0;
+    ks_int *hist = ks_malloc((size_t)total * sizeof *hist + 1, "strength transpose histograms");
     if (!hist) {
+        free(win);
         ks_strength_free(ST);
         return KS_ERR_MEMORY;
     }
@@ -479,38 +512,43 @@ ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST)
     {
 #pragma omp for schedule(static)
         for (int b = 0; b < nb; b++) {
-            const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
-            ks_int *h = hist + (size_t)b * n1;
-            for (ks_int k = S->rowptr[lo]; k < S->rowptr[hi]; k++)
-                h[S->colind[k]]++;
+            const ks_int r0 = (ks_int)((int64_t)n * b / nb), r1 = (ks_int)((int64_t)n * (b + 1) / nb);
+            ks_int *h = hist + off[b];
+            const ks_int c0 = (ks_int)lo[b];
+            memset(h, 0, (size_t)(hi[b] - lo[b]) * sizeof *h);
+            for (ks_int k = S->rowptr[r0]; k < S->rowptr[r1]; k++)
+                h[S->colind[k] - c0]++;
         }
         /* Per column: block counts -> offsets within the column. */
 #pragma omp for schedule(static)
         for (ks_int c = 0; c < n; c++) {
             ks_int run = 0;
             for (int b = 0; b < nb; b++) {
-                ks_int *h = hist + (size_t)b * n1 + c;
+                if (c < lo[b] || c >= hi[b])
+                    continue;
+                ks_int *h = hist + off[b] + (c - lo[b]);
                 const ks_int t = *h;
                 *h = run;
                 run += t;
             }
             trp[c + 1] = run;
         }
-#pragma omp single
-        for (ks_int c = 0; c < n; c++)
-            trp[c + 1] += trp[c];
-#pragma omp for schedule(static)
-        for (int b = 0; b < nb; b++) {
-            const ks_int lo = (ks_int)((int64_t)n * b / nb), hi = (ks_int)((int64_t)n * (b + 1) / nb);
-            ks_int *h = hist + (size_t)b * n1;
-            for (ks_int i = lo; i < hi; i++)
-                for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++) {
-                    const ks_int c = S->colind[k];
-                    ST->colind[trp[c] + h[c]++] = i;
-                }
-        }
+    }
+    trp[0] = 0;
+    ks_rowptr_scan(trp, n); /* at most nnz */
+#pragma omp parallel for schedule(static) num_threads(nb) if (nb > 1)
+    for (int b = 0; b < nb; b++) {
+        const ks_int r0 = (ks_int)((int64_t)n * b / nb), r1 = (ks_int)((int64_t)n * (b + 1) / nb);
+        ks_int *h = hist + off[b];
+        const ks_int c0 = (ks_int)lo[b];
+        for (ks_int i = r0; i < r1; i++)
+            for (ks_int k = S->rowptr[i]; k < S->rowptr[i + 1]; k++) {
+                const ks_int c = S->colind[k];
+                ST->colind[trp[c] + h[c - c0]++] = i;
+            }
     }
     free(hist);
+    free(win);
     return KS_OK;
 }
 

@@ -148,6 +148,12 @@ typedef struct ks_dist_coarse {
 /* Collective. From this rank's splitting cf of S's points. */
 ks_error ks_dist_coarse_ids(const ks_dist_strength *S, const int *cf, ks_dist_coarse *C);
 void ks_dist_coarse_free(ks_dist_coarse *C);
+/* The C points of cf[0, n) in index order, threaded (chunk counts, then
+ * their scan): cid (if not NULL) gets first, first + 1, ... at the C points
+ * and -1 at the F points; list (if not NULL) gets src[i] of each C point i,
+ * compact. Local. */
+void ks_dist_cpt_walk(const int *cf, ks_int n, ks_gint first, ks_gint *cid,
+                      const ks_gint *src, ks_gint *list);
 
 /* -------------------------------------------------------- interp_dist.c */
 /* This rank's rows of an interpolation P (fine rows row_begin .. + nloc

@@ -48,10 +48,10 @@ static ks_error prefix(const ks_comm *c, ks_gint mine, ks_gint *begin, ks_gint *
 
 #define KS_CID_MAX_THREADS 256
 
-/* cid[i]: the C points numbered from `first` in index order, -1 for F.
- * Threads take static chunks: each counts its C points, the counts are
- * scanned, then each numbers its chunk from its offset. */
-static void number(const int *cf, ks_int n, ks_gint first, ks_gint *cid)
+/* Threads take static chunks: each counts its C points, the counts are
+ * scanned, then each walks its chunk from its offset. */
+void ks_dist_cpt_walk(const int *cf, ks_int n, ks_gint first, ks_gint *cid,
+                      const ks_gint *src, ks_gint *list)
 {
     int nt = 1;
 #ifdef _OPENMP
@@ -80,8 +80,13 @@ static void number(const int *cf, ks_int n, ks_gint first, ks_gint *cid)
                 at[q] += at[q - 1];
         }
         ks_gint next = at[t];
-        for (ks_int i = b; i < e; i++)
-            cid[i] = cf[i] == KS_CPT ? next++ : -1;
+        if (cid)
+            for (ks_int i = b; i < e; i++)
+                cid[i] = cf[i] == KS_CPT ? next++ : -1;
+        if (list)
+            for (ks_gint i = b, k = at[t] - first; i < e; i++)
+                if (cf[i] == KS_CPT)
+                    list[k++] = src[i];
     }
 }
 
@@ -122,7 +127,7 @@ ks_error ks_dist_coarse_ids(const ks_dist_strength *S, const int *cf, ks_dist_co
         e = prefix(c, nc, &C->c_begin, &C->nc_global);
     if (e == KS_OK) {
         C->nc = (ks_int)nc;
-        number(cf, n, C->c_begin, C->cid);
+        ks_dist_cpt_walk(cf, n, C->c_begin, C->cid, NULL, NULL);
     }
     ks_halo_typed xi = {0}, xg = {0};
     if (e == KS_OK)

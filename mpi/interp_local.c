@@ -34,10 +34,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 typedef struct sys {
     ks_gmap fm;      /* the points */
     ks_csr A;        /* N x N */
@@ -248,46 +244,6 @@ static ks_error build_device(ks_backend *be, const sys *x, int ext, ks_int r0, k
     return e;
 }
 
-#define KS_INTERP_MAX_THREADS 256
-
-/* gc[k]: the global coarse id of the builder's coarse column k, the k-th C
- * point in point order. Threads take static chunks: each counts its C
- * points, the counts are scanned, then each writes its chunk's ids. */
-static void coarse_ids(const sys *x, ks_int N, ks_gint *gc)
-{
-    int nt = 1;
-#ifdef _OPENMP
-    if (N >= 65536)
-        nt = omp_get_max_threads();
-#endif
-    nt = nt > KS_INTERP_MAX_THREADS ? KS_INTERP_MAX_THREADS : nt;
-    ks_int at[KS_INTERP_MAX_THREADS + 1];
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        int t = 0, used = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        used = omp_get_num_threads();
-#endif
-        const ks_int b = (ks_int)((int64_t)N * t / used), e = (ks_int)((int64_t)N * (t + 1) / used);
-        ks_int c = 0;
-        for (ks_int r = b; r < e; r++)
-            c += x->cf[r] == KS_CPT;
-        at[t + 1] = c;
-#pragma omp barrier
-#pragma omp single
-        {
-            at[0] = 0;
-            for (int q = 1; q <= used; q++)
-                at[q] += at[q - 1];
-        }
-        ks_int k = at[t];
-        for (ks_int r = b; r < e; r++)
-            if (x->cf[r] == KS_CPT)
-                gc[k++] = x->cid[r];
-    }
-}
-
 /* P's own rows from the builder's rows nb .. nb + nloc - 1, coarse columns
  * to global ids. The builders fill the own rows only, so the rows before
  * them are empty and P takes the values as they are (no copy); else (not
@@ -307,7 +263,7 @@ static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *
         free(gc);
         return KS_ERR_MEMORY;
     }
-    coarse_ids(x, N, gc);
+    ks_dist_cpt_walk(x->cf, N, 0, NULL, x->cid, gc); /* the C points' global ids */
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i <= nloc; i++)
         P->rowptr[i] = Pl->rowptr[nb + i] - base;

@@ -89,3 +89,18 @@ int ks_layout_owner(const ks_gint *off, int p, ks_gint g)
     }
     return lo;
 }
+
+int64_t ks_layout_rank_scan(int64_t *pos, int used, int p, int64_t *count)
+{
+    int64_t next = 0;
+    for (int r = 0; r < p; r++) {
+        const int64_t first = next;
+        for (int q = 0; q < used; q++) {
+            const int64_t c = pos[(size_t)q * (size_t)p + r];
+            pos[(size_t)q * (size_t)p + r] = next;
+            next += c;
+        }
+        count[r] = next - first;
+    }
+    return next;
+}

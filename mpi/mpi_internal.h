@@ -78,6 +78,11 @@ void ks_layout_even(ks_gint n, int p, int r, ks_gint *begin, ks_gint *count);
 /* The rank owning global row g of the layout off (p + 1 offsets; empty
  * ranks hold nothing: the last rank whose block starts at or before g). */
 int ks_layout_owner(const ks_gint *off, int p, ks_gint g);
+/* Per-thread counts of entries bound for each of p ranks (pos[q * p + r]:
+ * thread q's for rank r, `used` threads) become each thread's first place
+ * in a buffer ordered by rank, then by thread; count[r] gets rank r's
+ * total. Returns the sum of all counts. */
+int64_t ks_layout_rank_scan(int64_t *pos, int used, int p, int64_t *count);
 /* Collective: the offsets of n rows, from each rank's count (nlocal >= 0;
  * KS_ERR_SIZE on every rank when they do not add up to n) or even blocks
  * (nlocal < 0). */

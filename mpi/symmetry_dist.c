@@ -133,19 +133,14 @@ static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], 
 #pragma omp barrier
 #pragma omp single
         {
-            int64_t at = 0;
+            const int64_t total = ks_layout_rank_scan(tpos, used, p, pos);
+            int64_t first = 0;
             for (int r = 0; r < p; r++) {
-                const int64_t first = at;
-                for (int q = 0; q < used; q++) {
-                    const int64_t m = tpos[(size_t)q * (size_t)p + r];
-                    tpos[(size_t)q * (size_t)p + r] = at;
-                    at += m;
-                }
-                pos[r] = at - first;
                 sdispl[r] = (int)(first * (int64_t)sizeof(sym_entry));
                 scount[r] = (int)(pos[r] * (int64_t)sizeof(sym_entry));
-                over |= at * (int64_t)sizeof(sym_entry) > INT32_MAX;
+                first += pos[r];
             }
+            over = total * (int64_t)sizeof(sym_entry) > INT32_MAX;
         } /* its barrier publishes the places */
         for (ks_int i = i0; i < i1 && G && !over; i++)
             for (ks_int k = G->rowptr[i]; k < G->rowptr[i + 1]; k++) {

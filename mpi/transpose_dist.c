@@ -62,18 +62,7 @@ ks_int ks_dist_transpose_places(const ks_dist_prows *P, const ks_gint *coff, int
             mine[ks_layout_owner(coff, p, P->col[k])]++;
 #pragma omp barrier
 #pragma omp single
-        {
-            int64_t next = 0;
-            for (int r = 0; r < p; r++) {
-                const int64_t first = next;
-                for (int q = 0; q < used; q++) {
-                    const int64_t c = pos[(size_t)q * (size_t)p + r];
-                    pos[(size_t)q * (size_t)p + r] = next;
-                    next += c;
-                }
-                count[r] = next - first;
-            }
-        }
+        ks_layout_rank_scan(pos, used, p, count);
         for (ks_int k = k0; k < k1; k++) /* rows in order, each row's columns in order */
             at[k] = (ks_int)mine[ks_layout_owner(coff, p, P->col[k])]++;
     }
@@ -118,7 +107,9 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int me,
     int nt = threads_for(nnz);
     nt = nt > KS_TRANSPOSE_MAX_THREADS ? KS_TRANSPOSE_MAX_THREADS : nt;
     const ks_gint lo = coff[me], hi = coff[me + 1], ncol = coff[p];
-    int64_t *pos = ks_calloc((size_t)nt * (size_t)p + 1, sizeof *pos, "transpose counts");
+    /* nt x p counts, then p totals */
+    int64_t *pos = ks_calloc((size_t)(nt + 1) * (size_t)p + 1, sizeof *pos, "transpose counts");
+    int64_t *cnt = pos + (size_t)nt * (size_t)p;
     ks_int bad[KS_TRANSPOSE_MAX_THREADS];
     int64_t total = 0;
     *out = NULL;
@@ -151,17 +142,9 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int me,
 #pragma omp barrier
 #pragma omp single
         {
-            int64_t next = 0;
-            for (int r = 0; r < p; r++) {
-                const int64_t first = next;
-                for (int q = 0; q < used; q++) {
-                    const int64_t c = pos[(size_t)q * (size_t)p + r];
-                    pos[(size_t)q * (size_t)p + r] = next;
-                    next += c;
-                }
-                scount[r] = (int)(next - first); /* entries here, bytes below */
-            }
-            total = next;
+            total = ks_layout_rank_scan(pos, used, p, cnt);
+            for (int r = 0; r < p; r++)
+                scount[r] = (int)cnt[r]; /* entries here, bytes below */
             for (int q = 1; q < used; q++)
                 bad[0] = bad[q] < bad[0] ? bad[q] : bad[0];
             if (bad[0] == nnz && total * (int64_t)sizeof(tentry) <= INT32_MAX) {

@@ -9,7 +9,7 @@
  *        bounds test; a few loads in flight per thread), then thread i sums
  *        val[...k*rows + i] * s_x[shift[k] + i] over the block's own
  *        diagonals only.
- * dia's SpMM and fused block pass are in dia_spmm_cuda.cu (variants). */
+ * dia's SpMM and fused block pass are in dia_spmm_walk.cuh (variants; dia_spmm_cuda.cu picks one). */
 #include "format_cuda.h"
 #include "dia_spmm_cuda.h"
 #include "other_formats.h"
@@ -448,7 +448,7 @@ ks_error dia_spmm_dot(ks_backend *be, void *state, int k, const double *X, doubl
 }
 
 /* The fused pass on k columns (fused.h): the SpMM's tile walk and column
- * sums (dia_spmm_cuda.cu), then each entry's update, so a 7-point row
+ * sums (dia_spmm_walk.cuh), then each entry's update, so a 7-point row
  * reads 7 values for its k columns and no product is stored. */
 ks_error dia_fused_block(ks_backend *be, void *state, int k, const ks_fused_step *f)
 {

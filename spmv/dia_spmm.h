@@ -1,5 +1,5 @@
 /* KS_DIA_SPMM: which kernel the cuda backend's dia SpMM runs
- * (dia_spmm_cuda.cu, docs/blocks.md), read when a dia matrix is set up.
+ * (dia_spmm_walk.cuh, docs/blocks.md), read when a dia matrix is set up.
  * Plain C, so that the cpu tests check the parsing. Not installed. */
 #ifndef KS_DIA_SPMM_H
 #define KS_DIA_SPMM_H
@@ -35,13 +35,13 @@ typedef struct ks_dia_spmm_choice {
      * thread, not once a row, and the row's diagonals loaded in chunks
      * before their sums. KS_DIA_SPMM_HOIST (read into `hoist`): 0 turns it
      * off (for A/B), 1 (the default) takes the chunk measured fastest for
-     * the pass (8 for the SpMM, 4 for the fused passes: dia_spmm_cuda.cu),
+     * the pass (8 for the SpMM, 4 for the fused passes: dia_spmm_walk.cuh),
      * 2, 4 or 8 sets the chunk for both. */
     int hoist;
     /* Whether the hoisted kernel issues the epilogue's read from memory (B
      * of a fused pass, Y of an SpMM with beta != 0) before the row's sums:
      * 0 never, 1 always, 2 (the default) where it was measured faster
-     * (dia_spmm_cuda.cu). KS_DIA_SPMM_PREFETCH=0 or 1 sets it, for A/B. */
+     * (dia_spmm_walk.cuh). KS_DIA_SPMM_PREFETCH=0 or 1 sets it, for A/B. */
     int prefetch;
     int rows_given; /* KS_DIA_SPMM named the rows: ks_dia_spmm_fit_tile keeps them */
 } ks_dia_spmm_choice;

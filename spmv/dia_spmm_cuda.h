@@ -43,4 +43,12 @@ static inline long long ks_dia_spmm_dot_blocks(const ks_dia_spmm_choice *how, ks
  * none, as `tile`), each column summed as the SpMM sums it. */
 ks_error ks_dia_spmm_run(const ks_dia_spmm_args *a);
 
+/* The walks it picks from (one file each, dia_spmm_b*.cu): tile walks in
+ * B-thread blocks, two columns a thread where pairs and the blocks allow
+ * it; `old`. */
+ks_error ks_dia_spmm_walk_256(const ks_dia_spmm_args *a, int pairs);
+ks_error ks_dia_spmm_walk_512(const ks_dia_spmm_args *a, int pairs);
+ks_error ks_dia_spmm_walk_1024(const ks_dia_spmm_args *a, int pairs);
+ks_error ks_dia_spmm_walk_old(const ks_dia_spmm_args *a);
+
 #endif

@@ -1,0 +1,16 @@
+/* dia's tile walk in 512-thread blocks (tile, vec), and `old`: its own
+ * kernel for the SpMM; the fused passes and the SpMM with dots, which it
+ * has no form of, as `tile`. */
+#include "dia_spmm_walk.cuh"
+
+ks_error ks_dia_spmm_walk_512(const ks_dia_spmm_args *a, int pairs)
+{
+    return walk<512>(a, pairs != 0);
+}
+
+ks_error ks_dia_spmm_walk_old(const ks_dia_spmm_args *a)
+{
+    if (a->f || a->dot_part)
+        return walk<512>(a, false);
+    return a->valf ? run_old<float>(a, a->valf) : run_old<double>(a, a->val);
+}

@@ -46,10 +46,10 @@ static ks_error spmm_by_columns(ks_matrix *M, double alpha, const ks_block *X, d
     return e;
 }
 
-ks_error ks_matrix_apply_block(ks_matrix *M, double alpha, const ks_block *X, double beta,
-                               ks_block *Y)
+/* What an SpMM of M needs of X and Y (fn names the caller in the message). */
+static ks_error block_args(const ks_matrix *M, const ks_block *X, const ks_block *Y,
+                          const char *fn)
 {
-    const char *fn = "ks_matrix_apply_block";
     if (!M || !X || !Y)
         return ks_seterr(KS_ERR_ARG, "%s: NULL %s", fn, !M ? "matrix" : !X ? "X" : "Y");
     if (M->dist)
@@ -68,11 +68,18 @@ ks_error ks_matrix_apply_block(ks_matrix *M, double alpha, const ks_block *X, do
         return ks_seterr(KS_ERR_SIZE, "%s: X has %d columns, Y %d", fn, X->k, Y->k);
     if (X == Y || (X->data == Y->data && X->n > 0))
         return ks_seterr(KS_ERR_ARG, "%s: X and Y must be distinct blocks", fn);
-    if (M->A.nrows == 0)
-        return KS_OK;
-    if (!M->state)
+    if (M->A.nrows > 0 && !M->state)
         return ks_seterr(KS_ERR_ARG, "%s: the matrix has no SpMV state (a failed change of "
                                      "values)", fn);
+    return KS_OK;
+}
+
+ks_error ks_matrix_apply_block(ks_matrix *M, double alpha, const ks_block *X, double beta,
+                               ks_block *Y)
+{
+    KS_TRY(block_args(M, X, Y, "ks_matrix_apply_block"));
+    if (M->A.nrows == 0)
+        return KS_OK;
     ks_error e = M->ops->spmm ? M->ops->spmm(M->be, M->state, X->k, alpha, X->data, beta, Y->data)
                               : spmm_by_columns(M, alpha, X, beta, Y);
     if (e != KS_OK)
@@ -89,23 +96,17 @@ static int spmm_dot_wanted(void)
 
 ks_error ks_matrix_apply_block_dot(ks_matrix *M, const ks_block *X, ks_block *Y, double *dots)
 {
+    const char *fn = "ks_matrix_apply_block_dot";
     if (!dots)
-        return ks_seterr(KS_ERR_ARG, "ks_matrix_apply_block_dot: NULL dots");
-    if (M && M->A.nrows != M->A.ncols)
-        return ks_seterr(KS_ERR_SIZE, "ks_matrix_apply_block_dot: the matrix is %ld x %ld, "
-                                      "not square", (long)M->A.nrows, (long)M->A.ncols);
-    if (!M || M->dist || !M->ops->spmm_dot || !M->state || !spmm_dot_wanted() ||
-        M->A.nrows == 0) {
-        /* the checks (and their messages) are the SpMM's */
+        return ks_seterr(KS_ERR_ARG, "%s: NULL dots", fn);
+    KS_TRY(block_args(M, X, Y, fn));
+    if (M->A.nrows != M->A.ncols)
+        return ks_seterr(KS_ERR_SIZE, "%s: the matrix is %ld x %ld, not square", fn,
+                         (long)M->A.nrows, (long)M->A.ncols);
+    if (M->A.nrows == 0 || !M->ops->spmm_dot || !spmm_dot_wanted()) {
         KS_TRY(ks_matrix_apply_block(M, 1.0, X, 0.0, Y));
         return ks_block_dot(X, Y, dots);
     }
-    /* the SpMM's checks on what the fused pass reads and writes */
-    if (!X || !Y)
-        return ks_matrix_apply_block(M, 1.0, X, 0.0, Y);
-    if (X->be != M->be || Y->be != M->be || X->n != M->A.ncols || Y->n != M->A.nrows ||
-        X->k != Y->k || X == Y || X->data == Y->data)
-        return ks_matrix_apply_block(M, 1.0, X, 0.0, Y);
     ks_error e = M->ops->spmm_dot(M->be, M->state, X->k, X->data, Y->data, dots);
     if (e != KS_OK)
         return ks_adderr(e, "SpMM with dots of format '%s' (k = %d)", M->ops->name, X->k);

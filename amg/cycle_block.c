@@ -130,6 +130,8 @@ typedef struct bcycle {
     ks_amg *amg;
     int k;
     int fused; /* KS_BLOCK_FUSED: fused block passes where a level has one */
+    double *dots;  /* ks_amg_cycle_block_dot's B'X: asked of level 0's last step */
+    int dots_done; /* that step summed them */
 } bcycle;
 
 /* The matrix of level l's fused block passes, or NULL for two passes. */
@@ -158,14 +160,18 @@ static ks_error residual(bcycle *c, int l, const ks_block *B, const ks_block *X,
  * the update (the same per-entry expression, vec/smooth_value.h), so on
  * the cpu a column rounds as the single cycle's fused pass does. */
 static ks_error jacobi_step(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_block *R,
-                            double a, double cc, int x_zero, int prev_zero)
+                            double a, double cc, int x_zero, int prev_zero, int dot)
 {
     const ks_vec *w = c->amg->levels[l].dinv;
     if (x_zero)
         return ks_block_smooth_update(0.0, cc, w, B, NULL, NULL, NULL, xb->cur);
     ks_matrix *F = fused_matrix(c, l);
     const ks_block *prev = a != 0.0 && !prev_zero ? xb->spare : NULL;
-    if (F) {
+    if (F && dot && c->dots) { /* the cycle's last step: B'X in its epilogue */
+        KS_TRY(ks_matrix_fused_block_dot(F, B, xb->cur, NULL, 0.0, NULL, a, cc, w, prev,
+                                         xb->spare, NULL, c->dots));
+        c->dots_done = 1;
+    } else if (F) {
         KS_TRY(ks_matrix_fused_block(F, B, xb->cur, NULL, 0.0, NULL, a, cc, w, prev, xb->spare,
                                      NULL));
     } else {
@@ -184,7 +190,7 @@ static ks_error jacobi_step(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_b
  * (x1 into cur only when a third step reads it as x_old), or two steps
  * where the level has no fused pass. */
 static ks_error chebyshev(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_block *R,
-                          int x_zero)
+                          int x_zero, int dot)
 {
     const ks_amg_level *L = &c->amg->levels[l];
     const int steps = ks_amg_chebyshev_steps(c->amg, l);
@@ -206,27 +212,30 @@ static ks_error chebyshev(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_blo
             continue;
         }
         if (k == 0) {
-            KS_TRY(jacobi_step(c, l, B, xb, R, 0.0, 1.0 / theta, x_zero, 0));
+            KS_TRY(jacobi_step(c, l, B, xb, R, 0.0, 1.0 / theta, x_zero, 0,
+                               dot && steps == 1));
             continue;
         }
         const double rho_new = 1.0 / (2.0 * sigma - rho);
         KS_TRY(jacobi_step(c, l, B, xb, R, rho_new * rho, 2.0 * rho_new / delta, 0,
-                           k == 1 && x_zero));
+                           k == 1 && x_zero, dot && k == steps - 1));
         rho = rho_new;
     }
     return KS_OK;
 }
 
+/* dot: the last step may sum the cycle's B'X (jacobi_step). */
 static ks_error smooth(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_block *R, int sweeps,
-                       int x_zero)
+                       int x_zero, int dot)
 {
     if (sweeps <= 0)
         return x_zero ? ks_block_fill(xb->cur, 0.0) : KS_OK;
     for (int s = 0; s < sweeps; s++, x_zero = 0) {
+        const int last = dot && s == sweeps - 1;
         if (c->amg->smoother == KS_SMOOTHER_CHEBYSHEV)
-            KS_TRY(chebyshev(c, l, B, xb, R, x_zero));
+            KS_TRY(chebyshev(c, l, B, xb, R, x_zero, last));
         else /* JACOBI, JACOBI_L1: dinv holds omega */
-            KS_TRY(jacobi_step(c, l, B, xb, R, 0.0, 1.0, x_zero, 0));
+            KS_TRY(jacobi_step(c, l, B, xb, R, 0.0, 1.0, x_zero, 0, last));
     }
     return KS_OK;
 }
@@ -245,7 +254,7 @@ static ks_error coarse_solve(bcycle *c, int l, const ks_block *B, bxbuf *xb, ks_
 {
     ks_amg *amg = c->amg;
     if (!amg->coarse_inv) /* as cycle.c: half the sweeps, then as many more */
-        return smooth(c, l, B, xb, R, KS_AMG_COARSE_SWEEPS_BLOCK, x_zero);
+        return smooth(c, l, B, xb, R, KS_AMG_COARSE_SWEEPS_BLOCK, x_zero, 0);
     if (x_zero)
         return ks_matrix_apply_block(amg->coarse_inv, 1.0, B, 0.0, xb->cur);
     KS_TRY(residual(c, l, B, xb->cur, R));
@@ -269,7 +278,8 @@ static ks_error cycle_level(bcycle *c, int l, const ks_block *B, ks_block *X, in
         KS_AMG_STEP(amg, l, KS_STEP_COARSE, coarse_solve(c, l, B, &xb, &R, x_zero));
         return settle(&xb, X);
     }
-    KS_AMG_STEP(amg, l, KS_STEP_SMOOTH, smooth(c, l, B, &xb, &R, amg->prm.presweeps, x_zero));
+    KS_AMG_STEP(amg, l, KS_STEP_SMOOTH,
+                smooth(c, l, B, &xb, &R, amg->prm.presweeps, x_zero, 0));
     if (amg->prm.presweeps <= 0 && x_zero)
         KS_AMG_STEP(amg, l, KS_STEP_RESIDUAL, ks_block_copy(B, &R));
     else
@@ -294,7 +304,8 @@ static ks_error cycle_level(bcycle *c, int l, const ks_block *B, ks_block *X, in
         break;
     }
     KS_AMG_STEP(amg, l, KS_STEP_PROLONG, ks_matrix_apply_block(L->Pm, 1.0, &Cx, 1.0, xb.cur));
-    KS_AMG_STEP(amg, l, KS_STEP_POSTSMOOTH, smooth(c, l, B, &xb, &R, amg->prm.postsweeps, 0));
+    KS_AMG_STEP(amg, l, KS_STEP_POSTSMOOTH,
+                smooth(c, l, B, &xb, &R, amg->prm.postsweeps, 0, l == 0));
     return settle(&xb, X);
 }
 
@@ -304,7 +315,8 @@ int ks_amg_has_block_cycle(const ks_amg *amg)
            amg->smoother != KS_SMOOTHER_SGS && !amg->ranks && amg->be->ops->bsmooth;
 }
 
-ks_error ks_amg_cycle_block(ks_amg *amg, const ks_block *B, ks_block *X)
+/* The block cycle, and with dots (not NULL) dots[j] = B(:,j)'X(:,j). */
+static ks_error cycle_block(ks_amg *amg, const ks_block *B, ks_block *X, double *dots)
 {
     if (!ks_amg_has_block_cycle(amg))
         return ks_seterr(KS_ERR_UNSUPPORTED, "AMG block cycle: no hierarchy, or a smoother "
@@ -317,8 +329,23 @@ ks_error ks_amg_cycle_block(ks_amg *amg, const ks_block *B, ks_block *X)
         return ks_seterr(KS_ERR_ARG, "AMG block cycle: B and X must be distinct blocks");
     KS_TRY(blocks_reserve(amg, X->k));
     const char *env = getenv("KS_BLOCK_FUSED");
-    bcycle c = {.amg = amg, .k = X->k, .fused = !(env && strcmp(env, "0") == 0)};
+    bcycle c = {.amg = amg, .k = X->k, .fused = !(env && strcmp(env, "0") == 0), .dots = dots};
     if (amg->profile) /* one count per block cycle, whatever its width */
         amg->profiled_cycles++;
-    return cycle_level(&c, 0, B, X, 1, amg->prm.cycle);
+    KS_TRY(cycle_level(&c, 0, B, X, 1, amg->prm.cycle));
+    /* a W or F cycle revisits level 1 only, so level 0's post-smoothing ran
+     * once and its last step made X; else the dots as a pass of their own */
+    return dots && !c.dots_done ? ks_block_dot(B, X, dots) : KS_OK;
+}
+
+ks_error ks_amg_cycle_block(ks_amg *amg, const ks_block *B, ks_block *X)
+{
+    return cycle_block(amg, B, X, NULL);
+}
+
+ks_error ks_amg_cycle_block_dot(ks_amg *amg, const ks_block *B, ks_block *X, double *dots)
+{
+    if (!dots)
+        return ks_seterr(KS_ERR_ARG, "AMG block cycle: NULL dots");
+    return cycle_block(amg, B, X, dots);
 }

@@ -286,6 +286,10 @@ ks_error ks_amg_cycle(ks_amg *amg, const ks_vec *b, ks_vec *x, int x_zero);
 /* X = one cycle from X = 0 on every column of B (the preconditioner on k
  * right-hand sides), by SpMM and block kernels. */
 ks_error ks_amg_cycle_block(ks_amg *amg, const ks_block *B, ks_block *X);
+/* The block cycle and dots[j] = B(:,j)'X(:,j) (CG's r'z), summed in the
+ * epilogue of level 0's last post-smoothing step where its matrix has the
+ * fused pass with dots (ks_matrix_fused_block_dot), else a block dot. */
+ks_error ks_amg_cycle_block_dot(ks_amg *amg, const ks_block *B, ks_block *X, double *dots);
 /* 1 when the hierarchy's cycle has a block form (not Gauss-Seidel, not
  * over MPI ranks). */
 int ks_amg_has_block_cycle(const ks_amg *amg);

@@ -50,8 +50,8 @@ ks_error ks_krylov_cg_many(ks_solver *s, ks_many *m)
         return KS_OK;
 
     if (!ident)
-        KS_TRY(ks_precond_apply_block(s->pc, R, Z));
-    if (ident && l2)
+        KS_TRY(ks_precond_apply_block_dot(s->pc, R, Z, rz));
+    else if (l2)
         for (int q = 0; q < m->kr; q++)
             rz[q] = rnorm[q] * rnorm[q];
     else
@@ -99,9 +99,9 @@ ks_error ks_krylov_cg_many(ks_solver *s, ks_many *m)
         if (ident && l2) {
             for (int q = 0; q < m->kr; q++)
                 rz[q] = rnorm[q] * rnorm[q];
+        } else if (!ident) { /* r'z where the cycle's last pass makes z */
+            KS_TRY(ks_precond_apply_block_dot(s->pc, R, Z, rz));
         } else {
-            if (!ident)
-                KS_TRY(ks_precond_apply_block(s->pc, R, Z));
             KS_TRY(ks_block_dot(R, Z, rz));
         }
         /* P = Z + beta P */

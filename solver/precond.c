@@ -34,6 +34,15 @@ ks_error ks_precond_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z)
     return ks_precond_apply_columns(pc, R, Z);
 }
 
+ks_error ks_precond_apply_block_dot(ks_precond *pc, const ks_block *R, ks_block *Z,
+                                    double *dots)
+{
+    if (pc->ops->apply_block_dot)
+        return pc->ops->apply_block_dot(pc, R, Z, dots);
+    KS_TRY(ks_precond_apply_block(pc, R, Z));
+    return ks_block_dot(R, Z, dots);
+}
+
 ks_error ks_precond_apply_columns(ks_precond *pc, const ks_block *R, ks_block *Z)
 {
     /* Column by column through two vectors. */

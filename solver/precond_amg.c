@@ -102,6 +102,16 @@ static ks_error amg_pc_apply_block(ks_precond *pc, const ks_block *R, ks_block *
     return ks_amg_cycle_block(pc->data, R, Z);
 }
 
+static ks_error amg_pc_apply_block_dot(ks_precond *pc, const ks_block *R, ks_block *Z,
+                                       double *dots)
+{
+    if (!pc->data || !ks_amg_has_block_cycle(pc->data)) {
+        KS_TRY(amg_pc_apply_block(pc, R, Z));
+        return ks_block_dot(R, Z, dots);
+    }
+    return ks_amg_cycle_block_dot(pc->data, R, Z, dots);
+}
+
 static void amg_pc_destroy(ks_precond *pc)
 {
     ks_amg_destroy(pc->data);
@@ -136,6 +146,7 @@ const ks_precond_ops ks_precond_amg_ops = {
     .hierarchy = amg_pc_hierarchy,
     .profile = amg_pc_profile,
     .apply_block = amg_pc_apply_block,
+    .apply_block_dot = amg_pc_apply_block_dot,
 };
 
 const ks_amg *ks_precond_amg(const ks_precond *pc)

@@ -33,6 +33,9 @@ typedef struct ks_precond_ops {
     /* Optional: Z = M^{-1} R for every column of block R (solve_many);
      * NULL: ks_precond_apply_block applies apply to each column. */
     ks_error (*apply_block)(ks_precond *pc, const ks_block *R, ks_block *Z);
+    /* Optional: apply_block and dots[j] = R(:,j)'Z(:,j) in the same passes
+     * (NULL: ks_precond_apply_block_dot applies, then takes a block dot). */
+    ks_error (*apply_block_dot)(ks_precond *pc, const ks_block *R, ks_block *Z, double *dots);
 } ks_precond_ops;
 
 struct ks_precond {
@@ -46,6 +49,11 @@ struct ks_precond {
 /* Z = M^{-1} R column by column: apply_block where the preconditioner has
  * one, else apply on each column copied out to a vector. */
 ks_error ks_precond_apply_block(ks_precond *pc, const ks_block *R, ks_block *Z);
+/* Z = M^{-1} R and dots[j] = R(:,j)'Z(:,j) (CG's r'z): apply_block_dot
+ * where the preconditioner has one, else ks_precond_apply_block and
+ * ks_block_dot. */
+ks_error ks_precond_apply_block_dot(ks_precond *pc, const ks_block *R, ks_block *Z,
+                                    double *dots);
 /* The same always column by column (apply on each column). */
 ks_error ks_precond_apply_columns(ks_precond *pc, const ks_block *R, ks_block *Z);
 

@@ -426,17 +426,18 @@ ks_error dia_spmm(ks_backend *be, void *state, int k, double alpha, const double
 /* Y = A X with each column's X'Y summed in the SpMM's epilogue (format.h's
  * spmm_dot): per-block partials in a scratch of the backend's pool, then
  * their fixed-order sum. */
-ks_error dia_spmm_dot(ks_backend *be, void *state, int k, const double *X, double *Y,
-                      double *dots)
+/* The SpMM (f NULL) or the fused pass f with their dots: per-block
+ * partials in a scratch of the backend's pool, then their fixed-order sum. */
+ks_error dia_run_dots(ks_backend *be, const dia_state *s, int k, const double *X, double *Y,
+                      const ks_fused_step *f, double *dots)
 {
-    const dia_state *s = (const dia_state *)state;
     const long long nb = ks_dia_spmm_dot_blocks(&s->spmm, s->nrows);
     double *part = NULL;
     unsigned used = 0;
     KS_TRY(ks_be_alloc(be, sizeof(double) * (size_t)nb * (size_t)k, (void **)&part,
                        "dia SpMM dot partials"));
     const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols, s->ndiag,
-                                s->offset, s->val, s->valf, k, X, 1.0, 0.0, Y, NULL, part,
+                                s->offset, s->val, s->valf, k, X, 1.0, 0.0, Y, f, part,
                                 &used};
     ks_error e = ks_dia_spmm_run(&a);
     if (e == KS_OK && (used == 0 || used > nb))
@@ -445,6 +446,12 @@ ks_error dia_spmm_dot(ks_backend *be, void *state, int k, const double *X, doubl
         e = ks_cuda_finish_parts(be, part, used, k, dots);
     be->ops->free(be, part);
     return e;
+}
+
+ks_error dia_spmm_dot(ks_backend *be, void *state, int k, const double *X, double *Y,
+                      double *dots)
+{
+    return dia_run_dots(be, (const dia_state *)state, k, X, Y, NULL, dots);
 }
 
 /* The fused pass on k columns (fused.h): the SpMM's tile walk and column
@@ -456,6 +463,20 @@ ks_error dia_fused_block(ks_backend *be, void *state, int k, const ks_fused_step
     const ks_dia_spmm_args a = {ks_cufmt_stream(be), s->spmm, s->nrows, s->ncols, s->ndiag,
                                 s->offset, s->val, s->valf, k, NULL, 0.0, 0.0, NULL, f, NULL, NULL};
     return ks_dia_spmm_run(&a);
+}
+
+/* The fused pass with B'Xo in its epilogue (format.h's fused_block_dot);
+ * a pass that makes X from B (xw) runs, then a block dot. */
+ks_error dia_fused_block_dot(ks_backend *be, void *state, int k, const ks_fused_step *f,
+                             double *dots)
+{
+    if (!f->xo)
+        return ks_seterr(KS_ERR_ARG, "dia fused block pass with dots: no Xo");
+    if (f->xw) {
+        KS_TRY(dia_fused_block(be, state, k, f));
+        return ks_cuda_bdot(be, ((const dia_state *)state)->nrows, k, f->b, f->xo, dots);
+    }
+    return dia_run_dots(be, (const dia_state *)state, k, NULL, NULL, f, dots);
 }
 
 ks_error dia_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
@@ -681,6 +702,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     dia_spmm,
     dia_fused_block,
     dia_spmm_dot,
+    dia_fused_block_dot,
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -704,4 +726,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     bdia_spmm,
     NULL, /* fused_block */
     NULL, /* spmm_dot */
+    NULL, /* fused_block_dot */
 };

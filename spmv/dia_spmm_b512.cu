@@ -1,6 +1,6 @@
 /* dia's tile walk in 512-thread blocks (tile, vec), and `old`: its own
- * kernel for the SpMM; the fused passes and the SpMM with dots, which it
- * has no form of, as `tile`. */
+ * kernel for the SpMM; the fused passes, which it has no form of, as
+ * `tile`. (Passes with dots take the default walk: dia_spmm_cuda.cu.) */
 #include "dia_spmm_walk.cuh"
 
 ks_error ks_dia_spmm_walk_512(const ks_dia_spmm_args *a, int pairs)
@@ -10,7 +10,7 @@ ks_error ks_dia_spmm_walk_512(const ks_dia_spmm_args *a, int pairs)
 
 ks_error ks_dia_spmm_walk_old(const ks_dia_spmm_args *a)
 {
-    if (a->f || a->dot_part)
+    if (a->f)
         return walk<512>(a, false);
     return a->valf ? run_old<float>(a, a->valf) : run_old<double>(a, a->val);
 }

@@ -7,6 +7,8 @@ ks_error ks_dia_spmm_run(const ks_dia_spmm_args *a)
 {
     if (a->nrows == 0)
         return KS_OK;
+    if (a->dot_part) /* passes with dots: the default walk only (dia_spmm_walk.cuh) */
+        return ks_dia_spmm_walk_1024(a, 1);
     switch (a->how.variant) {
     case KS_DIA_SPMM_OLD: return ks_dia_spmm_walk_old(a);
     case KS_DIA_SPMM_TILE: return ks_dia_spmm_walk_512(a, 0);

@@ -27,7 +27,8 @@ struct ks_dia_spmm_args {
     double *Y;
     const ks_fused_step *f;
     /* With f NULL: Y = A X (alpha 1, beta 0) and each block's X(:,j)'Y(:,j)
-     * at dot_part[j * blocks + b] (blocks: at most ks_dia_spmm_dot_blocks). */
+     * at dot_part[j * blocks + b] (blocks: at most ks_dia_spmm_dot_blocks);
+     * with f (no xw, xo set): the pass and each block's B(:,j)'Xo(:,j). */
     double *dot_part;
     unsigned *blocks_used; /* where not NULL: the launch's block count */
 };

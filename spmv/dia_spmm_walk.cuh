@@ -254,12 +254,15 @@ struct dot_flush<true> {
  * Xprev are read once (evict-first; Xprev may be Xo, read before the same
  * thread writes it, so not through the read-only path); X row i comes
  * from L1 (the sum's diagonal 0 read it). */
-template <bool S>
+template <bool S, bool D = false>
 struct fused_op {
     static const bool is_spmm = false;
     static const bool prefetch_pays = !S;
-    static const bool dots = false;
+    /* D: each thread also sums B(i, j) Xo(i, j) over its rows into acc
+     * (dot_flush), CG's r'z where the cycle's last step makes z */
+    static const bool dots = D;
     ks_fused_step f;
+    double *part; /* D: column j of block b at part[j * gridDim.x + b] */
     __device__ const double *x() const { return f.x; }
     template <int C>
     __device__ void scale(long long c, double *x) const
@@ -280,9 +283,12 @@ struct fused_op {
     }
     template <int C>
     __device__ void finish(long long e, long long i, const double *sum, double *b,
-                           double *) const
+                           double *acc) const
     {
-        double x[C], xp[C], v[C];
+        double x[C], xp[C], v[C], b0[C];
+#pragma unroll
+        for (int q = 0; q < C; q++)
+            b0[q] = b[q];
         double w = 0.0;
 #pragma unroll
         for (int q = 0; q < C; q++)
@@ -301,8 +307,11 @@ struct fused_op {
             put_cols<C>(f.r + e, b);
         if (f.xo) {
 #pragma unroll
-            for (int q = 0; q < C; q++)
+            for (int q = 0; q < C; q++) {
                 v[q] = ks_smooth_value_v(f.a, f.c, w, x[q], xp[q], b[q]);
+                if (D)
+                    acc[q] = __fma_rn(b0[q], v[q], acc[q]);
+            }
             put_cols<C>(f.xo + e, v);
         }
         if (f.x1)
@@ -570,25 +579,56 @@ ks_error run_tiles(const ks_dia_spmm_args *a, const V *val, bool pairs, const Op
     return e;
 }
 
-/* The op a call asks for (the SpMM, the SpMM with dots, the fused pass
- * with or without X made from B), on B-thread blocks: two columns a thread
- * where `pairs` and the blocks allow it. */
+/* The passes with dots (the SpMM's X'Y, the fused pass's B'Xo): compiled
+ * into the default walk's file only (DOTS: B = 1024), which
+ * ks_dia_spmm_run sends every call with dots to whatever KS_DIA_SPMM names
+ * (every walk gives the same sums; the dots' epilogues in every variant
+ * made the device build run past 336 s). 1 in *ran when it ran one. */
+template <typename V, int B, bool DOTS = (B == 1024)>
+struct dot_walk {
+    static ks_error run(const ks_dia_spmm_args *, const V *, bool, int *ran)
+    {
+        *ran = 0;
+        return KS_OK;
+    }
+};
+
+template <typename V, int B>
+struct dot_walk<V, B, true> {
+    static ks_error run(const ks_dia_spmm_args *a, const V *val, bool pairs, int *ran)
+    {
+        *ran = 1;
+        if (!a->f) {
+            const spmm_dot_op op = {a->X, a->Y, a->dot_part};
+            return run_tiles<V, B>(a, val, pairs, op);
+        }
+        const fused_op<false, true> op = {*a->f, a->dot_part}; /* no xw: dia_cuda.cu */
+        return run_tiles<V, B>(a, val, pairs, op);
+    }
+};
+
+/* The op a call asks for (the SpMM, the SpMM or fused pass with dots, the
+ * fused pass with or without X made from B), on B-thread blocks: two
+ * columns a thread where `pairs` and the blocks allow it. */
 template <typename V, int B>
 ks_error walk_v(const ks_dia_spmm_args *a, const V *val, bool pairs)
 {
-    if (!a->f && a->dot_part) {
-        const spmm_dot_op op = {a->X, a->Y, a->dot_part};
-        return run_tiles<V, B>(a, val, pairs, op);
+    if (a->dot_part) {
+        int ran = 0;
+        ks_error e = dot_walk<V, B>::run(a, val, pairs, &ran);
+        if (ran)
+            return e;
+        return ks_seterr(KS_ERR_ARG, "dia SpMM: a pass with dots outside the default walk");
     }
     if (!a->f) {
         const spmm_op op = {a->X, a->alpha, a->beta, a->Y};
         return run_tiles<V, B>(a, val, pairs, op);
     }
     if (a->f->xw) {
-        const fused_op<true> op = {*a->f};
+        const fused_op<true> op = {*a->f, NULL};
         return run_tiles<V, B>(a, val, pairs, op);
     }
-    const fused_op<false> op = {*a->f};
+    const fused_op<false> op = {*a->f, NULL};
     return run_tiles<V, B>(a, val, pairs, op);
 }
 

@@ -155,6 +155,7 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     NULL, /* spmm: k SpMVs */
     NULL, /* fused_block */
     NULL, /* spmm_dot */
+    NULL, /* fused_block_dot */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -178,4 +179,5 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     NULL, /* spmm: k SpMVs */
     NULL, /* fused_block */
     NULL, /* spmm_dot */
+    NULL, /* fused_block_dot */
 };

@@ -93,6 +93,12 @@ typedef struct ks_spmv_format_ops {
      * epilogue in a fixed order, so the blocks are not read again. */
     ks_error (*spmm_dot)(ks_backend *be, void *state, int k, const double *X, double *Y,
                          double *dots);
+    /* Optional (NULL: ks_matrix_fused_block_dot runs fused_block, then a
+     * block dot): the fused pass f (f->xo set) and dots[j] = B(:,j)'Xo(:,j)
+     * (a host array of k) summed in its epilogue in a fixed order, Xo as
+     * fused_block makes it bit for bit. */
+    ks_error (*fused_block_dot)(ks_backend *be, void *state, int k, const ks_fused_step *f,
+                                double *dots);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */
@@ -163,6 +169,15 @@ ks_error ks_matrix_fused_block(const ks_matrix *M, const ks_block *B, const ks_b
                                const ks_vec *w, const ks_block *Xprev, ks_block *Xo,
                                ks_block *X1);
 int ks_matrix_has_fused_block(const ks_matrix *M);
+/* ks_matrix_fused_block with Xo required, and dots[j] = B(:,j)'Xo(:,j) (a
+ * host array of B's k): in the pass's epilogue where the format has
+ * fused_block_dot (dia on cuda), else the pass and ks_block_dot. The AMG
+ * block cycle's last step makes CG's r'z this way (B = r, Xo = z).
+ * KS_SPMM_DOT=0 takes the two calls. */
+ks_error ks_matrix_fused_block_dot(const ks_matrix *M, const ks_block *B, const ks_block *X,
+                                   const ks_vec *xw, double xs, ks_block *R, double a,
+                                   double c, const ks_vec *w, const ks_block *Xprev,
+                                   ks_block *Xo, ks_block *X1, double *dots);
 /* Name of a format of backend kind k with a fused block pass, or NULL. */
 const char *ks_spmv_format_with_fused_block(ks_backend_kind k);
 

@@ -137,12 +137,13 @@ static ks_error fb_weights(const ks_block *B, const ks_vec *v, const char *name)
     return KS_OK;
 }
 
-ks_error ks_matrix_fused_block(const ks_matrix *M, const ks_block *B, const ks_block *X,
-                               const ks_vec *xw, double xs, ks_block *R, double a, double c,
-                               const ks_vec *w, const ks_block *Xprev, ks_block *Xo,
-                               ks_block *X1)
+/* ks_matrix_fused_block, and with dots (not NULL) ks_matrix_fused_block_dot. */
+static ks_error fused_block(const ks_matrix *M, const ks_block *B, const ks_block *X,
+                            const ks_vec *xw, double xs, ks_block *R, double a, double c,
+                            const ks_vec *w, const ks_block *Xprev, ks_block *Xo, ks_block *X1,
+                            double *dots)
 {
-    const char *fn = "ks_matrix_fused_block";
+    const char *fn = dots ? "ks_matrix_fused_block_dot" : "ks_matrix_fused_block";
     if (!M || !B || (!X && !xw) || (X && xw) || (!R && !Xo) || (Xo && !w) || (X1 && (!xw || !Xo)))
         return ks_seterr(KS_ERR_ARG, "%s: NULL matrix or B, neither or both of X and xw, no "
                                      "output, Xo without w or X1 without xw and Xo", fn);
@@ -171,8 +172,10 @@ ks_error ks_matrix_fused_block(const ks_matrix *M, const ks_block *B, const ks_b
     }
     if (Xprev && X && Xprev->data == X->data)
         return ks_seterr(KS_ERR_ARG, "%s: Xprev aliases X", fn);
+    if (dots && !Xo)
+        return ks_seterr(KS_ERR_ARG, "%s: no Xo to take the dots with", fn);
     if (B->n == 0)
-        return KS_OK;
+        return dots ? ks_block_dot(B, Xo, dots) : KS_OK;
     if (!M->state)
         return ks_seterr(KS_ERR_ARG, "%s: the matrix has no SpMV state (a failed change of "
                                      "values)", fn);
@@ -180,8 +183,28 @@ ks_error ks_matrix_fused_block(const ks_matrix *M, const ks_block *B, const ks_b
                              w ? w->data : NULL, Xprev ? Xprev->data : NULL,
                              Xo ? Xo->data : NULL, KS_W_VECTOR, 0.0, xw ? xw->data : NULL, xs,
                              X1 ? X1->data : NULL};
-    ks_error e = M->ops->fused_block(M->be, M->state, B->k, &f);
+    const int fused_dots = dots && M->ops->fused_block_dot && spmm_dot_wanted();
+    ks_error e = fused_dots ? M->ops->fused_block_dot(M->be, M->state, B->k, &f, dots)
+                            : M->ops->fused_block(M->be, M->state, B->k, &f);
     if (e != KS_OK)
         return ks_adderr(e, "fused block pass of format '%s' (k = %d)", M->ops->name, B->k);
-    return KS_OK;
+    return dots && !fused_dots ? ks_block_dot(B, Xo, dots) : KS_OK;
+}
+
+ks_error ks_matrix_fused_block(const ks_matrix *M, const ks_block *B, const ks_block *X,
+                               const ks_vec *xw, double xs, ks_block *R, double a, double c,
+                               const ks_vec *w, const ks_block *Xprev, ks_block *Xo,
+                               ks_block *X1)
+{
+    return fused_block(M, B, X, xw, xs, R, a, c, w, Xprev, Xo, X1, NULL);
+}
+
+ks_error ks_matrix_fused_block_dot(const ks_matrix *M, const ks_block *B, const ks_block *X,
+                                   const ks_vec *xw, double xs, ks_block *R, double a,
+                                   double c, const ks_vec *w, const ks_block *Xprev,
+                                   ks_block *Xo, ks_block *X1, double *dots)
+{
+    if (!dots)
+        return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_block_dot: NULL dots");
+    return fused_block(M, B, X, xw, xs, R, a, c, w, Xprev, Xo, X1, dots);
 }

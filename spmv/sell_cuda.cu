@@ -210,6 +210,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     sell_spmm,
     NULL, /* fused_block */
     NULL, /* spmm_dot */
+    NULL, /* fused_block_dot */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -233,4 +234,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     sell_spmm,
     NULL, /* fused_block */
     NULL, /* spmm_dot */
+    NULL, /* fused_block_dot */
 };

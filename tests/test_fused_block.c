@@ -91,6 +91,30 @@ static void check_variant(ks_backend *be, ks_matrix *M, const ks_csr *A, const c
         KS_CHECK(ks_block_get_host(Xo, ho));
     if (X1)
         KS_CHECK(ks_block_get_host(X1, h1));
+    if (Xo) { /* the same pass with dots: Xo bit for bit, B'Xo to rounding */
+        ks_block *Xo2 = mkblock(be, n, k, hp);
+        double dots[KS_BLOCK_MAX_COLS], *h2 = malloc(nk * sizeof(double) + 8);
+        for (int j = 0; j < k; j++)
+            dots[j] = NAN;
+        KS_CHECK(ks_matrix_fused_block_dot(M, B, X, from_zero ? w : NULL, xs, R, a, c, w,
+                                           v == V_CHEB_INPLACE ? Xo2 : P, Xo2, X1, dots));
+        KS_CHECK(ks_block_get_host(Xo2, h2));
+        ck_assert_msg(memcmp(h2, ho, nk * sizeof(double)) == 0,
+                      "%s %s k %d variant %d: Xo of the pass with dots differs", what, fmt, k, v);
+        for (int j = 0; j < k; j++) {
+            long double d = 0.0L, m = 0.0L;
+            for (ks_int i = 0; i < n; i++) {
+                const double t = hb[(size_t)i * k + j] * ho[(size_t)i * k + j];
+                d += t;
+                m += fabs(t);
+            }
+            ck_assert_msg(fabsl((long double)dots[j] - d) <= 1e-13L * (m > 0 ? m : 1),
+                          "%s %s k %d variant %d column %d: B'Xo %.17g, reference %.17Lg", what,
+                          fmt, k, v, j, dots[j], d);
+        }
+        free(h2);
+        ks_block_destroy(&Xo2);
+    }
     double *bc = malloc((size_t)n * sizeof(double) + 8), *xc = malloc((size_t)n * sizeof(double) + 8);
     double *pc = malloc((size_t)n * sizeof(double) + 8), *vr = malloc((size_t)n * sizeof(double) + 8);
     double *vo = malloc((size_t)n * sizeof(double) + 8), *v1 = malloc((size_t)n * sizeof(double) + 8);
@@ -447,6 +471,12 @@ START_TEST(errors)
                      KS_ERR_ARG); /* no output */
     ck_assert_int_eq(ks_matrix_fused_block(MR, B, X, NULL, 0, Y, 0, 0, NULL, NULL, NULL, NULL),
                      KS_ERR_SIZE); /* not square */
+    double dots[4];
+    ck_assert_int_eq(ks_matrix_fused_block_dot(M, B, X, NULL, 0, Y, 0, 0, NULL, NULL, NULL,
+                                               NULL, dots), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "Xo"));
+    ck_assert_int_eq(ks_matrix_fused_block_dot(M, B, X, NULL, 0, NULL, 0, 1, w, NULL, Y, NULL,
+                                               NULL), KS_ERR_ARG);
     ck_assert_int_eq(ks_matrix_fused_block(NULL, B, X, NULL, 0, Y, 0, 0, NULL, NULL, NULL, NULL),
                      KS_ERR_ARG);
     ks_block *blocks[] = {B, X, Y, Y3, Yo};

@@ -353,7 +353,7 @@ static ks_error smoother_data(ks_amg *amg, int l)
         double rho = 0.0;
         ks_error e = ks_dist_matrix_recast(L->Am, ks_amg_dist_level_format(amg), NULL, &D);
         if (e == KS_OK)
-            e = ks_dist_spectral_radius(D, 12, &rho);
+            e = ks_dist_spectral_radius_sym(D, 12, amg->sym0, &rho, NULL);
         ks_matrix_destroy(&D);
         if (e != KS_OK)
             return ks_adderr(e, "AMG level %d: Chebyshev eigenvalue estimate", l);
@@ -378,6 +378,7 @@ static ks_error values_only(ks_amg *amg, int *changed)
     KS_TRY(ks_amg_dist_coarse_setup(amg));
     KS_TRY(ks_amg_dist_float_coarse_inv(amg));
     ks_amg_dist_phase(amg, last, KS_AMG_PHASE_COARSE, "gathered coarse LU and inverse", &t);
+    amg->sym0 = 0; /* level 0's estimate (smoother_data) tells */
     for (int l = 0; l < amg->nlevels; l++)
         KS_TRY(smoother_data(amg, l));
     ks_amg_dist_phase(amg, 0, KS_AMG_PHASE_SMOOTHER, "smoother setup", &t);

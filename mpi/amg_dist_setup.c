@@ -348,6 +348,7 @@ ks_error ks_amg_dist_build(ks_amg *amg)
     ks_amg_dist_trace_start();
     KS_TRY(ks_amg_dist_keep_start(amg));
     amg->nlevels = 1;
+    amg->sym0 = 0; /* level 0's estimate tells */
     for (int l = 0;; l++) {
         ks_amg_level *L = &amg->levels[l];
         const ks_gint n = ks_matrix_global_rows(L->Am);

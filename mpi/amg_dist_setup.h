@@ -154,13 +154,20 @@ ks_error ks_amg_dist_smoother_setup(ks_amg *amg, int l);
  * |D|^-1/2 A |D|^-1/2 (symmetric A, one-signed diagonal) as the serial
  * estimate does, with distributed vectors, SpMVs and rank-order sums. */
 ks_error ks_dist_spectral_radius(ks_matrix *A, int iters, double *rho);
+/* The same with the serial estimate's shortcut: known_sym skips the
+ * symmetry check (a Galerkin product of an exactly symmetric level 0 is
+ * symmetric to rounding); exact (NULL: not wanted) is set to whether the
+ * check ran and found every pair equal bit for bit (ks_amg.sym0). */
+ks_error ks_dist_spectral_radius_sym(ks_matrix *A, int iters, int known_sym, double *rho,
+                                     int *exact);
 
 /* ----------------------------------------------------- symmetry_dist.c */
 /* Collective. *sym = 1 when the distributed matrix A is symmetric to
  * rounding by the serial estimate's rule (every upper entry's partner
  * within KS_SPEC_SYM_TOL sqrt(|a_ii a_jj|), as many lower as upper
- * entries), the same answer on every rank. d: this rank's diagonal. */
-ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym);
+ * entries), the same answer on every rank. d: this rank's diagonal.
+ * exact (NULL: not wanted): symmetric with every pair equal bit for bit. */
+ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym, int *exact);
 
 #ifdef __cplusplus
 }

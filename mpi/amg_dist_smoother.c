@@ -12,6 +12,9 @@
  *     D^-1 A, capped by ||D^-1 A||_inf, at least 1), the same start vector
  *     by global row, with distributed SpMVs and rank-order sums; so the
  *     estimate is the serial one to rounding and the same on every rank.
+ *     As serially, the coarse levels of an exactly symmetric level 0 skip
+ *     the symmetry check (ks_amg.sym0): at 7-point 256^3 on 2 ranks the
+ *     checks' partner lookups were most of the smoother setup.
  * The row-wise work (diagonals, start vectors, weights) is done in host
  * arrays and set into the vectors, so a backend without host memory (cuda)
  * takes the same path; the SpMVs and vector steps run on the backend. */
@@ -29,6 +32,8 @@ typedef struct dspec {
     ks_vec *dsc;     /* |a_ii|^-1/2 (Lanczos) or 1/a_ii (power) */
     ks_vec *v, *vprev, *w, *t;
     double *h;       /* n host values: what is set into dsc and the start vector */
+    int known_sym;   /* symmetric without the check (ks_dist_spectral_radius_sym) */
+    int exact;       /* the check ran and every pair was equal bit for bit */
 } dspec;
 
 /* The diagonal of this rank's rows (the local block's). */
@@ -167,8 +172,12 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     KS_TRY(ks_comm_max(c, &bound, 1));
     s->sign = cnt[1] > 0.0 ? -1.0 : 1.0;
     int sym = 0;
-    if (!(cnt[0] > 0.0 && cnt[1] > 0.0))
-        KS_TRY(ks_dist_symmetric(s->A, dg, &sym));
+    if (!(cnt[0] > 0.0 && cnt[1] > 0.0)) {
+        if (s->known_sym)
+            sym = 1;
+        else
+            KS_TRY(ks_dist_symmetric(s->A, dg, &sym, &s->exact));
+    }
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < s->n; i++)
         dg[i] = sym ? 1.0 / sqrt(fabs(dg[i])) : 1.0 / dg[i];
@@ -184,9 +193,18 @@ static ks_error estimate(dspec *s, int iters, double *rho)
 
 ks_error ks_dist_spectral_radius(ks_matrix *A, int iters, double *rho)
 {
+    return ks_dist_spectral_radius_sym(A, iters, 0, rho, NULL);
+}
+
+ks_error ks_dist_spectral_radius_sym(ks_matrix *A, int iters, int known_sym, double *rho,
+                                     int *exact)
+{
     dspec s;
     memset(&s, 0, sizeof s);
     s.A = A;
+    s.known_sym = known_sym;
+    if (exact)
+        *exact = 0;
     s.n = A->A.nrows;
     ks_error e = iters >= 1 ? KS_OK : ks_seterr(KS_ERR_ARG, "spectral estimate: %d steps", iters);
     s.h = ks_malloc((size_t)s.n * sizeof *s.h + 1, "spectral estimate host vector");
@@ -203,6 +221,8 @@ ks_error ks_dist_spectral_radius(ks_matrix *A, int iters, double *rho)
     for (int k = 0; k < 5; k++)
         ks_vec_destroy(vs[k]);
     free(s.h);
+    if (exact)
+        *exact = e == KS_OK && s.exact;
     return e;
 }
 
@@ -242,7 +262,10 @@ ks_error ks_amg_dist_smoother_setup(ks_amg *amg, int l)
     e = ks_matrix_agree(L->Am, e);
     if (e == KS_OK && amg->smoother == KS_SMOOTHER_CHEBYSHEV && !L->rho_valid) {
         double rho = 0.0;
-        e = ks_dist_spectral_radius(L->Am, 12, &rho);
+        int exact = 0;
+        e = ks_dist_spectral_radius_sym(L->Am, 12, l > 0 && amg->sym0, &rho, &exact);
+        if (l == 0) /* level 0 comes first in each (re-)setup */
+            amg->sym0 = e == KS_OK && exact;
         if (e == KS_OK) {
             L->rho = rho;
             L->rho_valid = 1; /* ks_amg_smoother_setup takes it as it is */

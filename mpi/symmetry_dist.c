@@ -7,7 +7,8 @@
  * a_ii) (an Alltoall of the counts, an Alltoallv of the entries), which
  * looks it up in its ghost block. The counts and failures are summed over
  * the ranks, so every rank gets the same answer, the serial answer for
- * the global matrix. */
+ * the global matrix; so is whether every pair is equal bit for bit (what
+ * lets the coarse levels skip the check, as serially). */
 #include "amg_dist_setup.h"
 #include "../amg/spectral_common.h"
 
@@ -60,7 +61,7 @@ static int close_enough(double a, double b, double di, double dj)
 
 /* This rank's own checks and counts; the upper entries whose partner is
  * elsewhere, by destination (out, scount / sdispl in bytes). */
-static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], int *scount,
+static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[4], int *scount,
                            int *sdispl, sym_entry **out)
 {
     const ks_dist_impl *di = (const ks_dist_impl *)A->dist;
@@ -77,8 +78,8 @@ static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], 
         free(pos);
         return KS_ERR_MEMORY;
     }
-    ks_gint up = 0, low = 0, bad = 0;
-#pragma omp parallel for schedule(static) reduction(+ : up, low, bad)
+    ks_gint up = 0, low = 0, bad = 0, differ = 0;
+#pragma omp parallel for schedule(static) reduction(+ : up, low, bad, differ)
     for (ks_int i = 0; i < n; i++) {
         for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
             const ks_int j = L->colind[k];
@@ -88,12 +89,14 @@ static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], 
                 up++;
                 const ks_int kt = find_col(L, j, i);
                 bad += kt < 0 || !close_enough(L->val[k], L->val[kt], d[i], d[j]);
+                differ += kt < 0 || L->val[k] != L->val[kt];
             }
         }
     }
     cnt[0] += up;
     cnt[1] += low;
     cnt[2] += bad;
+    cnt[3] += differ;
     /* The ghost entries: lower ones counted, upper ones sent to their
      * partners' owners. Threads take row chunks: each counts its chunk's
      * by destination, the counts are laid out destination by destination
@@ -162,26 +165,30 @@ static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[3], 
 }
 
 /* The partners of the entries received: in this rank's ghost block. */
-static ks_gint remote_pass(const ks_matrix *A, const double *d, const sym_entry *in, int64_t n)
+static void remote_pass(const ks_matrix *A, const double *d, const sym_entry *in, int64_t n,
+                        ks_gint cnt[4])
 {
     const ks_dist_impl *di = (const ks_dist_impl *)A->dist;
     const ks_csr *G = di->base.ghost ? ks_matrix_host_csr(di->base.ghost) : NULL;
     const ks_gint rb = A->dist->offsets[A->dist->comm->rank];
-    ks_gint bad = 0;
+    ks_gint bad = 0, differ = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad, differ) if (n >= 16384)
     for (int64_t t = 0; t < n; t++) {
         const ks_int j = (ks_int)(in[t].row - rb);
         const ks_int g = find_gid(di->ghost_gid, di->nghost, in[t].col);
         const ks_int kt = G && g >= 0 ? find_col(G, j, g) : -1;
         bad += kt < 0 || !close_enough(in[t].val, G->val[kt], in[t].diag, d[j]);
+        differ += kt < 0 || in[t].val != G->val[kt];
     }
-    return bad;
+    cnt[2] += bad;
+    cnt[3] += differ;
 }
 
-ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym)
+ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym, int *exact)
 {
     const ks_comm *c = A->dist->comm;
     const int p = c->size;
-    ks_gint cnt[3] = {0, 0, 0}; /* upper, lower, mismatches */
+    ks_gint cnt[4] = {0, 0, 0, 0}; /* upper, lower, mismatches, pairs not equal bit for bit */
     int *w = ks_calloc(4 * (size_t)p, sizeof *w, "symmetry counts");
     int *scount = w, *rcount = w + p, *sdispl = w + 2 * p, *rdispl = w + 3 * p;
     sym_entry *out = NULL, *in = NULL;
@@ -195,12 +202,14 @@ ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym)
         nin = bytes / (int64_t)sizeof(sym_entry);
     }
     if (e == KS_OK) {
-        cnt[2] += remote_pass(A, d, in, nin);
-        e = ks_comm_sum_gint(c, cnt, 3);
+        remote_pass(A, d, in, nin, cnt);
+        e = ks_comm_sum_gint(c, cnt, 4);
     }
     free(in);
     free(out);
     free(w);
     *sym = e == KS_OK && cnt[2] == 0 && cnt[0] == cnt[1];
+    if (exact)
+        *exact = *sym && cnt[3] == 0;
     return e;
 }

@@ -58,6 +58,7 @@ void ks_dist_compact_free(ks_dist_compact *X)
     if (!X)
         return;
     ks_csr_free(&X->T);
+    ks_sparse_free(&X->dT);
     ks_gmap_free(&X->cols);
     memset(X, 0, sizeof *X);
 }
@@ -83,7 +84,7 @@ static ks_error product(ks_backend *be, const ks_csr *AL, const ks_csr *AG, cons
     ks_amg_dist_substep(NULL, "A P: merge A's blocks", &t);
     if (e == KS_OK)
         e = ks_local_product_compact(be, alone ? AL : &M, G, &fm, P->rowptr, P->col, P->val,
-                                     &AP->cols, &AP->T);
+                                     &AP->cols, &AP->T, &AP->dT);
     ks_csr_free(&M);
     ks_gmap_free(&fm);
     return e;

@@ -105,15 +105,18 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
     return KS_OK;
 }
 
-ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T)
+/* T = L B on the device: L uploaded, B too unless dBin holds it there
+ * already; T downloaded and, with keep, also left on the device. */
+static ks_error device_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B,
+                              const ks_sparse *dBin, ks_csr *T, ks_sparse *keep)
 {
-    if (!be || ks_backend_host_memory(be))
-        return ks_csr_spgemm(L, B, T);
     ks_sparse dL = {0}, dB = {0}, dT = {0};
     double t = ks_wtime();
     ks_error e = ks_sparse_from_csr(be, L, 0, &dL);
-    if (e == KS_OK)
+    if (e == KS_OK && !dBin)
         e = ks_sparse_from_csr(be, B, 0, &dB);
+    if (e == KS_OK && dBin)
+        dB = *dBin; /* a view: freed by its owner */
     if (e == KS_OK) /* stacked and merged rows are sorted by construction */
         dL.valid = dB.valid = 1;
     ks_amg_dist_substep(NULL, "local product: upload", &t);
@@ -123,26 +126,61 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
         e = ks_backend_sync(be);
     ks_amg_dist_substep(NULL, "local product: device spgemm", &t);
     ks_sparse_free(&dL);
-    ks_sparse_free(&dB);
+    if (!dBin)
+        ks_sparse_free(&dB);
     if (e == KS_OK)
         e = ks_sparse_to_csr(&dT, T);
-    ks_sparse_free(&dT);
+    if (e == KS_OK && keep)
+        *keep = dT;
+    else
+        ks_sparse_free(&dT);
     ks_amg_dist_substep(NULL, "local product: download", &t);
     return e;
 }
 
+ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T)
+{
+    if (!be || ks_backend_host_memory(be))
+        return ks_csr_spgemm(L, B, T);
+    return device_spgemm(be, L, B, NULL, T, NULL);
+}
+
+ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T)
+{
+    if (!be || ks_backend_host_memory(be) || !dB || dB->be != be)
+        return ks_seterr(KS_ERR_ARG, "local product: the right factor is not on the device");
+    return device_spgemm(be, L, NULL, dB, T, NULL);
+}
+
 ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
                                   const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
-                                  const double *val, const ks_gmap *cols, ks_csr *T)
+                                  const double *val, const ks_gmap *cols, ks_csr *T,
+                                  ks_sparse *keep)
 {
     ks_csr B = {0};
     double t = ks_wtime();
+    if (keep)
+        memset(keep, 0, sizeof *keep);
     ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
     ks_amg_dist_substep(NULL, "stack P's rows", &t);
     if (e == KS_OK)
-        e = ks_local_spgemm(be, L, &B, T);
+        e = !be || ks_backend_host_memory(be) ? ks_csr_spgemm(L, &B, T)
+                                               : device_spgemm(be, L, &B, NULL, T, keep);
     ks_csr_free(&B);
     return e;
+}
+
+ks_error ks_fetched_rows(const ks_dist_ghost_prows *G, const ks_gmap *cols, ks_csr *F)
+{
+    const ks_int nnz = G->rowptr[G->n];
+    KS_TRY(ks_csr_alloc(F, G->n, ks_gmap_size(cols), nnz));
+    memcpy(F->rowptr, G->rowptr, ((size_t)G->n + 1) * sizeof *F->rowptr);
+    if (nnz > 0)
+        memcpy(F->val, G->val, (size_t)nnz * sizeof *F->val);
+#pragma omp parallel for schedule(static) if (nnz > 65536)
+    for (ks_int q = 0; q < nnz; q++)
+        F->colind[q] = ks_gmap_find(cols, G->col[q]);
+    return KS_OK;
 }
 
 /* One row's local entries (compact columns nb .. nb + nown - 1) counted,

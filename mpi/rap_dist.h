@@ -8,6 +8,7 @@
 #define KS_RAP_DIST_H
 
 #include "amg_dist.h"
+#include "../sparse/sparse.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,12 +63,21 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
  * (sparse/cuda/spgemm.cu), so where it runs changes no result; but with
  * KS_SPGEMM=cusparse, whose products agree with the cpu's to rounding. */
 ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T);
+/* Local. The same with the right factor already on the device (be's). */
+ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T);
 /* Local. *T = L times the rows that ks_stack_rows makes of (G, rows, rp,
  * col, val, cols), by ks_local_spgemm on be, with the compact columns of
- * `cols`; L: a host CSR over the compact numbers of `rows` (read only). */
+ * `cols`; L: a host CSR over the compact numbers of `rows` (read only).
+ * keep (may be NULL): where the product ran on the device, it stays there
+ * too (the next product reads it there); else keep is left empty. */
 ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
                                   const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
-                                  const double *val, const ks_gmap *cols, ks_csr *T);
+                                  const double *val, const ks_gmap *cols, ks_csr *T,
+                                  ks_sparse *keep);
+/* Local. The fetched rows G with their global columns as compact numbers
+ * of `cols` (every one there): the pieces ks_sparse_stack_rows puts
+ * around rows already on the device. */
+ks_error ks_fetched_rows(const ks_dist_ghost_prows *G, const ks_gmap *cols, ks_csr *F);
 /* Local. T (compact columns of `cols`, each row ascending) split as
  * ks_dist_csr_split splits the same rows with global columns, rows square
  * over cols' range: the local block (the range's columns, less its first)
@@ -91,6 +101,7 @@ ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)
  * product as it comes out, before its columns become global ids. */
 typedef struct ks_dist_compact {
     ks_csr T;       /* nrows x ks_gmap_size(&cols) */
+    ks_sparse dT;   /* T on the device where it was made there, else empty */
     ks_gmap cols;   /* owns its ids */
     ks_gint row_begin, nrows_global, ncols_global;
 } ks_dist_compact;

@@ -357,6 +357,32 @@ ks_error ks_sparse_row_stats(const ks_sparse *A, double dia_max_fill, ks_sparse_
     return KS_OK;
 }
 
+ks_error ks_sparse_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sparse *F, ks_int nb,
+                              ks_int ncols, ks_sparse *B)
+{
+    static const char who[] = "row stacking";
+    if (B)
+        memset(B, 0, sizeof *B);
+    KS_TRY(same_backend(who, M, F));
+    if (!B || (!tab && M->ncols > 0))
+        return ks_seterr(KS_ERR_ARG, "sparse %s: NULL %s", who, B ? "table" : "output");
+    if (nb < 0 || nb > F->nrows || ncols < 0 || F->ncols > ncols || !M->val != !F->val)
+        return ks_seterr(KS_ERR_ARG, "sparse %s: %lld rows before of %lld, %lld columns of "
+                         "%lld, values %s", who, (long long)nb, (long long)F->nrows,
+                         (long long)F->ncols, (long long)ncols,
+                         !M->val != !F->val ? "in one operand only" : "in both or neither");
+    const int64_t nnz = (int64_t)M->nnz + F->nnz, nrows = (int64_t)M->nrows + F->nrows;
+    if (nnz > INT32_MAX || nrows >= INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "sparse %s: %lld rows, %lld entries (more than 2^31)", who,
+                         (long long)nrows, (long long)nnz);
+    OP(M, stack_rows, who);
+    KS_TRY(ks_sparse_alloc(M->be, (ks_int)nrows, ncols, (ks_int)nnz, !M->val, B));
+    ks_error e = ops_->stack_rows(M, tab, F, nb, B);
+    if (e != KS_OK)
+        ks_sparse_free(B);
+    return e;
+}
+
 ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
 {
     KS_TRY(same_backend("pattern comparison", A, B));

@@ -88,8 +88,12 @@ typedef struct ks_sparse_ops {
     /* *same = 1 when A and B have the same shape, rowptr and colind. */
     ks_error (*same_pattern)(const ks_sparse *A, const ks_sparse *B, int *same);
     /* Row statistics (ks_sparse_stats; ndiag as ks_sparse_stats_max_ndiag
-     * says); last, so positional initialisers may leave it out. */
+     * says). */
     ks_error (*row_stats)(const ks_sparse *A, double dia_max_fill, ks_sparse_stats *st);
+    /* Fill B (allocated by ks_sparse_stack_rows) with F's rows 0 .. nb - 1,
+     * then M's rows with column c as tab[c], then F's rows nb and on. */
+    ks_error (*stack_rows)(const ks_sparse *M, const ks_int *tab, const ks_sparse *F, ks_int nb,
+                           ks_sparse *B);
 } ks_sparse_ops;
 
 /* The table of be's kind (never NULL for a backend of this build). */
@@ -133,6 +137,16 @@ ks_error ks_sparse_scale_rows(ks_sparse *A, const double *d);
 ks_error ks_sparse_diagonal(const ks_sparse *A, double *d);
 ks_error ks_sparse_offdiag_abs_sums(const ks_sparse *A, double *s);
 ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same);
+/* B = F's first nb rows, M's rows with column c renumbered tab[c], F's
+ * other rows: the rows a distributed product's local part multiplies (A
+ * P's own rows where the first product left them, the rows fetched from
+ * other ranks around them), stacked where M lives without a host copy.
+ * M, tab and F on one backend (tab: M->ncols entries; those M's entries
+ * use in [0, ncols), F's columns too); B gets ncols columns, values where
+ * both have them (a pattern where neither has), and is made here. A
+ * monotone tab keeps sorted rows sorted. */
+ks_error ks_sparse_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sparse *F, ks_int nb,
+                              ks_int ncols, ks_sparse *B);
 /* Statistics where A lives (a backend without the operation: from a host
  * copy); the diagonals counted only where a DIA fill of at most
  * dia_max_fill is possible (ks_sparse_stats_max_ndiag, and max_row within

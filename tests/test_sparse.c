@@ -434,6 +434,109 @@ static void check_ops(const char *name)
     ks_backend_destroy(&cpu);
 }
 
+/* ks_sparse_stack_rows against a host stacking: F's first nb rows, M's
+ * rows through a monotone table, F's others; bit for bit, sorted rows kept
+ * sorted; nb at either end, empty operands; the argument errors. */
+static void stack_ref(const ks_csr *M, const ks_int *tab, const ks_csr *F, ks_int nb, ks_csr *B)
+{
+    KS_CHECK(ks_csr_alloc(B, M->nrows + F->nrows, 70, M->nnz + F->nnz));
+    ks_int k = 0, r = 0;
+    B->rowptr[0] = 0;
+    for (ks_int i = 0; i < F->nrows + M->nrows; i++) {
+        const int own = i >= nb && i < nb + M->nrows;
+        const ks_csr *X = own ? M : F;
+        const ks_int xi = own ? i - nb : i < nb ? i : i - M->nrows;
+        for (ks_int q = X->rowptr[xi]; q < X->rowptr[xi + 1]; q++, k++) {
+            B->colind[k] = own ? tab[X->colind[q]] : X->colind[q];
+            B->val[k] = X->val[q];
+        }
+        B->rowptr[++r] = k;
+    }
+}
+
+static void check_stack(const char *name)
+{
+    ks_backend *be, *other;
+    KS_CHECK(ks_backend_create(name, &be));
+    KS_CHECK(ks_backend_create(name, &other));
+    ks_int tab[40];
+    for (ks_int c = 0; c < 40; c++) /* monotone, with gaps: [0, 70) */
+        tab[c] = c + (c > 10) * 9 + (c > 30) * 20;
+    ks_int *dtab;
+    KS_CHECK(ks_be_alloc(be, sizeof tab, (void **)&dtab, "test table"));
+    KS_CHECK(be->ops->upload(be, dtab, tab, sizeof tab));
+    const ks_int msizes[2] = {50, 0}, fsizes[2] = {20, 0};
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            ks_csr Mh, Fh;
+            random_csr(&Mh, msizes[a], 40, 4, 1, 11 + (uint64_t)a);
+            random_csr(&Fh, fsizes[b], 70, 6, 1, 21 + (uint64_t)b);
+            ks_sparse M, F;
+            KS_CHECK(ks_sparse_from_csr(be, &Mh, 0, &M));
+            KS_CHECK(ks_sparse_from_csr(be, &Fh, 0, &F));
+            const ks_int nbs[3] = {0, Fh.nrows / 3, Fh.nrows};
+            for (int t = 0; t < 3; t++) {
+                ks_sparse B;
+                ks_csr Bh, Ref;
+                KS_CHECK(ks_sparse_stack_rows(&M, dtab, &F, nbs[t], 70, &B));
+                KS_CHECK(ks_sparse_validate(&B));
+                host_of(&B, &Bh);
+                stack_ref(&Mh, tab, &Fh, nbs[t], &Ref);
+                ck_assert_int_eq(Bh.ncols, 70);
+                assert_close(&Bh, &Ref, 0.0, "stacked rows");
+                ks_csr_free(&Bh);
+                ks_csr_free(&Ref);
+                ks_sparse_free(&B);
+            }
+            ks_sparse_free(&M);
+            ks_sparse_free(&F);
+            ks_csr_free(&Mh);
+            ks_csr_free(&Fh);
+        }
+    /* errors: nb outside F's rows, too few columns, values in one only,
+     * another backend object, no table */
+    ks_csr Mh, Fh;
+    random_csr(&Mh, 30, 40, 3, 0, 5);
+    random_csr(&Fh, 10, 70, 3, 0, 6);
+    ks_sparse M, F, Fp, Fo, B;
+    KS_CHECK(ks_sparse_from_csr(be, &Mh, 0, &M));
+    KS_CHECK(ks_sparse_from_csr(be, &Fh, 0, &F));
+    KS_CHECK(ks_sparse_from_csr(be, &Fh, 1, &Fp));
+    KS_CHECK(ks_sparse_from_csr(other, &Fh, 0, &Fo));
+    ck_assert_int_eq(ks_sparse_stack_rows(&M, dtab, &F, 11, 70, &B), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_stack_rows(&M, dtab, &F, -1, 70, &B), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_stack_rows(&M, dtab, &F, 2, 69, &B), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_stack_rows(&M, dtab, &Fp, 2, 70, &B), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "values in one operand only"));
+    ck_assert_int_eq(ks_sparse_stack_rows(&M, dtab, &Fo, 2, 70, &B), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "different backend"));
+    ck_assert_int_eq(ks_sparse_stack_rows(&M, NULL, &F, 2, 70, &B), KS_ERR_ARG);
+    ck_assert_ptr_null(B.rowptr);
+    if (strcmp(name, "cpu") == 0) { /* a table entry outside the columns: checked on the host */
+        ks_int bad[40];
+        memcpy(bad, tab, sizeof bad);
+        bad[Mh.colind[Mh.nnz - 1]] = 70;
+        ck_assert_int_eq(ks_sparse_stack_rows(&M, bad, &F, 2, 70, &B), KS_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "outside 0 .. 69"));
+        ck_assert_ptr_null(B.rowptr);
+    }
+    ks_sparse_free(&M);
+    ks_sparse_free(&F);
+    ks_sparse_free(&Fp);
+    ks_sparse_free(&Fo);
+    ks_csr_free(&Mh);
+    ks_csr_free(&Fh);
+    be->ops->free(be, dtab);
+    ks_backend_destroy(&other);
+    ks_backend_destroy(&be);
+}
+
+START_TEST(stack_cpu) { check_stack("cpu"); }
+END_TEST
+
+START_TEST(stack_cuda) { check_stack("cuda"); }
+END_TEST
+
 START_TEST(ops_cpu) { check_ops("cpu"); }
 END_TEST
 
@@ -1857,6 +1960,7 @@ int main(void)
     TCase *tc = tcase_create("cpu");
     tcase_add_test(tc, copies_roundtrip);
     tcase_add_test(tc, ops_cpu);
+    tcase_add_test(tc, stack_cpu);
     tcase_add_test(tc, products_cpu);
     tcase_add_test(tc, shapes_cpu);
     tcase_add_test(tc, validate_cpu);
@@ -1871,6 +1975,7 @@ int main(void)
     if (ks_test_have_cuda()) {
         TCase *tg = tcase_create("cuda");
         tcase_add_test(tg, ops_cuda);
+        tcase_add_test(tg, stack_cuda);
         tcase_add_test(tg, copies_cuda);
         tcase_add_test(tg, products_cuda);
         tcase_add_test(tg, shapes_cuda);
@@ -1884,8 +1989,8 @@ int main(void)
 #endif
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(10, "no CUDA device: sparse operations, products against the cpu, copies, "
-                         "scans, memory limits, overflow and cuSPARSE on cuda");
+        ks_test_skip(11, "no CUDA device: sparse operations, row stacking, products against "
+                         "the cpu, copies, scans, memory limits, overflow and cuSPARSE on cuda");
     }
     return ks_test_run(s);
 }

@@ -146,6 +146,38 @@ static ks_error cpu_same_pattern(const ks_sparse *A, const ks_sparse *B, int *sa
     return KS_OK;
 }
 
+/* B's row r starts after F's rows before it and M's: F's first nb rows,
+ * M's rows from F's nb-th entry on, F's other rows after M's entries. */
+static ks_error cpu_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sparse *F, ks_int nb,
+                               ks_sparse *B)
+{
+    const ks_int nm = M->nrows, n = B->nrows, gb = F->rowptr[nb], ob = gb + M->nnz;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (ks_int r = 0; r <= n; r++)
+        B->rowptr[r] = r <= nb ? F->rowptr[r] : r <= nb + nm ? gb + M->rowptr[r - nb]
+                                                               : ob + F->rowptr[r - nm] - gb;
+    ks_int bad = -1;
+#pragma omp parallel for schedule(static) reduction(max : bad) if (M->nnz > 65536)
+    for (ks_int k = 0; k < M->nnz; k++) {
+        const ks_int c = tab[M->colind[k]];
+        B->colind[gb + k] = c;
+        if (c < 0 || c >= B->ncols)
+            bad = k > bad ? k : bad;
+    }
+    if (bad >= 0)
+        return ks_seterr(KS_ERR_ARG, "sparse row stacking: entry %lld's column %lld goes to %lld, "
+                         "outside 0 .. %lld", (long long)bad, (long long)M->colind[bad],
+                         (long long)tab[M->colind[bad]], (long long)B->ncols - 1);
+    memcpy(B->colind, F->colind, (size_t)gb * sizeof *B->colind);
+    memcpy(B->colind + ob, F->colind + gb, (size_t)(F->nnz - gb) * sizeof *B->colind);
+    if (B->val) {
+        memcpy(B->val, F->val, (size_t)gb * sizeof *B->val);
+        ks_memcpy_par(B->val + gb, M->val, (size_t)M->nnz * sizeof *B->val);
+        memcpy(B->val + ob, F->val + gb, (size_t)(F->nnz - gb) * sizeof *B->val);
+    }
+    return KS_OK;
+}
+
 /* A pass over the row pointers for the lengths, on all threads; then,
  * where the caller could use them (ks_sparse_stats_max_ndiag, max_row
  * within it), the occupied diagonals in a bitmap over the nrows + ncols - 1
@@ -223,4 +255,5 @@ const ks_sparse_ops ks_sparse_cpu_ops = {
     .offdiag_abs_sums = cpu_offdiag_abs_sums,
     .same_pattern = cpu_same_pattern,
     .row_stats = cpu_row_stats,
+    .stack_rows = cpu_stack_rows,
 };

@@ -118,6 +118,65 @@ ks_error cuda_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
     return e;
 }
 
+/* ks_sparse_ops.stack_rows's row pointers (cpu_stack_rows's rule) and
+ * M's columns through the table. */
+__global__ void stack_rowptr_kernel(ks_int n, ks_int nb, ks_int nm, const ks_int *__restrict__ frp,
+                                    const ks_int *__restrict__ mrp, ks_int gb, ks_int ob,
+                                    ks_int *brp)
+{
+    for (ks_int r = blockIdx.x * blockDim.x + threadIdx.x; r <= n; r += gridDim.x * blockDim.x)
+        brp[r] = r <= nb ? frp[r] : r <= nb + nm ? gb + mrp[r - nb] : ob + frp[r - nm] - gb;
+}
+
+__global__ void map_cols_kernel(long n, const ks_int *__restrict__ tab,
+                                const ks_int *__restrict__ in, ks_int *out)
+{
+    for (long k = blockIdx.x * (long)blockDim.x + threadIdx.x; k < n;
+         k += (long)gridDim.x * blockDim.x)
+        out[k] = tab[in[k]];
+}
+
+/* A device-to-device copy of n elements of size sz queued on st. */
+ks_error d2d(void *dst, const void *src, size_t n, size_t sz, cudaStream_t st)
+{
+    if (n == 0)
+        return KS_OK;
+    if (cudaMemcpyAsync(dst, src, n * sz, cudaMemcpyDeviceToDevice, st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ks_seterr(KS_ERR_DEVICE, "cudaMemcpyAsync (device to device, %zu bytes) failed "
+                         "stacking rows", n * sz);
+    }
+    return KS_OK;
+}
+
+/* The table's entries are the caller's promise (ks_sparse_stack_rows): a
+ * check here would cost a host wait on the setup's path. */
+ks_error cuda_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sparse *F, ks_int nb,
+                         ks_sparse *B)
+{
+    cudaStream_t st = stream_of(M);
+    ks_int gb = 0; /* F's entries before M's rows: one value the host needs */
+    KS_TRY(M->be->ops->download(M->be, &gb, F->rowptr + nb, sizeof gb));
+    const ks_int fn = F->nnz, nm = M->nrows, n = B->nrows, ob = gb + M->nnz;
+    stack_rowptr_kernel<<<blocks_for((long)n + 1), kThreads, 0, st>>>(n, nb, nm, F->rowptr,
+                                                                       M->rowptr, gb, ob,
+                                                                       B->rowptr);
+    KS_CUDA_LAUNCH_CHECK("stack_rowptr_kernel");
+    if (M->nnz > 0) {
+        map_cols_kernel<<<blocks_for(M->nnz), kThreads, 0, st>>>(M->nnz, tab, M->colind,
+                                                                  B->colind + gb);
+        KS_CUDA_LAUNCH_CHECK("map_cols_kernel");
+    }
+    KS_TRY(d2d(B->colind, F->colind, (size_t)gb, sizeof(ks_int), st));
+    KS_TRY(d2d(B->colind + ob, F->colind + gb, (size_t)(fn - gb), sizeof(ks_int), st));
+    if (B->val) {
+        KS_TRY(d2d(B->val, F->val, (size_t)gb, sizeof(double), st));
+        KS_TRY(d2d(B->val + gb, M->val, (size_t)M->nnz, sizeof(double), st));
+        KS_TRY(d2d(B->val + ob, F->val + gb, (size_t)(fn - gb), sizeof(double), st));
+    }
+    return KS_OK;
+}
+
 } // namespace
 
 extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
@@ -134,4 +193,5 @@ extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* offdiag_abs_sums */ cuda_offdiag_abs_sums,
     /* same_pattern */ cuda_same_pattern,
     /* row_stats */ ks_cuda_row_stats,
+    /* stack_rows */ cuda_stack_rows,
 };

@@ -63,7 +63,7 @@ int ks_csr_block_lanes_shift(int lanes, ks_int nrows, ks_int nnz, int k, int nsm
         return log2_of(lanes);
     if (nrows <= 0 || k <= 0)
         return 0;
-    const long long threads = (long long)nrows * k, target = (long long)nsm * 2048 * 4;
+    const long long threads = (long long)nrows * k, target = (long long)nsm * 2048;
     if (lanes == 0 && (nsm <= 0 || threads >= target))
         return 0;
     if (spmv_lanes > 0)

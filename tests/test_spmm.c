@@ -587,16 +587,19 @@ START_TEST(csr_block_pair_choice)
         ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_CSR_BLOCK_LANES"));
     }
     env_restore("KS_CSR_BLOCK_LANES", keep_l);
-    /* chosen: the 7-point 256^3 defaults' levels at k = 8 on 132 SMs (four
-     * waves: 1,081,344 threads): the big levels one lane; the smaller ones
+    /* chosen: the 7-point 256^3 and 128^3 defaults' levels at k = 8 on 132
+     * SMs (one wave: 270,336 threads): the levels that fill it one lane
+     * (128^3's level 2, 2.5 waves, was 1.7x slower with 32); the smaller ones
      * their SpMV's lanes (csr_vector: 32 for rows of 65-90 entries), or
-     * without them 1 doubled while under four waves with 2 entries a lane */
+     * without them 1 doubled while under one wave with 2 entries a lane */
     ck_assert_int_eq(ks_csr_block_lanes_shift(0, 5155439, 152685939, 8, 132, 8), 0);
     ck_assert_int_eq(ks_csr_block_lanes_shift(0, 679082, 47384578, 8, 132, 32), 0);
-    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 71486, 6480450, 8, 132, 32), 5);
-    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 71486, 6480450, 8, 132, 0), 1);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 71486, 6480450, 8, 132, 32), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 71486, 6480450, 8, 132, 0), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 86242, 6100000, 8, 132, 32), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 9529, 800000, 8, 132, 32), 5);
     ck_assert_int_eq(ks_csr_block_lanes_shift(0, 8202, 732512, 8, 132, 16), 4);
-    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 8202, 732512, 8, 132, 0), 5);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 8202, 732512, 8, 132, 0), 3);
     ck_assert_int_eq(ks_csr_block_lanes_shift(0, 1431, 92889, 8, 132, 0), 5);
     ck_assert_int_eq(ks_csr_block_lanes_shift(0, 1000, 3000, 8, 132, 0), 0);
     ck_assert_int_eq(ks_csr_block_lanes_shift(0, 1000, 8000, 8, 132, 0), 2);

@@ -26,6 +26,27 @@ int ks_csr_block_pair_aligned(const void *const *p, int n);
  * keep one column a thread. */
 int ks_csr_block_pair_use(int on, int k, int aligned);
 
+/* KS_CSR_BLOCK_LANES: threads an entry of Y the CSR block kernels split a
+ * row's entries over (csr_vector_cuda.cu). *lanes = 0 (chosen a call:
+ * ks_csr_block_lanes_shift) when unset or empty, -1 for "spmv" (the
+ * format's SpMV lanes on every level), else 1, 2, 4, 8, 16 or 32; KS_ERR_ARG
+ * (naming the variable) for anything else, *lanes then 0. */
+ks_error ks_csr_block_lanes_get(int *lanes);
+
+/* log2 of the lanes for a block kernel on k columns of an nrows x nnz
+ * matrix on nsm multiprocessors, spmv_lanes the format's SpMV lanes (0:
+ * none). `lanes` > 0: that many. 0: one while the kernel's nrows * k threads
+ * fill one wave of the device (2048 threads a multiprocessor), where other
+ * warps hide a thread's walk along its row; below that (the small coarse
+ * levels: a block pass took 3-4x a single vector's there, H200, 7-point
+ * 256^3, k = 8) the SpMV's lanes, so each column has its SpMV's bits, or
+ * without them 1 doubled while each lane keeps 2 entries of a mean row and
+ * the threads stay under one wave. One wave, not four: at 2.5 waves
+ * (7-point 128^3's level 2, 86,242 rows) 32 lanes made the block pass 1.7x
+ * slower than one lane (H200, 2026-11-29). -1: the SpMV's lanes always
+ * (the doubling where there are none). */
+int ks_csr_block_lanes_shift(int lanes, ks_int nrows, ks_int nnz, int k, int nsm, int spmv_lanes);
+
 #ifdef __cplusplus
 }
 #endif

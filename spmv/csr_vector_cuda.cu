@@ -410,19 +410,53 @@ ks_error csr_vector_fused_step(ks_backend *be, void *state, const ks_fused_step 
     return dispatch(be, (const csr_vector_state *)state, 0.0, NULL, 0.0, NULL, f);
 }
 
-/* Column q.j of row q.i's product, the row's entries in order; S: the
- * iterate made from X as the fused pass makes it (xs xw_c X(c, j)). The
- * rounding is spelled out (the scale xs xw_c rounded, then its product
- * with X(c, j), then one fused multiply-add a term: what nvcc had made of
+/* Lanes an entry of Y (L, a power of two to 32, a compile-time constant):
+ * thread g is lane g % L of entry (or pair) g / L. Lane l sums the row's
+ * entries l, l + L, ... in order, then the lanes' sums meet by shuffles in
+ * a fixed tree: row_sum's order with T = L, so with the format's lanes a
+ * column has its SpMV's bits. L = 1 is the one-thread-an-entry walk, the
+ * code it always was (a run-time lane stride there cost the big levels a
+ * fifth: H200, 7-point 256^3, k = 8, 2026-11-29). `valid`: the entry's row
+ * exists; past the last row the threads still join the shuffles. */
+template <int L>
+struct ks_block_lanes {
+    int lane;
+    bool valid;
+};
+
+template <int L>
+__device__ __forceinline__ ks_block_lanes<L> ks_block_lanes_of(long long g, bool valid)
+{
+    ks_block_lanes<L> ln;
+    ln.lane = (int)(g & (L - 1));
+    ln.valid = valid;
+    return ln;
+}
+
+template <int L>
+__device__ __forceinline__ double ks_block_lanes_sum(double sum)
+{
+#pragma unroll
+    for (int off = L / 2; off > 0; off >>= 1)
+        sum += __shfl_down_sync(0xffffffffu, sum, off, L);
+    return sum;
+}
+
+/* Column q.j of row q.i's product over this lane's entries of the row in
+ * order (all of them at L = 1), the lanes then summed; S: the iterate made
+ * from X as the fused pass makes it (xs xw_c X(c, j)). The rounding is
+ * spelled out (the scale xs xw_c rounded, then its product with X(c, j),
+ * then one fused multiply-add a term: what nvcc makes of row_sum's
  * sum += v * (xs * xw_c * x)), so block_row_sum2 can repeat it exactly. */
-template <typename E, bool S>
-__device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q,
+template <typename E, bool S, int L>
+__device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q, const ks_block_lanes<L> &ln,
                                                 const ks_int *__restrict__ rowptr, E ent,
                                                 const double *__restrict__ X,
                                                 const double *__restrict__ xw, double xs)
 {
     double sum = 0.0;
-    for (ks_int p = __ldg(rowptr + q.i), end = __ldg(rowptr + q.i + 1); p < end; p++) {
+    const ks_int end = ln.valid ? __ldg(rowptr + q.i + 1) : 0;
+    for (ks_int p = ln.valid ? __ldg(rowptr + q.i) + ln.lane : 0; p < end; p += L) {
         ks_int c;
         typename E::value_type v;
         ent.load(p, c, v);
@@ -431,7 +465,7 @@ __device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q,
             x = __dmul_rn(__dmul_rn(xs, __ldg(xw + c)), x);
         sum = __fma_rn((double)v, x, sum);
     }
-    return sum;
+    return ks_block_lanes_sum<L>(sum);
 }
 
 /* Columns j and j + 1 (j even) of row i of a block of kk columns (X
@@ -440,14 +474,16 @@ __device__ __forceinline__ double block_row_sum(const ks_spmm_pos &q,
  * it (the same entries in the same order, the same rounded operations), so
  * both sums have the one-column kernels' bits; tests/test_spmm.c and
  * tests/test_fused_block.c check that with exact equality on the GPU. */
-template <typename E, bool S>
+template <typename E, bool S, int L>
 __device__ __forceinline__ double2 block_row_sum2(long long i, long long kk, int j,
+                                                  const ks_block_lanes<L> &ln,
                                                   const ks_int *__restrict__ rowptr, E ent,
                                                   const double *__restrict__ X,
                                                   const double *__restrict__ xw, double xs)
 {
     double2 sum = make_double2(0.0, 0.0);
-    for (ks_int p = __ldg(rowptr + i), end = __ldg(rowptr + i + 1); p < end; p++) {
+    const ks_int end = ln.valid ? __ldg(rowptr + i + 1) : 0;
+    for (ks_int p = ln.valid ? __ldg(rowptr + i) + ln.lane : 0; p < end; p += L) {
         ks_int c;
         typename E::value_type v;
         ent.load(p, c, v);
@@ -460,56 +496,69 @@ __device__ __forceinline__ double2 block_row_sum2(long long i, long long kk, int
         sum.x = __fma_rn((double)v, x.x, sum.x);
         sum.y = __fma_rn((double)v, x.y, sum.y);
     }
+    sum.x = ks_block_lanes_sum<L>(sum.x);
+    sum.y = ks_block_lanes_sum<L>(sum.y);
     return sum;
 }
 
-/* SpMM (spmm_cuda.h): thread e = i*k + j sums column j of row i over the
- * row's entries in order; the row's k threads share each entry load. */
-template <typename E, int K>
+/* SpMM (spmm_cuda.h): thread e = i*k + j (L lanes each) sums column j of
+ * row i; the row's k threads share each entry load. */
+template <typename E, int K, int L>
 __global__ void __launch_bounds__(256)
     csr_spmm_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
                     const double *__restrict__ X, double alpha, double beta,
                     double *__restrict__ Y)
 {
-    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
-    if (q.i < nrows)
-        ks_spmm_store(Y, q.e, alpha, block_row_sum<E, false>(q, rowptr, ent, X, NULL, 0.0),
-                      beta);
+    const long long g = (long long)blockIdx.x * 256 + threadIdx.x;
+    const ks_spmm_pos q = ks_spmm_at<K>(g / L, k);
+    const ks_block_lanes<L> ln = ks_block_lanes_of<L>(g, q.i < nrows);
+    if (L == 1 && !ln.valid)
+        return;
+    const double sum = block_row_sum<E, false, L>(q, ln, rowptr, ent, X, NULL, 0.0);
+    if (ln.valid && ln.lane == 0)
+        ks_spmm_store(Y, q.e, alpha, sum, beta);
 }
 
 /* The SpMM two columns a thread (k even, KS_CSR_BLOCK_PAIR): thread
- * p = i*(k/2) + h sums columns 2h and 2h + 1 of row i (H: k / 2 as a
- * constant, 0 at run time), so the row's k / 2 threads load each entry
- * once for two columns and half as many threads run. Results equal
+ * p = i*(k/2) + h (L lanes each) sums columns 2h and 2h + 1 of row i (H:
+ * k / 2 as a constant, 0 at run time), so the row's k / 2 threads load each
+ * entry once for two columns and half as many threads run. Results equal
  * csr_spmm_kernel's bit for bit (block_row_sum2, ks_spmm_store2). */
-template <typename E, int H>
+template <typename E, int H, int L>
 __global__ void __launch_bounds__(256)
     csr_spmm_pair_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
                          const double *__restrict__ X, double alpha, double beta,
                          double *__restrict__ Y)
 {
-    const ks_spmm_pos q = ks_spmm_at<H>((long long)blockIdx.x * 256 + threadIdx.x, k / 2);
-    if (q.i >= nrows)
+    const long long g = (long long)blockIdx.x * 256 + threadIdx.x;
+    const ks_spmm_pos q = ks_spmm_at<H>(g / L, k / 2);
+    const ks_block_lanes<L> ln = ks_block_lanes_of<L>(g, q.i < nrows);
+    if (L == 1 && !ln.valid)
         return;
     const double2 s =
-        block_row_sum2<E, false>(q.i, 2LL * q.kk, 2 * q.j, rowptr, ent, X, NULL, 0.0);
-    ks_spmm_store2(Y, 2 * q.e, alpha, s.x, s.y, beta);
+        block_row_sum2<E, false, L>(q.i, 2LL * q.kk, 2 * q.j, ln, rowptr, ent, X, NULL, 0.0);
+    if (ln.valid && ln.lane == 0)
+        ks_spmm_store2(Y, 2 * q.e, alpha, s.x, s.y, beta);
 }
 
 /* The fused pass on k columns (fused.h, ks_fused_bload): the SpMM's sum
- * for entry (i, j), then the entry's epilogue, so the k threads of a row
- * read its matrix entries once for all the columns and the update reads
- * B, X, Xprev and writes Xo in the same pass (the two-pass step also
- * writes and reads back the product). S: the iterate made from B (xw). */
-template <typename E, int K, bool S>
+ * for entry (i, j), then the entry's epilogue (lane 0), so the k threads
+ * of a row read its matrix entries once for all the columns and the update
+ * reads B, X, Xprev and writes Xo in the same pass. S: the iterate made
+ * from B (xw). */
+template <typename E, int K, bool S, int L>
 __global__ void __launch_bounds__(256)
     csr_fused_block_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
                            const ks_fused_step f)
 {
-    const ks_spmm_pos q = ks_spmm_at<K>((long long)blockIdx.x * 256 + threadIdx.x, k);
-    if (q.i >= nrows)
+    const long long g = (long long)blockIdx.x * 256 + threadIdx.x;
+    const ks_spmm_pos q = ks_spmm_at<K>(g / L, k);
+    const ks_block_lanes<L> ln = ks_block_lanes_of<L>(g, q.i < nrows);
+    if (L == 1 && !ln.valid)
         return;
-    const double sum = block_row_sum<E, S>(q, rowptr, ent, f.x, f.xw, f.xs);
+    const double sum = block_row_sum<E, S, L>(q, ln, rowptr, ent, f.x, f.xw, f.xs);
+    if (!ln.valid || ln.lane != 0)
+        return;
     const ks_fused_in in = ks_fused_bload(&f, (ks_int)q.i, q.kk, q.j);
     ks_fused_store(&f, (ks_int)q.e, &in, sum, in.w);
 }
@@ -547,17 +596,20 @@ __device__ __forceinline__ void fused_store2(const ks_fused_step &f, long long i
 /* The fused block pass two columns a thread (k even, KS_CSR_BLOCK_PAIR),
  * threads as in csr_spmm_pair_kernel: each column's sum and update equal
  * csr_fused_block_kernel's bit for bit. */
-template <typename E, int H, bool S>
+template <typename E, int H, bool S, int L>
 __global__ void __launch_bounds__(256)
     csr_fused_pair_kernel(ks_int nrows, const ks_int *__restrict__ rowptr, E ent, int k,
                           const ks_fused_step f)
 {
-    const ks_spmm_pos q = ks_spmm_at<H>((long long)blockIdx.x * 256 + threadIdx.x, k / 2);
-    if (q.i >= nrows)
+    const long long g = (long long)blockIdx.x * 256 + threadIdx.x;
+    const ks_spmm_pos q = ks_spmm_at<H>(g / L, k / 2);
+    const ks_block_lanes<L> ln = ks_block_lanes_of<L>(g, q.i < nrows);
+    if (L == 1 && !ln.valid)
         return;
     const double2 s =
-        block_row_sum2<E, S>(q.i, 2LL * q.kk, 2 * q.j, rowptr, ent, f.x, f.xw, f.xs);
-    fused_store2(f, q.i, 2 * q.e, s);
+        block_row_sum2<E, S, L>(q.i, 2LL * q.kk, 2 * q.j, ln, rowptr, ent, f.x, f.xw, f.xs);
+    if (ln.valid && ln.lane == 0)
+        fused_store2(f, q.i, 2 * q.e, s);
 }
 
 /* Whether the blocks of this call allow the pair kernels: X, Y of the
@@ -572,61 +624,97 @@ int blocks_aligned(const double *X, const double *Y, const ks_fused_step *f)
     return ks_csr_block_pair_aligned(p, 6);
 }
 
-/* The pair kernels' launch: nrows * k / 2 threads. */
-template <typename E>
-ks_error csr_block_pair(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
-                        double alpha, const double *X, double beta, double *Y,
-                        const ks_fused_step *f)
+/* The pair kernels' launch (nrows * k / 2 * L threads); K: k / 2 fixed, or
+ * 0 (run time). */
+template <typename E, int H, int L>
+void launch_pair(const ks_cufmt_launch &lc, ks_int nrows, const ks_int *rowptr, E ent, int k,
+                 double alpha, const double *X, double beta, double *Y, const ks_fused_step *f)
 {
-    ks_cufmt_launch lc;
-    if (!ks_cufmt_launch_for(be, (long long)nrows * (k / 2), 256, &lc))
-        return KS_OK;
-#define KS_CSR_PAIR(H)                                                                        \
-    do {                                                                                      \
-        if (!f)                                                                               \
-            csr_spmm_pair_kernel<E, H><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent,  \
-                                                                         k, X, alpha, beta, Y); \
-        else if (f->xw)                                                                       \
-            csr_fused_pair_kernel<E, H, true>                                                 \
-                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
-        else                                                                                  \
-            csr_fused_pair_kernel<E, H, false>                                                \
-                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
-    } while (0)
-    KS_SPMM_DISPATCH(k / 2, KS_CSR_PAIR);
-#undef KS_CSR_PAIR
-    KS_CUDA_LAUNCH_CHECK(f ? "csr_fused_pair_kernel" : "csr_spmm_pair_kernel");
-    return KS_OK;
+    if (!f)
+        csr_spmm_pair_kernel<E, H, L>
+            <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, X, alpha, beta, Y);
+    else if (f->xw)
+        csr_fused_pair_kernel<E, H, true, L>
+            <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);
+    else
+        csr_fused_pair_kernel<E, H, false, L>
+            <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);
 }
+
+/* One thread an entry (L lanes each). */
+template <typename E, int K, int L>
+void launch_one(const ks_cufmt_launch &lc, ks_int nrows, const ks_int *rowptr, E ent, int k,
+                double alpha, const double *X, double beta, double *Y, const ks_fused_step *f)
+{
+    if (!f)
+        csr_spmm_kernel<E, K, L>
+            <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, X, alpha, beta, Y);
+    else if (f->xw)
+        csr_fused_block_kernel<E, K, true, L>
+            <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);
+    else
+        csr_fused_block_kernel<E, K, false, L>
+            <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);
+}
+
+/* L > 1: k at run time (the lanes, not the column count, are what the
+ * small levels need), L from the choice. */
+#define KS_CSR_LANES_DISPATCH(lsh, LAUNCH)                                                    \
+    do {                                                                                      \
+        switch (lsh) {                                                                        \
+        case 1: LAUNCH(2); break;                                                             \
+        case 2: LAUNCH(4); break;                                                             \
+        case 3: LAUNCH(8); break;                                                             \
+        case 4: LAUNCH(16); break;                                                            \
+        default: LAUNCH(32); break;                                                           \
+        }                                                                                     \
+    } while (0)
 
 /* The SpMM (f NULL) or the fused block pass f: two columns a thread where
  * pair_on (KS_CSR_BLOCK_PAIR at setup), k and the blocks allow it
- * (csr_block_pair.h), else one thread an entry. */
+ * (csr_block_pair.h), else one thread an entry; 1 << lsh lanes an entry
+ * (ks_csr_block_lanes_shift). */
 template <typename E>
-ks_error csr_block(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k,
+ks_error csr_block(ks_backend *be, ks_int nrows, const ks_int *rowptr, E ent, int k, int lsh,
                    double alpha, const double *X, double beta, double *Y,
                    const ks_fused_step *f, int pair_on)
 {
-    if (ks_csr_block_pair_use(pair_on, k, blocks_aligned(X, Y, f)))
-        return csr_block_pair(be, nrows, rowptr, ent, k, alpha, X, beta, Y, f);
+    const int pair = ks_csr_block_pair_use(pair_on, k, blocks_aligned(X, Y, f));
     ks_cufmt_launch lc;
-    if (!ks_cufmt_launch_for(be, (long long)nrows * k, 256, &lc))
+    if (!ks_cufmt_launch_for(be, ((long long)nrows * (pair ? k / 2 : k)) << lsh, 256, &lc))
         return KS_OK;
-#define KS_CSR_BLOCK(K)                                                                       \
-    do {                                                                                      \
-        if (!f)                                                                               \
-            csr_spmm_kernel<E, K><<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, X, \
-                                                                    alpha, beta, Y);          \
-        else if (f->xw)                                                                       \
-            csr_fused_block_kernel<E, K, true>                                                \
-                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
-        else                                                                                  \
-            csr_fused_block_kernel<E, K, false>                                               \
-                <<<lc.blocks, 256, 0, lc.stream>>>(nrows, rowptr, ent, k, *f);                \
-    } while (0)
-    KS_SPMM_DISPATCH(k, KS_CSR_BLOCK);
-#undef KS_CSR_BLOCK
-    KS_CUDA_LAUNCH_CHECK(f ? "csr_fused_block_kernel" : "csr_spmm_kernel");
+#define KS_CSR_PAIR1(H) launch_pair<E, H, 1>(lc, nrows, rowptr, ent, k, alpha, X, beta, Y, f)
+#define KS_CSR_ONE1(K) launch_one<E, K, 1>(lc, nrows, rowptr, ent, k, alpha, X, beta, Y, f)
+#define KS_CSR_PAIRL(L) launch_pair<E, 0, L>(lc, nrows, rowptr, ent, k, alpha, X, beta, Y, f)
+#define KS_CSR_ONEL(L) launch_one<E, 0, L>(lc, nrows, rowptr, ent, k, alpha, X, beta, Y, f)
+    if (lsh == 0 && pair)
+        KS_SPMM_DISPATCH(k / 2, KS_CSR_PAIR1);
+    else if (lsh == 0)
+        KS_SPMM_DISPATCH(k, KS_CSR_ONE1);
+    else if (pair)
+        KS_CSR_LANES_DISPATCH(lsh, KS_CSR_PAIRL);
+    else
+        KS_CSR_LANES_DISPATCH(lsh, KS_CSR_ONEL);
+#undef KS_CSR_PAIR1
+#undef KS_CSR_ONE1
+#undef KS_CSR_PAIRL
+#undef KS_CSR_ONEL
+    KS_CUDA_LAUNCH_CHECK(f ? (pair ? "csr_fused_pair_kernel" : "csr_fused_block_kernel")
+                           : (pair ? "csr_spmm_pair_kernel" : "csr_spmm_kernel"));
+    return KS_OK;
+}
+
+/* The lanes of a block call on this matrix: KS_CSR_BLOCK_LANES, or chosen
+ * (ks_csr_block_lanes_shift) with spmv_lanes the format's SpMV lanes (0:
+ * none, csr_adaptive's rows). */
+ks_error block_lanes(ks_int nrows, ks_int nnz, int k, int spmv_lanes, int *lsh)
+{
+    static int nsm = -1; /* the device's; threads that race store the same value */
+    if (nsm < 0)
+        nsm = ks_cufmt_sm_count();
+    int lanes = 0;
+    KS_TRY(ks_csr_block_lanes_get(&lanes));
+    *lsh = ks_csr_block_lanes_shift(lanes, nrows, nnz, k, nsm, spmv_lanes);
     return KS_OK;
 }
 
@@ -634,23 +722,31 @@ ks_error csr_vector_spmm(ks_backend *be, void *state, int k, double alpha, const
                          double beta, double *Y)
 {
     const csr_vector_state *s = (const csr_vector_state *)state;
+    int lsh = 0;
+    KS_TRY(block_lanes(s->A.nrows, s->A.nnz, k, s->tpr, &lsh));
     if (s->cv) {
         entries_f32 ent = {s->cv};
-        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, alpha, X, beta, Y, NULL,
+        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, lsh, alpha, X, beta, Y, NULL,
                          s->A.block_pair);
     }
-    return ks_csr_device_spmm(be, &s->A, k, alpha, X, beta, Y);
+    entries_f64 ent = {s->A.colind, s->A.val};
+    return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, lsh, alpha, X, beta, Y, NULL,
+                     s->A.block_pair);
 }
 
 ks_error csr_vector_fused_block(ks_backend *be, void *state, int k, const ks_fused_step *f)
 {
     const csr_vector_state *s = (const csr_vector_state *)state;
+    int lsh = 0;
+    KS_TRY(block_lanes(s->A.nrows, s->A.nnz, k, s->tpr, &lsh));
     if (s->cv) {
         entries_f32 ent = {s->cv};
-        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, 0.0, NULL, 0.0, NULL, f,
+        return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, lsh, 0.0, NULL, 0.0, NULL, f,
                          s->A.block_pair);
     }
-    return ks_csr_device_fused_block(be, &s->A, k, f);
+    entries_f64 ent = {s->A.colind, s->A.val};
+    return csr_block(be, s->A.nrows, s->A.rowptr, ent, k, lsh, 0.0, NULL, 0.0, NULL, f,
+                     s->A.block_pair);
 }
 
 } // namespace
@@ -689,14 +785,20 @@ extern "C" ks_error ks_csr_device_spmm(ks_backend *be, const ks_csr_device *A, i
                                        double alpha, const double *X, double beta, double *Y)
 {
     entries_f64 ent = {A->colind, A->val};
-    return csr_block(be, A->nrows, A->rowptr, ent, k, alpha, X, beta, Y, NULL, A->block_pair);
+    int lsh = 0;
+    KS_TRY(block_lanes(A->nrows, A->nnz, k, 0, &lsh));
+    return csr_block(be, A->nrows, A->rowptr, ent, k, lsh, alpha, X, beta, Y, NULL,
+                     A->block_pair);
 }
 
 extern "C" ks_error ks_csr_device_fused_block(ks_backend *be, const ks_csr_device *A, int k,
                                              const ks_fused_step *f)
 {
     entries_f64 ent = {A->colind, A->val};
-    return csr_block(be, A->nrows, A->rowptr, ent, k, 0.0, NULL, 0.0, NULL, f, A->block_pair);
+    int lsh = 0;
+    KS_TRY(block_lanes(A->nrows, A->nnz, k, 0, &lsh));
+    return csr_block(be, A->nrows, A->rowptr, ent, k, lsh, 0.0, NULL, 0.0, NULL, f,
+                     A->block_pair);
 }
 
 extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {

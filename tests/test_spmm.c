@@ -446,9 +446,17 @@ START_TEST(spmm_csr_pair)
     sc_make_random(&mats[1], 700, 1100, 9, 62);
     sc_make_random(&mats[2], 1100, 700, 40, 63);
     sc_make_gen(&mats[3], KS_GEN_POISSON3D_7, 10);
-    char *keep = env_save("KS_CSR_BLOCK_PAIR");
+    char *keep = env_save("KS_CSR_BLOCK_PAIR"), *keep_l = env_save("KS_CSR_BLOCK_LANES");
+    /* the lanes chosen by the matrix (the SpMV's on these small ones), one, 32 and the
+     * SpMV's: pairs equal single columns under each */
+    static const char *const lanes[] = {NULL, "1", "32", "spmv"};
+    for (int ln = 0; ln < 4; ln++)
     for (int f = 0; f < NPAIRF; f++)
         for (int m = 0; m < 4; m++) {
+            if (lanes[ln])
+                setenv("KS_CSR_BLOCK_LANES", lanes[ln], 1);
+            else
+                unsetenv("KS_CSR_BLOCK_LANES");
             ks_spmv_params prm;
             memset(&prm, 0, sizeof prm);
             prm.float_values = pair_fmts[f].f32;
@@ -474,9 +482,10 @@ START_TEST(spmm_csr_pair)
                     for (int r = 1; r < 3; r++)
                         for (size_t e = 0; e < my; e++)
                             ck_assert_msg(memcmp(&y[0][e], &y[r][e], sizeof(double)) == 0,
-                                          "%s%s %s k %d alpha %g beta %g entry (%zu, %zu): pair "
-                                          "%.17g, %s %.17g",
+                                          "%s%s %s lanes %s k %d alpha %g beta %g entry (%zu, "
+                                          "%zu): pair %.17g, %s %.17g",
                                           pair_fmts[f].fmt, pair_fmts[f].f32 ? " float32" : "",
+                                          lanes[ln] ? lanes[ln] : "chosen",
                                           what[m], k, alpha, beta, e / (size_t)k, e % (size_t)k,
                                           y[0][e], r == 1 ? "one column a thread" : "unaligned",
                                           y[r][e]);
@@ -489,9 +498,25 @@ START_TEST(spmm_csr_pair)
             ks_matrix_destroy(&off);
             setenv("KS_CSR_BLOCK_PAIR", "1", 1);
             char label[96];
-            snprintf(label, sizeof label, "KS_CSR_BLOCK_PAIR=1 %s", what[m]);
+            snprintf(label, sizeof label, "KS_CSR_BLOCK_PAIR=1 lanes %s %s",
+                     lanes[ln] ? lanes[ln] : "chosen", what[m]);
             ck_assert(check_format_k(be, pair_fmts[f].fmt, A, label, &prm, pair_ks, NPAIRK));
         }
+    /* a bad lane count: the SpMM refuses it, naming the variable */
+    setenv("KS_CSR_BLOCK_LANES", "3", 1);
+    {
+        ks_matrix *M = create_with(be, &mats[0], "csr_vector", NULL, "1");
+        ks_block *X = NULL, *Y = NULL;
+        KS_CHECK(ks_block_create(be, 900, 2, &X));
+        KS_CHECK(ks_block_create(be, 900, 2, &Y));
+        KS_CHECK(ks_block_fill(X, 1.0));
+        ck_assert_int_eq(ks_matrix_apply_block(M, 1.0, X, 0.0, Y), KS_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_CSR_BLOCK_LANES"));
+        ks_block_destroy(&X);
+        ks_block_destroy(&Y);
+        ks_matrix_destroy(&M);
+    }
+    env_restore("KS_CSR_BLOCK_LANES", keep_l);
     static const char *const bad[] = {"2", "yes", "on", " 1", "00"};
     for (int b = 0; b < (int)(sizeof bad / sizeof bad[0]); b++)
         for (int f = 0; f < NPAIRF; f++) {
@@ -538,6 +563,51 @@ START_TEST(csr_block_pair_choice)
                       ks_last_error());
     }
     env_restore("KS_CSR_BLOCK_PAIR", keep);
+    /* KS_CSR_BLOCK_LANES: the counts, or 0 (chosen) unset; bad values refused */
+    char *keep_l = env_save("KS_CSR_BLOCK_LANES");
+    int lanes = -1;
+    unsetenv("KS_CSR_BLOCK_LANES");
+    KS_CHECK(ks_csr_block_lanes_get(&lanes));
+    ck_assert_int_eq(lanes, 0);
+    static const char *const lgood[] = {"1", "2", "4", "8", "16", "32"};
+    for (int g = 0; g < 6; g++) {
+        setenv("KS_CSR_BLOCK_LANES", lgood[g], 1);
+        KS_CHECK(ks_csr_block_lanes_get(&lanes));
+        ck_assert_int_eq(lanes, 1 << g);
+        ck_assert_int_eq(ks_csr_block_lanes_shift(lanes, 16777216, 117047296, 8, 132, 2), g);
+    }
+    setenv("KS_CSR_BLOCK_LANES", "spmv", 1);
+    KS_CHECK(ks_csr_block_lanes_get(&lanes));
+    ck_assert_int_eq(lanes, -1);
+    static const char *const lbad[] = {"0", "3", "64", "x", " 4", "SPMV"};
+    for (int b = 0; b < 6; b++) {
+        setenv("KS_CSR_BLOCK_LANES", lbad[b], 1);
+        ck_assert_int_eq(ks_csr_block_lanes_get(&lanes), KS_ERR_ARG);
+        ck_assert_int_eq(lanes, 0);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_CSR_BLOCK_LANES"));
+    }
+    env_restore("KS_CSR_BLOCK_LANES", keep_l);
+    /* chosen: the 7-point 256^3 and 128^3 defaults' levels at k = 8 on 132
+     * SMs (one wave: 270,336 threads): the levels that fill it one lane
+     * (128^3's level 2, 2.5 waves, was 1.7x slower with 32); the smaller ones
+     * their SpMV's lanes (csr_vector: 32 for rows of 65-90 entries), or
+     * without them 1 doubled while under one wave with 2 entries a lane */
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 5155439, 152685939, 8, 132, 8), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 679082, 47384578, 8, 132, 32), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 71486, 6480450, 8, 132, 32), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 71486, 6480450, 8, 132, 0), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 86242, 6100000, 8, 132, 32), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 9529, 800000, 8, 132, 32), 5);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 8202, 732512, 8, 132, 16), 4);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 8202, 732512, 8, 132, 0), 3);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 1431, 92889, 8, 132, 0), 5);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 1000, 3000, 8, 132, 0), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 1000, 8000, 8, 132, 0), 2);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 8202, 732512, 8, 0, 16), 0);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(0, 0, 0, 8, 132, 4), 0);
+    /* spmv: the SpMV's lanes on every level; the doubling where none */
+    ck_assert_int_eq(ks_csr_block_lanes_shift(-1, 5155439, 152685939, 8, 132, 8), 3);
+    ck_assert_int_eq(ks_csr_block_lanes_shift(-1, 1000, 8000, 8, 0, 0), 2);
     /* even k with the switch on and aligned blocks only */
     for (int k = 0; k <= KS_BLOCK_MAX_COLS; k++)
         for (int sw = 0; sw < 2; sw++)

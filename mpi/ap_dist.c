@@ -65,7 +65,8 @@ void ks_dist_compact_free(ks_dist_compact *X)
 
 /* The product on the local views, its columns compact over AP->cols. */
 static ks_error product(ks_backend *be, const ks_csr *AL, const ks_csr *AG, const ks_dist_impl *d,
-                        const ks_dist_prows *P, const ks_dist_ghost_prows *G, ks_dist_compact *AP)
+                        const ks_dist_prows *P, const ks_dist_ghost_prows *G, int entries,
+                        ks_dist_compact *AP)
 {
     ks_gmap fm;
     const int64_t np = P->nloc ? P->rowptr[P->nloc] : 0, ng = G->n ? G->rowptr[G->n] : 0;
@@ -84,13 +85,14 @@ static ks_error product(ks_backend *be, const ks_csr *AL, const ks_csr *AG, cons
     ks_amg_dist_substep(NULL, "A P: merge A's blocks", &t);
     if (e == KS_OK)
         e = ks_local_product_compact(be, alone ? AL : &M, G, &fm, P->rowptr, P->col, P->val,
-                                     &AP->cols, &AP->T, &AP->dT);
+                                     &AP->cols, &AP->T, &AP->dT, entries);
     ks_csr_free(&M);
     ks_gmap_free(&fm);
     return e;
 }
 
-ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_compact *AP)
+static ks_error ap_compact(const ks_matrix *A, const ks_dist_prows *P, int entries,
+                           ks_dist_compact *AP)
 {
     static const char who[] = "distributed A P";
     if (!AP)
@@ -117,7 +119,7 @@ ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_
     if (e == KS_OK && AG && (AG->nrows != nrows || AG->ncols != d->nghost))
         e = ks_seterr(KS_ERR_ARG, "%s: the matrix's ghost block is not its ghost map's", who);
     if (e == KS_OK)
-        e = product(ks_matrix_backend(A), AL, AG, d, P, &G, AP);
+        e = product(ks_matrix_backend(A), AL, AG, d, P, &G, entries, AP);
     ks_dist_ghost_prows_free(&G);
     e = ks_comm_agree(c, e);
     if (e != KS_OK) {
@@ -125,6 +127,16 @@ ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_
         return ks_adderr(e, "%s", who);
     }
     return KS_OK;
+}
+
+ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_compact *AP)
+{
+    return ap_compact(A, P, 1, AP);
+}
+
+ks_error ks_dist_ap_compact_device(const ks_matrix *A, const ks_dist_prows *P, ks_dist_compact *AP)
+{
+    return ap_compact(A, P, 0, AP);
 }
 
 ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)

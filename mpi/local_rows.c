@@ -105,10 +105,31 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
     return KS_OK;
 }
 
+/* The shape and row pointers of device matrix A as host CSR T (colind
+ * and val NULL): what the host needs of a product that stays there. */
+static ks_error rowptr_only(const ks_sparse *A, ks_csr *T)
+{
+    memset(T, 0, sizeof *T);
+    T->rowptr = ks_malloc(((size_t)A->nrows + 1) * sizeof *T->rowptr, "row pointers");
+    if (!T->rowptr)
+        return KS_ERR_MEMORY;
+    T->nrows = A->nrows;
+    T->ncols = A->ncols;
+    T->nnz = A->nnz;
+    ks_error e = A->be->ops->download(A->be, T->rowptr, A->rowptr,
+                                      ((size_t)A->nrows + 1) * sizeof *T->rowptr);
+    if (e != KS_OK) {
+        free(T->rowptr);
+        memset(T, 0, sizeof *T);
+    }
+    return e;
+}
+
 /* T = L B on the device: L uploaded, B too unless dBin holds it there
- * already; T downloaded and, with keep, also left on the device. */
+ * already; T downloaded (its row pointers only unless entries) and, with
+ * keep, also left on the device. */
 static ks_error device_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B,
-                              const ks_sparse *dBin, ks_csr *T, ks_sparse *keep)
+                              const ks_sparse *dBin, ks_csr *T, ks_sparse *keep, int entries)
 {
     ks_sparse dL = {0}, dB = {0}, dT = {0};
     double t = ks_wtime();
@@ -129,7 +150,7 @@ static ks_error device_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B,
     if (!dBin)
         ks_sparse_free(&dB);
     if (e == KS_OK)
-        e = ks_sparse_to_csr(&dT, T);
+        e = entries ? ks_sparse_to_csr(&dT, T) : rowptr_only(&dT, T);
     if (e == KS_OK && keep)
         *keep = dT;
     else
@@ -142,20 +163,20 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
 {
     if (!be || ks_backend_host_memory(be))
         return ks_csr_spgemm(L, B, T);
-    return device_spgemm(be, L, B, NULL, T, NULL);
+    return device_spgemm(be, L, B, NULL, T, NULL, 1);
 }
 
 ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T)
 {
     if (!be || ks_backend_host_memory(be) || !dB || dB->be != be)
         return ks_seterr(KS_ERR_ARG, "local product: the right factor is not on the device");
-    return device_spgemm(be, L, NULL, dB, T, NULL);
+    return device_spgemm(be, L, NULL, dB, T, NULL, 1);
 }
 
 ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
                                   const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
                                   const double *val, const ks_gmap *cols, ks_csr *T,
-                                  ks_sparse *keep)
+                                  ks_sparse *keep, int entries)
 {
     ks_csr B = {0};
     double t = ks_wtime();
@@ -165,7 +186,8 @@ ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist
     ks_amg_dist_substep(NULL, "stack P's rows", &t);
     if (e == KS_OK)
         e = !be || ks_backend_host_memory(be) ? ks_csr_spgemm(L, &B, T)
-                                               : device_spgemm(be, L, &B, NULL, T, keep);
+                                               : device_spgemm(be, L, &B, NULL, T, keep,
+                                                               entries || !keep);
     ks_csr_free(&B);
     return e;
 }

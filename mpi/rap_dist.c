@@ -119,6 +119,9 @@ static ks_error product_cols(const ap_rows *AP, const ks_dist_ghost_prows *G, ks
         }
         return e;
     }
+    if (!T->colind) /* ks_dist_ap_compact_device's rows: for R = P^T only */
+        return ks_seterr(KS_ERR_ARG, "A P's entries are on the device only, and its column map "
+                         "is not the product's rows' range");
     unsigned char *used = ks_calloc((size_t)nx + 1, 1, "used compact columns");
     ks_gint *ids = ks_malloc(((size_t)nx + 1) * sizeof *ids, "used column ids");
     *tab = ks_malloc(((size_t)nx + 1) * sizeof **tab, "compact column table");
@@ -227,9 +230,12 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
     if (e == KS_OK)
         e = ks_halo_create(c, foff, fm.ext, fm.next, &h);
     if (e == KS_OK)
-        e = AP->X ? ks_dist_fetch_grows_compact(c, h, &AP->X->T, &AP->X->cols, fm.next, &G)
-                  : ks_dist_fetch_grows(c, h, AP->nrows, AP->rowptr, AP->gcol, AP->val, fm.next,
-                                        &G);
+        e = !AP->X           ? ks_dist_fetch_grows(c, h, AP->nrows, AP->rowptr, AP->gcol,
+                                                   AP->val, fm.next, &G)
+            : AP->X->T.colind ? ks_dist_fetch_grows_compact(c, h, &AP->X->T, &AP->X->cols,
+                                                            fm.next, &G)
+                              : ks_dist_fetch_grows_device(c, h, &AP->X->dT, &AP->X->cols,
+                                                           fm.next, &G);
     ks_halo_destroy(h);
     ks_amg_dist_substep(c, "R (A P): fetch A P's rows", &t);
     if (e != KS_OK) {
@@ -383,7 +389,7 @@ ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist
         return ks_seterr(KS_ERR_ARG, "distributed RAP: NULL output");
     memset(Ac, 0, sizeof *Ac);
     ks_dist_compact AP; /* kept compact: the second product compacts its columns anyway */
-    KS_TRY(ks_dist_ap_compact(A, P, &AP));
+    KS_TRY(ks_dist_ap_compact_device(A, P, &AP));
     const ks_error e = ks_dist_ptap_r_compact(ks_matrix_backend(A), R, &AP, A->dist->offsets, Ac);
     ks_dist_compact_free(&AP);
     return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
@@ -396,7 +402,7 @@ ks_error ks_dist_rap_split(const ks_matrix *A, const ks_dist_prows *P, const ks_
         return ks_seterr(KS_ERR_ARG, "distributed RAP: NULL output");
     memset(S, 0, sizeof *S);
     ks_dist_compact AP;
-    KS_TRY(ks_dist_ap_compact(A, P, &AP));
+    KS_TRY(ks_dist_ap_compact_device(A, P, &AP));
     const ptap_out out = {NULL, S};
     const ks_error e = ptap_compact(ks_matrix_backend(A), R, &AP, A->dist->offsets, &out);
     ks_dist_compact_free(&AP);

@@ -40,6 +40,10 @@ ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
  * as global ids). */
 ks_error ks_dist_fetch_grows_compact(const ks_comm *c, const ks_halo *h, const ks_csr *T,
                                      const ks_gmap *cols, ks_int nghost, ks_dist_ghost_prows *G);
+/* Collective. The same with the rows on the device (dT): only the rows
+ * the plan sends are taken there (ks_sparse_extract_rows) and downloaded. */
+ks_error ks_dist_fetch_grows_device(const ks_comm *c, const ks_halo *h, const ks_sparse *dT,
+                                    const ks_gmap *cols, ks_int nghost, ks_dist_ghost_prows *G);
 
 /* -------------------------------------------------------- local_rows.c */
 /* Local. Own rows (rp, col, val: global columns, rows->hi - rows->lo of
@@ -69,11 +73,13 @@ ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse
  * col, val, cols), by ks_local_spgemm on be, with the compact columns of
  * `cols`; L: a host CSR over the compact numbers of `rows` (read only).
  * keep (may be NULL): where the product ran on the device, it stays there
- * too (the next product reads it there); else keep is left empty. */
+ * too (the next product reads it there), and unless `entries` T gets only
+ * its shape and row pointers (colind, val NULL); else keep is left empty
+ * and T is whole. */
 ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
                                   const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
                                   const double *val, const ks_gmap *cols, ks_csr *T,
-                                  ks_sparse *keep);
+                                  ks_sparse *keep, int entries);
 /* Local. The fetched rows G with their global columns as compact numbers
  * of `cols` (every one there): the pieces ks_sparse_stack_rows puts
  * around rows already on the device. */
@@ -100,7 +106,7 @@ ks_error ks_dist_ap(const ks_matrix *A, const ks_dist_prows *P, ks_dist_csr *AP)
 /* Rows whose columns are compact numbers of a map (gmap.c): a local
  * product as it comes out, before its columns become global ids. */
 typedef struct ks_dist_compact {
-    ks_csr T;       /* nrows x ks_gmap_size(&cols) */
+    ks_csr T;       /* nrows x ks_gmap_size(&cols); colind, val NULL when only dT has them */
     ks_sparse dT;   /* T on the device where it was made there, else empty */
     ks_gmap cols;   /* owns its ids */
     ks_gint row_begin, nrows_global, ncols_global;
@@ -109,6 +115,11 @@ void ks_dist_compact_free(ks_dist_compact *X);
 /* Collective. ks_dist_ap's rows left compact, for a product that would
  * compact them again (ks_dist_ptap_r_compact): the same entries. */
 ks_error ks_dist_ap_compact(const ks_matrix *A, const ks_dist_prows *P, ks_dist_compact *AP);
+/* Collective. The same, but where the product runs on the device its
+ * entries stay there only (AP->T: shape and row pointers): for R (A P)
+ * with R = P^T, which stacks them there and fetches other ranks' rows
+ * from there (ks_dist_fetch_grows_device). */
+ks_error ks_dist_ap_compact_device(const ks_matrix *A, const ks_dist_prows *P, ks_dist_compact *AP);
 
 /* ---------------------------------------------------- transpose_dist.c */
 /* Local. Where each of P's entries goes in a buffer laid out by destination

@@ -24,20 +24,23 @@ void ks_dist_ghost_prows_free(ks_dist_ghost_prows *G)
     memset(G, 0, sizeof *G);
 }
 
-/* Own rows: global columns (col), or compact ones (ccol) of map cols. */
+/* Own rows: global columns (col), or compact ones (ccol) of map cols;
+ * own row i is held as row slot[i] (slot NULL: as row i). */
 typedef struct rows {
     const ks_int *rowptr;
     const ks_gint *col;
     const ks_int *ccol;
     const ks_gmap *cols;
     const double *val;
+    const ks_int *slot;
 } rows;
 
 /* Row i as (global column, value) entries. */
 static ks_int pack_row(const void *ctx, ks_int i, void *out)
 {
     const rows *R = ctx;
-    const ks_int b = R->rowptr[i], n = R->rowptr[i + 1] - b;
+    const ks_int r = R->slot ? R->slot[i] : i;
+    const ks_int b = R->rowptr[r], n = R->rowptr[r + 1] - b;
     wire *w = out;
     for (ks_int q = 0; w && q < n; q++)
         w[q] = (wire){R->col ? R->col[b + q] : ks_gmap_gid(R->cols, R->ccol[b + q]),
@@ -77,15 +80,49 @@ ks_error ks_dist_fetch_grows(const ks_comm *c, const ks_halo *h, ks_int nown,
                              const ks_int *rowptr, const ks_gint *col, const double *val,
                              ks_int nghost, ks_dist_ghost_prows *G)
 {
-    const rows R = {rowptr, col, NULL, NULL, val};
+    const rows R = {rowptr, col, NULL, NULL, val, NULL};
     return fetch(c, h, nown, &R, nghost, G);
 }
 
 ks_error ks_dist_fetch_grows_compact(const ks_comm *c, const ks_halo *h, const ks_csr *T,
                                      const ks_gmap *cols, ks_int nghost, ks_dist_ghost_prows *G)
 {
-    const rows R = {T->rowptr, NULL, T->colind, cols, T->val};
+    const rows R = {T->rowptr, NULL, T->colind, cols, T->val, NULL};
     return fetch(c, h, T->nrows, &R, nghost, G);
+}
+
+ks_error ks_dist_fetch_grows_device(const ks_comm *c, const ks_halo *h, const ks_sparse *dT,
+                                    const ks_gmap *cols, ks_int nghost, ks_dist_ghost_prows *G)
+{
+    memset(G, 0, sizeof *G);
+    ks_backend *be = dT->be;
+    const ks_int ns = h->nsend ? h->send_start[h->nsend] : 0;
+    ks_int *didx = NULL, *slot = ks_malloc(((size_t)dT->nrows + 1) * sizeof *slot, "row slots");
+    ks_sparse dS = {0};
+    ks_csr S = {0};
+    ks_error e = slot ? ks_be_alloc(be, (size_t)ns * sizeof *didx + 1, (void **)&didx,
+                                    "rows to send")
+                      : KS_ERR_MEMORY;
+    if (e == KS_OK && ns > 0)
+        e = be->ops->upload(be, didx, h->send_idx, (size_t)ns * sizeof *didx);
+    if (e == KS_OK)
+        e = ks_sparse_extract_rows(dT, didx, ns, &dS);
+    if (e == KS_OK)
+        e = ks_sparse_to_csr(&dS, &S);
+    ks_sparse_free(&dS);
+    if (didx)
+        be->ops->free(be, didx);
+    /* only the rows sent are read (pack_row), so only their slots are set */
+    for (ks_int q = 0; q < ns && e == KS_OK; q++)
+        slot[h->send_idx[q]] = q;
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK) {
+        const rows R = {S.rowptr, NULL, S.colind, cols, S.val, slot};
+        e = fetch(c, h, dT->nrows, &R, nghost, G);
+    }
+    ks_csr_free(&S);
+    free(slot);
+    return e;
 }
 
 ks_error ks_dist_fetch_prows(const ks_matrix *A, const ks_dist_prows *P, ks_dist_ghost_prows *G)

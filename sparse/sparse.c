@@ -383,6 +383,20 @@ ks_error ks_sparse_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sp
     return e;
 }
 
+ks_error ks_sparse_extract_rows(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B)
+{
+    static const char who[] = "row extraction";
+    if (B)
+        memset(B, 0, sizeof *B);
+    if (!A || !A->be || !B || n < 0 || (!idx && n > 0))
+        return ks_seterr(KS_ERR_ARG, "sparse %s: NULL operand or %lld rows", who, (long long)n);
+    OP(A, extract_rows, who);
+    ks_error e = ops_->extract_rows(A, idx, n, B);
+    if (e != KS_OK)
+        ks_sparse_free(B);
+    return e;
+}
+
 ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
 {
     KS_TRY(same_backend("pattern comparison", A, B));

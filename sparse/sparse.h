@@ -94,6 +94,8 @@ typedef struct ks_sparse_ops {
      * then M's rows with column c as tab[c], then F's rows nb and on. */
     ks_error (*stack_rows)(const ks_sparse *M, const ks_int *tab, const ks_sparse *F, ks_int nb,
                            ks_sparse *B);
+    /* B = A's rows idx[0 .. n) (made here, B's be and ncols set). */
+    ks_error (*extract_rows)(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B);
 } ks_sparse_ops;
 
 /* The table of be's kind (never NULL for a backend of this build). */
@@ -147,6 +149,11 @@ ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *sam
  * monotone tab keeps sorted rows sorted. */
 ks_error ks_sparse_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sparse *F, ks_int nb,
                               ks_int ncols, ks_sparse *B);
+/* B = A's rows idx[0], ..., idx[n - 1] in that order (repeats allowed),
+ * where A lives: the few rows of a product other ranks fetch, without the
+ * whole product copied to the host. idx on A's backend, each in
+ * [0, A->nrows) (a promise: not checked on the device). */
+ks_error ks_sparse_extract_rows(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B);
 /* Statistics where A lives (a backend without the operation: from a host
  * copy); the diagonals counted only where a DIA fill of at most
  * dia_max_fill is possible (ks_sparse_stats_max_ndiag, and max_row within

@@ -531,6 +531,61 @@ static void check_stack(const char *name)
     ks_backend_destroy(&be);
 }
 
+/* ks_sparse_extract_rows against the host rows: any order, repeats, an
+ * empty row, none at all; a row outside A refused on the cpu. */
+static void check_extract(const char *name)
+{
+    ks_backend *be;
+    KS_CHECK(ks_backend_create(name, &be));
+    ks_csr Ah;
+    random_csr(&Ah, 60, 50, 5, 1, 31);
+    ks_sparse A, P, B;
+    KS_CHECK(ks_sparse_from_csr(be, &Ah, 0, &A));
+    KS_CHECK(ks_sparse_from_csr(be, &Ah, 1, &P));
+    const ks_int idx[7] = {5, 0, 59, 5, 3, 58, 17}; /* row 3: empty (holes) */
+    ks_int *didx;
+    KS_CHECK(ks_be_alloc(be, sizeof idx, (void **)&didx, "test rows"));
+    KS_CHECK(be->ops->upload(be, didx, idx, sizeof idx));
+    for (int pat = 0; pat < 2; pat++)
+        for (ks_int n = 0; n <= 7; n += 7) {
+            KS_CHECK(ks_sparse_extract_rows(pat ? &P : &A, didx, n, &B));
+            ks_csr Bh;
+            host_of(&B, &Bh);
+            ck_assert_int_eq(Bh.nrows, n);
+            ck_assert_int_eq(Bh.ncols, 50);
+            ck_assert(!Bh.val == pat);
+            for (ks_int q = 0; q < n; q++) {
+                const ks_int a = Ah.rowptr[idx[q]], len = Ah.rowptr[idx[q] + 1] - a;
+                ck_assert_int_eq(Bh.rowptr[q + 1] - Bh.rowptr[q], len);
+                for (ks_int k = 0; k < len; k++) {
+                    ck_assert_int_eq(Bh.colind[Bh.rowptr[q] + k], Ah.colind[a + k]);
+                    ck_assert(pat || Bh.val[Bh.rowptr[q] + k] == Ah.val[a + k]);
+                }
+            }
+            ks_csr_free(&Bh);
+            ks_sparse_free(&B);
+        }
+    ck_assert_int_eq(ks_sparse_extract_rows(&A, NULL, 3, &B), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_extract_rows(&A, didx, -1, &B), KS_ERR_ARG);
+    if (strcmp(name, "cpu") == 0) {
+        const ks_int bad[2] = {4, 60};
+        ck_assert_int_eq(ks_sparse_extract_rows(&A, bad, 2, &B), KS_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "row 60 of 60"));
+        ck_assert_ptr_null(B.rowptr);
+    }
+    be->ops->free(be, didx);
+    ks_sparse_free(&A);
+    ks_sparse_free(&P);
+    ks_csr_free(&Ah);
+    ks_backend_destroy(&be);
+}
+
+START_TEST(extract_cpu) { check_extract("cpu"); }
+END_TEST
+
+START_TEST(extract_cuda) { check_extract("cuda"); }
+END_TEST
+
 START_TEST(stack_cpu) { check_stack("cpu"); }
 END_TEST
 
@@ -1961,6 +2016,7 @@ int main(void)
     tcase_add_test(tc, copies_roundtrip);
     tcase_add_test(tc, ops_cpu);
     tcase_add_test(tc, stack_cpu);
+    tcase_add_test(tc, extract_cpu);
     tcase_add_test(tc, products_cpu);
     tcase_add_test(tc, shapes_cpu);
     tcase_add_test(tc, validate_cpu);
@@ -1976,6 +2032,7 @@ int main(void)
         TCase *tg = tcase_create("cuda");
         tcase_add_test(tg, ops_cuda);
         tcase_add_test(tg, stack_cuda);
+        tcase_add_test(tg, extract_cuda);
         tcase_add_test(tg, copies_cuda);
         tcase_add_test(tg, products_cuda);
         tcase_add_test(tg, shapes_cuda);
@@ -1989,8 +2046,9 @@ int main(void)
 #endif
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(11, "no CUDA device: sparse operations, row stacking, products against "
-                         "the cpu, copies, scans, memory limits, overflow and cuSPARSE on cuda");
+        ks_test_skip(12, "no CUDA device: sparse operations, row stacking and extraction, "
+                         "products against the cpu, copies, scans, memory limits, overflow and "
+                         "cuSPARSE on cuda");
     }
     return ks_test_run(s);
 }

@@ -7,6 +7,7 @@
 #include "../../matrices/csr_check.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,6 +179,32 @@ static ks_error cpu_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_s
     return KS_OK;
 }
 
+static ks_error cpu_extract_rows(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B)
+{
+    int64_t nnz = 0;
+    for (ks_int q = 0; q < n; q++) {
+        if (idx[q] < 0 || idx[q] >= A->nrows)
+            return ks_seterr(KS_ERR_ARG, "sparse row extraction: row %lld of %lld asked for "
+                             "(entry %lld)", (long long)idx[q], (long long)A->nrows, (long long)q);
+        nnz += A->rowptr[idx[q] + 1] - A->rowptr[idx[q]];
+    }
+    if (nnz > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "sparse row extraction: %lld entries (more than 2^31)",
+                         (long long)nnz);
+    KS_TRY(ks_sparse_alloc(A->be, n, A->ncols, (ks_int)nnz, !A->val, B));
+    B->rowptr[0] = 0;
+    for (ks_int q = 0; q < n; q++)
+        B->rowptr[q + 1] = B->rowptr[q] + A->rowptr[idx[q] + 1] - A->rowptr[idx[q]];
+#pragma omp parallel for schedule(static) if (nnz > 65536)
+    for (ks_int q = 0; q < n; q++) {
+        const ks_int a = A->rowptr[idx[q]], len = B->rowptr[q + 1] - B->rowptr[q];
+        memcpy(B->colind + B->rowptr[q], A->colind + a, (size_t)len * sizeof *B->colind);
+        if (B->val)
+            memcpy(B->val + B->rowptr[q], A->val + a, (size_t)len * sizeof *B->val);
+    }
+    return KS_OK;
+}
+
 /* A pass over the row pointers for the lengths, on all threads; then,
  * where the caller could use them (ks_sparse_stats_max_ndiag, max_row
  * within it), the occupied diagonals in a bitmap over the nrows + ncols - 1
@@ -256,4 +283,5 @@ const ks_sparse_ops ks_sparse_cpu_ops = {
     .same_pattern = cpu_same_pattern,
     .row_stats = cpu_row_stats,
     .stack_rows = cpu_stack_rows,
+    .extract_rows = cpu_extract_rows,
 };

@@ -177,6 +177,59 @@ ks_error cuda_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sparse 
     return KS_OK;
 }
 
+__global__ void row_len_kernel(ks_int n, const ks_int *__restrict__ idx,
+                               const ks_int *__restrict__ rp, ks_int *len)
+{
+    for (ks_int q = blockIdx.x * blockDim.x + threadIdx.x; q < n; q += gridDim.x * blockDim.x)
+        len[q] = rp[idx[q] + 1] - rp[idx[q]];
+}
+
+/* A warp a row: the rows are a product's (tens of entries). */
+__global__ void copy_rows_kernel(ks_int n, const ks_int *__restrict__ idx,
+                                 const ks_int *__restrict__ rp, const ks_int *__restrict__ ci,
+                                 const double *__restrict__ val, const ks_int *__restrict__ brp,
+                                 ks_int *bci, double *bval)
+{
+    const long long lane = threadIdx.x & 31, warps = (long long)gridDim.x * blockDim.x / 32;
+    for (long long q = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; q < n; q += warps) {
+        const ks_int a = rp[idx[q]], b = brp[q], len = brp[q + 1] - b;
+        for (ks_int k = (ks_int)lane; k < len; k += 32) {
+            bci[b + k] = ci[a + k];
+            if (bval)
+                bval[b + k] = val[a + k];
+        }
+    }
+}
+
+ks_error cuda_extract_rows(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B)
+{
+    ks_backend *be = A->be;
+    cudaStream_t st = stream_of(A);
+    B->be = be;
+    B->nrows = n;
+    B->ncols = A->ncols;
+    KS_TRY(ks_be_alloc(be, ((size_t)n + 1) * sizeof(ks_int), (void **)&B->rowptr,
+                       "extracted row pointers"));
+    if (n > 0) {
+        row_len_kernel<<<blocks_for(n), kThreads, 0, st>>>(n, idx, A->rowptr, B->rowptr);
+        KS_CUDA_LAUNCH_CHECK("row_len_kernel");
+    }
+    ks_int nnz = 0;
+    KS_TRY(ks_cu_scan(be, B->rowptr, n, B->rowptr, &nnz, "extracted rows"));
+    B->nnz = nnz;
+    KS_TRY(ks_be_alloc(be, (size_t)nnz * sizeof(ks_int) + 1, (void **)&B->colind,
+                       "extracted columns"));
+    if (A->val)
+        KS_TRY(ks_be_alloc(be, (size_t)nnz * sizeof(double) + 1, (void **)&B->val,
+                           "extracted values"));
+    if (n > 0) {
+        copy_rows_kernel<<<blocks_for(32L * n), kThreads, 0, st>>>(
+            n, idx, A->rowptr, A->colind, A->val, B->rowptr, B->colind, B->val);
+        KS_CUDA_LAUNCH_CHECK("copy_rows_kernel");
+    }
+    return KS_OK;
+}
+
 } // namespace
 
 extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
@@ -194,4 +247,5 @@ extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* same_pattern */ cuda_same_pattern,
     /* row_stats */ ks_cuda_row_stats,
     /* stack_rows */ cuda_stack_rows,
+    /* extract_rows */ cuda_extract_rows,
 };

@@ -598,7 +598,7 @@ static const char *case_name(const pipe_case *c)
 
 /* The iteration difference pipe_compare accepts, as a share of the
  * standard method's (issue 17: 10 %, or 1). */
-static double pipe_slack = 0.1;
+static const double pipe_slack = 0.1;
 
 static void pipe_compare(const pipe_case *c, const char *backend, double tol)
 {
@@ -667,13 +667,12 @@ START_TEST(pipelined_badly_scaled_amg)
         {"PBICGSTAB", "PIPEBICGSTAB", "AMG", 0, 32, "well-Poisson 32^2, 1e-3", well_poisson_mild,
          0},
     };
-    /* On cuda (an H200, 2026-11-28) the 1e-7 case took 11 iterations against
-     * PBICGSTAB's 8 (converged; the cpu 9 and 9): the fallback comes later
-     * there, not yet taken apart; it must converge and stay within half. */
-    pipe_slack = strcmp(backend_names[_i], "cpu") == 0 ? 0.1 : 0.5;
+    /* Both fall back at the first iteration (nu about 2e7); on cuda the
+     * fallback took 11 iterations against PBICGSTAB's 8 while its q and r
+     * came from a x + b y kernels that round differently from PBICGSTAB's
+     * axpys (H200, 2026-11-29); with the same steps it takes PBICGSTAB's. */
     for (int i = 0; i < 2; i++)
         pipe_compare(&c[i], backend_names[_i], 1e-8);
-    pipe_slack = 0.1;
 }
 END_TEST
 

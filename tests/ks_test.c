@@ -111,6 +111,23 @@ double ks_test_max_relerr(const double *a, const double *b, long n)
     return m;
 }
 
+int ks_test_col_dots_miss(const double *a, const double *b, long n, int k, const double *dots,
+                          long double *ref)
+{
+    for (int j = 0; j < k; j++) {
+        long double d = 0.0L, m = 0.0L;
+        for (long i = 0; i < n; i++) {
+            const double t = a[(size_t)i * k + j] * b[(size_t)i * k + j];
+            d += t;
+            m += fabs(t);
+        }
+        *ref = d;
+        if (!(fabsl((long double)dots[j] - d) <= 1e-13L * (m > 0 ? m : 1)))
+            return j;
+    }
+    return -1;
+}
+
 static uint64_t rng_state;
 
 void ks_test_rng_seed_with(uint64_t s, uint64_t inc) { rng_state = s * 0x9E3779B97F4A7C15ull + inc; }

@@ -45,6 +45,11 @@ void ks_test_set_threads(int t);
 void ks_test_well_poisson(int n, double scale, ks_csr *A);
 /* Max |a-b| / max(1, |b|) over n entries. */
 double ks_test_max_relerr(const double *a, const double *b, long n);
+/* The column dots of two n x k row-interleaved blocks against dots[j]:
+ * each within 1e-13 of the sum of |a(i,j) b(i,j)| (long double sums).
+ * Returns the first column that misses, its reference in *ref, or -1. */
+int ks_test_col_dots_miss(const double *a, const double *b, long n, int k, const double *dots,
+                          long double *ref);
 
 /* Fail the test with the library's last error message when e != KS_OK. */
 #define KS_CHECK(call)                                                            \

@@ -151,49 +151,48 @@ static ks_error external_points(const ks_dist_strength *S, const ext_deps *X, ks
     return e;
 }
 
-/* S and S^T rows in the joint numbering. */
+/* S and S^T rows in the joint numbering. S^T's own part is transposed
+ * straight into its joint rows, each leaving room for the row's
+ * dependents on other ranks (X's row), written after it: no second copy
+ * of the transpose. */
 static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist_graph *G)
 {
     const ks_int n = S->nloc, nx = G->next;
-    ks_strength LT = {0};
-    KS_TRY(ks_strength_transpose_unchecked(&S->local, &LT));
-    const ks_int ns = S->local.rowptr[n] + S->grp[n], nt = LT.rowptr[n] + X->rp[n];
+    ks_strength T = {0};
+    KS_TRY(ks_strength_transpose_room(&S->local, X->rp, &T));
+    G->trp = T.rowptr; /* freed with G */
+    G->tci = T.colind;
+    const ks_int ns = S->local.rowptr[n] + S->grp[n];
     G->srp = ks_malloc(((size_t)n + 1) * sizeof *G->srp, "joint strength rows");
     G->sci = ks_malloc((size_t)ns * sizeof *G->sci + 1, "joint strength columns");
-    G->trp = ks_malloc(((size_t)n + 1) * sizeof *G->trp, "joint transposed rows");
-    G->tci = ks_malloc((size_t)nt * sizeof *G->tci + 1, "joint transposed columns");
     ks_int *gmap = ks_malloc((size_t)S->nghost * sizeof *gmap + 1, "ghost to external");
     ks_gmap xm = {0}; /* positions in ext_gid (an empty own range) */
-    ks_error e = G->srp && G->sci && G->trp && G->tci && gmap ? KS_OK : KS_ERR_MEMORY;
+    ks_error e = G->srp && G->sci && gmap ? KS_OK : KS_ERR_MEMORY;
     if (e == KS_OK)
         e = ks_gmap_borrow(0, 0, G->ext_gid, nx, &xm);
     if (e != KS_OK) {
         free(gmap);
-        ks_strength_free(&LT);
         return e;
     }
 #pragma omp parallel for schedule(static)
     for (ks_int g = 0; g < S->nghost; g++) /* unused ghosts map nowhere that is read */
         gmap[g] = nx ? n + ks_gmap_ext_find(&xm, S->ghost_gid[g]) : 0;
     /* a joint row starts after both parts' rows before it */
-    G->srp[0] = G->trp[0] = 0;
+    G->srp[0] = 0;
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
-        ks_int a = S->local.rowptr[i] + S->grp[i], b = LT.rowptr[i] + X->rp[i];
+        ks_int a = S->local.rowptr[i] + S->grp[i];
         G->srp[i + 1] = S->local.rowptr[i + 1] + S->grp[i + 1];
-        G->trp[i + 1] = LT.rowptr[i + 1] + X->rp[i + 1];
         for (ks_int k = S->local.rowptr[i]; k < S->local.rowptr[i + 1]; k++)
             G->sci[a++] = S->local.colind[k];
         for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++)
             G->sci[a++] = gmap[S->gci[k]];
-        for (ks_int k = LT.rowptr[i]; k < LT.rowptr[i + 1]; k++)
-            G->tci[b++] = LT.colind[k];
+        ks_int b = G->trp[i + 1] - (X->rp[i + 1] - X->rp[i]);
         for (ks_int k = X->rp[i]; k < X->rp[i + 1]; k++)
             G->tci[b++] = n + ks_gmap_ext_find(&xm, X->dep[k]);
     }
     ks_gmap_free(&xm);
     free(gmap);
-    ks_strength_free(&LT);
     return KS_OK;
 }
 

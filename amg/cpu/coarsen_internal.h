@@ -18,6 +18,10 @@ ks_error ks_strength_check(const ks_strength *S, const char *who);
 
 /* ks_strength_transpose of a pattern the caller has checked already. */
 ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST);
+/* The same, each transposed row i followed by room[i + 1] - room[i]
+ * entries left for the caller to write (room: n + 1 row pointers; NULL:
+ * none), so rows that go on elsewhere need no second copy. */
+ks_error ks_strength_transpose_room(const ks_strength *S, const ks_int *room, ks_strength *ST);
 
 /* Shared PMIS stage. cf[i] on entry: KS_CPT / KS_FPT are kept, KS_UNDECIDED
  * points are decided by PMIS rounds (ST = transpose of S). Afterwards the

@@ -454,10 +454,17 @@ ks_error ks_amg_strength_symmetric(const ks_csr *A, double theta, ks_strength *S
  * far (a matrix in no useful order) count over all columns. */
 ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST)
 {
+    return ks_strength_transpose_room(S, NULL, ST);
+}
+
+ks_error ks_strength_transpose_room(const ks_strength *S, const ks_int *room, ks_strength *ST)
+{
     memset(ST, 0, sizeof *ST);
     const ks_int n = S->n, nnz = S->rowptr[n];
     KS_TRY(start_pattern(ST, n, "transposed strength row pointers"));
-    ST->colind = ks_malloc(((size_t)nnz + 1) * sizeof *ST->colind, "transposed strength columns");
+    const size_t extra = room ? (size_t)room[n] : 0;
+    ST->colind = ks_malloc(((size_t)nnz + extra + 1) * sizeof *ST->colind,
+                           "transposed strength columns");
     if (!ST->colind) {
         ks_strength_free(ST);
         return KS_ERR_MEMORY;
@@ -531,11 +538,11 @@ ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST)
                 *h = run;
                 run += t;
             }
-            trp[c + 1] = run;
+            trp[c + 1] = run + (room ? room[c + 1] - room[c] : 0);
         }
     }
     trp[0] = 0;
-    ks_rowptr_scan(trp, n); /* at most nnz */
+    ks_rowptr_scan(trp, n); /* at most nnz + room[n] */
 #pragma omp parallel for schedule(static) num_threads(nb) if (nb > 1)
     for (int b = 0; b < nb; b++) {
         const ks_int r0 = (ks_int)((int64_t)n * b / nb), r1 = (ks_int)((int64_t)n * (b + 1) / nb);

@@ -30,39 +30,58 @@ ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double facto
     return e == KS_OK ? KS_OK : ks_adderr(e, "distributed truncation");
 }
 
+/* Row i's local entries: rows ascend by global column, so they are one
+ * run [*a, *b) of the row, the ghost entries before and after it. Most
+ * rows have no ghost entry (their first column in range and their last
+ * below hi): two reads, not a walk. */
+static inline void local_run(const ks_int *rp, const ks_gint *col, ks_int i, ks_gint lo,
+                             ks_gint hi, ks_int *a, ks_int *b)
+{
+    ks_int x = rp[i], y = rp[i + 1];
+    if (x < y && (col[x] < lo || col[y - 1] >= hi)) {
+        while (x < y && col[x] < lo)
+            x++;
+        while (y > x && col[y - 1] >= hi)
+            y--;
+    }
+    *a = x;
+    *b = y;
+}
+
 /* ks_dist_csr_split's logic with the columns in the coarse layout (P is
  * not square, and its rows are already sorted and checked). Row-parallel:
- * each row's local entries counted, the counts scanned (the local block's
- * row pointers; a row's ghost entries start at its entries less its
- * local ones before it), then each row split into its places, the ghost
- * entries with their global ids; those ids, sorted and kept once, are the
- * ghost columns, and the ghost entries (few: rows at the rank's boundary)
- * get their numbers. Every row keeps its order, so the blocks are the
- * serial loop's. P's columns are read twice. */
+ * each row's local run found and its length kept, the lengths scanned
+ * (the local block's row pointers; a row's ghost entries start at its
+ * entries less its local ones before it), then each row split into its
+ * places, the ghost entries with their global ids; those ids, sorted and
+ * kept once, are the ghost columns, and the ghost entries (few: rows at
+ * the rank's boundary) get their numbers. Every row keeps its order, so
+ * the blocks are the serial loop's. */
 static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
 {
     const ks_int n = P->nloc, nnz = P->rowptr[n];
     const ks_gint lo = P->c_begin, hi = P->c_begin + P->nc;
     const ks_int *rp = P->rowptr;
+    const ks_gint *col = P->col;
+    const double *val = P->val;
     ks_int *lrp = ks_malloc(((size_t)n + 1) * sizeof *lrp, "split row counts");
     if (!lrp)
         return KS_ERR_MEMORY;
     S->local.rowptr = lrp; /* freed with S on failure */
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
-        ks_int c = 0;
-        for (ks_int k = rp[i]; k < rp[i + 1]; k++)
-            c += P->col[k] >= lo && P->col[k] < hi;
-        lrp[i + 1] = c;
+        ks_int a, b;
+        local_run(rp, col, i, lo, hi, &a, &b);
+        lrp[i + 1] = b - a;
     }
     const ks_int nl = (ks_int)ks_rowptr_scan(lrp, n), ngx = nnz - nl; /* at most nnz */
     S->local.nrows = n;
     S->local.ncols = P->nc;
     S->local.nnz = nl;
-    S->local.colind = ks_malloc((size_t)nl * sizeof *S->local.colind + 1, "local columns");
-    S->local.val = ks_malloc((size_t)nl * sizeof *S->local.val + 1, "local values");
+    ks_int *lci = S->local.colind = ks_malloc((size_t)nl * sizeof *lci + 1, "local columns");
+    double *lv = S->local.val = ks_malloc((size_t)nl * sizeof *lv + 1, "local values");
     ks_gint *gid = ks_malloc((size_t)ngx * sizeof *gid + 1, "ghost entries' columns");
-    ks_error e = S->local.colind && S->local.val && gid ? KS_OK : KS_ERR_MEMORY;
+    ks_error e = lci && lv && gid ? KS_OK : KS_ERR_MEMORY;
     if (e == KS_OK)
         e = ks_csr_alloc(&S->ghost, n, 0, ngx);
     if (e != KS_OK) {
@@ -70,19 +89,24 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
         return e;
     }
     ks_int *grp = S->ghost.rowptr;
+    double *gv = S->ghost.val;
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < n; i++) {
-        ks_int ql = lrp[i], qg = rp[i] - lrp[i];
+        ks_int a, b, q = rp[i] - lrp[i];
+        local_run(rp, col, i, lo, hi, &a, &b);
         grp[i + 1] = rp[i + 1] - lrp[i + 1];
-        for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
-            const ks_gint c = P->col[k];
-            if (c >= lo && c < hi) {
-                S->local.colind[ql] = (ks_int)(c - lo);
-                S->local.val[ql++] = P->val[k];
-            } else {
-                gid[qg] = c;
-                S->ghost.val[qg++] = P->val[k];
-            }
+        for (ks_int k = rp[i]; k < a; k++, q++) {
+            gid[q] = col[k];
+            gv[q] = val[k];
+        }
+        ks_int *c = lci + lrp[i];
+        for (ks_int k = a; k < b; k++)
+            *c++ = (ks_int)(col[k] - lo);
+        if (b > a)
+            memcpy(lv + lrp[i], val + a, (size_t)(b - a) * sizeof *lv);
+        for (ks_int k = b; k < rp[i + 1]; k++, q++) {
+            gid[q] = col[k];
+            gv[q] = val[k];
         }
     }
     /* the ghost columns: the ghost entries' ids, sorted, each once */

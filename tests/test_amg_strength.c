@@ -5,6 +5,7 @@
  * transpose round trip, thread-count independence and argument errors. */
 #include "ks_test.h"
 #include "amg/cpu/amg_cpu.h"
+#include "amg/cpu/coarsen_internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -388,6 +389,27 @@ static void check_transpose_threads(const ks_strength *S, const char *what)
                       memcmp(ST.colind, ci, sizeof(ks_int) * (size_t)nnz) == 0,
                       "%s, %d threads: transpose differs from the reference", what, t);
         ks_strength_free(&ST);
+        /* With room after some rows (0 to 4 entries, none after most): each
+         * row the reference's, its room after it, unwritten. */
+        ks_int *room = malloc(sizeof(ks_int) * ((size_t)n + 1));
+        ck_assert(room);
+        room[0] = 0;
+        for (ks_int i = 0; i < n; i++)
+            room[i + 1] = room[i] + (i % 7 == 3 ? (i / 7) % 5 : 0);
+        KS_CHECK(ks_strength_transpose_room(S, room, &ST));
+        ck_assert_int_eq(ST.n, n);
+        ck_assert_int_eq(ST.rowptr[n], nnz + room[n]);
+        int same = 1;
+        for (ks_int i = 0; i < n && same; i++) {
+            const ks_int len = rp[i + 1] - rp[i];
+            same = ST.rowptr[i] == rp[i] + room[i] &&
+                   ST.rowptr[i + 1] - ST.rowptr[i] == len + room[i + 1] - room[i] &&
+                   memcmp(ST.colind + ST.rowptr[i], ci + rp[i], sizeof(ks_int) * (size_t)len) == 0;
+        }
+        ck_assert_msg(same, "%s, %d threads: transpose with room differs from the reference", what,
+                      t);
+        ks_strength_free(&ST);
+        free(room);
     }
     ks_test_set_threads(saved);
     free(rp);

@@ -48,15 +48,32 @@ static inline void local_run(const ks_int *rp, const ks_gint *col, ks_int i, ks_
     *b = y;
 }
 
+/* Rows a task of the split takes: rows without ghost entries (most) next
+ * to each other are one stretch of P's entries and of the local block's,
+ * copied as one. */
+int ks_dist_split_block_rows = 4096;
+
+/* P's entries [from, to), all local, into the local block, shift places
+ * earlier (the ghost entries before them). */
+static inline void local_stretch(const ks_gint *col, const double *val, ks_int from, ks_int to,
+                                 ks_int shift, ks_gint lo, ks_int *lci, double *lv)
+{
+    for (ks_int k = from; k < to; k++)
+        lci[k - shift] = (ks_int)(col[k] - lo);
+    if (to > from)
+        memcpy(lv + (from - shift), val + from, (size_t)(to - from) * sizeof *lv);
+}
+
 /* ks_dist_csr_split's logic with the columns in the coarse layout (P is
  * not square, and its rows are already sorted and checked). Row-parallel:
  * each row's local run found and its length kept, the lengths scanned
  * (the local block's row pointers; a row's ghost entries start at its
- * entries less its local ones before it), then each row split into its
- * places, the ghost entries with their global ids; those ids, sorted and
- * kept once, are the ghost columns, and the ghost entries (few: rows at
- * the rank's boundary) get their numbers. Every row keeps its order, so
- * the blocks are the serial loop's. */
+ * entries less its local ones before it), then blocks of rows split into
+ * their places, the ghost entries with their global ids; those ids,
+ * sorted and kept once, are the ghost columns, and the ghost entries
+ * (few: rows at the rank's boundary) get their numbers. Every entry has
+ * one place whatever the blocks, and every row keeps its order, so the
+ * blocks are the serial loop's. */
 static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
 {
     const ks_int n = P->nloc, nnz = P->rowptr[n];
@@ -90,24 +107,31 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
     }
     ks_int *grp = S->ghost.rowptr;
     double *gv = S->ghost.val;
+    const ks_int br = ks_dist_split_block_rows > 0 ? ks_dist_split_block_rows : 1;
+    const ks_int nblk = n / br + (n % br > 0);
 #pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++) {
-        ks_int a, b, q = rp[i] - lrp[i];
-        local_run(rp, col, i, lo, hi, &a, &b);
-        grp[i + 1] = rp[i + 1] - lrp[i + 1];
-        for (ks_int k = rp[i]; k < a; k++, q++) {
-            gid[q] = col[k];
-            gv[q] = val[k];
+    for (ks_int blk = 0; blk < nblk; blk++) {
+        const ks_int i0 = blk * br, i1 = n - i0 < br ? n : i0 + br;
+        ks_int from = rp[i0]; /* the stretch of rows without ghost entries so far */
+        for (ks_int i = i0; i < i1; i++) {
+            grp[i + 1] = rp[i + 1] - lrp[i + 1];
+            if (grp[i + 1] == rp[i] - lrp[i])
+                continue; /* no ghost entry: the row joins the stretch */
+            local_stretch(col, val, from, rp[i], rp[i] - lrp[i], lo, lci, lv);
+            ks_int a, b, q = rp[i] - lrp[i];
+            local_run(rp, col, i, lo, hi, &a, &b);
+            for (ks_int k = rp[i]; k < a; k++, q++) {
+                gid[q] = col[k];
+                gv[q] = val[k];
+            }
+            local_stretch(col, val, a, b, a - lrp[i], lo, lci, lv);
+            for (ks_int k = b; k < rp[i + 1]; k++, q++) {
+                gid[q] = col[k];
+                gv[q] = val[k];
+            }
+            from = rp[i + 1];
         }
-        ks_int *c = lci + lrp[i];
-        for (ks_int k = a; k < b; k++)
-            *c++ = (ks_int)(col[k] - lo);
-        if (b > a)
-            memcpy(lv + lrp[i], val + a, (size_t)(b - a) * sizeof *lv);
-        for (ks_int k = b; k < rp[i + 1]; k++, q++) {
-            gid[q] = col[k];
-            gv[q] = val[k];
-        }
+        local_stretch(col, val, from, rp[i1], rp[i1] - lrp[i1], lo, lci, lv);
     }
     /* the ghost columns: the ghost entries' ids, sorted, each once */
     S->ghost_gid = ks_malloc((size_t)ngx * sizeof *S->ghost_gid + 1, "ghost columns");

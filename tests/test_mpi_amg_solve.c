@@ -711,6 +711,26 @@ START_TEST(test_hierarchy_matches_serial)
 }
 END_TEST
 
+/* P and R split into blocks of a few rows (ks_dist_split_block_rows): rows
+ * with ghost entries inside blocks and at their ends, stretches of rows
+ * without them cut by the blocks; the hierarchy stays the serial one. */
+START_TEST(test_split_blocks_match_serial)
+{
+    const int keep = ks_dist_split_block_rows;
+    const int rows[] = {1, 3, 37};
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 14, &A);
+    for (int k = 0; k < 3; k++) {
+        ks_dist_split_block_rows = rows[k];
+        char what[64];
+        snprintf(what, sizeof what, "poisson3d_7 14^3, split blocks of %d rows", rows[k]);
+        check_levels(&A, k % 2, "D2", what);
+    }
+    ks_dist_split_block_rows = keep;
+    ks_csr_free(&A);
+}
+END_TEST
+
 static int same_blocks(const ks_matrix *X, const ks_matrix *Y); /* below */
 
 /* The setup's threaded host pieces (row scans, truncation, P and R split
@@ -1571,6 +1591,7 @@ static Suite *amg_solve_suite(void)
     TCase *t = tcase_create("hierarchy");
     tcase_add_checked_fixture(t, reset_settings, NULL);
     tcase_add_test(t, test_hierarchy_matches_serial);
+    tcase_add_test(t, test_split_blocks_match_serial);
     tcase_add_test(t, test_threads_same_hierarchy);
     tcase_add_test(t, test_spectral_estimate);
     tcase_add_test(t, test_symmetry);

@@ -209,9 +209,10 @@ ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double facto
  * (nloc x nc, columns minus c_begin) and ghost (other ranks' coarse
  * points, numbered in ascending global order, ghost_gid). */
 ks_error ks_dist_prows_split(const ks_dist_prows *P, ks_dist_split *out);
-/* Rows a task of the split takes (4096; tests set fewer, so that small
- * problems have many blocks). */
-extern int ks_dist_split_block_rows;
+/* Rows a task takes in the setup's copies by blocks of rows (P's split,
+ * the PMIS graph's joint rows): 4096; tests set fewer, so that small
+ * problems have many blocks. */
+extern int ks_dist_block_rows;
 
 /* ---------------------------------------------------- rows_fetch_dist.c */
 /* What extended+i reads beyond this rank's rows: for every strong F

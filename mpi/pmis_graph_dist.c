@@ -151,6 +151,12 @@ static ks_error external_points(const ks_dist_strength *S, const ext_deps *X, ks
     return e;
 }
 
+static inline void copy_ints(ks_int *dst, const ks_int *src, ks_int count)
+{
+    if (count > 0)
+        memcpy(dst, src, (size_t)count * sizeof *dst);
+}
+
 /* S and S^T rows in the joint numbering. S^T's own part is transposed
  * straight into its joint rows, each leaving room for the row's
  * dependents on other ranks (X's row), written after it: no second copy
@@ -177,19 +183,31 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
 #pragma omp parallel for schedule(static)
     for (ks_int g = 0; g < S->nghost; g++) /* unused ghosts map nowhere that is read */
         gmap[g] = nx ? n + ks_gmap_ext_find(&xm, S->ghost_gid[g]) : 0;
-    /* a joint row starts after both parts' rows before it */
+    /* A joint row starts after both parts' rows before it. Rows without
+     * ghost entries (most) next to each other are one stretch of S's own
+     * part and of the joint rows: one copy, in blocks of rows. */
+    const ks_int *lrp = S->local.rowptr, *lci = S->local.colind;
+    const ks_int br = ks_dist_block_rows > 0 ? ks_dist_block_rows : 1;
+    const ks_int nblk = n / br + (n % br > 0);
     G->srp[0] = 0;
 #pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < n; i++) {
-        ks_int a = S->local.rowptr[i] + S->grp[i];
-        G->srp[i + 1] = S->local.rowptr[i + 1] + S->grp[i + 1];
-        for (ks_int k = S->local.rowptr[i]; k < S->local.rowptr[i + 1]; k++)
-            G->sci[a++] = S->local.colind[k];
-        for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++)
-            G->sci[a++] = gmap[S->gci[k]];
-        ks_int b = G->trp[i + 1] - (X->rp[i + 1] - X->rp[i]);
-        for (ks_int k = X->rp[i]; k < X->rp[i + 1]; k++)
-            G->tci[b++] = n + ks_gmap_ext_find(&xm, X->dep[k]);
+    for (ks_int blk = 0; blk < nblk; blk++) {
+        const ks_int i0 = blk * br, i1 = n - i0 < br ? n : i0 + br;
+        ks_int from = lrp[i0]; /* the stretch so far */
+        for (ks_int i = i0; i < i1; i++) {
+            G->srp[i + 1] = lrp[i + 1] + S->grp[i + 1];
+            ks_int b = G->trp[i + 1] - (X->rp[i + 1] - X->rp[i]); /* the room */
+            for (ks_int k = X->rp[i]; k < X->rp[i + 1]; k++)
+                G->tci[b++] = n + ks_gmap_ext_find(&xm, X->dep[k]);
+            if (S->grp[i + 1] == S->grp[i])
+                continue; /* no ghost entry: the row joins the stretch */
+            copy_ints(G->sci + from + S->grp[i], lci + from, lrp[i + 1] - from);
+            ks_int a = lrp[i + 1] + S->grp[i];
+            for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++)
+                G->sci[a++] = gmap[S->gci[k]];
+            from = lrp[i + 1];
+        }
+        copy_ints(G->sci + from + S->grp[i1], lci + from, lrp[i1] - from);
     }
     ks_gmap_free(&xm);
     free(gmap);

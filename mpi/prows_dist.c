@@ -51,7 +51,7 @@ static inline void local_run(const ks_int *rp, const ks_gint *col, ks_int i, ks_
 /* Rows a task of the split takes: rows without ghost entries (most) next
  * to each other are one stretch of P's entries and of the local block's,
  * copied as one. */
-int ks_dist_split_block_rows = 4096;
+int ks_dist_block_rows = 4096;
 
 /* P's entries [from, to), all local, into the local block, shift places
  * earlier (the ghost entries before them). */
@@ -107,7 +107,7 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
     }
     ks_int *grp = S->ghost.rowptr;
     double *gv = S->ghost.val;
-    const ks_int br = ks_dist_split_block_rows > 0 ? ks_dist_split_block_rows : 1;
+    const ks_int br = ks_dist_block_rows > 0 ? ks_dist_block_rows : 1;
     const ks_int nblk = n / br + (n % br > 0);
 #pragma omp parallel for schedule(static)
     for (ks_int blk = 0; blk < nblk; blk++) {

@@ -711,22 +711,23 @@ START_TEST(test_hierarchy_matches_serial)
 }
 END_TEST
 
-/* P and R split into blocks of a few rows (ks_dist_split_block_rows): rows
- * with ghost entries inside blocks and at their ends, stretches of rows
- * without them cut by the blocks; the hierarchy stays the serial one. */
+/* P and R split, and the PMIS graph's joint rows made, in blocks of a few
+ * rows (ks_dist_block_rows): rows with ghost entries inside blocks and at
+ * their ends, stretches of rows without them cut by the blocks; the
+ * hierarchy stays the serial one. */
 START_TEST(test_split_blocks_match_serial)
 {
-    const int keep = ks_dist_split_block_rows;
+    const int keep = ks_dist_block_rows;
     const int rows[] = {1, 3, 37};
     ks_csr A;
     generate(KS_GEN_POISSON3D_7, 14, &A);
     for (int k = 0; k < 3; k++) {
-        ks_dist_split_block_rows = rows[k];
+        ks_dist_block_rows = rows[k];
         char what[64];
-        snprintf(what, sizeof what, "poisson3d_7 14^3, split blocks of %d rows", rows[k]);
+        snprintf(what, sizeof what, "poisson3d_7 14^3, copies in blocks of %d rows", rows[k]);
         check_levels(&A, k % 2, "D2", what);
     }
-    ks_dist_split_block_rows = keep;
+    ks_dist_block_rows = keep;
     ks_csr_free(&A);
 }
 END_TEST

@@ -452,11 +452,6 @@ ks_error ks_amg_strength_symmetric(const ks_csr *A, double theta, ks_strength *S
  * its rows reach (on a mesh about its own rows: the histograms together
  * about n counters, not nb * n to clear and walk); blocks reaching too
  * far (a matrix in no useful order) count over all columns. */
-ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST)
-{
-    return ks_strength_transpose_room(S, NULL, ST);
-}
-
 ks_error ks_strength_transpose_room(const ks_strength *S, const ks_int *room, ks_strength *ST)
 {
     memset(ST, 0, sizeof *ST);
@@ -557,6 +552,11 @@ ks_error ks_strength_transpose_room(const ks_strength *S, const ks_int *room, ks
     free(hist);
     free(win);
     return KS_OK;
+}
+
+ks_error ks_strength_transpose_unchecked(const ks_strength *S, ks_strength *ST)
+{
+    return ks_strength_transpose_room(S, NULL, ST);
 }
 
 ks_error ks_strength_transpose(const ks_strength *S, ks_strength *ST)

@@ -249,27 +249,33 @@ static ks_error pmis_on(const ks_dist_strength *S, const ks_dist_graph *G,
     return e;
 }
 
-ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
-                           ks_int *nc)
+/* The checks, then PMIS on G, or on S's graph made here when G is NULL. */
+static ks_error pmis_checked(const ks_dist_strength *S, const ks_dist_graph *G,
+                             unsigned long long seed, int *cf, ks_int *nc)
 {
     static const char who[] = "distributed PMIS";
     ks_error e = ks_dist_split_args(S, cf, nc, who);
     if (e != KS_OK)
         return e;
-    ks_dist_graph G;
-    KS_TRY(ks_dist_graph_create(S, &G));
-    e = pmis_on(S, &G, seed, cf, nc);
-    ks_dist_graph_free(&G);
+    ks_dist_graph own;
+    if (!G) {
+        KS_TRY(ks_dist_graph_create(S, &own));
+        G = &own;
+    }
+    e = pmis_on(S, G, seed, cf, nc);
+    if (G == &own)
+        ks_dist_graph_free(&own);
     return e == KS_OK ? KS_OK : ks_adderr(e, "%s", who);
+}
+
+ks_error ks_dist_pmis_from(const ks_dist_strength *S, unsigned long long seed, int *cf,
+                           ks_int *nc)
+{
+    return pmis_checked(S, NULL, seed, cf, nc);
 }
 
 ks_error ks_dist_pmis_graph(const ks_dist_strength *S, const ks_dist_graph *G,
                             unsigned long long seed, int *cf, ks_int *nc)
 {
-    static const char who[] = "distributed PMIS";
-    ks_error e = ks_dist_split_args(S, cf, nc, who);
-    if (e != KS_OK)
-        return e;
-    e = pmis_on(S, G, seed, cf, nc);
-    return e == KS_OK ? KS_OK : ks_adderr(e, "%s", who);
+    return pmis_checked(S, G, seed, cf, nc);
 }

@@ -161,6 +161,28 @@ static void prows_of(const ks_csr *P, const ks_gint *off, ks_gint c_begin, ks_in
     }
 }
 
+/* F row i's entries of a test P: up to 4 distinct coarse columns drawn
+ * from lo .. lo + span - 1 (kept within 0 .. ncg - 1), random weights,
+ * appended at m; returns the new count. */
+static int64_t random_frow(ks_int i, ks_int ncg, ks_int lo, ks_int span, ks_int *r, ks_int *c,
+                           double *v, int64_t m)
+{
+    const int len = ncg ? (int)(ks_test_rng_next() % 5) : 0;
+    for (int k = 0; k < len; k++) {
+        ks_int j = lo + (ks_int)(ks_test_rng_next() % (uint64_t)span);
+        j = j < 0 ? 0 : j >= ncg ? ncg - 1 : j;
+        int dup = 0;
+        for (int64_t t = m - k; t < m; t++)
+            dup |= c[t] == j;
+        if (dup)
+            continue;
+        r[m] = i;
+        c[m] = j;
+        v[m++] = ks_test_urand() - 0.3;
+    }
+    return m;
+}
+
 /* The test splitting: every third point C (none on rank 1's rows when
  * starve), an F row with up to 4 random coarse columns anywhere (some
  * rows empty), a C row its own coarse point with 1.0. The global P and
@@ -201,18 +223,7 @@ static void test_splitting(uint64_t seed, ks_int N, const ks_gint *off, int star
             v[m++] = 1.0;
             continue;
         }
-        const int len = ncg ? (int)(ks_test_rng_next() % 5) : 0;
-        for (int k = 0; k < len; k++) {
-            const ks_int j = (ks_int)(ks_test_rng_next() % (uint64_t)ncg);
-            int dup = 0;
-            for (int64_t t = m - k; t < m; t++)
-                dup |= c[t] == j;
-            if (dup)
-                continue;
-            r[m] = i;
-            c[m] = j;
-            v[m++] = ks_test_urand() - 0.3;
-        }
+        m = random_frow(i, ncg, 0, ncg, r, c, v, m);
     }
     KS_CHECK(ks_csr_from_coo(N, ncg, m, r, c, v, P, NULL));
     free(r);
@@ -567,20 +578,8 @@ static void long_splitting(uint64_t seed, ks_int N, int far, ks_csr *P)
             v[m++] = 1.0;
             continue;
         }
-        const int len = (int)(ks_test_rng_next() % 5);
-        for (int k = 0; k < len; k++) {
-            ks_int j = far ? (ks_int)(ks_test_rng_next() % (uint64_t)ncg)
-                           : i / 3 - 40 + (ks_int)(ks_test_rng_next() % 81);
-            j = j < 0 ? 0 : j >= ncg ? ncg - 1 : j;
-            int dup = 0;
-            for (int64_t t = m - k; t < m; t++)
-                dup |= c[t] == j;
-            if (dup)
-                continue;
-            r[m] = i;
-            c[m] = j;
-            v[m++] = ks_test_urand() - 0.3;
-        }
+        m = far ? random_frow(i, ncg, 0, ncg, r, c, v, m)
+                : random_frow(i, ncg, i / 3 - 40, 81, r, c, v, m);
     }
     KS_CHECK(ks_csr_from_coo(N, ncg, m, r, c, v, P, NULL));
     free(r);

@@ -51,15 +51,20 @@ static ks_error check_args(ks_backend *be, ks_int nloc, ks_gint ncols, const ks_
 }
 
 /* A block of the split as a matrix. The split made and checked it (columns
- * in range, sorted and unique, values finite), so on a backend with host
- * memory the matrix takes its arrays: no copy, no second check. */
+ * in range, sorted and unique, values finite), so it is not checked again:
+ * on a backend with host memory the matrix takes its arrays (no copy);
+ * elsewhere they are uploaded as they are, and "auto" counts the row
+ * statistics where the matrix now lives (the same numbers). On the host
+ * that check and count were passes over every row of each block (a
+ * ghost block's rows too), the row pointers' serially. */
 static ks_error block_matrix(ks_backend *be, ks_csr *H, const char *format,
                              const ks_spmv_params *params, ks_matrix **M)
 {
-    if (!ks_backend_host_memory(be) || !H->val || !H->rowptr)
-        return ks_matrix_create(be, H, format, params, M);
+    if (!H->val || !H->rowptr)
+        return ks_matrix_create(be, H, format, params, M); /* its message */
     ks_sparse A;
-    KS_TRY(ks_sparse_adopt_csr(be, H, &A));
+    KS_TRY(ks_backend_host_memory(be) ? ks_sparse_adopt_csr(be, H, &A)
+                                      : ks_sparse_from_csr(be, H, 0, &A));
     A.valid = 1;
     return ks_matrix_create_sparse(be, &A, format, params, M);
 }

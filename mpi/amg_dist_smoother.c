@@ -140,7 +140,7 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     const ks_csr *G = d->base.ghost ? ks_matrix_host_csr(d->base.ghost) : NULL;
     if (!L || (d->base.ghost && !G))
         return ks_comm_agree(c, ks_seterr(KS_ERR_MEMORY, "spectral estimate: host rows"));
-    double *dg = s->h;
+    double *dg = s->h, t = ks_wtime();
     diagonal(L, dg);
     double cnt[2] = {0.0, 0.0}, bound = 0.0;
     ks_int bad = s->n;
@@ -171,6 +171,7 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     KS_TRY(ks_comm_sum(c, cnt, 2));
     KS_TRY(ks_comm_max(c, &bound, 1));
     s->sign = cnt[1] > 0.0 ? -1.0 : 1.0;
+    ks_amg_dist_substep(c, "spectral estimate: diagonal and bound", &t);
     int sym = 0;
     if (!(cnt[0] > 0.0 && cnt[1] > 0.0)) {
         if (s->known_sym)
@@ -178,6 +179,7 @@ static ks_error estimate(dspec *s, int iters, double *rho)
         else
             KS_TRY(ks_dist_symmetric(s->A, dg, &sym, &s->exact));
     }
+    ks_amg_dist_substep(c, "spectral estimate: symmetry check", &t);
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < s->n; i++)
         dg[i] = sym ? 1.0 / sqrt(fabs(dg[i])) : 1.0 / dg[i];
@@ -187,6 +189,8 @@ static ks_error estimate(dspec *s, int iters, double *rho)
     double est = 0.0;
     e = sym ? lanczos(s, iters, tri, tri + iters, &est) : power(s, iters, &est);
     free(tri);
+    ks_amg_dist_substep(c, sym ? "spectral estimate: Lanczos" : "spectral estimate: power method",
+                        &t);
     *rho = fmax(fmin(est, bound), 1.0);
     return e;
 }

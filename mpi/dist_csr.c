@@ -213,6 +213,8 @@ void ks_dist_split_free(ks_dist_split *S)
 {
     ks_csr_free(&S->local);
     ks_csr_free(&S->ghost);
+    ks_sparse_free(&S->dlocal);
+    ks_sparse_free(&S->dghost);
     free(S->ghost_gid);
     S->ghost_gid = NULL;
     free(S->entry_pos);

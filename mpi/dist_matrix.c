@@ -57,9 +57,13 @@ static ks_error check_args(ks_backend *be, ks_int nloc, ks_gint ncols, const ks_
  * statistics where the matrix now lives (the same numbers). On the host
  * that check and count were passes over every row of each block (a
  * ghost block's rows too), the row pointers' serially. */
-static ks_error block_matrix(ks_backend *be, ks_csr *H, const char *format,
+static ks_error block_matrix(ks_backend *be, ks_csr *H, ks_sparse *D, const char *format,
                              const ks_spmv_params *params, ks_matrix **M)
 {
+    if (D->be == be) { /* made where it lives, by a split that checked it */
+        D->valid = 1;
+        return ks_matrix_create_sparse(be, D, format, params, M);
+    }
     if (!H->val || !H->rowptr)
         return ks_matrix_create(be, H, format, params, M); /* its message */
     ks_sparse A;
@@ -94,12 +98,13 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     d->entry_pos = S->entry_pos;
     S->entry_pos = NULL;
     d->nghost = S->ghost.ncols;
-    ks_error e = block_matrix(be, &S->local, format, params, &d->base.local);
+    ks_error e = block_matrix(be, &S->local, &S->dlocal, format, params, &d->base.local);
     ks_spmv_params gp;
     memset(&gp, 0, sizeof gp);
     gp.float_values = params ? params->float_values : 0;
     if (e == KS_OK && d->nghost > 0) {
-        e = block_matrix(be, &S->ghost, ghost_format(be, &gp), &gp, &d->base.ghost);
+        e = block_matrix(be, &S->ghost, &S->dghost, ghost_format(be, &gp), &gp,
+                         &d->base.ghost);
         const char *env = getenv("KS_MPI_GHOST_FORMAT");
         if (e != KS_OK && env && env[0])
             e = ks_adderr(e, "the ghost block's format from KS_MPI_GHOST_FORMAT=%s", env);

@@ -166,11 +166,14 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
     return device_spgemm(be, L, B, NULL, T, NULL, 1);
 }
 
-ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T)
+ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T,
+                                ks_sparse *keep)
 {
+    if (keep)
+        memset(keep, 0, sizeof *keep);
     if (!be || ks_backend_host_memory(be) || !dB || dB->be != be)
         return ks_seterr(KS_ERR_ARG, "local product: the right factor is not on the device");
-    return device_spgemm(be, L, NULL, dB, T, NULL, 1);
+    return device_spgemm(be, L, NULL, dB, T, keep, !keep);
 }
 
 ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
@@ -205,93 +208,93 @@ ks_error ks_fetched_rows(const ks_dist_ghost_prows *G, const ks_gmap *cols, ks_c
     return KS_OK;
 }
 
-/* One row's local entries (compact columns nb .. nb + nown - 1) counted,
- * its ghosts marked used; 0 when the row does not ascend. */
-static int split_count(const ks_csr *T, ks_int i, ks_int nb, ks_int nown, unsigned char *used,
-                       ks_int *nlocal)
+/* The ghosts the rows use (used: a flag per compact column of cols),
+ * numbered in ascending order: gnum for the compact columns outside the
+ * range (below it, then above; -1 for unused ones), S->ghost_gid their ids;
+ * *ng how many. */
+static ks_error number_ghosts(const unsigned char *used, const ks_gmap *cols, ks_int **gnum,
+                              ks_int *ng, ks_dist_split *S)
 {
-    ks_int c = 0, prev = -1;
-    int ok = 1;
-    for (ks_int k = T->rowptr[i]; k < T->rowptr[i + 1]; k++) {
-        const ks_int j = T->colind[k];
-        ok &= j > prev;
-        prev = j;
-        if (j >= nb && j < nb + nown) {
-            c++;
-        } else {
-#pragma omp atomic write
-            used[j < nb ? j : j - nown] = 1;
-        }
-    }
-    *nlocal = c;
-    return ok;
+    const ks_int nb = cols->nbelow, next = cols->next, nown = (ks_int)(cols->hi - cols->lo);
+    *ng = 0;
+    *gnum = ks_malloc(((size_t)next + 1) * sizeof **gnum, "ghost numbers");
+    if (!*gnum)
+        return KS_ERR_MEMORY;
+    for (ks_int k = 0; k < next; k++)
+        (*gnum)[k] = used[k < nb ? k : k + nown] ? (*ng)++ : -1;
+    S->ghost_gid = ks_malloc((size_t)*ng * sizeof *S->ghost_gid + 1, "ghost columns");
+    if (!S->ghost_gid)
+        return KS_ERR_MEMORY;
+    for (ks_int k = 0; k < next; k++)
+        if ((*gnum)[k] >= 0)
+            S->ghost_gid[(*gnum)[k]] = cols->ext[k];
+    return KS_OK;
 }
 
 ks_error ks_compact_split(const ks_csr *T, const ks_gmap *cols, int *refused, ks_dist_split *S)
 {
     memset(S, 0, sizeof *S);
     *refused = 0;
-    const ks_int n = T->nrows, nnz = n ? T->rowptr[n] : 0, nb = cols->nbelow, next = cols->next;
     const ks_int nown = (ks_int)(cols->hi - cols->lo);
-    unsigned char *used = ks_calloc((size_t)next + 1, 1, "used ghost columns");
-    ks_int *gnum = ks_malloc(((size_t)next + 1) * sizeof *gnum, "ghost numbers");
-    ks_int *lrp = ks_malloc(((size_t)n + 1) * sizeof *lrp, "local block row pointers");
-    ks_error e = used && gnum && lrp ? KS_OK : KS_ERR_MEMORY;
-    int ascending = 1;
-    if (e == KS_OK) {
-#pragma omp parallel for schedule(static) reduction(& : ascending)
-        for (ks_int i = 0; i < n; i++)
-            ascending &= split_count(T, i, nb, nown, used, &lrp[i + 1]);
-    }
-    if (e == KS_OK && !ascending)
+    unsigned char *used = ks_malloc((size_t)T->ncols + 1, "used columns");
+    ks_int *gnum = NULL, ng = 0, nonfinite = 0;
+    int unsorted = 0;
+    ks_error e = used ? ks_csr_mark_cols(T, used, &unsorted) : KS_ERR_MEMORY;
+    if (e == KS_OK && unsorted)
         *refused = 1;
-    ks_int ng = 0; /* the ghosts the rows use, numbered in ascending order */
-    for (ks_int k = 0; k < next && e == KS_OK && ascending; k++)
-        gnum[k] = used[k] ? ng++ : -1;
-    if (e == KS_OK && ascending) {
-        S->ghost_gid = ks_malloc((size_t)ng * sizeof *S->ghost_gid + 1, "ghost columns");
-        e = S->ghost_gid ? KS_OK : KS_ERR_MEMORY;
-    }
-    if (e == KS_OK && ascending) {
-        for (ks_int k = 0; k < next; k++)
-            if (used[k])
-                S->ghost_gid[gnum[k]] = cols->ext[k];
-        const ks_int nl = (ks_int)ks_rowptr_scan(lrp, n); /* at most nnz */
-        S->local = (ks_csr){n, nown, nl, lrp, NULL, NULL};
-        lrp = NULL; /* the local block's */
-        S->local.colind = ks_malloc((size_t)nl * sizeof *S->local.colind + 1, "local columns");
-        S->local.val = ks_malloc((size_t)nl * sizeof *S->local.val + 1, "local values");
-        e = S->local.colind && S->local.val ? KS_OK : KS_ERR_MEMORY;
-        if (e == KS_OK)
-            e = ks_csr_alloc(&S->ghost, n, ng, nnz - nl);
-    }
-    int finite = 1;
-    if (e == KS_OK && ascending) {
-        const ks_int *lr = S->local.rowptr;
-        ks_int *grp = S->ghost.rowptr;
-#pragma omp parallel for schedule(static) reduction(& : finite)
-        for (ks_int i = 0; i < n; i++) {
-            ks_int ql = lr[i], qg = T->rowptr[i] - lr[i];
-            grp[i + 1] = T->rowptr[i + 1] - lr[i + 1];
-            for (ks_int k = T->rowptr[i]; k < T->rowptr[i + 1]; k++) {
-                const ks_int j = T->colind[k];
-                const double v = T->val[k];
-                finite &= isfinite(v) != 0;
-                if (j >= nb && j < nb + nown) {
-                    S->local.colind[ql] = j - nb;
-                    S->local.val[ql++] = v;
-                } else {
-                    S->ghost.colind[qg] = gnum[j < nb ? j : j - nown];
-                    S->ghost.val[qg++] = v;
-                }
-            }
-        }
-        if (!finite)
-            *refused = 1;
-    }
+    if (e == KS_OK && !*refused)
+        e = number_ghosts(used, cols, &gnum, &ng, S);
+    if (e == KS_OK && !*refused)
+        e = ks_csr_split_cols(T, cols->nbelow, nown, gnum, ng, &S->local, &S->ghost, &nonfinite);
+    if (e == KS_OK && nonfinite > 0)
+        *refused = 1;
     free(used);
     free(gnum);
-    free(lrp);
+    if (e != KS_OK || *refused)
+        ks_dist_split_free(S);
+    return e;
+}
+
+ks_error ks_compact_split_device(const ks_sparse *dT, const ks_gmap *cols, int *refused,
+                                 ks_dist_split *S)
+{
+    memset(S, 0, sizeof *S);
+    *refused = 0;
+    ks_backend *be = dT->be;
+    const ks_int nown = (ks_int)(cols->hi - cols->lo), ncols = dT->ncols;
+    unsigned char *used = ks_malloc((size_t)ncols + 1, "used columns"), *dused = NULL;
+    ks_int *gnum = NULL, *dgnum = NULL, ng = 0, nonfinite = 0;
+    int unsorted = 0;
+    ks_error e = used ? ks_be_alloc(be, (size_t)ncols + 1, (void **)&dused, "used columns")
+                      : KS_ERR_MEMORY;
+    if (e == KS_OK)
+        e = ks_sparse_mark_cols(dT, dused, &unsorted);
+    if (e == KS_OK && ncols > 0)
+        e = be->ops->download(be, used, dused, (size_t)ncols);
+    if (e == KS_OK && unsorted)
+        *refused = 1;
+    if (e == KS_OK && !*refused)
+        e = number_ghosts(used, cols, &gnum, &ng, S);
+    if (e == KS_OK && !*refused)
+        e = ks_be_alloc(be, ((size_t)cols->next + 1) * sizeof *dgnum, (void **)&dgnum,
+                        "ghost numbers");
+    if (e == KS_OK && !*refused && cols->next > 0)
+        e = be->ops->upload(be, dgnum, gnum, (size_t)cols->next * sizeof *dgnum);
+    if (e == KS_OK && !*refused)
+        e = ks_sparse_split_cols(dT, cols->nbelow, nown, dgnum, ng, &S->dlocal, &S->dghost,
+                                 &nonfinite);
+    if (e == KS_OK && nonfinite > 0)
+        *refused = 1;
+    if (e == KS_OK && !*refused) { /* the host side holds the shapes only */
+        S->local = (ks_csr){dT->nrows, nown, S->dlocal.nnz, NULL, NULL, NULL};
+        S->ghost = (ks_csr){dT->nrows, ng, S->dghost.nnz, NULL, NULL, NULL};
+    }
+    if (dused)
+        be->ops->free(be, dused);
+    if (dgnum)
+        be->ops->free(be, dgnum);
+    free(used);
+    free(gnum);
     if (e != KS_OK || *refused)
         ks_dist_split_free(S);
     return e;

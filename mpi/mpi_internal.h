@@ -151,6 +151,9 @@ typedef struct ks_dist_split {
     ks_int *entry_pos;  /* ks_dist_csr_split only (else NULL): input entry k's place,
                          * k' < local.nnz in the local block's values, else
                          * k' - local.nnz in the ghost block's */
+    ks_sparse dlocal, dghost; /* made on a device (ks_compact_split_device): the blocks
+                               * there, local and ghost holding only their shapes;
+                               * else empty */
 } ks_dist_split;
 
 /* Local (no communication): rows row_begin .. row_begin+nloc-1 of a

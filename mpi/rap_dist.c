@@ -159,17 +159,32 @@ typedef struct ptap_out {
  * The split is made from the compact columns where every row ascends with
  * finite values (as the spgemm makes them), else through global columns
  * and ks_dist_csr_split, which sorts the rows and describes a bad value
- * as ks_matrix_create_dist would. */
-static ks_error finish(const ks_comm *c, ks_csr *T, const ks_gmap *cm, ks_gint row_begin,
-                       ks_gint ncols, const ptap_out *out)
+ * as ks_matrix_create_dist would. A product left on the device (dT, taken)
+ * is split there, its blocks staying there; where that split refuses it,
+ * or rows with global columns are asked for, it is downloaded into T. */
+static ks_error finish(const ks_comm *c, ks_csr *T, ks_sparse *dT, const ks_gmap *cm,
+                       ks_gint row_begin, ks_gint ncols, const ptap_out *out)
 {
     double t = ks_wtime();
     ks_error e = KS_OK;
     int refused = 1;
-    if (out->S) {
-        e = ks_compact_split(T, cm, &refused, out->S);
-        ks_amg_dist_substep(c, "product split into blocks", &t);
+    const int on_device = dT->be != NULL;
+    if (on_device && out->S) {
+        e = ks_compact_split_device(dT, cm, &refused, out->S);
+        ks_amg_dist_substep(c, "product split into blocks on the device", &t);
     }
+    if (on_device && e == KS_OK && refused) {
+        ks_csr_free(T);
+        e = ks_sparse_to_csr(dT, T);
+        ks_amg_dist_substep(c, "product download", &t);
+        if (e == KS_OK && out->S)
+            e = ks_compact_split(T, cm, &refused, out->S);
+    } else if (!on_device && out->S) {
+        e = ks_compact_split(T, cm, &refused, out->S);
+    }
+    ks_sparse_free(dT);
+    if (out->S && !on_device)
+        ks_amg_dist_substep(c, "product split into blocks", &t);
     if (e != KS_OK || !refused) {
         ks_csr_free(T);
         return e;
@@ -266,13 +281,16 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
     free(tab);
     ks_amg_dist_substep(c, "R (A P): stack R's and A P's rows", &t);
     ks_csr T = {0};
+    ks_sparse dT = {0}; /* the product, where it stays on the device (split there) */
     if (e == KS_OK)
-        e = on_device ? ks_local_spgemm_device(be, &Rm, &dB, &T) : ks_local_spgemm(be, &Rm, &B, &T);
+        e = on_device ? ks_local_spgemm_device(be, &Rm, &dB, &T, out->S ? &dT : NULL)
+                      : ks_local_spgemm(be, &Rm, &B, &T);
     ks_sparse_free(&dB);
     ks_csr_free(&Rm);
     ks_csr_free(&B);
     if (e == KS_OK)
-        e = finish(c, &T, &cm, R->row_begin, AP->ncols_global, out);
+        e = finish(c, &T, &dT, &cm, R->row_begin, AP->ncols_global, out);
+    ks_sparse_free(&dT);
     ks_csr_free(&T);
     ks_dist_ghost_prows_free(&G);
     ks_gmap_free(&cm);

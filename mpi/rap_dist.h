@@ -67,8 +67,10 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
  * (sparse/cuda/spgemm.cu), so where it runs changes no result; but with
  * KS_SPGEMM=cusparse, whose products agree with the cpu's to rounding. */
 ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T);
-/* Local. The same with the right factor already on the device (be's). */
-ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T);
+/* Local. The same with the right factor already on the device (be's);
+ * with keep the product stays there (T: its shape and row pointers only). */
+ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T,
+                                ks_sparse *keep);
 /* Local. *T = L times the rows that ks_stack_rows makes of (G, rows, rp,
  * col, val, cols), by ks_local_spgemm on be, with the compact columns of
  * `cols`; L: a host CSR over the compact numbers of `rows` (read only).
@@ -93,6 +95,12 @@ ks_error ks_fetched_rows(const ks_dist_ghost_prows *G, const ks_gmap *cols, ks_c
  * caller's checked path (global columns, ks_dist_csr_split) decides. T is
  * read only. */
 ks_error ks_compact_split(const ks_csr *T, const ks_gmap *cols, int *refused, ks_dist_split *S);
+/* Local. The same split of dT on its device (ks_sparse_mark_cols,
+ * ks_sparse_split_cols): S's blocks are made there (S->dlocal, S->dghost;
+ * S->local and S->ghost hold their shapes only), the ghost ids on the
+ * host; refused as ks_compact_split. dT is read only. */
+ks_error ks_compact_split_device(const ks_sparse *dT, const ks_gmap *cols, int *refused,
+                                 ks_dist_split *S);
 
 /* ----------------------------------------------------------- ap_dist.c */
 /* Collective. AP = A P for this rank's rows (A's row layout, global

@@ -397,6 +397,39 @@ ks_error ks_sparse_extract_rows(const ks_sparse *A, const ks_int *idx, ks_int n,
     return e;
 }
 
+ks_error ks_sparse_mark_cols(const ks_sparse *T, unsigned char *used, int *unsorted)
+{
+    static const char who[] = "column marking";
+    if (!T || !T->be || !used || !unsorted)
+        return ks_seterr(KS_ERR_ARG, "sparse %s: NULL operand", who);
+    OP(T, mark_cols, who);
+    return ops_->mark_cols(T, used, unsorted);
+}
+
+ks_error ks_sparse_split_cols(const ks_sparse *T, ks_int nb, ks_int nown, const ks_int *gnum,
+                              ks_int nghost, ks_sparse *L, ks_sparse *G, ks_int *nonfinite)
+{
+    static const char who[] = "column split";
+    if (L)
+        memset(L, 0, sizeof *L);
+    if (G)
+        memset(G, 0, sizeof *G);
+    if (!T || !T->be || !L || !G || !nonfinite || L == G)
+        return ks_seterr(KS_ERR_ARG, "sparse %s: NULL or aliased operand", who);
+    if (nb < 0 || nown < 0 || nghost < 0 || (int64_t)nb + nown > T->ncols ||
+        (!gnum && T->ncols > nown))
+        return ks_seterr(KS_ERR_ARG, "sparse %s: owned columns %lld .. %lld of %lld, %lld "
+                         "ghosts%s", who, (long long)nb, (long long)nb + nown - 1,
+                         (long long)T->ncols, (long long)nghost, gnum ? "" : ", no table");
+    OP(T, split_cols, who);
+    ks_error e = ops_->split_cols(T, nb, nown, gnum, nghost, L, G, nonfinite);
+    if (e != KS_OK) {
+        ks_sparse_free(L);
+        ks_sparse_free(G);
+    }
+    return e;
+}
+
 ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
 {
     KS_TRY(same_backend("pattern comparison", A, B));

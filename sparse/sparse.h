@@ -96,6 +96,12 @@ typedef struct ks_sparse_ops {
                            ks_sparse *B);
     /* B = A's rows idx[0 .. n) (made here, B's be and ncols set). */
     ks_error (*extract_rows)(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B);
+    /* used[c] (T->ncols bytes on T's backend) = 1 where an entry uses
+     * column c, else 0; *unsorted (host) = 1 when a row does not ascend. */
+    ks_error (*mark_cols)(const ks_sparse *T, unsigned char *used, int *unsorted);
+    /* L and G made (see ks_sparse_split_cols); *nonfinite on the host. */
+    ks_error (*split_cols)(const ks_sparse *T, ks_int nb, ks_int nown, const ks_int *gnum,
+                           ks_int nghost, ks_sparse *L, ks_sparse *G, ks_int *nonfinite);
 } ks_sparse_ops;
 
 /* The table of be's kind (never NULL for a backend of this build). */
@@ -154,6 +160,21 @@ ks_error ks_sparse_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sp
  * whole product copied to the host. idx on A's backend, each in
  * [0, A->nrows) (a promise: not checked on the device). */
 ks_error ks_sparse_extract_rows(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B);
+/* Which of T's columns its entries use: used (T->ncols bytes on T's
+ * backend) gets 1 for those, 0 for the others; *unsorted = 1 when some
+ * row's columns do not strictly ascend. */
+ks_error ks_sparse_mark_cols(const ks_sparse *T, unsigned char *used, int *unsorted);
+/* T's columns split in two blocks where T lives: columns nb .. nb + nown - 1
+ * into L (T->nrows x nown, column c - nb), every other column c into G
+ * (T->nrows x nghost, column gnum[c] below the range, gnum[c - nown] above
+ * it; gnum on T's backend, T->ncols - nown entries, each in [0, nghost): a
+ * promise, not checked on the device). Each row keeps its order, so
+ * ascending rows stay ascending with a monotone gnum. Values where T has
+ * them; *nonfinite = how many are not finite. The blocks of a distributed
+ * matrix from rows with compact columns (the ghosts below, the owned
+ * columns, the ghosts above), without a host copy. */
+ks_error ks_sparse_split_cols(const ks_sparse *T, ks_int nb, ks_int nown, const ks_int *gnum,
+                              ks_int nghost, ks_sparse *L, ks_sparse *G, ks_int *nonfinite);
 /* Statistics where A lives (a backend without the operation: from a host
  * copy); the diagonals counted only where a DIA fill of at most
  * dia_max_fill is possible (ks_sparse_stats_max_ndiag, and max_row within

@@ -25,6 +25,15 @@ ks_error ks_csr_rap(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *A
  * *outside = 1 when the product has an entry outside the pattern. */
 ks_error ks_csr_rap_numeric(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *Ac,
                             int *outside);
+/* used[c] = 1 for each of T's ncols columns that an entry uses, else 0;
+ * *unsorted = 1 when a row's columns do not strictly ascend (split.c). */
+ks_error ks_csr_mark_cols(const ks_csr *T, unsigned char *used, int *unsorted);
+/* T's columns split (split.c): nb <= c < nb + nown into L (n x nown,
+ * column c - nb), the others into G (n x nghost, column gnum[c] for c < nb,
+ * gnum[c - nown] above the range); both made here, values where T has
+ * them; *nonfinite counts T's values that are not finite. */
+ks_error ks_csr_split_cols(const ks_csr *T, ks_int nb, ks_int nown, const ks_int *gnum,
+                           ks_int nghost, ks_csr *L, ks_csr *G, ks_int *nonfinite);
 
 #ifdef __cplusplus
 }

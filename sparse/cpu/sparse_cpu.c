@@ -205,6 +205,25 @@ static ks_error cpu_extract_rows(const ks_sparse *A, const ks_int *idx, ks_int n
     return KS_OK;
 }
 
+static ks_error cpu_mark_cols(const ks_sparse *T, unsigned char *used, int *unsorted)
+{
+    ks_csr t = ks_sparse_as_csr(T);
+    return ks_csr_mark_cols(&t, used, unsorted);
+}
+
+static ks_error cpu_split_cols(const ks_sparse *T, ks_int nb, ks_int nown, const ks_int *gnum,
+                               ks_int nghost, ks_sparse *L, ks_sparse *G, ks_int *nonfinite)
+{
+    ks_csr t = ks_sparse_as_csr(T), l, g;
+    KS_TRY(ks_csr_split_cols(&t, nb, nown, gnum, nghost, &l, &g, nonfinite));
+    ks_error e = ks_sparse_adopt_csr(T->be, &l, L);
+    if (e == KS_OK)
+        e = ks_sparse_adopt_csr(T->be, &g, G);
+    ks_csr_free(&l);
+    ks_csr_free(&g);
+    return e;
+}
+
 /* A pass over the row pointers for the lengths, on all threads; then,
  * where the caller could use them (ks_sparse_stats_max_ndiag, max_row
  * within it), the occupied diagonals in a bitmap over the nrows + ncols - 1
@@ -284,4 +303,6 @@ const ks_sparse_ops ks_sparse_cpu_ops = {
     .row_stats = cpu_row_stats,
     .stack_rows = cpu_stack_rows,
     .extract_rows = cpu_extract_rows,
+    .mark_cols = cpu_mark_cols,
+    .split_cols = cpu_split_cols,
 };

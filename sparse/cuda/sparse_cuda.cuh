@@ -135,6 +135,10 @@ ks_error ks_cu_check(const ks_sparse *A, const char *who, int full);
 ks_error ks_cu_check_async(const ks_sparse *A, const char *who, int *flag, int bit);
 
 /* ----------------------------------------- the operations of the table */
+/* ks_sparse_ops.mark_cols and .split_cols (split.cu). */
+ks_error ks_cu_mark_cols(const ks_sparse *T, unsigned char *used, int *unsorted);
+ks_error ks_cu_split_cols(const ks_sparse *T, ks_int nb, ks_int nown, const ks_int *gnum,
+                          ks_int nghost, ks_sparse *L, ks_sparse *G, ks_int *nonfinite);
 ks_error ks_cu_transpose(const ks_sparse *A, ks_sparse *AT);
 ks_error ks_cu_spgemm(const ks_sparse *A, const ks_sparse *B, ks_sparse *C);
 ks_error ks_cu_spgemm_numeric(const ks_sparse *A, const ks_sparse *B, ks_sparse *C);

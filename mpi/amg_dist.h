@@ -160,6 +160,7 @@ void ks_dist_cpt_walk(const int *cf, ks_int n, ks_gint first, ks_gint *cid,
  * - 1) with global coarse column ids, ascending in each row. The coarse
  * layout is each rank's C count: this rank's coarse points are c_begin ..
  * c_begin + nc - 1. */
+typedef struct ks_dist_prows_dev ks_dist_prows_dev;
 typedef struct ks_dist_prows {
     const ks_comm *comm;
     ks_int nloc;
@@ -169,7 +170,31 @@ typedef struct ks_dist_prows {
     ks_int *rowptr;  /* nloc + 1 */
     ks_gint *col;    /* rowptr[nloc] global coarse ids */
     double *val;
+    ks_dist_prows_dev *dev; /* NULL, or the same rows where a device built them */
 } ks_dist_prows;
+
+/* Interpolation rows as a device builder left them (ks_dist_interp on a
+ * backend with device memory): the rows of the builder's local system,
+ * this rank's from r0 on (none before: the builders fill those only), the
+ * columns its C points in point order (compact: the other ranks' below
+ * this rank's range first, then this rank's c_begin .. c_begin + nc - 1,
+ * then the others above), ext the global ids of the others, ascending.
+ * Valid while the host rows are the same rows in the same coarse layout
+ * (c_begin, nc): what changes them drops it (ks_dist_prows_drop_dev). */
+struct ks_dist_prows_dev {
+    ks_sparse rows;
+    ks_int r0;
+    ks_gint c_begin;
+    ks_int nc;
+    ks_gint *ext;
+    ks_int next;
+};
+/* Frees P's device rows (P->dev NULL after). */
+void ks_dist_prows_drop_dev(ks_dist_prows *P);
+/* Local. P's own rows on the device as a view (rows r0 .. r0 + nloc - 1 of
+ * the builder's) with the map of their compact columns (ext borrowed: free
+ * the map's table with ks_gmap_free); 0 when P has no valid device rows. */
+int ks_dist_prows_dev_view(const ks_dist_prows *P, ks_sparse *T, ks_gmap *cols);
 
 /* Truncation of interpolation rows as they are built (ks_dist_interp):
  * ks_amg_interp_truncate's parameters; both 0 (or no struct): none. */
@@ -209,6 +234,8 @@ ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double facto
  * (nloc x nc, columns minus c_begin) and ghost (other ranks' coarse
  * points, numbered in ascending global order, ghost_gid). */
 ks_error ks_dist_prows_split(const ks_dist_prows *P, ks_dist_split *out);
+/* Local: the same split on this rank alone (no agreement). */
+ks_error ks_dist_prows_split_local(const ks_dist_prows *P, ks_dist_split *out);
 /* Rows a task takes in the setup's copies by blocks of rows (P's split,
  * the PMIS graph's joint rows): 4096; tests set fewer, so that small
  * problems have many blocks. */

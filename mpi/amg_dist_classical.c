@@ -88,10 +88,27 @@ ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const 
                                      const ks_gint *coff, ks_matrix **M)
 {
     const ks_comm *c = X->comm;
-    ks_dist_split S;
-    KS_TRY(ks_dist_prows_split(X, &S));
+    ks_dist_split S = {0};
+    /* Rows a device built, in their layout still: split there (the same
+     * blocks as ks_dist_prows_split's), so the matrix is made without a
+     * host split or an upload; refused (a value not finite): the host's. */
+    ks_sparse T;
+    ks_gmap cm;
+    int refused = 1;
+    ks_error e = KS_OK;
+    if (ks_dist_prows_dev_view(X, &T, &cm)) {
+        e = ks_compact_split_device(&T, &cm, &refused, &S);
+        ks_gmap_free(&cm);
+    }
+    if (e == KS_OK && refused)
+        e = ks_dist_prows_split_local(X, &S);
+    e = ks_comm_agree(c, e);
+    if (e != KS_OK) {
+        ks_dist_split_free(&S);
+        return e;
+    }
     ks_gint *ro = ks_layout_copy(c, roff), *co = ks_layout_copy(c, coff);
-    ks_error e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
+    e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
     if (e == KS_OK) {
         e = ks_dist_matrix_from_split(amg->be, c, ro, co, &S, ks_amg_dist_level_format(amg),
                                       NULL, M);

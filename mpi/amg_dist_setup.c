@@ -130,6 +130,7 @@ static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
         ks_layout_even(P->nc_global, (int)want, me, &begin, &count);
     P->c_begin = begin;
     P->nc = (ks_int)count;
+    ks_dist_prows_drop_dev(P); /* its columns' map was the old layout's */
     *q = (int)want;
     return KS_OK;
 }
@@ -179,6 +180,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     t_sub = t;
     if (e == KS_OK)
         e = ks_amg_dist_transfer_matrix(amg, &P, foff, coff, &L->Pm);
+    ks_dist_prows_drop_dev(&P); /* the matrix has them now */
     ks_amg_dist_substep(c, "P as a distributed matrix", &t_sub);
     if (e == KS_OK)
         e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);

@@ -19,10 +19,33 @@
 #include <stdint.h>
 #include <string.h>
 
+void ks_dist_prows_drop_dev(ks_dist_prows *P)
+{
+    if (!P || !P->dev)
+        return;
+    ks_sparse_free(&P->dev->rows);
+    free(P->dev->ext);
+    free(P->dev);
+    P->dev = NULL;
+}
+
+int ks_dist_prows_dev_view(const ks_dist_prows *P, ks_sparse *T, ks_gmap *cols)
+{
+    const ks_dist_prows_dev *d = P ? P->dev : NULL;
+    if (!d || d->c_begin != P->c_begin || d->nc != P->nc || d->r0 + P->nloc > d->rows.nrows)
+        return 0;
+    *T = d->rows;
+    T->nrows = P->nloc;
+    T->rowptr = d->rows.rowptr + d->r0; /* the rows before are empty: entries from 0 */
+    T->nnz = P->nloc ? P->rowptr[P->nloc] : 0;
+    return ks_gmap_borrow(P->c_begin, P->c_begin + P->nc, d->ext, d->next, cols) == KS_OK;
+}
+
 void ks_dist_prows_free(ks_dist_prows *P)
 {
     if (!P)
         return;
+    ks_dist_prows_drop_dev(P);
     free(P->rowptr);
     free(P->col);
     free(P->val);

@@ -215,7 +215,7 @@ static ks_int zero_diagonal(const sys *x, ks_int nloc)
  * local system uploaded, the builder's rows (all N, only r0 .. r1 - 1
  * not empty) downloaded into Pl. */
 static ks_error build_device(ks_backend *be, const sys *x, int ext, ks_int r0, ks_int r1,
-                             const ks_dist_trunc *tr, ks_csr *Pl)
+                             const ks_dist_trunc *tr, ks_csr *Pl, ks_sparse *keep)
 {
     const ks_int N = x->A.nrows;
     const ks_csr Sh = {N, N, x->S.rowptr[N], x->S.rowptr, x->S.colind, NULL};
@@ -239,16 +239,55 @@ static ks_error build_device(ks_backend *be, const sys *x, int ext, ks_int r0, k
         e = ks_amgk_truncate(&ex, &dP, tr->max_elements, tr->factor);
     if (e == KS_OK)
         e = ks_sparse_to_csr(&dP, Pl);
+    if (e == KS_OK) { /* kept where it was built (P's device rows) */
+        *keep = dP;
+        memset(&dP, 0, sizeof dP);
+    }
     ks_sparse_free(&dP);
     ks_amg_exec_free(&ex);
     return e;
+}
+
+/* P's device rows (dP taken) with the other ranks' coarse ids of gc (the
+ * local system's C points, ascending) as their columns' map; where the
+ * own points' ids are not the range c_begin .. c_begin + nc - 1 after the
+ * others below it (not expected), no device rows (the host's serve). */
+static void keep_device(ks_sparse *dP, const ks_gint *gc, ks_int ncols, ks_int r0,
+                        ks_dist_prows *P)
+{
+    ks_dist_prows_dev *d = ks_calloc(1, sizeof *d, "device interpolation rows");
+    ks_int nbelow = 0;
+    while (nbelow < ncols && gc[nbelow] < P->c_begin)
+        nbelow++;
+    const ks_int next = ncols - P->nc;
+    int ok = d && next >= 0 && (d->ext = ks_malloc((size_t)next * sizeof *d->ext + 1,
+                                                   "other ranks' coarse ids")) != NULL;
+    for (ks_int k = 0; ok && k < P->nc; k++)
+        ok = gc[nbelow + k] == P->c_begin + k;
+    if (!ok) {
+        if (d)
+            free(d->ext);
+        free(d);
+        ks_sparse_free(dP);
+        return;
+    }
+    memcpy(d->ext, gc, (size_t)nbelow * sizeof *gc);
+    memcpy(d->ext + nbelow, gc + nbelow + P->nc, (size_t)(next - nbelow) * sizeof *gc);
+    d->rows = *dP;
+    memset(dP, 0, sizeof *dP);
+    d->r0 = r0;
+    d->c_begin = P->c_begin;
+    d->nc = P->nc;
+    d->next = next;
+    P->dev = d;
 }
 
 /* P's own rows from the builder's rows nb .. nb + nloc - 1, coarse columns
  * to global ids. The builders fill the own rows only, so the rows before
  * them are empty and P takes the values as they are (no copy); else (not
  * expected) they are copied. */
-static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *P)
+static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_sparse *dP,
+                          ks_dist_prows *P)
 {
     const ks_int N = x->A.nrows, nb = x->fm.nbelow, base = Pl->rowptr[nb];
     const ks_int nnz = Pl->rowptr[nb + nloc] - base;
@@ -273,6 +312,8 @@ static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_dist_prows *
         if (!take)
             P->val[k] = Pl->val[base + k];
     }
+    if (dP->be && base == 0)
+        keep_device(dP, gc, Pl->ncols, nb, P);
     free(gc);
     return KS_OK;
 }
@@ -289,6 +330,7 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
     double t = ks_wtime();
     ks_error e = points(AL, AG, S, cf, C, R, &x);
     ks_csr Pl = {0};
+    ks_sparse dP = {0}; /* the rows where a device built them */
     if (e == KS_OK) {
         if (!x.view)
             fill(AL, AG, S, R, &x);
@@ -303,7 +345,7 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
     const int device = be && !ks_backend_host_memory(be) && r1 > r0;
     if (e == KS_OK) {
         if (device)
-            e = build_device(be, &x, R != NULL, r0, r1, tr, &Pl);
+            e = build_device(be, &x, R != NULL, r0, r1, tr, &Pl, &dP);
         else
             e = R ? ks_amg_interp_extended_i_rows(&x.A, &x.S, x.cf, r0, r1, &Pl)
                   : ks_amg_interp_direct_rows(&x.A, &x.S, x.cf, r0, r1, &Pl);
@@ -314,8 +356,9 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
     }
     ks_amg_dist_substep(NULL, device ? "interpolation: device rows" : "interpolation: rows", &t);
     if (e == KS_OK)
-        e = take_rows(&x, &Pl, S->nloc, P);
+        e = take_rows(&x, &Pl, S->nloc, &dP, P);
     ks_amg_dist_substep(NULL, "interpolation: rows to global columns", &t);
+    ks_sparse_free(&dP);
     ks_csr_free(&Pl);
     sys_free(&x);
     return e;

@@ -24,6 +24,7 @@ ks_error ks_dist_prows_truncate(ks_dist_prows *P, int max_elements, double facto
 {
     if (!P || !P->comm)
         return ks_seterr(KS_ERR_ARG, "distributed truncation: NULL or empty rows");
+    ks_dist_prows_drop_dev(P); /* the rows change */
     /* The serial function checks the parameters; a bad one on some ranks
      * only fails on all. */
     ks_error e = ks_comm_agree(P->comm, truncate_rows(P, max_elements, factor));
@@ -155,17 +156,27 @@ static ks_error split_rows(const ks_dist_prows *P, ks_dist_split *S)
     return e;
 }
 
-ks_error ks_dist_prows_split(const ks_dist_prows *P, ks_dist_split *out)
+ks_error ks_dist_prows_split_local(const ks_dist_prows *P, ks_dist_split *out)
 {
     if (!out)
         return ks_seterr(KS_ERR_ARG, "distributed interpolation split: NULL output");
     memset(out, 0, sizeof *out);
     if (!P || !P->comm)
         return ks_seterr(KS_ERR_ARG, "distributed interpolation split: NULL or empty rows");
-    ks_error e = ks_comm_agree(P->comm, split_rows(P, out));
+    ks_error e = split_rows(P, out);
     if (e != KS_OK) {
         ks_dist_split_free(out);
         return ks_adderr(e, "distributed interpolation split");
     }
     return KS_OK;
+}
+
+ks_error ks_dist_prows_split(const ks_dist_prows *P, ks_dist_split *out)
+{
+    ks_error e = ks_dist_prows_split_local(P, out);
+    if (P && P->comm)
+        e = ks_comm_agree(P->comm, e);
+    if (e != KS_OK)
+        ks_dist_split_free(out);
+    return e;
 }

@@ -96,6 +96,9 @@ typedef struct ks_sparse_ops {
                            ks_sparse *B);
     /* B = A's rows idx[0 .. n) (made here, B's be and ncols set). */
     ks_error (*extract_rows)(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B);
+    /* Fill M (allocated by ks_sparse_merge_blocks) with L and G (may be
+     * NULL) merged. */
+    ks_error (*merge_blocks)(const ks_sparse *L, const ks_sparse *G, ks_int nb, ks_sparse *M);
 } ks_sparse_ops;
 
 /* The table of be's kind (never NULL for a backend of this build). */
@@ -154,6 +157,15 @@ ks_error ks_sparse_stack_rows(const ks_sparse *M, const ks_int *tab, const ks_sp
  * whole product copied to the host. idx on A's backend, each in
  * [0, A->nrows) (a promise: not checked on the device). */
 ks_error ks_sparse_extract_rows(const ks_sparse *A, const ks_int *idx, ks_int n, ks_sparse *B);
+/* M = a distributed matrix's local block L (nrows x nloc) and ghost block
+ * G (nrows x nghost, may be NULL: no ghost entries) merged into one CSR
+ * over the compact column numbers (the left factor of A P), where they
+ * live: row i is G's entries of row i with columns below nb (kept), then
+ * L's (column + nb), then G's others (column + L->ncols). M gets
+ * L->ncols + G->ncols columns, values where both have them (a pattern
+ * where neither has), and is made here; sorted rows stay sorted (valid
+ * where both blocks are). 0 <= nb <= G->ncols (0 without G). */
+ks_error ks_sparse_merge_blocks(const ks_sparse *L, const ks_sparse *G, ks_int nb, ks_sparse *M);
 /* Statistics where A lives (a backend without the operation: from a host
  * copy); the diagonals counted only where a DIA fill of at most
  * dia_max_fill is possible (ks_sparse_stats_max_ndiag, and max_row within

@@ -25,6 +25,10 @@ ks_error ks_csr_rap(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *A
  * *outside = 1 when the product has an entry outside the pattern. */
 ks_error ks_csr_rap_numeric(const ks_csr *R, const ks_csr *A, const ks_csr *P, ks_csr *Ac,
                             int *outside);
+/* Fill M (L->nrows rows, L->nnz + G's entries; val NULL for a pattern)
+ * with the blocks merged as ks_sparse_merge_blocks merges them (G may be
+ * NULL: no ghost entries); values copied only where M has them. */
+void ks_csr_merge_blocks(const ks_csr *L, const ks_csr *G, ks_int nb, ks_csr *M);
 
 #ifdef __cplusplus
 }

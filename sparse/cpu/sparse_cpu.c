@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* merge.c */
+ks_error ks_cpu_merge_blocks(const ks_sparse *L, const ks_sparse *G, ks_int nb, ks_sparse *M);
+
 /* out (on be) takes the arrays of the host result H. */
 static ks_error adopt(ks_backend *be, ks_error e, ks_csr *H, ks_sparse *out)
 {
@@ -284,4 +287,5 @@ const ks_sparse_ops ks_sparse_cpu_ops = {
     .row_stats = cpu_row_stats,
     .stack_rows = cpu_stack_rows,
     .extract_rows = cpu_extract_rows,
+    .merge_blocks = ks_cpu_merge_blocks,
 };

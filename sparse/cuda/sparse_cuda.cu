@@ -248,4 +248,5 @@ extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* row_stats */ ks_cuda_row_stats,
     /* stack_rows */ cuda_stack_rows,
     /* extract_rows */ cuda_extract_rows,
+    /* merge_blocks */ ks_cu_merge_blocks,
 };

@@ -125,15 +125,18 @@ static ks_error rowptr_only(const ks_sparse *A, ks_csr *T)
     return e;
 }
 
-/* T = L B on the device: L uploaded, B too unless dBin holds it there
- * already; T downloaded (its row pointers only unless entries) and, with
- * keep, also left on the device. */
-static ks_error device_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B,
-                              const ks_sparse *dBin, ks_csr *T, ks_sparse *keep, int entries)
+/* T = L B on the device: L uploaded unless dLin holds it there already,
+ * B too unless dBin does; T downloaded (its row pointers only unless
+ * entries) and, with keep, also left on the device. */
+static ks_error device_spgemm(ks_backend *be, const ks_csr *L, const ks_sparse *dLin,
+                              const ks_csr *B, const ks_sparse *dBin, ks_csr *T, ks_sparse *keep,
+                              int entries)
 {
     ks_sparse dL = {0}, dB = {0}, dT = {0};
     double t = ks_wtime();
-    ks_error e = ks_sparse_from_csr(be, L, 0, &dL);
+    ks_error e = dLin ? KS_OK : ks_sparse_from_csr(be, L, 0, &dL);
+    if (e == KS_OK && dLin)
+        dL = *dLin; /* a view: freed by its owner */
     if (e == KS_OK && !dBin)
         e = ks_sparse_from_csr(be, B, 0, &dB);
     if (e == KS_OK && dBin)
@@ -146,7 +149,8 @@ static ks_error device_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B,
     if (e == KS_OK && ks_amg_tracing()) /* the product's own time, for the trace */
         e = ks_backend_sync(be);
     ks_amg_dist_substep(NULL, "local product: device spgemm", &t);
-    ks_sparse_free(&dL);
+    if (!dLin)
+        ks_sparse_free(&dL);
     if (!dBin)
         ks_sparse_free(&dB);
     if (e == KS_OK)
@@ -163,7 +167,7 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
 {
     if (!be || ks_backend_host_memory(be))
         return ks_csr_spgemm(L, B, T);
-    return device_spgemm(be, L, B, NULL, T, NULL, 1);
+    return device_spgemm(be, L, NULL, B, NULL, T, NULL, 1);
 }
 
 ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T,
@@ -173,24 +177,26 @@ ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse
         memset(keep, 0, sizeof *keep);
     if (!be || ks_backend_host_memory(be) || !dB || dB->be != be)
         return ks_seterr(KS_ERR_ARG, "local product: the right factor is not on the device");
-    return device_spgemm(be, L, NULL, dB, T, keep, !keep);
+    return device_spgemm(be, L, NULL, NULL, dB, T, keep, !keep);
 }
 
-ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
-                                  const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
-                                  const double *val, const ks_gmap *cols, ks_csr *T,
-                                  ks_sparse *keep, int entries)
+ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_sparse *dL,
+                                  const ks_dist_ghost_prows *G, const ks_gmap *rows,
+                                  const ks_int *rp, const ks_gint *col, const double *val,
+                                  const ks_gmap *cols, ks_csr *T, ks_sparse *keep, int entries)
 {
     ks_csr B = {0};
     double t = ks_wtime();
     if (keep)
         memset(keep, 0, sizeof *keep);
+    const int host = !be || ks_backend_host_memory(be);
+    if (dL && (host || dL->be != be))
+        return ks_seterr(KS_ERR_ARG, "local product: the left factor is not on the device");
     ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
     ks_amg_dist_substep(NULL, "stack P's rows", &t);
     if (e == KS_OK)
-        e = !be || ks_backend_host_memory(be) ? ks_csr_spgemm(L, &B, T)
-                                               : device_spgemm(be, L, &B, NULL, T, keep,
-                                                               entries || !keep);
+        e = host ? ks_csr_spgemm(L, &B, T)
+                 : device_spgemm(be, L, dL, &B, NULL, T, keep, entries || !keep);
     ks_csr_free(&B);
     return e;
 }

@@ -73,15 +73,17 @@ ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse
                                 ks_sparse *keep);
 /* Local. *T = L times the rows that ks_stack_rows makes of (G, rows, rp,
  * col, val, cols), by ks_local_spgemm on be, with the compact columns of
- * `cols`; L: a host CSR over the compact numbers of `rows` (read only).
+ * `cols`; L: a host CSR over the compact numbers of `rows` (read only),
+ * or dL (NULL, or on be's device: then L is not read) the same already
+ * there, sorted rows (read in place, not uploaded).
  * keep (may be NULL): where the product ran on the device, it stays there
  * too (the next product reads it there), and unless `entries` T gets only
  * its shape and row pointers (colind, val NULL); else keep is left empty
  * and T is whole. */
-ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_dist_ghost_prows *G,
-                                  const ks_gmap *rows, const ks_int *rp, const ks_gint *col,
-                                  const double *val, const ks_gmap *cols, ks_csr *T,
-                                  ks_sparse *keep, int entries);
+ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_sparse *dL,
+                                  const ks_dist_ghost_prows *G, const ks_gmap *rows,
+                                  const ks_int *rp, const ks_gint *col, const double *val,
+                                  const ks_gmap *cols, ks_csr *T, ks_sparse *keep, int entries);
 /* Local. The fetched rows G with their global columns as compact numbers
  * of `cols` (every one there): the pieces ks_sparse_stack_rows puts
  * around rows already on the device. */

@@ -430,6 +430,34 @@ ks_error ks_sparse_split_cols(const ks_sparse *T, ks_int nb, ks_int nown, const 
     return e;
 }
 
+ks_error ks_sparse_merge_blocks(const ks_sparse *L, const ks_sparse *G, ks_int nb, ks_sparse *M)
+{
+    static const char who[] = "block merge";
+    if (!M || M == L || M == G)
+        return ks_seterr(KS_ERR_ARG, "sparse %s: %s output", who, M ? "aliased" : "NULL");
+    memset(M, 0, sizeof *M);
+    KS_TRY(same_backend(who, L, G ? G : L));
+    const ks_int ng = G ? G->ncols : 0;
+    if ((G && (G->nrows != L->nrows || !G->val != !L->val)) || nb < 0 || nb > ng)
+        return ks_seterr(KS_ERR_ARG, "sparse %s: %lld and %lld rows, %lld ghosts below of "
+                         "%lld, values %s", who, (long long)L->nrows,
+                         (long long)(G ? G->nrows : L->nrows), (long long)nb, (long long)ng,
+                         G && !G->val != !L->val ? "in one operand only" : "in both or neither");
+    const int64_t nnz = (int64_t)L->nnz + (G ? G->nnz : 0), ncols = (int64_t)L->ncols + ng;
+    if (nnz > INT32_MAX || ncols > INT32_MAX)
+        return ks_seterr(KS_ERR_SIZE, "sparse %s: %lld columns, %lld entries (more than 2^31)",
+                         who, (long long)ncols, (long long)nnz);
+    OP(L, merge_blocks, who);
+    KS_TRY(ks_sparse_alloc(L->be, L->nrows, (ks_int)ncols, (ks_int)nnz, !L->val, M));
+    ks_error e = ops_->merge_blocks(L, G, nb, M);
+    if (e != KS_OK) {
+        ks_sparse_free(M);
+        return e;
+    }
+    M->valid = L->valid && (!G || G->valid); /* sorted, in range: a copy of valid blocks */
+    return KS_OK;
+}
+
 ks_error ks_sparse_same_pattern(const ks_sparse *A, const ks_sparse *B, int *same)
 {
     KS_TRY(same_backend("pattern comparison", A, B));

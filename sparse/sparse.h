@@ -102,6 +102,9 @@ typedef struct ks_sparse_ops {
     /* L and G made (see ks_sparse_split_cols); *nonfinite on the host. */
     ks_error (*split_cols)(const ks_sparse *T, ks_int nb, ks_int nown, const ks_int *gnum,
                            ks_int nghost, ks_sparse *L, ks_sparse *G, ks_int *nonfinite);
+    /* Fill M (allocated by ks_sparse_merge_blocks) with L and G (may be
+     * NULL) merged. */
+    ks_error (*merge_blocks)(const ks_sparse *L, const ks_sparse *G, ks_int nb, ks_sparse *M);
 } ks_sparse_ops;
 
 /* The table of be's kind (never NULL for a backend of this build). */
@@ -175,6 +178,15 @@ ks_error ks_sparse_mark_cols(const ks_sparse *T, unsigned char *used, int *unsor
  * columns, the ghosts above), without a host copy. */
 ks_error ks_sparse_split_cols(const ks_sparse *T, ks_int nb, ks_int nown, const ks_int *gnum,
                               ks_int nghost, ks_sparse *L, ks_sparse *G, ks_int *nonfinite);
+/* M = a distributed matrix's local block L (nrows x nloc) and ghost block
+ * G (nrows x nghost, may be NULL: no ghost entries) merged into one CSR
+ * over the compact column numbers (the left factor of A P), where they
+ * live: row i is G's entries of row i with columns below nb (kept), then
+ * L's (column + nb), then G's others (column + L->ncols). M gets
+ * L->ncols + G->ncols columns, values where both have them (a pattern
+ * where neither has), and is made here; sorted rows stay sorted (valid
+ * where both blocks are). 0 <= nb <= G->ncols (0 without G). */
+ks_error ks_sparse_merge_blocks(const ks_sparse *L, const ks_sparse *G, ks_int nb, ks_sparse *M);
 /* Statistics where A lives (a backend without the operation: from a host
  * copy); the diagonals counted only where a DIA fill of at most
  * dia_max_fill is possible (ks_sparse_stats_max_ndiag, and max_row within

@@ -858,12 +858,83 @@ START_TEST(test_dist_interp)
 }
 END_TEST
 
+/* X and Y hold the same rows: shape, pattern and value bits. */
+static int same_dist_csr(const ks_dist_csr *X, const ks_dist_csr *Y)
+{
+    return X->nrows == Y->nrows && X->nnz == Y->nnz && X->row_begin == Y->row_begin &&
+           X->nrows_global == Y->nrows_global && X->ncols_global == Y->ncols_global &&
+           !memcmp(X->rowptr, Y->rowptr, ((size_t)X->nrows + 1) * sizeof *X->rowptr) &&
+           !memcmp(X->colind, Y->colind, (size_t)X->nnz * sizeof *X->colind) &&
+           !memcmp(X->val, Y->val, (size_t)X->nnz * sizeof *X->val);
+}
+
+/* The distributed A P of a cuda matrix (its blocks merged on the device,
+ * ks_sparse_merge_blocks, the product reading them there; one rank or a
+ * rank without ghosts: the local block in place) is the cpu matrix's bit
+ * for bit, and makes no host copy of the blocks; so is P^T A P (A P left
+ * on the device). The same P (the cpu matrix's D1 interpolation), even and
+ * lopsided layouts (ranks without rows). */
+START_TEST(test_dist_ap)
+{
+    need_cuda();
+    static const struct {
+        ks_gen_kind kind;
+        int n, empty;
+    } probs[] = {{KS_GEN_POISSON3D_7, 13, 0},
+                 {KS_GEN_POISSON3D_7, 12, 1},
+                 {KS_GEN_POISSON3D_27, 9, 0},
+                 {KS_GEN_POISSON3D_27, 8, 1}};
+    for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
+        ks_csr A;
+        generate(probs[q].kind, probs[q].n, &A);
+        ks_matrix *Mc = dist_of(be, &A, probs[q].empty), *Md = dist_of(cuda, &A, probs[q].empty);
+        ks_matrix_host_csr_free(Md); /* whatever making it left */
+        ks_dist_strength S;
+        ks_dist_coarse C;
+        memset(&C, 0, sizeof C);
+        KS_ALL(ks_dist_strength_classical(Mc, 0.25, 0.9, &S));
+        int *cf = malloc((size_t)S.nloc * sizeof *cf + 1);
+        ALL(cf != NULL, "out of memory");
+        ks_int nc = 0;
+        KS_ALL(ks_dist_pmis(&S, 3 + q, cf, &nc));
+        KS_ALL(ks_dist_coarse_ids(&S, cf, &C));
+        ks_dist_prows P;
+        KS_ALL(ks_dist_interp(NULL, Mc, &S, cf, &C, KS_AMG_D1, NULL, &P));
+        ks_dist_csr APc, APd, Ac, Ad;
+        KS_ALL(ks_dist_ap(Mc, &P, &APc));
+        KS_ALL(ks_dist_ap(Md, &P, &APd));
+        ALL(same_dist_csr(&APc, &APd), "problem %zu (%d^3, %s layout): the cuda matrix's A P "
+            "(%lld entries here) differs from the cpu matrix's (%lld)", q, probs[q].n,
+            probs[q].empty ? "uneven" : "even", (long long)APd.nnz, (long long)APc.nnz);
+        const ks_matrix *G = Md->dist->ghost;
+        ALL(!Md->dist->local->host_owned && !(G && G->host_owned),
+            "problem %zu: the cuda matrix's A P made a host copy of its blocks", q);
+        KS_ALL(ks_dist_rap(Mc, &P, &Ac));
+        KS_ALL(ks_dist_rap(Md, &P, &Ad));
+        ALL(same_dist_csr(&Ac, &Ad), "problem %zu (%d^3, %s layout): the cuda matrix's P^T A P "
+            "(%lld entries here) differs from the cpu matrix's (%lld)", q, probs[q].n,
+            probs[q].empty ? "uneven" : "even", (long long)Ad.nnz, (long long)Ac.nnz);
+        ks_dist_csr_free(&APc);
+        ks_dist_csr_free(&APd);
+        ks_dist_csr_free(&Ac);
+        ks_dist_csr_free(&Ad);
+        ks_dist_prows_free(&P);
+        free(cf);
+        ks_dist_coarse_free(&C);
+        ks_dist_strength_free(&S);
+        ks_matrix_destroy(&Mc);
+        ks_matrix_destroy(&Md);
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
 /* The skip line scripts/test counts (the MPI harness prints none itself);
  * the cuda backend goes before MPI_Finalize. */
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 10 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 12 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -882,6 +953,7 @@ static Suite *suite(void)
         tcase_add_test(t, test_local_spgemm);
         tcase_add_test(t, test_dist_strength);
         tcase_add_test(t, test_dist_interp);
+        tcase_add_test(t, test_dist_ap);
         tcase_add_test(t, test_poisson7);
         tcase_add_test(t, test_poisson27);
         tcase_add_test(t, test_options_poisson7);

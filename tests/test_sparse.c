@@ -688,6 +688,158 @@ START_TEST(split_cpu) { check_split("cpu"); }
 END_TEST
 
 START_TEST(split_cuda) { check_split("cuda"); }
+/* ks_sparse_merge_blocks against a host merge (G's entries below nb
+ * picked by value, not by place): rows empty in one block or both, nb at
+ * either end (every ghost above, every ghost below) and between, no ghost
+ * block, no rows, patterns; bit for bit, sorted, valid where both blocks
+ * are. Then the wrapper's argument errors. */
+static void merge_ref(const ks_csr *L, const ks_csr *G, ks_int nb, ks_csr *M)
+{
+    const ks_int gn = G ? G->nnz : 0;
+    KS_CHECK(ks_csr_alloc(M, L->nrows, L->ncols + (G ? G->ncols : 0), L->nnz + gn));
+    if (!L->val) {
+        free(M->val);
+        M->val = NULL;
+    }
+    ks_int m = 0;
+    M->rowptr[0] = 0;
+    for (ks_int i = 0; i < L->nrows; i++) {
+        for (int part = 0; part < 3; part++) {
+            const ks_csr *X = part == 1 ? L : G;
+            for (ks_int k = X ? X->rowptr[i] : 0; X && k < X->rowptr[i + 1]; k++) {
+                const ks_int c = X->colind[k];
+                if ((part == 0 && c >= nb) || (part == 2 && c < nb))
+                    continue;
+                M->colind[m] = part == 0 ? c : part == 1 ? c + nb : c + L->ncols;
+                if (M->val)
+                    M->val[m] = X->val[k];
+                m++;
+            }
+        }
+        M->rowptr[i + 1] = m;
+    }
+    ck_assert_int_eq(m, M->nnz);
+}
+
+/* A ghost block's shape: entries (1 to 3, sorted columns) in rows
+ * i % 4 == 1 only. */
+static void sparse_rows(ks_csr *A, ks_int nrows, ks_int ncols, uint64_t seed)
+{
+    ks_test_rng_seed(seed);
+    const size_t cap = 3 * ((size_t)nrows + 1);
+    ks_int *r = malloc(sizeof *r * cap), *c = malloc(sizeof *c * cap);
+    double *v = malloc(sizeof *v * cap);
+    ck_assert(r && c && v);
+    ks_int ne = 0;
+    for (ks_int i = 1; i < nrows; i += 4)
+        for (int e = 0; e <= (int)(ks_test_rng_next() % 3); e++) {
+            r[ne] = i;
+            c[ne] = (ks_int)(ks_test_rng_next() % (uint64_t)ncols);
+            v[ne++] = ks_test_urand() - 0.5;
+        }
+    KS_CHECK(ks_csr_from_coo(nrows, ncols, ne, r, c, v, A, NULL));
+    free(r);
+    free(c);
+    free(v);
+}
+
+static void check_merge(const char *name)
+{
+    ks_backend *be, *other;
+    KS_CHECK(ks_backend_create(name, &be));
+    KS_CHECK(ks_backend_create(name, &other));
+    const ks_int rows[2] = {70, 0};
+    for (int r = 0; r < 2; r++)
+        for (int gh = 0; gh < 3; gh++) /* G: none, a ghost block's, no row empty */
+            for (int pat = 0; pat < 2; pat++) {
+                ks_csr Lh, Gh; /* L: every 5th row empty */
+                random_csr(&Lh, rows[r], 40, 5, 1, 41 + (uint64_t)r);
+                if (gh == 1)
+                    sparse_rows(&Gh, rows[r], 30, 51);
+                else
+                    random_csr(&Gh, rows[r], 30, 2, 0, 52);
+                ks_sparse L, G;
+                KS_CHECK(ks_sparse_from_csr(be, &Lh, pat, &L));
+                KS_CHECK(ks_sparse_from_csr(be, &Gh, pat, &G));
+                if (pat) {
+                    free(Lh.val);
+                    free(Gh.val);
+                    Lh.val = Gh.val = NULL;
+                }
+                L.valid = G.valid = gh != 2; /* M valid only where both are */
+                const ks_int nbs[4] = {0, 1, 13, 30};
+                for (int t = 0; t < (gh ? 4 : 1); t++) {
+                    ks_sparse M;
+                    ks_csr Mh, Ref;
+                    KS_CHECK(ks_sparse_merge_blocks(&L, gh ? &G : NULL, nbs[t], &M));
+                    ck_assert_ptr_eq(M.be, be);
+                    ck_assert_int_eq(M.valid, gh != 2);
+                    KS_CHECK(ks_sparse_validate(&M)); /* sorted, in range */
+                    host_of(&M, &Mh);
+                    merge_ref(&Lh, gh ? &Gh : NULL, nbs[t], &Ref);
+                    ck_assert_int_eq(Mh.ncols, gh ? 70 : 40);
+                    assert_close(&Mh, &Ref, 0.0, "merged blocks");
+                    ck_assert(!Mh.val || !Mh.nnz ||
+                              !memcmp(Mh.val, Ref.val, sizeof(double) * (size_t)Mh.nnz));
+                    ks_csr_free(&Mh);
+                    ks_csr_free(&Ref);
+                    ks_sparse_free(&M);
+                }
+                ks_sparse_free(&L);
+                ks_sparse_free(&G);
+                ks_csr_free(&Lh);
+                ks_csr_free(&Gh);
+            }
+    /* errors: NULL or aliased operands, rows apart, nb outside G's columns
+     * (or not 0 without G), values in one only, another backend object,
+     * more than 2^31 entries or columns; M left empty */
+    ks_csr Lh, Gh, Gs;
+    random_csr(&Lh, 30, 40, 3, 0, 5);
+    random_csr(&Gh, 30, 20, 2, 0, 6);
+    random_csr(&Gs, 29, 20, 2, 0, 7);
+    ks_sparse L, G, Gp, Go, Gr, M;
+    KS_CHECK(ks_sparse_from_csr(be, &Lh, 0, &L));
+    KS_CHECK(ks_sparse_from_csr(be, &Gh, 0, &G));
+    KS_CHECK(ks_sparse_from_csr(be, &Gh, 1, &Gp));
+    KS_CHECK(ks_sparse_from_csr(other, &Gh, 0, &Go));
+    KS_CHECK(ks_sparse_from_csr(be, &Gs, 0, &Gr));
+    ck_assert_int_eq(ks_sparse_merge_blocks(NULL, &G, 0, &M), KS_ERR_ARG);
+    ck_assert_ptr_null(M.rowptr);
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, &G, 0, NULL), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, &G, 0, &L), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(L.rowptr); /* an aliased output is not touched */
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, &Gr, 0, &M), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, &G, -1, &M), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, &G, 21, &M), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, NULL, 1, &M), KS_ERR_ARG);
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, &Gp, 2, &M), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "values in one operand only"));
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, &Go, 2, &M), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "different backend"));
+    ck_assert_ptr_null(M.rowptr);
+    ks_sparse big = L, wide = G; /* sizes only: the check comes before any array is read */
+    big.nnz = INT32_MAX - 1;
+    ck_assert_int_eq(ks_sparse_merge_blocks(&big, &G, 2, &M), KS_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "more than 2^31"));
+    wide.ncols = INT32_MAX - 10;
+    ck_assert_int_eq(ks_sparse_merge_blocks(&L, &wide, 2, &M), KS_ERR_SIZE);
+    ck_assert_ptr_null(M.rowptr);
+    ks_sparse_free(&L);
+    ks_sparse_free(&G);
+    ks_sparse_free(&Gp);
+    ks_sparse_free(&Go);
+    ks_sparse_free(&Gr);
+    ks_csr_free(&Lh);
+    ks_csr_free(&Gh);
+    ks_csr_free(&Gs);
+    ks_backend_destroy(&other);
+    ks_backend_destroy(&be);
+}
+
+START_TEST(merge_cpu) { check_merge("cpu"); }
+END_TEST
+
+START_TEST(merge_cuda) { check_merge("cuda"); }
 END_TEST
 
 START_TEST(extract_cpu) { check_extract("cpu"); }
@@ -2128,6 +2280,7 @@ int main(void)
     tcase_add_test(tc, stack_cpu);
     tcase_add_test(tc, extract_cpu);
     tcase_add_test(tc, split_cpu);
+    tcase_add_test(tc, merge_cpu);
     tcase_add_test(tc, products_cpu);
     tcase_add_test(tc, shapes_cpu);
     tcase_add_test(tc, validate_cpu);
@@ -2145,6 +2298,7 @@ int main(void)
         tcase_add_test(tg, stack_cuda);
         tcase_add_test(tg, extract_cuda);
         tcase_add_test(tg, split_cuda);
+        tcase_add_test(tg, merge_cuda);
         tcase_add_test(tg, copies_cuda);
         tcase_add_test(tg, products_cuda);
         tcase_add_test(tg, shapes_cuda);
@@ -2158,9 +2312,9 @@ int main(void)
 #endif
         suite_add_tcase(s, tg);
     } else {
-        ks_test_skip(13, "no CUDA device: sparse operations, row stacking, extraction and "
-                         "column split, products against the cpu, copies, scans, memory limits, overflow and "
-                         "cuSPARSE on cuda");
+        ks_test_skip(14, "no CUDA device: sparse operations, row stacking, extraction, column "
+                         "split and block merging, products against the cpu, copies, scans, "
+                         "memory limits, overflow and cuSPARSE on cuda");
     }
     return ks_test_run(s);
 }

@@ -34,6 +34,10 @@ ks_error ks_csr_mark_cols(const ks_csr *T, unsigned char *used, int *unsorted);
  * them; *nonfinite counts T's values that are not finite. */
 ks_error ks_csr_split_cols(const ks_csr *T, ks_int nb, ks_int nown, const ks_int *gnum,
                            ks_int nghost, ks_csr *L, ks_csr *G, ks_int *nonfinite);
+/* Fill M (L->nrows rows, L->nnz + G's entries; val NULL for a pattern)
+ * with the blocks merged as ks_sparse_merge_blocks merges them (G may be
+ * NULL: no ghost entries); values copied only where M has them. */
+void ks_csr_merge_blocks(const ks_csr *L, const ks_csr *G, ks_int nb, ks_csr *M);
 
 #ifdef __cplusplus
 }

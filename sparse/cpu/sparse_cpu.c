@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* merge.c */
+ks_error ks_cpu_merge_blocks(const ks_sparse *L, const ks_sparse *G, ks_int nb, ks_sparse *M);
+
 /* out (on be) takes the arrays of the host result H. */
 static ks_error adopt(ks_backend *be, ks_error e, ks_csr *H, ks_sparse *out)
 {
@@ -305,4 +308,5 @@ const ks_sparse_ops ks_sparse_cpu_ops = {
     .extract_rows = cpu_extract_rows,
     .mark_cols = cpu_mark_cols,
     .split_cols = cpu_split_cols,
+    .merge_blocks = ks_cpu_merge_blocks,
 };

@@ -250,4 +250,5 @@ extern "C" const ks_sparse_ops ks_sparse_cuda_ops = {
     /* extract_rows */ cuda_extract_rows,
     /* mark_cols */ ks_cu_mark_cols,
     /* split_cols */ ks_cu_split_cols,
+    /* merge_blocks */ ks_cu_merge_blocks,
 };

@@ -147,6 +147,7 @@ ks_error ks_cu_rap_numeric(const ks_sparse *R, const ks_sparse *A, const ks_spar
                            ks_sparse *Ac, int *outside);
 ks_error ks_cu_validate(const ks_sparse *A);
 ks_error ks_cu_sort_rows(ks_sparse *A);
+ks_error ks_cu_merge_blocks(const ks_sparse *L, const ks_sparse *G, ks_int nb, ks_sparse *M);
 
 /* The product through our kernels and through cuSPARSE (inputs trusted:
  * checked by the callers). *was_sorted (may be NULL) = 1 when cuSPARSE

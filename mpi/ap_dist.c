@@ -62,10 +62,28 @@ static ks_error product(ks_backend *be, int dev, const ks_csr *AL, const ks_csr 
     if (e == KS_OK && dev && !alone && ks_amg_tracing()) /* the merge's own time */
         e = ks_backend_sync(be);
     ks_amg_dist_substep(NULL, "A P: merge A's blocks", &t);
+    /* P's own rows where a device built them: stacked there (their
+     * columns through a table into AP's), not on the host and uploaded */
+    ks_sparse dP;
+    ks_gmap pm;
+    ks_int *ptab = NULL;
+    const int pdev = e == KS_OK && dev && ks_dist_prows_dev_view(P, &dP, &pm);
+    if (pdev) {
+        ptab = ks_malloc((size_t)dP.ncols * sizeof *ptab + 1, "P's column table");
+        e = ptab ? KS_OK : KS_ERR_MEMORY;
+        if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+            for (ks_int k = 0; k < dP.ncols; k++)
+                ptab[k] = ks_gmap_find(&AP->cols, ks_gmap_gid(&pm, k));
+        }
+        ks_gmap_free(&pm);
+    }
     if (e == KS_OK)
         e = ks_local_product_compact(be, dev ? NULL : alone ? AL : &M,
                                      dev ? alone ? L : &dM : NULL, GP, &fm, P->rowptr, P->col,
-                                     P->val, &AP->cols, &AP->T, &AP->dT, entries);
+                                     P->val, pdev ? &dP : NULL, ptab, &AP->cols, &AP->T, &AP->dT,
+                                     entries);
+    free(ptab);
     ks_csr_free(&M);
     ks_sparse_free(&dM);
     ks_gmap_free(&fm);

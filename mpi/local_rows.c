@@ -180,24 +180,54 @@ ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse
     return device_spgemm(be, L, NULL, NULL, dB, T, keep, !keep);
 }
 
+ks_error ks_stack_rows_device(ks_backend *be, const ks_dist_ghost_prows *G, ks_int nb,
+                              const ks_sparse *M, const ks_int *tab, const ks_gmap *cm,
+                              ks_sparse *dB)
+{
+    ks_csr F = {0};
+    ks_sparse dF = {0};
+    ks_int *dtab = NULL;
+    ks_error e = ks_fetched_rows(G, cm, &F);
+    if (e == KS_OK)
+        e = ks_sparse_from_csr(be, &F, 0, &dF);
+    ks_csr_free(&F);
+    if (e == KS_OK)
+        e = ks_be_alloc(be, (size_t)M->ncols * sizeof *dtab + 1, (void **)&dtab,
+                        "compact column table");
+    if (e == KS_OK && M->ncols > 0)
+        e = be->ops->upload(be, dtab, tab, (size_t)M->ncols * sizeof *dtab);
+    if (e == KS_OK)
+        e = ks_sparse_stack_rows(M, dtab, &dF, nb, ks_gmap_size(cm), dB);
+    if (dtab)
+        be->ops->free(be, dtab);
+    ks_sparse_free(&dF);
+    return e;
+}
+
 ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_sparse *dL,
                                   const ks_dist_ghost_prows *G, const ks_gmap *rows,
                                   const ks_int *rp, const ks_gint *col, const double *val,
-                                  const ks_gmap *cols, ks_csr *T, ks_sparse *keep, int entries)
+                                  const ks_sparse *dM, const ks_int *mtab, const ks_gmap *cols,
+                                  ks_csr *T, ks_sparse *keep, int entries)
 {
     ks_csr B = {0};
+    ks_sparse dB = {0};
     double t = ks_wtime();
     if (keep)
         memset(keep, 0, sizeof *keep);
     const int host = !be || ks_backend_host_memory(be);
-    if (dL && (host || dL->be != be))
-        return ks_seterr(KS_ERR_ARG, "local product: the left factor is not on the device");
-    ks_error e = ks_stack_rows(G, rows, rp, col, val, cols, &B);
-    ks_amg_dist_substep(NULL, "stack P's rows", &t);
+    if ((dL && (host || dL->be != be)) || (dM && (host || dM->be != be || !mtab)))
+        return ks_seterr(KS_ERR_ARG, "local product: a factor is not on the device");
+    ks_error e = dM ? ks_stack_rows_device(be, G, rows->nbelow, dM, mtab, cols, &dB)
+                    : ks_stack_rows(G, rows, rp, col, val, cols, &B);
+    if (e == KS_OK && dM && ks_amg_tracing()) /* the stacking's own time */
+        e = ks_backend_sync(be);
+    ks_amg_dist_substep(NULL, dM ? "stack P's rows on the device" : "stack P's rows", &t);
     if (e == KS_OK)
         e = host ? ks_csr_spgemm(L, &B, T)
-                 : device_spgemm(be, L, dL, &B, NULL, T, keep, entries || !keep);
+                 : device_spgemm(be, L, dL, &B, dM ? &dB : NULL, T, keep, entries || !keep);
     ks_csr_free(&B);
+    ks_sparse_free(&dB);
     return e;
 }
 

@@ -202,34 +202,6 @@ static ks_error finish(const ks_comm *c, ks_csr *T, ks_sparse *dT, const ks_gmap
     return e;
 }
 
-/* The rows R (A P) multiplies, made on the device: the fetched rows G
- * (mapped to cm's numbers here, uploaded), A P's own rows M where the
- * first product left them, their columns through tab (M->ncols entries);
- * the same rows as ks_stack_rows_mapped's. */
-static ks_error stack_on_device(ks_backend *be, const ks_dist_ghost_prows *G, ks_int nb,
-                                const ks_sparse *M, const ks_int *tab, const ks_gmap *cm,
-                                ks_sparse *dB)
-{
-    ks_csr F = {0};
-    ks_sparse dF = {0};
-    ks_int *dtab = NULL;
-    ks_error e = ks_fetched_rows(G, cm, &F);
-    if (e == KS_OK)
-        e = ks_sparse_from_csr(be, &F, 0, &dF);
-    ks_csr_free(&F);
-    if (e == KS_OK)
-        e = ks_be_alloc(be, (size_t)M->ncols * sizeof *dtab + 1, (void **)&dtab,
-                        "compact column table");
-    if (e == KS_OK && M->ncols > 0)
-        e = be->ops->upload(be, dtab, tab, (size_t)M->ncols * sizeof *dtab);
-    if (e == KS_OK)
-        e = ks_sparse_stack_rows(M, dtab, &dF, nb, ks_gmap_size(cm), dB);
-    if (dtab)
-        be->ops->free(be, dtab);
-    ks_sparse_free(&dF);
-    return e;
-}
-
 /* R (A P) for R's rows here, with AP's rows of R's ghost fine columns
  * fetched. Collective. */
 static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows *R, const ap_rows *AP,
@@ -273,7 +245,7 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
     const int on_device = AP->X && AP->X->dT.be && tab;
     ks_sparse dB = {0};
     if (e == KS_OK && on_device)
-        e = stack_on_device(be, &G, fm.nbelow, &AP->X->dT, tab, &cm, &dB);
+        e = ks_stack_rows_device(be, &G, fm.nbelow, &AP->X->dT, tab, &cm, &dB);
     else if (e == KS_OK)
         e = AP->X ? ks_stack_rows_mapped(&G, &fm, AP->rowptr, AP->X->T.colind, tab, AP->val, &cm,
                                          &B)

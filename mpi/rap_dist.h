@@ -71,11 +71,21 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
  * with keep the product stays there (T: its shape and row pointers only). */
 ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T,
                                 ks_sparse *keep);
+/* Local. The rows ks_stack_rows_mapped makes, made on be's device: the
+ * fetched rows G (mapped to cm's numbers here, uploaded) around M's rows
+ * (on the device: nb of G's rows before them), M's column c as tab[c] (a
+ * host table of M->ncols entries, each a number of cm). */
+ks_error ks_stack_rows_device(ks_backend *be, const ks_dist_ghost_prows *G, ks_int nb,
+                              const ks_sparse *M, const ks_int *tab, const ks_gmap *cm,
+                              ks_sparse *dB);
 /* Local. *T = L times the rows that ks_stack_rows makes of (G, rows, rp,
  * col, val, cols), by ks_local_spgemm on be, with the compact columns of
  * `cols`; L: a host CSR over the compact numbers of `rows` (read only),
  * or dL (NULL, or on be's device: then L is not read) the same already
- * there, sorted rows (read in place, not uploaded).
+ * there, sorted rows (read in place, not uploaded). dM (NULL, or on be's
+ * device): the own rows (rp, col, val) as they are there, their columns
+ * numbered through the host table mtab into cols; then the rows are
+ * stacked on the device (ks_stack_rows_device), not on the host.
  * keep (may be NULL): where the product ran on the device, it stays there
  * too (the next product reads it there), and unless `entries` T gets only
  * its shape and row pointers (colind, val NULL); else keep is left empty
@@ -83,7 +93,8 @@ ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse
 ks_error ks_local_product_compact(ks_backend *be, const ks_csr *L, const ks_sparse *dL,
                                   const ks_dist_ghost_prows *G, const ks_gmap *rows,
                                   const ks_int *rp, const ks_gint *col, const double *val,
-                                  const ks_gmap *cols, ks_csr *T, ks_sparse *keep, int entries);
+                                  const ks_sparse *dM, const ks_int *mtab, const ks_gmap *cols,
+                                  ks_csr *T, ks_sparse *keep, int entries);
 /* Local. The fetched rows G with their global columns as compact numbers
  * of `cols` (every one there): the pieces ks_sparse_stack_rows puts
  * around rows already on the device. */

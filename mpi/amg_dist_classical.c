@@ -120,6 +120,47 @@ ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const 
     return e;
 }
 
+ks_error ks_amg_dist_transpose_matrix(ks_amg *amg, const ks_dist_prows *P, const ks_gint *foff,
+                                      const ks_gint *coff, const ks_matrix *Pm, ks_matrix **Rm)
+{
+    const ks_comm *c = P->comm;
+    ks_dist_prows Ro;
+    ks_dist_split S = {0};
+    double t = ks_wtime();
+    ks_error e = ks_dist_prows_transpose_others(P, foff, coff, &Ro);
+    /* R's local block stays empty here: no own entries came */
+    if (e == KS_OK)
+        e = ks_dist_prows_split_local(&Ro, &S);
+    ks_dist_prows_free(&Ro);
+    if (e == KS_OK) {
+        const ks_csr shape = {S.local.nrows, S.local.ncols, 0, NULL, NULL, NULL};
+        ks_csr_free(&S.local);
+        S.local = shape;
+        e = ks_sparse_transpose(ks_matrix_sparse(Pm->dist->local), &S.dlocal);
+    }
+    if (e == KS_OK && (S.dlocal.nrows != S.local.nrows || S.dlocal.ncols != S.local.ncols))
+        e = ks_seterr(KS_ERR_SIZE, "R = P^T: P's local block is %ld x %ld, R's %ld x %ld",
+                      (long)S.dlocal.ncols, (long)S.dlocal.nrows, (long)S.local.nrows,
+                      (long)S.local.ncols);
+    if (e == KS_OK)
+        S.local.nnz = S.dlocal.nnz;
+    e = ks_comm_agree(c, e);
+    ks_amg_dist_substep(c, "R = P^T: others' entries and the local block's transpose", &t);
+    ks_gint *ro = e == KS_OK ? ks_layout_copy(c, coff) : NULL;
+    ks_gint *co = e == KS_OK ? ks_layout_copy(c, foff) : NULL;
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
+    if (e == KS_OK) {
+        e = ks_dist_matrix_from_split(amg->be, c, ro, co, &S, ks_amg_dist_level_format(amg),
+                                      NULL, Rm);
+    } else {
+        free(ro);
+        free(co);
+    }
+    ks_dist_split_free(&S);
+    return e;
+}
+
 ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
                                       unsigned long long seed, ks_amg_interp kind, int *stalled,
                                       ks_dist_prows *P, ks_dist_level_keep *keep)

@@ -135,6 +135,17 @@ static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
     return KS_OK;
 }
 
+/* R = P^T made as a distributed matrix from P's (ks_amg_dist_transpose_matrix)
+ * and read by R (A P) as that: on a device, where it spares R's host rows
+ * and their uploads. The host keeps the threaded host transpose;
+ * KS_AMG_DIST_R=matrix takes the matrix path there too (the tests run the
+ * device path's logic on the cpu so). */
+static int r_as_matrix(const ks_backend *be)
+{
+    const char *v = getenv("KS_AMG_DIST_R");
+    return !ks_backend_host_memory(be) || (v && strcmp(v, "matrix") == 0);
+}
+
 /* The transfer of level l and level l + 1's matrix. *stalled = 1 (nothing
  * kept) when the coarsening stalls: level l is then the coarsest. */
 static ks_error build_level(ks_amg *amg, int l, int *stalled)
@@ -171,20 +182,35 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
     if (e == KS_OK)
         e = ks_comm_agree(c, ks_layout_gather(c, P.nc, &coff));
     double t_sub = ks_wtime();
-    if (e == KS_OK)
-        e = ks_dist_prows_transpose(&P, foff, coff, &R);
-    ks_amg_dist_substep(c, "transpose P", &t_sub);
-    if (e == KS_OK)
-        e = ks_dist_rap_split(A, &P, &R, &Ac);
-    ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP", &t);
-    t_sub = t;
-    if (e == KS_OK)
-        e = ks_amg_dist_transfer_matrix(amg, &P, foff, coff, &L->Pm);
-    ks_dist_prows_drop_dev(&P); /* the matrix has them now */
-    ks_amg_dist_substep(c, "P as a distributed matrix", &t_sub);
-    if (e == KS_OK)
-        e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);
-    ks_amg_dist_substep(c, "R as a distributed matrix", &t_sub);
+    if (r_as_matrix(amg->be)) {
+        /* On a device: P's matrix first, R's local block its local block's
+         * transpose there, and R (A P) reads R's rows where they live */
+        if (e == KS_OK)
+            e = ks_amg_dist_transfer_matrix(amg, &P, foff, coff, &L->Pm);
+        ks_amg_dist_substep(c, "P as a distributed matrix", &t_sub);
+        if (e == KS_OK)
+            e = ks_amg_dist_transpose_matrix(amg, &P, foff, coff, L->Pm, &L->Rm);
+        ks_amg_dist_substep(c, "R as a distributed matrix", &t_sub);
+        if (e == KS_OK)
+            e = ks_dist_rap_split_m(A, &P, L->Rm, &Ac);
+        ks_dist_prows_drop_dev(&P); /* the matrix and the product have read them */
+        ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP", &t);
+        t_sub = t;
+    } else {
+        if (e == KS_OK)
+            e = ks_dist_prows_transpose(&P, foff, coff, &R);
+        ks_amg_dist_substep(c, "transpose P", &t_sub);
+        if (e == KS_OK)
+            e = ks_dist_rap_split(A, &P, &R, &Ac);
+        ks_amg_dist_phase(amg, l, KS_AMG_PHASE_RAP, "distributed transpose and RAP", &t);
+        t_sub = t;
+        if (e == KS_OK)
+            e = ks_amg_dist_transfer_matrix(amg, &P, foff, coff, &L->Pm);
+        ks_amg_dist_substep(c, "P as a distributed matrix", &t_sub);
+        if (e == KS_OK)
+            e = ks_amg_dist_transfer_matrix(amg, &R, coff, foff, &L->Rm);
+        ks_amg_dist_substep(c, "R as a distributed matrix", &t_sub);
+    }
     if (e == KS_OK) { /* square over P's coarse layout; no entry order: the AMG sets no values */
         ks_gint *ro = ks_layout_copy(c, coff);
         e = ks_comm_agree(c, ro ? KS_OK : KS_ERR_MEMORY);

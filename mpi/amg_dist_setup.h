@@ -85,6 +85,13 @@ const char *ks_amg_dist_level_format(const ks_amg *amg);
  * matrix with rows laid out by roff and columns by coff (copied). */
 ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
                                      const ks_gint *coff, ks_matrix **M);
+/* Collective. R = P^T as a distributed matrix (rows by coff, columns by
+ * foff) from P's matrix Pm on a device: its local block the transpose of
+ * Pm's there, its ghost block the entries of other ranks' rows of P
+ * (ks_dist_prows_transpose_others); the blocks of ks_dist_prows_transpose's
+ * R, without R's rows on the host. */
+ks_error ks_amg_dist_transpose_matrix(ks_amg *amg, const ks_dist_prows *P, const ks_gint *foff,
+                                      const ks_gint *coff, const ks_matrix *Pm, ks_matrix **Rm);
 /* Whether the parameters truncate interpolation. */
 int ks_amg_dist_truncating(const ks_amg_params *p);
 /* Collective. Classical coarsening of A (level l's phases and trace):

@@ -170,14 +170,14 @@ ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_cs
     return device_spgemm(be, L, NULL, B, NULL, T, NULL, 1);
 }
 
-ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T,
-                                ks_sparse *keep)
+ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dL,
+                                const ks_sparse *dB, ks_csr *T, ks_sparse *keep)
 {
     if (keep)
         memset(keep, 0, sizeof *keep);
-    if (!be || ks_backend_host_memory(be) || !dB || dB->be != be)
-        return ks_seterr(KS_ERR_ARG, "local product: the right factor is not on the device");
-    return device_spgemm(be, L, NULL, NULL, dB, T, keep, !keep);
+    if (!be || ks_backend_host_memory(be) || !dB || dB->be != be || (dL && dL->be != be))
+        return ks_seterr(KS_ERR_ARG, "local product: a factor is not on the device");
+    return device_spgemm(be, L, dL, NULL, dB, T, keep, !keep);
 }
 
 ks_error ks_stack_rows_device(ks_backend *be, const ks_dist_ghost_prows *G, ks_int nb,

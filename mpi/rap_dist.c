@@ -20,6 +20,7 @@
  * (ap_dist.c), Ac equals the serial spgemm(P^T, A P) bit for bit, in every
  * run and for any rank or thread count. */
 #include "rap_dist.h"
+#include "../amg/hierarchy.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -202,18 +203,34 @@ static ks_error finish(const ks_comm *c, ks_csr *T, ks_sparse *dT, const ks_gmap
     return e;
 }
 
+/* R's side of R (A P): its host rows with global fine columns (R), or R
+ * as a distributed matrix whose blocks live on the device (M: the setup's
+ * path there, R's rows merged where they live). Rows row_begin .. + nloc
+ * - 1 (coarse), owned columns f_begin .. + nf - 1 (fine). */
+typedef struct r_side {
+    const ks_comm *comm;
+    const ks_dist_prows *R;
+    const ks_matrix *M;
+    ks_gint row_begin, f_begin;
+    ks_int nloc, nf;
+} r_side;
+
 /* R (A P) for R's rows here, with AP's rows of R's ghost fine columns
  * fetched. Collective. */
-static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows *R, const ap_rows *AP,
+static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const r_side *rs, const ap_rows *AP,
                           const ks_gint *foff, const ptap_out *out)
 {
-    const int64_t nr = R->nloc ? R->rowptr[R->nloc] : 0;
+    const ks_dist_prows *R = rs->R;
+    const ks_dist_impl *md = rs->M ? (const ks_dist_impl *)rs->M->dist : NULL;
+    const int64_t nr = R && R->nloc ? R->rowptr[R->nloc] : 0;
     ks_gmap fm, cm = {0};
     ks_halo *h = NULL;
     ks_dist_ghost_prows G = {0};
     double t = ks_wtime();
-    ks_error e = ks_comm_agree(c, ks_gmap_make(R->c_begin, R->c_begin + R->nc, R->col, nr, NULL,
-                                               0, &fm));
+    ks_error e = ks_comm_agree(
+        c, R ? ks_gmap_make(rs->f_begin, rs->f_begin + rs->nf, R->col, nr, NULL, 0, &fm)
+             : ks_gmap_borrow(rs->f_begin, rs->f_begin + rs->nf, md->ghost_gid, md->nghost,
+                              &fm));
     if (e == KS_OK)
         e = ks_halo_create(c, foff, fm.ext, fm.next, &h);
     if (e == KS_OK)
@@ -230,19 +247,30 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
         return e;
     }
     ks_int *tab = NULL;
-    e = product_cols(AP, &G, R->row_begin, R->row_begin + R->nloc, &cm, &tab);
+    e = product_cols(AP, &G, rs->row_begin, rs->row_begin + rs->nloc, &cm, &tab);
     ks_amg_dist_substep(c, "R (A P): column map", &t);
-    ks_csr Rm = {0}, B = {0};
-    ks_int zero = 0;
-    const ks_dist_ghost_prows none = {.n = 0, .rowptr = &zero};
-    ks_gmap rm = {0};
-    if (e == KS_OK) /* no ext ids: nothing allocated */
-        e = ks_gmap_borrow(R->row_begin, R->row_begin + R->nloc, NULL, 0, &rm);
-    if (e == KS_OK)
-        e = ks_stack_rows(&none, &rm, R->rowptr, R->col, R->val, &fm, &Rm);
     /* A P's own rows still on the device (the first product's): stacked
      * there, so they are neither copied on the host nor uploaded again */
     const int on_device = AP->X && AP->X->dT.be && tab;
+    ks_csr Rm = {0}, B = {0};
+    ks_sparse dR = {0};
+    ks_int zero = 0;
+    const ks_dist_ghost_prows none = {.n = 0, .rowptr = &zero};
+    ks_gmap rm = {0};
+    if (e == KS_OK && R) /* no ext ids: nothing allocated */
+        e = ks_gmap_borrow(rs->row_begin, rs->row_begin + rs->nloc, NULL, 0, &rm);
+    if (e == KS_OK && R)
+        e = ks_stack_rows(&none, &rm, R->rowptr, R->col, R->val, &fm, &Rm);
+    else if (e == KS_OK) /* R's blocks merged where they live: the same rows */
+        e = ks_sparse_merge_blocks(ks_matrix_sparse(md->base.local),
+                                   md->base.ghost ? ks_matrix_sparse(md->base.ghost) : NULL,
+                                   fm.nbelow, &dR);
+    if (e == KS_OK && !R && !on_device) { /* host memory: the merged rows read in place */
+        e = ks_backend_host_memory(dR.be) ? KS_OK
+                                          : ks_seterr(KS_ERR_ARG, "R's blocks on a device, A P "
+                                                      "on the host");
+        Rm = ks_sparse_as_csr(&dR);
+    }
     ks_sparse dB = {0};
     if (e == KS_OK && on_device)
         e = ks_stack_rows_device(be, &G, fm.nbelow, &AP->X->dT, tab, &cm, &dB);
@@ -251,17 +279,23 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
                                          &B)
                   : ks_stack_rows(&G, &fm, AP->rowptr, AP->gcol, AP->val, &cm, &B);
     free(tab);
+    if (e == KS_OK && !R && ks_amg_tracing()) /* the device steps' own time */
+        e = ks_backend_sync(be);
     ks_amg_dist_substep(c, "R (A P): stack R's and A P's rows", &t);
     ks_csr T = {0};
     ks_sparse dT = {0}; /* the product, where it stays on the device (split there) */
     if (e == KS_OK)
-        e = on_device ? ks_local_spgemm_device(be, &Rm, &dB, &T, out->S ? &dT : NULL)
+        e = on_device ? ks_local_spgemm_device(be, R ? &Rm : NULL, R ? NULL : &dR, &dB, &T,
+                                               out->S ? &dT : NULL)
                       : ks_local_spgemm(be, &Rm, &B, &T);
     ks_sparse_free(&dB);
+    if (!R) /* Rm viewed dR's arrays, if anything */
+        memset(&Rm, 0, sizeof Rm);
+    ks_sparse_free(&dR);
     ks_csr_free(&Rm);
     ks_csr_free(&B);
     if (e == KS_OK)
-        e = finish(c, &T, &dT, &cm, R->row_begin, AP->ncols_global, out);
+        e = finish(c, &T, &dT, &cm, rs->row_begin, AP->ncols_global, out);
     ks_sparse_free(&dT);
     ks_csr_free(&T);
     ks_dist_ghost_prows_free(&G);
@@ -271,7 +305,7 @@ static ks_error ptap_rows(ks_backend *be, const ks_comm *c, const ks_dist_prows 
 }
 
 /* ks_dist_ptap_r's checks of AP's rows (nrows, first row) against R. */
-static ks_error ptap_check(ks_backend *be, const char *who, const ks_dist_prows *R, const ap_rows *AP,
+static ks_error ptap_check(ks_backend *be, const char *who, const r_side *rs, const ap_rows *AP,
                            ks_gint ap_row_begin, const ks_gint *foff, const ptap_out *out)
 {
     if (!out->Ac && !out->S)
@@ -280,17 +314,17 @@ static ks_error ptap_check(ks_backend *be, const char *who, const ks_dist_prows 
         memset(out->Ac, 0, sizeof *out->Ac);
     if (out->S)
         memset(out->S, 0, sizeof *out->S);
-    if (!R || !R->comm)
+    if (!rs->comm)
         return ks_seterr(KS_ERR_ARG, "%s: NULL or empty R", who);
-    const ks_comm *c = R->comm;
+    const ks_comm *c = rs->comm;
     ks_error e = KS_OK;
-    if (!AP || !foff || AP->nrows != R->nc || ap_row_begin != R->c_begin ||
+    if (!AP || !foff || AP->nrows != rs->nf || ap_row_begin != rs->f_begin ||
         ap_row_begin != foff[c->rank] || (AP->nrows > 0 && !AP->rowptr) ||
-        (R->nloc > 0 && !R->rowptr))
+        (rs->R && rs->nloc > 0 && !rs->R->rowptr))
         e = ks_seterr(KS_ERR_ARG, "%s: A P's rows are not R's columns", who);
     e = ks_comm_agree(c, e);
     if (e == KS_OK)
-        e = ptap_rows(be, c, R, AP, foff, out);
+        e = ptap_rows(be, c, rs, AP, foff, out);
     if (e != KS_OK) {
         if (out->Ac)
             ks_dist_csr_free(out->Ac);
@@ -301,30 +335,41 @@ static ks_error ptap_check(ks_backend *be, const char *who, const ks_dist_prows 
     return KS_OK;
 }
 
-static ks_error ptap_compact(ks_backend *be, const ks_dist_prows *R, const ks_dist_compact *AP,
+/* R's side from its host rows (NULL: an empty side, refused). */
+static r_side side_of(const ks_dist_prows *R)
+{
+    r_side rs = {0};
+    if (R && R->comm)
+        rs = (r_side){R->comm, R, NULL, R->row_begin, R->c_begin, R->nloc, R->nc};
+    return rs;
+}
+
+static ks_error ptap_compact(ks_backend *be, const r_side *rs, const ks_dist_compact *AP,
                              const ks_gint *foff, const ptap_out *out)
 {
     if (!AP)
-        return ptap_check(be, "distributed P^T (A P)", R, NULL, 0, foff, out);
+        return ptap_check(be, "distributed P^T (A P)", rs, NULL, 0, foff, out);
     const ap_rows ar = {AP->T.nrows, AP->T.rowptr, NULL, AP->T.val, AP->ncols_global, AP};
-    return ptap_check(be, "distributed P^T (A P)", R, &ar, AP->row_begin, foff, out);
+    return ptap_check(be, "distributed P^T (A P)", rs, &ar, AP->row_begin, foff, out);
 }
 
 ks_error ks_dist_ptap_r_compact(ks_backend *be, const ks_dist_prows *R, const ks_dist_compact *AP,
                                 const ks_gint *foff, ks_dist_csr *Ac)
 {
     const ptap_out out = {Ac, NULL};
-    return ptap_compact(be, R, AP, foff, &out);
+    const r_side rs = side_of(R);
+    return ptap_compact(be, &rs, AP, foff, &out);
 }
 
 ks_error ks_dist_ptap_r(const ks_dist_prows *R, const ks_dist_csr *AP, const ks_gint *foff,
                         ks_dist_csr *Ac)
 {
     const ptap_out out = {Ac, NULL};
+    const r_side rs = side_of(R);
     if (!AP)
-        return ptap_check(NULL, "distributed P^T (A P)", R, NULL, 0, foff, &out);
+        return ptap_check(NULL, "distributed P^T (A P)", &rs, NULL, 0, foff, &out);
     const ap_rows ar = {AP->nrows, AP->rowptr, AP->colind, AP->val, AP->ncols_global, NULL};
-    return ptap_check(NULL, "distributed P^T (A P)", R, &ar, AP->row_begin, foff, &out);
+    return ptap_check(NULL, "distributed P^T (A P)", &rs, &ar, AP->row_begin, foff, &out);
 }
 
 ks_error ks_dist_ptap(const ks_dist_prows *P, const ks_dist_csr *AP, ks_dist_csr *Ac)
@@ -394,7 +439,30 @@ ks_error ks_dist_rap_split(const ks_matrix *A, const ks_dist_prows *P, const ks_
     ks_dist_compact AP;
     KS_TRY(ks_dist_ap_compact_device(A, P, &AP));
     const ptap_out out = {NULL, S};
-    const ks_error e = ptap_compact(ks_matrix_backend(A), R, &AP, A->dist->offsets, &out);
+    const r_side rs = side_of(R);
+    const ks_error e = ptap_compact(ks_matrix_backend(A), &rs, &AP, A->dist->offsets, &out);
+    ks_dist_compact_free(&AP);
+    return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
+}
+
+ks_error ks_dist_rap_split_m(const ks_matrix *A, const ks_dist_prows *P, const ks_matrix *Rm,
+                             ks_dist_split *S)
+{
+    if (!S)
+        return ks_seterr(KS_ERR_ARG, "distributed RAP: NULL output");
+    memset(S, 0, sizeof *S);
+    if (!Rm || !Rm->dist || !Rm->dist->col_offsets || Rm->dist->ops != A->dist->ops)
+        return ks_seterr(KS_ERR_ARG, "distributed RAP: R is not a distributed transfer matrix");
+    const ks_matrix_dist *rd = Rm->dist;
+    const ks_comm *c = rd->comm;
+    const int me = c->rank;
+    const r_side rs = {c, NULL, Rm, rd->offsets[me], rd->col_offsets[me],
+                       (ks_int)(rd->offsets[me + 1] - rd->offsets[me]),
+                       (ks_int)(rd->col_offsets[me + 1] - rd->col_offsets[me])};
+    ks_dist_compact AP;
+    KS_TRY(ks_dist_ap_compact_device(A, P, &AP));
+    const ptap_out out = {NULL, S};
+    const ks_error e = ptap_compact(ks_matrix_backend(A), &rs, &AP, A->dist->offsets, &out);
     ks_dist_compact_free(&AP);
     return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
 }

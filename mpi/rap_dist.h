@@ -67,10 +67,11 @@ ks_error ks_compact_to_global(ks_csr *T, const ks_gmap *cols, ks_gint row_begin,
  * (sparse/cuda/spgemm.cu), so where it runs changes no result; but with
  * KS_SPGEMM=cusparse, whose products agree with the cpu's to rounding. */
 ks_error ks_local_spgemm(ks_backend *be, const ks_csr *L, const ks_csr *B, ks_csr *T);
-/* Local. The same with the right factor already on the device (be's);
- * with keep the product stays there (T: its shape and row pointers only). */
-ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dB, ks_csr *T,
-                                ks_sparse *keep);
+/* Local. The same with the right factor already on the device (be's), and
+ * the left one too where dL is given (then L is not read); with keep the
+ * product stays there (T: its shape and row pointers only). */
+ks_error ks_local_spgemm_device(ks_backend *be, const ks_csr *L, const ks_sparse *dL,
+                                const ks_sparse *dB, ks_csr *T, ks_sparse *keep);
 /* Local. The rows ks_stack_rows_mapped makes, made on be's device: the
  * fetched rows G (mapped to cm's numbers here, uploaded) around M's rows
  * (on the device: nb of G's rows before them), M's column c as tab[c] (a
@@ -159,6 +160,12 @@ ks_int ks_dist_transpose_places(const ks_dist_prows *P, const ks_gint *coff, int
  * rows), so ks_dist_prows_split splits it by the fine layout. */
 ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, const ks_gint *coff,
                                  ks_dist_prows *R);
+/* Collective. The same R without this rank's own entries (those of P's
+ * rows here in this rank's coarse range): only the entries from other
+ * ranks' rows, R's ghost columns, which is what a transpose of P's local
+ * block elsewhere (on the device) lacks. */
+ks_error ks_dist_prows_transpose_others(const ks_dist_prows *P, const ks_gint *foff,
+                                        const ks_gint *coff, ks_dist_prows *R);
 
 /* ---------------------------------------------------------- rap_dist.c */
 /* Collective. Ac = R (AP) with R = P^T (ks_dist_prows_transpose): this
@@ -188,6 +195,13 @@ ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist
  * ids, for ks_dist_matrix_from_split. */
 ks_error ks_dist_rap_split(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
                            ks_dist_split *S);
+/* Collective. The same with R as a distributed transfer matrix whose
+ * blocks live on the device (rows: P's coarse layout; columns: the fine
+ * layout), A on the device: R's rows merged there (ks_sparse_merge_blocks)
+ * are the rows ks_dist_rap_split stacks from host rows, so the blocks are
+ * the same bits. */
+ks_error ks_dist_rap_split_m(const ks_matrix *A, const ks_dist_prows *P, const ks_matrix *Rm,
+                             ks_dist_split *S);
 
 /* ------------------------------------------------ transpose_numeric_dist.c */
 /* R = P^T's values kept for re-setup: where each of P's entries goes in

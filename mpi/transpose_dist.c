@@ -250,7 +250,7 @@ static int piece_span(const ks_dist_prows *P, const ks_dist_prows *R, tpiece *x,
  * each piece writes its entries: the serial order for any thread count,
  * without atomics. Pieces reaching too many rows (a matrix in no useful
  * order) are taken whole, one a segment. */
-static ks_error build_rows(const ks_dist_prows *P, const tentry *below, int64_t nbelow,
+static ks_error build_rows(const ks_dist_prows *P, int own, const tentry *below, int64_t nbelow,
                            const tentry *above, int64_t nabove, ks_dist_prows *R)
 {
     const ks_int nr = R->nloc;
@@ -271,15 +271,15 @@ static ks_error build_rows(const ks_dist_prows *P, const tentry *below, int64_t 
             const int64_t b0 = nbelow * c / chunks, b1 = nbelow * (c + 1) / chunks;
             const int64_t a0 = nabove * c / chunks, a1 = nabove * (c + 1) / chunks;
             x[c] = (tpiece){.e = b1 > b0 ? below + b0 : NULL, .n = b1 - b0};
-            x[chunks + c] = (tpiece){.own = 1, .r0 = chunk_row(P, c, chunks),
-                                     .r1 = chunk_row(P, c + 1, chunks)};
+            x[chunks + c] = (tpiece){.own = 1, .r0 = own ? chunk_row(P, c, chunks) : 0,
+                                     .r1 = own ? chunk_row(P, c + 1, chunks) : 0};
             x[2 * chunks + c] = (tpiece){.e = a1 > a0 ? above + a0 : NULL, .n = a1 - a0};
         }
         int first_bad = np; /* the first piece with a row not here, and its row */
         ks_gint badrow[3 * KS_TRANSPOSE_MAX_THREADS];
 #pragma omp parallel for schedule(static, 1) num_threads(chunks) reduction(min : first_bad)
         for (int q = 0; q < np; q++) {
-            if (chunks == 1 && x[q].own) { /* all own rows: no need to look */
+            if (chunks == 1 && x[q].own && own) { /* all own rows: no need to look */
                 x[q].jlo = 0;
                 x[q].jhi = nr;
             } else if (!piece_span(P, R, &x[q], &badrow[q]) && q < first_bad) {
@@ -355,8 +355,9 @@ static ks_error build_rows(const ks_dist_prows *P, const tentry *below, int64_t 
     return e;
 }
 
-ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, const ks_gint *coff,
-                                 ks_dist_prows *R)
+/* R = P^T, or (own = 0) only its entries from other ranks' rows. */
+static ks_error transpose(const ks_dist_prows *P, const ks_gint *foff, const ks_gint *coff,
+                          int own, ks_dist_prows *R)
 {
     static const char who[] = "distributed transpose R = P^T";
     memset(R, 0, sizeof *R);
@@ -395,7 +396,8 @@ ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, co
     free(cnt);
     ks_amg_dist_substep(c, "transpose: exchange", &t);
     if (e == KS_OK)
-        e = ks_comm_agree(c, build_rows(P, in, below, in ? in + below : NULL, nin - below, R));
+        e = ks_comm_agree(c, build_rows(P, own, in, below, in ? in + below : NULL, nin - below,
+                                        R));
     ks_amg_dist_substep(c, "transpose: rows", &t);
     free(out);
     free(in);
@@ -404,4 +406,16 @@ ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, co
         return ks_adderr(e, "%s", who);
     }
     return KS_OK;
+}
+
+ks_error ks_dist_prows_transpose(const ks_dist_prows *P, const ks_gint *foff, const ks_gint *coff,
+                                 ks_dist_prows *R)
+{
+    return transpose(P, foff, coff, 1, R);
+}
+
+ks_error ks_dist_prows_transpose_others(const ks_dist_prows *P, const ks_gint *foff,
+                                        const ks_gint *coff, ks_dist_prows *R)
+{
+    return transpose(P, foff, coff, 0, R);
 }

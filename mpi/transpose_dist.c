@@ -93,6 +93,16 @@ static ks_int chunk_row(const ks_dist_prows *P, int t, int nt)
     return a;
 }
 
+/* Row i's columns all in [lo, hi): its first and last both there (rows
+ * ascend; a column out of range sits at an end, so it is still found), so
+ * most rows are passed over on two reads. */
+static inline int all_own(const ks_dist_prows *P, ks_int i, ks_gint lo, ks_gint hi)
+{
+    const ks_int a = P->rowptr[i], b = P->rowptr[i + 1];
+    return a == b || (P->col[a] >= lo && P->col[a] < hi && P->col[b - 1] >= lo &&
+                      P->col[b - 1] < hi);
+}
+
 /* Counts and displacements (bytes, for MPI) and the entries for the other
  * ranks packed by destination, each destination's in fine row order; this
  * rank's own entries stay in P (build_rows reads them there). Threads take
@@ -124,19 +134,22 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int me,
 #pragma omp single
         used = omp_get_num_threads();
 #endif
-        const ks_int k0 = P->rowptr[chunk_row(P, t, used)];
-        const ks_int k1 = P->rowptr[chunk_row(P, t + 1, used)];
+        const ks_int i0 = chunk_row(P, t, used), i1 = chunk_row(P, t + 1, used);
         int64_t *mine = pos + (size_t)t * (size_t)p;
         ks_int first_bad = nnz;
-        for (ks_int k = k0; k < k1; k++) {
-            const ks_gint J = P->col[k];
-            if (J >= lo && J < hi)
+        for (ks_int i = i0; i < i1; i++) {
+            if (all_own(P, i, lo, hi))
                 continue;
-            if (J < 0 || J >= ncol) {
-                first_bad = first_bad < k ? first_bad : k;
-                continue;
+            for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++) {
+                const ks_gint J = P->col[k];
+                if (J >= lo && J < hi)
+                    continue;
+                if (J < 0 || J >= ncol) {
+                    first_bad = first_bad < k ? first_bad : k;
+                    continue;
+                }
+                mine[ks_layout_owner(coff, p, J)]++;
             }
-            mine[ks_layout_owner(coff, p, J)]++;
         }
         bad[t] = first_bad;
 #pragma omp barrier
@@ -153,13 +166,16 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int me,
             }
         } /* its barrier publishes the places, *out and bad[0] */
         if (*out) {
-            for (ks_int i = chunk_row(P, t, used); i < chunk_row(P, t + 1, used); i++)
+            for (ks_int i = i0; i < i1; i++) {
+                if (all_own(P, i, lo, hi))
+                    continue;
                 for (ks_int k = P->rowptr[i]; k < P->rowptr[i + 1]; k++) {
                     const ks_gint J = P->col[k];
                     if (J < lo || J >= hi)
                         (*out)[mine[ks_layout_owner(coff, p, J)]++] =
                             (tentry){J, P->row_begin + i, P->val[k]};
                 }
+            }
         }
     }
     free(pos);

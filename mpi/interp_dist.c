@@ -94,13 +94,14 @@ ks_error ks_dist_interp(ks_backend *be, const ks_matrix *A, const ks_dist_streng
         return ks_seterr(KS_ERR_ARG, "%s: NULL or empty strength graph", who);
     const ks_comm *c = S->comm;
     const ks_csr *AL = NULL, *AG = NULL;
+    double t = ks_wtime();
     ks_error e = ks_comm_agree(c, check_args(A, S, cf, C, who, &AL, &AG));
+    ks_amg_dist_substep(c, "interpolation: A's host rows", &t);
     if (e != KS_OK)
         return e;
     /* Collective and agreed: every rank fetches, or none goes on. */
     ks_dist_ext_rows R;
     memset(&R, 0, sizeof R);
-    double t = ks_wtime();
     if (kind != KS_AMG_D1 && (e = ks_dist_fetch_ext_rows(A, S, cf, C, &R)) != KS_OK)
         return ks_adderr(e, "%s", who);
     if (kind != KS_AMG_D1)

@@ -226,10 +226,13 @@ static ks_error pmis_on(const ks_dist_strength *S, const ks_dist_graph *G,
             P.cnt[i] = G->trp[i + 1] - G->trp[i]; /* |S^T_i| over all ranks */
         e = ks_comm_agree(S->comm, ks_halo_typed_forward(&P.x, P.cnt, P.cnt + G->nloc));
     }
+    double t = ks_wtime();
     if (e == KS_OK)
         e = rounds(&P);
+    ks_amg_dist_substep(S->comm, "PMIS: rounds", &t);
     if (e == KS_OK)
         e = fixup(&P);
+    ks_amg_dist_substep(S->comm, "PMIS: fix-up", &t);
     if (e == KS_OK) {
         ks_int c = 0;
 #pragma omp parallel for schedule(static) reduction(+ : c)

@@ -21,8 +21,8 @@
  * they live and into the vectors' arrays: no host copy of the level is
  * made for it on a device. Only the symmetry check (host rows, level 0 as
  * a rule) reads the diagonal on the host. JACOBI_L1's weights are made in
- * host arrays and set into the vector. The SpMVs and vector steps run on
- * the backend. */
+ * host arrays from the diagonal (the same table entry) and the ghost sums
+ * and set into the vector. The SpMVs and vector steps run on the backend. */
 #include "amg_dist_setup.h"
 #include "../amg/spectral_common.h"
 
@@ -39,18 +39,6 @@ typedef struct dspec {
     int known_sym;   /* symmetric without the check (ks_dist_spectral_radius_sym) */
     int exact;       /* the check ran and every pair was equal bit for bit */
 } dspec;
-
-/* The diagonal of this rank's rows (the local block's). */
-static void diagonal(const ks_csr *L, double *d)
-{
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < L->nrows; i++) {
-        d[i] = 0.0;
-        for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            if (L->colind[k] == i)
-                d[i] = L->val[k];
-    }
-}
 
 /* y = sign dsc .* (A (dsc .* x)) (Lanczos) or y = dsc .* (A x) (power). */
 static ks_error apply_scaled(dspec *s, int lanczos, const ks_vec *x, ks_vec *y)
@@ -230,32 +218,49 @@ ks_error ks_dist_spectral_radius_sym(ks_matrix *A, int iters, int known_sym, dou
     return e;
 }
 
+/* The diagonal of the distributed matrix A's rows (its local block's)
+ * into dg, A's vector, where the block lives; the block's rows are A's. */
+static ks_error diagonal(const ks_matrix *A, ks_vec *dg)
+{
+    const ks_sparse *L = ks_matrix_sparse(A->dist->local);
+    if (!L->val && L->nnz > 0)
+        return ks_seterr(KS_ERR_ARG, "diagonal: the level's values are released");
+    ks_spectral_prep p; /* without the ghost block: only the diagonal is read */
+    ks_amg_exec x;
+    memset(&x, 0, sizeof x);
+    ks_error e = ks_amgk_spectral_prepare_blocks(&x, L, NULL, dg->data, &p);
+    ks_amg_exec_free(&x);
+    return e;
+}
+
 /* JACOBI_L1's weights with the whole row's |a_ij|: omega / (a_ii +
- * sign(a_ii) sum_{j != i} |a_ij|), the serial expression. */
+ * sign(a_ii) sum_{j != i} |a_ij|), the serial expression. The diagonal and
+ * the ghost sums come from the backend; the weights are made on the host. */
 static ks_error l1_weights(ks_amg *amg, int l, double omega)
 {
     ks_amg_level *L = &amg->levels[l];
-    ks_vec *s = NULL;
+    ks_vec *s = NULL, *dg = NULL;
     ks_error e = ks_matrix_vec_create(L->Am, &s);
     if (e == KS_OK)
+        e = ks_matrix_vec_create(L->Am, &dg);
+    if (e == KS_OK)
         e = ks_matrix_offdiag_abs_sums(L->Am, s);
+    if (e == KS_OK)
+        e = diagonal(L->Am, dg);
     if (e == KS_OK) {
-        const ks_csr *H = ks_matrix_host_csr(L->Am);
         const size_t n = (size_t)L->A.nrows;
         double *d = ks_malloc(2 * n * sizeof *d + 1, "diagonal and row sums"), *rs = d + n;
-        if (H && d) {
-            diagonal(H, d);
+        e = d ? ks_vec_get_host(dg, d) : KS_ERR_MEMORY;
+        if (e == KS_OK)
             e = ks_vec_get_host(s, rs);
-            for (size_t i = 0; i < n && e == KS_OK; i++)
-                rs[i] = omega / (d[i] + copysign(rs[i], d[i]));
-            if (e == KS_OK)
-                e = ks_vec_set_host(L->dinv, rs);
-        } else {
-            e = KS_ERR_MEMORY;
-        }
+        for (size_t i = 0; i < n && e == KS_OK; i++)
+            rs[i] = omega / (d[i] + copysign(rs[i], d[i]));
+        if (e == KS_OK)
+            e = ks_vec_set_host(L->dinv, rs);
         free(d);
     }
     ks_vec_destroy(&s);
+    ks_vec_destroy(&dg);
     return e;
 }
 

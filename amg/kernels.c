@@ -476,3 +476,44 @@ ks_error ks_amgk_strength_classical_blocks(ks_amg_exec *x, const ks_sparse *L,
     produced_graph(e, SL);
     return produced(e, SG);
 }
+
+ks_error ks_amgk_spectral_prepare_blocks(ks_amg_exec *x, const ks_sparse *L, const ks_sparse *G,
+                                         double *d, ks_spectral_prep *out)
+{
+    const ks_amg_kernels *K = table_of(L ? L->be : NULL);
+    if (!L || (K && K->spectral_prepare_blocks))
+        return (K ? K : CPU)->spectral_prepare_blocks(L, G, d, out);
+    ks_sparse Lh = {0}, Gh = {0};
+    KS_TRY(stage(x, KS_OP_SPECTRAL));
+    const size_t bytes = (size_t)L->nrows * sizeof(double);
+    void *dh = NULL;
+    ks_error e = in(x, L, &Lh);
+    if (e == KS_OK)
+        e = in(x, G, &Gh);
+    if (e == KS_OK)
+        e = (dh = ks_malloc(bytes + 1, "staged diagonal")) ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK)
+        e = CPU->spectral_prepare_blocks(&Lh, G ? &Gh : NULL, dh, out);
+    free_all(&Lh, &Gh, NULL);
+    return dh ? out_array(e, L->be, d, dh, bytes) : e;
+}
+
+ks_error ks_amgk_spectral_scale_start(ks_amg_exec *x, ks_backend *be, ks_int n,
+                                      ks_gint row_begin, int sym, double *d, double *start)
+{
+    const ks_amg_kernels *K = table_of(be);
+    if (K && K->spectral_scale_start)
+        return K->spectral_scale_start(be, n, row_begin, sym, d, start);
+    if (!be || n < 0)
+        return ks_seterr(KS_ERR_ARG, "ks_amg_spectral_scale_start: %s",
+                         be ? "negative size" : "NULL backend");
+    KS_TRY(stage(x, KS_OP_SPECTRAL));
+    const size_t bytes = (size_t)n * sizeof(double);
+    void *dh = NULL, *sh = NULL;
+    KS_TRY(in_array(be, d, bytes, &dh));
+    sh = ks_malloc(bytes + 1, "staged start vector");
+    ks_error e = sh ? CPU->spectral_scale_start(x->host, n, row_begin, sym, dh, sh)
+                    : KS_ERR_MEMORY;
+    e = out_array(e, be, d, dh, bytes);
+    return sh ? out_array(e, be, start, sh, bytes) : e;
+}

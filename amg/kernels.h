@@ -22,6 +22,13 @@ extern "C" {
 /* C/F markers (cf arrays). */
 enum { KS_FPT = -1, KS_UNDECIDED = 0, KS_CPT = 1 };
 
+/* What spectral_prepare_blocks reports about a rank's rows (host). */
+typedef struct ks_spectral_prep {
+    ks_int bad;        /* the first row whose diagonal is zero or not finite; n when none */
+    ks_int npos, nneg; /* rows with a positive / a negative diagonal */
+    double bound;      /* max_i sum_j |a_ij| / |a_ii| over the other rows (0 when none) */
+} ks_spectral_prep;
+
 typedef struct ks_amg_kernels {
     ks_backend_kind backend;
     /* Strength graphs: S is a pattern (no values) of A's size, row i lists
@@ -89,6 +96,19 @@ typedef struct ks_amg_kernels {
     ks_error (*strength_classical_blocks)(const ks_sparse *L, const ks_sparse *G, ks_int nbelow,
                                           double theta, double max_row_sum, ks_sparse *SL,
                                           ks_sparse *SG);
+    /* The row-wise part of a distributed level's rho(D^-1 A) estimate
+     * (mpi/amg_dist_smoother.c) on one rank's blocks, L (n x n) its owned
+     * columns and G (n x ng, NULL: none) its ghost columns: d[i] = L's
+     * a_ii (0 when not stored) and *out. Each row's sum_j |a_ij| adds L's
+     * entries then G's, left to right, in one thread: the bound has the
+     * same bits on every backend. */
+    ks_error (*spectral_prepare_blocks)(const ks_sparse *L, const ks_sparse *G, double *d,
+                                        ks_spectral_prep *out);
+    /* n rows on be: d[i] = sym ? 1/sqrt(|d_i|) : 1/d_i in place, and
+     * start[i] = ks_spectral_start(row_begin + i) (amg/spectral_common.h),
+     * the serial start vector by global row. */
+    ks_error (*spectral_scale_start)(ks_backend *be, ks_int n, ks_gint row_begin, int sym,
+                                     double *d, double *start);
 } ks_amg_kernels;
 
 extern const ks_amg_kernels ks_amg_cpu_kernels;
@@ -156,6 +176,10 @@ ks_error ks_amgk_same_pattern(ks_amg_exec *x, const ks_sparse *A, const ks_spars
 ks_error ks_amgk_strength_classical_blocks(ks_amg_exec *x, const ks_sparse *L,
                                            const ks_sparse *G, ks_int nbelow, double theta,
                                            double max_row_sum, ks_sparse *SL, ks_sparse *SG);
+ks_error ks_amgk_spectral_prepare_blocks(ks_amg_exec *x, const ks_sparse *L, const ks_sparse *G,
+                                         double *d, ks_spectral_prep *out);
+ks_error ks_amgk_spectral_scale_start(ks_amg_exec *x, ks_backend *be, ks_int n,
+                                      ks_gint row_begin, int sym, double *d, double *start);
 
 #ifdef __cplusplus
 }

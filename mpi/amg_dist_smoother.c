@@ -15,9 +15,14 @@
  *     As serially, the coarse levels of an exactly symmetric level 0 skip
  *     the symmetry check (ks_amg.sym0): at 7-point 256^3 on 2 ranks the
  *     checks' partner lookups were most of the smoother setup.
- * The row-wise work (diagonals, start vectors, weights) is done in host
- * arrays and set into the vectors, so a backend without host memory (cuda)
- * takes the same path; the SpMVs and vector steps run on the backend. */
+ * The estimate's row-wise work (the diagonal, its checks, the bound, the
+ * scaling and the start vector) is the AMG table's spectral_prepare_blocks
+ * and spectral_scale_start (amg/kernels.h), on the level's blocks where
+ * they live and into the vectors' arrays: no host copy of the level is
+ * made for it on a device. Only the symmetry check (host rows, level 0 as
+ * a rule) reads the diagonal on the host. JACOBI_L1's weights are made in
+ * host arrays from the diagonal (the same table entry) and the ghost sums
+ * and set into the vector. The SpMVs and vector steps run on the backend. */
 #include "amg_dist_setup.h"
 #include "../amg/spectral_common.h"
 
@@ -30,33 +35,10 @@ typedef struct dspec {
     ks_int n;        /* this rank's rows */
     double sign;
     ks_vec *dsc;     /* |a_ii|^-1/2 (Lanczos) or 1/a_ii (power) */
-    ks_vec *v, *vprev, *w, *t;
-    double *h;       /* n host values: what is set into dsc and the start vector */
+    ks_vec *v, *vprev, *w, *t; /* v holds the start vector when the iteration begins */
     int known_sym;   /* symmetric without the check (ks_dist_spectral_radius_sym) */
     int exact;       /* the check ran and every pair was equal bit for bit */
 } dspec;
-
-/* The diagonal of this rank's rows (the local block's). */
-static void diagonal(const ks_csr *L, double *d)
-{
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < L->nrows; i++) {
-        d[i] = 0.0;
-        for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            if (L->colind[k] == i)
-                d[i] = L->val[k];
-    }
-}
-
-/* The serial start vector by global row into v (through the host). */
-static ks_error start_vector(dspec *s, ks_vec *v)
-{
-    const ks_gint rb = ks_matrix_row_begin(s->A);
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < s->n; i++)
-        s->h[i] = ks_spectral_start((uint64_t)(rb + i));
-    return ks_vec_set_host(v, s->h);
-}
 
 /* y = sign dsc .* (A (dsc .* x)) (Lanczos) or y = dsc .* (A x) (power). */
 static ks_error apply_scaled(dspec *s, int lanczos, const ks_vec *x, ks_vec *y)
@@ -74,7 +56,6 @@ static ks_error apply_scaled(dspec *s, int lanczos, const ks_vec *x, ks_vec *y)
 static ks_error lanczos(dspec *s, int iters, double *alpha, double *beta, double *est)
 {
     ks_vec *v = s->v, *vprev = s->vprev, *w = s->w;
-    KS_TRY(start_vector(s, v));
     double nrm;
     KS_TRY(ks_vec_norm2(v, &nrm));
     KS_TRY(ks_vec_scale(v, 1.0 / nrm));
@@ -106,7 +87,6 @@ static ks_error lanczos(dspec *s, int iters, double *alpha, double *beta, double
 static ks_error power(dspec *s, int iters, double *est)
 {
     ks_vec *x = s->v, *y = s->w;
-    KS_TRY(start_vector(s, x));
     double nx, logsum = 0.0;
     int kept = 0;
     const int first_kept = iters - (iters + 1) / 2;
@@ -130,60 +110,72 @@ static ks_error power(dspec *s, int iters, double *est)
     return KS_OK;
 }
 
+/* The level's diagonal into dsc (its array on the backend) and the
+ * report: a zero or non-finite diagonal fails alike on every rank, naming
+ * the global row. */
+static ks_error prepare(dspec *s, ks_spectral_prep *p)
+{
+    const ks_comm *c = ks_matrix_comm(s->A);
+    const ks_dist_impl *d = (const ks_dist_impl *)s->A->dist;
+    const ks_sparse *L = ks_matrix_sparse(d->base.local);
+    const ks_sparse *G = d->base.ghost ? ks_matrix_sparse(d->base.ghost) : NULL;
+    ks_error e = KS_OK;
+    if ((!L->val && L->nnz > 0) || (G && !G->val && G->nnz > 0))
+        e = ks_seterr(KS_ERR_ARG, "spectral estimate: the level's values are released");
+    ks_amg_exec x;
+    memset(&x, 0, sizeof x);
+    if (e == KS_OK)
+        e = ks_amgk_spectral_prepare_blocks(&x, L, G, s->dsc->data, p);
+    ks_amg_exec_free(&x);
+    KS_TRY(ks_comm_agree(c, e));
+    if (p->bad < s->n)
+        e = ks_seterr(KS_ERR_NUMERIC, "spectral estimate: global row %lld has a zero or "
+                      "non-finite diagonal (D^-1 A undefined)",
+                      (long long)(ks_matrix_row_begin(s->A) + p->bad));
+    return ks_comm_agree(c, e);
+}
+
+/* Whether the level is symmetric, by the check on host rows (which needs
+ * the diagonal there) unless known. */
+static ks_error symmetric(dspec *s, int *sym)
+{
+    *sym = 1;
+    if (s->known_sym)
+        return KS_OK;
+    const ks_comm *c = ks_matrix_comm(s->A);
+    double *h = ks_malloc((size_t)s->n * sizeof *h + 1, "spectral estimate host diagonal");
+    ks_error e = h ? ks_vec_get_host(s->dsc, h) : KS_ERR_MEMORY;
+    e = ks_comm_agree(c, e);
+    if (e == KS_OK)
+        e = ks_dist_symmetric(s->A, h, sym, &s->exact);
+    free(h);
+    return e;
+}
+
 /* The estimate once the vectors exist (every rank runs the same steps:
  * the branches depend on agreed values only). */
 static ks_error estimate(dspec *s, int iters, double *rho)
 {
     const ks_comm *c = ks_matrix_comm(s->A);
-    const ks_dist_impl *d = (const ks_dist_impl *)s->A->dist;
-    const ks_csr *L = ks_matrix_host_csr(d->base.local);
-    const ks_csr *G = d->base.ghost ? ks_matrix_host_csr(d->base.ghost) : NULL;
-    if (!L || (d->base.ghost && !G))
-        return ks_comm_agree(c, ks_seterr(KS_ERR_MEMORY, "spectral estimate: host rows"));
-    double *dg = s->h, t = ks_wtime();
-    diagonal(L, dg);
-    double cnt[2] = {0.0, 0.0}, bound = 0.0;
-    ks_int bad = s->n;
-#pragma omp parallel for schedule(static) reduction(min : bad)
-    for (ks_int i = 0; i < s->n; i++)
-        if ((dg[i] == 0.0 || !isfinite(dg[i])) && i < bad)
-            bad = i;
-    ks_error e = KS_OK;
-    if (bad < s->n)
-        e = ks_seterr(KS_ERR_NUMERIC, "spectral estimate: global row %lld has a zero or "
-                      "non-finite diagonal (D^-1 A undefined)",
-                      (long long)(ks_matrix_row_begin(s->A) + bad));
-    KS_TRY(ks_comm_agree(c, e));
-    double pos = 0.0, neg = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : pos, neg) reduction(max : bound)
-    for (ks_int i = 0; i < s->n; i++) {
-        pos += dg[i] > 0.0;
-        neg += dg[i] < 0.0;
-        double r = 0.0;
-        for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            r += fabs(L->val[k]);
-        for (ks_int k = G ? G->rowptr[i] : 0; G && k < G->rowptr[i + 1]; k++)
-            r += fabs(G->val[k]);
-        bound = fmax(bound, r / fabs(dg[i]));
-    }
-    cnt[0] = pos;
-    cnt[1] = neg;
+    double t = ks_wtime();
+    ks_spectral_prep p;
+    KS_TRY(prepare(s, &p));
+    double cnt[2] = {(double)p.npos, (double)p.nneg}, bound = p.bound;
     KS_TRY(ks_comm_sum(c, cnt, 2));
     KS_TRY(ks_comm_max(c, &bound, 1));
     s->sign = cnt[1] > 0.0 ? -1.0 : 1.0;
     ks_amg_dist_substep(c, "spectral estimate: diagonal and bound", &t);
     int sym = 0;
-    if (!(cnt[0] > 0.0 && cnt[1] > 0.0)) {
-        if (s->known_sym)
-            sym = 1;
-        else
-            KS_TRY(ks_dist_symmetric(s->A, dg, &sym, &s->exact));
-    }
+    if (!(cnt[0] > 0.0 && cnt[1] > 0.0))
+        KS_TRY(symmetric(s, &sym));
     ks_amg_dist_substep(c, "spectral estimate: symmetry check", &t);
-#pragma omp parallel for schedule(static)
-    for (ks_int i = 0; i < s->n; i++)
-        dg[i] = sym ? 1.0 / sqrt(fabs(dg[i])) : 1.0 / dg[i];
-    KS_TRY(ks_comm_agree(c, ks_vec_set_host(s->dsc, dg)));
+    ks_amg_exec x;
+    memset(&x, 0, sizeof x);
+    /* dsc from the diagonal in place, v the serial start vector by global row */
+    ks_error e = ks_amgk_spectral_scale_start(&x, s->dsc->be, s->n, ks_matrix_row_begin(s->A),
+                                              sym, s->dsc->data, s->v->data);
+    ks_amg_exec_free(&x);
+    KS_TRY(ks_comm_agree(c, e));
     double *tri = ks_malloc(2 * (size_t)iters * sizeof *tri, "Lanczos tridiagonal");
     KS_TRY(ks_comm_agree(c, tri ? KS_OK : KS_ERR_MEMORY));
     double est = 0.0;
@@ -211,9 +203,6 @@ ks_error ks_dist_spectral_radius_sym(ks_matrix *A, int iters, int known_sym, dou
         *exact = 0;
     s.n = A->A.nrows;
     ks_error e = iters >= 1 ? KS_OK : ks_seterr(KS_ERR_ARG, "spectral estimate: %d steps", iters);
-    s.h = ks_malloc((size_t)s.n * sizeof *s.h + 1, "spectral estimate host vector");
-    if (!s.h)
-        e = KS_ERR_MEMORY;
     ks_vec **vs[] = {&s.dsc, &s.v, &s.vprev, &s.w, &s.t};
     for (int k = 0; k < 5 && e == KS_OK; k++)
         e = ks_matrix_vec_create(A, vs[k]);
@@ -224,38 +213,54 @@ ks_error ks_dist_spectral_radius_sym(ks_matrix *A, int iters, int known_sym, dou
         e = estimate(&s, iters, rho);
     for (int k = 0; k < 5; k++)
         ks_vec_destroy(vs[k]);
-    free(s.h);
     if (exact)
         *exact = e == KS_OK && s.exact;
     return e;
 }
 
+/* The diagonal of the distributed matrix A's rows (its local block's)
+ * into dg, A's vector, where the block lives; the block's rows are A's. */
+static ks_error diagonal(const ks_matrix *A, ks_vec *dg)
+{
+    const ks_sparse *L = ks_matrix_sparse(A->dist->local);
+    if (!L->val && L->nnz > 0)
+        return ks_seterr(KS_ERR_ARG, "diagonal: the level's values are released");
+    ks_spectral_prep p; /* without the ghost block: only the diagonal is read */
+    ks_amg_exec x;
+    memset(&x, 0, sizeof x);
+    ks_error e = ks_amgk_spectral_prepare_blocks(&x, L, NULL, dg->data, &p);
+    ks_amg_exec_free(&x);
+    return e;
+}
+
 /* JACOBI_L1's weights with the whole row's |a_ij|: omega / (a_ii +
- * sign(a_ii) sum_{j != i} |a_ij|), the serial expression. */
+ * sign(a_ii) sum_{j != i} |a_ij|), the serial expression. The diagonal and
+ * the ghost sums come from the backend; the weights are made on the host. */
 static ks_error l1_weights(ks_amg *amg, int l, double omega)
 {
     ks_amg_level *L = &amg->levels[l];
-    ks_vec *s = NULL;
+    ks_vec *s = NULL, *dg = NULL;
     ks_error e = ks_matrix_vec_create(L->Am, &s);
     if (e == KS_OK)
+        e = ks_matrix_vec_create(L->Am, &dg);
+    if (e == KS_OK)
         e = ks_matrix_offdiag_abs_sums(L->Am, s);
+    if (e == KS_OK)
+        e = diagonal(L->Am, dg);
     if (e == KS_OK) {
-        const ks_csr *H = ks_matrix_host_csr(L->Am);
         const size_t n = (size_t)L->A.nrows;
         double *d = ks_malloc(2 * n * sizeof *d + 1, "diagonal and row sums"), *rs = d + n;
-        if (H && d) {
-            diagonal(H, d);
+        e = d ? ks_vec_get_host(dg, d) : KS_ERR_MEMORY;
+        if (e == KS_OK)
             e = ks_vec_get_host(s, rs);
-            for (size_t i = 0; i < n && e == KS_OK; i++)
-                rs[i] = omega / (d[i] + copysign(rs[i], d[i]));
-            if (e == KS_OK)
-                e = ks_vec_set_host(L->dinv, rs);
-        } else {
-            e = KS_ERR_MEMORY;
-        }
+        for (size_t i = 0; i < n && e == KS_OK; i++)
+            rs[i] = omega / (d[i] + copysign(rs[i], d[i]));
+        if (e == KS_OK)
+            e = ks_vec_set_host(L->dinv, rs);
         free(d);
     }
     ks_vec_destroy(&s);
+    ks_vec_destroy(&dg);
     return e;
 }
 

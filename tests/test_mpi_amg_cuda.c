@@ -22,12 +22,14 @@
  * against the same on the cpu (compare_resetup), also with aggressive
  * coarsening, FLOAT and aggregation and the pcg_amg_gpu.json-like
  * configuration. The distributed strength on the device against the
- * cpu's (test_dist_strength). Skipped, with the reason printed,
+ * cpu's (test_dist_strength), and so the distributed spectral estimate
+ * (test_dist_spectral). Skipped, with the reason printed,
  * unless every rank has a CUDA device. Rank 0 prints each case's numbers. */
 #include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
 #include "mpi/amg_dist.h"     /* ks_dist_strength_classical; ks_halo_stage_always */
 #include "mpi/rap_dist.h"     /* ks_local_spgemm */
+#include "mpi/amg_dist_setup.h" /* ks_dist_spectral_radius_sym */
 
 #include <math.h>
 #include <stdio.h>
@@ -789,6 +791,66 @@ START_TEST(test_dist_strength)
 }
 END_TEST
 
+/* The distributed rho(D^-1 A) estimate of a cuda matrix against the cpu
+ * matrix's: the diagonal, its checks, the bound, the scaling and the start
+ * vector made on the device (amg/kernels.h's spectral_prepare_blocks and
+ * spectral_scale_start), the same steps after; equal to rounding (the
+ * device's dot products sum in another order), the same symmetry report,
+ * and with the symmetry known no host copy of the blocks. Poisson 7- and
+ * 27-point (Lanczos), the 7-point negated (Lanczos on -A), convection-
+ * diffusion (the power method); even and lopsided layouts. A zero diagonal
+ * fails alike, naming the global row. */
+START_TEST(test_dist_spectral)
+{
+    need_cuda();
+    const ks_gen_kind kinds[] = {KS_GEN_POISSON3D_7, KS_GEN_POISSON3D_27, KS_GEN_POISSON3D_7,
+                                 KS_GEN_CONVDIFF3D};
+    for (int k = 0; k < 4; k++) {
+        ks_csr A;
+        generate(kinds[k], 10, &A);
+        for (ks_int q = 0; k == 2 && q < A.nnz; q++)
+            A.val[q] = -A.val[q];
+        for (int empty = 0; empty < 2; empty++) {
+            ks_matrix *Mc = dist_of(be, &A, empty), *Md = dist_of(cuda, &A, empty);
+            ks_matrix_host_csr_free(Md); /* whatever making it left */
+            for (int known = k < 3; known >= 0; known--) {
+                double rc = 0.0, rd = 0.0;
+                int xc = -1, xd = -1;
+                KS_ALL(ks_dist_spectral_radius_sym(Mc, 12, known, &rc, &xc));
+                KS_ALL(ks_dist_spectral_radius_sym(Md, 12, known, &rd, &xd));
+                ALL(fabs(rd - rc) <= 1e-10 * rc && xd == xc,
+                    "%s (%d), %s layout, symmetry %s: estimate %.17g (exact %d) on cuda, "
+                    "%.17g (exact %d) on the cpu", ks_gen_kind_name(kinds[k]), k,
+                    empty ? "lopsided" : "even", known ? "known" : "checked", rd, xd, rc, xc);
+                const ks_matrix *G = Md->dist->ghost;
+                ALL(!known || (!Md->dist->local->host_owned && !(G && G->host_owned)),
+                    "the cuda matrix's estimate made a host copy of its blocks");
+            }
+            ks_matrix_destroy(&Mc);
+            ks_matrix_destroy(&Md);
+        }
+        ks_csr_free(&A);
+    }
+    /* the last row's diagonal zero: the last rank with rows holds it */
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 6, &A);
+    const ks_int r = A.nrows - 1;
+    for (ks_int q = A.rowptr[r]; q < A.rowptr[r + 1]; q++)
+        if (A.colind[q] == r)
+            A.val[q] = 0.0;
+    char who[96];
+    snprintf(who, sizeof who, "global row %ld has a zero or non-finite diagonal", (long)r);
+    ks_matrix *Mc = dist_of(be, &A, 1), *Md = dist_of(cuda, &A, 1);
+    double rho = 0.0;
+    EXPECT_ERR(ks_dist_spectral_radius_sym(Mc, 12, 0, &rho, NULL), KS_ERR_NUMERIC, who);
+    EXPECT_ERR(ks_dist_spectral_radius_sym(Md, 12, 0, &rho, NULL), KS_ERR_NUMERIC, who);
+    ks_clear_error();
+    ks_matrix_destroy(&Mc);
+    ks_matrix_destroy(&Md);
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* dp's rows equal hp's: row pointers, global columns and value bits. */
 static int same_prows(const ks_dist_prows *hp, const ks_dist_prows *dp)
 {
@@ -934,7 +996,7 @@ END_TEST
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 12 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 13 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -952,6 +1014,7 @@ static Suite *suite(void)
             snprintf(cuda_err, sizeof cuda_err, "%s", ks_last_error());
         tcase_add_test(t, test_local_spgemm);
         tcase_add_test(t, test_dist_strength);
+        tcase_add_test(t, test_dist_spectral);
         tcase_add_test(t, test_dist_interp);
         tcase_add_test(t, test_dist_ap);
         tcase_add_test(t, test_poisson7);

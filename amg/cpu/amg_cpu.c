@@ -199,6 +199,26 @@ static ks_error cpu_spectral_radius(const ks_sparse *A, int iters, int known_sym
     return ks_amg_spectral_radius_sym(&a, iters, known_sym, rho, exact);
 }
 
+static ks_error cpu_spectral_prepare_blocks(const ks_sparse *L, const ks_sparse *G, double *d,
+                                            ks_spectral_prep *out)
+{
+    KS_TRY(ks_amg_spectral_blocks_args(L, G, d, out));
+    ks_csr l = ks_sparse_as_csr(L), g = G ? ks_sparse_as_csr(G) : l;
+    return ks_amg_spectral_prepare_csr(&l, G ? &g : NULL, !(L->valid && (!G || G->valid)), d,
+                                       out);
+}
+
+static ks_error cpu_spectral_scale_start(ks_backend *be, ks_int n, ks_gint row_begin, int sym,
+                                         double *d, double *start)
+{
+    (void)be;
+    if (n < 0 || (n > 0 && (!d || !start)))
+        return ks_seterr(KS_ERR_ARG, "ks_amg_spectral_scale_start: %s",
+                         n < 0 ? "negative size" : "NULL array");
+    ks_amg_spectral_scale_start(n, row_begin, sym, d, start);
+    return KS_OK;
+}
+
 static ks_error cpu_check_diagonal(const ks_sparse *A, ks_int *bad, double *value, int *stored)
 {
     *bad = A->nrows;
@@ -264,4 +284,6 @@ const ks_amg_kernels ks_amg_cpu_kernels = {
     .check_diagonal = cpu_check_diagonal,
     .smoother_weights = cpu_smoother_weights,
     .strength_classical_blocks = cpu_strength_classical_blocks,
+    .spectral_prepare_blocks = cpu_spectral_prepare_blocks,
+    .spectral_scale_start = cpu_spectral_scale_start,
 };

@@ -129,6 +129,22 @@ ks_error ks_amg_spectral_radius_sym(const ks_csr *A, int iters, int known_sym, d
 /* Smoothed prolongator P = (I - omega D^-1 A) P0 with omega = 4/(3 rho). */
 ks_error ks_amg_smooth_prolongator(const ks_csr *A, const ks_csr *P0, double rho, ks_csr *P);
 
+/* ------------------------------------ distributed estimate, row-wise part */
+/* The table's spectral_prepare_blocks on host blocks (spectral_blocks.c):
+ * check = 0 for blocks known good (ks_sparse.valid), whose rows are not
+ * scanned; else a malformed row fails as ks_amg_spectral_blocks_malformed
+ * says. */
+ks_error ks_amg_spectral_prepare_csr(const ks_csr *L, const ks_csr *G, int check, double *d,
+                                     ks_spectral_prep *out);
+/* The table's spectral_scale_start on host arrays. */
+void ks_amg_spectral_scale_start(ks_int n, ks_gint row_begin, int sym, double *d, double *start);
+/* spectral_prepare_blocks' argument checks and malformed-row error (bad:
+ * the row, -1 when the row pointers do not span [0, nnz]; ghost: in G),
+ * shared by the backends so that their messages agree. */
+ks_error ks_amg_spectral_blocks_args(const ks_sparse *L, const ks_sparse *G, const double *d,
+                                     const ks_spectral_prep *out);
+ks_error ks_amg_spectral_blocks_malformed(ks_int bad, int ghost);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,4 +24,6 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* check_diagonal */ ks_amg_cuda_check_diagonal,
     /* smoother_weights */ ks_amg_cuda_smoother_weights,
     /* strength_classical_blocks */ ks_amg_cuda_strength_classical_blocks,
+    /* spectral_prepare_blocks */ ks_amg_cuda_spectral_prepare_blocks,
+    /* spectral_scale_start */ ks_amg_cuda_spectral_scale_start,
 };

@@ -37,6 +37,10 @@ ks_error ks_amg_cuda_smoother_weights(const ks_sparse *A, ks_amg_smoother_kind k
 ks_error ks_amg_cuda_strength_classical_blocks(const ks_sparse *L, const ks_sparse *G,
                                                ks_int nbelow, double theta, double max_row_sum,
                                                ks_sparse *SL, ks_sparse *SG);
+ks_error ks_amg_cuda_spectral_prepare_blocks(const ks_sparse *L, const ks_sparse *G, double *d,
+                                             ks_spectral_prep *out);
+ks_error ks_amg_cuda_spectral_scale_start(ks_backend *be, ks_int n, ks_gint row_begin, int sym,
+                                          double *d, double *start);
 
 /* ---------------------------------------------------------------- helpers */
 /* What ks_amg_cu_first_bad_row checks besides the structure every step

@@ -272,10 +272,13 @@ ks_error ks_dist_interp_extended_i(const ks_matrix *A, const ks_dist_strength *S
  * A's blocks AL and AG (NULL: none), S, the splitting and coarse ids;
  * truncated as tr says (NULL: not); P's layout fields are the caller's.
  * be as for ks_dist_interp: a backend with device memory builds (and
- * truncates) on its device, else (or NULL) the cpu builders run. A zero
+ * truncates) on its device, else (or NULL) the cpu builders run; there
+ * the local system's A is made from dAL and dAG (the same blocks where
+ * they live, with values; NULL: from the host blocks, uploaded). A zero
  * diagonal on an F row fails naming its global row; `who` prefixes the
  * builders' messages. */
 ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
+                             const ks_sparse *dAL, const ks_sparse *dAG,
                              const ks_dist_strength *S, const int *cf, const ks_dist_coarse *C,
                              const ks_dist_ext_rows *R, const ks_dist_trunc *tr,
                              ks_dist_prows *P, const char *who);

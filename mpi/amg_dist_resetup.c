@@ -162,7 +162,7 @@ static ks_error interpolation(ks_amg *amg, const ks_matrix *A, ks_dist_level_kee
     Pn->c_begin = K->C.c_begin;
     Pn->nc = K->C.nc;
     Pn->nc_global = K->C.nc_global;
-    e = ks_comm_agree(c, ks_dist_interp_rows(amg->be, AL, AG, &K->S, K->cf, &K->C, &K->ext,
+    e = ks_comm_agree(c, ks_dist_interp_rows(amg->be, AL, AG, NULL, NULL, &K->S, K->cf, &K->C, &K->ext,
                                              NULL, Pn, who));
     if (e != KS_OK)
         ks_dist_prows_free(Pn);

@@ -138,7 +138,7 @@ static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
 /* R = P^T made as a distributed matrix from P's (ks_amg_dist_transpose_matrix)
  * and read by R (A P) as that: on a device, where it spares R's host rows
  * and their uploads. The host keeps the threaded host transpose;
- * KS_AMG_DIST_R=matrix takes the matrix path there too (the tests run the
+ * KS_AMG_DIST_R=matrix takes the matrix path there too (a test runs the
  * device path's logic on the cpu so). */
 static int r_as_matrix(const ks_backend *be)
 {

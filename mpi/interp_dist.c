@@ -113,7 +113,10 @@ ks_error ks_dist_interp(ks_backend *be, const ks_matrix *A, const ks_dist_streng
     P->nc = C->nc;
     P->nc_global = C->nc_global;
     /* The rows' messages name the function already. */
-    e = ks_dist_interp_rows(be, AL, AG, S, cf, C, kind == KS_AMG_D1 ? NULL : &R, tr, P, who);
+    const ks_matrix_dist *md = A->dist; /* its blocks where they live: the device's local system */
+    e = ks_dist_interp_rows(be, AL, AG, ks_matrix_sparse(md->local),
+                            md->ghost ? ks_matrix_sparse(md->ghost) : NULL, S, cf, C,
+                            kind == KS_AMG_D1 ? NULL : &R, tr, P, who);
     if (kind != KS_AMG_D1)
         ks_dist_ext_rows_free(&R);
     e = ks_comm_agree(c, e);

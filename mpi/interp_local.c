@@ -32,6 +32,7 @@
 #include "rap_dist.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct sys {
@@ -43,11 +44,15 @@ typedef struct sys {
     ks_int *gpos;    /* A's ghost g -> its point */
     ks_int *fpos;    /* fetched row t -> its point */
     int view;        /* A and S are the rank's own blocks (nothing else reached) */
+    int devA;        /* A's rows made on the device (dA), x->A holds row pointers only */
+    ks_sparse dA;    /* there: N x N (a view of the local block with view) */
 } sys;
 
 static void sys_free(sys *x)
 {
     ks_gmap_free(&x->fm);
+    if (!x->view)
+        ks_sparse_free(&x->dA);
     if (!x->view) {
         ks_csr_free(&x->A);
         free(x->S.rowptr);
@@ -138,10 +143,12 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strengt
     if (na > INT32_MAX || ns > INT32_MAX)
         return ks_seterr(KS_ERR_SIZE, "more than 2^31 entries in a rank's local system");
     x->A.nnz = (ks_int)na;
-    x->A.colind = ks_malloc((size_t)na * sizeof *x->A.colind + 1, "local columns");
-    x->A.val = ks_malloc((size_t)na * sizeof *x->A.val + 1, "local values");
+    if (!x->devA) {
+        x->A.colind = ks_malloc((size_t)na * sizeof *x->A.colind + 1, "local columns");
+        x->A.val = ks_malloc((size_t)na * sizeof *x->A.val + 1, "local values");
+    }
     x->S.colind = ks_malloc((size_t)ns * sizeof *x->S.colind + 1, "local strength columns");
-    return x->A.colind && x->A.val && x->S.colind ? KS_OK : KS_ERR_MEMORY;
+    return (x->devA || (x->A.colind && x->A.val)) && x->S.colind ? KS_OK : KS_ERR_MEMORY;
 }
 
 /* The rows: own rows with the blocks merged (ghosts below, owned columns,
@@ -153,13 +160,13 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < nloc; i++) {
         const ks_int r = nb + i;
-        ks_int m = x->A.rowptr[r], g = AG ? AG->rowptr[i] : 0;
-        const ks_int g1 = AG ? AG->rowptr[i + 1] : 0;
+        ks_int m = x->A.rowptr[r], g = AG && !x->devA ? AG->rowptr[i] : 0;
+        const ks_int g1 = AG && !x->devA ? AG->rowptr[i + 1] : 0;
         for (; g < g1 && x->gpos[AG->colind[g]] < nb; g++) {
             x->A.colind[m] = x->gpos[AG->colind[g]];
             x->A.val[m++] = AG->val[g];
         }
-        for (ks_int k = AL->rowptr[i]; k < AL->rowptr[i + 1]; k++) {
+        for (ks_int k = AL->rowptr[i]; k < AL->rowptr[i + 1] && !x->devA; k++) {
             x->A.colind[m] = nb + AL->colind[k];
             x->A.val[m++] = AL->val[k];
         }
@@ -182,8 +189,10 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
         ks_int m = x->A.rowptr[r], s = x->S.rowptr[r];
         for (ks_int q = R->rowptr[t]; q < R->rowptr[t + 1]; q++) {
             const ks_int j = ks_gmap_find(&x->fm, R->col[q]);
-            x->A.colind[m] = j;
-            x->A.val[m++] = R->val[q];
+            if (!x->devA) {
+                x->A.colind[m] = j;
+                x->A.val[m++] = R->val[q];
+            }
             if (R->strong[q])
                 x->S.colind[s++] = j;
         }
@@ -192,23 +201,94 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
 
 /* The first own F row without a nonzero diagonal (nloc: none); the
  * builders refuse it, and the message names its global row. */
-static ks_int zero_diagonal(const sys *x, ks_int nloc)
+static ks_int zero_diagonal(const sys *x, const ks_csr *AL, ks_int nloc)
 {
     const ks_int nb = x->fm.nbelow;
     ks_int bad = nloc;
+    /* the diagonal is in the owned block (row i's column i: point nb + i) */
 #pragma omp parallel for schedule(static) reduction(min : bad)
     for (ks_int i = 0; i < nloc; i++) {
-        const ks_int r = nb + i;
-        if (x->cf[r] == KS_CPT)
+        if (x->cf[nb + i] == KS_CPT)
             continue;
         double d = 0.0;
-        for (ks_int k = x->A.rowptr[r]; k < x->A.rowptr[r + 1]; k++)
-            if (x->A.colind[k] == r)
-                d = x->A.val[k];
+        for (ks_int k = AL->rowptr[i]; k < AL->rowptr[i + 1]; k++)
+            if (AL->colind[k] == i)
+                d = AL->val[k];
         if (d == 0.0 && i < bad)
             bad = i;
     }
     return bad;
+}
+
+/* A's local rows made on the device (x->dA): the rank's rows are its
+ * blocks merged there (ks_sparse_merge_blocks: the ghosts below, the owned
+ * columns, the ghosts above) with those compact columns renumbered as
+ * points (a table: owned column j is point nb + j, ghost g point gpos[g]),
+ * stacked (ks_sparse_stack_rows) between the other points' rows, which
+ * only the fetched rows fill: those come from the host, mapped there. The
+ * same rows as fill()'s. */
+static ks_error device_rows(ks_backend *be, const ks_sparse *dAL, const ks_sparse *dAG,
+                            const ks_dist_strength *S, const ks_dist_ext_rows *R, sys *x)
+{
+    const ks_int N = x->A.nrows, nloc = S->nloc, nb = x->fm.nbelow, ng = S->nghost;
+    const ks_int nf = R ? R->n : 0;
+    if (x->view) { /* the local block itself */
+        x->dA = *dAL;
+        return KS_OK;
+    }
+    ks_int nbg = 0; /* A's ghosts below the rank's rows */
+    while (nbg < ng && x->gpos[nbg] < nb)
+        nbg++;
+    ks_csr F = {0};
+    ks_int *tab = ks_malloc(((size_t)nloc + ng + 1) * sizeof *tab, "point table");
+    ks_error e = tab ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+        for (ks_int c = 0; c < nloc + ng; c++)
+            tab[c] = c < nbg ? x->gpos[c] : c < nbg + nloc ? nb + (c - nbg) : x->gpos[c - nloc];
+    }
+    /* the other points' rows: F's row k is point k below the own ones, k +
+     * nloc above them */
+    const ks_int nF = N - nloc;
+    const int64_t nnzF = nf ? R->rowptr[nf] : 0;
+    if (e == KS_OK)
+        e = ks_csr_alloc(&F, nF, N, (ks_int)nnzF);
+    if (e == KS_OK) {
+        F.rowptr[0] = 0;
+        for (ks_int k = 0; k < nF; k++) {
+            const ks_int r = k < nb ? k : k + nloc;
+            F.rowptr[k + 1] = F.rowptr[k] + x->A.rowptr[r + 1] - x->A.rowptr[r];
+        }
+#pragma omp parallel for schedule(dynamic, 64)
+        for (ks_int t = 0; t < nf; t++) {
+            const ks_int r = x->fpos[t], k = r < nb ? r : r - nloc;
+            ks_int m = F.rowptr[k];
+            for (ks_int q = R->rowptr[t]; q < R->rowptr[t + 1]; q++, m++) {
+                F.colind[m] = ks_gmap_find(&x->fm, R->col[q]);
+                F.val[m] = R->val[q];
+            }
+        }
+    }
+    ks_sparse M = {0}, dF = {0};
+    ks_int *dtab = NULL;
+    if (e == KS_OK)
+        e = ks_sparse_merge_blocks(dAL, dAG, nbg, &M);
+    if (e == KS_OK)
+        e = ks_sparse_from_csr(be, &F, 0, &dF);
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, tab, ((size_t)nloc + ng) * sizeof *tab, (void **)&dtab,
+                             "point table");
+    if (e == KS_OK)
+        e = ks_sparse_stack_rows(&M, dtab, &dF, nb, N, &x->dA);
+    if (e == KS_OK) /* merged and stacked in point order: sorted rows */
+        x->dA.valid = 1;
+    if (dtab)
+        be->ops->free(be, dtab);
+    ks_sparse_free(&M);
+    ks_sparse_free(&dF);
+    ks_csr_free(&F);
+    free(tab);
+    return e;
 }
 
 /* The builder on be's device (and the truncation, when tr says so): the
@@ -223,14 +303,15 @@ static ks_error build_device(ks_backend *be, const sys *x, int ext, ks_int r0, k
     memset(&ex, 0, sizeof ex);
     ks_sparse dA = {0}, dS = {0}, dP = {0};
     int *dcf = NULL;
-    ks_error e = ks_sparse_from_csr(be, &x->A, 0, &dA);
+    ks_error e = x->devA ? KS_OK : ks_sparse_from_csr(be, &x->A, 0, &dA);
     if (e == KS_OK)
         e = ks_sparse_from_csr(be, &Sh, 1, &dS);
     if (e == KS_OK)
         e = ks_be_upload_new(be, x->cf, (size_t)N * sizeof *x->cf, (void **)&dcf,
                              "local splitting");
     if (e == KS_OK)
-        e = ks_amgk_interp_rows(&ex, ext ? KS_AMG_D2 : KS_AMG_D1, &dA, &dS, dcf, r0, r1, &dP);
+        e = ks_amgk_interp_rows(&ex, ext ? KS_AMG_D2 : KS_AMG_D1, x->devA ? &x->dA : &dA, &dS,
+                                dcf, r0, r1, &dP);
     ks_sparse_free(&dA);
     ks_sparse_free(&dS);
     if (dcf)
@@ -318,7 +399,17 @@ static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_sparse *dP,
     return KS_OK;
 }
 
+/* The builders run through the backend's AMG kernels with the local
+ * system's A made there: on a device; on the cpu under
+ * KS_AMG_DIST_LOCAL=device (the tests run the device's path so). */
+static int on_backend(const ks_backend *be)
+{
+    const char *v = getenv("KS_AMG_DIST_LOCAL");
+    return be && (!ks_backend_host_memory(be) || (v && strcmp(v, "device") == 0));
+}
+
 ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
+                             const ks_sparse *dAL, const ks_sparse *dAG,
                              const ks_dist_strength *S, const int *cf, const ks_dist_coarse *C,
                              const ks_dist_ext_rows *R, const ks_dist_trunc *tr,
                              ks_dist_prows *P, const char *who)
@@ -327,6 +418,9 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
         tr = NULL;
     sys x;
     memset(&x, 0, sizeof x);
+    /* a rank without rows builds nothing: no device round trip for it */
+    const int device = on_backend(be) && S->nloc > 0;
+    x.devA = device && dAL && dAL->be == be && dAL->val && (!dAG || (dAG->be == be && dAG->val));
     double t = ks_wtime();
     ks_error e = points(AL, AG, S, cf, C, R, &x);
     ks_csr Pl = {0};
@@ -334,15 +428,15 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
     if (e == KS_OK) {
         if (!x.view)
             fill(AL, AG, S, R, &x);
-        const ks_int bad = zero_diagonal(&x, S->nloc);
+        const ks_int bad = zero_diagonal(&x, AL, S->nloc);
         if (bad < S->nloc)
             e = ks_seterr(KS_ERR_NUMERIC, "%s: zero diagonal at row %lld", who,
                           (long long)(S->row_begin + bad));
     }
+    if (e == KS_OK && x.devA)
+        e = device_rows(be, dAL, dAG, S, R, &x);
     ks_amg_dist_substep(NULL, "interpolation: local system", &t);
     const ks_int r0 = x.fm.nbelow, r1 = r0 + S->nloc;
-    /* a rank without rows builds nothing: no device round trip for it */
-    const int device = be && !ks_backend_host_memory(be) && r1 > r0;
     if (e == KS_OK) {
         if (device)
             e = build_device(be, &x, R != NULL, r0, r1, tr, &Pl, &dP);

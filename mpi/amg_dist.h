@@ -277,6 +277,11 @@ ks_error ks_dist_interp_extended_i(const ks_matrix *A, const ks_dist_strength *S
  * they live, with values; NULL: from the host blocks, uploaded). A zero
  * diagonal on an F row fails naming its global row; `who` prefixes the
  * builders' messages. */
+/* 1 where the interpolation's local system is made and built by be's own
+ * operations (a device; the cpu under KS_AMG_DIST_LOCAL=device, for tests);
+ * then A's host blocks are not read (the rows other ranks fetch are taken
+ * out where A lives). */
+int ks_amg_dist_local_on_backend(const ks_backend *be);
 ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
                              const ks_sparse *dAL, const ks_sparse *dAG,
                              const ks_dist_strength *S, const int *cf, const ks_dist_coarse *C,

@@ -60,15 +60,21 @@ int ks_dist_trunc_active(const ks_dist_trunc *tr)
 /* A's host blocks (*AL, *AG: NULL when none) after the checks every rank
  * makes of its arguments (not agreed). */
 static ks_error check_args(const ks_matrix *A, const ks_dist_strength *S, const int *cf,
-                           const ks_dist_coarse *C, const char *who, const ks_csr **AL,
+                           const ks_dist_coarse *C, const char *who, int dev, const ks_csr **AL,
                            const ks_csr **AG)
 {
     const ks_comm *c = S->comm;
     *AL = *AG = NULL;
     if (!A || !A->dist || A->dist->comm != c || A->dist->offsets[c->rank] != S->row_begin)
         return ks_seterr(KS_ERR_ARG, "%s: the matrix is not the strength graph's", who);
-    if (!(*AL = ks_matrix_host_csr(A->dist->local)) ||
-        (A->dist->ghost && !(*AG = ks_matrix_host_csr(A->dist->ghost))))
+    if (dev) { /* the blocks are read where they live */
+        const ks_sparse *G = A->dist->ghost ? ks_matrix_sparse(A->dist->ghost) : NULL;
+        if (G && (G->nrows != S->nloc || G->ncols != S->nghost))
+            return ks_seterr(KS_ERR_ARG, "%s: the matrix's ghost block is %ld x %ld, the "
+                             "strength graph has %ld rows and %ld ghosts", who, (long)G->nrows,
+                             (long)G->ncols, (long)S->nloc, (long)S->nghost);
+    } else if (!(*AL = ks_matrix_host_csr(A->dist->local)) ||
+               (A->dist->ghost && !(*AG = ks_matrix_host_csr(A->dist->ghost))))
         return ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the host",
                          who);
     if ((!cf && S->nloc > 0) || !C || (!C->cid && S->nloc > 0))
@@ -95,8 +101,13 @@ ks_error ks_dist_interp(ks_backend *be, const ks_matrix *A, const ks_dist_streng
     const ks_comm *c = S->comm;
     const ks_csr *AL = NULL, *AG = NULL;
     double t = ks_wtime();
-    ks_error e = ks_comm_agree(c, check_args(A, S, cf, C, who, &AL, &AG));
-    ks_amg_dist_substep(c, "interpolation: A's host rows", &t);
+    /* on a device (ks_amg_dist_local_on_backend) A's blocks are read there,
+     * no host copy made */
+    const int dev = A && A->dist && ks_matrix_backend(A) == be &&
+                    ks_amg_dist_local_on_backend(be) && ks_matrix_sparse(A->dist->local)->val &&
+                    (!A->dist->ghost || ks_matrix_sparse(A->dist->ghost)->val);
+    ks_error e = ks_comm_agree(c, check_args(A, S, cf, C, who, dev, &AL, &AG));
+    ks_amg_dist_substep(c, dev ? "interpolation: checks" : "interpolation: A's host rows", &t);
     if (e != KS_OK)
         return e;
     /* Collective and agreed: every rank fetches, or none goes on. */
@@ -114,8 +125,8 @@ ks_error ks_dist_interp(ks_backend *be, const ks_matrix *A, const ks_dist_streng
     P->nc_global = C->nc_global;
     /* The rows' messages name the function already. */
     const ks_matrix_dist *md = A->dist; /* its blocks where they live: the device's local system */
-    e = ks_dist_interp_rows(be, AL, AG, ks_matrix_sparse(md->local),
-                            md->ghost ? ks_matrix_sparse(md->ghost) : NULL, S, cf, C,
+    e = ks_dist_interp_rows(be, AL, AG, dev ? ks_matrix_sparse(md->local) : NULL,
+                            dev && md->ghost ? ks_matrix_sparse(md->ghost) : NULL, S, cf, C,
                             kind == KS_AMG_D1 ? NULL : &R, tr, P, who);
     if (kind != KS_AMG_D1)
         ks_dist_ext_rows_free(&R);

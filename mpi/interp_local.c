@@ -73,8 +73,9 @@ static ks_int count_strong(const ks_dist_ext_rows *R, ks_int t)
 }
 
 /* Points, their states and the row lengths (at rowptr[r + 1]). */
-static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
-                       const int *cf, const ks_dist_coarse *C, const ks_dist_ext_rows *R, sys *x)
+static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_sparse *dAL,
+                       const ks_sparse *dAG, const ks_dist_strength *S, const int *cf,
+                       const ks_dist_coarse *C, const ks_dist_ext_rows *R, sys *x)
 {
     const ks_int nloc = S->nloc, ng = S->nghost, nf = R ? R->n : 0;
     const int64_t nr = nf ? R->rowptr[nf] : 0;
@@ -83,14 +84,17 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strengt
     const ks_int N = ks_gmap_size(&x->fm), nb = x->fm.nbelow;
     /* Nothing beyond the own rows (one rank): the local system's rows are
      * the blocks' own, read in place. */
-    x->view = N == nloc && AL->nrows == nloc && AL->ncols == nloc &&
-              (!AG || AG->rowptr[nloc] == 0) && S->grp[nloc] == 0;
+    x->view = x->devA ? N == nloc && dAL->nrows == nloc && dAL->ncols == nloc &&
+                            (!dAG || dAG->nnz == 0) && S->grp[nloc] == 0
+                      : N == nloc && AL->nrows == nloc && AL->ncols == nloc &&
+                            (!AG || AG->rowptr[nloc] == 0) && S->grp[nloc] == 0;
     x->cf = ks_malloc(((size_t)N + 1) * sizeof *x->cf, "local splitting");
     x->cid = ks_malloc(((size_t)N + 1) * sizeof *x->cid, "local coarse ids");
     x->gpos = ks_malloc(((size_t)ng + 1) * sizeof *x->gpos, "ghost points");
     x->fpos = ks_malloc(((size_t)nf + 1) * sizeof *x->fpos, "fetched row points");
     if (x->view) {
-        x->A = *AL;
+        if (!x->devA)
+            x->A = *AL;
         x->S = S->local;
     } else {
         x->A.rowptr = ks_calloc((size_t)N + 1, sizeof *x->A.rowptr, "local rows");
@@ -126,8 +130,9 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_dist_strengt
         x->cid[r] = C->cid[i];
         if (x->view)
             continue;
-        x->A.rowptr[r + 1] = AL->rowptr[i + 1] - AL->rowptr[i] +
-                             (AG ? AG->rowptr[i + 1] - AG->rowptr[i] : 0);
+        if (!x->devA) /* (made on the device, the own rows need no host length) */
+            x->A.rowptr[r + 1] = AL->rowptr[i + 1] - AL->rowptr[i] +
+                                 (AG ? AG->rowptr[i + 1] - AG->rowptr[i] : 0);
         x->S.rowptr[r + 1] = S->local.rowptr[i + 1] - S->local.rowptr[i] +
                              S->grp[i + 1] - S->grp[i];
     }
@@ -166,7 +171,8 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
             x->A.colind[m] = x->gpos[AG->colind[g]];
             x->A.val[m++] = AG->val[g];
         }
-        for (ks_int k = AL->rowptr[i]; k < AL->rowptr[i + 1] && !x->devA; k++) {
+        for (ks_int k = x->devA ? 0 : AL->rowptr[i], k1 = x->devA ? 0 : AL->rowptr[i + 1];
+             k < k1; k++) {
             x->A.colind[m] = nb + AL->colind[k];
             x->A.val[m++] = AL->val[k];
         }
@@ -218,6 +224,34 @@ static ks_int zero_diagonal(const sys *x, const ks_csr *AL, ks_int nloc)
             bad = i;
     }
     return bad;
+}
+
+/* zero_diagonal's answer from the owned block where it lives: its
+ * diagonal taken there and brought to the host (nloc values, not the
+ * block). */
+static ks_error zero_diagonal_dev(ks_backend *be, const ks_sparse *dAL, const sys *x,
+                                  ks_int nloc, ks_int *bad)
+{
+    const ks_int nb = x->fm.nbelow;
+    double *d = ks_malloc((size_t)nloc * sizeof *d + 1, "diagonal"), *dd = NULL;
+    ks_error e = d ? ks_be_alloc(be, (size_t)nloc * sizeof *dd + 1, (void **)&dd, "diagonal")
+                   : KS_ERR_MEMORY;
+    if (e == KS_OK)
+        e = ks_sparse_diagonal(dAL, dd);
+    if (e == KS_OK)
+        e = be->ops->download(be, d, dd, (size_t)nloc * sizeof *d);
+    ks_int b = nloc;
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static) reduction(min : b)
+        for (ks_int i = 0; i < nloc; i++)
+            if (x->cf[nb + i] != KS_CPT && d[i] == 0.0 && i < b)
+                b = i;
+    }
+    *bad = b;
+    if (dd)
+        be->ops->free(be, dd);
+    free(d);
+    return e;
 }
 
 /* A's local rows made on the device (x->dA): the rank's rows are its
@@ -402,7 +436,7 @@ static ks_error take_rows(const sys *x, ks_csr *Pl, ks_int nloc, ks_sparse *dP,
 /* The builders run through the backend's AMG kernels with the local
  * system's A made there: on a device; on the cpu under
  * KS_AMG_DIST_LOCAL=device (the tests run the device's path so). */
-static int on_backend(const ks_backend *be)
+int ks_amg_dist_local_on_backend(const ks_backend *be)
 {
     const char *v = getenv("KS_AMG_DIST_LOCAL");
     return be && (!ks_backend_host_memory(be) || (v && strcmp(v, "device") == 0));
@@ -418,18 +452,27 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
         tr = NULL;
     sys x;
     memset(&x, 0, sizeof x);
-    /* a rank without rows builds nothing: no device round trip for it */
-    const int device = on_backend(be) && S->nloc > 0;
-    x.devA = device && dAL && dAL->be == be && dAL->val && (!dAG || (dAG->be == be && dAG->val));
+    x.devA = ks_amg_dist_local_on_backend(be) && dAL && dAL->be == be && dAL->val &&
+             (!dAG || (dAG->be == be && dAG->val));
+    /* a rank without rows builds nothing: no device round trip for it, but
+     * where A has no host rows (devA) */
+    const int device = ks_amg_dist_local_on_backend(be) && (S->nloc > 0 || x.devA);
     double t = ks_wtime();
-    ks_error e = points(AL, AG, S, cf, C, R, &x);
+    ks_error e = x.devA || AL ? KS_OK
+                              : ks_seterr(KS_ERR_ARG, "%s: no rows of A on the host", who);
+    if (e == KS_OK)
+        e = points(AL, AG, dAL, dAG, S, cf, C, R, &x);
     ks_csr Pl = {0};
     ks_sparse dP = {0}; /* the rows where a device built them */
     if (e == KS_OK) {
         if (!x.view)
             fill(AL, AG, S, R, &x);
-        const ks_int bad = zero_diagonal(&x, AL, S->nloc);
-        if (bad < S->nloc)
+        ks_int bad = S->nloc;
+        if (x.devA)
+            e = zero_diagonal_dev(be, dAL, &x, S->nloc, &bad);
+        else
+            bad = zero_diagonal(&x, AL, S->nloc);
+        if (e == KS_OK && bad < S->nloc)
             e = ks_seterr(KS_ERR_NUMERIC, "%s: zero diagonal at row %lld", who,
                           (long long)(S->row_begin + bad));
     }

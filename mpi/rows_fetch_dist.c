@@ -66,12 +66,13 @@ static ks_error wanted(const ks_dist_strength *S, const int *cf, const ks_dist_c
 }
 
 /* Own row i's entries in global column order, with their strong flags and
- * coarse ids, appended at w (NULL: only counted). Returns the count. */
+ * coarse ids, appended at w (NULL: only counted). Returns the count. A's
+ * row i is AL's and AG's row a (i, or its place among rows taken out). */
 static ks_int pack_row(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
-                       const ks_dist_coarse *C, ks_int i, wire *w)
+                       const ks_dist_coarse *C, ks_int a_row, ks_int i, wire *w)
 {
-    const ks_int l0 = AL->rowptr[i], l1 = AL->rowptr[i + 1];
-    const ks_int g0 = AG ? AG->rowptr[i] : 0, g1 = AG ? AG->rowptr[i + 1] : 0;
+    const ks_int l0 = AL->rowptr[a_row], l1 = AL->rowptr[a_row + 1];
+    const ks_int g0 = AG ? AG->rowptr[a_row] : 0, g1 = AG ? AG->rowptr[a_row + 1] : 0;
     if (!w)
         return (l1 - l0) + (g1 - g0);
     ks_int kl = l0, kg = g0, sl = S->local.rowptr[i], sg = S->grp[i], m = 0;
@@ -105,12 +106,69 @@ typedef struct pack_ctx {
     const ks_csr *AL, *AG;
     const ks_dist_strength *S;
     const ks_dist_coarse *C;
+    const ks_int *rows; /* NULL: AL and AG are the blocks; else the rows they hold */
+    ks_int nrows;
 } pack_ctx;
 
 static ks_int pack(const void *ctx, ks_int i, void *out)
 {
     const pack_ctx *x = ctx;
-    return pack_row(x->AL, x->AG, x->S, x->C, i, out);
+    ks_int a = i;
+    if (x->rows) { /* i's place among the rows taken out (ascending) */
+        ks_int lo = 0, hi = x->nrows;
+        while (lo < hi) {
+            const ks_int m = lo + (hi - lo) / 2;
+            if (x->rows[m] < i)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        a = lo;
+    }
+    return pack_row(x->AL, x->AG, x->S, x->C, a, i, out);
+}
+
+/* The rows this rank sends (the plan's, each once, ascending) taken out of
+ * A's blocks where they live and brought to the host: the few rows the
+ * neighbours fetch, not the whole blocks. */
+static ks_error sent_rows(const ks_matrix *A, const ks_halo *h, ks_int nloc, ks_int **rows,
+                          ks_int *n, ks_csr *XL, ks_csr *XG)
+{
+    const ks_int ns = h->send_start[h->nsend];
+    unsigned char *mark = ks_calloc((size_t)nloc + 1, 1, "rows to send");
+    *rows = ks_malloc(((size_t)ns + 1) * sizeof **rows, "rows to send");
+    if (!*rows || !mark) {
+        free(mark);
+        return KS_ERR_MEMORY;
+    }
+    for (ks_int k = 0; k < ns; k++)
+        mark[h->send_idx[k]] = 1;
+    ks_int m = 0;
+    for (ks_int i = 0; i < nloc; i++)
+        if (mark[i])
+            (*rows)[m++] = i;
+    free(mark);
+    *n = m;
+    ks_backend *be = ks_matrix_backend(A);
+    const ks_sparse *L = ks_matrix_sparse(A->dist->local);
+    const ks_sparse *G = A->dist->ghost ? ks_matrix_sparse(A->dist->ghost) : NULL;
+    ks_int *didx = NULL;
+    ks_sparse xl = {0}, xg = {0};
+    ks_error e = ks_be_upload_new(be, *rows, (size_t)m * sizeof **rows + 1, (void **)&didx,
+                                  "rows to send");
+    if (e == KS_OK)
+        e = ks_sparse_extract_rows(L, didx, m, &xl);
+    if (e == KS_OK && G)
+        e = ks_sparse_extract_rows(G, didx, m, &xg);
+    if (e == KS_OK)
+        e = ks_sparse_to_csr(&xl, XL);
+    if (e == KS_OK && G)
+        e = ks_sparse_to_csr(&xg, XG);
+    if (didx)
+        be->ops->free(be, didx);
+    ks_sparse_free(&xl);
+    ks_sparse_free(&xg);
+    return e;
 }
 
 /* The fetched rows' arrays from the entries received. */
@@ -144,10 +202,14 @@ ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, c
     const ks_comm *c = S->comm;
     const ks_csr *AL = NULL, *AG = NULL;
     ks_error e = KS_OK;
+    /* on a device the rows sent are taken out there (sent_rows) */
+    const int dev = A && A->dist && ks_amg_dist_local_on_backend(ks_matrix_backend(A)) &&
+                    ks_matrix_sparse(A->dist->local)->val &&
+                    (!A->dist->ghost || ks_matrix_sparse(A->dist->ghost)->val);
     if (!A || !A->dist || A->dist->comm != c || A->dist->offsets[c->rank] != S->row_begin)
         e = ks_seterr(KS_ERR_ARG, "%s: the matrix is not the strength graph's", who);
-    else if (!(AL = ks_matrix_host_csr(A->dist->local)) ||
-             (A->dist->ghost && !(AG = ks_matrix_host_csr(A->dist->ghost))))
+    else if (!dev && (!(AL = ks_matrix_host_csr(A->dist->local)) ||
+                      (A->dist->ghost && !(AG = ks_matrix_host_csr(A->dist->ghost)))))
         e = ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the host", who);
     else if ((!cf && S->nloc > 0) || !C || (!C->cid && S->nloc > 0))
         e = ks_seterr(KS_ERR_ARG, "%s: NULL splitting or coarse ids", who);
@@ -158,10 +220,18 @@ ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, c
         e = ks_halo_create(c, S->offsets, R->gid, R->n, &R->halo);
     e = ks_comm_agree(c, e);
     wire *in = NULL;
-    const pack_ctx x = {AL, AG, S, C};
+    ks_csr XL = {0}, XG = {0};
+    ks_int *rows = NULL, nrows = 0;
+    if (e == KS_OK && dev)
+        e = ks_comm_agree(c, sent_rows(A, R->halo, S->nloc, &rows, &nrows, &XL, &XG));
+    const pack_ctx x = {dev ? &XL : AL, dev ? (A->dist->ghost ? &XG : NULL) : AG, S, C,
+                        rows, nrows};
     if (e == KS_OK)
         e = ks_halo_rows_fetch(c, R->halo, S->nloc, R->n, sizeof(wire), pack, &x, &R->rowptr,
                                (void **)&in);
+    ks_csr_free(&XL);
+    ks_csr_free(&XG);
+    free(rows);
     if (e == KS_OK)
         e = ks_comm_agree(c, unpack(in, R));
     free(in);

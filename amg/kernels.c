@@ -517,3 +517,22 @@ ks_error ks_amgk_spectral_scale_start(ks_amg_exec *x, ks_backend *be, ks_int n,
     e = out_array(e, be, d, dh, bytes);
     return sh ? out_array(e, be, start, sh, bytes) : e;
 }
+
+ks_error ks_amgk_symmetry_counts(ks_amg_exec *x, const ks_sparse *L, const double *d,
+                                 int64_t cnt[4])
+{
+    const ks_amg_kernels *K = table_of(L ? L->be : NULL);
+    if (!L || (K && K->symmetry_counts))
+        return (K ? K : CPU)->symmetry_counts(L, d, cnt);
+    ks_sparse Lh = {0};
+    KS_TRY(stage(x, KS_OP_SPECTRAL));
+    void *dh = NULL;
+    ks_error e = in(x, L, &Lh);
+    if (e == KS_OK)
+        e = in_array(L->be, d, (size_t)L->nrows * sizeof(double), &dh);
+    if (e == KS_OK)
+        e = CPU->symmetry_counts(&Lh, dh, cnt);
+    free(dh);
+    free_all(&Lh, NULL, NULL);
+    return e;
+}

@@ -109,6 +109,13 @@ typedef struct ks_amg_kernels {
      * the serial start vector by global row. */
     ks_error (*spectral_scale_start)(ks_backend *be, ks_int n, ks_gint row_begin, int sym,
                                      double *d, double *start);
+    /* The symmetry test of the serial estimate on one rank's owned block L
+     * (n x n, sorted rows) with its diagonal d (on L's backend): cnt[0] its
+     * strictly upper entries, cnt[1] its strictly lower ones, cnt[2] the
+     * upper ones whose partner a_ji is missing or differs by more than
+     * KS_SPEC_SYM_TOL sqrt|a_ii a_jj|, cnt[3] those not equal bit for bit
+     * (host counts; mpi/symmetry_dist.c adds the ghost block's). */
+    ks_error (*symmetry_counts)(const ks_sparse *L, const double *d, int64_t cnt[4]);
 } ks_amg_kernels;
 
 extern const ks_amg_kernels ks_amg_cpu_kernels;
@@ -180,6 +187,8 @@ ks_error ks_amgk_spectral_prepare_blocks(ks_amg_exec *x, const ks_sparse *L, con
                                          double *d, ks_spectral_prep *out);
 ks_error ks_amgk_spectral_scale_start(ks_amg_exec *x, ks_backend *be, ks_int n,
                                       ks_gint row_begin, int sym, double *d, double *start);
+ks_error ks_amgk_symmetry_counts(ks_amg_exec *x, const ks_sparse *L, const double *d,
+                                 int64_t cnt[4]);
 
 #ifdef __cplusplus
 }

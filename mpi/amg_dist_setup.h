@@ -172,9 +172,13 @@ ks_error ks_dist_spectral_radius_sym(ks_matrix *A, int iters, int known_sym, dou
 /* Collective. *sym = 1 when the distributed matrix A is symmetric to
  * rounding by the serial estimate's rule (every upper entry's partner
  * within KS_SPEC_SYM_TOL sqrt(|a_ii a_jj|), as many lower as upper
- * entries), the same answer on every rank. d: this rank's diagonal.
- * exact (NULL: not wanted): symmetric with every pair equal bit for bit. */
-ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym, int *exact);
+ * entries), the same answer on every rank. d: this rank's diagonal (host);
+ * d_be: the same on A's backend, then the owned block's pairs are checked
+ * where it lives by the AMG kernels (ks_amgk_symmetry_counts) and only the
+ * ghost block comes to the host (NULL: all on host copies). exact (NULL:
+ * not wanted): symmetric with every pair equal bit for bit. */
+ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, const double *d_be, int *sym,
+                           int *exact);
 
 #ifdef __cplusplus
 }

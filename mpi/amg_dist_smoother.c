@@ -135,8 +135,9 @@ static ks_error prepare(dspec *s, ks_spectral_prep *p)
     return ks_comm_agree(c, e);
 }
 
-/* Whether the level is symmetric, by the check on host rows (which needs
- * the diagonal there) unless known. */
+/* Whether the level is symmetric unless known: the owned block's pairs
+ * where it lives (dsc holds the diagonal there), the ghost block's on the
+ * host (with the diagonal brought there). */
 static ks_error symmetric(dspec *s, int *sym)
 {
     *sym = 1;
@@ -147,7 +148,7 @@ static ks_error symmetric(dspec *s, int *sym)
     ks_error e = h ? ks_vec_get_host(s->dsc, h) : KS_ERR_MEMORY;
     e = ks_comm_agree(c, e);
     if (e == KS_OK)
-        e = ks_dist_symmetric(s->A, h, sym, &s->exact);
+        e = ks_dist_symmetric(s->A, h, s->dsc->data, sym, &s->exact);
     free(h);
     return e;
 }

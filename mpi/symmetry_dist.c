@@ -61,42 +61,45 @@ static int close_enough(double a, double b, double di, double dj)
 
 /* This rank's own checks and counts; the upper entries whose partner is
  * elsewhere, by destination (out, scount / sdispl in bytes). */
-static ks_error local_pass(const ks_matrix *A, const double *d, ks_gint cnt[4], int *scount,
-                           int *sdispl, sym_entry **out)
+static ks_error local_pass(const ks_matrix *A, const double *d, const double *d_be,
+                           ks_gint cnt[4], int *scount, int *sdispl, sym_entry **out)
 {
     const ks_dist_impl *di = (const ks_dist_impl *)A->dist;
-    const ks_csr *L = ks_matrix_host_csr(di->base.local);
+    const ks_sparse *Ls = ks_matrix_sparse(di->base.local);
     const ks_csr *G = di->base.ghost ? ks_matrix_host_csr(di->base.ghost) : NULL;
     const ks_comm *c = A->dist->comm;
     const int p = c->size;
     const ks_gint *off = A->dist->offsets, rb = off[c->rank];
-    const ks_int n = L->nrows;
+    const ks_int n = Ls->nrows;
     const ks_int ng = G ? G->nnz : 0;
+    /* the owned block's pairs: by the AMG kernels where the block lives
+     * (d_be: the diagonal there), else on the host copy */
+    int64_t lc[4] = {0, 0, 0, 0};
+    ks_error e = KS_OK;
+    if (d_be) {
+        ks_amg_exec x;
+        memset(&x, 0, sizeof x);
+        e = ks_amgk_symmetry_counts(&x, Ls, d_be, lc);
+        ks_amg_exec_free(&x);
+    } else {
+        const ks_csr *L = ks_matrix_host_csr(di->base.local);
+        if (L)
+            ks_amg_symmetry_counts_csr(L, d, lc);
+        else
+            e = ks_seterr(KS_ERR_MEMORY, "symmetry check: host rows of the owned block");
+    }
+    if (e == KS_OK && di->base.ghost && !G)
+        e = ks_seterr(KS_ERR_MEMORY, "symmetry check: host rows of the ghost block");
+    if (e != KS_OK)
+        return e;
+    for (int q = 0; q < 4; q++)
+        cnt[q] += lc[q];
     int64_t *pos = ks_calloc((size_t)p, sizeof *pos, "symmetry counts");
     *out = ks_malloc((size_t)ng * sizeof **out + 1, "symmetry entries");
     if (!pos || !*out) {
         free(pos);
         return KS_ERR_MEMORY;
     }
-    ks_gint up = 0, low = 0, bad = 0, differ = 0;
-#pragma omp parallel for schedule(static) reduction(+ : up, low, bad, differ)
-    for (ks_int i = 0; i < n; i++) {
-        for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
-            const ks_int j = L->colind[k];
-            if (j < i) {
-                low++;
-            } else if (j > i) {
-                up++;
-                const ks_int kt = find_col(L, j, i);
-                bad += kt < 0 || !close_enough(L->val[k], L->val[kt], d[i], d[j]);
-                differ += kt < 0 || L->val[k] != L->val[kt];
-            }
-        }
-    }
-    cnt[0] += up;
-    cnt[1] += low;
-    cnt[2] += bad;
-    cnt[3] += differ;
     /* The ghost entries: lower ones counted, upper ones sent to their
      * partners' owners. Threads take row chunks: each counts its chunk's
      * by destination, the counts are laid out destination by destination
@@ -184,7 +187,8 @@ static void remote_pass(const ks_matrix *A, const double *d, const sym_entry *in
     cnt[3] += differ;
 }
 
-ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym, int *exact)
+ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, const double *d_be, int *sym,
+                           int *exact)
 {
     const ks_comm *c = A->dist->comm;
     const int p = c->size;
@@ -193,7 +197,7 @@ ks_error ks_dist_symmetric(const ks_matrix *A, const double *d, int *sym, int *e
     int *scount = w, *rcount = w + p, *sdispl = w + 2 * p, *rdispl = w + 3 * p;
     sym_entry *out = NULL, *in = NULL;
     int64_t nin = 0;
-    ks_error e = w ? local_pass(A, d, cnt, scount, sdispl, &out) : KS_ERR_MEMORY;
+    ks_error e = w ? local_pass(A, d, d_be, cnt, scount, sdispl, &out) : KS_ERR_MEMORY;
     e = ks_comm_agree(c, e);
     if (e == KS_OK) {
         int64_t bytes = 0;

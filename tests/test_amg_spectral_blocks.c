@@ -480,6 +480,100 @@ START_TEST(device_vs_host)
 }
 END_TEST
 
+/* The symmetry counts of a 7-point 10^3 Poisson (symmetric bit for bit),
+ * then with one upper entry scaled by 1 + 1e-6 (beyond the tolerance) and
+ * by 1 + 1e-14 (within it, not equal), on table K (on be) against the
+ * counts these cases must give. */
+static void symmetry_cases(const ks_amg_kernels *K, ks_backend *be)
+{
+    ks_gen_params gp;
+    ks_gen_params_default(&gp);
+    gp.kind = KS_GEN_POISSON3D_7;
+    gp.nx = gp.ny = gp.nz = 10;
+    ks_csr A;
+    KS_CHECK(ks_generate(&gp, &A));
+    double *d = malloc((size_t)A.nrows * sizeof *d);
+    ck_assert(d);
+    ks_int q0 = -1; /* an upper entry of row 3 */
+    for (ks_int i = 0; i < A.nrows; i++)
+        for (ks_int q = A.rowptr[i]; q < A.rowptr[i + 1]; q++) {
+            if (A.colind[q] == i)
+                d[i] = A.val[q];
+            if (i == 3 && A.colind[q] > i && q0 < 0)
+                q0 = q;
+        }
+    const int64_t off = A.nnz - A.nrows;
+    const double scale[3] = {1.0, 1.0 + 1e-6, 1.0 + 1e-14};
+    const int64_t want_bad[3] = {0, 1, 0}, want_differ[3] = {0, 1, 1};
+    const double v0 = A.val[q0];
+    for (int c = 0; c < 3; c++) {
+        A.val[q0] = v0 * scale[c];
+        ks_sparse S;
+        double *dd = NULL;
+        KS_CHECK(ks_sparse_from_csr(be, &A, 0, &S));
+        KS_CHECK(ks_be_upload_new(be, d, (size_t)A.nrows * sizeof *d, (void **)&dd, "diagonal"));
+        int64_t cnt[4] = {-1, -1, -1, -1};
+        KS_CHECK(K->symmetry_counts(&S, dd, cnt));
+        ck_assert_msg(cnt[0] == off / 2 && cnt[1] == off / 2 && cnt[2] == want_bad[c] &&
+                          cnt[3] == want_differ[c],
+                      "case %d: upper %lld lower %lld bad %lld differ %lld (want %lld %lld %lld "
+                      "%lld)", c, (long long)cnt[0], (long long)cnt[1], (long long)cnt[2],
+                      (long long)cnt[3], (long long)(off / 2), (long long)(off / 2),
+                      (long long)want_bad[c], (long long)want_differ[c]);
+        be->ops->free(be, dd);
+        ks_sparse_free(&S);
+    }
+    free(d);
+    ks_csr_free(&A);
+}
+
+START_TEST(host_symmetry)
+{
+    ks_backend *hb = NULL;
+    KS_CHECK(ks_backend_create("cpu", &hb));
+    symmetry_cases(CPU, hb);
+    ks_backend_destroy(&hb);
+}
+END_TEST
+
+/* The device's counts against the cpu's on random (nonsymmetric) owned
+ * blocks, and on the cases above. */
+START_TEST(device_symmetry)
+{
+    ks_backend *hb = NULL, *db = NULL;
+    KS_CHECK(ks_backend_create("cpu", &hb));
+    KS_CHECK(ks_backend_create(DEV_NAME, &db));
+    symmetry_cases(DEV, db);
+    for (int c = 0; c < NCASES; c++) {
+        pair p;
+        make_pair(&cases[c], 3000 + (uint64_t)c, &p);
+        blocks h, g;
+        blocks_on(hb, &p, &h);
+        blocks_on(db, &p, &g);
+        const ks_int n = cases[c].n;
+        double *d = malloc((size_t)n * sizeof *d + 1), *dd = NULL;
+        ck_assert(d);
+        for (ks_int i = 0; i < n; i++)
+            d[i] = 1.0 + (double)(i % 7);
+        KS_CHECK(ks_be_upload_new(db, d, (size_t)n * sizeof *d + 1, (void **)&dd, "diagonal"));
+        int64_t hc[4], gc[4];
+        KS_CHECK(CPU->symmetry_counts(&h.L, d, hc));
+        KS_CHECK(DEV->symmetry_counts(&g.L, dd, gc));
+        ck_assert_msg(!memcmp(hc, gc, sizeof hc), "case %d: %s counts %lld %lld %lld %lld, cpu "
+                      "%lld %lld %lld %lld", c, DEV_NAME, (long long)gc[0], (long long)gc[1],
+                      (long long)gc[2], (long long)gc[3], (long long)hc[0], (long long)hc[1],
+                      (long long)hc[2], (long long)hc[3]);
+        db->ops->free(db, dd);
+        free(d);
+        blocks_free(&h);
+        blocks_free(&g);
+        pair_free(&p);
+    }
+    ks_backend_destroy(&hb);
+    ks_backend_destroy(&db);
+}
+END_TEST
+
 START_TEST(device_errors)
 {
     ks_backend *hb = NULL, *db = NULL;
@@ -532,6 +626,7 @@ int main(void)
     tcase_add_loop_test(th, host_vs_reference, 0, NCASES);
     tcase_add_test(th, host_order_matters);
     tcase_add_test(th, host_errors);
+    tcase_add_test(th, host_symmetry);
     suite_add_tcase(s, th);
     const char *self_env = getenv("KS_AMG_CUDA_TEST_SELF");
     if (self_env && atoi(self_env)) {
@@ -547,14 +642,15 @@ int main(void)
 #endif
     }
     if (!DEV) {
-        ks_test_skip(2, "no CUDA device: the cuda spectral preparation against the cpu's "
-                        "(diagonal, report, scaling, start vector, errors)");
+        ks_test_skip(3, "no CUDA device: the cuda spectral preparation against the cpu's "
+                        "(diagonal, report, scaling, start vector, errors, symmetry counts)");
         return ks_test_run(s);
     }
     TCase *td = tcase_create("device");
     tcase_set_timeout(td, 300);
     tcase_add_loop_test(td, device_vs_host, 0, NCASES);
     tcase_add_test(td, device_errors);
+    tcase_add_test(td, device_symmetry);
     suite_add_tcase(s, td);
     return ks_test_run(s);
 }

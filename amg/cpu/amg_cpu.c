@@ -219,6 +219,16 @@ static ks_error cpu_spectral_scale_start(ks_backend *be, ks_int n, ks_gint row_b
     return KS_OK;
 }
 
+static ks_error cpu_symmetry_counts(const ks_sparse *L, const double *d, int64_t cnt[4])
+{
+    if (!L || !cnt || (L->nrows > 0 && (!d || !L->val)))
+        return ks_seterr(KS_ERR_ARG, "ks_amg_symmetry_counts: NULL %s",
+                         !L ? "matrix" : !cnt ? "counts" : !d ? "diagonal" : "values");
+    ks_csr l = ks_sparse_as_csr(L);
+    ks_amg_symmetry_counts_csr(&l, d, cnt);
+    return KS_OK;
+}
+
 static ks_error cpu_check_diagonal(const ks_sparse *A, ks_int *bad, double *value, int *stored)
 {
     *bad = A->nrows;
@@ -286,4 +296,5 @@ const ks_amg_kernels ks_amg_cpu_kernels = {
     .strength_classical_blocks = cpu_strength_classical_blocks,
     .spectral_prepare_blocks = cpu_spectral_prepare_blocks,
     .spectral_scale_start = cpu_spectral_scale_start,
+    .symmetry_counts = cpu_symmetry_counts,
 };

@@ -116,3 +116,41 @@ void ks_amg_spectral_scale_start(ks_int n, ks_gint row_begin, int sym, double *d
         start[i] = ks_spectral_start((uint64_t)(row_begin + i));
     }
 }
+
+/* Position of column c in sorted row i of X, or -1. */
+static ks_int find_col(const ks_csr *X, ks_int i, ks_int c)
+{
+    ks_int lo = X->rowptr[i], hi = X->rowptr[i + 1];
+    while (lo < hi) {
+        const ks_int mid = lo + (hi - lo) / 2;
+        if (X->colind[mid] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < X->rowptr[i + 1] && X->colind[lo] == c ? lo : -1;
+}
+
+void ks_amg_symmetry_counts_csr(const ks_csr *L, const double *d, int64_t cnt[4])
+{
+    int64_t up = 0, low = 0, bad = 0, differ = 0;
+#pragma omp parallel for schedule(static) reduction(+ : up, low, bad, differ)
+    for (ks_int i = 0; i < L->nrows; i++) {
+        for (ks_int k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
+            const ks_int j = L->colind[k];
+            if (j < i) {
+                low++;
+            } else if (j > i) {
+                up++;
+                const ks_int kt = find_col(L, j, i);
+                bad += kt < 0 || !(fabs(L->val[k] - L->val[kt]) <=
+                                   KS_SPEC_SYM_TOL * sqrt(fabs(d[i] * d[j])));
+                differ += kt < 0 || L->val[k] != L->val[kt];
+            }
+        }
+    }
+    cnt[0] = up;
+    cnt[1] = low;
+    cnt[2] = bad;
+    cnt[3] = differ;
+}

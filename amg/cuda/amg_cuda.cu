@@ -26,4 +26,5 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* strength_classical_blocks */ ks_amg_cuda_strength_classical_blocks,
     /* spectral_prepare_blocks */ ks_amg_cuda_spectral_prepare_blocks,
     /* spectral_scale_start */ ks_amg_cuda_spectral_scale_start,
+    /* symmetry_counts */ ks_amg_cuda_symmetry_counts,
 };

@@ -39,6 +39,7 @@ ks_error ks_amg_cuda_strength_classical_blocks(const ks_sparse *L, const ks_spar
                                                ks_sparse *SL, ks_sparse *SG);
 ks_error ks_amg_cuda_spectral_prepare_blocks(const ks_sparse *L, const ks_sparse *G, double *d,
                                              ks_spectral_prep *out);
+ks_error ks_amg_cuda_symmetry_counts(const ks_sparse *L, const double *d, int64_t cnt[4]);
 ks_error ks_amg_cuda_spectral_scale_start(ks_backend *be, ks_int n, ks_gint row_begin, int sym,
                                           double *d, double *start);
 

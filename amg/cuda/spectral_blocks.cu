@@ -131,3 +131,75 @@ extern "C" ks_error ks_amg_cuda_spectral_scale_start(ks_backend *be, ks_int n, k
     KS_CU_LAUNCHED(e, "scale_start");
     return e;
 }
+
+namespace {
+
+/* A thread a row: its upper entries' partners found by a binary search in
+ * their rows (sorted), the serial test; four counters summed with
+ * atomics (integers: any order). */
+__global__ void symmetry_rows(ks_int n, const ks_int *__restrict__ rp,
+                              const ks_int *__restrict__ ci, const double *__restrict__ val,
+                              const double *__restrict__ d, unsigned long long *cnt)
+{
+    unsigned long long up = 0, low = 0, bad = 0, differ = 0;
+    KS_CU_FOR(t, n)
+    {
+        const ks_int i = (ks_int)t;
+        for (ks_int k = rp[i]; k < rp[i + 1]; k++) {
+            const ks_int j = ci[k];
+            if (j < i) {
+                low++;
+                continue;
+            }
+            if (j == i)
+                continue;
+            up++;
+            ks_int lo = rp[j], hi = rp[j + 1];
+            while (lo < hi) {
+                const ks_int mid = lo + (hi - lo) / 2;
+                if (ci[mid] < i)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            const bool found = lo < rp[j + 1] && ci[lo] == i;
+            const double a = val[k], b = found ? val[lo] : 0.0;
+            bad += !found || !(fabs(a - b) <= KS_SPEC_SYM_TOL * sqrt(fabs(d[i] * d[j])));
+            differ += !found || a != b;
+        }
+    }
+    if (up)
+        atomicAdd(&cnt[0], up);
+    if (low)
+        atomicAdd(&cnt[1], low);
+    if (bad)
+        atomicAdd(&cnt[2], bad);
+    if (differ)
+        atomicAdd(&cnt[3], differ);
+}
+
+} // namespace
+
+extern "C" ks_error ks_amg_cuda_symmetry_counts(const ks_sparse *L, const double *d,
+                                                int64_t cnt[4])
+{
+    if (!L || !cnt || (L->nrows > 0 && (!d || !L->val)))
+        return ks_seterr(KS_ERR_ARG, "ks_amg_symmetry_counts: NULL %s",
+                         !L ? "matrix" : !cnt ? "counts" : !d ? "diagonal" : "values");
+    ks_backend *be = L->be;
+    const ks_int n = L->nrows;
+    unsigned long long h[4] = {0, 0, 0, 0}, *dc = NULL;
+    KS_TRY(ks_be_alloc(be, sizeof h, (void **)&dc, "symmetry counts"));
+    ks_error e = be->ops->upload(be, dc, h, sizeof h);
+    if (e == KS_OK && n > 0) {
+        symmetry_rows<<<ks_cu_blocks(n), KS_CU_BLOCK, 0, ks_cu_stream(be)>>>(
+            n, L->rowptr, L->colind, L->val, d, dc);
+        KS_CU_LAUNCHED(e, "symmetry_rows");
+    }
+    if (e == KS_OK)
+        e = be->ops->download(be, h, dc, sizeof h);
+    be->ops->free(be, dc);
+    for (int q = 0; q < 4; q++)
+        cnt[q] = (int64_t)h[q];
+    return e;
+}

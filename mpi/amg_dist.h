@@ -75,7 +75,12 @@ typedef struct ks_dist_strength {
     const ks_halo *halo;      /* the matrix's plan */
     ks_strength local;        /* nloc x nloc */
     ks_int *grp, *gci;        /* ghost part: nloc + 1 row pointers, ghost numbers */
+    ks_sparse dlocal, dghost; /* made on a device: the same two parts there (the
+                               * interpolation's local system reads them), until
+                               * ks_dist_strength_drop_dev; else empty */
 } ks_dist_strength;
+/* Frees S's device copies (the host parts stay). */
+void ks_dist_strength_drop_dev(ks_dist_strength *S);
 
 /* Collective. The classical strength of a distributed cpu matrix A, row
  * for row what ks_amg_strength_classical gives for the global matrix

@@ -208,6 +208,7 @@ ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,
         ks_amg_dist_phase(amg, l, KS_AMG_PHASE_TRUNCATION, "distributed truncation", &t);
     }
     if (e == KS_OK && !*stalled && keep) { /* the re-setup's (moved, not freed) */
+        ks_dist_strength_drop_dev(&S); /* the re-setup reads the host parts */
         keep->S = S;
         keep->cf = cf;
         keep->C = Cid;

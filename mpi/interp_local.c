@@ -46,13 +46,17 @@ typedef struct sys {
     int view;        /* A and S are the rank's own blocks (nothing else reached) */
     int devA;        /* A's rows made on the device (dA), x->A holds row pointers only */
     ks_sparse dA;    /* there: N x N (a view of the local block with view) */
+    int devS;        /* S's the same (dS), x->S holds row pointers only */
+    ks_sparse dS;
 } sys;
 
 static void sys_free(sys *x)
 {
     ks_gmap_free(&x->fm);
-    if (!x->view)
+    if (!x->view) {
         ks_sparse_free(&x->dA);
+        ks_sparse_free(&x->dS);
+    }
     if (!x->view) {
         ks_csr_free(&x->A);
         free(x->S.rowptr);
@@ -152,8 +156,10 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_sparse *dAL,
         x->A.colind = ks_malloc((size_t)na * sizeof *x->A.colind + 1, "local columns");
         x->A.val = ks_malloc((size_t)na * sizeof *x->A.val + 1, "local values");
     }
-    x->S.colind = ks_malloc((size_t)ns * sizeof *x->S.colind + 1, "local strength columns");
-    return (x->devA || (x->A.colind && x->A.val)) && x->S.colind ? KS_OK : KS_ERR_MEMORY;
+    if (!x->devS)
+        x->S.colind = ks_malloc((size_t)ns * sizeof *x->S.colind + 1, "local strength columns");
+    return (x->devA || (x->A.colind && x->A.val)) && (x->devS || x->S.colind) ? KS_OK
+                                                                                : KS_ERR_MEMORY;
 }
 
 /* The rows: own rows with the blocks merged (ghosts below, owned columns,
@@ -180,6 +186,8 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
             x->A.colind[m] = x->gpos[AG->colind[g]];
             x->A.val[m++] = AG->val[g];
         }
+        if (x->devS)
+            continue;
         ks_int s = x->S.rowptr[r], h = S->grp[i];
         const ks_int h1 = S->grp[i + 1];
         for (; h < h1 && x->gpos[S->gci[h]] < nb; h++)
@@ -189,6 +197,8 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
         for (; h < h1; h++)
             x->S.colind[s++] = x->gpos[S->gci[h]];
     }
+    if (x->devA && x->devS)
+        return; /* the fetched rows go in on the device (device_rows) */
 #pragma omp parallel for schedule(dynamic, 64)
     for (ks_int t = 0; t < nf; t++) {
         const ks_int r = x->fpos[t];
@@ -199,7 +209,7 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
                 x->A.colind[m] = j;
                 x->A.val[m++] = R->val[q];
             }
-            if (R->strong[q])
+            if (R->strong[q] && !x->devS)
                 x->S.colind[s++] = j;
         }
     }
@@ -254,23 +264,28 @@ static ks_error zero_diagonal_dev(ks_backend *be, const ks_sparse *dAL, const sy
     return e;
 }
 
-/* A's local rows made on the device (x->dA): the rank's rows are its
- * blocks merged there (ks_sparse_merge_blocks: the ghosts below, the owned
- * columns, the ghosts above) with those compact columns renumbered as
- * points (a table: owned column j is point nb + j, ghost g point gpos[g]),
- * stacked (ks_sparse_stack_rows) between the other points' rows, which
- * only the fetched rows fill: those come from the host, mapped there. The
+/* The local system's rows of A (with values) or of S (strong: the
+ * pattern, fetched rows' strong entries only) made on the device into
+ * *out: the rank's rows are its blocks merged there
+ * (ks_sparse_merge_blocks: the ghosts below, the owned columns, the ghosts
+ * above) with those compact columns renumbered as points (a table: owned
+ * column j is point nb + j, ghost g point gpos[g]; A and S share the
+ * matrix's ghost numbering), stacked (ks_sparse_stack_rows) between the
+ * other points' rows, which only the fetched rows fill: those come from
+ * the host, mapped there. rowptr: the host's row pointers of the same
+ * rows (x->A's or x->S's; only the other points' lengths are read). The
  * same rows as fill()'s. */
-static ks_error device_rows(ks_backend *be, const ks_sparse *dAL, const ks_sparse *dAG,
-                            const ks_dist_strength *S, const ks_dist_ext_rows *R, sys *x)
+static ks_error device_rows(ks_backend *be, const ks_sparse *dL, const ks_sparse *dG,
+                            const ks_dist_strength *S, const ks_dist_ext_rows *R,
+                            const ks_int *rowptr, int strong, sys *x, ks_sparse *out)
 {
     const ks_int N = x->A.nrows, nloc = S->nloc, nb = x->fm.nbelow, ng = S->nghost;
     const ks_int nf = R ? R->n : 0;
     if (x->view) { /* the local block itself */
-        x->dA = *dAL;
+        *out = *dL;
         return KS_OK;
     }
-    ks_int nbg = 0; /* A's ghosts below the rank's rows */
+    ks_int nbg = 0; /* the ghosts below the rank's rows */
     while (nbg < ng && x->gpos[nbg] < nb)
         nbg++;
     ks_csr F = {0};
@@ -284,38 +299,52 @@ static ks_error device_rows(ks_backend *be, const ks_sparse *dAL, const ks_spars
     /* the other points' rows: F's row k is point k below the own ones, k +
      * nloc above them */
     const ks_int nF = N - nloc;
-    const int64_t nnzF = nf ? R->rowptr[nf] : 0;
-    if (e == KS_OK)
-        e = ks_csr_alloc(&F, nF, N, (ks_int)nnzF);
+    if (e == KS_OK) {
+        F.nrows = nF;
+        F.ncols = N;
+        F.rowptr = ks_malloc(((size_t)nF + 1) * sizeof *F.rowptr, "fetched rows");
+        e = F.rowptr ? KS_OK : KS_ERR_MEMORY;
+    }
     if (e == KS_OK) {
         F.rowptr[0] = 0;
         for (ks_int k = 0; k < nF; k++) {
             const ks_int r = k < nb ? k : k + nloc;
-            F.rowptr[k + 1] = F.rowptr[k] + x->A.rowptr[r + 1] - x->A.rowptr[r];
+            F.rowptr[k + 1] = F.rowptr[k] + rowptr[r + 1] - rowptr[r];
         }
+        F.nnz = F.rowptr[nF];
+        F.colind = ks_malloc((size_t)F.nnz * sizeof *F.colind + 1, "fetched columns");
+        if (!strong)
+            F.val = ks_malloc((size_t)F.nnz * sizeof *F.val + 1, "fetched values");
+        e = F.colind && (strong || F.val) ? KS_OK : KS_ERR_MEMORY;
+    }
+    if (e == KS_OK) {
 #pragma omp parallel for schedule(dynamic, 64)
         for (ks_int t = 0; t < nf; t++) {
             const ks_int r = x->fpos[t], k = r < nb ? r : r - nloc;
             ks_int m = F.rowptr[k];
-            for (ks_int q = R->rowptr[t]; q < R->rowptr[t + 1]; q++, m++) {
+            for (ks_int q = R->rowptr[t]; q < R->rowptr[t + 1]; q++) {
+                if (strong && !R->strong[q])
+                    continue;
                 F.colind[m] = ks_gmap_find(&x->fm, R->col[q]);
-                F.val[m] = R->val[q];
+                if (!strong)
+                    F.val[m] = R->val[q];
+                m++;
             }
         }
     }
     ks_sparse M = {0}, dF = {0};
     ks_int *dtab = NULL;
     if (e == KS_OK)
-        e = ks_sparse_merge_blocks(dAL, dAG, nbg, &M);
+        e = ks_sparse_merge_blocks(dL, dG, nbg, &M);
     if (e == KS_OK)
-        e = ks_sparse_from_csr(be, &F, 0, &dF);
+        e = ks_sparse_from_csr(be, &F, strong, &dF);
     if (e == KS_OK)
         e = ks_be_upload_new(be, tab, ((size_t)nloc + ng) * sizeof *tab, (void **)&dtab,
                              "point table");
     if (e == KS_OK)
-        e = ks_sparse_stack_rows(&M, dtab, &dF, nb, N, &x->dA);
+        e = ks_sparse_stack_rows(&M, dtab, &dF, nb, N, out);
     if (e == KS_OK) /* merged and stacked in point order: sorted rows */
-        x->dA.valid = 1;
+        out->valid = 1;
     if (dtab)
         be->ops->free(be, dtab);
     ks_sparse_free(&M);
@@ -338,14 +367,14 @@ static ks_error build_device(ks_backend *be, const sys *x, int ext, ks_int r0, k
     ks_sparse dA = {0}, dS = {0}, dP = {0};
     int *dcf = NULL;
     ks_error e = x->devA ? KS_OK : ks_sparse_from_csr(be, &x->A, 0, &dA);
-    if (e == KS_OK)
+    if (e == KS_OK && !x->devS)
         e = ks_sparse_from_csr(be, &Sh, 1, &dS);
     if (e == KS_OK)
         e = ks_be_upload_new(be, x->cf, (size_t)N * sizeof *x->cf, (void **)&dcf,
                              "local splitting");
     if (e == KS_OK)
-        e = ks_amgk_interp_rows(&ex, ext ? KS_AMG_D2 : KS_AMG_D1, x->devA ? &x->dA : &dA, &dS,
-                                dcf, r0, r1, &dP);
+        e = ks_amgk_interp_rows(&ex, ext ? KS_AMG_D2 : KS_AMG_D1, x->devA ? &x->dA : &dA,
+                                x->devS ? &x->dS : &dS, dcf, r0, r1, &dP);
     ks_sparse_free(&dA);
     ks_sparse_free(&dS);
     if (dcf)
@@ -454,6 +483,8 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
     memset(&x, 0, sizeof x);
     x.devA = ks_amg_dist_local_on_backend(be) && dAL && dAL->be == be && dAL->val &&
              (!dAG || (dAG->be == be && dAG->val));
+    /* S's pattern where the strength left it (with A's: the same points) */
+    x.devS = x.devA && S->dlocal.be == be && (!dAG || S->dghost.be == be);
     /* a rank without rows builds nothing: no device round trip for it, but
      * where A has no host rows (devA) */
     const int device = ks_amg_dist_local_on_backend(be) && (S->nloc > 0 || x.devA);
@@ -477,7 +508,10 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
                           (long long)(S->row_begin + bad));
     }
     if (e == KS_OK && x.devA)
-        e = device_rows(be, dAL, dAG, S, R, &x);
+        e = device_rows(be, dAL, dAG, S, R, x.A.rowptr, 0, &x, &x.dA);
+    if (e == KS_OK && x.devS)
+        e = device_rows(be, &S->dlocal, dAG ? &S->dghost : NULL, S, R, x.S.rowptr, 1, &x,
+                        &x.dS);
     ks_amg_dist_substep(NULL, "interpolation: local system", &t);
     const ks_int r0 = x.fm.nbelow, r1 = r0 + S->nloc;
     if (e == KS_OK) {

@@ -16,10 +16,19 @@
 
 #include <string.h>
 
+void ks_dist_strength_drop_dev(ks_dist_strength *S)
+{
+    if (!S)
+        return;
+    ks_sparse_free(&S->dlocal);
+    ks_sparse_free(&S->dghost);
+}
+
 void ks_dist_strength_free(ks_dist_strength *S)
 {
     if (!S)
         return;
+    ks_dist_strength_drop_dev(S);
     ks_strength_free(&S->local);
     free(S->grp);
     free(S->gci);
@@ -101,8 +110,13 @@ static ks_error device_blocks(const ks_matrix_dist *md, ks_int nbelow, double th
         e = fetch_ints(be, SG.rowptr, n1, &S->grp);
     if (e == KS_OK)
         e = fetch_ints(be, SG.colind, (size_t)SG.nnz, &S->gci);
-    ks_sparse_free(&SL);
-    ks_sparse_free(&SG);
+    if (e == KS_OK) { /* kept there too: the interpolation's local system reads them */
+        S->dlocal = SL;
+        S->dghost = SG;
+    } else {
+        ks_sparse_free(&SL);
+        ks_sparse_free(&SG);
+    }
     ks_amg_exec_free(&x);
     return e;
 }
@@ -118,7 +132,18 @@ static ks_error host_blocks(const ks_matrix_dist *md, ks_int nbelow, double thet
                                                   theta, max_row_sum, &S->local, &SG));
     S->grp = SG.rowptr;
     S->gci = SG.colind;
-    return KS_OK;
+    ks_backend *be = md->local->be;
+    if (!ks_amg_dist_local_on_backend(be))
+        return KS_OK;
+    /* the device's path on the cpu (KS_AMG_DIST_LOCAL=device, the tests):
+     * copies of the parts as the device would keep them */
+    const ks_int n = S->local.n;
+    const ks_csr l = {n, n, S->local.rowptr[n], S->local.rowptr, S->local.colind, NULL};
+    const ks_csr g = {n, S->nghost, S->grp[n], S->grp, S->gci, NULL};
+    ks_error e = ks_sparse_from_csr(be, &l, 1, &S->dlocal);
+    if (e == KS_OK)
+        e = ks_sparse_from_csr(be, &g, 1, &S->dghost);
+    return e;
 }
 
 ks_error ks_dist_strength_classical(const ks_matrix *A, double theta, double max_row_sum,

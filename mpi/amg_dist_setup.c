@@ -16,19 +16,20 @@
  * so), hence the hierarchy is the one-process hierarchy, the same on every
  * run; HMIS's splitting depends on the partition (hmis_dist.c).
  *
- * On the cuda backend the pieces read host copies of each level's blocks
- * (ks_matrix_host_csr) and what they build is created on the device; the
- * diagonal check and the smoother weights go through the AMG kernel table
- * (on the device), the other smoother data through host arrays
- * (amg_dist_smoother.c); the host copies go when the setup ends (but the
- * caller's level 0's). The Galerkin product's two local products (A P
- * and R (A P) on each rank's compact rows) run on the device through the
- * backend's spgemm, bit for bit the cpu's (ks_local_spgemm; to rounding
- * with KS_SPGEMM=cusparse). The interpolation runs on the device too:
- * each rank's local system is uploaded and built (and, in the classical
- * stages, truncated) by the kernel table's row-range builders, the same
- * rows as on the host (interp_local.c). The other pieces as device
- * kernels are not written.
+ * On the cuda backend the operators are built where they live, by the
+ * sparse table and the AMG kernel table (docs/mpi.md, "Distributed AMG on
+ * cuda"): the strength on the blocks, the interpolation on a local system
+ * assembled on the device (interp_local.c), P split there from the rows the
+ * device built (ks_amg_dist_transfer_matrix), R = P^T from P's local block
+ * transposed there and the other ranks' entries
+ * (ks_amg_dist_transpose_matrix), both local products of the Galerkin
+ * product on device operands and the coarse matrix split there
+ * (rap_dist.c), the smoother data by the kernel table
+ * (amg_dist_smoother.c). The host keeps what needs the ranks' numbering:
+ * PMIS on the strength's host copy, the rows other ranks fetch (few), P's
+ * rows with global columns, and the messages. The products give the cpu's
+ * bits (with KS_SPGEMM=cusparse: to rounding), so the hierarchy is the
+ * distributed cpu one.
  *
  * Every step that can fail on some ranks only ends in ks_comm_agree, so a
  * failure is every rank's and no rank waits alone in a collective. */

@@ -430,19 +430,26 @@ ks_error ks_dist_rap_r(const ks_matrix *A, const ks_dist_prows *P, const ks_dist
     return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
 }
 
+/* Both products, the coarse rows split into blocks, R's side as given. */
+static ks_error rap_split(const ks_matrix *A, const ks_dist_prows *P, const r_side *rs,
+                          ks_dist_split *S)
+{
+    ks_dist_compact AP;
+    KS_TRY(ks_dist_ap_compact_device(A, P, &AP));
+    const ptap_out out = {NULL, S};
+    const ks_error e = ptap_compact(ks_matrix_backend(A), rs, &AP, A->dist->offsets, &out);
+    ks_dist_compact_free(&AP);
+    return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
+}
+
 ks_error ks_dist_rap_split(const ks_matrix *A, const ks_dist_prows *P, const ks_dist_prows *R,
                            ks_dist_split *S)
 {
     if (!S)
         return ks_seterr(KS_ERR_ARG, "distributed RAP: NULL output");
     memset(S, 0, sizeof *S);
-    ks_dist_compact AP;
-    KS_TRY(ks_dist_ap_compact_device(A, P, &AP));
-    const ptap_out out = {NULL, S};
     const r_side rs = side_of(R);
-    const ks_error e = ptap_compact(ks_matrix_backend(A), &rs, &AP, A->dist->offsets, &out);
-    ks_dist_compact_free(&AP);
-    return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
+    return rap_split(A, P, &rs, S);
 }
 
 ks_error ks_dist_rap_split_m(const ks_matrix *A, const ks_dist_prows *P, const ks_matrix *Rm,
@@ -459,10 +466,5 @@ ks_error ks_dist_rap_split_m(const ks_matrix *A, const ks_dist_prows *P, const k
     const r_side rs = {c, NULL, Rm, rd->offsets[me], rd->col_offsets[me],
                        (ks_int)(rd->offsets[me + 1] - rd->offsets[me]),
                        (ks_int)(rd->col_offsets[me + 1] - rd->col_offsets[me])};
-    ks_dist_compact AP;
-    KS_TRY(ks_dist_ap_compact_device(A, P, &AP));
-    const ptap_out out = {NULL, S};
-    const ks_error e = ptap_compact(ks_matrix_backend(A), &rs, &AP, A->dist->offsets, &out);
-    ks_dist_compact_free(&AP);
-    return e == KS_OK ? KS_OK : ks_adderr(e, "distributed RAP");
+    return rap_split(A, P, &rs, S);
 }

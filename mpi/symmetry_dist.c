@@ -11,6 +11,7 @@
  * lets the coarse levels skip the check, as serially). */
 #include "amg_dist_setup.h"
 #include "../amg/spectral_common.h"
+#include "../amg/cpu/amg_cpu.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -26,20 +27,6 @@ typedef struct sym_entry {
     ks_gint row, col; /* the partner's position (j, i) */
     double val, diag; /* a_ij, a_ii */
 } sym_entry;
-
-/* Position of column c in row i of X (sorted rows), or -1. */
-static ks_int find_col(const ks_csr *X, ks_int i, ks_int c)
-{
-    ks_int lo = X->rowptr[i], hi = X->rowptr[i + 1];
-    while (lo < hi) {
-        const ks_int mid = lo + (hi - lo) / 2;
-        if (X->colind[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < X->rowptr[i + 1] && X->colind[lo] == c ? lo : -1;
-}
 
 static ks_int find_gid(const ks_gint *ids, ks_int n, ks_gint g)
 {
@@ -179,7 +166,7 @@ static void remote_pass(const ks_matrix *A, const double *d, const sym_entry *in
     for (int64_t t = 0; t < n; t++) {
         const ks_int j = (ks_int)(in[t].row - rb);
         const ks_int g = find_gid(di->ghost_gid, di->nghost, in[t].col);
-        const ks_int kt = G && g >= 0 ? find_col(G, j, g) : -1;
+        const ks_int kt = G && g >= 0 ? ks_amg_csr_find(G, j, g) : -1;
         bad += kt < 0 || !close_enough(in[t].val, G->val[kt], in[t].diag, d[j]);
         differ += kt < 0 || in[t].val != G->val[kt];
     }

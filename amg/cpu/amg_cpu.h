@@ -138,6 +138,8 @@ ks_error ks_amg_spectral_prepare_csr(const ks_csr *L, const ks_csr *G, int check
                                      ks_spectral_prep *out);
 /* The table's spectral_scale_start on host arrays. */
 void ks_amg_spectral_scale_start(ks_int n, ks_gint row_begin, int sym, double *d, double *start);
+/* Position of column c in sorted row i of X, or -1 (a binary search). */
+ks_int ks_amg_csr_find(const ks_csr *X, ks_int i, ks_int c);
 /* The table's symmetry_counts on a host CSR (sorted rows). */
 void ks_amg_symmetry_counts_csr(const ks_csr *L, const double *d, int64_t cnt[4]);
 /* spectral_prepare_blocks' argument checks and malformed-row error (bad:

@@ -117,8 +117,7 @@ void ks_amg_spectral_scale_start(ks_int n, ks_gint row_begin, int sym, double *d
     }
 }
 
-/* Position of column c in sorted row i of X, or -1. */
-static ks_int find_col(const ks_csr *X, ks_int i, ks_int c)
+ks_int ks_amg_csr_find(const ks_csr *X, ks_int i, ks_int c)
 {
     ks_int lo = X->rowptr[i], hi = X->rowptr[i + 1];
     while (lo < hi) {
@@ -142,7 +141,7 @@ void ks_amg_symmetry_counts_csr(const ks_csr *L, const double *d, int64_t cnt[4]
                 low++;
             } else if (j > i) {
                 up++;
-                const ks_int kt = find_col(L, j, i);
+                const ks_int kt = ks_amg_csr_find(L, j, i);
                 bad += kt < 0 || !(fabs(L->val[k] - L->val[kt]) <=
                                    KS_SPEC_SYM_TOL * sqrt(fabs(d[i] * d[j])));
                 differ += kt < 0 || L->val[k] != L->val[kt];

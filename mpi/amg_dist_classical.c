@@ -84,6 +84,26 @@ const char *ks_amg_dist_level_format(const ks_amg *amg)
     return amg->prm.level_format[0] ? amg->prm.level_format : "auto";
 }
 
+/* After e (agreed): S's blocks as a transfer matrix with rows laid out by
+ * roff and columns by coff (copied); S freed either way. Collective. */
+static ks_error split_matrix(ks_amg *amg, const ks_comm *c, ks_error e, const ks_gint *roff,
+                             const ks_gint *coff, ks_dist_split *S, ks_matrix **M)
+{
+    ks_gint *ro = e == KS_OK ? ks_layout_copy(c, roff) : NULL;
+    ks_gint *co = e == KS_OK ? ks_layout_copy(c, coff) : NULL;
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
+    if (e == KS_OK) {
+        e = ks_dist_matrix_from_split(amg->be, c, ro, co, S, ks_amg_dist_level_format(amg),
+                                      NULL, M);
+    } else {
+        free(ro);
+        free(co);
+    }
+    ks_dist_split_free(S);
+    return e;
+}
+
 ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const ks_gint *roff,
                                      const ks_gint *coff, ks_matrix **M)
 {
@@ -102,22 +122,7 @@ ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const 
     }
     if (e == KS_OK && refused)
         e = ks_dist_prows_split_local(X, &S);
-    e = ks_comm_agree(c, e);
-    if (e != KS_OK) {
-        ks_dist_split_free(&S);
-        return e;
-    }
-    ks_gint *ro = ks_layout_copy(c, roff), *co = ks_layout_copy(c, coff);
-    e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
-    if (e == KS_OK) {
-        e = ks_dist_matrix_from_split(amg->be, c, ro, co, &S, ks_amg_dist_level_format(amg),
-                                      NULL, M);
-    } else {
-        free(ro);
-        free(co);
-    }
-    ks_dist_split_free(&S);
-    return e;
+    return split_matrix(amg, c, ks_comm_agree(c, e), roff, coff, &S, M);
 }
 
 ks_error ks_amg_dist_transpose_matrix(ks_amg *amg, const ks_dist_prows *P, const ks_gint *foff,
@@ -146,19 +151,7 @@ ks_error ks_amg_dist_transpose_matrix(ks_amg *amg, const ks_dist_prows *P, const
         S.local.nnz = S.dlocal.nnz;
     e = ks_comm_agree(c, e);
     ks_amg_dist_substep(c, "R = P^T: others' entries and the local block's transpose", &t);
-    ks_gint *ro = e == KS_OK ? ks_layout_copy(c, coff) : NULL;
-    ks_gint *co = e == KS_OK ? ks_layout_copy(c, foff) : NULL;
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
-    if (e == KS_OK) {
-        e = ks_dist_matrix_from_split(amg->be, c, ro, co, &S, ks_amg_dist_level_format(amg),
-                                      NULL, Rm);
-    } else {
-        free(ro);
-        free(co);
-    }
-    ks_dist_split_free(&S);
-    return e;
+    return split_matrix(amg, c, e, coff, foff, &S, Rm);
 }
 
 ks_error ks_amg_dist_classical_p_keep(ks_amg *amg, int l, const ks_matrix *A,

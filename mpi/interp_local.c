@@ -53,11 +53,9 @@ typedef struct sys {
 static void sys_free(sys *x)
 {
     ks_gmap_free(&x->fm);
-    if (!x->view) {
+    if (!x->view) { /* (with view, dA and dS are the blocks themselves) */
         ks_sparse_free(&x->dA);
         ks_sparse_free(&x->dS);
-    }
-    if (!x->view) {
         ks_csr_free(&x->A);
         free(x->S.rowptr);
         free(x->S.colind);
@@ -168,6 +166,8 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
                  const ks_dist_ext_rows *R, sys *x)
 {
     const ks_int nloc = S->nloc, nb = x->fm.nbelow, nf = R ? R->n : 0;
+    if (x->devA && x->devS)
+        return; /* both made on the device (device_rows) */
 #pragma omp parallel for schedule(static)
     for (ks_int i = 0; i < nloc; i++) {
         const ks_int r = nb + i;
@@ -197,8 +197,6 @@ static void fill(const ks_csr *AL, const ks_csr *AG, const ks_dist_strength *S,
         for (; h < h1; h++)
             x->S.colind[s++] = x->gpos[S->gci[h]];
     }
-    if (x->devA && x->devS)
-        return; /* the fetched rows go in on the device (device_rows) */
 #pragma omp parallel for schedule(dynamic, 64)
     for (ks_int t = 0; t < nf; t++) {
         const ks_int r = x->fpos[t];

@@ -94,8 +94,10 @@ static ks_error split_matrix(ks_amg *amg, const ks_comm *c, ks_error e, const ks
     if (e == KS_OK)
         e = ks_comm_agree(c, ro && co ? KS_OK : KS_ERR_MEMORY);
     if (e == KS_OK) {
+        double t = ks_wtime();
         e = ks_dist_matrix_from_split(amg->be, c, ro, co, S, ks_amg_dist_level_format(amg),
                                       NULL, M);
+        ks_amg_dist_substep(c, "transfer matrix: its blocks' formats and halo plan", &t);
     } else {
         free(ro);
         free(co);
@@ -116,12 +118,15 @@ ks_error ks_amg_dist_transfer_matrix(ks_amg *amg, const ks_dist_prows *X, const 
     ks_gmap cm;
     int refused = 1;
     ks_error e = KS_OK;
+    double t = ks_wtime();
     if (ks_dist_prows_dev_view(X, &T, &cm)) {
         e = ks_compact_split_device(&T, &cm, &refused, &S);
         ks_gmap_free(&cm);
     }
     if (e == KS_OK && refused)
         e = ks_dist_prows_split_local(X, &S);
+    ks_amg_dist_substep(c, refused ? "transfer matrix: split on the host"
+                                   : "transfer matrix: split on the device", &t);
     return split_matrix(amg, c, ks_comm_agree(c, e), roff, coff, &S, M);
 }
 

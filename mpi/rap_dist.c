@@ -11,7 +11,10 @@
  * second map through a table, and only the rows other ranks fetch are
  * written with global ids; the product's compact rows are split straight
  * into the coarse matrix's blocks (its map's range is the coarse rows'),
- * not written with global ids for ks_matrix_create_dist to hash back.
+ * not written with global ids for ks_matrix_create_dist to hash back; on a
+ * device the product stays there and is split there. R is given as host
+ * rows (ks_dist_rap_split) or, on a device, as its distributed matrix
+ * (ks_dist_rap_split_m), whose two blocks merged there are the same rows.
  *
  * Determinism: spgemm starts each Ac(J,c) at 0.0 and adds R(J,i) AP(i,c)
  * in R's row order, ascending global fine rows i, which is the order of

@@ -60,15 +60,7 @@ ks_error ks_gmap_borrow(ks_gint lo, ks_gint hi, const ks_gint *ext, ks_int next,
     m->hi = hi;
     m->ext = (ks_gint *)ext;
     m->next = next;
-    ks_int a = 0, b = next; /* first ext id above lo */
-    while (a < b) {
-        const ks_int mid = a + (b - a) / 2;
-        if (ext[mid] < lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    m->nbelow = a;
+    m->nbelow = ks_lower_bound_gint(ext, next, lo); /* the first ext id above lo */
     return make_table(m);
 }
 

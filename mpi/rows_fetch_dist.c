@@ -113,18 +113,8 @@ typedef struct pack_ctx {
 static ks_int pack(const void *ctx, ks_int i, void *out)
 {
     const pack_ctx *x = ctx;
-    ks_int a = i;
-    if (x->rows) { /* i's place among the rows taken out (ascending) */
-        ks_int lo = 0, hi = x->nrows;
-        while (lo < hi) {
-            const ks_int m = lo + (hi - lo) / 2;
-            if (x->rows[m] < i)
-                lo = m + 1;
-            else
-                hi = m;
-        }
-        a = lo;
-    }
+    /* with rows: i's place among the rows taken out (ascending) */
+    const ks_int a = x->rows ? ks_lower_bound(x->rows, x->nrows, i) : i;
     return pack_row(x->AL, x->AG, x->S, x->C, a, i, out);
 }
 

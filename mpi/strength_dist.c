@@ -39,15 +39,7 @@ void ks_dist_strength_free(ks_dist_strength *S)
  * is one of this rank's own columns, so they are a prefix). */
 static ks_int ghosts_below(const ks_gint *gid, ks_int ng, ks_gint lo)
 {
-    ks_int a = 0, b = ng;
-    while (a < b) {
-        const ks_int m = a + (b - a) / 2;
-        if (gid[m] < lo)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a;
+    return ks_lower_bound_gint(gid, ng, lo);
 }
 
 /* 1 when M's values can be read on its backend (not released). */

@@ -30,15 +30,8 @@ typedef struct sym_entry {
 
 static ks_int find_gid(const ks_gint *ids, ks_int n, ks_gint g)
 {
-    ks_int lo = 0, hi = n;
-    while (lo < hi) {
-        const ks_int mid = lo + (hi - lo) / 2;
-        if (ids[mid] < g)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && ids[lo] == g ? lo : -1;
+    const ks_int k = ks_lower_bound_gint(ids, n, g);
+    return k < n && ids[k] == g ? k : -1;
 }
 
 static int close_enough(double a, double b, double di, double dj)

@@ -119,15 +119,9 @@ void ks_amg_spectral_scale_start(ks_int n, ks_gint row_begin, int sym, double *d
 
 ks_int ks_amg_csr_find(const ks_csr *X, ks_int i, ks_int c)
 {
-    ks_int lo = X->rowptr[i], hi = X->rowptr[i + 1];
-    while (lo < hi) {
-        const ks_int mid = lo + (hi - lo) / 2;
-        if (X->colind[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < X->rowptr[i + 1] && X->colind[lo] == c ? lo : -1;
+    const ks_int a = X->rowptr[i], len = X->rowptr[i + 1] - a;
+    const ks_int k = ks_lower_bound(X->colind + a, len, c);
+    return k < len && X->colind[a + k] == c ? a + k : -1;
 }
 
 void ks_amg_symmetry_counts_csr(const ks_csr *L, const double *d, int64_t cnt[4])

@@ -863,6 +863,28 @@ static int same_prows(const ks_dist_prows *hp, const ks_dist_prows *dp)
            !memcmp(hp->val, dp->val, (size_t)nnz * sizeof *hp->val);
 }
 
+/* M's classical strength (theta 0.25, max_row_sum 0.9), PMIS splitting
+ * with seed and coarse ids: the pieces the interpolation and the
+ * products are tested on. Free with splitting_free. */
+static void splitting_of(const ks_matrix *M, unsigned long long seed, ks_dist_strength *S,
+                         int **cf, ks_dist_coarse *C)
+{
+    memset(C, 0, sizeof *C);
+    KS_ALL(ks_dist_strength_classical(M, 0.25, 0.9, S));
+    *cf = malloc((size_t)S->nloc * sizeof **cf + 1);
+    ALL(*cf != NULL, "out of memory");
+    ks_int nc = 0;
+    KS_ALL(ks_dist_pmis(S, seed, *cf, &nc));
+    KS_ALL(ks_dist_coarse_ids(S, *cf, C));
+}
+
+static void splitting_free(ks_dist_strength *S, int *cf, ks_dist_coarse *C)
+{
+    free(cf);
+    ks_dist_coarse_free(C);
+    ks_dist_strength_free(S);
+}
+
 /* Distributed interpolation built on the device (ks_dist_interp on cuda:
  * each rank's local system uploaded, the kernel table's row-range
  * builders and truncation run there, the rows downloaded) against the
@@ -887,13 +909,8 @@ START_TEST(test_dist_interp)
         ks_matrix *M = dist_of(cuda, &A, probs[q].empty);
         ks_dist_strength S;
         ks_dist_coarse C;
-        memset(&C, 0, sizeof C);
-        KS_ALL(ks_dist_strength_classical(M, 0.25, 0.9, &S));
-        int *cf = malloc((size_t)S.nloc * sizeof *cf + 1);
-        ALL(cf != NULL, "out of memory");
-        ks_int nc = 0;
-        KS_ALL(ks_dist_pmis(&S, 7 + q, cf, &nc));
-        KS_ALL(ks_dist_coarse_ids(&S, cf, &C));
+        int *cf;
+        splitting_of(M, 7 + q, &S, &cf, &C);
         for (int k = 0; k < 2; k++) {
             const ks_amg_interp kind = k ? KS_AMG_D2 : KS_AMG_D1;
             for (size_t t = 0; t < sizeof trs / sizeof trs[0]; t++) {
@@ -911,9 +928,7 @@ START_TEST(test_dist_interp)
                 ks_dist_prows_free(&D);
             }
         }
-        free(cf);
-        ks_dist_coarse_free(&C);
-        ks_dist_strength_free(&S);
+        splitting_free(&S, cf, &C);
         ks_matrix_destroy(&M);
         ks_csr_free(&A);
     }
@@ -953,13 +968,8 @@ START_TEST(test_dist_ap)
         ks_matrix_host_csr_free(Md); /* whatever making it left */
         ks_dist_strength S;
         ks_dist_coarse C;
-        memset(&C, 0, sizeof C);
-        KS_ALL(ks_dist_strength_classical(Mc, 0.25, 0.9, &S));
-        int *cf = malloc((size_t)S.nloc * sizeof *cf + 1);
-        ALL(cf != NULL, "out of memory");
-        ks_int nc = 0;
-        KS_ALL(ks_dist_pmis(&S, 3 + q, cf, &nc));
-        KS_ALL(ks_dist_coarse_ids(&S, cf, &C));
+        int *cf;
+        splitting_of(Mc, 3 + q, &S, &cf, &C);
         ks_dist_prows P;
         KS_ALL(ks_dist_interp(NULL, Mc, &S, cf, &C, KS_AMG_D1, NULL, &P));
         ks_dist_csr APc, APd, Ac, Ad;
@@ -981,9 +991,7 @@ START_TEST(test_dist_ap)
         ks_dist_csr_free(&Ac);
         ks_dist_csr_free(&Ad);
         ks_dist_prows_free(&P);
-        free(cf);
-        ks_dist_coarse_free(&C);
-        ks_dist_strength_free(&S);
+        splitting_free(&S, cf, &C);
         ks_matrix_destroy(&Mc);
         ks_matrix_destroy(&Md);
         ks_csr_free(&A);

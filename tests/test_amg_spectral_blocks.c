@@ -532,6 +532,27 @@ START_TEST(host_symmetry)
     ks_backend *hb = NULL;
     KS_CHECK(ks_backend_create("cpu", &hb));
     symmetry_cases(CPU, hb);
+    /* bad arguments: no matrix, no counts, no diagonal for rows */
+    ks_csr A;
+    ks_gen_params gp;
+    ks_gen_params_default(&gp);
+    gp.kind = KS_GEN_POISSON3D_7;
+    gp.nx = gp.ny = gp.nz = 3;
+    KS_CHECK(ks_generate(&gp, &A));
+    ks_sparse S;
+    KS_CHECK(ks_sparse_from_csr(hb, &A, 0, &S));
+    double d[27];
+    int64_t cnt[4];
+    for (int i = 0; i < 27; i++)
+        d[i] = 6.0;
+    ck_assert_int_eq(CPU->symmetry_counts(NULL, d, cnt), KS_ERR_ARG);
+    ck_assert_int_eq(CPU->symmetry_counts(&S, d, NULL), KS_ERR_ARG);
+    ck_assert_int_eq(CPU->symmetry_counts(&S, NULL, cnt), KS_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(ks_last_error(), "NULL diagonal"));
+    KS_CHECK(CPU->symmetry_counts(&S, d, cnt));
+    ck_assert(cnt[0] == cnt[1] && cnt[2] == 0 && cnt[3] == 0);
+    ks_sparse_free(&S);
+    ks_csr_free(&A);
     ks_backend_destroy(&hb);
 }
 END_TEST
@@ -544,6 +565,8 @@ START_TEST(device_symmetry)
     KS_CHECK(ks_backend_create("cpu", &hb));
     KS_CHECK(ks_backend_create(DEV_NAME, &db));
     symmetry_cases(DEV, db);
+    int64_t none[4];
+    ck_assert_int_eq(DEV->symmetry_counts(NULL, NULL, none), KS_ERR_ARG);
     for (int c = 0; c < NCASES; c++) {
         pair p;
         make_pair(&cases[c], 3000 + (uint64_t)c, &p);

@@ -214,6 +214,86 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
     return KS_OK;
 }
 
+/* The same rows made where the strength's device parts live (S->dlocal,
+ * S->dghost) and brought to the host: S's rows are its owned part merged
+ * with its ghost part, whose columns go to external numbers through a
+ * table (ks_sparse_stack_rows with no other rows: a renumbering), so a row
+ * is its owned columns then its external ones, as joint_rows writes it;
+ * S^T's rows are the owned part's transpose there (sorted rows, as the
+ * host transpose leaves them) merged with the dependents on other ranks
+ * (X, external numbers, ascending). The same arrays, without the host's
+ * transpose of S's owned part. */
+static ks_error joint_rows_device(const ks_dist_strength *S, const ext_deps *X, ks_dist_graph *G)
+{
+    ks_backend *be = S->dlocal.be;
+    const ks_int n = S->nloc, nx = G->next, ng = S->nghost;
+    ks_gmap xm = {0}; /* positions in ext_gid (an empty own range) */
+    ks_int *gtab = ks_malloc((size_t)ng * sizeof *gtab + 1, "ghost to external");
+    ks_csr D = {0}, none = {0, nx, 0, NULL, NULL, NULL}, Sh = {0}, Th = {0};
+    ks_int zero = 0;
+    none.rowptr = &zero;
+    ks_sparse dnone = {0}, SGx = {0}, Sj = {0}, T = {0}, dD = {0}, Tj = {0};
+    ks_int *dgtab = NULL;
+    ks_error e = gtab ? ks_gmap_borrow(0, 0, G->ext_gid, nx, &xm) : KS_ERR_MEMORY;
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+        for (ks_int g = 0; g < ng; g++) { /* unused ghosts map nowhere that is read */
+            const ks_int k = nx ? ks_gmap_ext_find(&xm, S->ghost_gid[g]) : -1;
+            gtab[g] = k < 0 ? 0 : k;
+        }
+        /* the dependents on other ranks as rows of external numbers */
+        D = (ks_csr){n, nx, X->rp[n], X->rp, NULL, NULL};
+        D.colind = ks_malloc((size_t)D.nnz * sizeof *D.colind + 1, "external dependents");
+        e = D.colind ? KS_OK : KS_ERR_MEMORY;
+    }
+    if (e == KS_OK) {
+#pragma omp parallel for schedule(static)
+        for (ks_int k = 0; k < D.nnz; k++)
+            D.colind[k] = ks_gmap_ext_find(&xm, X->dep[k]);
+    }
+    if (e == KS_OK)
+        e = ks_be_upload_new(be, gtab, (size_t)ng * sizeof *gtab + 1, (void **)&dgtab,
+                             "ghost to external");
+    if (e == KS_OK)
+        e = ks_sparse_from_csr(be, &none, 1, &dnone);
+    if (e == KS_OK)
+        e = ks_sparse_stack_rows(&S->dghost, dgtab, &dnone, 0, nx, &SGx);
+    if (e == KS_OK)
+        e = ks_sparse_merge_blocks(&S->dlocal, &SGx, 0, &Sj);
+    if (e == KS_OK)
+        e = ks_sparse_transpose(&S->dlocal, &T);
+    if (e == KS_OK)
+        e = ks_sparse_from_csr(be, &D, 1, &dD);
+    if (e == KS_OK)
+        e = ks_sparse_merge_blocks(&T, &dD, 0, &Tj);
+    if (e == KS_OK)
+        e = ks_sparse_to_csr(&Sj, &Sh);
+    if (e == KS_OK)
+        e = ks_sparse_to_csr(&Tj, &Th);
+    if (e == KS_OK) { /* the graph takes the host rows */
+        G->srp = Sh.rowptr;
+        G->sci = Sh.colind;
+        G->trp = Th.rowptr;
+        G->tci = Th.colind;
+        memset(&Sh, 0, sizeof Sh);
+        memset(&Th, 0, sizeof Th);
+    }
+    if (dgtab)
+        be->ops->free(be, dgtab);
+    ks_sparse_free(&dnone);
+    ks_sparse_free(&SGx);
+    ks_sparse_free(&Sj);
+    ks_sparse_free(&T);
+    ks_sparse_free(&dD);
+    ks_sparse_free(&Tj);
+    ks_csr_free(&Sh);
+    ks_csr_free(&Th);
+    free(D.colind);
+    ks_gmap_free(&xm);
+    free(gtab);
+    return e;
+}
+
 ks_error ks_dist_graph_create(const ks_dist_strength *S, ks_dist_graph *G)
 {
     memset(G, 0, sizeof *G);
@@ -230,7 +310,7 @@ ks_error ks_dist_graph_create(const ks_dist_strength *S, ks_dist_graph *G)
         e = ks_halo_create(c, S->offsets, G->ext_gid, G->next, &G->halo);
     ks_amg_dist_substep(c, "PMIS graph: external points and their halo", &t);
     if (e == KS_OK)
-        e = ks_comm_agree(c, joint_rows(S, &X, G));
+        e = ks_comm_agree(c, S->dlocal.be ? joint_rows_device(S, &X, G) : joint_rows(S, &X, G));
     ks_amg_dist_substep(c, "PMIS graph: joint rows", &t);
     free(X.rp);
     free(X.dep);

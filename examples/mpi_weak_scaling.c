@@ -99,6 +99,7 @@ typedef struct options {
     int rhs_sin;       /* --rhs sin: x_i = sin(i) (bench_amg's); else all ones */
     const char *sets[MAX_SETS]; /* -p KEY=VALUE, applied last */
     int nsets;
+    int profile;       /* --profile: one more solve with the AMG cycle profiled */
 } options;
 
 static void usage(FILE *out)
@@ -110,7 +111,7 @@ static void usage(FILE *out)
                  "       [--global N] [--bandwidth-mb M] [--no-bandwidth] [--rhs ones|sin]\n"
                  "       [-p KEY=VALUE ...]\n"
                  "       [--backend cpu|cuda] [--gpu-map MAP]\n"
-                 "       [--halo auto|staged|direct|nccl|ipc]\n");
+                 "       [--halo auto|staged|direct|nccl|ipc] [--profile]\n");
 }
 
 /* Every rank parses the same argv, so every rank reaches the same verdict;
@@ -141,6 +142,8 @@ static int parse(int argc, char **argv, int rank, options *o)
             o->tol = argv[++i];
         } else if (!strcmp(a, "--max-iters") && has_value) {
             o->max_iters = argv[++i];
+        } else if (!strcmp(a, "--profile")) {
+            o->profile = 1;
         } else if (!strcmp(a, "--runs") && has_value) {
             o->runs = atoi(argv[++i]);
             if (o->runs < 1) {
@@ -200,6 +203,57 @@ static int parse(int argc, char **argv, int rank, options *o)
         }
     }
     return 0;
+}
+
+/* --profile (collective): one more solve with the AMG cycle profiled
+ * (each step synchronised, so slower than the timed solves), and each
+ * level's steps per cycle, the slowest rank's, in microseconds. */
+static ks_error print_profile(ks_comm *comm, ks_solver *solver, const ks_vec *b, ks_vec *x)
+{
+    ks_error e = ks_solver_profile_cycles(solver, 1);
+    if (e == KS_OK)
+        e = ks_vec_fill(x, 0.0);
+    if (e == KS_OK)
+        e = ks_solver_solve(solver, b, x);
+    ks_hierarchy_info info;
+    if (e == KS_OK)
+        e = ks_solver_hierarchy(solver, &info);
+    ks_solver_profile_cycles(solver, 0);
+    if (e != KS_OK)
+        return e;
+    const int nl = info.nlevels;
+    /* one residual a visit of level 0 (the coarse solve where it is all) */
+    const long cycles = nl == 0 ? 0
+                        : nl == 1 ? info.levels[0].step_calls[KS_STEP_COARSE]
+                                  : info.levels[0].step_calls[KS_STEP_RESIDUAL];
+    double *t = calloc((size_t)nl * KS_NSTEPS + 1, sizeof *t);
+    if (!t)
+        return KS_ERR_MEMORY;
+    for (int l = 0; l < nl; l++)
+        for (int k = 0; k < KS_NSTEPS; k++)
+            t[l * KS_NSTEPS + k] = info.levels[l].step_seconds[k];
+    e = ks_comm_max(comm, t, nl * KS_NSTEPS);
+    if (e == KS_OK && ks_comm_rank(comm) == 0) {
+        const double per = cycles > 0 ? 1e6 / (double)cycles : 0.0;
+        printf("# cycle profile, us a cycle (the slowest rank's, profiled: steps "
+               "synchronised)\n# level %12s %8s %8s %8s %8s %8s %8s %8s\n", "rows", "smooth",
+               "resid", "restrict", "prolong", "coarse", "post", "sum");
+        double all = 0.0;
+        for (int l = 0; l < nl; l++) {
+            double sum = 0.0;
+            printf("  %5d %12lld", l, (long long)info.levels[l].rows);
+            for (int k = 0; k < KS_NSTEPS; k++) {
+                printf(" %8.1f", t[l * KS_NSTEPS + k] * per);
+                sum += t[l * KS_NSTEPS + k] * per;
+            }
+            printf(" %8.1f\n", sum);
+            all += sum;
+        }
+        printf("# all levels %.1f us a cycle\n", all);
+        fflush(stdout);
+    }
+    free(t);
+    return e;
 }
 
 /* The solver's config from the options: the method and preconditioner keys
@@ -407,6 +461,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     CHECK(rank_print_gpus(comm, be, stdout, "# GPU of "));
+    if (o.profile)
+        CHECK(print_profile(comm, solver, b, x));
 
 done:
     free(res);

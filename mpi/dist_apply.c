@@ -20,3 +20,22 @@ ks_error ks_dist_apply(ks_matrix_dist *base, double alpha, const ks_vec *x, doub
         e = ks_matrix_apply(base->ghost, alpha, d->xghost, 1.0, y);
     return e;
 }
+
+/* The fused residual / smoother pass (spmv/fused.h) over the ranks: as the
+ * product above, with the local block's fused pass in place of its SpMV
+ * (t without the ghost columns), then the ghost block's share taken from
+ * the rows it touches. Against the unfused pass (copy b, this product,
+ * the vector update) it saves two sweeps over the level's vectors. */
+ks_error ks_dist_fused_step(ks_matrix_dist *base, const ks_fused_step *f)
+{
+    ks_dist_impl *d = (ks_dist_impl *)base;
+    ks_error e = ks_halo_begin(d->halo, f->x, d->xghost->data);
+    ks_error el = e == KS_OK && base->local->A.nrows > 0 ? ks_matrix_fused_local(base->local, f)
+                                                         : KS_OK;
+    ks_error ew = ks_halo_end(d->halo, d->xghost->data);
+    if (e == KS_OK)
+        e = el != KS_OK ? el : ew;
+    if (e == KS_OK && base->ghost)
+        e = ks_matrix_fused_ghost(base->ghost, d->xghost->data, f);
+    return e;
+}

@@ -27,6 +27,7 @@ static const ks_dist_ops mpi_dist_ops = {
     .apply = ks_dist_apply,
     .set_values = ks_dist_set_values,
     .gs_sweep = ks_dist_gs_sweep,
+    .fused_step = ks_dist_fused_step,
     .destroy = dist_destroy,
 };
 

@@ -342,6 +342,8 @@ ks_error ks_dist_gs_sweep(ks_matrix_dist *d, const ks_vec *b, ks_vec *x, int rev
 /* y = alpha A x + beta y: the halo exchange around the local block's
  * product, then the ghost block's (dist_apply.c; ks_dist_ops.apply). */
 ks_error ks_dist_apply(ks_matrix_dist *d, double alpha, const ks_vec *x, double beta, ks_vec *y);
+/* The distributed fused pass (ks_dist_ops.fused_step, mpi/dist_apply.c). */
+ks_error ks_dist_fused_step(ks_matrix_dist *d, const ks_fused_step *f);
 
 #ifdef __cplusplus
 }

@@ -19,12 +19,15 @@
  * covers in tile order (a row of 100k entries spans ~56 tiles). A third
  * kernel writes beta*y on the rows without entries (skipped when beta is 1,
  * which is how hyb adds its overflow). Every float addition happens in an
- * order fixed by the matrix alone. */
+ * order fixed by the matrix alone. The same tiles make a distributed
+ * matrix's ghost share of a fused pass (fused_ghost): a finished row's sum
+ * then updates r and xo instead of y. */
 #include "format_cuda.h"
 #include "other_formats.h"
 #include "../vec/cuda_check.h"
 
 #include <climits>
+#include <cstring>
 
 namespace {
 
@@ -37,11 +40,21 @@ const unsigned kFull = 0xffffffffu;
 
 static_assert(kBlock % 32 == 0 && kWarps <= 32, "one warp scans the warp totals");
 
-__device__ __forceinline__ double out(double alpha, double s, double beta, const double *y,
-                                      ks_int r)
+/* Where a finished row sum s goes: y_r = alpha s + beta y_r (apply), or
+ * the ghost block's share of a distributed fused pass (fused_ghost). */
+struct coo_out {
+    double alpha, beta;
+    double *y;
+    int fused;
+    ks_fused_step f;
+};
+
+__device__ __forceinline__ void emit(const coo_out &o, ks_int r, double s)
 {
-    /* beta == 0 must not read y: it may hold garbage or NaN. */
-    return beta == 0.0 ? alpha * s : alpha * s + beta * y[r];
+    if (o.fused)
+        ks_fused_ghost_store(&o.f, r, s);
+    else /* beta == 0 must not read y: it may hold garbage or NaN. */
+        o.y[r] = o.beta == 0.0 ? o.alpha * s : o.alpha * s + o.beta * o.y[r];
 }
 
 /* Inclusive segmented scan over the warp: lanes with equal keys (keys are
@@ -60,8 +73,8 @@ __device__ __forceinline__ void warp_seg_scan(ks_int key, double &v, int lane)
 
 __global__ void __launch_bounds__(kBlock)
     coo_tile_kernel(ks_int nnz, const ks_int *__restrict__ row, const ks_int *__restrict__ col,
-                    const double *__restrict__ val, const double *__restrict__ x, double alpha,
-                    double beta, double *__restrict__ y, double *__restrict__ head_sum,
+                    const double *__restrict__ val, const double *__restrict__ x,
+                    const coo_out o, double *__restrict__ head_sum,
                     double *__restrict__ tail_sum)
 {
     __shared__ double s_prod[kTile];
@@ -95,7 +108,7 @@ __global__ void __launch_bounds__(kBlock)
         else if ((r) == tail)                                                                 \
             tail_sum[blockIdx.x] = (s);                                                       \
         else                                                                                  \
-            y[(r)] = out(alpha, (s), beta, y, (r));                                           \
+            emit(o, (r), (s));                                                                \
     } while (0)
 
     const int first = tid * kItems;
@@ -163,8 +176,7 @@ __global__ void __launch_bounds__(kBlock)
  * over the following tiles it covers, in tile order. */
 __global__ void coo_carry_kernel(ks_int nnz, long long ntiles, const ks_int *__restrict__ row,
                                  const double *__restrict__ head_sum,
-                                 const double *__restrict__ tail_sum, double alpha, double beta,
-                                 double *__restrict__ y)
+                                 const double *__restrict__ tail_sum, const coo_out o)
 {
     const long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= ntiles)
@@ -180,7 +192,7 @@ __global__ void coo_carry_kernel(ks_int nnz, long long ntiles, const ks_int *__r
                 if (KS_TILE_TAIL(c) != h)
                     break;
             }
-        y[h] = out(alpha, s, beta, y, h);
+        emit(o, h, s);
     }
     if (t != h) {
         double s = tail_sum[b];
@@ -189,7 +201,7 @@ __global__ void coo_carry_kernel(ks_int nnz, long long ntiles, const ks_int *__r
             if (KS_TILE_TAIL(c) != t)
                 break;
         }
-        y[t] = out(alpha, s, beta, y, t);
+        emit(o, t, s);
     }
 #undef KS_TILE_HEAD
 #undef KS_TILE_TAIL
@@ -253,26 +265,37 @@ extern "C" ks_error ks_coo_dev_setup(ks_backend *be, const ks_coo_layout *L, ks_
     return KS_OK;
 }
 
-extern "C" ks_error ks_coo_dev_apply(ks_backend *be, const ks_coo_dev *d, double alpha,
-                                     const double *x, double beta, double *y)
+/* The tiles and their carries, every finished row going to o. */
+static ks_error coo_rows(ks_backend *be, const ks_coo_dev *d, const double *x, const coo_out &o)
 {
-    cudaStream_t stream = ks_cufmt_stream(be);
-    if (d->nempty > 0 && beta != 1.0) {
-        coo_empty_kernel<<<ks_cufmt_blocks(d->nempty, 256), 256, 0, stream>>>(d->nempty,
-                                                                              d->empty, beta, y);
-        KS_CUDA_LAUNCH_CHECK("coo_empty_kernel");
-    }
     if (d->ntiles == 0)
         return KS_OK;
     if (d->ntiles > INT_MAX)
         return ks_seterr(KS_ERR_SIZE, "coo: %lld tiles exceed the grid", d->ntiles);
-    coo_tile_kernel<<<(unsigned)d->ntiles, kBlock, 0, stream>>>(
-        d->nnz, d->row, d->col, d->val, x, alpha, beta, y, d->head_sum, d->tail_sum);
+    cudaStream_t stream = ks_cufmt_stream(be);
+    coo_tile_kernel<<<(unsigned)d->ntiles, kBlock, 0, stream>>>(d->nnz, d->row, d->col, d->val,
+                                                                x, o, d->head_sum, d->tail_sum);
     KS_CUDA_LAUNCH_CHECK("coo_tile_kernel");
     coo_carry_kernel<<<ks_cufmt_blocks(d->ntiles, 128), 128, 0, stream>>>(
-        d->nnz, d->ntiles, d->row, d->head_sum, d->tail_sum, alpha, beta, y);
+        d->nnz, d->ntiles, d->row, d->head_sum, d->tail_sum, o);
     KS_CUDA_LAUNCH_CHECK("coo_carry_kernel");
     return KS_OK;
+}
+
+extern "C" ks_error ks_coo_dev_apply(ks_backend *be, const ks_coo_dev *d, double alpha,
+                                     const double *x, double beta, double *y)
+{
+    if (d->nempty > 0 && beta != 1.0) {
+        coo_empty_kernel<<<ks_cufmt_blocks(d->nempty, 256), 256, 0, ks_cufmt_stream(be)>>>(
+            d->nempty, d->empty, beta, y);
+        KS_CUDA_LAUNCH_CHECK("coo_empty_kernel");
+    }
+    coo_out o;
+    memset(&o, 0, sizeof o);
+    o.alpha = alpha;
+    o.beta = beta;
+    o.y = y;
+    return coo_rows(be, d, x, o);
 }
 
 namespace {
@@ -292,6 +315,17 @@ ks_error coo_apply(ks_backend *be, void *state, double alpha, const double *x, d
     if (d->nrows == 0)
         return KS_OK;
     return ks_coo_dev_apply(be, d, alpha, x, beta, y);
+}
+
+/* Rows without entries keep their values: the fused pass left them done. */
+ks_error coo_fused_ghost(ks_backend *be, void *state, const double *xg, const ks_fused_step *f)
+{
+    const ks_coo_dev *d = (const ks_coo_dev *)state;
+    coo_out o;
+    memset(&o, 0, sizeof o);
+    o.fused = 1;
+    o.f = *f;
+    return coo_rows(be, d, xg, o);
 }
 
 void coo_destroy(ks_backend *be, void *state)
@@ -323,4 +357,5 @@ extern "C" const ks_spmv_format_ops ks_format_coo_cuda = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    coo_fused_ghost,
 };

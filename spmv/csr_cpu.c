@@ -277,6 +277,38 @@ static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_s
     return KS_OK;
 }
 
+/* The ghost block's share of a distributed fused pass (format.h,
+ * fused_ghost): rows without entries are skipped, so a slab's ghost block
+ * costs its few rows, not a pass over all of them. */
+static ks_error csr_cpu_fused_ghost(ks_backend *be, void *state, const double *xg,
+                                   const ks_fused_step *f)
+{
+    (void)be;
+    const csr_cpu_state *s = state;
+    const ks_int *restrict rowptr = s->A.rowptr;
+    const ks_int *restrict colind = s->A.colind;
+    const double *restrict val = s->A.val;
+    const float *restrict valf = s->valf;
+    const ks_int *part = s->part;
+    const int nparts = s->nparts;
+    const int64_t work = (int64_t)s->A.nnz + s->A.nrows;
+    (void)work;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
+#endif
+    for (int p = 0; p < nparts; p++) {
+        for (ks_int i = part[p]; i < part[p + 1]; i++) {
+            if (rowptr[i] == rowptr[i + 1])
+                continue;
+            double sum = 0.0;
+            for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
+                sum += val_at(val, valf, j) * xg[colind[j]];
+            ks_fused_ghost_store(f, i, sum);
+        }
+    }
+    return KS_OK;
+}
+
 /* Rows per Gauss-Seidel block. The blocks are fixed by the matrix alone (not
  * by the thread count), so a sweep gives the same x on any number of threads;
  * matrices up to this size get true (sequential) Gauss-Seidel. */
@@ -385,4 +417,5 @@ const ks_spmv_format_ops ks_format_csr_cpu = {
     .reads_values = csr_cpu_reads_values,
     .spmm = csr_cpu_spmm,
     .fused_block = csr_cpu_fused_block,
+    .fused_ghost = csr_cpu_fused_ghost,
 };

@@ -99,6 +99,15 @@ typedef struct ks_spmv_format_ops {
      * fused_block makes it bit for bit. */
     ks_error (*fused_block_dot)(ks_backend *be, void *state, int k, const ks_fused_step *f,
                                 double *dots);
+    /* Optional (NULL: a distributed matrix whose ghost block has this
+     * format takes the unfused residual pass): the ghost block's share of
+     * the fused pass f, made by the local block's fused_step without it.
+     * For every row i with entries, g = (A xg)_i over the ghost values xg:
+     * r_i -= g when f->r, xo_i -= c w_i g when f->xo (fused.h,
+     * ks_fused_ghost_store; the step is linear in t = b - A x). Rows
+     * without entries are not touched. */
+    ks_error (*fused_ghost)(ks_backend *be, void *state, const double *xg,
+                            const ks_fused_step *f);
 } ks_spmv_format_ops;
 
 /* Registry (spmv/registry.c). */
@@ -204,6 +213,12 @@ typedef struct ks_dist_ops {
      * moved to the right side. b and x are checked: M's layout, distinct;
      * the local block has a sweep. */
     ks_error (*gs_sweep)(ks_matrix_dist *d, const ks_vec *b, ks_vec *x, int reverse);
+    /* The fused pass of fused.h over the ranks (collective): the halo
+     * exchange of f->x overlapped with the local block's fused_step, then
+     * the ghost block's fused_ghost. Called only when both blocks have
+     * them (ks_matrix_fused_step checks), f->xw NULL, f->wkind not L1 (the
+     * l1 sum spans the ghost columns the local block does not see). */
+    ks_error (*fused_step)(ks_matrix_dist *d, const ks_fused_step *f);
     void (*destroy)(ks_matrix_dist *d);
 } ks_dist_ops;
 
@@ -257,6 +272,14 @@ int ks_matrix_distributed(const ks_matrix *M);
 /* ks_matrix_apply of a distributed matrix (spmv/matrix_dist.c). */
 ks_error ks_matrix_dist_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta,
                               ks_vec *y);
+/* v laid out like distributed M's rows (square M), else an error naming
+ * fn and the vector's name. */
+ks_error ks_matrix_dist_check_vec(const ks_matrix *M, const ks_vec *v, const char *fn,
+                                  const char *name);
+/* A block of a distributed matrix: the format's fused_step on it (local
+ * block; M->A.nrows > 0), or its fused_ghost over the ghost values xg. */
+ks_error ks_matrix_fused_local(const ks_matrix *M, const ks_fused_step *f);
+ks_error ks_matrix_fused_ghost(const ks_matrix *G, const double *xg, const ks_fused_step *f);
 /* ks_matrix_gs_sweep of a distributed matrix (spmv/matrix_dist.c): the
  * vectors checked, then ks_dist_ops.gs_sweep. */
 ks_error ks_matrix_dist_gs_sweep(const ks_matrix *M, const ks_vec *b, ks_vec *x, int reverse);

@@ -3,7 +3,9 @@
  * update). Both give t = b - A x per row first, so results agree to
  * rounding of the row sum's order. ks_matrix_fused_step_from_zero: the
  * same with the iterate made from b in the kernel (two smoothing steps
- * from x = 0 in one pass). */
+ * from x = 0 in one pass). A distributed matrix fuses when both its blocks'
+ * formats can: its local block's pass runs while the halo travels, its
+ * ghost block's share is taken from t after (the step is linear in t). */
 #include "format.h"
 #include "../vec/vec_fused.h"
 
@@ -11,6 +13,8 @@ static ks_error check_vec(const ks_matrix *M, const ks_vec *v, const char *name,
 {
     if (!v)
         return need ? ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step: NULL %s", name) : KS_OK;
+    if (M->dist && v->be == M->be)
+        return ks_matrix_dist_check_vec(M, v, "ks_matrix_fused_step", name);
     if (v->be != M->be)
         return ks_seterr(KS_ERR_ARG,
                          "ks_matrix_fused_step: %s is on another backend object than the matrix",
@@ -31,11 +35,36 @@ static ks_error check_square(const ks_matrix *M)
     return KS_OK;
 }
 
-static ks_error run_fused(const ks_matrix *M, const ks_fused_step *f)
+ks_error ks_matrix_fused_local(const ks_matrix *M, const ks_fused_step *f)
 {
     ks_error e = M->ops->fused_step(M->be, M->state, f);
     if (e != KS_OK)
         return ks_adderr(e, "SpMV format '%s' (fused residual pass)", M->ops->name);
+    return KS_OK;
+}
+
+ks_error ks_matrix_fused_ghost(const ks_matrix *G, const double *xg, const ks_fused_step *f)
+{
+    ks_error e = G->ops->fused_ghost(G->be, G->state, xg, f);
+    if (e != KS_OK)
+        return ks_adderr(e, "SpMV format '%s' (ghost block of a fused residual pass)",
+                         G->ops->name);
+    return KS_OK;
+}
+
+/* The format's pass, or the distributed one (the local block's beside the
+ * halo exchange, then the ghost block's share). */
+static ks_error run_fused(const ks_matrix *M, ks_fused_step *f)
+{
+    if (!M->dist)
+        return ks_matrix_fused_local(M, f);
+    /* The local block would rebuild an l1 weight from its own columns
+     * only; w holds the whole row's (the ghost columns' too). */
+    if (f->wkind == KS_W_L1)
+        f->wkind = KS_W_VECTOR;
+    ks_error e = M->dist->ops->fused_step(M->dist, f);
+    if (e != KS_OK)
+        return ks_adderr(e, "ks_matrix_fused_step (distributed, rank %d)", M->dist->comm->rank);
     return KS_OK;
 }
 
@@ -44,9 +73,7 @@ ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, dou
                                         ks_vec *x1, int keep_x1, ks_vec *r, ks_vec *xo)
 {
     KS_TRY(check_square(M));
-    /* A distributed matrix has no fused pass (its product needs the halo):
-     * the three steps, whose SpMV exchanges it. */
-    const int fused = M->ops->fused_step != NULL && !M->dist;
+    const int fused = ks_matrix_has_fused_step(M);
     KS_TRY(check_vec(M, b, "b", 1));
     KS_TRY(check_vec(M, w, "w", 1));
     KS_TRY(check_vec(M, x1, "x1", 1));
@@ -58,7 +85,9 @@ ks_error ks_matrix_fused_step_from_zero(const ks_matrix *M, const ks_vec *b, dou
             if (all[i] && all[i] == all[j])
                 return ks_seterr(KS_ERR_ARG, "ks_matrix_fused_step_from_zero: b, w, x1, r and "
                                              "xo must be distinct vectors");
-    if (!fused) {
+    /* A distributed pass exchanges its iterate's ghost values, so x1 is
+     * made first (the halo has no b scaled by the other ranks' w). */
+    if (!fused || M->dist) {
         KS_TRY(ks_vec_smooth_update(0.0, c0, w, b, NULL, NULL, x1));
         return ks_matrix_fused_step(M, b, x1, r, a, c, w, wkind, wscale, NULL, xo);
     }
@@ -74,7 +103,7 @@ ks_error ks_matrix_fused_step(const ks_matrix *M, const ks_vec *b, const ks_vec 
                               const ks_vec *xprev, ks_vec *xo)
 {
     KS_TRY(check_square(M));
-    const int fused = M->ops->fused_step != NULL && !M->dist;
+    const int fused = ks_matrix_has_fused_step(M);
     KS_TRY(check_vec(M, b, "b", 1));
     KS_TRY(check_vec(M, x, "x", 1));
     KS_TRY(check_vec(M, r, "r", !fused || !xo));

@@ -95,6 +95,16 @@ KS_SMOOTH_FN void ks_fused_store(const ks_fused_step *f, ks_int i, const ks_fuse
         f->x1[i] = in->x;
 }
 
+/* The ghost block's share of row i (format op fused_ghost): g = (A_ghost
+ * xg)_i taken from t, which the local block's pass made without it. */
+KS_SMOOTH_FN void ks_fused_ghost_store(const ks_fused_step *f, ks_int i, double g)
+{
+    if (f->r)
+        f->r[i] = f->r[i] - g;
+    if (f->xo)
+        f->xo[i] = f->xo[i] - f->c * f->w[i] * g;
+}
+
 /* The same pass on k row-interleaved columns (the format op fused_block,
  * ks_matrix_fused_block): entry (i, j) of every block at e = i*k + j, the
  * row's w_i (and xw) shared by its k entries; wkind is not used (w is

@@ -714,7 +714,15 @@ int ks_matrix_has_gs_sweep(const ks_matrix *M)
 }
 int ks_matrix_has_fused_step(const ks_matrix *M)
 {
-    return M && !M->dist && M->ops->fused_step != NULL;
+    if (!M)
+        return 0;
+    if (!M->dist)
+        return M->ops->fused_step != NULL;
+    /* Distributed: the local block's pass beside the halo, then the ghost
+     * block's share (ks_dist_ops.fused_step). */
+    const ks_matrix_dist *d = M->dist;
+    return d->ops->fused_step && d->local->ops->fused_step &&
+           (!d->ghost || d->ghost->ops->fused_ghost);
 }
 int ks_matrix_float_values(const ks_matrix *M) { return M && M->params.float_values; }
 const void *ks_matrix_storage_id(const ks_matrix *M)

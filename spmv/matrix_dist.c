@@ -48,6 +48,12 @@ static ks_error check_layout(const ks_matrix_dist *d, const ks_gint *offsets, co
                      offsets == d->offsets ? "rows" : "columns");
 }
 
+ks_error ks_matrix_dist_check_vec(const ks_matrix *M, const ks_vec *v, const char *fn,
+                                  const char *name)
+{
+    return check_layout(M->dist, M->dist->offsets, v, fn, name);
+}
+
 ks_error ks_matrix_dist_apply(ks_matrix *M, double alpha, const ks_vec *x, double beta,
                               ks_vec *y)
 {

@@ -1,5 +1,6 @@
 /* Shared cases of the halo transport tests (halo_cases.h). */
 #include "halo_cases.h"
+#include "spmv/format.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -117,6 +118,15 @@ void halo_spmv_case(ks_backend *b, const char *transport, uint64_t seed, int une
             "%s: %lld exchanges and %g bytes counted, want %d and %g", what, cs.halo_exchanges,
             cs.halo_bytes_sent, nprod, (double)nprod * ns * 8.0);
     }
+    /* The fused smoother pass over this transport: csr_vector's local
+     * pass, coo's ghost share (the ghost block's device format). */
+    ks_matrix *Mf = NULL;
+    KS_ALL(ks_comm_set_halo_transport(comm, transport));
+    KS_ALL(ks_test_dist_rows_as(b, &A, off[rank], n, "csr_vector", &Mf));
+    KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
+    ALL(ks_matrix_has_fused_step(Mf), "%s: no distributed fused pass on %s", what, transport);
+    ks_test_dist_fused_check(Mf, &A, off, what);
+    ks_matrix_destroy(&Mf);
     ks_matrix_destroy(&Mn);
     ks_matrix_destroy(&Ms);
     free(xg);

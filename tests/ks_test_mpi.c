@@ -1,5 +1,6 @@
 /* The mpirun test harness (ks_test_mpi.h). */
 #include "ks_test_mpi.h"
+#include "spmv/format.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -13,6 +14,12 @@ int rank, nranks;
 ks_error ks_test_dist_rows_try(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count,
                                ks_matrix **M)
 {
+    return ks_test_dist_rows_as(b, A, begin, count, "auto", M);
+}
+
+ks_error ks_test_dist_rows_as(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count,
+                              const char *format, ks_matrix **M)
+{
     const ks_int base = A->rowptr[begin], nnz = A->rowptr[begin + count] - base;
     ks_int *rp = malloc(((size_t)count + 1) * sizeof *rp);
     ks_gint *ci = malloc(((size_t)nnz + 1) * sizeof *ci);
@@ -20,7 +27,7 @@ ks_error ks_test_dist_rows_try(ks_backend *b, const ks_csr *A, ks_gint begin, ks
         rp[i] = A->rowptr[begin + i] - base;
     for (ks_int k = 0; k < nnz; k++)
         ci[k] = A->colind[base + k];
-    ks_error e = ks_matrix_create_dist(b, comm, count, A->nrows, rp, ci, A->val + base, "auto",
+    ks_error e = ks_matrix_create_dist(b, comm, count, A->nrows, rp, ci, A->val + base, format,
                                        NULL, M);
     free(rp);
     free(ci);
@@ -203,4 +210,88 @@ int ks_test_mpi_run(int *argc, char ***argv, const char *name, Suite *(*make)(vo
     fflush(stdout);
     MPI_Finalize();
     return any ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* One fused pass on M against rows of A's float64 reference (x, b, w,
+ * xprev global arrays; a == 0 or xprev NULL: none): the residual r and
+ * the new iterate xo, as asked for. */
+static void fused_one(ks_matrix *M, const ks_csr *A, const ks_gint *off, const char *what,
+                      const char *step, const double *xg, const double *bg, const double *wg,
+                      const double *pg, double a, double c, int want_r, int want_xo,
+                      int wkind)
+{
+    const ks_int N = A->nrows, n = (ks_int)(off[rank + 1] - off[rank]);
+    double *ax = malloc(((size_t)N + 1) * sizeof *ax);
+    double *rl = malloc(((size_t)n + 1) * sizeof *rl), *xl = malloc(((size_t)n + 1) * sizeof *xl);
+    ks_csr_spmv_ref(A, 1.0, xg, 0.0, ax);
+    ks_vec *x = NULL, *b = NULL, *w = NULL, *p = NULL, *r = NULL, *xo = NULL;
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_matrix_vec_create(M, &w));
+    KS_ALL(ks_vec_set_host(x, xg + off[rank]));
+    KS_ALL(ks_vec_set_host(b, bg + off[rank]));
+    KS_ALL(ks_vec_set_host(w, wg + off[rank]));
+    if (pg) {
+        KS_ALL(ks_matrix_vec_create(M, &p));
+        KS_ALL(ks_vec_set_host(p, pg + off[rank]));
+    }
+    if (want_r) {
+        KS_ALL(ks_matrix_vec_create(M, &r));
+        KS_ALL(ks_vec_fill(r, NAN)); /* poisoned: every row must be written */
+    }
+    if (want_xo) {
+        KS_ALL(ks_matrix_vec_create(M, &xo));
+        KS_ALL(ks_vec_fill(xo, NAN));
+    }
+    KS_ALL(ks_matrix_fused_step(M, b, x, r, a, c, want_xo ? w : NULL, wkind, 1.0, p, xo));
+    double err_r = 0.0, err_x = 0.0, scale = 0.0;
+    if (r)
+        KS_ALL(ks_vec_get_host(r, rl));
+    if (xo)
+        KS_ALL(ks_vec_get_host(xo, xl));
+    for (ks_int i = 0; i < n; i++) {
+        const ks_int g = (ks_int)off[rank] + i;
+        const double t = bg[g] - ax[g];
+        const double v = xg[g] + c * wg[g] * t + (pg ? a * (xg[g] - pg[g]) : 0.0);
+        scale = fmax(scale, fmax(fabs(t), fabs(v)));
+        if (r)
+            err_r = fmax(err_r, isnan(rl[i]) ? INFINITY : fabs(rl[i] - t));
+        if (xo)
+            err_x = fmax(err_x, isnan(xl[i]) ? INFINITY : fabs(xl[i] - v));
+    }
+    double e[3] = {err_r, err_x, scale};
+    MPI_Allreduce(MPI_IN_PLACE, e, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    ALL(e[0] <= 1e-13 * (e[2] + 1.0) && e[1] <= 1e-13 * (e[2] + 1.0),
+        "%s, %s: the fused pass's r differs by %g, xo by %g (scale %g)", what, step, e[0], e[1],
+        e[2]);
+    ks_vec *all[] = {x, b, w, p, r, xo};
+    for (int k = 0; k < 6; k++)
+        ks_vec_destroy(&all[k]);
+    free(ax);
+    free(rl);
+    free(xl);
+}
+
+void ks_test_dist_fused_check(ks_matrix *M, const ks_csr *A, const ks_gint *off,
+                              const char *what)
+{
+    const ks_int N = A->nrows;
+    double *xg = malloc(((size_t)N + 1) * sizeof *xg), *bg = malloc(((size_t)N + 1) * sizeof *bg);
+    double *wg = malloc(((size_t)N + 1) * sizeof *wg), *pg = malloc(((size_t)N + 1) * sizeof *pg);
+    for (ks_int i = 0; i < N; i++) {
+        xg[i] = 0.5 + sin(0.41 * i);
+        bg[i] = cos(0.23 * i) - 0.1;
+        wg[i] = 0.3 + 0.1 * cos(1.7 * i);
+        pg[i] = 0.2 * sin(0.9 * i + 1.0);
+    }
+    fused_one(M, A, off, what, "residual", xg, bg, wg, NULL, 0.0, 0.0, 1, 0, KS_W_VECTOR);
+    fused_one(M, A, off, what, "Jacobi step", xg, bg, wg, NULL, 0.0, 0.7, 0, 1, KS_W_VECTOR);
+    fused_one(M, A, off, what, "Chebyshev step with r", xg, bg, wg, pg, 0.35, 0.6, 1, 1,
+              KS_W_VECTOR);
+    /* l1 weights come as the vector over ranks (the ghost columns count) */
+    fused_one(M, A, off, what, "l1 step", xg, bg, wg, pg, -0.2, 1.1, 0, 1, KS_W_L1);
+    free(xg);
+    free(bg);
+    free(wg);
+    free(pg);
 }

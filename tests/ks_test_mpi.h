@@ -51,6 +51,15 @@ ks_matrix *ks_test_dist_rows(ks_backend *b, const ks_csr *A, ks_gint begin, ks_i
 /* The same, its outcome returned (for failures expected on every rank). */
 ks_error ks_test_dist_rows_try(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count,
                                ks_matrix **M);
+/* The same in the given SpMV format. */
+ks_error ks_test_dist_rows_as(ks_backend *b, const ks_csr *A, ks_gint begin, ks_int count,
+                              const char *format, ks_matrix **M);
+/* Collective: ks_matrix_fused_step on the distributed M of A (layout off)
+ * against the float64 serial arithmetic, outputs poisoned first: the
+ * residual alone, a Jacobi step, a Chebyshev step with the residual, an
+ * l1 step (KS_W_L1 with w the whole row's weights); what names the case. */
+void ks_test_dist_fused_check(ks_matrix *M, const ks_csr *A, const ks_gint *off,
+                              const char *what);
 /* A random N x N matrix in layout off (nranks + 1 offsets), the same on
  * every rank (seeded): nonsymmetric, some rows empty, and each rank's
  * first row (when another rank has rows) holding only other ranks'

@@ -92,10 +92,26 @@ ks_error ks_amg_dist_check_diagonal(ks_amg *amg, int l)
     return ks_matrix_agree(L->Am, e);
 }
 
-int ks_amg_dist_agglomerate_rows = KS_AMG_DIST_AGGLOMERATE_ROWS;
+int ks_amg_dist_agglomerate_rows = -1;
+
+/* The rows a rank below which a coarse grid moves onto fewer ranks. On a
+ * GPU a small level's products take a few microseconds while each halo
+ * exchange costs tens (a kernel, a message, events), so levels of up to
+ * tens of thousands of rows a rank are cheaper on fewer GPUs; a cpu
+ * core's products are slow enough that only tiny levels gain. */
+static long agglomerate_rows(const ks_backend *be)
+{
+    if (ks_amg_dist_agglomerate_rows >= 0)
+        return ks_amg_dist_agglomerate_rows;
+    const char *v = getenv("KS_AMG_DIST_AGGLOMERATE");
+    if (v && v[0])
+        return atol(v);
+    return ks_backend_host_memory(be) ? KS_AMG_DIST_AGGLOMERATE_ROWS
+                                      : KS_AMG_DIST_AGGLOMERATE_ROWS_DEVICE;
+}
 
 /* Agglomeration: when the coarse grid averages fewer than
- * ks_amg_dist_agglomerate_rows rows over the ranks holding C points, it
+ * agglomerate_rows(be) rows over the ranks holding C points, it
  * moves onto q = nc / that many ranks (at least one): even blocks on
  * ranks 0 .. q-1, the others keep no row of it or of the levels below.
  * The global numbering stays, so this only changes P's coarse layout,
@@ -105,11 +121,12 @@ int ks_amg_dist_agglomerate_rows = KS_AMG_DIST_AGGLOMERATE_ROWS;
  * are latency-bound: fewer ranks mean fewer neighbours per halo exchange
  * (the ranks without rows still join the reductions). *q: the ranks that
  * hold the coarse grid now (0: P's layout kept). */
-static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
+static ks_error agglomerate(const ks_comm *c, const ks_backend *be, ks_dist_prows *P, int *q)
 {
     const int p = c->size, me = c->rank;
+    const long rows = agglomerate_rows(be);
     *q = 0;
-    if (ks_amg_dist_agglomerate_rows <= 0 || p == 1)
+    if (rows <= 0 || p == 1)
         return KS_OK;
     ks_gint *coff = NULL;
     const ks_error e = ks_comm_agree(c, ks_layout_gather(c, P->nc, &coff));
@@ -121,7 +138,7 @@ static ks_error agglomerate(const ks_comm *c, ks_dist_prows *P, int *q)
     for (int r = 0; r < p; r++)
         holders += coff[r + 1] > coff[r];
     free(coff);
-    ks_gint want = P->nc_global / ks_amg_dist_agglomerate_rows;
+    ks_gint want = P->nc_global / rows;
     if (want < 1)
         want = 1;
     if (want >= holders)
@@ -175,7 +192,7 @@ static ks_error build_level(ks_amg *amg, int l, int *stalled)
         e = ks_amg_dist_aggressive(amg, l, A, &P, K);
     int q = 0;
     if (e == KS_OK)
-        e = agglomerate(c, &P, &q);
+        e = agglomerate(c, amg->be, &P, &q);
     if (e == KS_OK && q > 0 && ks_amg_tracing() && c->rank == 0)
         ks_log((ks_log_level() >= KS_LOG_DEBUG ? KS_LOG_DEBUG : KS_LOG_INFO) | KS_LOG_STDERR,
                "ksolve AMG level %d: the coarse grid (%lld rows) moves onto %d rank%s\n", l + 1,

@@ -18,9 +18,13 @@ extern "C" {
 
 /* ---------------------------------------------------- amg_dist_setup.c */
 /* A coarse grid averaging fewer rows a rank than this (over the ranks that
- * hold its points) moves onto fewer ranks (amg_dist_setup.c says how);
- * the variable is the setting (tests change it; 0: never). */
+ * hold its points) moves onto fewer ranks (amg_dist_setup.c says how).
+ * The variable is the setting (tests change it; 0: never); -1, its
+ * default, takes the backend's: KS_AMG_DIST_AGGLOMERATE_ROWS on one with
+ * host memory, _DEVICE on a device, or KS_AMG_DIST_AGGLOMERATE from the
+ * environment (measurements). */
 #define KS_AMG_DIST_AGGLOMERATE_ROWS 64
+#define KS_AMG_DIST_AGGLOMERATE_ROWS_DEVICE 32768
 extern int ks_amg_dist_agglomerate_rows;
 
 /* Collective. Every level below level 0 built on amg's level 0 (which

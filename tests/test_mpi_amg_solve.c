@@ -782,18 +782,23 @@ END_TEST
 
 /* Coarse levels moved onto fewer ranks change nothing but where the rows
  * are: the hierarchy and the solves stay the one-process ones. Forced
- * (every coarse level onto rank 0), off, and the default (7-point 14^3 on
- * 4 ranks: level 2 onward on fewer ranks). */
+ * (every coarse level onto rank 0), off, the default (7-point 14^3 on
+ * 4 ranks: level 2 onward on fewer ranks), and forced again through the
+ * default's environment variable. */
 START_TEST(test_agglomeration)
 {
     ks_csr A;
     generate(KS_GEN_POISSON3D_7, 14, &A);
     const int keep = ks_amg_dist_agglomerate_rows;
-    const int settings[] = {1 << 30, 0, keep};
-    for (int k = 0; k < 3; k++) {
+    /* the last: the default (-1) taking KS_AMG_DIST_AGGLOMERATE, forced */
+    const int settings[] = {1 << 30, 0, keep, -1};
+    for (int k = 0; k < 4; k++) {
         ks_amg_dist_agglomerate_rows = settings[k];
-        char what[64];
-        snprintf(what, sizeof what, "poisson3d_7 14^3, agglomerate below %d", settings[k]);
+        if (k == 3)
+            setenv("KS_AMG_DIST_AGGLOMERATE", "1073741824", 1);
+        char what[96];
+        snprintf(what, sizeof what, "poisson3d_7 14^3, agglomerate below %d%s", settings[k],
+                 k == 3 ? " (KS_AMG_DIST_AGGLOMERATE=1073741824)" : "");
         check_levels(&A, 0, "D2", what);
         amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
         compare(&A, &c, k == 2 ? 1 : 0, what);
@@ -811,9 +816,8 @@ START_TEST(test_agglomeration)
         }
         ks_gint v[2] = {off_rank0, holders};
         KS_ALL(ks_comm_sum_gint(comm, v, 2));
-        if (k == 0)
-            ALL(v[0] == 0, "forced agglomeration: %lld coarse levels' rows off rank 0",
-                (long long)v[0]);
+        if (k == 0 || k == 3)
+            ALL(v[0] == 0, "%s: %lld coarse levels' rows off rank 0", what, (long long)v[0]);
         else if (k == 1)
             ALL(v[1] == (ks_gint)nranks * (amg->nlevels - 1),
                 "no agglomeration: %lld of %d rank-levels hold rows", (long long)v[1],
@@ -822,6 +826,7 @@ START_TEST(test_agglomeration)
         ks_matrix_destroy(&M);
         ks_config_destroy(&cfg);
     }
+    unsetenv("KS_AMG_DIST_AGGLOMERATE");
     ks_amg_dist_agglomerate_rows = keep;
     ks_csr_free(&A);
 }

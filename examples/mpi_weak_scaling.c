@@ -7,7 +7,7 @@
  *                                 [--global N] [--bandwidth-mb 128] [--no-bandwidth]
  *                                 [--backend cpu|cuda] [--gpu-map MAP]
  *                                 [--halo auto|staged|direct|nccl|ipc] [--rhs ones|sin]
- *                                 [-p KEY=VALUE ...]
+ *                                 [-p KEY=VALUE ...] [--profile]
  *
  * n is the edge of each rank's block (default 32: 32^3 rows a rank);
  * --global N solves the N^3 grid instead, in even row blocks (rows/rank is
@@ -25,6 +25,9 @@
  * communication in the solve (halo exchanges + reductions), and iter_GB:
  * seconds per iteration times the per-rank copy bandwidth measured in the
  * same run with all ranks copying at once. Then each rank's peak memory.
+ * --profile then solves once more with the AMG cycle profiled
+ * (ks_solver_profile_cycles) and prints each level's steps, microseconds a
+ * cycle, the slowest rank's.
  *
  * iter_GB is an iteration's time expressed in gigabytes a rank could copy
  * in it: ranks on one host share its memory bandwidth, so s/iter grows with

@@ -7,14 +7,17 @@
 # with --backend cuda a GPU line a rank (index, name, PCI bus id), none on
 # the cpu (skipped, exit 77, where the node has no GPU).
 # The first line names the halo transport: --halo's (auto or direct: host
-# on the cpu, any on cuda).
+# on the cpu, any on cuda). With --profile: a cycle profile of one line a
+# level (levels 0, 1, ... with rows, six step times >= 0 and their sum), the
+# finest level's time > 0, and "all levels" the sum of the levels' sums.
 # usage: weak_scaling_output.sh MPIRUN EXE NP RUNS [ARGS...]
 set -u
 mpirun=$1 exe=$2 np=$3 runs=$4
 shift 4
-bw=1 gpus=0 halo=host prev=
+bw=1 gpus=0 halo=host prev= prof=0
 for a in "$@"; do
     [ "$a" = --no-bandwidth ] && bw=0
+    [ "$a" = --profile ] && prof=1
     [ "$prev" = --backend ] && [ "$a" = cuda ] && gpus=$np && [ $halo = host ] && halo=any
     [ "$prev" = --halo ] && [ "$a" != auto ] && [ "$a" != direct ] && halo=$a
     prev=$a
@@ -27,7 +30,8 @@ if [ $gpus -gt 0 ] && printf '%s\n' "$out" | grep -q "this node has no GPU"; the
     exit 77
 fi
 [ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
-printf '%s\n' "$out" | awk -v np="$np" -v runs="$runs" -v bw="$bw" -v gpus="$gpus" -v halo="$halo" '
+printf '%s\n' "$out" | awk -v np="$np" -v runs="$runs" -v bw="$bw" -v gpus="$gpus" -v halo="$halo" \
+    -v prof="$prof" '
 function bad(why) { print "FAIL: " why ": " $0; failed = 1 }
 function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? -b : b) + 1e-12 }
 /^# .*, halo transport / { if (halo != "any" && $NF != halo) bad("halo transport, want " halo); else nhalo++ }
@@ -42,6 +46,21 @@ function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? 
     }
 }
 /^# +ranks / { if ($11 != "iter_GB" || NF != 15) bad("header"); else nhead++ }
+/^# cycle profile, us a cycle/ { inprof = 1; nprof++; next }
+/^# all levels / {
+    inprof = 0
+    if (!near($4 + 0, all) || $5 != "us") bad("all levels != the sum over the levels (" all ")")
+    nall++
+    next
+}
+inprof && /^ +[0-9]/ {
+    s = 0
+    for (k = 3; k <= 8; k++) { if ($k < 0) bad("negative step time"); s += $k }
+    if (NF != 9 || $1 != nlev || $2 <= 0 || !near($9 + 0, s) || (nlev == 0 && $9 <= 0))
+        bad("profile line")
+    nlev++; all += $9
+    next
+}
 /^ +[0-9]/ {
     lines++
     if (NF != 14 || $1 != np || $5 != "CONVERGED") bad("solve line")
@@ -61,6 +80,11 @@ function near(a, b) { d = a - b; if (d < 0) d = -d; return d <= 0.02 * (b < 0 ? 
         bad("peak memory figures")
 }
 END {
+    if (prof && (nprof != 1 || nall != 1 || nlev < 1)) {
+        printf "FAIL: %d profiles, %d totals, %d levels profiled\n", nprof, nall, nlev
+        failed = 1
+    }
+    if (!prof && nprof > 0) { print "FAIL: a profile without --profile"; failed = 1 }
     if (nbw != 1 || nhead != 1 || lines != runs || nmem != 1 || ngpu != gpus || nhalo != 1) {
         printf "FAIL: %d bandwidth lines, %d headers, %d solve lines (want %d), %d memory " \
                "lines, %d GPU lines (want %d), %d transport lines\n", nbw, nhead, lines, runs, nmem,

@@ -244,11 +244,15 @@ static ks_error csr_cpu_fused_block(ks_backend *be, void *state, int k, const ks
 }
 
 /* The fused pass (fused.h): the row sum as in apply, then the row's
- * epilogue, so the residual is never stored when only the step needs it. */
-static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
+ * epilogue, so the residual is never stored when only the step needs it.
+ * With xg (a distributed matrix's ghost block, format op fused_ghost) the
+ * rows' share of that pass over the ghost values instead: rows without
+ * entries are skipped, so a slab's ghost block costs its few rows. Inlined
+ * with xg a constant, so each op gets its own loop. */
+static inline __attribute__((always_inline)) void fused_rows(const csr_cpu_state *s,
+                                                             const ks_fused_step *f,
+                                                             const double *restrict xg)
 {
-    (void)be;
-    const csr_cpu_state *s = state;
     const ks_int *restrict rowptr = s->A.rowptr;
     const ks_int *restrict colind = s->A.colind;
     const double *restrict val = s->A.val;
@@ -263,8 +267,16 @@ static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_s
 #endif
     for (int p = 0; p < nparts; p++) {
         for (ks_int i = part[p]; i < part[p + 1]; i++) {
-            const ks_fused_in in = ks_fused_load(f, i, 1);
             double sum = 0.0;
+            if (xg) {
+                if (rowptr[i] == rowptr[i + 1])
+                    continue;
+                for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
+                    sum += val_at(val, valf, j) * xg[colind[j]];
+                ks_fused_ghost_store(f, i, sum);
+                continue;
+            }
+            const ks_fused_in in = ks_fused_load(f, i, 1);
             if (f->xw) /* the iterate made from b (fused.h) */
                 for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
                     sum += val_at(val, valf, j) * ks_fused_x(f, colind[j]);
@@ -274,38 +286,20 @@ static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_s
             ks_fused_store(f, i, &in, sum, in.w);
         }
     }
+}
+
+static ks_error csr_cpu_fused_step(ks_backend *be, void *state, const ks_fused_step *f)
+{
+    (void)be;
+    fused_rows(state, f, NULL);
     return KS_OK;
 }
 
-/* The ghost block's share of a distributed fused pass (format.h,
- * fused_ghost): rows without entries are skipped, so a slab's ghost block
- * costs its few rows, not a pass over all of them. */
 static ks_error csr_cpu_fused_ghost(ks_backend *be, void *state, const double *xg,
                                    const ks_fused_step *f)
 {
     (void)be;
-    const csr_cpu_state *s = state;
-    const ks_int *restrict rowptr = s->A.rowptr;
-    const ks_int *restrict colind = s->A.colind;
-    const double *restrict val = s->A.val;
-    const float *restrict valf = s->valf;
-    const ks_int *part = s->part;
-    const int nparts = s->nparts;
-    const int64_t work = (int64_t)s->A.nnz + s->A.nrows;
-    (void)work;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1) if (work > KS_CSR_SERIAL_WORK)
-#endif
-    for (int p = 0; p < nparts; p++) {
-        for (ks_int i = part[p]; i < part[p + 1]; i++) {
-            if (rowptr[i] == rowptr[i + 1])
-                continue;
-            double sum = 0.0;
-            for (ks_int j = rowptr[i]; j < rowptr[i + 1]; j++)
-                sum += val_at(val, valf, j) * xg[colind[j]];
-            ks_fused_ghost_store(f, i, sum);
-        }
-    }
+    fused_rows(state, f, xg);
     return KS_OK;
 }
 

@@ -4,6 +4,7 @@
  * agreement over the ranks, so every rank returns the same error and the
  * next collective runs only when every rank got there. */
 #include "mpi_internal.h"
+#include "amg_dist.h" /* ks_amg_dist_substep: the setup trace's substeps */
 
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,11 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     d->entry_pos = S->entry_pos;
     S->entry_pos = NULL;
     d->nghost = S->ghost.ncols;
+    /* Under KS_AMG_TRACE the AMG setup's transfer and coarse matrices are
+     * timed piece by piece here (nothing is printed otherwise). */
+    double t = ks_wtime();
     ks_error e = block_matrix(be, &S->local, &S->dlocal, format, params, &d->base.local);
+    ks_amg_dist_substep(comm, "  matrix: local block's format", &t);
     ks_spmv_params gp;
     memset(&gp, 0, sizeof gp);
     gp.float_values = params ? params->float_values : 0;
@@ -109,6 +114,7 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
         const char *env = getenv("KS_MPI_GHOST_FORMAT");
         if (e != KS_OK && env && env[0])
             e = ks_adderr(e, "the ghost block's format from KS_MPI_GHOST_FORMAT=%s", env);
+        ks_amg_dist_substep(comm, "  matrix: ghost block's format", &t);
     }
     if (e == KS_OK)
         e = ks_vec_create(be, d->nghost, &d->xghost);
@@ -116,10 +122,13 @@ static ks_error build(ks_backend *be, const ks_comm *comm, ks_dist_split *S, con
     e = ks_comm_agree(comm, e);
     /* the ghosts are columns: owned as the columns are laid out */
     const ks_gint *coff = d->base.col_offsets ? d->base.col_offsets : d->base.offsets;
+    ks_amg_dist_substep(comm, "  matrix: ghost vector and agreement", &t);
     if (e == KS_OK)
         e = ks_halo_create(comm, coff, d->ghost_gid, d->nghost, &d->halo);
+    ks_amg_dist_substep(comm, "  matrix: halo plan", &t);
     if (e == KS_OK)
         e = ks_comm_agree(comm, ks_halo_attach(d->halo, be, d->nghost));
+    ks_amg_dist_substep(comm, "  matrix: halo buffers", &t);
     if (e == KS_OK)
         d->base.halo_bytes = ks_halo_bytes(d->halo) +
                              (double)d->nghost * (sizeof(ks_gint) + sizeof(double)) +

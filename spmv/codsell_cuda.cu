@@ -162,4 +162,5 @@ extern "C" const ks_spmv_format_ops ks_format_codsell_cuda = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };

@@ -357,5 +357,5 @@ extern "C" const ks_spmv_format_ops ks_format_coo_cuda = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
-    coo_fused_ghost,
+    coo_fused_ghost, /* fused_ghost */
 };

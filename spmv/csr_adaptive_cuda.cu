@@ -372,4 +372,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_adaptive_cuda = {
     adaptive_fused_block,
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };

@@ -823,4 +823,5 @@ extern "C" const ks_spmv_format_ops ks_format_csr_vector_cuda = {
     csr_vector_fused_block,
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };

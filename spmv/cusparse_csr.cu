@@ -240,4 +240,5 @@ extern "C" const ks_spmv_format_ops ks_format_cusparse_csr = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };

@@ -703,6 +703,7 @@ extern "C" const ks_spmv_format_ops ks_format_dia_cuda = {
     dia_fused_block,
     dia_spmm_dot,
     dia_fused_block_dot,
+    NULL, /* fused_ghost */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
@@ -727,4 +728,5 @@ extern "C" const ks_spmv_format_ops ks_format_bdia_cuda = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };

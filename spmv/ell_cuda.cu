@@ -156,6 +156,7 @@ extern "C" const ks_spmv_format_ops ks_format_ell_cuda = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
@@ -180,4 +181,5 @@ extern "C" const ks_spmv_format_ops ks_format_ellr_cuda = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };

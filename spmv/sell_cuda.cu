@@ -211,6 +211,7 @@ extern "C" const ks_spmv_format_ops ks_format_sliced_ell_cuda = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };
 
 extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
@@ -235,4 +236,5 @@ extern "C" const ks_spmv_format_ops ks_format_sell_cuda = {
     NULL, /* fused_block */
     NULL, /* spmm_dot */
     NULL, /* fused_block_dot */
+    NULL, /* fused_ghost */
 };

@@ -99,15 +99,24 @@ int ks_amg_dist_agglomerate_rows = -1;
  * exchange costs tens (a kernel, a message, events), so levels of up to
  * tens of thousands of rows a rank are cheaper on fewer GPUs; a cpu
  * core's products are slow enough that only tiny levels gain. */
-static long agglomerate_rows(const ks_backend *be)
+static ks_error agglomerate_rows(const ks_backend *be, long *rows)
 {
-    if (ks_amg_dist_agglomerate_rows >= 0)
-        return ks_amg_dist_agglomerate_rows;
+    *rows = ks_backend_host_memory(be) ? KS_AMG_DIST_AGGLOMERATE_ROWS
+                                       : KS_AMG_DIST_AGGLOMERATE_ROWS_DEVICE;
+    if (ks_amg_dist_agglomerate_rows >= 0) {
+        *rows = ks_amg_dist_agglomerate_rows;
+        return KS_OK;
+    }
     const char *v = getenv("KS_AMG_DIST_AGGLOMERATE");
-    if (v && v[0])
-        return atol(v);
-    return ks_backend_host_memory(be) ? KS_AMG_DIST_AGGLOMERATE_ROWS
-                                      : KS_AMG_DIST_AGGLOMERATE_ROWS_DEVICE;
+    if (!v || !v[0])
+        return KS_OK;
+    char *end = NULL;
+    const long r = strtol(v, &end, 10);
+    if (*end || r < 0)
+        return ks_seterr(KS_ERR_ARG, "KS_AMG_DIST_AGGLOMERATE=%s: expected a row count >= 0 "
+                         "(0: never agglomerate)", v);
+    *rows = r;
+    return KS_OK;
 }
 
 /* Agglomeration: when the coarse grid averages fewer than
@@ -124,8 +133,9 @@ static long agglomerate_rows(const ks_backend *be)
 static ks_error agglomerate(const ks_comm *c, const ks_backend *be, ks_dist_prows *P, int *q)
 {
     const int p = c->size, me = c->rank;
-    const long rows = agglomerate_rows(be);
+    long rows = 0;
     *q = 0;
+    KS_TRY(ks_comm_agree(c, agglomerate_rows(be, &rows)));
     if (rows <= 0 || p == 1)
         return KS_OK;
     ks_gint *coff = NULL;

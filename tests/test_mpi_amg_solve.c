@@ -826,6 +826,21 @@ START_TEST(test_agglomeration)
         ks_matrix_destroy(&M);
         ks_config_destroy(&cfg);
     }
+    /* a value that is not a row count: refused on every rank, naming it */
+    ks_amg_dist_agglomerate_rows = -1;
+    setenv("KS_AMG_DIST_AGGLOMERATE", "12x", 1);
+    {
+        amg_case c = {"PCG", "CHEBYSHEV", "D2", "V", NULL, NULL};
+        ks_config *cfg = config_of(&c);
+        const ks_solver_params *sp = ks_config_solver_params(cfg);
+        ks_matrix *M = dist_of(&A, 0);
+        ks_amg *amg = NULL;
+        EXPECT_ERR(ks_amg_setup_dist(be, &sp->pc.amg, M, &amg), KS_ERR_ARG,
+                   "KS_AMG_DIST_AGGLOMERATE=12x");
+        ALL(amg == NULL, "a hierarchy after a refused setup");
+        ks_matrix_destroy(&M);
+        ks_config_destroy(&cfg);
+    }
     unsetenv("KS_AMG_DIST_AGGLOMERATE");
     ks_amg_dist_agglomerate_rows = keep;
     ks_csr_free(&A);

@@ -56,32 +56,22 @@ int64_t ks_rowptr_scan(ks_int *rp, ks_int n);
 
 /* The first position in v[0 .. n) (ascending) whose value is not below
  * key (n when none): the binary search of sorted rows, id lists and
- * ghost maps. */
-static inline ks_int ks_lower_bound(const ks_int *v, ks_int n, ks_int key)
-{
-    ks_int a = 0, b = n;
-    while (a < b) {
-        const ks_int m = a + (b - a) / 2;
-        if (v[m] < key)
-            a = m + 1;
-        else
-            b = m;
+ * ghost maps; one body for the index types. */
+#define KS_LOWER_BOUND_DEFINE(name, T)                                                       \
+    static inline ks_int name(const T *v, ks_int n, T key)                                   \
+    {                                                                                        \
+        ks_int a = 0, b = n;                                                                 \
+        while (a < b) {                                                                      \
+            const ks_int m = a + (b - a) / 2;                                                \
+            if (v[m] < key)                                                                  \
+                a = m + 1;                                                                   \
+            else                                                                             \
+                b = m;                                                                       \
+        }                                                                                    \
+        return a;                                                                            \
     }
-    return a;
-}
-
-static inline ks_int ks_lower_bound_gint(const ks_gint *v, ks_int n, ks_gint key)
-{
-    ks_int a = 0, b = n;
-    while (a < b) {
-        const ks_int m = a + (b - a) / 2;
-        if (v[m] < key)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a;
-}
+KS_LOWER_BOUND_DEFINE(ks_lower_bound, ks_int)
+KS_LOWER_BOUND_DEFINE(ks_lower_bound_gint, ks_gint)
 
 /* Propagate a failing call's code. */
 #define KS_TRY(call)                  \

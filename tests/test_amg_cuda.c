@@ -30,6 +30,7 @@
  * them with the cpu table in place of the cuda one (cpu against cpu): a
  * check of this program itself on machines without a GPU. */
 #include "ks_test.h"
+#include "amg_device_table.h"
 #include "amg/kernels.h"
 #include "sparse/sparse.h"
 #include "solver/precond_amg.h"
@@ -1288,19 +1289,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("amg_cuda");
-    const int self = getenv("KS_AMG_CUDA_TEST_SELF") && atoi(getenv("KS_AMG_CUDA_TEST_SELF"));
-    if (self) {
-        DEV = CPU;
-        DEV_NAME = "cpu";
-        printf("KS_AMG_CUDA_TEST_SELF: the cpu table stands in for the cuda one\n");
-    } else {
-#ifdef KS_HAVE_CUDA
-        if (ks_test_have_cuda()) {
-            DEV = &ks_amg_cuda_kernels;
-            DEV_NAME = "cuda";
-        }
-#endif
-    }
+    DEV = ks_test_amg_device_table(&DEV_NAME);
     if (!DEV) {
         ks_test_skip(6, "no CUDA device: the cuda AMG setup steps against the cpu's (strength, "
                         "PMIS, tentative P0, spectral radius, diagonal check, smoother weights, "

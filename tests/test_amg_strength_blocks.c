@@ -23,6 +23,7 @@
  * KS_AMG_CUDA_TEST_SELF=1 runs them with the cpu table in place of the
  * cuda one (a check of this program on machines without a GPU). */
 #include "ks_test.h"
+#include "amg_device_table.h"
 #include "amg/cpu/amg_cpu.h"
 #include "sparse/sparse.h"
 
@@ -589,19 +590,7 @@ int main(void)
     tcase_add_test(th, host_row_sum_order);
     tcase_add_test(th, host_errors);
     suite_add_tcase(s, th);
-    const char *self_env = getenv("KS_AMG_CUDA_TEST_SELF");
-    if (self_env && atoi(self_env)) {
-        DEV = CPU;
-        DEV_NAME = "cpu";
-        printf("KS_AMG_CUDA_TEST_SELF: the cpu table stands in for the cuda one\n");
-    } else {
-#ifdef KS_HAVE_CUDA
-        if (ks_test_have_cuda()) {
-            DEV = &ks_amg_cuda_kernels;
-            DEV_NAME = "cuda";
-        }
-#endif
-    }
+    DEV = ks_test_amg_device_table(&DEV_NAME);
     if (!DEV) {
         ks_test_skip(3, "no CUDA device: the cuda blocks' strength against the cpu's (patterns, "
                         "errors, memory limits)");

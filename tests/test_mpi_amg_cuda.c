@@ -221,10 +221,16 @@ static void resetup_solve(ks_matrix *M, const ks_csr *A2, const amg_case *c, sol
  * (more coarse levels on fewer ranks than the cpu's): HMIS's and the
  * aggregates' splittings follow the layout, so only then do the two
  * hierarchies agree. The cuda solves run with the default. */
-static void solve_cpu_as_cuda(ks_matrix *Mc, const amg_case *c, solve_out *o)
+static int agglomerate_as_cuda(void)
 {
     const int keep = ks_amg_dist_agglomerate_rows;
     ks_amg_dist_agglomerate_rows = KS_AMG_DIST_AGGLOMERATE_ROWS_DEVICE;
+    return keep;
+}
+
+static void solve_cpu_as_cuda(ks_matrix *Mc, const amg_case *c, solve_out *o)
+{
+    const int keep = agglomerate_as_cuda();
     solve(Mc, c, o);
     ks_amg_dist_agglomerate_rows = keep;
 }
@@ -630,8 +636,7 @@ static void compare_resetup(const char *problem, const ks_csr *A, const ks_csr *
     ks_matrix *Fg = dist_of(cuda, A2, empty);
     solve_out dcpu, dcu, fresh;
     int vo_cpu = 0, vo_cu = 0;
-    const int keep = ks_amg_dist_agglomerate_rows; /* as solve_cpu_as_cuda */
-    ks_amg_dist_agglomerate_rows = KS_AMG_DIST_AGGLOMERATE_ROWS_DEVICE;
+    const int keep = agglomerate_as_cuda();
     resetup_solve(Mc, A2, c, &dcpu, &vo_cpu);
     ks_amg_dist_agglomerate_rows = keep;
     resetup_solve(Mg, A2, c, &dcu, &vo_cu);

@@ -225,14 +225,15 @@ struct ks_coo_dev {
     ks_int *row, *col, *empty;
     double *val;
     double *head_sum, *tail_sum; /* ntiles each: per-apply scratch */
+    int borrowed;                /* col, val: the matrix's device CSR (setup_sparse) */
 };
 
 extern "C" void ks_coo_dev_destroy(ks_backend *be, ks_coo_dev *d)
 {
     if (!d)
         return;
-    void *p[] = {d->row, d->col, d->empty, d->val, d->head_sum, d->tail_sum};
-    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p));
+    void *p[] = {d->row, d->empty, d->head_sum, d->tail_sum, d->col, d->val};
+    ks_cufmt_free(be, p, KS_CUFMT_COUNT(p) - (d->borrowed ? 2 : 0));
     free(d);
 }
 
@@ -300,6 +301,94 @@ extern "C" ks_error ks_coo_dev_apply(ks_backend *be, const ks_coo_dev *d, double
 
 namespace {
 
+/* One thread a row of the device CSR: its entries' row index (row != NULL),
+ * or, for an empty row, a slot in the empty list taken from *count (empty
+ * NULL: only counted). The list's order is the slots' (not ascending):
+ * coo_empty_kernel's writes are independent, so no sum depends on it. */
+__global__ void coo_rows_kernel(ks_int n, const ks_int *__restrict__ rowptr,
+                                ks_int *__restrict__ row, ks_int *__restrict__ count,
+                                ks_int *__restrict__ empty)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    const ks_int a = rowptr[i], b = rowptr[i + 1];
+    if (a == b) {
+        const ks_int slot = atomicAdd(count, 1);
+        if (empty)
+            empty[slot] = (ks_int)i;
+    } else if (row) {
+        for (ks_int k = a; k < b; k++)
+            row[k] = (ks_int)i;
+    }
+}
+
+ks_error rows_pass(ks_backend *be, const ks_sparse *A, ks_int *row, ks_int *count,
+                   ks_int *empty, ks_int *host_count)
+{
+    cudaStream_t st = ks_cufmt_stream(be);
+    KS_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof *count, st));
+    coo_rows_kernel<<<ks_cufmt_blocks(A->nrows, 256), 256, 0, st>>>(A->nrows, A->rowptr, row,
+                                                                     count, empty);
+    KS_CUDA_LAUNCH_CHECK("coo_rows_kernel");
+    return be->ops->download(be, host_count, count, sizeof *host_count);
+}
+
+/* The state from the matrix's device CSR, with no host round trip (a
+ * distributed matrix's ghost block: millions of rows, most empty, whose
+ * host layout cost 60 ms at 256^3): col and val are read in place, the row
+ * indices and the empty rows made on the device. */
+ks_error coo_setup_sparse(ks_backend *be, const ks_sparse *A, const ks_spmv_params *prm,
+                          void **state, double *bytes)
+{
+    (void)prm;
+    *state = NULL;
+    ks_coo_dev *d = (ks_coo_dev *)ks_calloc(1, sizeof *d, "coo device state");
+    if (!d)
+        return KS_ERR_MEMORY;
+    d->nrows = A->nrows;
+    d->nnz = A->nnz;
+    d->ntiles = ((long long)A->nnz + kTile - 1) / kTile;
+    d->borrowed = 1;
+    d->col = A->colind;
+    d->val = A->val;
+    ks_int *count = NULL, empties = 0, again = 0;
+    const size_t nt = (size_t)d->ntiles;
+    ks_error e = ks_be_alloc(be, sizeof(ks_int) * (size_t)A->nnz + 1, (void **)&d->row,
+                             "coo row indices");
+    if (e == KS_OK)
+        e = ks_be_alloc(be, sizeof(double) * nt + 1, (void **)&d->head_sum, "coo head sums");
+    if (e == KS_OK)
+        e = ks_be_alloc(be, sizeof(double) * nt + 1, (void **)&d->tail_sum, "coo tail sums");
+    if (e == KS_OK)
+        e = ks_be_alloc(be, sizeof *count, (void **)&count, "coo empty-row count");
+    if (e == KS_OK && A->nrows > 0)
+        e = rows_pass(be, A, d->row, count, NULL, &empties);
+    if (e == KS_OK && empties > 0)
+        e = ks_be_alloc(be, sizeof(ks_int) * (size_t)empties, (void **)&d->empty,
+                        "coo empty rows");
+    if (e == KS_OK && empties > 0)
+        e = rows_pass(be, A, NULL, count, d->empty, &again);
+    if (e == KS_OK && again != empties)
+        e = ks_seterr(KS_ERR_DEVICE, "coo: %ld empty rows counted, then %ld",
+                      (long)empties, (long)again);
+    if (count)
+        be->ops->free(be, count);
+    if (e != KS_OK) {
+        ks_coo_dev_destroy(be, d);
+        return e;
+    }
+    d->nempty = empties;
+    ks_coo_layout sizes;
+    memset(&sizes, 0, sizeof sizes);
+    sizes.nnz = A->nnz;
+    sizes.nused = A->nrows - empties;
+    sizes.nempty = empties;
+    *bytes = ks_coo_bytes(&sizes, 0);
+    *state = d;
+    return KS_OK;
+}
+
 ks_error coo_setup(ks_backend *be, const void *layout, void **state)
 {
     ks_coo_dev *d = NULL;
@@ -350,7 +439,7 @@ extern "C" const ks_spmv_format_ops ks_format_coo_cuda = {
     ks_coo_layout_to_csr,
     NULL, /* fused_step */
     0, /* float_values */
-    NULL, /* setup_sparse */
+    coo_setup_sparse,
     NULL, /* state_bytes */
     NULL, /* reads_values */
     NULL, /* spmm: k SpMVs */

@@ -46,6 +46,7 @@ typedef struct ks_pmis_joint {
     const ks_int *srp, *sci, *trp, *tci;
     int *cnt, *cf, *sel, *cand, *fix;
     uint64_t *h;
+    int *scratch; /* one int in be's memory for a step's count (device tables) */
 } ks_pmis_joint;
 
 enum { KS_PMIS_UNSEEN = 0, KS_PMIS_PROMOTED = 1, KS_PMIS_KEPT = 2 };

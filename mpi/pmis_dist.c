@@ -149,8 +149,8 @@ static void pmis_free(ks_backend *be, void *p)
 static void ctx_free(pmis_ctx *P)
 {
     ks_backend *be = P->J.be;
-    void *dev[] = {P->J.cnt, P->J.cf, P->J.sel, P->J.cand, P->J.fix, P->J.h, P->idx,
-                   P->packed};
+    void *dev[] = {P->J.cnt, P->J.cf, P->J.sel, P->J.cand, P->J.fix, P->J.h, P->J.scratch,
+                   P->idx, P->packed};
     for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++)
         pmis_free(be, dev[k]);
     free(P->hsend);
@@ -184,7 +184,9 @@ static ks_error pmis_on(const ks_dist_strength *S, const ks_dist_graph *G,
     J->cand = pmis_alloc(be, m * sizeof(int), "PMIS fix-up candidates");
     J->fix = pmis_alloc(be, m * sizeof(int), "PMIS fix-up states");
     J->h = pmis_alloc(be, m * sizeof *J->h, "PMIS random measures");
-    ks_error e = J->cnt && J->cf && J->sel && J->cand && J->fix && J->h ? KS_OK : KS_ERR_MEMORY;
+    J->scratch = pmis_alloc(be, sizeof(int), "PMIS step count");
+    ks_error e = J->cnt && J->cf && J->sel && J->cand && J->fix && J->h && J->scratch
+                     ? KS_OK : KS_ERR_MEMORY;
     e = ks_comm_agree(S->comm, e);
     if (e == KS_OK)
         e = ks_halo_typed_create(S->comm, G->halo, MPI_INT, sizeof(int), &P.x);

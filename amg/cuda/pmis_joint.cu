@@ -165,8 +165,9 @@ extern "C" ks_error ks_amg_cuda_pmis_joint_step(ks_pmis_joint *J, int step,
 {
     ks_backend *be = J->be;
     cudaStream_t st = ks_cu_stream(be);
-    int *dc = NULL, hc = 0;
-    KS_TRY(ks_be_alloc(be, sizeof *dc, (void **)&dc, "distributed PMIS count"));
+    int *dc = J->scratch, hc = 0;
+    if (!dc)
+        return ks_seterr(KS_ERR_ARG, "distributed PMIS: no scratch count on the device");
     ks_error e = ks_amg_cu_fill_int(be, dc, 1, 0);
     const ks_int m = J->nloc + J->next;
     const unsigned grid = ks_cu_blocks(J->nloc > 0 ? J->nloc : 1);
@@ -203,7 +204,6 @@ extern "C" ks_error ks_amg_cuda_pmis_joint_step(ks_pmis_joint *J, int step,
     }
     if (e == KS_OK)
         e = be->ops->download(be, &hc, dc, sizeof hc);
-    be->ops->free(be, dc);
     *count = hc;
     return e;
 }

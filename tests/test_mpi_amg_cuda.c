@@ -53,8 +53,17 @@ static void generate(ks_gen_kind kind, int n, ks_csr *A)
     ks_gen_params_default(&g);
     g.kind = kind;
     g.nx = g.ny = g.nz = n;
+    /* convection-diffusion strongly upwind: a structurally nonsymmetric
+     * strength graph (PMIS's fix-up has candidates) */
+    g.vx = 20.0, g.vy = -7.0, g.vz = 3.0;
     KS_CHECK(ks_generate(&g, A));
 }
+
+/* A generated problem n^3 and its layout (dist_of's empty). */
+typedef struct dist_problem {
+    ks_gen_kind kind;
+    int n, empty;
+} dist_problem;
 
 /* This rank's rows of N: even blocks, or (empty = 1, several ranks) all
  * on rank 0 but a tenth on the last rank, the ranks between without rows. */
@@ -915,22 +924,14 @@ static void splitting_free(ks_dist_strength *S, int *cf, ks_dist_coarse *C)
 START_TEST(test_dist_pmis_device)
 {
     need_cuda();
-    static const struct {
-        ks_gen_kind kind;
-        int n, empty;
-    } probs[] = {{KS_GEN_POISSON3D_7, 14, 0},
-                 {KS_GEN_POISSON3D_7, 13, 1},
-                 {KS_GEN_POISSON3D_27, 9, 1},
-                 {KS_GEN_CONVDIFF3D, 12, 0},
-                 {KS_GEN_CONVDIFF3D, 11, 1}};
+    static const dist_problem probs[] = {{KS_GEN_POISSON3D_7, 14, 0},
+                                         {KS_GEN_POISSON3D_7, 13, 1},
+                                         {KS_GEN_POISSON3D_27, 9, 1},
+                                         {KS_GEN_CONVDIFF3D, 12, 0},
+                                         {KS_GEN_CONVDIFF3D, 11, 1}};
     for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
         ks_csr A;
-        ks_gen_params g;
-        ks_gen_params_default(&g);
-        g.kind = probs[q].kind;
-        g.nx = g.ny = g.nz = probs[q].n;
-        g.vx = 20.0, g.vy = -7.0, g.vz = 3.0; /* read by the upwind problem only */
-        KS_CHECK(ks_generate(&g, &A));
+        generate(probs[q].kind, probs[q].n, &A);
         ks_matrix *Mc = dist_of(be, &A, probs[q].empty), *Md = dist_of(cuda, &A, probs[q].empty);
         for (unsigned long long seed = 3; seed <= 4; seed++) {
             ks_dist_strength Sc, Sd;
@@ -971,13 +972,10 @@ END_TEST
 START_TEST(test_dist_interp)
 {
     need_cuda();
-    static const struct {
-        ks_gen_kind kind;
-        int n, empty;
-    } probs[] = {{KS_GEN_POISSON3D_7, 14, 0},
-                 {KS_GEN_POISSON3D_7, 13, 1},
-                 {KS_GEN_POISSON3D_27, 9, 0},
-                 {KS_GEN_POISSON3D_27, 8, 1}};
+    static const dist_problem probs[] = {{KS_GEN_POISSON3D_7, 14, 0},
+                                         {KS_GEN_POISSON3D_7, 13, 1},
+                                         {KS_GEN_POISSON3D_27, 9, 0},
+                                         {KS_GEN_POISSON3D_27, 8, 1}};
     static const ks_dist_trunc trs[] = {{0, 0.0}, {4, 0.0}, {0, 0.2}, {3, 0.1}, {1, 0.0}};
     for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
         ks_csr A;
@@ -1030,13 +1028,10 @@ static int same_dist_csr(const ks_dist_csr *X, const ks_dist_csr *Y)
 START_TEST(test_dist_ap)
 {
     need_cuda();
-    static const struct {
-        ks_gen_kind kind;
-        int n, empty;
-    } probs[] = {{KS_GEN_POISSON3D_7, 13, 0},
-                 {KS_GEN_POISSON3D_7, 12, 1},
-                 {KS_GEN_POISSON3D_27, 9, 0},
-                 {KS_GEN_POISSON3D_27, 8, 1}};
+    static const dist_problem probs[] = {{KS_GEN_POISSON3D_7, 13, 0},
+                                         {KS_GEN_POISSON3D_7, 12, 1},
+                                         {KS_GEN_POISSON3D_27, 9, 0},
+                                         {KS_GEN_POISSON3D_27, 8, 1}};
     for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
         ks_csr A;
         generate(probs[q].kind, probs[q].n, &A);

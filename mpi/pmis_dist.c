@@ -196,8 +196,8 @@ static ks_error pmis_on(const ks_dist_strength *S, const ks_dist_graph *G,
         P.hsend = ks_malloc((size_t)P.nout * sizeof(int) + 1, "PMIS send values");
         P.hrecv = ks_malloc((size_t)G->next * sizeof(int) + 1, "PMIS received values");
         e = P.packed && P.hsend && P.hrecv ? KS_OK : KS_ERR_MEMORY;
-        if (e == KS_OK)
-            e = ks_be_upload_new(be, G->halo->send_idx, (size_t)P.nout * sizeof(ks_int) + 1,
+        if (e == KS_OK && P.nout > 0) /* a rank sending nothing has no list */
+            e = ks_be_upload_new(be, G->halo->send_idx, (size_t)P.nout * sizeof(ks_int),
                                  (void **)&P.idx, "PMIS send list");
         if (e == KS_OK && G->nloc > 0)
             e = be->ops->upload(be, J->cf, cf, (size_t)G->nloc * sizeof(int));

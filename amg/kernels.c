@@ -518,6 +518,36 @@ ks_error ks_amgk_spectral_scale_start(ks_amg_exec *x, ks_backend *be, ks_int n,
     return sh ? out_array(e, be, start, sh, bytes) : e;
 }
 
+/* The table where be's arrays are (the cpu's for the host, be NULL). */
+static const ks_amg_kernels *table_where(const ks_backend *be)
+{
+    return be ? table_of(be) : CPU;
+}
+
+static ks_error no_kernels(const ks_backend *be, const char *op)
+{
+    return ks_seterr(KS_ERR_UNSUPPORTED, "%s: no kernels for the %s backend", op,
+                     ks_backend_name(be));
+}
+
+ks_error ks_amgk_pmis_joint_step(ks_pmis_joint *J, int step, unsigned long long seed,
+                                 ks_gint *count)
+{
+    const ks_amg_kernels *K = table_where(J->be);
+    if (!K || !K->pmis_joint_step)
+        return no_kernels(J->be, "distributed PMIS");
+    return K->pmis_joint_step(J, step, seed, count);
+}
+
+ks_error ks_amgk_gather_int(ks_backend *be, const int *src, const ks_int *idx, ks_int n,
+                            int *out)
+{
+    const ks_amg_kernels *K = table_where(be);
+    if (!K || !K->gather_int)
+        return no_kernels(be, "gather of ints");
+    return K->gather_int(be, src, idx, n, out);
+}
+
 ks_error ks_amgk_symmetry_counts(ks_amg_exec *x, const ks_sparse *L, const double *d,
                                  int64_t cnt[4])
 {

@@ -29,6 +29,48 @@ typedef struct ks_spectral_prep {
     double bound;      /* max_i sum_j |a_ij| / |a_ii| over the other rows (0 when none) */
 } ks_spectral_prep;
 
+/* The distributed PMIS's points where its rounds run (mpi/pmis_dist.c): own
+ * points 0 .. nloc-1 (global row_begin + i), then the external ones nloc ..
+ * nloc+next-1 (global ext_gid[j - nloc]); the joint graph's S and S^T rows
+ * of the own points (srp/sci, trp/tci, columns in that numbering); per
+ * point the measure count cnt, random measure h, state cf (KS_CPT, KS_FPT,
+ * KS_UNDECIDED), this round's selection sel, the fix-up's candidate flag
+ * cand and its state fix (KS_PMIS_UNSEEN, _PROMOTED, _KEPT). Every array
+ * in be's memory (NULL be: the host). The caller brings the external
+ * points' cnt, cf, sel, cand and fix from their owners between steps. */
+typedef struct ks_pmis_joint {
+    ks_backend *be;
+    ks_int nloc, next;
+    ks_gint row_begin;
+    const ks_gint *ext_gid;
+    const ks_int *srp, *sci, *trp, *tci;
+    int *cnt, *cf, *sel, *cand, *fix;
+    uint64_t *h;
+    int *scratch; /* one int in be's memory for a step's count (device tables) */
+} ks_pmis_joint;
+
+enum { KS_PMIS_UNSEEN = 0, KS_PMIS_PROMOTED = 1, KS_PMIS_KEPT = 2 };
+
+/* The steps of pmis_joint_step, each over the own points (*count: its
+ * count over them):
+ *   KS_PMIS_INIT: h of every point from (seed, global index), cnt[i] =
+ *     |S^T_i|, sel, cand and fix 0 everywhere, cf of the external points
+ *     KS_UNDECIDED; an undecided own point without S or S^T entries
+ *     becomes F. Count: own points left undecided.
+ *   KS_PMIS_SELECT: sel[i] = i undecided and no undecided neighbour in
+ *     S_i or S^T_i beats its measure (cnt, then h, then global index).
+ *     Count: selected points.
+ *   KS_PMIS_UPDATE: a selected point becomes C, an undecided one with a
+ *     selected neighbour F. Count: points still undecided.
+ *   KS_PMIS_CANDIDATES: cand[i] = i is F with S entries, none of them C.
+ *     Count: candidates.
+ *   KS_PMIS_FIXUP: an unseen candidate with a promoted earlier (smaller
+ *     global index) candidate in S_i is kept; one whose earlier candidates
+ *     in S_i are all decided is promoted (and becomes C). Count: unseen
+ *     candidates left. Which round decides a candidate may differ between
+ *     backends; the outcome does not. */
+enum { KS_PMIS_INIT, KS_PMIS_SELECT, KS_PMIS_UPDATE, KS_PMIS_CANDIDATES, KS_PMIS_FIXUP };
+
 typedef struct ks_amg_kernels {
     ks_backend_kind backend;
     /* Strength graphs: S is a pattern (no values) of A's size, row i lists
@@ -116,6 +158,13 @@ typedef struct ks_amg_kernels {
      * KS_SPEC_SYM_TOL sqrt|a_ii a_jj|, cnt[3] those not equal bit for bit
      * (host counts; mpi/symmetry_dist.c adds the ghost block's). */
     ks_error (*symmetry_counts)(const ks_sparse *L, const double *d, int64_t cnt[4]);
+    /* One step of the distributed PMIS on J (above). */
+    ks_error (*pmis_joint_step)(ks_pmis_joint *J, int step, unsigned long long seed,
+                                ks_gint *count);
+    /* out[k] = src[idx[k]] for k < n (be's memory): the values a halo plan
+     * sends, packed. */
+    ks_error (*gather_int)(ks_backend *be, const int *src, const ks_int *idx, ks_int n,
+                           int *out);
 } ks_amg_kernels;
 
 extern const ks_amg_kernels ks_amg_cpu_kernels;
@@ -187,6 +236,12 @@ ks_error ks_amgk_spectral_prepare_blocks(ks_amg_exec *x, const ks_sparse *L, con
                                          double *d, ks_spectral_prep *out);
 ks_error ks_amgk_spectral_scale_start(ks_amg_exec *x, ks_backend *be, ks_int n,
                                       ks_gint row_begin, int sym, double *d, double *start);
+/* The table of J->be's backend (the cpu's for the host); no staging: the
+ * distributed PMIS keeps its arrays where the table runs. */
+ks_error ks_amgk_pmis_joint_step(ks_pmis_joint *J, int step, unsigned long long seed,
+                                 ks_gint *count);
+ks_error ks_amgk_gather_int(ks_backend *be, const int *src, const ks_int *idx, ks_int n,
+                            int *out);
 ks_error ks_amgk_symmetry_counts(ks_amg_exec *x, const ks_sparse *L, const double *d,
                                  int64_t cnt[4]);
 

@@ -44,6 +44,10 @@ ks_error ks_halo_typed_create(const ks_comm *c, const ks_halo *h, MPI_Datatype t
  * outcome before their next collective. Waits for every request posted,
  * also after a failure. */
 ks_error ks_halo_typed_forward(ks_halo_typed *x, const void *own, void *ghost);
+/* The same with the values to send already packed in the plan's send order
+ * (ks_halo_typed_count of them; packed NULL: the exchange's own buffer). */
+ks_error ks_halo_typed_forward_packed(ks_halo_typed *x, const void *packed, void *ghost);
+ks_int ks_halo_typed_count(const ks_halo_typed *x);
 void ks_halo_typed_free(ks_halo_typed *x);
 
 /* -------------------------------------------------------- halo_rows.c */
@@ -103,10 +107,18 @@ typedef struct ks_dist_graph {
     ks_int *srp, *sci;      /* S: nloc rows, columns in the joint numbering */
     ks_int *trp, *tci;      /* S^T: nloc rows, the same numbering */
     ks_halo *halo;          /* over ext_gid */
+    /* Where the strength's device parts made it (be NULL: host only): the
+     * same rows and ext_gid in be's memory, where PMIS's rounds run. */
+    ks_backend *be;
+    ks_sparse dS, dT;
+    ks_gint *dext_gid;
 } ks_dist_graph;
 
 /* Collective. */
 ks_error ks_dist_graph_create(const ks_dist_strength *S, ks_dist_graph *G);
+/* G's rows on the host (srp, sci, trp, tci): a graph made on a device
+ * keeps them there until this downloads them. Local. */
+ks_error ks_dist_graph_host_rows(ks_dist_graph *G);
 void ks_dist_graph_free(ks_dist_graph *G);
 
 /* ---------------------------------------------------------- pmis_dist.c */

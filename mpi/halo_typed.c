@@ -29,9 +29,22 @@ ks_error ks_halo_typed_create(const ks_comm *c, const ks_halo *h, MPI_Datatype t
     return e;
 }
 
+ks_int ks_halo_typed_count(const ks_halo_typed *x) { return nout(x->h); }
+
 ks_error ks_halo_typed_forward(ks_halo_typed *x, const void *own, void *ghost)
 {
     const ks_halo *h = x->h;
+    const unsigned char *src = own;
+    const ks_int m = nout(h);
+    for (ks_int k = 0; k < m; k++)
+        memcpy(x->buf + (size_t)k * x->size, src + (size_t)h->send_idx[k] * x->size, x->size);
+    return ks_halo_typed_forward_packed(x, NULL, ghost);
+}
+
+ks_error ks_halo_typed_forward_packed(ks_halo_typed *x, const void *packed, void *ghost)
+{
+    const ks_halo *h = x->h;
+    const unsigned char *out = packed ? packed : x->buf;
     const int nreq = h->nrecv + h->nsend;
     for (int r = 0; r < nreq; r++)
         x->req[r] = MPI_REQUEST_NULL;
@@ -43,13 +56,9 @@ ks_error ks_halo_typed_forward(ks_halo_typed *x, const void *own, void *ghost)
                                    HALO_TYPED_TAG, h->comm, &x->req[r]),
                          "MPI_Irecv (halo)");
     }
-    const unsigned char *src = own;
-    const ks_int m = nout(h);
-    for (ks_int k = 0; k < m; k++)
-        memcpy(x->buf + (size_t)k * x->size, src + (size_t)h->send_idx[k] * x->size, x->size);
     for (int r = 0; r < h->nsend && e == KS_OK; r++) {
         const ks_int s = h->send_start[r], n = h->send_start[r + 1] - s;
-        e = ks_mpi_check(MPI_Isend(x->buf + (size_t)s * x->size, n, x->type, h->send_rank[r],
+        e = ks_mpi_check(MPI_Isend(out + (size_t)s * x->size, n, x->type, h->send_rank[r],
                                    HALO_TYPED_TAG, h->comm, &x->req[h->nrecv + r]),
                          "MPI_Isend (halo)");
     }

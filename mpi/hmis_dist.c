@@ -66,7 +66,10 @@ ks_error ks_dist_hmis(const ks_dist_strength *S, unsigned long long seed, int *c
     const size_t m = (size_t)G.nloc + (size_t)G.next + 1;
     int *cfx = ks_malloc(m * sizeof *cfx, "HMIS states");
     unsigned char *fixed = ks_malloc(m, "HMIS external flags");
-    e = ks_comm_agree(S->comm, cfx && fixed ? KS_OK : KS_ERR_MEMORY);
+    e = cfx && fixed ? KS_OK : KS_ERR_MEMORY;
+    if (e == KS_OK) /* the Ruge-Stueben pass reads the rows on the host */
+        e = ks_dist_graph_host_rows(&G);
+    e = ks_comm_agree(S->comm, e);
     if (e == KS_OK) {
         /* isolated points (no strong connection on any rank): F, outside
          * both stages; the external points undecided and fixed */

@@ -22,104 +22,67 @@
 
 #include <string.h>
 
-enum { UNSEEN = 0, PROMOTED = 1, KEPT = 2 }; /* a candidate's fix-up state */
-
+/* The rounds' arrays where the table runs them (J.be: the graph's device;
+ * NULL: the host) and the exchange of their external entries. On a device
+ * the values a rank sends are packed there and downloaded (boundary points
+ * only), exchanged by MPI and the received ones uploaded into the external
+ * part. */
 typedef struct pmis_ctx {
-    const ks_dist_graph *G;
+    ks_pmis_joint J;
     const ks_comm *c;
     ks_halo_typed x;   /* int exchange over the external points */
-    int *cnt, *cf, *sel, *cand, *state; /* nloc + next each */
-    uint64_t *h;
+    ks_int nout;       /* values this rank sends an exchange */
+    ks_int *idx;       /* device: the plan's send list */
+    int *packed;       /* device: nout */
+    int *hsend, *hrecv; /* device: host copies, nout and next */
 } pmis_ctx;
 
-static ks_gint gid_of(const ks_dist_graph *G, ks_int j)
+/* a's external entries from their owners (a: one of J's arrays). Not
+ * collective; every rank calls it and agrees after. */
+static ks_error exchange(pmis_ctx *P, int *a)
 {
-    return j < G->nloc ? G->row_begin + j : G->ext_gid[j - G->nloc];
+    ks_pmis_joint *J = &P->J;
+    if (!J->be)
+        return ks_halo_typed_forward(&P->x, a, a + J->nloc);
+    ks_backend *be = J->be;
+    ks_error e = ks_amgk_gather_int(be, a, P->idx, P->nout, P->packed);
+    if (e == KS_OK && P->nout > 0)
+        e = be->ops->download(be, P->hsend, P->packed, (size_t)P->nout * sizeof(int));
+    /* called also after a failure here, so the neighbours' messages match */
+    ks_error x = ks_halo_typed_forward_packed(&P->x, P->hsend, P->hrecv);
+    if (e == KS_OK)
+        e = x;
+    if (e == KS_OK && J->next > 0)
+        e = be->ops->upload(be, a + J->nloc, P->hrecv, (size_t)J->next * sizeof(int));
+    return e;
 }
 
-/* Does j's measure beat i's? (pmis.c's beats, global index last) */
-static int beats(const pmis_ctx *P, ks_int j, ks_int i)
+/* The arrays agreed, then a global count. */
+static ks_error exchange_and_count(pmis_ctx *P, int *a, ks_gint *v, int k)
 {
-    if (P->cnt[j] != P->cnt[i])
-        return P->cnt[j] > P->cnt[i];
-    if (P->h[j] != P->h[i])
-        return P->h[j] > P->h[i];
-    return gid_of(P->G, j) > gid_of(P->G, i);
-}
-
-static int is_local_max(const pmis_ctx *P, ks_int i)
-{
-    const ks_dist_graph *G = P->G;
-    for (ks_int k = G->srp[i]; k < G->srp[i + 1]; k++)
-        if (P->cf[G->sci[k]] == KS_UNDECIDED && beats(P, G->sci[k], i))
-            return 0;
-    for (ks_int k = G->trp[i]; k < G->trp[i + 1]; k++)
-        if (P->cf[G->tci[k]] == KS_UNDECIDED && beats(P, G->tci[k], i))
-            return 0;
-    return 1;
-}
-
-static int has_selected(const pmis_ctx *P, ks_int i)
-{
-    const ks_dist_graph *G = P->G;
-    for (ks_int k = G->srp[i]; k < G->srp[i + 1]; k++)
-        if (P->sel[G->sci[k]])
-            return 1;
-    for (ks_int k = G->trp[i]; k < G->trp[i + 1]; k++)
-        if (P->sel[G->tci[k]])
-            return 1;
-    return 0;
-}
-
-/* The states of every rank's own points agreed, then a global count. A
- * failed exchange on one rank becomes every rank's error before the sum. */
-static ks_error exchange_and_count(pmis_ctx *P, int *own, ks_gint *v, int k)
-{
-    ks_error e = ks_comm_agree(P->c, ks_halo_typed_forward(&P->x, own, own + P->G->nloc));
+    ks_error e = ks_comm_agree(P->c, exchange(P, a));
     if (e == KS_OK)
         e = ks_comm_sum_gint(P->c, v, k);
     return e;
 }
 
-static ks_error rounds(pmis_ctx *P)
+static ks_error step(pmis_ctx *P, int s, unsigned long long seed, ks_gint *count)
 {
-    const ks_dist_graph *G = P->G;
-    const ks_int n = G->nloc;
+    return ks_comm_agree(P->c, ks_amgk_pmis_joint_step(&P->J, s, seed, count));
+}
+
+static ks_error rounds(pmis_ctx *P, unsigned long long seed)
+{
     ks_gint und = 0;
-#pragma omp parallel for schedule(static) reduction(+ : und)
-    for (ks_int i = 0; i < n; i++) {
-        if (P->cf[i] != KS_UNDECIDED)
-            continue; /* decided before (ks_dist_pmis_from) */
-        if (G->srp[i] == G->srp[i + 1] && G->trp[i] == G->trp[i + 1])
-            P->cf[i] = KS_FPT; /* isolated: nothing to interpolate from or for */
-        else
-            und++;
-    }
-    KS_TRY(exchange_and_count(P, P->cf, &und, 1));
+    KS_TRY(step(P, KS_PMIS_INIT, seed, &und));
+    KS_TRY(ks_comm_agree(P->c, exchange(P, P->J.cnt)));
+    KS_TRY(exchange_and_count(P, P->J.cf, &und, 1));
     while (und > 0) {
-        ks_gint nsel = 0, nleft = 0;
-#pragma omp parallel for schedule(static) reduction(+ : nsel)
-        for (ks_int i = 0; i < n; i++) {
-            P->sel[i] = P->cf[i] == KS_UNDECIDED && is_local_max(P, i);
-            nsel += P->sel[i];
-        }
-        ks_error e = ks_halo_typed_forward(&P->x, P->sel, P->sel + n);
-        e = ks_comm_agree(P->c, e);
-        if (e != KS_OK)
-            return e;
-#pragma omp parallel for schedule(static) reduction(+ : nleft)
-        for (ks_int i = 0; i < n; i++) {
-            if (P->cf[i] != KS_UNDECIDED)
-                continue;
-            if (P->sel[i])
-                P->cf[i] = KS_CPT;
-            else if (has_selected(P, i))
-                P->cf[i] = KS_FPT;
-            else
-                nleft++;
-        }
-        ks_gint v[2] = {nsel, nleft};
-        KS_TRY(exchange_and_count(P, P->cf, v, 2));
+        ks_gint v[2] = {0, 0};
+        KS_TRY(step(P, KS_PMIS_SELECT, seed, &v[0]));
+        KS_TRY(ks_comm_agree(P->c, exchange(P, P->J.sel)));
+        KS_TRY(step(P, KS_PMIS_UPDATE, seed, &v[1]));
+        KS_TRY(exchange_and_count(P, P->J.cf, v, 2));
         if (v[0] == 0) /* impossible: the largest undecided measure always wins */
             return ks_seterr(KS_ERR_NUMERIC, "distributed PMIS: no progress with %lld "
                              "undecided points", (long long)und);
@@ -128,48 +91,16 @@ static ks_error rounds(pmis_ctx *P)
     return KS_OK;
 }
 
-static ks_error fixup(pmis_ctx *P)
+static ks_error fixup(pmis_ctx *P, unsigned long long seed)
 {
-    const ks_dist_graph *G = P->G;
-    const ks_int n = G->nloc;
     ks_gint left = 0;
-#pragma omp parallel for schedule(static) reduction(+ : left)
-    for (ks_int i = 0; i < n; i++) {
-        int need = P->cf[i] == KS_FPT && G->srp[i] < G->srp[i + 1];
-        for (ks_int k = G->srp[i]; k < G->srp[i + 1] && need; k++)
-            need = P->cf[G->sci[k]] != KS_CPT;
-        P->cand[i] = need;
-        left += need;
-    }
-    KS_TRY(exchange_and_count(P, P->cand, &left, 1));
+    KS_TRY(step(P, KS_PMIS_CANDIDATES, seed, &left));
+    KS_TRY(exchange_and_count(P, P->J.cand, &left, 1));
     /* Never for a structurally symmetric S (pmis.c): usually done here. */
     while (left > 0) {
         ks_gint v = 0;
-        /* In index order: a candidate decided this round informs the later
-         * ones at once; either way the result is the same (states only go
-         * from UNSEEN to final). */
-        for (ks_int i = 0; i < n; i++) {
-            if (!P->cand[i] || P->state[i] != UNSEEN)
-                continue;
-            const ks_gint gi = G->row_begin + i;
-            int pending = 0, hit = 0;
-            for (ks_int k = G->srp[i]; k < G->srp[i + 1] && !hit; k++) {
-                const ks_int j = G->sci[k];
-                if (P->cand[j] && gid_of(G, j) < gi) {
-                    hit = P->state[j] == PROMOTED;
-                    pending |= P->state[j] == UNSEEN;
-                }
-            }
-            if (hit) {
-                P->state[i] = KEPT;
-            } else if (!pending) {
-                P->state[i] = PROMOTED;
-                P->cf[i] = KS_CPT;
-            } else {
-                v++;
-            }
-        }
-        KS_TRY(exchange_and_count(P, P->state, &v, 1));
+        KS_TRY(step(P, KS_PMIS_FIXUP, seed, &v));
+        KS_TRY(exchange_and_count(P, P->J.fix, &v, 1));
         if (v == left) /* impossible: the smallest undecided candidate decides */
             return ks_seterr(KS_ERR_NUMERIC, "distributed PMIS fix-up: no progress with %lld "
                              "undecided candidates", (long long)left);
@@ -198,57 +129,101 @@ ks_error ks_dist_split_args(const ks_dist_strength *S, const int *cf, const ks_i
     return ks_comm_agree(S->comm, e);
 }
 
-/* ks_dist_pmis_from on S's graph G (made by the caller). */
+/* Allocations where J.be says (the host when NULL). */
+static void *pmis_alloc(ks_backend *be, size_t bytes, const char *what)
+{
+    if (!be)
+        return ks_malloc(bytes, what);
+    void *p = NULL;
+    return ks_be_alloc(be, bytes, &p, what) == KS_OK ? p : NULL;
+}
+
+static void pmis_free(ks_backend *be, void *p)
+{
+    if (!be)
+        free(p);
+    else if (p)
+        be->ops->free(be, p);
+}
+
+static void ctx_free(pmis_ctx *P)
+{
+    ks_backend *be = P->J.be;
+    void *dev[] = {P->J.cnt, P->J.cf, P->J.sel, P->J.cand, P->J.fix, P->J.h, P->J.scratch,
+                   P->idx, P->packed};
+    for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++)
+        pmis_free(be, dev[k]);
+    free(P->hsend);
+    free(P->hrecv);
+    ks_halo_typed_free(&P->x);
+}
+
+/* ks_dist_pmis_from on S's graph G (made by the caller): the rounds where
+ * G's rows live (a device when the strength's device parts made it). */
 static ks_error pmis_on(const ks_dist_strength *S, const ks_dist_graph *G,
                         unsigned long long seed, int *cf, ks_int *nc)
 {
-    pmis_ctx P = {.G = G, .c = S->comm};
-    ks_error e;
+    pmis_ctx P;
+    memset(&P, 0, sizeof P);
+    P.c = S->comm;
+    ks_pmis_joint *J = &P.J;
+    ks_backend *be = G->be;
+    J->be = be;
+    J->nloc = G->nloc;
+    J->next = G->next;
+    J->row_begin = G->row_begin;
+    J->ext_gid = be ? G->dext_gid : G->ext_gid;
+    J->srp = be ? G->dS.rowptr : G->srp;
+    J->sci = be ? G->dS.colind : G->sci;
+    J->trp = be ? G->dT.rowptr : G->trp;
+    J->tci = be ? G->dT.colind : G->tci;
     const size_t m = (size_t)G->nloc + (size_t)G->next + 1;
-    P.cnt = ks_malloc(m * sizeof(int), "PMIS measures");
-    P.cf = ks_malloc(m * sizeof(int), "PMIS states");
-    P.sel = ks_calloc(m, sizeof(int), "PMIS selections");
-    P.cand = ks_calloc(m, sizeof(int), "PMIS fix-up candidates");
-    P.state = ks_calloc(m, sizeof(int), "PMIS fix-up states");
-    P.h = ks_malloc(m * sizeof *P.h, "PMIS random measures");
-    e = ks_comm_agree(S->comm, P.cnt && P.cf && P.sel && P.cand && P.state && P.h
-                                   ? KS_OK : KS_ERR_MEMORY);
+    J->cnt = pmis_alloc(be, m * sizeof(int), "PMIS measures");
+    J->cf = pmis_alloc(be, m * sizeof(int), "PMIS states");
+    J->sel = pmis_alloc(be, m * sizeof(int), "PMIS selections");
+    J->cand = pmis_alloc(be, m * sizeof(int), "PMIS fix-up candidates");
+    J->fix = pmis_alloc(be, m * sizeof(int), "PMIS fix-up states");
+    J->h = pmis_alloc(be, m * sizeof *J->h, "PMIS random measures");
+    J->scratch = pmis_alloc(be, sizeof(int), "PMIS step count");
+    ks_error e = J->cnt && J->cf && J->sel && J->cand && J->fix && J->h && J->scratch
+                     ? KS_OK : KS_ERR_MEMORY;
+    e = ks_comm_agree(S->comm, e);
     if (e == KS_OK)
         e = ks_halo_typed_create(S->comm, G->halo, MPI_INT, sizeof(int), &P.x);
-    if (e == KS_OK) {
-#pragma omp parallel for schedule(static)
-        for (ks_int j = 0; j < G->nloc + G->next; j++) {
-            P.h[j] = ks_coarsen_hash(seed, gid_of(G, j));
-            P.cf[j] = j < G->nloc ? cf[j] : KS_UNDECIDED; /* external: the rounds' exchange */
-        }
-#pragma omp parallel for schedule(static)
-        for (ks_int i = 0; i < G->nloc; i++)
-            P.cnt[i] = G->trp[i + 1] - G->trp[i]; /* |S^T_i| over all ranks */
-        e = ks_comm_agree(S->comm, ks_halo_typed_forward(&P.x, P.cnt, P.cnt + G->nloc));
+    if (e == KS_OK && be) { /* the exchange's device and host buffers */
+        P.nout = ks_halo_typed_count(&P.x);
+        P.packed = pmis_alloc(be, (size_t)P.nout * sizeof(int) + 1, "PMIS send values");
+        P.hsend = ks_malloc((size_t)P.nout * sizeof(int) + 1, "PMIS send values");
+        P.hrecv = ks_malloc((size_t)G->next * sizeof(int) + 1, "PMIS received values");
+        e = P.packed && P.hsend && P.hrecv ? KS_OK : KS_ERR_MEMORY;
+        if (e == KS_OK && P.nout > 0) /* a rank sending nothing has no list */
+            e = ks_be_upload_new(be, G->halo->send_idx, (size_t)P.nout * sizeof(ks_int),
+                                 (void **)&P.idx, "PMIS send list");
+        if (e == KS_OK && G->nloc > 0)
+            e = be->ops->upload(be, J->cf, cf, (size_t)G->nloc * sizeof(int));
+        e = ks_comm_agree(S->comm, e);
+    } else if (e == KS_OK && G->nloc > 0) {
+        memcpy(J->cf, cf, (size_t)G->nloc * sizeof(int));
     }
     double t = ks_wtime();
     if (e == KS_OK)
-        e = rounds(&P);
+        e = rounds(&P, seed);
     ks_amg_dist_substep(S->comm, "PMIS: rounds", &t);
     if (e == KS_OK)
-        e = fixup(&P);
+        e = fixup(&P, seed);
     ks_amg_dist_substep(S->comm, "PMIS: fix-up", &t);
+    if (e == KS_OK && G->nloc > 0)
+        e = be ? be->ops->download(be, cf, J->cf, (size_t)G->nloc * sizeof(int))
+               : (memcpy(cf, J->cf, (size_t)G->nloc * sizeof(int)), KS_OK);
+    e = ks_comm_agree(S->comm, e);
     if (e == KS_OK) {
         ks_int c = 0;
 #pragma omp parallel for schedule(static) reduction(+ : c)
-        for (ks_int i = 0; i < G->nloc; i++) {
-            cf[i] = P.cf[i];
+        for (ks_int i = 0; i < G->nloc; i++)
             c += cf[i] == KS_CPT;
-        }
         *nc = c;
     }
-    ks_halo_typed_free(&P.x);
-    free(P.cnt);
-    free(P.cf);
-    free(P.sel);
-    free(P.cand);
-    free(P.state);
-    free(P.h);
+    ctx_free(&P);
     return e;
 }
 

@@ -25,6 +25,10 @@ void ks_dist_graph_free(ks_dist_graph *G)
     free(G->trp);
     free(G->tci);
     ks_halo_destroy(G->halo);
+    ks_sparse_free(&G->dS);
+    ks_sparse_free(&G->dT);
+    if (G->dext_gid)
+        G->be->ops->free(G->be, G->dext_gid);
     memset(G, 0, sizeof *G);
 }
 
@@ -215,7 +219,8 @@ static ks_error joint_rows(const ks_dist_strength *S, const ext_deps *X, ks_dist
 }
 
 /* The same rows made where the strength's device parts live (S->dlocal,
- * S->dghost) and brought to the host: S's rows are its owned part merged
+ * S->dghost) and kept there for PMIS's rounds (HMIS's first stage reads
+ * host copies: ks_dist_graph_host_rows): S's rows are its owned part merged
  * with its ghost part, whose columns go to external numbers through a
  * table (ks_sparse_stack_rows with no other rows: a renumbering), so a row
  * is its owned columns then its external ones, as joint_rows writes it;
@@ -229,7 +234,7 @@ static ks_error joint_rows_device(const ks_dist_strength *S, const ext_deps *X, 
     const ks_int n = S->nloc, nx = G->next, ng = S->nghost;
     ks_gmap xm = {0}; /* positions in ext_gid (an empty own range) */
     ks_int *gtab = ks_malloc((size_t)ng * sizeof *gtab + 1, "ghost to external");
-    ks_csr D = {0}, none = {0, nx, 0, NULL, NULL, NULL}, Sh = {0}, Th = {0};
+    ks_csr D = {0}, none = {0, nx, 0, NULL, NULL, NULL};
     ks_int zero = 0;
     none.rowptr = &zero;
     ks_sparse dnone = {0}, SGx = {0}, Sj = {0}, T = {0}, dD = {0}, Tj = {0};
@@ -267,16 +272,14 @@ static ks_error joint_rows_device(const ks_dist_strength *S, const ext_deps *X, 
     if (e == KS_OK)
         e = ks_sparse_merge_blocks(&T, &dD, 0, &Tj);
     if (e == KS_OK)
-        e = ks_sparse_to_csr(&Sj, &Sh);
-    if (e == KS_OK)
-        e = ks_sparse_to_csr(&Tj, &Th);
-    if (e == KS_OK) { /* the graph takes the host rows */
-        G->srp = Sh.rowptr;
-        G->sci = Sh.colind;
-        G->trp = Th.rowptr;
-        G->tci = Th.colind;
-        memset(&Sh, 0, sizeof Sh);
-        memset(&Th, 0, sizeof Th);
+        e = ks_be_upload_new(be, G->ext_gid, (size_t)nx * sizeof *G->ext_gid + 1,
+                             (void **)&G->dext_gid, "external points' ids");
+    if (e == KS_OK) { /* the graph takes the rows (host copies on demand) */
+        G->be = be;
+        G->dS = Sj;
+        G->dT = Tj;
+        memset(&Sj, 0, sizeof Sj);
+        memset(&Tj, 0, sizeof Tj);
     }
     if (dgtab)
         be->ops->free(be, dgtab);
@@ -286,12 +289,32 @@ static ks_error joint_rows_device(const ks_dist_strength *S, const ext_deps *X, 
     ks_sparse_free(&T);
     ks_sparse_free(&dD);
     ks_sparse_free(&Tj);
-    ks_csr_free(&Sh);
-    ks_csr_free(&Th);
     free(D.colind);
     ks_gmap_free(&xm);
     free(gtab);
     return e;
+}
+
+ks_error ks_dist_graph_host_rows(ks_dist_graph *G)
+{
+    if (G->srp || !G->be)
+        return KS_OK;
+    ks_csr Sh = {0}, Th = {0};
+    ks_error e = ks_sparse_to_csr(&G->dS, &Sh);
+    if (e == KS_OK)
+        e = ks_sparse_to_csr(&G->dT, &Th);
+    if (e != KS_OK) {
+        ks_csr_free(&Sh);
+        ks_csr_free(&Th);
+        return e;
+    }
+    G->srp = Sh.rowptr;
+    G->sci = Sh.colind;
+    G->trp = Th.rowptr;
+    G->tci = Th.colind;
+    free(Sh.val);
+    free(Th.val);
+    return KS_OK;
 }
 
 ks_error ks_dist_graph_create(const ks_dist_strength *S, ks_dist_graph *G)

@@ -53,8 +53,17 @@ static void generate(ks_gen_kind kind, int n, ks_csr *A)
     ks_gen_params_default(&g);
     g.kind = kind;
     g.nx = g.ny = g.nz = n;
+    /* convection-diffusion strongly upwind: a structurally nonsymmetric
+     * strength graph (PMIS's fix-up has candidates) */
+    g.vx = 20.0, g.vy = -7.0, g.vz = 3.0;
     KS_CHECK(ks_generate(&g, A));
 }
+
+/* A generated problem n^3 and its layout (dist_of's empty). */
+typedef struct dist_problem {
+    ks_gen_kind kind;
+    int n, empty;
+} dist_problem;
 
 /* This rank's rows of N: even blocks, or (empty = 1, several ranks) all
  * on rank 0 but a tenth on the last rank, the ranks between without rows. */
@@ -906,6 +915,53 @@ static void splitting_free(ks_dist_strength *S, int *cf, ks_dist_coarse *C)
     ks_dist_strength_free(S);
 }
 
+/* Distributed PMIS on the device (the joint graph kept where the
+ * strength's device parts made it, the rounds and the fix-up by the cuda
+ * table's pmis_joint_step, the external points' states exchanged through
+ * packed downloads) against the host's: the same splitting point for
+ * point. Symmetric and upwind (nonsymmetric S: the fix-up runs)
+ * problems, even and uneven layouts (ranks without rows), two seeds. */
+START_TEST(test_dist_pmis_device)
+{
+    need_cuda();
+    static const dist_problem probs[] = {{KS_GEN_POISSON3D_7, 14, 0},
+                                         {KS_GEN_POISSON3D_7, 13, 1},
+                                         {KS_GEN_POISSON3D_27, 9, 1},
+                                         {KS_GEN_CONVDIFF3D, 12, 0},
+                                         {KS_GEN_CONVDIFF3D, 11, 1}};
+    for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
+        ks_csr A;
+        generate(probs[q].kind, probs[q].n, &A);
+        ks_matrix *Mc = dist_of(be, &A, probs[q].empty), *Md = dist_of(cuda, &A, probs[q].empty);
+        for (unsigned long long seed = 3; seed <= 4; seed++) {
+            ks_dist_strength Sc, Sd;
+            ks_dist_coarse Cc, Cd;
+            int *cfc, *cfd;
+            splitting_of(Mc, seed, &Sc, &cfc, &Cc);
+            splitting_of(Md, seed, &Sd, &cfd, &Cd);
+            const ks_int n = Sc.nloc;
+            ks_int differ = Sd.nloc == n ? 0 : 1, cpts = 0;
+            for (ks_int i = 0; !differ && i < n; i++) {
+                differ += cfc[i] != cfd[i];
+                cpts += cfc[i] == KS_CPT;
+            }
+            ALL(!differ && Cc.nc == Cd.nc && Cc.nc_global == Cd.nc_global,
+                "problem %zu (%d^3, %s layout), seed %llu: the device's splitting differs from "
+                "the host's (%lld points differ; C points %lld / %lld global, host %lld / "
+                "%lld)", q, probs[q].n, probs[q].empty ? "uneven" : "even", seed,
+                (long long)differ, (long long)Cd.nc, (long long)Cd.nc_global,
+                (long long)Cc.nc, (long long)Cc.nc_global);
+            ALL(n == 0 || cpts > 0 || Cc.nc_global > 0, "problem %zu: no C point", q);
+            splitting_free(&Sc, cfc, &Cc);
+            splitting_free(&Sd, cfd, &Cd);
+        }
+        ks_matrix_destroy(&Mc);
+        ks_matrix_destroy(&Md);
+        ks_csr_free(&A);
+    }
+}
+END_TEST
+
 /* Distributed interpolation built on the device (ks_dist_interp on cuda:
  * each rank's local system uploaded, the kernel table's row-range
  * builders and truncation run there, the rows downloaded) against the
@@ -916,13 +972,10 @@ static void splitting_free(ks_dist_strength *S, int *cf, ks_dist_coarse *C)
 START_TEST(test_dist_interp)
 {
     need_cuda();
-    static const struct {
-        ks_gen_kind kind;
-        int n, empty;
-    } probs[] = {{KS_GEN_POISSON3D_7, 14, 0},
-                 {KS_GEN_POISSON3D_7, 13, 1},
-                 {KS_GEN_POISSON3D_27, 9, 0},
-                 {KS_GEN_POISSON3D_27, 8, 1}};
+    static const dist_problem probs[] = {{KS_GEN_POISSON3D_7, 14, 0},
+                                         {KS_GEN_POISSON3D_7, 13, 1},
+                                         {KS_GEN_POISSON3D_27, 9, 0},
+                                         {KS_GEN_POISSON3D_27, 8, 1}};
     static const ks_dist_trunc trs[] = {{0, 0.0}, {4, 0.0}, {0, 0.2}, {3, 0.1}, {1, 0.0}};
     for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
         ks_csr A;
@@ -975,13 +1028,10 @@ static int same_dist_csr(const ks_dist_csr *X, const ks_dist_csr *Y)
 START_TEST(test_dist_ap)
 {
     need_cuda();
-    static const struct {
-        ks_gen_kind kind;
-        int n, empty;
-    } probs[] = {{KS_GEN_POISSON3D_7, 13, 0},
-                 {KS_GEN_POISSON3D_7, 12, 1},
-                 {KS_GEN_POISSON3D_27, 9, 0},
-                 {KS_GEN_POISSON3D_27, 8, 1}};
+    static const dist_problem probs[] = {{KS_GEN_POISSON3D_7, 13, 0},
+                                         {KS_GEN_POISSON3D_7, 12, 1},
+                                         {KS_GEN_POISSON3D_27, 9, 0},
+                                         {KS_GEN_POISSON3D_27, 8, 1}};
     for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
         ks_csr A;
         generate(probs[q].kind, probs[q].n, &A);
@@ -1025,7 +1075,7 @@ END_TEST
 static void after(void)
 {
     if (rank == 0 && !have_cuda)
-        printf("SKIPPED: 13 (no CUDA device on every rank: distributed AMG on cuda)\n");
+        printf("SKIPPED: 14 (no CUDA device on every rank: distributed AMG on cuda)\n");
     ks_backend_destroy(&cuda);
 }
 
@@ -1044,6 +1094,7 @@ static Suite *suite(void)
         tcase_add_test(t, test_local_spgemm);
         tcase_add_test(t, test_dist_strength);
         tcase_add_test(t, test_dist_spectral);
+        tcase_add_test(t, test_dist_pmis_device);
         tcase_add_test(t, test_dist_interp);
         tcase_add_test(t, test_dist_ap);
         tcase_add_test(t, test_poisson7);

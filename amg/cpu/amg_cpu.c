@@ -297,4 +297,6 @@ const ks_amg_kernels ks_amg_cpu_kernels = {
     .spectral_prepare_blocks = cpu_spectral_prepare_blocks,
     .spectral_scale_start = cpu_spectral_scale_start,
     .symmetry_counts = cpu_symmetry_counts,
+    .pmis_joint_step = ks_amg_cpu_pmis_joint_step,
+    .gather_int = ks_amg_cpu_gather_int,
 };

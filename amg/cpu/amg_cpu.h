@@ -64,6 +64,12 @@ void ks_strength_free(ks_strength *S);
  * promotes such F points to C; for a symmetric S no fix-up happens and the C
  * points are independent. F points with an empty S row get empty P rows. */
 ks_error ks_amg_pmis(const ks_strength *S, unsigned long long seed, int *cf, ks_int *nc);
+/* The distributed PMIS's steps and the int gather (the cpu table's
+ * pmis_joint_step and gather_int; pmis_joint.c). */
+ks_error ks_amg_cpu_pmis_joint_step(ks_pmis_joint *J, int step, unsigned long long seed,
+                                    ks_gint *count);
+ks_error ks_amg_cpu_gather_int(ks_backend *be, const int *src, const ks_int *idx, ks_int n,
+                               int *out);
 /* HMIS: a Ruge-Stueben first pass, then PMIS on what is left (for a
  * structurally symmetric S on one process the RS pass decides everything;
  * the PMIS pass matters with MPI), then the same fix-up as PMIS. */

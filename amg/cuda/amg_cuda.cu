@@ -27,4 +27,6 @@ extern "C" const ks_amg_kernels ks_amg_cuda_kernels = {
     /* spectral_prepare_blocks */ ks_amg_cuda_spectral_prepare_blocks,
     /* spectral_scale_start */ ks_amg_cuda_spectral_scale_start,
     /* symmetry_counts */ ks_amg_cuda_symmetry_counts,
+    /* pmis_joint_step */ ks_amg_cuda_pmis_joint_step,
+    /* gather_int */ ks_amg_cuda_gather_int,
 };

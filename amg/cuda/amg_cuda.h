@@ -59,6 +59,11 @@ enum {
 ks_error ks_amg_cu_first_bad_row(const ks_sparse *A, unsigned flags, ks_int *bad);
 /* Row i's first stored diagonal entry: *value (0 when none) and *stored. */
 ks_error ks_amg_cu_row_diagonal(const ks_sparse *A, ks_int i, double *value, int *stored);
+/* The distributed PMIS's steps and the int gather (pmis_joint.cu). */
+ks_error ks_amg_cuda_pmis_joint_step(ks_pmis_joint *J, int step, unsigned long long seed,
+                                     ks_gint *count);
+ks_error ks_amg_cuda_gather_int(ks_backend *be, const int *src, const ks_int *idx, ks_int n,
+                                int *out);
 /* n ints at p (device) set to v (asynchronous). */
 ks_error ks_amg_cu_fill_int(ks_backend *be, int *p, ks_int n, int v);
 

@@ -24,7 +24,7 @@ extern "C" {
  * host memory, _DEVICE on a device, or KS_AMG_DIST_AGGLOMERATE from the
  * environment (measurements). */
 #define KS_AMG_DIST_AGGLOMERATE_ROWS 64
-#define KS_AMG_DIST_AGGLOMERATE_ROWS_DEVICE 32768
+#define KS_AMG_DIST_AGGLOMERATE_ROWS_DEVICE 8192
 extern int ks_amg_dist_agglomerate_rows;
 
 /* Collective. Every level below level 0 built on amg's level 0 (which

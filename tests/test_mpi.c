@@ -755,8 +755,9 @@ static ks_matrix *dist_matrix(ks_backend *b, const ks_gen_params *g, int empty_r
     return M;
 }
 
-/* Distributed (on backend b) vs one-process (cpu) solve of g: iterations
- * within 1, x to 1e-8. */
+/* Distributed (on backend b) vs one-process (cpu) solve of g: the same
+ * iterations on the cpu (within 1 on another backend, whose sums are
+ * not the cpu's), x to 1e-8. */
 static void compare_solves_on(ks_backend *b, const ks_gen_params *g, const char *solver,
                               const char *pc, int empty_rank)
 {
@@ -771,8 +772,9 @@ static void compare_solves_on(ks_backend *b, const ks_gen_params *g, const char 
     const ks_gint r0 = ks_matrix_row_begin(M);
     const ks_int n = ks_matrix_rows(M);
     double err = ks_test_max_relerr(dis.x, ser.x + r0, n);
+    const int slack = b == be ? 0 : 1;
     ALL(ser.status == KS_SOLVE_CONVERGED && dis.status == KS_SOLVE_CONVERGED &&
-            abs(ser.iterations - dis.iterations) <= 1 && err <= 1e-8,
+            abs(ser.iterations - dis.iterations) <= slack && err <= 1e-8,
         "%s %s+%s on %s: serial %s in %d, distributed %s in %d, max error %g",
         ks_gen_kind_name(g->kind), solver, pc, ks_backend_name(b),
         ks_solve_status_name(ser.status), ser.iterations,

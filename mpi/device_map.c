@@ -64,3 +64,31 @@ ks_error ks_comm_gather_devices(const ks_comm *c, const ks_backend *be, ks_rank_
                                       MPI_BYTE, ks_comm_mpi_of(c)),
                         "MPI_Allgather (the ranks' devices)");
 }
+
+ks_error ks_comm_check_gpus(const ks_comm *c, ks_backend *be, const char *who,
+                            const char *other_hosts, const char *shared, ks_rank_device *mine)
+{
+    const int p = c->size;
+    ks_rank_device *all = ks_calloc((size_t)p, sizeof *all, "the ranks' GPUs");
+    ks_error e = ks_comm_agree(c, all ? KS_OK : KS_ERR_MEMORY);
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ks_comm_gather_devices(c, be, all));
+    /* the verdict read off the same table everywhere: the same on every rank */
+    for (int q = 0; q < p && e == KS_OK; q++) {
+        if (all[q].device < 0)
+            e = ks_seterr(KS_ERR_UNSUPPORTED, "%s: rank %d's backend has no GPU", who, q);
+        else if (other_hosts && strcmp(all[q].host, all[0].host))
+            e = ks_seterr(KS_ERR_UNSUPPORTED, "%s: ranks 0 and %d run on different hosts (%s "
+                          "and %s; %s)", who, q, all[0].host, all[q].host, other_hosts);
+    }
+    for (int q = 1; q < p && e == KS_OK && shared; q++)
+        for (int r = 0; r < q && e == KS_OK; r++)
+            if (!strcmp(all[q].host, all[r].host) &&
+                !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
+                e = ks_seterr(KS_ERR_UNSUPPORTED, "%s: ranks %d and %d share GPU %s on host %s "
+                              "(%s)", who, r, q, all[q].pci_bus_id, all[q].host, shared);
+    if (e == KS_OK && mine)
+        *mine = all[c->rank];
+    free(all);
+    return e;
+}

@@ -161,10 +161,14 @@ int ks_halo_stage_always = 0;
 
 static const char *const transport_names[] = {"auto", "staged", "direct", "nccl", "ipc", "host"};
 
-/* 1: auto runs ipc where every rank has a GPU of one host (before nccl,
- * after direct); 0: auto never picks ipc (only asking for it runs it).
- * The one switch of auto's choice of ipc (choose()). */
-#define AUTO_PICKS_IPC 0
+/* 1: auto runs ipc where every rank has its own GPU of one host (before
+ * nccl, after direct); 0: auto never picks ipc (only asking for it runs
+ * it). ipc's plans cost milliseconds where NCCL's communicator costs
+ * 0.6 s and each new pair of ranks its first exchange's connection (four
+ * H200s, 7-point 256³: from the matrix to the first solution 1.36 s with
+ * ipc, 2.25 s with nccl), for 1-3 % more time an iteration. The one
+ * switch of auto's choice of ipc (choose()). */
+#define AUTO_PICKS_IPC 1
 
 int ks_halo_transport_parse(const char *name)
 {
@@ -303,8 +307,9 @@ static ks_error choose(ks_halo *h, ks_backend *be)
         if (c->size == 1) /* one rank: nothing travels */
             return KS_OK;
 #ifdef KS_HAVE_CUDA
-        if (AUTO_PICKS_IPC && ipc_ok) {
-            ks_error e = ks_ipc_one_host(c, be);
+        if (AUTO_PICKS_IPC && ipc_ok) { /* ranks sharing a GPU: nccl refuses, staged */
+            ks_error e = ks_comm_check_gpus(c, be, "halo transport auto", KS_IPC_OTHER_HOSTS,
+                                            "a GPU a rank for ipc", NULL);
             if (e == KS_OK) {
                 h->transport = KS_HALO_IPC;
                 return KS_OK;

@@ -117,23 +117,7 @@ static ks_error check_tokens(const ks_halo *h, int n, const int *ranks, const lo
 /* Read off the same gathered table on every rank: the same verdict. */
 ks_error ks_ipc_one_host(const ks_comm *c, ks_backend *be)
 {
-    const int p = c->size;
-    ks_rank_device *all = ks_calloc((size_t)p, sizeof *all, "the ranks' GPUs");
-    ks_error e = ks_comm_agree(c, all ? KS_OK : KS_ERR_MEMORY);
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_comm_gather_devices(c, be, all));
-    for (int q = 0; q < p && e == KS_OK; q++) {
-        if (all[q].device < 0)
-            e = ks_seterr(KS_ERR_UNSUPPORTED, "halo transport ipc: rank %d's backend has no GPU",
-                          q);
-        else if (strcmp(all[q].host, all[0].host))
-            e = ks_seterr(KS_ERR_UNSUPPORTED,
-                          "halo transport ipc: ranks 0 and %d run on different hosts (%s and "
-                          "%s; CUDA IPC joins the GPUs of one host: use nccl or staged)",
-                          q, all[0].host, all[q].host);
-    }
-    free(all);
-    return e;
+    return ks_comm_check_gpus(c, be, "halo transport ipc", KS_IPC_OTHER_HOSTS, NULL, NULL);
 }
 
 /* Local: this rank's buffer, events, arrays and published handles. */

@@ -45,35 +45,17 @@ static ks_error nccl_check(ncclResult_t r, const char *call)
                      last && *last ? ")" : "");
 }
 
-/* Collective: KS_OK when every rank's backend has a GPU and no two ranks
- * share one of a host (ks_comm_gather_devices: host names and PCI bus
- * ids); KS_ERR_UNSUPPORTED on every rank naming the first pair otherwise
- * (the verdict is read off the same gathered table everywhere). dev: this
+/* Collective: every rank its own GPU (ks_comm_check_gpus); dev: this
  * rank's device. */
 static ks_error own_gpus(const ks_comm *c, ks_backend *be, char *dev)
 {
-    const int p = c->size;
-    ks_rank_device *all = ks_calloc((size_t)p, sizeof *all, "the ranks' GPUs");
-    ks_error e = ks_comm_agree(c, all ? KS_OK : KS_ERR_MEMORY);
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_comm_gather_devices(c, be, all));
-    for (int q = 0; q < p && e == KS_OK; q++)
-        if (all[q].device < 0)
-            e = ks_seterr(KS_ERR_UNSUPPORTED, "halo transport nccl: rank %d's backend has no GPU",
-                          q);
-    for (int q = 1; q < p && e == KS_OK; q++)
-        for (int r = 0; r < q && e == KS_OK; r++)
-            if (!strcmp(all[q].host, all[r].host) &&
-                !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
-                e = ks_seterr(KS_ERR_UNSUPPORTED,
-                              "halo transport nccl: ranks %d and %d share GPU %s on host %s "
-                              "(NCCL cannot put two ranks on one GPU: give each rank its own, "
-                              "or use the staged transport)",
-                              r, q, all[q].pci_bus_id, all[q].host);
-    if (e == KS_OK)
-        snprintf(dev, DEVICE_KEY_LEN, "%s", all[c->rank].pci_bus_id);
-    free(all);
-    return e;
+    ks_rank_device mine;
+    KS_TRY(ks_comm_check_gpus(c, be, "halo transport nccl", NULL,
+                              "NCCL cannot put two ranks on one GPU: give each rank its own, "
+                              "or use the staged transport",
+                              &mine));
+    snprintf(dev, DEVICE_KEY_LEN, "%s", mine.pci_bus_id);
+    return KS_OK;
 }
 
 /* This rank's device: be's PCI bus id. */

@@ -49,6 +49,13 @@ ks_error ks_comm_agree_same(const ks_comm *c, ks_error e);
 /* Collective (device_map.c). This rank's place among the ranks of c on
  * its node (MPI_COMM_TYPE_SHARED) and how many there are. */
 ks_error ks_comm_local_rank(const ks_comm *c, int *local_rank, int *local_size);
+/* Collective: KS_OK when every rank's backend has a GPU and, where
+ * other_hosts is given, all ranks run on one host and, where shared is
+ * given, no two ranks of a host share a GPU (ks_comm_gather_devices); else
+ * KS_ERR_UNSUPPORTED on every rank, "who: " naming the first offence and
+ * ending with the hint given for it. mine (may be NULL): this rank's entry. */
+ks_error ks_comm_check_gpus(const ks_comm *c, ks_backend *be, const char *who,
+                            const char *other_hosts, const char *shared, ks_rank_device *mine);
 /* The MPI communicator under c. */
 MPI_Comm ks_comm_mpi_of(const ks_comm *c);
 /* KS_OK for MPI_SUCCESS; else KS_ERR_MPI naming `call` and MPI's reason. */
@@ -268,6 +275,8 @@ void ks_nccl_free(struct ks_nccl *n);
  * host (ks_comm_gather_devices), else KS_ERR_UNSUPPORTED on every rank
  * naming the first rank that does not. */
 ks_error ks_ipc_one_host(const ks_comm *c, ks_backend *be);
+/* ks_comm_check_gpus's hint where ranks run on several hosts. */
+#define KS_IPC_OTHER_HOSTS "CUDA IPC joins the GPUs of one host: use nccl or staged"
 /* Collective (h attached to a cuda backend, idx_be made): refused on every
  * rank, KS_ERR_UNSUPPORTED naming them, unless every rank has a GPU and
  * all run on one host; then h->send_be (nout values) from cudaMalloc, the

@@ -235,6 +235,18 @@ int halo_gather_devices(ks_backend *cuda, ks_rank_device *all)
     return -1;
 }
 
+int halo_gpus_shared(ks_backend *cuda)
+{
+    ks_rank_device all[8];
+    if (halo_gather_devices(cuda, all) < 0)
+        return -1;
+    for (int q = 1; q < nranks; q++)
+        for (int r = 0; r < q; r++)
+            if (!strcmp(all[q].host, all[r].host) && !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
+                return 1;
+    return 0;
+}
+
 /* The suite's own setup failed: one failing test says why. */
 START_TEST(test_setup)
 {

@@ -39,4 +39,8 @@ int halo_cuda_backend(ks_backend **cuda);
  * failing test that says why). */
 int halo_gather_devices(ks_backend *cuda, ks_rank_device *all);
 void halo_add_setup_test(TCase *t);
+/* Called from a suite's set-up (collective, no assertion there): 1 when
+ * two ranks run on one GPU of one host, 0 when none do, -1 when the
+ * ranks' devices could not be gathered (halo_gather_devices). */
+int halo_gpus_shared(ks_backend *cuda);
 #endif

@@ -15,7 +15,8 @@
  * turn (the send buffers' reuse and the plans' own message tags), every
  * result compared, the two destroyed in different orders on the ranks;
  * PCG + AMG on cuda with the same iterations, residual and x bits as
- * staged. Ranks on several hosts: ipc refused on every rank
+ * staged; auto running ipc where every rank has its own GPU (staged where
+ * ranks share one), bit for bit as staged. Ranks on several hosts: ipc refused on every rank
  * naming them. Otherwise the GPU tests are skipped with the reason
  * printed. */
 #include "halo_cases.h"
@@ -178,6 +179,40 @@ START_TEST(test_ipc_amg)
 }
 END_TEST
 
+/* auto runs ipc where every rank has its own GPU of one host; where
+ * ranks share a GPU it stages (nccl refuses them); the product is the
+ * staged transport's bit for bit either way. */
+START_TEST(test_ipc_auto)
+{
+    const int shared = halo_gpus_shared(cuda);
+    ALL(shared >= 0, "the ranks' GPUs are unknown");
+    ks_gint off[9];
+    ks_csr A;
+    halo_layout(1, 70, off);
+    ks_test_random_global(95, off, &A);
+    const ks_int n = (ks_int)(off[rank + 1] - off[rank]);
+    ks_matrix *Ma = halo_with_transport(cuda, "auto", &A, off[rank], n);
+    ks_matrix *Ms = halo_with_transport(cuda, "staged", &A, off[rank], n);
+    const char *want = shared ? "staged" : "ipc";
+    ALL(!strcmp(ks_matrix_halo_transport(Ma), want), "auto runs %s where ranks %s: want %s",
+        ks_matrix_halo_transport(Ma), shared ? "share a GPU" : "have their own GPUs", want);
+    double *x = malloc(((size_t)n + 1) * sizeof *x), *ya = malloc(((size_t)n + 1) * sizeof *ya);
+    double *ys = malloc(((size_t)n + 1) * sizeof *ys);
+    for (ks_int i = 0; i < n; i++)
+        x[i] = cos(0.3 * (double)(off[rank] + i)) - 0.2;
+    halo_chain(Ma, x, 3, ya);
+    halo_chain(Ms, x, 3, ys);
+    ALL(!memcmp(ya, ys, (size_t)n * sizeof *ya), "auto (%s) and staged give other bits",
+        ks_matrix_halo_transport(Ma));
+    ks_matrix_destroy(&Ma);
+    ks_matrix_destroy(&Ms);
+    free(x);
+    free(ya);
+    free(ys);
+    ks_csr_free(&A);
+}
+END_TEST
+
 /* Ranks on several hosts: ipc refused on every rank, naming them. */
 START_TEST(test_ipc_hosts)
 {
@@ -210,7 +245,7 @@ static int one_host(void)
 static void after(void)
 {
     if (rank == 0 && skip_why[0])
-        printf("SKIPPED: 3 (%s)\n", skip_why);
+        printf("SKIPPED: 4 (%s)\n", skip_why);
     ks_backend_destroy(&cuda);
 }
 
@@ -241,6 +276,7 @@ static Suite *suite(void)
         tcase_add_test(t, test_ipc_spmv);
         tcase_add_test(t, test_ipc_chain);
         tcase_add_test(t, test_ipc_amg);
+        tcase_add_test(t, test_ipc_auto);
     }
 #endif
     suite_add_tcase(s, t);

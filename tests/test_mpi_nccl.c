@@ -124,20 +124,6 @@ START_TEST(test_nccl_shared_gpu)
 }
 END_TEST
 
-/* Collective: 1 when two ranks run on one GPU of one host, -1 when the
- * ranks' devices could not be gathered (halo_gather_devices). Called from
- * suite(), outside any test, so it must not assert. */
-static int gpus_shared(void)
-{
-    ks_rank_device all[8];
-    if (halo_gather_devices(cuda, all) < 0)
-        return -1;
-    for (int q = 1; q < nranks; q++)
-        for (int r = 0; r < q; r++)
-            if (!strcmp(all[q].host, all[r].host) && !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
-                return 1;
-    return 0;
-}
 #endif /* KS_HAVE_NCCL */
 
 static void after(void)
@@ -164,7 +150,7 @@ static Suite *suite(void)
     else if (nranks < 2)
         snprintf(skip_why, sizeof skip_why, "one rank: nothing travels");
     else {
-        const int shared = gpus_shared();
+        const int shared = halo_gpus_shared(cuda);
         if (shared < 0) {
             snprintf(skip_why, sizeof skip_why, "the ranks' GPUs are unknown");
             halo_add_setup_test(t);

@@ -112,11 +112,17 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_sparse *dAL,
         x->cid[r] = -1;
     }
     /* Fetched rows' columns first: own and ghost points are set after,
-     * from their own records (the same states). */
+     * from their own records (the same states). A point in several
+     * fetched rows gets the same state from each: the threads' writes
+     * agree (atomic, so none is torn). */
+#pragma omp parallel for schedule(static)
     for (int64_t q = 0; q < nr; q++) {
         const ks_int r = ks_gmap_find(&x->fm, R->col[q]);
-        x->cid[r] = R->cid[q];
-        x->cf[r] = R->cid[q] >= 0 ? KS_CPT : KS_FPT;
+        const ks_gint id = R->cid[q];
+#pragma omp atomic write
+        x->cid[r] = id;
+#pragma omp atomic write
+        x->cf[r] = id >= 0 ? KS_CPT : KS_FPT;
     }
 #pragma omp parallel for schedule(static)
     for (ks_int g = 0; g < ng; g++) {
@@ -138,7 +144,8 @@ static ks_error points(const ks_csr *AL, const ks_csr *AG, const ks_sparse *dAL,
         x->S.rowptr[r + 1] = S->local.rowptr[i + 1] - S->local.rowptr[i] +
                              S->grp[i + 1] - S->grp[i];
     }
-    for (ks_int t = 0; t < nf; t++) {
+#pragma omp parallel for schedule(static)
+    for (ks_int t = 0; t < nf; t++) { /* distinct points */
         const ks_int r = ks_gmap_find(&x->fm, R->gid[t]);
         x->fpos[t] = r;
         x->A.rowptr[r + 1] = R->rowptr[t + 1] - R->rowptr[t];

@@ -15,6 +15,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Thread chunks of exchange_deps' walk at most. */
+#define KS_DEPS_MAX_THREADS 256
+
 void ks_dist_graph_free(ks_dist_graph *G)
 {
     if (!G)
@@ -59,30 +66,59 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
                 q++;
             owner[g] = q;
         }
+        /* Threads take chunks of rows: each counts its chunk's pairs by
+         * owner, the counts are laid out owner by owner in chunk order,
+         * then each writes its chunk's (the serial order; most rows have
+         * no ghost entry, and a serial walk over all of them costs
+         * milliseconds a level). */
+        int nt = 1;
+#ifdef _OPENMP
+        if (n >= 16384)
+            nt = omp_get_max_threads();
+#endif
+        nt = nt > KS_DEPS_MAX_THREADS ? KS_DEPS_MAX_THREADS : nt;
+        int64_t *tpos = ks_calloc((size_t)nt * (size_t)p + 1, sizeof *tpos, "strength exchange counts");
         int64_t *pairs = ks_calloc((size_t)p + 1, sizeof *pairs, "strength exchange counts");
-        e = pairs ? KS_OK : KS_ERR_MEMORY;
-        for (ks_int k = 0; k < nent && e == KS_OK; k++)
-            pairs[owner[S->gci[k]]]++;
-        int64_t at = 0; /* bytes */
-        for (int q = 0; q < p && e == KS_OK; q++) {
-            sdispl[q] = (int)at;
-            scount[q] = (int)(2 * pairs[q] * (int64_t)sizeof *out);
-            at += 2 * pairs[q] * (int64_t)sizeof *out;
-            if (at > INT32_MAX)
-                e = ks_seterr(KS_ERR_SIZE, "rank %d sends more than 2^31 bytes of strength "
-                              "entries", c->rank);
+        e = tpos && pairs ? KS_OK : KS_ERR_MEMORY;
+        int over = 0;
+#pragma omp parallel num_threads(nt) if (nt > 1 && e == KS_OK)
+        {
+            int t = 0, used = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            used = omp_get_num_threads();
+#endif
+            const ks_int i0 = (ks_int)((int64_t)n * t / used);
+            const ks_int i1 = (ks_int)((int64_t)n * (t + 1) / used);
+            int64_t *mine = e == KS_OK ? tpos + (size_t)t * (size_t)p : NULL;
+            for (ks_int i = i0; i < i1 && mine; i++)
+                for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++)
+                    mine[owner[S->gci[k]]]++;
+#pragma omp barrier
+#pragma omp single
+            if (mine) {
+                ks_layout_rank_scan(tpos, used, p, pairs);
+                int64_t at = 0; /* bytes */
+                for (int q = 0; q < p; q++) {
+                    sdispl[q] = (int)at;
+                    scount[q] = (int)(2 * pairs[q] * (int64_t)sizeof *out);
+                    at += 2 * pairs[q] * (int64_t)sizeof *out;
+                    over |= at > INT32_MAX;
+                }
+            } /* its barrier publishes the places */
+            /* Pairs (column = the owner's point, row = the dependent point). */
+            for (ks_int i = i0; i < i1 && mine && !over; i++)
+                for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++) {
+                    const int64_t w = 2 * mine[owner[S->gci[k]]]++;
+                    out[w] = S->ghost_gid[S->gci[k]];
+                    out[w + 1] = S->row_begin + i;
+                }
         }
+        if (e == KS_OK && over)
+            e = ks_seterr(KS_ERR_SIZE, "rank %d sends more than 2^31 bytes of strength "
+                          "entries", c->rank);
+        free(tpos);
         free(pairs);
-        /* Pairs (column = the owner's point, row = the dependent point). */
-        int *pos = rcount; /* scratch until the counts arrive */
-        for (int q = 0; q < p; q++)
-            pos[q] = sdispl[q] / (int)sizeof *out;
-        for (ks_int i = 0; i < n && e == KS_OK; i++)
-            for (ks_int k = S->grp[i]; k < S->grp[i + 1]; k++) {
-                const int q = owner[S->gci[k]];
-                out[pos[q]++] = S->ghost_gid[S->gci[k]];
-                out[pos[q]++] = S->row_begin + i;
-            }
     }
     e = ks_comm_agree(c, e);
     if (e == KS_OK) {

@@ -121,24 +121,27 @@ static ks_int pack(const void *ctx, ks_int i, void *out)
 /* The rows this rank sends (the plan's, each once, ascending) taken out of
  * A's blocks where they live and brought to the host: the few rows the
  * neighbours fetch, not the whole blocks. */
-static ks_error sent_rows(const ks_matrix *A, const ks_halo *h, ks_int nloc, ks_int **rows,
+static ks_error sent_rows(const ks_matrix *A, const ks_halo *h, ks_int **rows,
                           ks_int *n, ks_csr *XL, ks_csr *XG)
 {
     const ks_int ns = h->send_start[h->nsend];
-    unsigned char *mark = ks_calloc((size_t)nloc + 1, 1, "rows to send");
+    /* the send list sorted, each row once: a few boundary rows, not a
+     * walk over all nloc */
+    ks_gint *ids = ks_malloc(((size_t)ns + 1) * sizeof *ids, "rows to send");
     *rows = ks_malloc(((size_t)ns + 1) * sizeof **rows, "rows to send");
-    if (!*rows || !mark) {
-        free(mark);
-        return KS_ERR_MEMORY;
+    ks_error es = ids && *rows ? KS_OK : KS_ERR_MEMORY;
+    int64_t m = 0;
+    if (es == KS_OK) {
+        for (ks_int k = 0; k < ns; k++)
+            ids[k] = h->send_idx[k];
+        es = ks_gint_sort_unique(ids, ns, &m);
     }
-    for (ks_int k = 0; k < ns; k++)
-        mark[h->send_idx[k]] = 1;
-    ks_int m = 0;
-    for (ks_int i = 0; i < nloc; i++)
-        if (mark[i])
-            (*rows)[m++] = i;
-    free(mark);
-    *n = m;
+    for (int64_t k = 0; es == KS_OK && k < m; k++)
+        (*rows)[k] = (ks_int)ids[k];
+    free(ids);
+    if (es != KS_OK)
+        return es;
+    *n = (ks_int)m;
     ks_backend *be = ks_matrix_backend(A);
     const ks_sparse *L = ks_matrix_sparse(A->dist->local);
     const ks_sparse *G = A->dist->ghost ? ks_matrix_sparse(A->dist->ghost) : NULL;
@@ -213,7 +216,7 @@ ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, c
     ks_csr XL = {0}, XG = {0};
     ks_int *rows = NULL, nrows = 0;
     if (e == KS_OK && dev)
-        e = ks_comm_agree(c, sent_rows(A, R->halo, S->nloc, &rows, &nrows, &XL, &XG));
+        e = ks_comm_agree(c, sent_rows(A, R->halo, &rows, &nrows, &XL, &XG));
     const pack_ctx x = {dev ? &XL : AL, dev ? (A->dist->ghost ? &XG : NULL) : AG, S, C,
                         rows, nrows};
     if (e == KS_OK)

@@ -377,17 +377,21 @@ static ks_error build_device(ks_backend *be, const sys *x, int ext, ks_int r0, k
     if (e == KS_OK)
         e = ks_be_upload_new(be, x->cf, (size_t)N * sizeof *x->cf, (void **)&dcf,
                              "local splitting");
+    double t = ks_wtime();
     if (e == KS_OK)
         e = ks_amgk_interp_rows(&ex, ext ? KS_AMG_D2 : KS_AMG_D1, x->devA ? &x->dA : &dA,
                                 x->devS ? &x->dS : &dS, dcf, r0, r1, &dP);
+    ks_amg_dist_substep(NULL, "  device rows: builder", &t);
     ks_sparse_free(&dA);
     ks_sparse_free(&dS);
     if (dcf)
         be->ops->free(be, dcf);
     if (e == KS_OK && tr)
         e = ks_amgk_truncate(&ex, &dP, tr->max_elements, tr->factor);
+    ks_amg_dist_substep(NULL, "  device rows: truncation", &t);
     if (e == KS_OK)
         e = ks_sparse_to_csr(&dP, Pl);
+    ks_amg_dist_substep(NULL, "  device rows: download", &t);
     if (e == KS_OK) { /* kept where it was built (P's device rows) */
         *keep = dP;
         memset(&dP, 0, sizeof dP);
@@ -498,6 +502,7 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
                               : ks_seterr(KS_ERR_ARG, "%s: no rows of A on the host", who);
     if (e == KS_OK)
         e = points(AL, AG, dAL, dAG, S, cf, C, R, &x);
+    ks_amg_dist_substep(NULL, "  local system: points", &t);
     ks_csr Pl = {0};
     ks_sparse dP = {0}; /* the rows where a device built them */
     if (e == KS_OK) {
@@ -512,12 +517,14 @@ ks_error ks_dist_interp_rows(ks_backend *be, const ks_csr *AL, const ks_csr *AG,
             e = ks_seterr(KS_ERR_NUMERIC, "%s: zero diagonal at row %lld", who,
                           (long long)(S->row_begin + bad));
     }
+    ks_amg_dist_substep(NULL, "  local system: host rows and diagonal check", &t);
     if (e == KS_OK && x.devA)
         e = device_rows(be, dAL, dAG, S, R, x.A.rowptr, 0, &x, &x.dA);
+    ks_amg_dist_substep(NULL, "  local system: A's rows on the device", &t);
     if (e == KS_OK && x.devS)
         e = device_rows(be, &S->dlocal, dAG ? &S->dghost : NULL, S, R, x.S.rowptr, 1, &x,
                         &x.dS);
-    ks_amg_dist_substep(NULL, "interpolation: local system", &t);
+    ks_amg_dist_substep(NULL, "  local system: S's rows on the device", &t);
     const ks_int r0 = x.fm.nbelow, r1 = r0 + S->nloc;
     if (e == KS_OK) {
         if (device)

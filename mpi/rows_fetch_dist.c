@@ -206,27 +206,32 @@ ks_error ks_dist_fetch_ext_rows(const ks_matrix *A, const ks_dist_strength *S, c
         e = ks_seterr(KS_ERR_ARG, "%s: the matrix's values are not available on the host", who);
     else if ((!cf && S->nloc > 0) || !C || (!C->cid && S->nloc > 0))
         e = ks_seterr(KS_ERR_ARG, "%s: NULL splitting or coarse ids", who);
+    double t = ks_wtime();
     if (e == KS_OK)
         e = wanted(S, cf, C, R);
     e = ks_comm_agree(c, e);
     if (e == KS_OK)
         e = ks_halo_create(c, S->offsets, R->gid, R->n, &R->halo);
     e = ks_comm_agree(c, e);
+    ks_amg_dist_substep(c, "  fetch: the rows wanted and their plan", &t);
     wire *in = NULL;
     ks_csr XL = {0}, XG = {0};
     ks_int *rows = NULL, nrows = 0;
     if (e == KS_OK && dev)
         e = ks_comm_agree(c, sent_rows(A, R->halo, &rows, &nrows, &XL, &XG));
+    ks_amg_dist_substep(c, "  fetch: the rows sent, from the device", &t);
     const pack_ctx x = {dev ? &XL : AL, dev ? (A->dist->ghost ? &XG : NULL) : AG, S, C,
                         rows, nrows};
     if (e == KS_OK)
         e = ks_halo_rows_fetch(c, R->halo, S->nloc, R->n, sizeof(wire), pack, &x, &R->rowptr,
                                (void **)&in);
+    ks_amg_dist_substep(c, "  fetch: the rows exchanged", &t);
     ks_csr_free(&XL);
     ks_csr_free(&XG);
     free(rows);
     if (e == KS_OK)
         e = ks_comm_agree(c, unpack(in, R));
+    ks_amg_dist_substep(c, "  fetch: unpacked", &t);
     free(in);
     if (e != KS_OK) {
         ks_dist_ext_rows_free(R);

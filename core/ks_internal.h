@@ -54,6 +54,14 @@ void ks_memcpy_par(void *dst, const void *src, size_t bytes);
  * runs on the calling thread alone. */
 int64_t ks_rowptr_scan(ks_int *rp, ks_int n);
 
+/* The OpenMP threads a chunked walk over n items takes: one below
+ * serial_below (waking the others costs more), else all, at most max (no
+ * cap for max <= 0); 1 without OpenMP. */
+int ks_threads_for(int64_t n, int64_t serial_below, int max);
+/* Inside a parallel region: this thread's number and the region's thread
+ * count (which may be fewer than asked); 0 and 1 without OpenMP. */
+void ks_thread_me(int *t, int *used);
+
 /* The first position in v[0 .. n) (ascending) whose value is not below
  * key (n when none): the binary search of sorted rows, id lists and
  * ghost maps; one body for the index types. */

@@ -71,11 +71,8 @@ int64_t ks_rowptr_scan(ks_int *rp, ks_int n)
     int64_t total = 0;
 #pragma omp parallel num_threads(nt)
     {
-        int t = 0, used = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        used = omp_get_num_threads(); /* may be fewer than asked */
-#endif
+        int t, used;
+        ks_thread_me(&t, &used);
         const ks_int b = chunk_start(rp, n, t, used), e = chunk_start(rp, n, t + 1, used);
         int64_t s = 0;
         for (ks_int i = b; i < e; i++)

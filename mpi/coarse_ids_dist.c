@@ -9,9 +9,6 @@
 
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 void ks_dist_coarse_free(ks_dist_coarse *C)
 {
@@ -53,20 +50,12 @@ static ks_error prefix(const ks_comm *c, ks_gint mine, ks_gint *begin, ks_gint *
 void ks_dist_cpt_walk(const int *cf, ks_int n, ks_gint first, ks_gint *cid,
                       const ks_gint *src, ks_gint *list)
 {
-    int nt = 1;
-#ifdef _OPENMP
-    if (n >= 32768)
-        nt = omp_get_max_threads();
-#endif
-    nt = nt > KS_CID_MAX_THREADS ? KS_CID_MAX_THREADS : nt;
+    int nt = ks_threads_for(n, 32768, KS_CID_MAX_THREADS);
     ks_gint at[KS_CID_MAX_THREADS + 1];
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        int t = 0, used = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        used = omp_get_num_threads();
-#endif
+        int t, used;
+        ks_thread_me(&t, &used);
         const ks_int b = (ks_int)((int64_t)n * t / used), e = (ks_int)((int64_t)n * (t + 1) / used);
         ks_gint c = 0;
         for (ks_int i = b; i < e; i++)

@@ -8,9 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 void ks_gmap_free(ks_gmap *m)
 {
@@ -76,21 +73,13 @@ static int64_t collect(ks_gint lo, ks_gint hi, const ks_gint *ids1, int64_t n1,
                        const ks_gint *ids2, int64_t n2, ks_gint **ext)
 {
     const int64_t n = n1 + n2;
-    int nt = 1;
-#ifdef _OPENMP
-    if (n >= KS_GMAP_SERIAL_IDS)
-        nt = omp_get_max_threads();
-#endif
-    nt = nt > KS_GMAP_MAX_THREADS ? KS_GMAP_MAX_THREADS : nt;
+    int nt = ks_threads_for(n, KS_GMAP_SERIAL_IDS, KS_GMAP_MAX_THREADS);
     int64_t at[KS_GMAP_MAX_THREADS + 1], total = 0;
     ks_gint *out = NULL;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        int t = 0, used = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        used = omp_get_num_threads();
-#endif
+        int t, used;
+        ks_thread_me(&t, &used);
         const int64_t b = n * t / used, e = n * (t + 1) / used;
         int64_t c = 0;
         for (int64_t k = b; k < e; k++) {

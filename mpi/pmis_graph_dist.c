@@ -15,9 +15,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Thread chunks of exchange_deps' walk at most. */
 #define KS_DEPS_MAX_THREADS 256
@@ -71,23 +68,15 @@ static ks_error exchange_deps(const ks_dist_strength *S, ext_deps *X)
          * then each writes its chunk's (the serial order; most rows have
          * no ghost entry, and a serial walk over all of them costs
          * milliseconds a level). */
-        int nt = 1;
-#ifdef _OPENMP
-        if (n >= 16384)
-            nt = omp_get_max_threads();
-#endif
-        nt = nt > KS_DEPS_MAX_THREADS ? KS_DEPS_MAX_THREADS : nt;
+        int nt = ks_threads_for(n, 16384, KS_DEPS_MAX_THREADS);
         int64_t *tpos = ks_calloc((size_t)nt * (size_t)p + 1, sizeof *tpos, "strength exchange counts");
         int64_t *pairs = ks_calloc((size_t)p + 1, sizeof *pairs, "strength exchange counts");
         e = tpos && pairs ? KS_OK : KS_ERR_MEMORY;
         int over = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1 && e == KS_OK)
         {
-            int t = 0, used = 1;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-            used = omp_get_num_threads();
-#endif
+            int t, used;
+            ks_thread_me(&t, &used);
             const ks_int i0 = (ks_int)((int64_t)n * t / used);
             const ks_int i1 = (ks_int)((int64_t)n * (t + 1) / used);
             int64_t *mine = e == KS_OK ? tpos + (size_t)t * (size_t)p : NULL;

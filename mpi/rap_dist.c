@@ -28,9 +28,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* A P's rows as the product reads them: global columns (gcol), or
  * compact ones (X: ks_dist_ap_compact's). */
@@ -53,20 +50,12 @@ static int64_t used_outside(const ks_gmap *xm, const unsigned char *used, ks_gin
                             ks_gint *ids)
 {
     const ks_int nx = ks_gmap_size(xm);
-    int nt = 1;
-#ifdef _OPENMP
-    if (nx >= 65536)
-        nt = omp_get_max_threads();
-#endif
-    nt = nt > KS_RAP_MAX_THREADS ? KS_RAP_MAX_THREADS : nt;
+    int nt = ks_threads_for(nx, 65536, KS_RAP_MAX_THREADS);
     int64_t at[KS_RAP_MAX_THREADS + 1], total = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        int t = 0, nth = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
+        int t, nth;
+        ks_thread_me(&t, &nth);
         const ks_int b = (ks_int)((int64_t)nx * t / nth), e = (ks_int)((int64_t)nx * (t + 1) / nth);
         int64_t c = 0;
         for (ks_int k = b; k < e; k++) {

@@ -17,9 +17,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #define KS_SYM_MAX_THREADS 256
 
@@ -84,12 +81,7 @@ static ks_error local_pass(const ks_matrix *A, const double *d, const double *d_
      * partners' owners. Threads take row chunks: each counts its chunk's
      * by destination, the counts are laid out destination by destination
      * in chunk order, then each writes its chunk's: the serial order. */
-    int nt = 1;
-#ifdef _OPENMP
-    if (n >= 16384)
-        nt = omp_get_max_threads();
-#endif
-    nt = nt > KS_SYM_MAX_THREADS ? KS_SYM_MAX_THREADS : nt;
+    int nt = ks_threads_for(n, 16384, KS_SYM_MAX_THREADS);
     int64_t *tpos = ks_calloc((size_t)nt * (size_t)p + 1, sizeof *tpos, "symmetry counts");
     if (!tpos) {
         free(pos);
@@ -99,11 +91,8 @@ static ks_error local_pass(const ks_matrix *A, const double *d, const double *d_
     int over = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1) reduction(+ : gup, glow)
     {
-        int t = 0, used = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        used = omp_get_num_threads();
-#endif
+        int t, used;
+        ks_thread_me(&t, &used);
         const ks_int i0 = (ks_int)((int64_t)n * t / used), i1 = (ks_int)((int64_t)n * (t + 1) / used);
         int64_t *mine = tpos + (size_t)t * (size_t)p;
         for (ks_int i = i0; i < i1 && G; i++)

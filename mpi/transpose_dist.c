@@ -29,31 +29,19 @@ typedef struct tentry {
 /* Below this many entries one thread packs and sorts them. */
 #define KS_TRANSPOSE_SERIAL 65536
 
-static int threads_for(int64_t n)
-{
-#ifdef _OPENMP
-    return n >= KS_TRANSPOSE_SERIAL ? omp_get_max_threads() : 1;
-#else
-    (void)n;
-    return 1;
-#endif
-}
 
 ks_int ks_dist_transpose_places(const ks_dist_prows *P, const ks_gint *coff, int p, ks_int *at,
                                 int64_t *count)
 {
     const ks_int n = P->nloc, nnz = n ? P->rowptr[n] : 0;
-    int nt = threads_for(nnz);
+    int nt = ks_threads_for(nnz, KS_TRANSPOSE_SERIAL, 0);
     int64_t *pos = ks_calloc((size_t)nt * (size_t)p, sizeof *pos, "transpose counts");
     if (!pos)
         return -1;
 #pragma omp parallel num_threads(nt)
     {
-        int t = 0, used = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        used = omp_get_num_threads();
-#endif
+        int t, used;
+        ks_thread_me(&t, &used);
         const ks_int r0 = (ks_int)((int64_t)n * t / used);
         const ks_int r1 = (ks_int)((int64_t)n * (t + 1) / used);
         const ks_int k0 = n ? P->rowptr[r0] : 0, k1 = n ? P->rowptr[r1] : 0;
@@ -114,8 +102,7 @@ static ks_error pack(const ks_dist_prows *P, const ks_gint *coff, int p, int me,
                      int *sdispl, tentry **out)
 {
     const ks_int n = P->nloc, nnz = P->rowptr[n];
-    int nt = threads_for(nnz);
-    nt = nt > KS_TRANSPOSE_MAX_THREADS ? KS_TRANSPOSE_MAX_THREADS : nt;
+    int nt = ks_threads_for(nnz, KS_TRANSPOSE_SERIAL, KS_TRANSPOSE_MAX_THREADS);
     const ks_gint lo = coff[me], hi = coff[me + 1], ncol = coff[p];
     /* nt x p counts, then p totals */
     int64_t *pos = ks_calloc((size_t)(nt + 1) * (size_t)p + 1, sizeof *pos, "transpose counts");
@@ -271,8 +258,8 @@ static ks_error build_rows(const ks_dist_prows *P, int own, const tentry *below,
 {
     const ks_int nr = R->nloc;
     const int64_t nown_max = P->nloc ? P->rowptr[P->nloc] : 0;
-    int nt = threads_for(nbelow + nabove + nown_max);
-    nt = nt > KS_TRANSPOSE_MAX_THREADS ? KS_TRANSPOSE_MAX_THREADS : nt;
+    int nt = ks_threads_for(nbelow + nabove + nown_max, KS_TRANSPOSE_SERIAL,
+                            KS_TRANSPOSE_MAX_THREADS);
     tpiece *x = ks_calloc(3 * (size_t)nt, sizeof *x, "transpose pieces");
     R->rowptr = ks_calloc((size_t)nr + 1, sizeof *R->rowptr, "R row pointers");
     if (!x || !R->rowptr) {

@@ -16,7 +16,8 @@
  * within 2 of the serial count (HMIS: see test_amg_hmis), the residual
  * reached, x close to the serial x, and the same iterations and bits on a
  * second run. Errors: a zero diagonal on one rank fails on every rank with
- * the same message.
+ * the same message; so does an allocation refused on one rank (a backend
+ * memory limit on the last), leaving nothing allocated on any rank.
  *
  * As test_mpi.c: Check runs without fork, every assertion is combined over
  * the ranks first, only rank 0 prints Check's summary. Every rank builds
@@ -25,6 +26,7 @@
 #include "ksolve_mpi.h"
 #include "mpi/amg_dist_setup.h"
 #include "solver/params.h"
+#include "solver/solver_create.h"
 #include "amg/cpu/amg_cpu.h"
 
 #include <math.h>
@@ -1601,6 +1603,134 @@ START_TEST(test_resetup_zero_diagonal)
 }
 END_TEST
 
+/* Every rank's last error message with the first "rank L: " taken out
+ * (the agreement's prefix naming the failing rank L), the same on every
+ * rank: 1 when so; mine, the last rank's message. Collective. */
+static int same_message(int L, char *mine, size_t len)
+{
+    enum { MSG = 1024 };
+    char msg[MSG], *all = malloc((size_t)nranks * MSG);
+    snprintf(msg, sizeof msg, "%s", ks_last_error());
+    MPI_Allgather(msg, MSG, MPI_CHAR, all, MSG, MPI_CHAR, MPI_COMM_WORLD);
+    char tag[32];
+    snprintf(tag, sizeof tag, "rank %d: ", L);
+    int same = 1;
+    char ref[MSG] = "";
+    for (int q = 0; q < nranks; q++) {
+        char *m = all + (size_t)q * MSG, norm[MSG];
+        m[MSG - 1] = '\0';
+        const char *at = strstr(m, tag);
+        if (at)
+            snprintf(norm, sizeof norm, "%.*s%s", (int)(at - m), m, at + strlen(tag));
+        else
+            snprintf(norm, sizeof norm, "%s", m);
+        /* the others know it from rank L only */
+        if (q != L && !at)
+            same = 0;
+        if (q == 0)
+            snprintf(ref, sizeof ref, "%s", norm);
+        else if (strcmp(ref, norm) != 0)
+            same = 0;
+    }
+    snprintf(mine, len, "%s", all + (size_t)L * MSG);
+    free(all);
+    return same;
+}
+
+/* Out of memory on the last rank only: its backend capped at 2 % to 100 %
+ * (step 7 %) of what its part of the setup took unlimited, the others
+ * not. The setup fails on every rank with KS_ERR_MEMORY, the same message
+ * (the last rank's naming the bytes asked, the others' prefixed `rank L:`)
+ * and no hang; every rank's backend holds what it held before; the solver
+ * refuses to solve; the full limit succeeds; with the limit lifted the
+ * same solver sets up and solves in the unlimited iterations. */
+static void oom_case(const ks_solver_params *prm, const char *what)
+{
+    ks_csr A;
+    generate(KS_GEN_POISSON3D_7, 16, &A);
+    ks_matrix *M = dist_of(&A, 0);
+    ks_vec *b = NULL, *x = NULL;
+    KS_ALL(ks_matrix_vec_create(M, &b));
+    KS_ALL(ks_matrix_vec_create(M, &x));
+    ks_test_dist_rhs(b);
+    const int L = nranks - 1;
+    ks_solver *s = NULL;
+    KS_ALL(ks_solver_create_params(be, prm, &s));
+    const size_t base = ks_backend_memory_in_use(be);
+    ks_backend_memory_reset_peak(be);
+    KS_ALL(ks_solver_setup(s, M));
+    const size_t need = ks_backend_memory_peak(be) - base;
+    KS_ALL(ks_vec_fill(x, 0.0));
+    KS_ALL(ks_solver_solve(s, b, x));
+    const int iters = ks_solver_stats(s)->iterations;
+    ALL(ks_solver_stats(s)->status == KS_SOLVE_CONVERGED && need > 0,
+        "%s: unlimited: %s, %zu bytes", what, ks_solve_status_name(ks_solver_stats(s)->status),
+        need);
+    ks_solver_destroy(&s);
+    ALL(ks_backend_memory_in_use(be) == base, "%s: %zu bytes in use after the solver, %zu before",
+        what, ks_backend_memory_in_use(be), base);
+    int failures = 0;
+    for (int pct = 2; pct <= 100; pct += 7) {
+        KS_ALL(ks_solver_create_params(be, prm, &s));
+        const size_t before = ks_backend_memory_in_use(be);
+        if (rank == L)
+            KS_CHECK(ks_backend_set_memory_limit(be, before + need * (size_t)pct / 100));
+        const ks_error e = ks_solver_setup(s, M);
+        KS_CHECK(ks_backend_set_memory_limit(be, 0));
+        int lo = (int)e, hi = (int)e;
+        MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        ALL(lo == hi, "%s, %d%%: the setup returned %s here, other ranks %s", what, pct,
+            ks_error_name(e), ks_error_name((ks_error)(lo == (int)e ? hi : lo)));
+        ALL(pct < 100 || e == KS_OK, "%s: the setup failed at the full limit: %s", what,
+            ks_last_error());
+        ALL(e == KS_OK || ks_backend_memory_in_use(be) == before,
+            "%s, %d%%: %zu bytes in use after the failed setup, %zu before", what, pct,
+            ks_backend_memory_in_use(be), before);
+        if (e != KS_OK) {
+            failures++;
+            char last[1024];
+            const int same = same_message(L, last, sizeof last);
+            ALL(e == KS_ERR_MEMORY && strstr(ks_last_error(), "bytes asked") != NULL,
+                "%s, %d%%: %s: %s", what, pct, ks_error_name(e), ks_last_error());
+            ALL(same, "%s, %d%%: rank %d said '%s', this rank '%s'", what, pct, L, last,
+                ks_last_error());
+            EXPECT_ERR(ks_solver_solve(s, b, x), KS_ERR_ARG, "");
+            KS_ALL(ks_solver_setup(s, M));
+        }
+        KS_ALL(ks_vec_fill(x, 0.0));
+        KS_ALL(ks_solver_solve(s, b, x));
+        ALL(ks_solver_stats(s)->status == KS_SOLVE_CONVERGED &&
+                ks_solver_stats(s)->iterations == iters,
+            "%s, %d%%: %s in %d iterations, %d unlimited", what, pct,
+            ks_solve_status_name(ks_solver_stats(s)->status), ks_solver_stats(s)->iterations,
+            iters);
+        ks_solver_destroy(&s);
+        ALL(ks_backend_memory_in_use(be) == before,
+            "%s, %d%%: %zu bytes in use after the solver, %zu before", what, pct,
+            ks_backend_memory_in_use(be), before);
+    }
+    ALL(failures > 0, "%s: no limit made the setup fail", what);
+    ks_vec_destroy(&b);
+    ks_vec_destroy(&x);
+    ks_matrix_destroy(&M);
+    ks_csr_free(&A);
+}
+
+START_TEST(test_out_of_memory_one_rank)
+{
+    ks_solver_params prm;
+    ks_solver_params_default(&prm);
+    snprintf(prm.solver, sizeof prm.solver, "PCG");
+    snprintf(prm.pc.solver, sizeof prm.pc.solver, "AMG");
+    prm.max_iters = 200;
+    oom_case(&prm, "PCG + AMG");
+    prm.pc.amg.selector = KS_AMG_PMIS;
+    prm.pc.amg.aggressive_levels = 1;
+    oom_case(&prm, "PCG + AMG, PMIS, one aggressive level");
+}
+END_TEST
+
 /* A failed test may leave the per-test settings set (Check runs without
  * fork): each test starts from the defaults. */
 static void reset_settings(void)
@@ -1651,6 +1781,7 @@ static Suite *amg_solve_suite(void)
     tcase_add_checked_fixture(t, reset_settings, NULL);
     tcase_add_test(t, test_zero_diagonal);
     tcase_add_test(t, test_resetup_zero_diagonal);
+    tcase_add_test(t, test_out_of_memory_one_rank);
     suite_add_tcase(s, t);
     return s;
 }

@@ -158,6 +158,7 @@ static ks_int halo_nout(const ks_halo *h)
 }
 
 int ks_halo_stage_always = 0;
+const ks_backend *ks_halo_device_backend = NULL;
 
 static const char *const transport_names[] = {"auto", "staged", "direct", "nccl", "ipc", "host"};
 
@@ -183,8 +184,12 @@ const char *ks_halo_transport_name(int t)
     return t >= KS_HALO_AUTO && t <= KS_HALO_HOST ? transport_names[t] : "?";
 }
 
+int ks_mpi_cuda_aware_force = -1;
+
 int ks_mpi_cuda_aware(void)
 {
+    if (ks_mpi_cuda_aware_force >= 0)
+        return ks_mpi_cuda_aware_force != 0;
     const char *v = getenv("KS_MPI_CUDA_AWARE");
     if (v && !strcmp(v, "0"))
         return 0;
@@ -265,7 +270,7 @@ static ks_error choose(ks_halo *h, ks_backend *be)
     const ks_comm *c = h->kc;
     const int want = ks_halo_stage_always ? KS_HALO_STAGED
                                           : ((const ks_comm_mpi *)c)->halo_transport;
-    const int host = ks_backend_host_memory(be);
+    const int host = ks_backend_host_memory(be) && be != ks_halo_device_backend;
     /* minima: the setting (and its negative: equal everywhere?), every
      * rank's vectors on a device, every device rank's MPI reading them,
      * every rank able to run NCCL, every rank able to run IPC */

@@ -234,10 +234,20 @@ ks_error ks_halo_attach(ks_halo *h, ks_backend *be, ks_int nghost);
  * the setting (the cpu then runs the path cuda takes, with copies that
  * are memcpy). */
 extern int ks_halo_stage_always;
+/* Tests: plans attached to this backend take its vectors for device memory
+ * (a cpu backend then runs a device backend's transports: staged, or
+ * direct where MPI is CUDA-aware; its matrices stay host ones, the cpu's
+ * formats needing host memory). NULL: none. */
+extern const ks_backend *ks_halo_device_backend;
 /* 1 when the MPI library reads and writes device memory (Open MPI's
  * MPIX_Query_cuda_support at run time, where the library was built with
  * the extension); KS_MPI_CUDA_AWARE=0 in the environment says 0 anyway. */
 int ks_mpi_cuda_aware(void);
+/* Tests: -1 (the default) asks as above; 0 or 1 is the answer instead,
+ * whatever the library and the environment say (no machine here has a
+ * CUDA-aware MPI: 1 runs the direct transport on ks_halo_device_backend,
+ * tests/test_mpi.c). */
+extern int ks_mpi_cuda_aware_force;
 /* Post the receives into ghost (nghost doubles), pack x's entries the
  * neighbours need and send them; returns once the sends are posted (a
  * staged exchange only queues the packing and its copy to the host, and

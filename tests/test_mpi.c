@@ -7,8 +7,9 @@
  * sums: the same bits on every rank and in every call), parallel
  * generation against ks_generate, CG and BiCGStab against one-process
  * solves, the same solve twice, a re-setup after new values against a
- * fresh setup, input errors failing on every rank without a hang (AMG over
- * ranks: test_mpi_amg_solve.c).
+ * fresh setup, input errors failing on every rank without a hang, the
+ * staged and direct halo transports on the cpu (AMG over ranks:
+ * test_mpi_amg_solve.c).
  *
  * Check runs without fork (forking after MPI_Init is unsafe), so every
  * assertion is first combined over the ranks: all ranks fail together and
@@ -1100,6 +1101,273 @@ START_TEST(test_cuda_aware_query)
 }
 END_TEST
 
+/* ------------------------------------------------ the direct transport */
+
+/* A cpu backend posing as a device one to the halo (ks_halo_device_backend:
+ * its vectors taken for device memory, so it stages, or gives MPI its
+ * buffers where MPI is CUDA-aware), with a gather deferred as a device
+ * queue defers it: the packed entries read NaN until something waits for
+ * the queue (sync, a staging or host copy, a free), when the gather runs.
+ * An exchange that gives MPI the send buffer before waiting, or another
+ * buffer, sends NaN or stale values instead of x's entries. */
+typedef struct pending_gather {
+    ks_int n;
+    const ks_int *idx;
+    const double *x;
+    double *y; /* NULL: none */
+} pending_gather;
+
+static const ks_backend_ops *dev_cpu;  /* the cpu's own ops */
+static ks_backend_ops dev_ops;
+static pending_gather dev_pending;
+
+static ks_error dev_flush(ks_backend *b)
+{
+    const pending_gather g = dev_pending;
+    dev_pending.y = NULL;
+    return g.y ? dev_cpu->gather(b, g.n, g.idx, g.x, g.y) : KS_OK;
+}
+
+static ks_error dev_gather(ks_backend *b, ks_int n, const ks_int *idx, const double *x, double *y)
+{
+    KS_TRY(dev_flush(b)); /* queued in order */
+    for (ks_int k = 0; k < n; k++)
+        y[k] = NAN;
+    dev_pending = (pending_gather){n, idx, x, y};
+    return KS_OK;
+}
+
+static ks_error dev_sync(ks_backend *b)
+{
+    KS_TRY(dev_flush(b));
+    return dev_cpu->sync(b);
+}
+
+static ks_error dev_download(ks_backend *b, void *dst, const void *src, size_t bytes)
+{
+    KS_TRY(dev_flush(b));
+    return dev_cpu->download(b, dst, src, bytes);
+}
+
+static ks_error dev_copy(ks_backend *b, void *dst, const void *src, size_t bytes)
+{
+    KS_TRY(dev_flush(b));
+    return dev_cpu->copy(b, dst, src, bytes);
+}
+
+static ks_error dev_stage_download(ks_backend *b, void *dst, const void *src, size_t bytes)
+{
+    KS_TRY(dev_flush(b));
+    return dev_cpu->stage_download(b, dst, src, bytes);
+}
+
+static ks_error dev_stage_wait(ks_backend *b)
+{
+    KS_TRY(dev_flush(b));
+    return dev_cpu->stage_wait(b);
+}
+
+static void dev_free(ks_backend *b, void *p)
+{
+    (void)dev_flush(b);
+    dev_cpu->free(b, p);
+}
+
+static ks_backend *device_like_backend(void)
+{
+    ks_backend *d = NULL;
+    KS_ALL(ks_backend_create("cpu", &d));
+    dev_cpu = d->ops;
+    dev_ops = *d->ops;
+    dev_ops.gather = dev_gather;
+    dev_ops.sync = dev_sync;
+    dev_ops.download = dev_download;
+    dev_ops.copy = dev_copy;
+    dev_ops.stage_download = dev_stage_download;
+    dev_ops.stage_wait = dev_stage_wait;
+    dev_ops.free = dev_free;
+    d->ops = &dev_ops;
+    dev_pending.y = NULL;
+    ks_halo_device_backend = d;
+    return d;
+}
+
+static void device_like_destroy(ks_backend **d)
+{
+    ks_halo_device_backend = NULL;
+    (*d)->ops = dev_cpu;
+    ks_backend_destroy(d);
+}
+
+/* The distributed M of g's rows (dist_rows) made with the transport setting t. */
+static ks_matrix *dist_matrix_over(ks_backend *b, const char *t, const ks_gen_params *g,
+                                   int empty_rank)
+{
+    KS_ALL(ks_comm_set_halo_transport(comm, t));
+    ks_matrix *M = dist_matrix(b, g, empty_rank);
+    KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
+    return M;
+}
+
+/* Layout `kind` of N rows: even blocks (0), random counts (1), rank 0
+ * (of 2 or more) without rows (2). */
+static void direct_layout(int kind, ks_int N, ks_gint *off)
+{
+    off[0] = 0;
+    ks_test_rng_seed(500 + (uint64_t)N);
+    for (int q = 0; q < nranks; q++)
+        off[q + 1] = off[q] + (kind == 1 ? (ks_gint)(ks_test_rng_next() % 40) + 1
+                                         : N / nranks + (q < N % nranks));
+    if (kind == 2 && nranks > 1)
+        off[1] = 0;
+}
+
+/* y = A^k x (k products chained on the matrix's backend), this rank's
+ * rows into yl. */
+static void chain_products(ks_matrix *M, const double *xl, int k, double *yl)
+{
+    ks_vec *v[2] = {NULL, NULL};
+    KS_ALL(ks_matrix_vec_create(M, &v[0]));
+    KS_ALL(ks_matrix_vec_create(M, &v[1]));
+    KS_ALL(ks_vec_set_host(v[0], xl));
+    for (int j = 0; j < k; j++)
+        KS_ALL(ks_matrix_apply(M, j ? 1.0 : 1.5, v[j % 2], 0.0, v[(j + 1) % 2]));
+    KS_ALL(ks_vec_get_host(v[k % 2], yl));
+    ks_vec_destroy(&v[0]);
+    ks_vec_destroy(&v[1]);
+}
+
+/* A random matrix in layout `kind` on the device-like d over the settings
+ * direct and auto (both running direct) against the float64 serial
+ * product and the staged transport's bits, after 1 and 3 products. */
+static void direct_spmv_case(ks_backend *d, int kind, uint64_t seed)
+{
+    ks_gint off[9];
+    direct_layout(kind, 60, off);
+    ks_csr A;
+    ks_test_random_global(seed, off, &A);
+    const ks_int N = A.nrows, n = (ks_int)(off[rank + 1] - off[rank]);
+    const char *set[3] = {"direct", "auto", "staged"};
+    ks_matrix *M[3];
+    for (int t = 0; t < 3; t++) {
+        KS_ALL(ks_comm_set_halo_transport(comm, set[t]));
+        M[t] = ks_test_dist_rows(d, &A, off[rank], n);
+        KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
+    }
+    ALL(!strcmp(ks_matrix_halo_transport(M[0]), "direct") &&
+            !strcmp(ks_matrix_halo_transport(M[1]), "direct") &&
+            !strcmp(ks_matrix_halo_transport(M[2]), "staged"),
+        "layout %d: the settings direct, auto, staged run %s, %s, %s", kind,
+        ks_matrix_halo_transport(M[0]), ks_matrix_halo_transport(M[1]),
+        ks_matrix_halo_transport(M[2]));
+    double *xg = malloc((size_t)N * sizeof *xg), *yg = malloc((size_t)N * sizeof *yg);
+    double *y[3];
+    for (int t = 0; t < 3; t++)
+        y[t] = malloc(((size_t)n + 1) * sizeof *y[t]);
+    for (ks_int i = 0; i < N; i++)
+        xg[i] = sin(0.7 * i + (double)seed) + 1.25;
+    for (int k = 1; k <= 3; k += 2) {
+        memcpy(yg, xg, (size_t)N * sizeof *yg);
+        for (int j = 0; j < k; j++) {
+            double *tmp = malloc((size_t)N * sizeof *tmp);
+            ks_csr_spmv_ref(&A, j ? 1.0 : 1.5, yg, 0.0, tmp);
+            memcpy(yg, tmp, (size_t)N * sizeof *tmp);
+            free(tmp);
+        }
+        for (int t = 0; t < 3; t++)
+            chain_products(M[t], xg + off[rank], k, y[t]);
+        const double err = ks_test_max_relerr(y[0], yg + off[rank], n);
+        ALL(err <= (k == 1 ? 1e-14 : 1e-12), "layout %d, seed %llu, %d products: direct "
+            "differs from the serial product by %g", kind, (unsigned long long)seed, k, err);
+        for (int t = 0; t < 2; t++)
+            ALL(!memcmp(y[t], y[2], (size_t)n * sizeof *y[t]), "layout %d, seed %llu, %d "
+                "products: the setting %s (direct) and staged differ in their bits", kind,
+                (unsigned long long)seed, k, set[t]);
+    }
+    for (int t = 0; t < 3; t++) {
+        ks_matrix_destroy(&M[t]);
+        free(y[t]);
+    }
+    free(xg);
+    free(yg);
+    ks_csr_free(&A);
+}
+
+/* The direct transport (MPI given the backend's buffers) on a cpu backend
+ * posing as a device one, with the CUDA-aware question answered by the
+ * test's hook: no machine here has a CUDA-aware MPI. */
+START_TEST(test_direct_transport)
+{
+    ks_backend *d = device_like_backend();
+    ks_gen_params g;
+    grid(&g, KS_GEN_POISSON3D_7, 6);
+    ks_dist_csr D;
+    dist_rows(&g, 1, &D);
+    ks_matrix *M = NULL;
+    /* Not CUDA-aware (on one rank or all): "direct" refused on every
+     * rank, auto stages. Also unforced where this MPI says not aware. */
+    int aware = ks_mpi_cuda_aware();
+    MPI_Allreduce(MPI_IN_PLACE, &aware, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    for (int c = aware ? 1 : 0; c < 3; c++) {
+        ks_mpi_cuda_aware_force = c == 0 ? -1 : c == 1 ? 0 : rank == nranks - 1 ? 0 : 1;
+        KS_ALL(ks_comm_set_halo_transport(comm, "direct"));
+        EXPECT_ERR(ks_matrix_create_dist(d, comm, D.nrows, D.ncols_global, D.rowptr, D.colind,
+                                         D.val, "auto", NULL, &M),
+                   KS_ERR_UNSUPPORTED, "halo transport direct");
+        ALL(M == NULL && strstr(ks_last_error(), "CUDA-aware") &&
+                same_text_on_all(ks_last_error()),
+            "case %d: no matrix, a message naming CUDA-aware alike on every rank: %s", c,
+            ks_last_error());
+        KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
+        M = dist_matrix_over(d, "auto", &g, 1);
+        ALL(!strcmp(ks_matrix_halo_transport(M), "staged"), "case %d: auto runs %s, not "
+            "staged", c, ks_matrix_halo_transport(M));
+        ks_matrix_destroy(&M);
+    }
+    /* CUDA-aware: direct, the host backend's vectors still host */
+    ks_mpi_cuda_aware_force = 1;
+    M = dist_matrix_over(be, "direct", &g, 1);
+    ALL(!strcmp(ks_matrix_halo_transport(M), "host"), "direct on the cpu runs %s",
+        ks_matrix_halo_transport(M));
+    ks_matrix_destroy(&M);
+    for (int kind = 0; kind < 3; kind++)
+        for (uint64_t seed = 0; seed < 2; seed++)
+            direct_spmv_case(d, kind, 30 + 10 * (uint64_t)kind + seed);
+    /* the fused passes and new values over it (rank 1 of 3 or more
+     * without rows in odd trials) */
+    KS_ALL(ks_comm_set_halo_transport(comm, "direct"));
+    for (int trial = 0; trial < 2; trial++)
+        spmv_trial(d, trial);
+    KS_ALL(ks_comm_set_halo_transport(comm, "auto"));
+    /* PCG + Jacobi: the staged transport's iterations, residuals and x */
+    grid(&g, KS_GEN_POISSON3D_7, 8);
+    solve_out o[2];
+    const char *set[2] = {"direct", "staged"};
+    for (int t = 0; t < 2; t++) {
+        M = dist_matrix_over(d, set[t], &g, 1);
+        ALL(!strcmp(ks_matrix_halo_transport(M), set[t]), "the setting %s runs %s", set[t],
+            ks_matrix_halo_transport(M));
+        solve_with(M, "PCG", "JACOBI", &o[t]);
+        if (t == 0)
+            ALL(o[0].status == KS_SOLVE_CONVERGED, "PCG + Jacobi over direct: %s in %d",
+                ks_solve_status_name(o[0].status), o[0].iterations);
+        const ks_int n = ks_matrix_rows(M);
+        if (t == 1)
+            ALL(o[0].iterations == o[1].iterations && o[0].hist_len == o[1].hist_len &&
+                    !memcmp(o[0].x, o[1].x, (size_t)n * sizeof *o[0].x) &&
+                    !memcmp(o[0].hist, o[1].hist, (size_t)o[0].hist_len * sizeof *o[0].hist),
+                "PCG + Jacobi: direct %d iterations, staged %d, or other bits",
+                o[0].iterations, o[1].iterations);
+        ks_matrix_destroy(&M);
+    }
+    out_free(&o[0]);
+    out_free(&o[1]);
+    ks_mpi_cuda_aware_force = -1;
+    ks_dist_csr_free(&D);
+    device_like_destroy(&d);
+}
+END_TEST
+
 /* ks_matrix_halo_size against the halo read off the whole matrix, and the
  * communication counts of one product and one dot product. */
 START_TEST(test_comm_stats)
@@ -1237,6 +1505,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(t, test_bad_vectors);
     tcase_add_test(t, test_device_backend);
     tcase_add_test(t, test_cuda_aware_query);
+    tcase_add_test(t, test_direct_transport);
     tcase_add_test(t, test_jacobi_zero_diagonal);
     tcase_add_test(t, test_comm_stats);
     suite_add_tcase(s, t);

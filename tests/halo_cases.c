@@ -37,19 +37,6 @@ void halo_layout(int uneven, ks_int N, ks_gint *off)
         off[1] = uneven == 1 ? N / 10 : 0;
 }
 
-void halo_chain(ks_matrix *M, const double *xl, int nprod, double *yl)
-{
-    ks_vec *v[2] = {NULL, NULL};
-    KS_ALL(ks_matrix_vec_create(M, &v[0]));
-    KS_ALL(ks_matrix_vec_create(M, &v[1]));
-    KS_ALL(ks_vec_set_host(v[0], xl));
-    for (int k = 0; k < nprod; k++)
-        KS_ALL(ks_matrix_apply(M, k ? 1.0 : 1.5, v[k % 2], 0.0, v[(k + 1) % 2]));
-    KS_ALL(ks_vec_get_host(v[nprod % 2], yl));
-    ks_vec_destroy(&v[0]);
-    ks_vec_destroy(&v[1]);
-}
-
 void halo_spmv_case(ks_backend *b, const char *transport, uint64_t seed, int uneven,
                     int one_way)
 {
@@ -100,10 +87,10 @@ void halo_spmv_case(ks_backend *b, const char *transport, uint64_t seed, int une
             free(t);
         }
         ks_comm_reset_stats(comm);
-        halo_chain(Mn, xg + off[rank], nprod, yn);
+        ks_test_dist_chain(Mn, xg + off[rank], nprod, yn);
         ks_comm_stats cs;
         KS_ALL(ks_comm_get_stats(comm, &cs));
-        halo_chain(Ms, xg + off[rank], nprod, ys);
+        ks_test_dist_chain(Ms, xg + off[rank], nprod, ys);
         const double err = ks_test_max_relerr(yn, yg + off[rank], n);
         ALL(err <= (nprod == 1 ? 1e-14 : 1e-12),
             "%s, %d products: %s's result differs from the reference by %g", what, nprod,

@@ -16,9 +16,6 @@ ks_error halo_create_with(ks_backend *b, const char *transport, const ks_csr *A,
                           ks_int count);
 /* Even rows, or (uneven = 1) a tenth on rank 0, or (uneven = 2) none. */
 void halo_layout(int uneven, ks_int N, ks_gint *off);
-/* y = A^k x (k = nprod products chained on the backend: y, then A y, ...)
- * on this rank's rows, into yl (host). */
-void halo_chain(ks_matrix *M, const double *xl, int nprod, double *yl);
 /* One random matrix on b over `transport` against the serial product
  * (1e-14, and 1e-12 after 3 chained products) and the staged transport's
  * bits, and the halo statistics it counts; one_way: rank 0's rows keep

@@ -295,3 +295,16 @@ void ks_test_dist_fused_check(ks_matrix *M, const ks_csr *A, const ks_gint *off,
     free(wg);
     free(pg);
 }
+
+void ks_test_dist_chain(ks_matrix *M, const double *xl, int k, double *yl)
+{
+    ks_vec *v[2] = {NULL, NULL};
+    KS_ALL(ks_matrix_vec_create(M, &v[0]));
+    KS_ALL(ks_matrix_vec_create(M, &v[1]));
+    KS_ALL(ks_vec_set_host(v[0], xl));
+    for (int j = 0; j < k; j++)
+        KS_ALL(ks_matrix_apply(M, j ? 1.0 : 1.5, v[j % 2], 0.0, v[(j + 1) % 2]));
+    KS_ALL(ks_vec_get_host(v[k % 2], yl));
+    ks_vec_destroy(&v[0]);
+    ks_vec_destroy(&v[1]);
+}

@@ -65,6 +65,9 @@ void ks_test_dist_fused_check(ks_matrix *M, const ks_csr *A, const ks_gint *off,
  * first row (when another rank has rows) holding only other ranks'
  * columns. */
 void ks_test_random_global(uint64_t seed, const ks_gint *off, ks_csr *A);
+/* y = A^k x on M's backend (k products chained there: 1.5 A x, then A
+ * times that, ...), this rank's rows of x from xl, of y into yl (host). */
+void ks_test_dist_chain(ks_matrix *M, const double *xl, int k, double *yl);
 /* Destroys a solve's solver, config and its two vectors (NULLs them). */
 void ks_test_solve_free(ks_solver **s, ks_config **cfg, ks_vec **b, ks_vec **x);
 /* b[i] = 1 + sin(0.37 g) for this rank's rows g of the distributed vector

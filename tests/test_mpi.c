@@ -1222,21 +1222,6 @@ static void direct_layout(int kind, ks_int N, ks_gint *off)
         off[1] = 0;
 }
 
-/* y = A^k x (k products chained on the matrix's backend), this rank's
- * rows into yl. */
-static void chain_products(ks_matrix *M, const double *xl, int k, double *yl)
-{
-    ks_vec *v[2] = {NULL, NULL};
-    KS_ALL(ks_matrix_vec_create(M, &v[0]));
-    KS_ALL(ks_matrix_vec_create(M, &v[1]));
-    KS_ALL(ks_vec_set_host(v[0], xl));
-    for (int j = 0; j < k; j++)
-        KS_ALL(ks_matrix_apply(M, j ? 1.0 : 1.5, v[j % 2], 0.0, v[(j + 1) % 2]));
-    KS_ALL(ks_vec_get_host(v[k % 2], yl));
-    ks_vec_destroy(&v[0]);
-    ks_vec_destroy(&v[1]);
-}
-
 /* A random matrix in layout `kind` on the device-like d over the settings
  * direct and auto (both running direct) against the float64 serial
  * product and the staged transport's bits, after 1 and 3 products. */
@@ -1275,7 +1260,7 @@ static void direct_spmv_case(ks_backend *d, int kind, uint64_t seed)
             free(tmp);
         }
         for (int t = 0; t < 3; t++)
-            chain_products(M[t], xg + off[rank], k, y[t]);
+            ks_test_dist_chain(M[t], xg + off[rank], k, y[t]);
         const double err = ks_test_max_relerr(y[0], yg + off[rank], n);
         ALL(err <= (k == 1 ? 1e-14 : 1e-12), "layout %d, seed %llu, %d products: direct "
             "differs from the serial product by %g", kind, (unsigned long long)seed, k, err);

@@ -200,8 +200,8 @@ START_TEST(test_ipc_auto)
     double *ys = malloc(((size_t)n + 1) * sizeof *ys);
     for (ks_int i = 0; i < n; i++)
         x[i] = cos(0.3 * (double)(off[rank] + i)) - 0.2;
-    halo_chain(Ma, x, 3, ya);
-    halo_chain(Ms, x, 3, ys);
+    ks_test_dist_chain(Ma, x, 3, ya);
+    ks_test_dist_chain(Ms, x, 3, ys);
     ALL(!memcmp(ya, ys, (size_t)n * sizeof *ya), "auto (%s) and staged give other bits",
         ks_matrix_halo_transport(Ma));
     ks_matrix_destroy(&Ma);

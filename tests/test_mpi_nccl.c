@@ -50,7 +50,7 @@ START_TEST(test_setting_cpu)
         ALL(got && !strcmp(got, runs[t]), "%s on the cpu runs %s, not %s", set[t],
             got ? got : "(NULL)", runs[t]);
         y[t] = malloc(((size_t)n + 1) * sizeof *y[t]);
-        halo_chain(M, x, 3, y[t]);
+        ks_test_dist_chain(M, x, 3, y[t]);
         ks_matrix_destroy(&M);
     }
     ALL(!memcmp(y[0], y[2], (size_t)n * sizeof *x) && !memcmp(y[0], y[1], (size_t)n * sizeof *x),

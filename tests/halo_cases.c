@@ -79,13 +79,7 @@ void halo_spmv_case(ks_backend *b, const char *transport, uint64_t seed, int une
         "%s: transports %s and %s", what, ks_matrix_halo_transport(Mn),
         ks_matrix_halo_transport(Ms));
     for (int nprod = 1; nprod <= 3; nprod += 2) {
-        memcpy(yg, xg, (size_t)N * sizeof *yg);
-        for (int k = 0; k < nprod; k++) {
-            double *t = malloc((size_t)N * sizeof *t);
-            ks_csr_spmv_ref(&A, k ? 1.0 : 1.5, yg, 0.0, t);
-            memcpy(yg, t, (size_t)N * sizeof *t);
-            free(t);
-        }
+        ks_test_chain_ref(&A, xg, nprod, yg);
         ks_comm_reset_stats(comm);
         ks_test_dist_chain(Mn, xg + off[rank], nprod, yn);
         ks_comm_stats cs;

@@ -308,3 +308,15 @@ void ks_test_dist_chain(ks_matrix *M, const double *xl, int k, double *yl)
     ks_vec_destroy(&v[0]);
     ks_vec_destroy(&v[1]);
 }
+
+void ks_test_chain_ref(const ks_csr *A, const double *x, int k, double *y)
+{
+    const size_t N = (size_t)A->nrows;
+    double *t = malloc(N * sizeof *t + 1);
+    memcpy(y, x, N * sizeof *y);
+    for (int j = 0; j < k; j++) {
+        ks_csr_spmv_ref(A, j ? 1.0 : 1.5, y, 0.0, t);
+        memcpy(y, t, N * sizeof *t);
+    }
+    free(t);
+}

@@ -68,6 +68,9 @@ void ks_test_random_global(uint64_t seed, const ks_gint *off, ks_csr *A);
 /* y = A^k x on M's backend (k products chained there: 1.5 A x, then A
  * times that, ...), this rank's rows of x from xl, of y into yl (host). */
 void ks_test_dist_chain(ks_matrix *M, const double *xl, int k, double *yl);
+/* The same chain on the host, float64: y = A^k x (1.5 A x first) over
+ * A's N rows, x and y of N entries. */
+void ks_test_chain_ref(const ks_csr *A, const double *x, int k, double *y);
 /* Destroys a solve's solver, config and its two vectors (NULLs them). */
 void ks_test_solve_free(ks_solver **s, ks_config **cfg, ks_vec **b, ks_vec **x);
 /* b[i] = 1 + sin(0.37 g) for this rank's rows g of the distributed vector

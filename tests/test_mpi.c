@@ -1252,13 +1252,7 @@ static void direct_spmv_case(ks_backend *d, int kind, uint64_t seed)
     for (ks_int i = 0; i < N; i++)
         xg[i] = sin(0.7 * i + (double)seed) + 1.25;
     for (int k = 1; k <= 3; k += 2) {
-        memcpy(yg, xg, (size_t)N * sizeof *yg);
-        for (int j = 0; j < k; j++) {
-            double *tmp = malloc((size_t)N * sizeof *tmp);
-            ks_csr_spmv_ref(&A, j ? 1.0 : 1.5, yg, 0.0, tmp);
-            memcpy(yg, tmp, (size_t)N * sizeof *tmp);
-            free(tmp);
-        }
+        ks_test_chain_ref(&A, xg, k, yg);
         for (int t = 0; t < 3; t++)
             ks_test_dist_chain(M[t], xg + off[rank], k, y[t]);
         const double err = ks_test_max_relerr(y[0], yg + off[rank], n);

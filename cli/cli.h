@@ -35,6 +35,11 @@ void ks_cli_usage(FILE *out);
  * OMP_NUM_THREADS sets); call before creating a backend. Without OpenMP
  * more than one is an error. */
 ks_error ks_cli_apply_threads(int threads);
+/* The thread count to apply: threads (the key) when set; under mpirun
+ * (comm, collective on it) with neither the key nor OMP_NUM_THREADS, the
+ * rank's share of its cores (ks_comm_share_threads); else 0 (OpenMP's). */
+struct ks_comm;
+int ks_cli_threads(struct ks_comm *comm, int threads);
 /* 1 when the backend list has cuda. */
 int ks_cli_uses_cuda(const ks_problem_params *pp);
 /* The GPU map in force: the gpu_map key when given (*what "gpu_map"),

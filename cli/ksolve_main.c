@@ -454,7 +454,8 @@ static int run(int argc, char **argv, ks_cli_state *st)
     const int json_stdout = a->json_file && strcmp(a->json_file, "-") == 0;
     ks_cli_apply_quiet(a->quiet);
     ks_cli_route_output(json_stdout);
-    if (ks_cli_apply_threads(ks_problem_params_of(st->cfg)->threads) != KS_OK)
+    if (ks_cli_apply_threads(ks_cli_threads(st->comm, ks_problem_params_of(st->cfg)->threads)) !=
+        KS_OK)
         return fail();
     /* Not under mpirun: there only rank 0's stderr can be a terminal, and
      * the ranks' configs must stay alike (a setup over ranks is collective). */

@@ -1,16 +1,38 @@
 /* What the tool sets up around a solve, process-wide: the OpenMP thread
- * count (--threads, the `threads` key), the GPU (`gpu_map`), --quiet, where the library's lines
+ * count (--threads, the `threads` key; under mpirun without either and
+ * without OMP_NUM_THREADS, the rank's share of its cores), the GPU (`gpu_map`), --quiet, where the library's lines
  * go with --json -, the AMG setup progress a terminal gets, and the memory
  * its vectors will take (checked before the matrix is read). */
 #include "cli.h"
 #include "../vec/gpu.h"
+#ifdef KS_HAVE_MPI
+#include "ksolve_mpi.h"
+#endif
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+int ks_cli_threads(struct ks_comm *comm, int threads)
+{
+#if defined(KS_HAVE_MPI) && defined(_OPENMP)
+    /* Every rank asks (collective); a rank takes the share only where
+     * neither the key nor OMP_NUM_THREADS gave a count. */
+    int share = 0;
+    if (comm && ks_comm_share_threads(comm, &share) != KS_OK)
+        share = 0; /* OpenMP's own count, as without mpirun */
+    const char *env = getenv("OMP_NUM_THREADS");
+    if (threads == 0 && !(env && env[0]) && share > 0)
+        return share;
+#else
+    (void)comm;
+#endif
+    return threads;
+}
 
 ks_error ks_cli_apply_threads(int threads)
 {

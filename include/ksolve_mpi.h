@@ -118,6 +118,14 @@ void ks_comm_reset_stats(ks_comm *c);
  * KS_GPU_MAP when it came from there), on every rank alike. */
 ks_error ks_comm_select_device(const ks_comm *c, const char *map, int *device);
 
+/* Collective. This rank's fair share of the CPUs it may run on: the CPUs
+ * of its affinity mask divided among the ranks of its node with the same
+ * mask (at least 1). Under mpirun the ranks of a node often share one mask
+ * (--bind-to none, or one package each), and OpenMP's default, a thread a
+ * CPU of the mask, then puts several threads on each core; the tool takes
+ * this count when neither --threads nor OMP_NUM_THREADS says one. */
+ks_error ks_comm_share_threads(const ks_comm *c, int *threads);
+
 /* A rank's host and the GPU its backend runs on. */
 typedef struct ks_rank_device {
     char host[64];        /* MPI_Get_processor_name, truncated */

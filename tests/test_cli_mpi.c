@@ -8,8 +8,13 @@
  * is refused before allocating; what is not done yet (AMG, several backends) fails with
  * exit status 2 and says so; a malformed gpu_map is refused naming the key, and on
  * the cpu nothing about GPUs is printed; with a GPU, PCG + AMG on cuda over 2 ranks, each
- * rank's GPU named (rank r on GPU r mod G). This program itself never calls MPI: it
+ * rank's GPU named (rank r on GPU r mod G); without --threads and OMP_NUM_THREADS each
+ * rank takes its share of the CPUs (two unbound ranks: half each). This program itself
+ * never calls MPI: it
  * starts mpirun as a child. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include "cli_run.h"
 #include "ks_test.h"
 #include "vec/gpu.h"
@@ -19,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 /* One run's output. */
 #define out_buf ks_cli_out
@@ -105,6 +113,60 @@ START_TEST(test_generated_over_ranks)
     remove(xs);
     remove(xd);
     remove(json);
+}
+END_TEST
+
+/* This process's CPUs (its affinity mask), which mpirun's unbound ranks
+ * inherit; 0 where it cannot be read. */
+static int my_cpus(void)
+{
+#if defined(__linux__) && defined(CPU_COUNT)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+#else
+    return 0;
+#endif
+}
+
+/* Under mpirun with neither --threads nor OMP_NUM_THREADS, each rank takes
+ * its share of the CPUs it may run on: two unbound ranks (one mask) half of
+ * this process's each (at least one), not a thread a CPU each; --threads
+ * and OMP_NUM_THREADS still decide where given. */
+START_TEST(test_threads_over_ranks)
+{
+    const int cpus = my_cpus();
+    const char *was = getenv("OMP_NUM_THREADS");
+    char saved[64] = "";
+    if (was)
+        snprintf(saved, sizeof saved, "%s", was);
+    unsetenv("OMP_NUM_THREADS");
+    setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 1); /* mpirun --bind-to none */
+    const char *gen = "-p matrix.generator=poisson3d_7 -p matrix.n=8";
+    EXPECT_RC(2, gen, 0);
+    if (strstr(out_buf, "built without OpenMP") || cpus == 0) {
+        printf("SKIPPED: 1 (threads under mpirun: %s)\n",
+               cpus ? "built without OpenMP" : "the CPU mask cannot be read");
+    } else {
+        char want[64];
+        snprintf(want, sizeof want, "%d OpenMP threads x 2 ranks", cpus / 2 > 1 ? cpus / 2 : 1);
+        ck_assert_msg(strstr(out_buf, want), "%d CPUs, 2 unbound ranks: want '%s' in\n%s",
+                      cpus, want, out_buf);
+        char args[256];
+        snprintf(args, sizeof args, "%s --threads 3", gen);
+        EXPECT_RC(2, args, 0);
+        ck_assert_msg(strstr(out_buf, "3 OpenMP threads x 2 ranks"), "--threads 3:\n%s",
+                      out_buf);
+        setenv("OMP_NUM_THREADS", "3", 1);
+        EXPECT_RC(2, gen, 0);
+        ck_assert_msg(strstr(out_buf, "3 OpenMP threads x 2 ranks"), "OMP_NUM_THREADS=3:\n%s",
+                      out_buf);
+    }
+    unsetenv("OMPI_MCA_hwloc_base_binding_policy");
+    if (saved[0])
+        setenv("OMP_NUM_THREADS", saved, 1);
+    else
+        unsetenv("OMP_NUM_THREADS");
 }
 END_TEST
 
@@ -445,6 +507,7 @@ int main(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_generated_over_ranks);
     tcase_add_test(t, test_default_amg_over_ranks);
+    tcase_add_test(t, test_threads_over_ranks);
     tcase_add_test(t, test_not_done_yet);
     tcase_add_test(t, test_gpu_map_over_ranks);
     tcase_add_test(t, test_file_over_ranks);

@@ -23,8 +23,10 @@ int ks_cli_threads(struct ks_comm *comm, int threads)
     /* Every rank asks (collective); a rank takes the share only where
      * neither the key nor OMP_NUM_THREADS gave a count. */
     int share = 0;
-    if (comm && ks_comm_share_threads(comm, &share) != KS_OK)
+    if (comm && ks_comm_share_threads(comm, &share) != KS_OK) {
         share = 0; /* OpenMP's own count, as without mpirun */
+        ks_clear_error();
+    }
     const char *env = getenv("OMP_NUM_THREADS");
     if (threads == 0 && !(env && env[0]) && share > 0)
         return share;

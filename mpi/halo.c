@@ -312,16 +312,13 @@ static ks_error choose(ks_halo *h, ks_backend *be)
         if (c->size == 1) /* one rank: nothing travels */
             return KS_OK;
 #ifdef KS_HAVE_CUDA
-        if (AUTO_PICKS_IPC && ipc_ok) { /* ranks sharing a GPU: nccl refuses, staged */
-            ks_error e = ks_comm_check_gpus(c, be, "halo transport auto", KS_IPC_OTHER_HOSTS,
-                                            "a GPU a rank for ipc", NULL);
-            if (e == KS_OK) {
+        if (AUTO_PICKS_IPC && ipc_ok) { /* else nccl where it can run, else staged */
+            int fits = 0;
+            KS_TRY(ks_ipc_auto_fits(c, be, &fits));
+            if (fits) {
                 h->transport = KS_HALO_IPC;
                 return KS_OK;
             }
-            if (e != KS_ERR_UNSUPPORTED)
-                return e;
-            ks_clear_error(); /* on every rank: another host, nccl or staged */
         }
 #endif
         if (!nccl_ok)

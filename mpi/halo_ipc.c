@@ -120,6 +120,54 @@ ks_error ks_ipc_one_host(const ks_comm *c, ks_backend *be)
     return ks_comm_check_gpus(c, be, "halo transport ipc", KS_IPC_OTHER_HOSTS, NULL, NULL);
 }
 
+/* 1 on this rank when it sees every other rank's GPU (by PCI bus id) and
+ * may access it (peer access between different GPUs), which opening
+ * their buffers needs: not so where each rank was given one GPU through
+ * CUDA_VISIBLE_DEVICES, or between GPUs without peer access. */
+static int sees_peers(const ks_rank_device *all, int p, int me)
+{
+    for (int q = 0; q < p; q++) {
+        if (q == me)
+            continue;
+        int d = -1, can = 0;
+        if (cudaDeviceGetByPCIBusId(&d, all[q].pci_bus_id) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        if (d != all[me].device &&
+            (cudaDeviceCanAccessPeer(&can, all[me].device, d) != cudaSuccess || !can)) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+    }
+    return 1;
+}
+
+ks_error ks_ipc_auto_fits(const ks_comm *c, ks_backend *be, int *fits)
+{
+    *fits = 0;
+    ks_error e = ks_comm_check_gpus(c, be, "halo transport auto", KS_IPC_OTHER_HOSTS,
+                                    "a GPU a rank for ipc", NULL);
+    if (e == KS_ERR_UNSUPPORTED) { /* the same verdict on every rank: not ipc */
+        ks_clear_error();
+        return KS_OK;
+    }
+    KS_TRY(e);
+    const int p = c->size;
+    ks_rank_device *all = ks_calloc((size_t)p, sizeof *all, "the ranks' GPUs");
+    e = ks_comm_agree(c, all ? KS_OK : KS_ERR_MEMORY);
+    if (e == KS_OK)
+        e = ks_comm_agree(c, ks_comm_gather_devices(c, be, all));
+    int ok = e == KS_OK && sees_peers(all, p, c->rank);
+    free(all);
+    KS_TRY(e);
+    KS_TRY(ks_mpi_check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN,
+                                      ks_comm_mpi_of(c)),
+                        "MPI_Allreduce (ipc's peers)"));
+    *fits = ok;
+    return KS_OK;
+}
+
 /* Local: this rank's buffer, events, arrays and published handles. */
 static ks_error make_own(ks_halo *h, ks_int nout, ipc_handles *mine)
 {

@@ -285,6 +285,11 @@ void ks_nccl_free(struct ks_nccl *n);
  * host (ks_comm_gather_devices), else KS_ERR_UNSUPPORTED on every rank
  * naming the first rank that does not. */
 ks_error ks_ipc_one_host(const ks_comm *c, ks_backend *be);
+/* Collective: *fits = 1 on every rank when auto may run ipc: every rank
+ * has its own GPU, all on one host, and each sees the others' GPUs and may
+ * access them (no CUDA_VISIBLE_DEVICES of one GPU a rank, peer access);
+ * else 0. Errors only for failures (memory, MPI), agreed. */
+ks_error ks_ipc_auto_fits(const ks_comm *c, ks_backend *be, int *fits);
 /* ks_comm_check_gpus's hint where ranks run on several hosts. */
 #define KS_IPC_OTHER_HOSTS "CUDA IPC joins the GPUs of one host: use nccl or staged"
 /* Collective (h attached to a cuda backend, idx_be made): refused on every

@@ -42,7 +42,10 @@ static int my_cpus(unsigned char *mask, size_t len)
 #endif
 }
 
-#define MASK_BYTES 128 /* a cpu_set_t: 1024 CPUs */
+/* A cpu_set_t: 1024 CPUs. On a host with more, sched_getaffinity refuses
+ * it and every mask reads as zeros: the ranks of a node then share all
+ * the CPUs OpenMP counts. */
+#define MASK_BYTES 128
 
 ks_error ks_comm_share_threads(const ks_comm *c, int *threads)
 {
@@ -51,27 +54,30 @@ ks_error ks_comm_share_threads(const ks_comm *c, int *threads)
     *threads = 1;
     unsigned char mine[MASK_BYTES];
     const int cpus = my_cpus(mine, sizeof mine);
-    MPI_Comm node;
-    KS_TRY(ks_comm_agree(c, ks_mpi_check(MPI_Comm_split_type(ks_comm_mpi_of(c),
-                                                             MPI_COMM_TYPE_SHARED, c->rank,
-                                                             MPI_INFO_NULL, &node),
-                                         "MPI_Comm_split_type (the ranks of this node)")));
+    MPI_Comm node = MPI_COMM_NULL;
+    ks_error e = ks_mpi_check(MPI_Comm_split_type(ks_comm_mpi_of(c), MPI_COMM_TYPE_SHARED,
+                                                  c->rank, MPI_INFO_NULL, &node),
+                              "MPI_Comm_split_type (the ranks of this node)");
     int n = 1;
-    ks_error e = ks_mpi_check(MPI_Comm_size(node, &n), "MPI_Comm_size (node)");
+    if (e == KS_OK)
+        e = ks_mpi_check(MPI_Comm_size(node, &n), "MPI_Comm_size (node)");
     unsigned char *all = e == KS_OK ? ks_malloc((size_t)n * MASK_BYTES, "the ranks' CPU masks")
                                     : NULL;
     if (e == KS_OK && !all)
         e = KS_ERR_MEMORY;
+    /* agreed before the node's gather: no rank waits there for one that left */
+    e = ks_comm_agree(c, e);
     if (e == KS_OK)
-        e = ks_mpi_check(MPI_Allgather(mine, MASK_BYTES, MPI_BYTE, all, MASK_BYTES, MPI_BYTE,
-                                       node),
-                         "MPI_Allgather (the ranks' CPU masks)");
+        e = ks_comm_agree(c, ks_mpi_check(MPI_Allgather(mine, MASK_BYTES, MPI_BYTE, all,
+                                                        MASK_BYTES, MPI_BYTE, node),
+                                          "MPI_Allgather (the ranks' CPU masks)"));
     int same = 0;
     for (int q = 0; e == KS_OK && q < n; q++)
         same += memcmp(all + (size_t)q * MASK_BYTES, mine, MASK_BYTES) == 0;
     free(all);
-    MPI_Comm_free(&node);
-    KS_TRY(ks_comm_agree(c, e));
+    if (node != MPI_COMM_NULL)
+        MPI_Comm_free(&node);
+    KS_TRY(e);
     *threads = same > 0 && cpus / same > 1 ? cpus / same : 1;
     return KS_OK;
 }

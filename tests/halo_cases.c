@@ -208,6 +208,10 @@ static char setup_err[400];
 
 int halo_gather_devices(ks_backend *cuda, ks_rank_device *all)
 {
+    if (nranks > HALO_MAX_RANKS) { /* the callers' tables */
+        snprintf(setup_err, sizeof setup_err, "more than %d ranks", HALO_MAX_RANKS);
+        return -1;
+    }
     const ks_error e = ks_comm_gather_devices(comm, cuda, all);
     if (e == KS_OK)
         return 0;
@@ -218,7 +222,7 @@ int halo_gather_devices(ks_backend *cuda, ks_rank_device *all)
 
 int halo_gpus_shared(ks_backend *cuda)
 {
-    ks_rank_device all[8];
+    ks_rank_device all[HALO_MAX_RANKS];
     if (halo_gather_devices(cuda, all) < 0)
         return -1;
     for (int q = 1; q < nranks; q++)

@@ -31,7 +31,10 @@ void halo_amg_case(ks_backend *b, const char *transport);
  * made *cuda, a cuda backend on its GPU of the default map (rank k of a
  * node on GPU k mod G), else 0 (also every rank). */
 int halo_cuda_backend(ks_backend **cuda);
-/* ks_comm_gather_devices for cuda into all (nranks entries): 0, or -1
+/* The most ranks the device tables of these tests hold. */
+#define HALO_MAX_RANKS 8
+/* ks_comm_gather_devices for cuda into all (nranks entries, at most
+ * HALO_MAX_RANKS: more is refused with -1): 0, or -1
  * with the reason kept for the test halo_add_setup_test adds to t (one
  * failing test that says why). */
 int halo_gather_devices(ks_backend *cuda, ks_rank_device *all);

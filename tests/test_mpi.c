@@ -1461,6 +1461,14 @@ START_TEST(test_jacobi_zero_diagonal)
 }
 END_TEST
 
+/* Before each test of the errors group: the direct transport's test hooks
+ * off, even after a failed test left them set (no fork: one process). */
+static void hooks_off(void)
+{
+    ks_mpi_cuda_aware_force = -1;
+    ks_halo_device_backend = NULL;
+}
+
 static Suite *mpi_suite(void)
 {
     Suite *s = suite_create("mpi");
@@ -1480,6 +1488,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(t, test_resetup_new_values);
     suite_add_tcase(s, t);
     t = tcase_create("errors");
+    tcase_add_checked_fixture(t, hooks_off, NULL);
     tcase_add_test(t, test_bad_rows);
     tcase_add_test(t, test_bad_vectors);
     tcase_add_test(t, test_device_backend);

@@ -232,7 +232,7 @@ END_TEST
  * suite(), outside any test, so it must not assert. */
 static int one_host(void)
 {
-    ks_rank_device all[8];
+    ks_rank_device all[HALO_MAX_RANKS];
     if (halo_gather_devices(cuda, all) < 0)
         return -1;
     for (int q = 1; q < nranks; q++)

@@ -66,8 +66,10 @@ ks_error ks_comm_gather_devices(const ks_comm *c, const ks_backend *be, ks_rank_
 }
 
 ks_error ks_comm_check_gpus(const ks_comm *c, ks_backend *be, const char *who,
-                            const char *other_hosts, const char *shared, ks_rank_device *mine)
+                            const char *other_hosts, const char *shared, ks_rank_device **table)
 {
+    if (table)
+        *table = NULL;
     const int p = c->size;
     ks_rank_device *all = ks_calloc((size_t)p, sizeof *all, "the ranks' GPUs");
     ks_error e = ks_comm_agree(c, all ? KS_OK : KS_ERR_MEMORY);
@@ -87,8 +89,10 @@ ks_error ks_comm_check_gpus(const ks_comm *c, ks_backend *be, const char *who,
                 !strcmp(all[q].pci_bus_id, all[r].pci_bus_id))
                 e = ks_seterr(KS_ERR_UNSUPPORTED, "%s: ranks %d and %d share GPU %s on host %s "
                               "(%s)", who, r, q, all[q].pci_bus_id, all[q].host, shared);
-    if (e == KS_OK && mine)
-        *mine = all[c->rank];
+    if (e == KS_OK && table) { /* handed over */
+        *table = all;
+        all = NULL;
+    }
     free(all);
     return e;
 }

@@ -146,21 +146,16 @@ static int sees_peers(const ks_rank_device *all, int p, int me)
 ks_error ks_ipc_auto_fits(const ks_comm *c, ks_backend *be, int *fits)
 {
     *fits = 0;
+    ks_rank_device *all = NULL;
     ks_error e = ks_comm_check_gpus(c, be, "halo transport auto", KS_IPC_OTHER_HOSTS,
-                                    "a GPU a rank for ipc", NULL);
+                                    "a GPU a rank for ipc", &all);
     if (e == KS_ERR_UNSUPPORTED) { /* the same verdict on every rank: not ipc */
         ks_clear_error();
         return KS_OK;
     }
     KS_TRY(e);
-    const int p = c->size;
-    ks_rank_device *all = ks_calloc((size_t)p, sizeof *all, "the ranks' GPUs");
-    e = ks_comm_agree(c, all ? KS_OK : KS_ERR_MEMORY);
-    if (e == KS_OK)
-        e = ks_comm_agree(c, ks_comm_gather_devices(c, be, all));
-    int ok = e == KS_OK && sees_peers(all, p, c->rank);
+    int ok = sees_peers(all, c->size, c->rank);
     free(all);
-    KS_TRY(e);
     KS_TRY(ks_mpi_check(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN,
                                       ks_comm_mpi_of(c)),
                         "MPI_Allreduce (ipc's peers)"));

@@ -49,12 +49,13 @@ static ks_error nccl_check(ncclResult_t r, const char *call)
  * rank's device. */
 static ks_error own_gpus(const ks_comm *c, ks_backend *be, char *dev)
 {
-    ks_rank_device mine;
+    ks_rank_device *all = NULL;
     KS_TRY(ks_comm_check_gpus(c, be, "halo transport nccl", NULL,
                               "NCCL cannot put two ranks on one GPU: give each rank its own, "
                               "or use the staged transport",
-                              &mine));
-    snprintf(dev, DEVICE_KEY_LEN, "%s", mine.pci_bus_id);
+                              &all));
+    snprintf(dev, DEVICE_KEY_LEN, "%s", all[c->rank].pci_bus_id);
+    free(all);
     return KS_OK;
 }
 

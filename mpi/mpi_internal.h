@@ -53,9 +53,10 @@ ks_error ks_comm_local_rank(const ks_comm *c, int *local_rank, int *local_size);
  * other_hosts is given, all ranks run on one host and, where shared is
  * given, no two ranks of a host share a GPU (ks_comm_gather_devices); else
  * KS_ERR_UNSUPPORTED on every rank, "who: " naming the first offence and
- * ending with the hint given for it. mine (may be NULL): this rank's entry. */
+ * ending with the hint given for it. table (may be NULL): on KS_OK the
+ * gathered table, c's size entries in rank order, the caller's to free. */
 ks_error ks_comm_check_gpus(const ks_comm *c, ks_backend *be, const char *who,
-                            const char *other_hosts, const char *shared, ks_rank_device *mine);
+                            const char *other_hosts, const char *shared, ks_rank_device **table);
 /* The MPI communicator under c. */
 MPI_Comm ks_comm_mpi_of(const ks_comm *c);
 /* KS_OK for MPI_SUCCESS; else KS_ERR_MPI naming `call` and MPI's reason. */

@@ -8,7 +8,8 @@
  * generation against ks_generate, CG and BiCGStab against one-process
  * solves, the same solve twice, a re-setup after new values against a
  * fresh setup, input errors failing on every rank without a hang, the
- * staged and direct halo transports on the cpu (AMG over ranks:
+ * staged and direct halo transports on the cpu, a rank's share of its
+ * CPUs (ks_comm_share_threads) and its bad arguments (AMG over ranks:
  * test_mpi_amg_solve.c).
  *
  * Check runs without fork (forking after MPI_Init is unsafe), so every
@@ -17,6 +18,9 @@
  * a failing rank prints its reason on stderr. Every rank builds the whole
  * of the small test matrices to compute references; the library's
  * distributed path never sees them. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include "ks_test_mpi.h"
 #include "ksolve_mpi.h"
 #include "mpi/mpi_internal.h"
@@ -30,6 +34,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 
 
@@ -1079,6 +1089,40 @@ START_TEST(test_device_backend)
 }
 END_TEST
 
+/* A rank's share of its CPUs: at least one, at most the CPUs OpenMP sees
+ * (its mask's), and on Linux the same on every rank with the same CPU
+ * mask (the test's ranks run on one host); NULL arguments refused. */
+START_TEST(test_share_threads)
+{
+    int t = 0;
+    KS_ALL(ks_comm_share_threads(comm, &t));
+    int cpus = 1;
+#ifdef _OPENMP
+    cpus = omp_get_num_procs();
+#endif
+    ALL(t >= 1 && t <= cpus, "rank %d: a share of %d threads of %d CPUs", rank, t, cpus);
+#if defined(__linux__) && defined(CPU_COUNT)
+    cpu_set_t mine, *all = malloc((size_t)nranks * sizeof *all);
+    int *shares = malloc((size_t)nranks * sizeof *shares);
+    CPU_ZERO(&mine);
+    (void)sched_getaffinity(0, sizeof mine, &mine);
+    MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+                  MPI_COMM_WORLD);
+    MPI_Allgather(&t, 1, MPI_INT, shares, 1, MPI_INT, MPI_COMM_WORLD);
+    int bad = -1;
+    for (int q = 0; q < nranks && bad < 0; q++)
+        if (CPU_EQUAL(&all[q], &mine) && shares[q] != t)
+            bad = q;
+    ALL(bad < 0, "rank %d and rank %d share a CPU mask but got %d and %d threads", rank, bad,
+        t, bad < 0 ? t : shares[bad]);
+    free(all);
+    free(shares);
+#endif
+    EXPECT_ERR(ks_comm_share_threads(NULL, &t), KS_ERR_ARG, "NULL comm");
+    EXPECT_ERR(ks_comm_share_threads(comm, NULL), KS_ERR_ARG, "NULL output");
+}
+END_TEST
+
 /* The run-time question whether MPI takes device buffers: the environment
  * can say no; without the Open MPI extension the answer is no. */
 START_TEST(test_cuda_aware_query)
@@ -1493,6 +1537,7 @@ static Suite *mpi_suite(void)
     tcase_add_test(t, test_bad_vectors);
     tcase_add_test(t, test_device_backend);
     tcase_add_test(t, test_cuda_aware_query);
+    tcase_add_test(t, test_share_threads);
     tcase_add_test(t, test_direct_transport);
     tcase_add_test(t, test_jacobi_zero_diagonal);
     tcase_add_test(t, test_comm_stats);

@@ -13,6 +13,13 @@ ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c)
     c->rows_given = 0;
     c->hoist = 1;
     c->prefetch = KS_DIA_SPMM_DEFAULT_PREFETCH;
+    c->l2pf = KS_DIA_SPMM_DEFAULT_L2PF;
+    const char *l2 = getenv("KS_DIA_SPMM_L2PF");
+    if (l2 && *l2) {
+        if (strcmp(l2, "0") != 0 && strcmp(l2, "1") != 0)
+            return ks_seterr(KS_ERR_ARG, "KS_DIA_SPMM_L2PF=%s: expected 0 or 1", l2);
+        c->l2pf = l2[0] == '1';
+    }
     const char *pf = getenv("KS_DIA_SPMM_PREFETCH");
     if (pf && *pf) {
         if (strcmp(pf, "0") != 0 && strcmp(pf, "1") != 0)

@@ -28,6 +28,10 @@ enum ks_dia_spmm_variant {
 #define KS_DIA_SPMM_TILE_ROWS 4096
 #define KS_DIA_SPMM_DEFAULT_ROWS 16384
 #define KS_DIA_SPMM_DEFAULT_PREFETCH 2
+/* On: H200, 7-point 256^3, one call, alternating: k = 8 998 -> 967 us and
+ * 1005 -> 973 us (72 -> 74 % of the floor), k = 16 1898 -> 1881 us, k = 4
+ * 544 -> 549 us (docs/blocks.md). */
+#define KS_DIA_SPMM_DEFAULT_L2PF 1
 typedef struct ks_dia_spmm_choice {
     int variant;
     int tile_rows;
@@ -44,10 +48,15 @@ typedef struct ks_dia_spmm_choice {
      * (dia_spmm_walk.cuh). KS_DIA_SPMM_PREFETCH=0 or 1 sets it, for A/B. */
     int prefetch;
     int rows_given; /* KS_DIA_SPMM named the rows: ks_dia_spmm_fit_tile keeps them */
+    /* The hoisted kernel's loads of values and X with a 256-byte L2
+     * prefetch (PTX .L2::256B): KS_DIA_SPMM_L2PF=0 or 1 (for A/B), else
+     * KS_DIA_SPMM_DEFAULT_L2PF. */
+    int l2pf;
 } ks_dia_spmm_choice;
 
 /* Read at each dia setup (unset or empty: vec1024, 16384 rows, hoisted);
- * KS_ERR_ARG for an unknown name, a bad row count or a KS_DIA_SPMM_HOIST
+ * KS_ERR_ARG for an unknown name, a bad row count, a KS_DIA_SPMM_HOIST
+ * other than 0, 1, 2, 4 or 8, or a KS_DIA_SPMM_PREFETCH or KS_DIA_SPMM_L2PF
  * other than 0 or 1. */
 ks_error ks_dia_spmm_choice_get(ks_dia_spmm_choice *c);
 

@@ -116,6 +116,53 @@ __device__ __forceinline__ void load_cols(const double *__restrict__ p, double *
     }
 }
 
+/* The loads of load_cols, and a value's evict-first load, with a 256-byte
+ * L2 prefetch (PTX .L2::256B): an L2 miss brings the whole 256-byte block,
+ * so a stream keeps more bytes in flight a request (KS_DIA_SPMM_L2PF). */
+__device__ __forceinline__ double2 ld2_pf(const double *p, bool once)
+{
+    double2 t;
+    if (once)
+        asm("ld.global.cs.L2::256B.v2.f64 {%0, %1}, [%2];" : "=d"(t.x), "=d"(t.y) : "l"(p));
+    else
+        asm("ld.global.nc.L2::256B.v2.f64 {%0, %1}, [%2];" : "=d"(t.x), "=d"(t.y) : "l"(p));
+    return t;
+}
+
+__device__ __forceinline__ double ld1_pf(const double *p, bool once)
+{
+    double t;
+    if (once)
+        asm("ld.global.cs.L2::256B.f64 %0, [%1];" : "=d"(t) : "l"(p));
+    else
+        asm("ld.global.nc.L2::256B.f64 %0, [%1];" : "=d"(t) : "l"(p));
+    return t;
+}
+
+__device__ __forceinline__ double ldval_pf(const double *p)
+{
+    return ld1_pf(p, true);
+}
+
+__device__ __forceinline__ float ldval_pf(const float *p)
+{
+    float t;
+    asm("ld.global.cs.L2::256B.f32 %0, [%1];" : "=f"(t) : "l"(p));
+    return t;
+}
+
+template <int C>
+__device__ __forceinline__ void load_cols_pf(const double *__restrict__ p, double *x, bool once)
+{
+    if (C == 1) {
+        x[0] = ld1_pf(p, once);
+    } else {
+        const double2 t = ld2_pf(p, once);
+        x[0] = t.x;
+        x[C - 1] = t.y;
+    }
+}
+
 /* C entries at p, on the evict-first path: outputs are touched once and
  * should not push X's rows out of L2 before their +-n^2 uses. */
 template <int C>
@@ -410,7 +457,7 @@ __device__ __forceinline__ void chunk_sum(long long i, ks_int nrows, ks_int ncol
                                           ks_int ndiag, const ks_int *off, unsigned once,
                                           const V *__restrict__ val,
                                           const double *__restrict__ Xj, int kk, const Op &op,
-                                          double *sum)
+                                          double *sum, bool pf)
 {
     V a[U];
     double x[U][C];
@@ -421,11 +468,13 @@ __device__ __forceinline__ void chunk_sum(long long i, ks_int nrows, ks_int ncol
         if (d >= ndiag)
             break;
         const long long c = i + off[u];
-        a[u] = __ldcs(val + (long long)d * nrows + i);
+        a[u] = pf ? ldval_pf(val + (long long)d * nrows + i) : __ldcs(val + (long long)d * nrows + i);
         if (c >= 0 && c < ncols) {
             use |= 1u << u;
             const double *p = Xj + c * kk;
-            if (once >> u & 1u)
+            if (pf)
+                load_cols_pf<C>(p, x[u], once >> u & 1u);
+            else if (once >> u & 1u)
                 load_cols<C, true>(p, x[u]);
             else
                 load_cols<C, false>(p, x[u]);
@@ -461,7 +510,7 @@ template <typename V, int K, int C, int B, int U, bool PRE, typename Op>
 __global__ void __launch_bounds__(B, 1024 / B)
     dia_spmm_one_kernel(ks_int nrows, ks_int ncols, ks_int ndiag,
                         const ks_int *__restrict__ offset, const V *__restrict__ val, int k,
-                        long long tile, const Op op)
+                        long long tile, int pf, const Op op)
 {
     const int kk = K ? K : k, tpr = kk / C, rows = B / tpr;
     const int r = threadIdx.x / tpr;
@@ -496,7 +545,7 @@ __global__ void __launch_bounds__(B, 1024 / B)
         for (int d0 = 0; d0 < kUnroll; d0 += U)
             if (d0 < ndiag)
                 chunk_sum<V, C, U>(i, nrows, ncols, d0, ndiag, off + d0, once >> d0, val, X + j,
-                                   kk, op, sum);
+                                   kk, op, sum, pf != 0);
         if (!PRE)
             op.template pre<C>(i * kk + j, pb);
         op.template finish<C>(i * kk + j, i, sum, pb, acc);
@@ -511,13 +560,13 @@ void launch_chunk(int chunk, unsigned blocks, const ks_dia_spmm_args *a, const V
 {
     if (chunk == 2)
         dia_spmm_one_kernel<V, K, C, B, 2, PRE, Op><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, a->how.l2pf, op);
     else if (chunk == 4)
         dia_spmm_one_kernel<V, K, C, B, 4, PRE, Op><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, a->how.l2pf, op);
     else
         dia_spmm_one_kernel<V, K, C, B, kUnroll, PRE, Op><<<blocks, B, 0, a->stream>>>(
-            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, op);
+            a->nrows, a->ncols, a->ndiag, a->offset, val, a->k, tile, a->how.l2pf, op);
 }
 
 /* The hoisted kernel, the epilogue's read prefetched or not (how.prefetch). */

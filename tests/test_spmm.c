@@ -239,6 +239,7 @@ START_TEST(spmm_dia_variants)
     sc_make_empty(&mats[4], 300, 200);
     char *keep = env_save("KS_DIA_SPMM");
     char *keep_h = env_save("KS_DIA_SPMM_HOIST"), *keep_p = env_save("KS_DIA_SPMM_PREFETCH");
+    char *keep_l2 = env_save("KS_DIA_SPMM_L2PF");
     /* hoist 0: the 7-point and empty matrices (at most 8 diagonals) through
      * the per-row tile kernel too */
     /* and hoisted in chunks of 8, 4 and 2 diagonals (the same sums) */
@@ -246,8 +247,10 @@ START_TEST(spmm_dia_variants)
     for (int hoist = 0; hoist < 5; hoist++)
     for (int v = 0; v < (int)(sizeof variants / sizeof variants[0]); v++) {
         setenv("KS_DIA_SPMM_HOIST", hoists[hoist], 1);
-        /* the epilogue's read before the sums (prefetch) and after, in turn */
+        /* the epilogue's read before the sums (prefetch) and after, in turn;
+         * the loads with the L2 prefetch (the default) and without it */
         setenv("KS_DIA_SPMM_PREFETCH", (hoist + v) % 2 ? "1" : "0", 1);
+        setenv("KS_DIA_SPMM_L2PF", hoist % 2 ? "0" : "1", 1);
         setenv("KS_DIA_SPMM", variants[v], 1);
         for (int f32 = 0; f32 < 2; f32++) {
             ks_spmv_params prm;
@@ -256,8 +259,8 @@ START_TEST(spmm_dia_variants)
             prm.float_values = f32;
             for (int m = 0; m < 5; m++) {
                 char label[96];
-                snprintf(label, sizeof label, "KS_DIA_SPMM=%s HOIST=%s%s %s", variants[v],
-                         hoists[hoist], f32 ? " float32" : "", what[m]);
+                snprintf(label, sizeof label, "KS_DIA_SPMM=%s HOIST=%s L2PF=%d%s %s", variants[v],
+                         hoists[hoist], hoist % 2 ? 0 : 1, f32 ? " float32" : "", what[m]);
                 ck_assert_msg(check_format_k(be, "dia", &mats[m], label, &prm, dia_ks,
                                              (int)(sizeof dia_ks / sizeof dia_ks[0])),
                               "%s: dia refused the matrix", label);
@@ -272,6 +275,7 @@ START_TEST(spmm_dia_variants)
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM"));
     env_restore("KS_DIA_SPMM_HOIST", keep_h);
     env_restore("KS_DIA_SPMM_PREFETCH", keep_p);
+    env_restore("KS_DIA_SPMM_L2PF", keep_l2);
     env_restore("KS_DIA_SPMM", keep);
     for (int m = 0; m < 5; m++)
         ks_csr_free(&mats[m]);
@@ -374,6 +378,23 @@ START_TEST(dia_spmm_choice)
     ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_PREFETCH"));
     unsetenv("KS_DIA_SPMM_PREFETCH");
+    /* KS_DIA_SPMM_L2PF: the default unless set; 0 or 1; else refused */
+    char *keep_l2 = env_save("KS_DIA_SPMM_L2PF");
+    unsetenv("KS_DIA_SPMM_L2PF");
+    KS_CHECK(ks_dia_spmm_choice_get(&c));
+    ck_assert_int_eq(c.l2pf, KS_DIA_SPMM_DEFAULT_L2PF);
+    for (int v = 0; v < 2; v++) {
+        setenv("KS_DIA_SPMM_L2PF", v ? "1" : "0", 1);
+        KS_CHECK(ks_dia_spmm_choice_get(&c));
+        ck_assert_int_eq(c.l2pf, v);
+    }
+    static const char *const bad_l2[] = {"2", "yes", "1x"};
+    for (int i = 0; i < 3; i++) {
+        setenv("KS_DIA_SPMM_L2PF", bad_l2[i], 1);
+        ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_L2PF"));
+    }
+    env_restore("KS_DIA_SPMM_L2PF", keep_l2);
     env_restore("KS_DIA_SPMM", keep);
 }
 END_TEST

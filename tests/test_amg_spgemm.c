@@ -620,6 +620,18 @@ START_TEST(dense_lu_inverse)
         for (ks_int j = 0; j < n; j++)
             err = fmax(err, fabs(d[(size_t)i * n + j] - (i == j)));
     ck_assert_msg(err <= 1e-12, "n = %d: |Ainv*A - I| = %.3e", n, err);
+    /* each column the solve of its unit vector, value for value (the
+     * inverse skips only the zeros above L^-1's diagonal) */
+    double *x = malloc(((size_t)n + 1) * sizeof *x);
+    for (ks_int c = 0; c < n; c++) {
+        for (ks_int i = 0; i < n; i++)
+            x[i] = i == c;
+        ks_dense_lu_solve(&F, x);
+        for (ks_int i = 0; i < n; i++)
+            ck_assert_msg(x[i] == Ai.val[(size_t)i * n + c], "n = %d: inverse (%d, %d) = %.17g, "
+                          "solve %.17g", n, i, c, Ai.val[(size_t)i * n + c], x[i]);
+    }
+    free(x);
     free(d);
     ks_csr_free(&I);
     ks_csr_free(&Ai);

@@ -167,8 +167,8 @@ ks_gint ks_vec_global_size(const ks_vec *v);
  *
  * Each rank keeps a local block (the columns it owns) in `format` (NULL or
  * "auto": the backend's choice) and a ghost block (the other ranks'
- * columns, compressed) in csr. The backend must have host memory (cpu):
- * KS_ERR_UNSUPPORTED otherwise. ks_matrix_rows, ks_matrix_cols and
+ * columns, compressed; auto's format on the cpu, coo on cuda: docs/mpi.md).
+ * Any backend (cpu, cuda). ks_matrix_rows, ks_matrix_cols and
  * ks_matrix_nnz are this rank's; ks_matrix_global_rows the whole.
  * ks_matrix_set_values(_device) later takes new values in the order of
  * these rowptr/colind (collective; docs/mpi.md "New values"). */

@@ -1,4 +1,6 @@
 # Sourced by scripts/demo and scripts/test: install what is missing, configure, build.
+# KS_BUILD_DIR: the build folder (default build/); KS_PYTHON: the Python that
+# runs the Python package's tests (default /usr/bin/python3).
 # Debian packages the build needs (the CUDA toolkit is expected where a GPU build is wanted;
 # without nvcc the cpu backend alone is built).
 KS_PACKAGES="gcc pkg-config meson ninja-build check libsubunit-dev libjansson-dev zlib1g-dev libopenmpi-dev openmpi-bin"

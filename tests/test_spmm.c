@@ -14,6 +14,7 @@
 #include "spmv/format.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,36 +366,34 @@ START_TEST(dia_spmm_choice)
         ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_HOIST"));
     }
     unsetenv("KS_DIA_SPMM_HOIST");
-    /* KS_DIA_SPMM_PREFETCH: the default unless set; 0 or 1; else refused */
-    unsetenv("KS_DIA_SPMM_PREFETCH");
-    KS_CHECK(ks_dia_spmm_choice_get(&c));
-    ck_assert_int_eq(c.prefetch, KS_DIA_SPMM_DEFAULT_PREFETCH);
-    for (int v = 0; v < 2; v++) {
-        setenv("KS_DIA_SPMM_PREFETCH", v ? "1" : "0", 1);
+    /* KS_DIA_SPMM_PREFETCH and KS_DIA_SPMM_L2PF: the default unless set; 0
+     * or 1; else refused naming the variable */
+    static const struct {
+        const char *name;
+        int def;
+        size_t at; /* the field's offset in ks_dia_spmm_choice */
+    } knobs[] = {{"KS_DIA_SPMM_PREFETCH", KS_DIA_SPMM_DEFAULT_PREFETCH,
+                  offsetof(ks_dia_spmm_choice, prefetch)},
+                 {"KS_DIA_SPMM_L2PF", KS_DIA_SPMM_DEFAULT_L2PF, offsetof(ks_dia_spmm_choice, l2pf)}};
+    static const char *const bad_bit[] = {"2", "yes", "1x"};
+    for (int n = 0; n < 2; n++) {
+        char *keep_n = env_save(knobs[n].name);
+        const int *field = (const int *)((const char *)&c + knobs[n].at);
+        unsetenv(knobs[n].name);
         KS_CHECK(ks_dia_spmm_choice_get(&c));
-        ck_assert_int_eq(c.prefetch, v);
+        ck_assert_int_eq(*field, knobs[n].def);
+        for (int v = 0; v < 2; v++) {
+            setenv(knobs[n].name, v ? "1" : "0", 1);
+            KS_CHECK(ks_dia_spmm_choice_get(&c));
+            ck_assert_int_eq(*field, v);
+        }
+        for (int i = 0; i < 3; i++) {
+            setenv(knobs[n].name, bad_bit[i], 1);
+            ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
+            ck_assert_ptr_nonnull(strstr(ks_last_error(), knobs[n].name));
+        }
+        env_restore(knobs[n].name, keep_n);
     }
-    setenv("KS_DIA_SPMM_PREFETCH", "2", 1);
-    ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
-    ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_PREFETCH"));
-    unsetenv("KS_DIA_SPMM_PREFETCH");
-    /* KS_DIA_SPMM_L2PF: the default unless set; 0 or 1; else refused */
-    char *keep_l2 = env_save("KS_DIA_SPMM_L2PF");
-    unsetenv("KS_DIA_SPMM_L2PF");
-    KS_CHECK(ks_dia_spmm_choice_get(&c));
-    ck_assert_int_eq(c.l2pf, KS_DIA_SPMM_DEFAULT_L2PF);
-    for (int v = 0; v < 2; v++) {
-        setenv("KS_DIA_SPMM_L2PF", v ? "1" : "0", 1);
-        KS_CHECK(ks_dia_spmm_choice_get(&c));
-        ck_assert_int_eq(c.l2pf, v);
-    }
-    static const char *const bad_l2[] = {"2", "yes", "1x"};
-    for (int i = 0; i < 3; i++) {
-        setenv("KS_DIA_SPMM_L2PF", bad_l2[i], 1);
-        ck_assert_int_eq(ks_dia_spmm_choice_get(&c), KS_ERR_ARG);
-        ck_assert_ptr_nonnull(strstr(ks_last_error(), "KS_DIA_SPMM_L2PF"));
-    }
-    env_restore("KS_DIA_SPMM_L2PF", keep_l2);
     env_restore("KS_DIA_SPMM", keep);
 }
 END_TEST
